@@ -1,0 +1,43 @@
+"""Every error the emulator raises: a subclass of :class:`EmulatorError`.
+
+Messages name the instruction, the lane at fault (when one is) and the rule broken,
+e.g. ``ldmatrix.sync.aligned.m8n8.x4.shared.b16: lane 5: row address 0x13 is not 16-byte aligned``.
+"""
+
+
+class EmulatorError(Exception):
+    """Base class of every error raised by the emulator."""
+
+
+class PTXSyntaxError(EmulatorError):
+    """The PTX text does not parse (the message gives line and column)."""
+
+
+class UnsupportedError(EmulatorError):
+    """An instruction, qualifier or type the emulator (or the chosen architecture) does not support."""
+
+
+class OperandError(EmulatorError):
+    """Wrong operand count, kind or width for an instruction."""
+
+
+class MemoryAccessError(EmulatorError):
+    """An address outside shared memory or outside every global allocation."""
+
+
+class AlignmentError(MemoryAccessError):
+    """An address that breaks the instruction's alignment rule."""
+
+
+class AsyncHazardError(EmulatorError):
+    """A cp.async destination was read or overwritten before a wait retired its copy."""
+
+
+class WarpSyncError(EmulatorError):
+    """A .sync.aligned instruction executed by a partial warp, or a barrier misuse."""
+
+
+def fail(cls, instr, rule, lane=None):
+    """Raise ``cls`` with the standard message: instruction, lane, rule."""
+    where = f": lane {int(lane)}" if lane is not None else ""
+    raise cls(f"{instr}{where}: {rule}")
