@@ -1,0 +1,155 @@
+"""Global memory (allocations at 64-bit device addresses) and per-lane byte access to any byte array.
+
+Every access is bounds- and alignment-checked; a violation raises an error naming the instruction,
+the lane and the rule.
+"""
+from __future__ import annotations
+
+import bisect
+
+import numpy as np
+
+from .errors import AlignmentError, MemoryAccessError, fail
+
+LANES = 32
+
+
+class GlobalMemory:
+    """Device global memory as a set of allocations.
+
+    ``upload`` copies an array's bytes in and returns its device address (256-byte aligned);
+    ``download`` copies bytes back out. Allocations are separated by unmapped gaps, so an access that runs
+    off the end of one is reported rather than landing silently in the next.
+    """
+
+    BASE = 0x7F00_0000_0000
+    ALIGN = 256
+    GAP = 4096
+
+    def __init__(self):
+        self._bases: list[int] = []
+        self._bufs: list[np.ndarray] = []
+        self._next = self.BASE
+
+    # -- allocation ------------------------------------------------------------------------------
+    def alloc(self, nbytes: int, fill: int = 0) -> int:
+        """Reserve ``nbytes`` of zero-filled (or ``fill``-filled) memory; returns its address."""
+        nbytes = int(nbytes)
+        if nbytes < 0:
+            raise MemoryAccessError(f"GlobalMemory.alloc: size {nbytes} is negative")
+        addr = self._next
+        self._bases.append(addr)
+        self._bufs.append(np.full(max(nbytes, 1), fill, dtype=np.uint8)[:nbytes] if nbytes else np.zeros(0, np.uint8))
+        span = -(-max(nbytes, 1) // self.ALIGN) * self.ALIGN
+        self._next = addr + span + self.GAP
+        return addr
+
+    def upload(self, array) -> int:
+        """Copy the bytes of ``array`` (any numpy array, C order) into a new allocation."""
+        raw = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
+        addr = self.alloc(raw.size)
+        self._bufs[-1][:] = raw
+        return addr
+
+    def download(self, addr: int, nbytes: int) -> np.ndarray:
+        """A copy of ``nbytes`` bytes at ``addr`` as np.ndarray[uint8]."""
+        buf, off = self._locate(int(addr), int(nbytes), "GlobalMemory.download")
+        return buf[off:off + int(nbytes)].copy()
+
+    def write(self, addr: int, data) -> None:
+        """Overwrite bytes at ``addr`` with the bytes of ``data``."""
+        raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        buf, off = self._locate(int(addr), raw.size, "GlobalMemory.write")
+        buf[off:off + raw.size] = raw
+
+    def view(self, addr: int, nbytes: int) -> np.ndarray:
+        """A live uint8 view of ``nbytes`` at ``addr``."""
+        buf, off = self._locate(int(addr), int(nbytes), "GlobalMemory.view")
+        return buf[off:off + int(nbytes)]
+
+    def allocations(self):
+        """[(address, size)] of every allocation."""
+        return [(b, buf.size) for b, buf in zip(self._bases, self._bufs)]
+
+    # -- lookup ----------------------------------------------------------------------------------
+    def _find(self, addr: int, nbytes: int):
+        i = bisect.bisect_right(self._bases, addr) - 1
+        if i < 0:
+            return None
+        off = addr - self._bases[i]
+        buf = self._bufs[i]
+        if off + nbytes > buf.size:
+            return None
+        return buf, off
+
+    def _locate(self, addr, nbytes, instr, lane=None):
+        hit = self._find(addr, nbytes)
+        if hit is None:
+            fail(MemoryAccessError, instr, f"global address {addr:#x} (+{nbytes} bytes) is outside every "
+                 f"global allocation", lane)
+        return hit
+
+
+# ------------------------------------------------------------------------------------------------
+# Per-lane access helpers. ``addrs`` is an int64/uint64 array of 32 addresses, ``mask`` the active lanes.
+
+def check_alignment(instr, addrs, mask, align, what="address"):
+    bad = mask & ((addrs.astype(np.int64) % align) != 0)
+    if bad.any():
+        lane = int(np.flatnonzero(bad)[0])
+        fail(AlignmentError, instr, f"{what} {int(addrs[lane]):#x} is not {align}-byte aligned", lane)
+
+
+def check_bounds(instr, addrs, mask, nbytes, size, space="shared"):
+    a = addrs.astype(np.int64)
+    bad = mask & ((a < 0) | (a + nbytes > size))
+    if bad.any():
+        lane = int(np.flatnonzero(bad)[0])
+        fail(MemoryAccessError, instr, f"{space} address {int(a[lane]):#x} (+{nbytes} bytes) is outside "
+             f"{space} memory ({size} bytes)", lane)
+
+
+def gather(mem: np.ndarray, addrs, mask, nbytes):
+    """Bytes at each active lane's address: (32, nbytes) uint8 (inactive lanes read as zero)."""
+    out = np.zeros((LANES, nbytes), np.uint8)
+    idx = np.flatnonzero(mask)
+    if idx.size:
+        a = addrs[idx].astype(np.int64)
+        out[idx] = mem[a[:, None] + np.arange(nbytes)]
+    return out
+
+
+def scatter(mem: np.ndarray, addrs, mask, data):
+    """Write data (32, nbytes) at each active lane's address, in lane order (a higher lane wins)."""
+    nbytes = data.shape[1]
+    for lane in np.flatnonzero(mask):
+        a = int(addrs[lane])
+        mem[a:a + nbytes] = data[lane]
+
+
+def global_gather(gmem: GlobalMemory, instr, addrs, mask, nbytes):
+    out = np.zeros((LANES, nbytes), np.uint8)
+    lanes = np.flatnonzero(mask)
+    if not lanes.size:
+        return out
+    a = addrs.astype(np.uint64)
+    lo, hi = int(a[lanes].min()), int(a[lanes].max())
+    hit = gmem._find(lo, hi - lo + nbytes)
+    if hit is not None:                              # fast path: one allocation serves every lane
+        buf, off = hit
+        rel = (a[lanes] - np.uint64(lo)).astype(np.int64) + off
+        out[lanes] = buf[rel[:, None] + np.arange(nbytes)]
+        return out
+    for lane in lanes:
+        buf, off = gmem._locate(int(a[lane]), nbytes, instr, lane)
+        out[lane] = buf[off:off + nbytes]
+    return out
+
+
+def global_scatter(gmem: GlobalMemory, instr, addrs, mask, data):
+    nbytes = data.shape[1]
+    a = addrs.astype(np.uint64)
+    lanes = np.flatnonzero(mask)
+    targets = [gmem._locate(int(a[lane]), nbytes, instr, lane) for lane in lanes]   # check all first
+    for lane, (buf, off) in zip(lanes, targets):
+        buf[off:off + nbytes] = data[lane]

@@ -1,0 +1,240 @@
+"""Executors for ldmatrix, stmatrix and cp.async (with commit/wait group semantics)."""
+from __future__ import annotations
+
+import numpy as np
+
+from isa.datamove import CP_ASYNC, LDMATRIX, LDMATRIX_NOT_SUPPORTED
+from ..datamove import ldmatrix_fast, stmatrix_fast
+from ..errors import AsyncHazardError, OperandError, UnsupportedError, fail
+from ..memory import check_alignment, check_bounds, global_gather
+from ..ptx import Imm, Mem
+from . import executor
+from .common import address, reg_name, require_full_warp, split_mods, src, vec_regs
+from .memops import check_inflight
+
+_ARCH_ORDER = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
+
+
+def _require_arch(instr, env, intro):
+    if _ARCH_ORDER.index(env.arch) < _ARCH_ORDER.index(intro):
+        raise UnsupportedError(f"{instr.opcode}: needs {intro} or newer; this warp is {env.arch}")
+
+
+def _matrix_mods(instr, kind):
+    for m in instr.mods:
+        if m in LDMATRIX_NOT_SUPPORTED:
+            raise UnsupportedError(f"{instr.opcode}: {LDMATRIX_NOT_SUPPORTED[m]}; supported: "
+                                   f"{kind}.sync.aligned.m8n8{{.x1,.x2,.x4}}{{.trans}}{{.shared{{::cta}}}}.b16")
+    q = split_mods(instr, {
+        "sync": {"sync"}, "aligned": {"aligned"}, "shape": set(LDMATRIX["shapes"]),
+        "num": set(LDMATRIX["nums"]), "trans": {"trans"}, "space": set(LDMATRIX["state_spaces"]),
+        "type": set(LDMATRIX["types"]),
+    })
+    for req in ("sync", "aligned", "shape", "num", "type"):
+        if req not in q:
+            want = {"sync": ".sync", "aligned": ".aligned", "shape": ".m8n8", "num": ".x1/.x2/.x4",
+                    "type": ".b16"}[req]
+            raise OperandError(f"{instr.opcode}: missing required qualifier {want}")
+    return LDMATRIX["nums"][q["num"]], "trans" in q
+
+
+def _row_addresses(warp, instr, addr, nmat):
+    """Row addresses from lanes 0..8*nmat-1, checked: 16-byte aligned, inside shared memory, delivered."""
+    a = addr(warp)
+    used = np.zeros(32, np.bool_)
+    used[:8 * nmat] = True
+    check_alignment(instr.text, a, used, LDMATRIX["row_bytes"], "row address")
+    check_bounds(instr.text, a, used, LDMATRIX["row_bytes"], warp.smem.size)
+    return a, used
+
+
+@executor("ldmatrix")
+def compile_ldmatrix(instr, env):
+    _require_arch(instr, env, LDMATRIX["intro"]["ldmatrix"])
+    nmat, trans = _matrix_mods(instr, "ldmatrix")
+    if len(instr.operands) != 2:
+        raise OperandError(f"{instr.opcode}: takes 2 operands (registers, [address]), found {len(instr.operands)}")
+    names = vec_regs(env, instr.operands[0], instr, nmat, f"destination of .x{nmat}")
+    for n in names:
+        if env.reg_width(n) != 32:
+            raise OperandError(f"{instr.opcode}: destination {n} must be a 32-bit register")
+    addr = address(env, instr.operands[1], instr)
+
+    def run(warp, mask):
+        require_full_warp(instr, mask)
+        a, used = _row_addresses(warp, instr, addr, nmat)
+        check_inflight(warp, instr.text, a, used, 16, False)
+        warp.log_smem(instr.text, "ldmatrix", a, 16, used, nmat)
+        out = np.empty((nmat, 32), np.uint32)
+        ldmatrix_fast(warp.smem, a, nmat, trans, out)
+        for j, n in enumerate(names):
+            warp.set_reg(n, out[j], mask)
+    return run
+
+
+@executor("stmatrix")
+def compile_stmatrix(instr, env):
+    _require_arch(instr, env, LDMATRIX["intro"]["stmatrix"])
+    nmat, trans = _matrix_mods(instr, "stmatrix")
+    if len(instr.operands) != 2:
+        raise OperandError(f"{instr.opcode}: takes 2 operands ([address], registers), found {len(instr.operands)}")
+    addr = address(env, instr.operands[0], instr)
+    names = vec_regs(env, instr.operands[1], instr, nmat, f"source of .x{nmat}")
+    for n in names:
+        if env.reg_width(n) != 32:
+            raise OperandError(f"{instr.opcode}: source {n} must be a 32-bit register")
+
+    def run(warp, mask):
+        require_full_warp(instr, mask)
+        a, used = _row_addresses(warp, instr, addr, nmat)
+        check_inflight(warp, instr.text, a, used, 16, True)
+        warp.log_smem(instr.text, "stmatrix", a, 16, used, nmat)
+        regs = np.stack([warp.get_reg(n, instr.text) for n in names]).astype(np.uint32)
+        stmatrix_fast(warp.smem, a, nmat, trans, regs)
+    return run
+
+
+# ---------------------------------------------------------------------------------------------------
+# cp.async
+
+def _cp_async_groups(instr, env):
+    what = instr.mods[1] if len(instr.mods) > 1 else ""
+    if what == "commit_group":
+        if instr.operands:
+            raise OperandError(f"{instr.opcode}: takes no operands")
+
+        def commit(warp, mask):
+            st = warp.cp_async
+            for lane in np.flatnonzero(mask):
+                st.groups[lane].append(st.pending[lane])
+                st.pending[lane] = []
+        return commit
+    if what in ("wait_group", "wait_all"):
+        if what == "wait_group":
+            if len(instr.operands) != 1 or not isinstance(instr.operands[0], Imm) or instr.operands[0].kind != "int":
+                raise OperandError(f"{instr.opcode}: takes one integer constant N")
+            keep = instr.operands[0].value
+            if keep < 0:
+                raise OperandError(f"{instr.opcode}: N must be >= 0")
+        else:
+            if instr.operands:
+                raise OperandError(f"{instr.opcode}: takes no operands")
+            keep = 0
+
+        def wait(warp, mask):
+            st = warp.cp_async
+            for lane in np.flatnonzero(mask):
+                if what == "wait_all":
+                    st.groups[lane].append(st.pending[lane])
+                    st.pending[lane] = []
+                while len(st.groups[lane]) > keep:
+                    for dst_addr, data in st.groups[lane].pop(0):
+                        warp.smem[dst_addr:dst_addr + data.size] = data
+                        warp.smem_inflight[dst_addr:dst_addr + data.size] -= 1
+                        warp._inflight_n -= 1
+        return wait
+    raise UnsupportedError(f"{instr.opcode}: unsupported; supported: cp.async.ca.shared.global, "
+                           f"cp.async.cg.shared.global, cp.async.commit_group, cp.async.wait_group N, "
+                           f"cp.async.wait_all")
+
+
+@executor("cp")
+def compile_cp(instr, env):
+    mods = instr.mods
+    if not mods or mods[0] != "async":
+        raise UnsupportedError(f"{instr.opcode}: unsupported; of the cp family only cp.async is supported")
+    _require_arch(instr, env, CP_ASYNC["intro"])
+    if len(mods) > 1 and mods[1] in CP_ASYNC["group_ops"]:
+        return _cp_async_groups(instr, env)
+    if len(mods) > 1 and mods[1] in ("bulk", "mbarrier"):
+        raise UnsupportedError(f"{instr.opcode}: cp.async.{mods[1]} is not supported; supported: "
+                               f"cp.async.ca/.cg.shared.global and commit_group/wait_group/wait_all")
+    q = _cp_mods(instr)
+    cache = q["cache"]
+    ops = instr.operands
+    has_policy = "hint" in q
+    nmin, nmax = 3 + has_policy, 4 + has_policy
+    if not nmin <= len(ops) <= nmax:
+        raise OperandError(f"{instr.opcode}: takes [dst], [src], cp-size{{, src-size | ignore-src}}"
+                           f"{', cache-policy' if has_policy else ''}; found {len(ops)} operands")
+    if not isinstance(ops[0], Mem) or not isinstance(ops[1], Mem):
+        raise OperandError(f"{instr.opcode}: [dst] and [src] must be addresses")
+    size_op = ops[2]
+    if not isinstance(size_op, Imm) or size_op.kind != "int":
+        raise OperandError(f"{instr.opcode}: cp-size must be an integer constant")
+    cp_size = size_op.value
+    allowed = CP_ASYNC["cache_ops"][cache]
+    if cp_size not in allowed:
+        raise OperandError(f"{instr.opcode}: cp-size {cp_size} is not allowed with .{cache}; allowed: "
+                           f"{', '.join(map(str, allowed))}")
+    dst_addr = address(env, ops[0], instr)
+    src_addr = address(env, ops[1], instr)
+    src_size = None
+    ignore = None
+    if len(ops) == nmax:
+        extra = ops[3]
+        if not isinstance(extra, Imm) and env.reg_width(reg_name(env, extra, instr)) == 1:
+            ignore = src(env, extra, "pred", instr)
+        else:
+            src_size = src(env, extra, "u32", instr)
+    op_name = f"cp.async.{cache}"
+    text = instr.text
+
+    def run(warp, mask):
+        d = dst_addr(warp)
+        s = src_addr(warp)
+        check_alignment(text, d, mask, cp_size, "shared destination address")
+        check_bounds(text, d, mask, cp_size, warp.smem.size)
+        check_alignment(text, s, mask, cp_size, "global source address")
+        n = np.full(32, cp_size, np.int64)
+        if src_size is not None:
+            n = src_size(warp).astype(np.int64)
+            bad = mask & (n > cp_size)
+            if bad.any():
+                lane = int(np.flatnonzero(bad)[0])
+                fail(OperandError, text, f"src-size {int(n[lane])} exceeds cp-size {cp_size} "
+                     f"(undefined behaviour in PTX)", lane)
+        if ignore is not None:
+            n = np.where(ignore(warp), 0, n)
+        data = np.zeros((32, cp_size), np.uint8)
+        for k in np.unique(n[mask]):
+            k = int(k)
+            if k:
+                lanes = mask & (n == k)
+                data[lanes, :k] = global_gather(warp.gmem, text, s, lanes, k)[lanes]
+        warp.log_smem(text, op_name, d, cp_size, mask)
+        if warp.options.cp_async == "eager":
+            check_inflight(warp, text, d, mask, cp_size, True)
+            for lane in np.flatnonzero(mask):
+                warp.smem[d[lane]:d[lane] + cp_size] = data[lane]
+            return
+        check_inflight(warp, text, d, mask, cp_size, True)   # overlapping un-waited destinations
+        pend = warp.cp_async.pending
+        for lane in np.flatnonzero(mask):
+            a = int(d[lane])
+            pend[lane].append((a, data[lane].copy()))
+            warp.smem_inflight[a:a + cp_size] += 1
+            warp._inflight_n += 1
+    return run
+
+
+def _cp_mods(instr):
+    groups = {
+        "cache": set(CP_ASYNC["cache_ops"]), "dst": set(CP_ASYNC["dst_spaces"]),
+        "src": set(CP_ASYNC["src_spaces"]), "prefetch": set(CP_ASYNC["prefetch"]),
+        "hint": set(CP_ASYNC["cache_hint"]),
+    }
+    q = {}
+    for m in instr.mods[1:]:
+        for g, vals in groups.items():
+            if m in vals and g not in q:
+                q[g] = m
+                break
+        else:
+            raise UnsupportedError(f"{instr.opcode}: unsupported qualifier .{m}; supported: "
+                                   f"cp.async.{{.ca,.cg}}.shared{{::cta}}.global{{.L2::cache_hint}}"
+                                   f"{{.L2::64B,.L2::128B,.L2::256B}}")
+    for req, want in (("cache", ".ca or .cg"), ("dst", ".shared"), ("src", ".global")):
+        if req not in q:
+            raise OperandError(f"{instr.opcode}: missing required qualifier {want}")
+    return q

@@ -1,0 +1,239 @@
+"""One warp: 32 lanes, their registers, a shared memory and a view of global memory.
+
+``Warp.run(text)`` parses PTX (inline-asm style: statements end at ';' or a line break), compiles each
+instruction once (cached by text) and executes it on every lane whose guard predicate holds.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from isa.types import SPECIAL_REGISTERS, name_width, type_width
+from . import ptx
+from .errors import EmulatorError, OperandError, PTXSyntaxError, UnsupportedError
+from .memory import LANES, GlobalMemory
+
+ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
+
+_UINT = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+ALL_LANES = np.ones(LANES, np.bool_)
+
+
+@dataclass(frozen=True)
+class WarpOptions:
+    """Behaviour switches, validated on construction.
+
+    cp_async:  'deferred' (default) — a cp.async copy lands in shared memory when a wait retires its
+               group, and touching its destination before then raises AsyncHazardError;
+               'eager' — the copy lands at issue (permissive; hides missing waits).
+    uninitialized: what a register never written reads as: 'zero' (default) or 'error'.
+    """
+    cp_async: str = "deferred"
+    uninitialized: str = "zero"
+
+    def __post_init__(self):
+        if self.cp_async not in ("deferred", "eager"):
+            raise EmulatorError(f"WarpOptions: cp_async must be 'deferred' or 'eager', not {self.cp_async!r}")
+        if self.uninitialized not in ("zero", "error"):
+            raise EmulatorError(f"WarpOptions: uninitialized must be 'zero' or 'error', not {self.uninitialized!r}")
+
+
+@dataclass
+class SmemAccess:
+    """One shared-memory instruction's traffic, as seen by the bank-conflict model."""
+    instruction: str
+    op: str                 # 'ld', 'st', 'ldmatrix', 'stmatrix', 'cp.async.ca', 'cp.async.cg', 'atom'
+    addrs: np.ndarray       # int64 (32,): byte address per lane (row address for ldmatrix/stmatrix)
+    width: int              # bytes per lane access
+    mask: np.ndarray        # bool (32,): lanes that take part
+    nmat: int = 0           # ldmatrix/stmatrix: number of 8x8 matrices
+
+
+@dataclass
+class _CpAsyncState:
+    """Per-lane cp.async bookkeeping: copies issued but not committed, and committed groups."""
+    pending: list = field(default_factory=lambda: [[] for _ in range(LANES)])
+    groups: list = field(default_factory=lambda: [[] for _ in range(LANES)])
+
+
+class Warp:
+    """One warp of 32 lanes (see ``shared/API.md``: Memory and the warp)."""
+
+    def __init__(self, smem_bytes: int = 48 * 1024, gmem: GlobalMemory | None = None, arch: str = "sm_90",
+                 options: WarpOptions | None = None, *, smem: np.ndarray | None = None, warp_id: int = 0):
+        if arch not in ARCHS:
+            raise UnsupportedError(f"Warp: architecture {arch!r} is not supported; supported: {', '.join(ARCHS)}")
+        self.arch = arch
+        self.gmem = gmem if gmem is not None else GlobalMemory()
+        self.options = options or WarpOptions()
+        self.smem = smem if smem is not None else np.zeros(int(smem_bytes), np.uint8)
+        self.warp_id = warp_id
+        self.regs: dict[str, np.ndarray] = {}
+        self.reg_types: dict[str, str] = {}     # declared with .reg
+        self.symbols: dict[str, tuple] = {}     # name -> (state space, address)
+        self.special_values: dict[str, np.ndarray] = {}
+        self.cp_async = _CpAsyncState()
+        # in-flight cp.async destination bytes of shared memory (count of copies covering each byte)
+        self.smem_inflight = np.zeros(self.smem.size, np.int32)
+        self._inflight_n = 0
+        self._smem_log: list[SmemAccess] = []
+        self._programs: dict[str, list] = {}
+        self.clock = 0
+
+    # -- registers ---------------------------------------------------------------------------------
+    def reg_width(self, name: str) -> int:
+        t = self.reg_types.get(name)
+        if t is not None:
+            return type_width(t)
+        if name in SPECIAL_REGISTERS:
+            return SPECIAL_REGISTERS[name]
+        return name_width(name)
+
+    def is_register(self, name: str) -> bool:
+        return name.startswith("%") or name in self.reg_types
+
+    def declare(self, ptype: str, names):
+        for n in names:
+            self.reg_types[n] = ptype
+
+    def write(self, name: str, values) -> None:
+        """Set a register in every lane: 32 values or one scalar; raw bits, not converted."""
+        width = self.reg_width(name)
+        if width == 128:
+            raise UnsupportedError(f"write {name}: 128-bit registers are not supported")
+        dt = _UINT[width]
+        v = np.asarray(values)
+        if v.dtype.kind == "f":
+            v = v.view(np.dtype(f"u{v.dtype.itemsize}"))
+        if v.ndim == 0:
+            v = np.full(LANES, v)
+        if v.shape != (LANES,):
+            raise OperandError(f"write {name}: expected 32 per-lane values or one scalar, got shape {v.shape}")
+        if dt is np.bool_:
+            self.regs[name] = v.astype(np.bool_)
+        else:
+            if v.dtype.kind == "i":
+                v = v.astype(np.int64).view(np.uint64) if v.dtype.itemsize == 8 else v.astype(np.int64).astype(np.uint64)
+            self.regs[name] = (v.astype(np.uint64) & np.uint64((1 << width) - 1)).astype(dt) \
+                if v.dtype.itemsize * 8 > width else v.astype(dt)
+
+    def read(self, name: str) -> np.ndarray:
+        """A copy of a register's 32 per-lane raw values (uint16/32/64 or bool)."""
+        return self.get_reg(name, "read").copy()
+
+    def get_reg(self, name: str, instr="read") -> np.ndarray:
+        r = self.regs.get(name)
+        if r is not None:
+            return r
+        if name in SPECIAL_REGISTERS:
+            return self.special(name)
+        if self.options.uninitialized == "error":
+            raise OperandError(f"{instr}: register {name} is read before it is written")
+        width = self.reg_width(name)
+        return np.zeros(LANES, _UINT[width])
+
+    def set_reg(self, name: str, values: np.ndarray, mask: np.ndarray) -> None:
+        """Write raw bits (already of the register's dtype) to the active lanes."""
+        if name == "_":
+            return
+        cur = self.regs.get(name)
+        if cur is None:
+            if mask.all():
+                self.regs[name] = np.array(values, dtype=_UINT[self.reg_width(name)], copy=True)
+                return
+            cur = self.regs[name] = np.zeros(LANES, _UINT[self.reg_width(name)])
+        if mask.all():
+            cur[:] = values
+        else:
+            cur[mask] = values[mask]
+
+    def special(self, name: str) -> np.ndarray:
+        """Values of a special register (%laneid, %tid.x, ...); a lone warp is CTA (32,1,1), warp 0."""
+        v = self.special_values.get(name)
+        if v is not None:
+            return v
+        lane = np.arange(LANES, dtype=np.uint32)
+        if name in ("%laneid",):
+            return lane
+        if name == "%tid.x":
+            return lane + np.uint32(32 * self.warp_id)
+        if name in ("%ntid.x",):
+            return np.full(LANES, 32, np.uint32)
+        if name in ("%ntid.y", "%ntid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z", "%nwarpid"):
+            return np.ones(LANES, np.uint32)
+        if name in ("%warpid",):
+            return np.full(LANES, self.warp_id, np.uint32)
+        if name == "%lanemask_eq":
+            return (np.uint32(1) << lane).astype(np.uint32)
+        if name == "%lanemask_lt":
+            return ((np.uint64(1) << lane.astype(np.uint64)) - np.uint64(1)).astype(np.uint32)
+        if name == "%lanemask_le":
+            return ((np.uint64(2) << lane.astype(np.uint64)) - np.uint64(1)).astype(np.uint32)
+        if name == "%lanemask_gt":
+            return (~((np.uint64(2) << lane.astype(np.uint64)) - np.uint64(1))).astype(np.uint32)
+        if name == "%lanemask_ge":
+            return (~((np.uint64(1) << lane.astype(np.uint64)) - np.uint64(1))).astype(np.uint32)
+        if name in ("%clock", "%clock64"):
+            return np.full(LANES, self.clock, np.uint64 if name == "%clock64" else np.uint32)
+        if name in ("%dynamic_smem_size", "%total_smem_size"):
+            return np.full(LANES, self.smem.size, np.uint32)
+        return np.zeros(LANES, _UINT[SPECIAL_REGISTERS[name]])
+
+    # -- execution ---------------------------------------------------------------------------------
+    def run(self, text: str) -> None:
+        """Execute PTX instructions (separated by ';' and/or line breaks) on all 32 lanes."""
+        prog = self._programs.get(text)
+        if prog is None:
+            prog = self._programs[text] = self._compile(text)
+        for fn in prog:
+            fn(self, ALL_LANES)
+
+    def _compile(self, text):
+        return self._compile_statements(ptx.parse(text, newline_terminates=True))
+
+    def _compile_statements(self, statements):
+        from .ops import compile_instruction
+        prog = []
+        for st in statements:
+            if isinstance(st, ptx.Instruction):
+                prog.append(compile_instruction(st, self))
+            elif isinstance(st, ptx.Directive) and st.name == ".reg":
+                ptype, names = ptx.expand_reg_directive(st)
+                self.declare(ptype, names)
+            elif isinstance(st, ptx.Block):
+                prog.extend(self._compile_statements(st.statements))
+            elif isinstance(st, ptx.Label):
+                raise UnsupportedError(f"line {st.line}, column {st.col}: label {st.name}: Warp.run executes "
+                                       f"straight-line code; run kernels with branches through load_ptx")
+            else:
+                raise PTXSyntaxError(f"line {st.line}, column {st.col}: directive {st.name} is not allowed "
+                                     f"in Warp.run (only .reg)")
+        return prog
+
+    def _inflight_any(self):
+        return self._inflight_n > 0
+
+    # -- address spaces ----------------------------------------------------------------------------
+    def cvta(self, space, values, to):
+        """cvta / cvta.to: the shared window starts at generic address 0 and global addresses are generic
+        addresses, so both conversions are the identity."""
+        if space in ("shared", "shared::cta", "global"):
+            return values
+        raise UnsupportedError(f"cvta.{space}: the .{space} window exists only in kernels run through load_ptx")
+
+    def space_load(self, instr, space, addrs, mask, nbytes, align):
+        raise UnsupportedError(f"{instr}: .{space} memory exists only in kernels run through load_ptx")
+
+    def space_store(self, instr, space, addrs, mask, data, align):
+        raise UnsupportedError(f"{instr}: .{space} memory exists only in kernels run through load_ptx")
+
+    # -- shared-memory traffic -----------------------------------------------------------------------
+    def log_smem(self, instruction, op, addrs, width, mask, nmat=0):
+        self._smem_log.append(SmemAccess(str(instruction), op, np.asarray(addrs, np.int64).copy(), int(width),
+                                         np.asarray(mask, np.bool_).copy(), int(nmat)))
+
+    def bank_report(self):
+        """One record (instruction, wavefronts, conflicts) per shared-memory instruction executed so far."""
+        from .banks import analyze
+        return [analyze(rec) for rec in self._smem_log]
