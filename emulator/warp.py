@@ -5,7 +5,7 @@ instruction once (cached by text) and executes it on every lane whose guard pred
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -50,11 +50,41 @@ class SmemAccess:
     nmat: int = 0           # ldmatrix/stmatrix: number of 8x8 matrices
 
 
-@dataclass
 class _CpAsyncState:
-    """Per-lane cp.async bookkeeping: copies issued but not committed, and committed groups."""
-    pending: list = field(default_factory=lambda: [[] for _ in range(LANES)])
-    groups: list = field(default_factory=lambda: [[] for _ in range(LANES)])
+    """cp.async bookkeeping, vectorised over lanes.
+
+    ``records``: in-flight copies in issue order, one per executed cp.async instruction:
+    [dst (int64[32]), data (uint8[32, cp]), lanes still in flight (bool[32]), group (int64[32], -1 while
+    uncommitted)]. ``committed[lane]`` counts the groups each lane has committed.
+    """
+
+    def __init__(self):
+        self.records = []
+        self.committed = np.zeros(LANES, np.int64)
+
+    def commit(self, mask):
+        for rec in self.records:
+            new = mask & rec[2] & (rec[3] < 0)
+            rec[3][new] = self.committed[new]
+        self.committed[mask] += 1
+
+    def retire(self, warp, mask, keep):
+        """Land every copy of the active lanes whose group is older than their ``keep`` newest groups."""
+        limit = self.committed - keep
+        alive = []
+        for rec in self.records:
+            dst, data, live, group = rec
+            done = mask & live & (group >= 0) & (group < limit)
+            if done.any():
+                lanes = np.flatnonzero(done)
+                idx = dst[lanes, None] + np.arange(data.shape[1])
+                warp.smem[idx] = data[lanes]
+                np.subtract.at(warp.smem_inflight, idx, 1)
+                warp._inflight_n -= lanes.size
+                live &= ~done
+            if live.any():
+                alive.append(rec)
+        self.records = alive
 
 
 class Warp:

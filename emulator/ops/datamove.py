@@ -104,10 +104,7 @@ def _cp_async_groups(instr, env):
             raise OperandError(f"{instr.opcode}: takes no operands")
 
         def commit(warp, mask):
-            st = warp.cp_async
-            for lane in np.flatnonzero(mask):
-                st.groups[lane].append(st.pending[lane])
-                st.pending[lane] = []
+            warp.cp_async.commit(mask)
         return commit
     if what in ("wait_group", "wait_all"):
         if what == "wait_group":
@@ -123,15 +120,9 @@ def _cp_async_groups(instr, env):
 
         def wait(warp, mask):
             st = warp.cp_async
-            for lane in np.flatnonzero(mask):
-                if what == "wait_all":
-                    st.groups[lane].append(st.pending[lane])
-                    st.pending[lane] = []
-                while len(st.groups[lane]) > keep:
-                    for dst_addr, data in st.groups[lane].pop(0):
-                        warp.smem[dst_addr:dst_addr + data.size] = data
-                        warp.smem_inflight[dst_addr:dst_addr + data.size] -= 1
-                        warp._inflight_n -= 1
+            if what == "wait_all":
+                st.commit(mask)
+            st.retire(warp, mask, keep)
         return wait
     raise UnsupportedError(f"{instr.opcode}: unsupported; supported: cp.async.ca.shared.global, "
                            f"cp.async.cg.shared.global, cp.async.commit_group, cp.async.wait_group N, "
@@ -197,24 +188,21 @@ def compile_cp(instr, env):
         if ignore is not None:
             n = np.where(ignore(warp), 0, n)
         data = np.zeros((32, cp_size), np.uint8)
-        for k in np.unique(n[mask]):
+        sizes = np.unique(n[mask])
+        for k in sizes:
             k = int(k)
             if k:
-                lanes = mask & (n == k)
+                lanes = mask if sizes.size == 1 else mask & (n == k)
                 data[lanes, :k] = global_gather(warp.gmem, text, s, lanes, k)[lanes]
         warp.log_smem(text, op_name, d, cp_size, mask)
-        if warp.options.cp_async == "eager":
-            check_inflight(warp, text, d, mask, cp_size, True)
-            for lane in np.flatnonzero(mask):
-                warp.smem[d[lane]:d[lane] + cp_size] = data[lane]
-            return
         check_inflight(warp, text, d, mask, cp_size, True)   # overlapping un-waited destinations
-        pend = warp.cp_async.pending
-        for lane in np.flatnonzero(mask):
-            a = int(d[lane])
-            pend[lane].append((a, data[lane].copy()))
-            warp.smem_inflight[a:a + cp_size] += 1
-            warp._inflight_n += 1
+        lanes = np.flatnonzero(mask)
+        if warp.options.cp_async == "eager":
+            warp.smem[d[lanes, None] + np.arange(cp_size)] = data[lanes]
+            return
+        np.add.at(warp.smem_inflight, d[lanes, None] + np.arange(cp_size), 1)
+        warp._inflight_n += lanes.size
+        warp.cp_async.records.append([d.copy(), data, mask.copy(), np.full(32, -1, np.int64)])
     return run
 
 
