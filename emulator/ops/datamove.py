@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa.datamove import CP_ASYNC, LDMATRIX, LDMATRIX_NOT_SUPPORTED
+from isa.datamove import (CP_ASYNC_GROUP_OPS, CP_ASYNC_HINTS, CP_ASYNC_OPS, CP_ASYNC_PREFETCH, MATRIX_NEWER,
+                          MATRIX_OPS, MATRIX_QUALIFIERS)
 from ..datamove import ldmatrix_fast, stmatrix_fast
 from ..errors import AsyncHazardError, OperandError, UnsupportedError, fail
 from ..memory import check_alignment, check_bounds, global_gather
@@ -20,22 +21,35 @@ def _require_arch(instr, env, intro):
         raise UnsupportedError(f"{instr.opcode}: needs {intro} or newer; this warp is {env.arch}")
 
 
-def _matrix_mods(instr, kind):
+def _canonical(instr, groups, what):
+    """Put the qualifiers in canonical order (one per group); raise for unknown or repeated ones."""
+    picked = [None] * len(groups)
     for m in instr.mods:
-        if m in LDMATRIX_NOT_SUPPORTED:
-            raise UnsupportedError(f"{instr.opcode}: {LDMATRIX_NOT_SUPPORTED[m]}; supported: "
-                                   f"{kind}.sync.aligned.m8n8{{.x1,.x2,.x4}}{{.trans}}{{.shared{{::cta}}}}.b16")
-    q = split_mods(instr, {
-        "sync": {"sync"}, "aligned": {"aligned"}, "shape": set(LDMATRIX["shapes"]),
-        "num": set(LDMATRIX["nums"]), "trans": {"trans"}, "space": set(LDMATRIX["state_spaces"]),
-        "type": set(LDMATRIX["types"]),
-    })
-    for req in ("sync", "aligned", "shape", "num", "type"):
-        if req not in q:
-            want = {"sync": ".sync", "aligned": ".aligned", "shape": ".m8n8", "num": ".x1/.x2/.x4",
-                    "type": ".b16"}[req]
-            raise OperandError(f"{instr.opcode}: missing required qualifier {want}")
-    return LDMATRIX["nums"][q["num"]], "trans" in q
+        for i, g in enumerate(groups):
+            if m in g:
+                if picked[i] is not None:
+                    raise UnsupportedError(f"{instr.opcode}: qualifier .{m} repeats or conflicts with .{picked[i]}")
+                picked[i] = m
+                break
+        else:
+            raise UnsupportedError(f"{instr.opcode}: unsupported qualifier .{m}; supported: {what}")
+    return picked
+
+
+def _matrix_op(instr):
+    what = f"{instr.base}.sync.aligned.m8n8{{.x1,.x2,.x4}}{{.trans}}{{.shared{{::cta}}}}.b16"
+    for m in instr.mods:
+        if m in MATRIX_NEWER:
+            raise UnsupportedError(f"{instr.opcode}: {MATRIX_NEWER[m]}; supported: {what}")
+    picked = _canonical(instr, MATRIX_QUALIFIERS, what)
+    spelling = ".".join([instr.base] + [p for p in picked if p])
+    spec = MATRIX_OPS.get(spelling)
+    if spec is None:
+        for p, g in zip(picked, MATRIX_QUALIFIERS):
+            if p is None and g[0] not in ("trans", "shared"):
+                raise OperandError(f"{instr.opcode}: missing required qualifier {'/'.join('.' + x for x in g)}")
+        raise UnsupportedError(f"{instr.opcode}: not a supported spelling; supported: {what}")
+    return spec
 
 
 def _row_addresses(warp, instr, addr, nmat):
@@ -43,15 +57,16 @@ def _row_addresses(warp, instr, addr, nmat):
     a = addr(warp)
     used = np.zeros(32, np.bool_)
     used[:8 * nmat] = True
-    check_alignment(instr.text, a, used, LDMATRIX["row_bytes"], "row address")
-    check_bounds(instr.text, a, used, LDMATRIX["row_bytes"], warp.smem.size)
+    check_alignment(instr.text, a, used, 16, "row address")
+    check_bounds(instr.text, a, used, 16, warp.smem.size)
     return a, used
 
 
 @executor("ldmatrix")
 def compile_ldmatrix(instr, env):
-    _require_arch(instr, env, LDMATRIX["intro"]["ldmatrix"])
-    nmat, trans = _matrix_mods(instr, "ldmatrix")
+    spec = _matrix_op(instr)
+    _require_arch(instr, env, spec.intro)
+    nmat, trans = spec.nmat, spec.trans
     if len(instr.operands) != 2:
         raise OperandError(f"{instr.opcode}: takes 2 operands (registers, [address]), found {len(instr.operands)}")
     names = vec_regs(env, instr.operands[0], instr, nmat, f"destination of .x{nmat}")
@@ -74,8 +89,9 @@ def compile_ldmatrix(instr, env):
 
 @executor("stmatrix")
 def compile_stmatrix(instr, env):
-    _require_arch(instr, env, LDMATRIX["intro"]["stmatrix"])
-    nmat, trans = _matrix_mods(instr, "stmatrix")
+    spec = _matrix_op(instr)
+    _require_arch(instr, env, spec.intro)
+    nmat, trans = spec.nmat, spec.trans
     if len(instr.operands) != 2:
         raise OperandError(f"{instr.opcode}: takes 2 operands ([address], registers), found {len(instr.operands)}")
     addr = address(env, instr.operands[0], instr)
@@ -134,16 +150,15 @@ def compile_cp(instr, env):
     mods = instr.mods
     if not mods or mods[0] != "async":
         raise UnsupportedError(f"{instr.opcode}: unsupported; of the cp family only cp.async is supported")
-    _require_arch(instr, env, CP_ASYNC["intro"])
-    if len(mods) > 1 and mods[1] in CP_ASYNC["group_ops"]:
+    _require_arch(instr, env, "sm_80")
+    if ".".join(("cp",) + mods[:2]) in CP_ASYNC_GROUP_OPS:
         return _cp_async_groups(instr, env)
     if len(mods) > 1 and mods[1] in ("bulk", "mbarrier"):
         raise UnsupportedError(f"{instr.opcode}: cp.async.{mods[1]} is not supported; supported: "
                                f"cp.async.ca/.cg.shared.global and commit_group/wait_group/wait_all")
-    q = _cp_mods(instr)
-    cache = q["cache"]
+    spec, has_policy = _cp_async_op(instr)
+    cache = spec.cache
     ops = instr.operands
-    has_policy = "hint" in q
     nmin, nmax = 3 + has_policy, 4 + has_policy
     if not nmin <= len(ops) <= nmax:
         raise OperandError(f"{instr.opcode}: takes [dst], [src], cp-size{{, src-size | ignore-src}}"
@@ -154,7 +169,7 @@ def compile_cp(instr, env):
     if not isinstance(size_op, Imm) or size_op.kind != "int":
         raise OperandError(f"{instr.opcode}: cp-size must be an integer constant")
     cp_size = size_op.value
-    allowed = CP_ASYNC["cache_ops"][cache]
+    allowed = spec.cp_sizes
     if cp_size not in allowed:
         raise OperandError(f"{instr.opcode}: cp-size {cp_size} is not allowed with .{cache}; allowed: "
                            f"{', '.join(map(str, allowed))}")
@@ -206,23 +221,18 @@ def compile_cp(instr, env):
     return run
 
 
-def _cp_mods(instr):
-    groups = {
-        "cache": set(CP_ASYNC["cache_ops"]), "dst": set(CP_ASYNC["dst_spaces"]),
-        "src": set(CP_ASYNC["src_spaces"]), "prefetch": set(CP_ASYNC["prefetch"]),
-        "hint": set(CP_ASYNC["cache_hint"]),
-    }
-    q = {}
-    for m in instr.mods[1:]:
-        for g, vals in groups.items():
-            if m in vals and g not in q:
-                q[g] = m
-                break
-        else:
-            raise UnsupportedError(f"{instr.opcode}: unsupported qualifier .{m}; supported: "
-                                   f"cp.async.{{.ca,.cg}}.shared{{::cta}}.global{{.L2::cache_hint}}"
-                                   f"{{.L2::64B,.L2::128B,.L2::256B}}")
-    for req, want in (("cache", ".ca or .cg"), ("dst", ".shared"), ("src", ".global")):
-        if req not in q:
-            raise OperandError(f"{instr.opcode}: missing required qualifier {want}")
-    return q
+CP_GROUPS = (("async",), ("ca", "cg"), ("shared", "shared::cta"), ("global",), CP_ASYNC_HINTS, CP_ASYNC_PREFETCH)
+
+
+def _cp_async_op(instr):
+    """The table entry of a cp.async spelling, and whether it carries a cache-policy operand."""
+    what = "cp.async{.ca,.cg}.shared{::cta}.global{.L2::cache_hint}{.L2::64B,.L2::128B,.L2::256B}"
+    picked = _canonical(instr, CP_GROUPS, what)
+    spelling = ".".join(["cp"] + [p for p in picked[:4] if p])
+    spec = CP_ASYNC_OPS.get(spelling)
+    if spec is None:
+        for p, g, want in zip(picked[1:4], CP_GROUPS[1:4], (".ca or .cg", ".shared", ".global")):
+            if p is None:
+                raise OperandError(f"{instr.opcode}: missing required qualifier {want}")
+        raise UnsupportedError(f"{instr.opcode}: not a supported spelling; supported: {what}")
+    return spec, picked[4] is not None
