@@ -55,3 +55,4 @@ def compile_instruction(instr, env):
 
 # Import executor modules so that they register themselves.
 from . import alu, datamove, memops, mma_exec  # noqa: E402,F401
+from . import falu, intx, cvt, warpops  # noqa: E402,F401

@@ -1,9 +1,356 @@
-"""Floating-point arithmetic (add, sub, mul, fma, mad, min, max, neg, abs on .f16/.bf16/.f32/.f64)."""
+"""Floating-point arithmetic: add, sub, mul, fma, mad, div, rcp, sqrt, min, max, neg, abs, copysign, testp
+on .f32, .f64, .f16, .f16x2, .bf16 and .bf16x2 (PTX ISA "Floating-Point Instructions" and "Half Precision
+Floating-Point Instructions").
+
+Each instruction is its own IEEE operation rounded once (``.rn``/``.rz``/``.rm``/``.rp``); ``add.f32``
+and ``mul.f32`` are never fused here (ptxas may contract them into FFMA in SASS, the PTX semantics are
+per instruction; nvcc marks uncontractable ones ``.rn``). ``.ftz`` flushes subnormal inputs and results
+of .f32 to zero of the same sign; ``.sat`` clamps to [0, 1] (NaN -> +0). NaN results are the canonical
+NaN (``0x7FFFFFFF`` for .f32). The ``.approx`` forms (and ``div.full``) depend on the hardware's
+approximation tables and are refused rather than guessed.
+"""
 from __future__ import annotations
 
-from ..errors import UnsupportedError
+from fractions import Fraction
 
+import numpy as np
+
+from ..errors import OperandError, UnsupportedError
+from . import executor
+from .common import dst, split_mods, src
+from .fround import FORMATS, MODES, canon_nan, exact, flush, round_exact, round_to, two_sum
+
+FLOAT_TYPES = {"f32", "f64", "f16", "f16x2", "bf16", "bf16x2"}
+_ELEM = {"f32": "f32", "f64": "f64", "f16": "f16", "f16x2": "f16", "bf16": "bf16", "bf16x2": "bf16"}
+_BITS = {"f32": "b32", "f64": "b64", "f16": "b16", "f16x2": "b32", "bf16": "b16", "bf16x2": "b32"}
+_APPROX_NOTE = ("the .approx forms (and div.full) follow the GPU's approximation hardware, which the emulator "
+                "does not model bit-exactly")
+
+
+def _mods(instr, extra=None):
+    groups = {"type": FLOAT_TYPES, "rnd": set(MODES), "ftz": {"ftz"}, "sat": {"sat"}, "relu": {"relu"}}
+    if extra:
+        groups.update(extra)
+    if any(m in ("approx", "full") for m in instr.mods):
+        raise UnsupportedError(f"{instr.opcode}: {_APPROX_NOTE}; supported: the IEEE-rounded forms "
+                               f"(.rn, .rz, .rm, .rp)")
+    q = split_mods(instr, groups)
+    if "type" not in q:
+        raise OperandError(f"{instr.opcode}: missing the type; supported: "
+                           f"{', '.join('.' + t for t in sorted(FLOAT_TYPES))}")
+    return q
+
+
+class _Operands:
+    """Readers/writer of float operands as float64 arrays of shape (32,) or (32, 2) for the x2 types."""
+
+    def __init__(self, instr, env, ptype, ftz, n_src):
+        if len(instr.operands) != n_src + 1:
+            raise OperandError(f"{instr.opcode}: takes {n_src + 1} operands, found {len(instr.operands)}")
+        self.ptype, self.fmt, self.ftz = ptype, _ELEM[ptype], ftz
+        self.dt, self.ut = FORMATS[self.fmt][0], FORMATS[self.fmt][1]
+        raw = _BITS[ptype]
+        self.readers = [src(env, op, raw, instr) for op in instr.operands[1:]]
+        self.writer = dst(env, instr.operands[0], raw, instr)
+        self.pair = ptype.endswith("x2")
+
+    def values(self, warp, i):
+        """Operand i in its own format (flushed under .ftz)."""
+        v = self.readers[i](warp)
+        v = v.view(self.ut).reshape(32, 2) if self.pair else v.view(self.ut)
+        v = v.view(self.dt)
+        return flush(v, self.fmt) if self.ftz else v
+
+    def f64(self, warp, i):
+        return self.values(warp, i).astype(np.float64)
+
+    def write(self, warp, r, mask):
+        bits = np.ascontiguousarray(r.astype(self.dt, copy=False)).view(self.ut)
+        if self.pair:
+            bits = bits.reshape(32, 2).view(np.uint32).reshape(32)
+        self.writer(warp, bits, mask)
+
+
+def _mode(instr, q, default="rn"):
+    return q.get("rnd", default)
+
+
+def _finish(ops, r, mode, e=None, sat=False, relu=False):
+    out = round_to(r, ops.fmt, mode, e=e, ftz=ops.ftz, sat=sat)
+    if relu:
+        out = np.where(np.isnan(out.astype(np.float64)) | (out.astype(np.float64) > 0), out,
+                       np.zeros_like(out))
+    return out
+
+
+def _exact_lanes(fn, *cols):
+    """Apply an exact rational function lane by lane (NaN/inf handled by ``fn``'s float fallback)."""
+    flat = [np.ravel(c) for c in cols]
+    return [fn(*vals) for vals in zip(*flat)]
+
+
+# ----------------------------------------------------------------------------------------------
+# add / sub / mul / fma / mad
 
 def compile_float(instr, env):
-    raise UnsupportedError(f"{instr.opcode}: floating-point arithmetic is not supported by Warp.run yet; "
-                           f"supported arithmetic types: .u16/.u32/.u64/.s16/.s32/.s64")
+    """Entry point for the integer executors' float dispatch (add, sub, mul, mad, min, max, neg, abs)."""
+    return _FLOAT_FACTORIES[instr.base](instr, env)
+
+
+def _compile_addmul(instr, env):
+    q = _mods(instr)
+    ptype = q["type"]
+    ops = _Operands(instr, env, ptype, "ftz" in q, 2)
+    mode, sat = _mode(instr, q), "sat" in q
+    base = instr.base
+    f64 = ptype == "f64"
+
+    def run(warp, mask):
+        a, b = ops.f64(warp, 0), ops.f64(warp, 1)
+        if base == "sub":
+            b = -b
+        if base == "mul":
+            if f64 and mode != "rn":
+                r = round_exact(_exact_lanes(_mul_exact, a, b), "f64", mode).reshape(a.shape)
+                ops.write(warp, r, mask)
+                return
+            with np.errstate(invalid="ignore", over="ignore"):
+                s, e = a * b, None          # exact in float64 for 16/32-bit formats
+        else:
+            s, e = two_sum(a, b)
+        ops.write(warp, _finish(ops, s, mode, e, sat), mask)
+    return run
+
+
+def _mul_exact(a, b):
+    a, b = exact(a), exact(b)
+    if isinstance(a, float) or isinstance(b, float):
+        return float(a) * float(b)
+    return a * b
+
+
+def _fma_exact(a, b, c):
+    if not all(np.isfinite([a, b, c])):
+        return float(a) * float(b) + float(c)
+    return Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+
+
+def _compile_fma(instr, env):
+    q = _mods(instr)
+    ptype = q["type"]
+    if instr.base == "mad" and "rnd" not in q and ptype in ("f32", "f64"):
+        raise OperandError(f"{instr.opcode}: mad.{ptype} needs a rounding modifier (.rn, .rz, .rm, .rp); "
+                           f"mad.rnd.{ptype} is fma.rnd.{ptype}")
+    ops = _Operands(instr, env, ptype, "ftz" in q, 3)
+    mode, sat, relu = _mode(instr, q), "sat" in q, "relu" in q
+
+    def run(warp, mask):
+        a, b, c = ops.f64(warp, 0), ops.f64(warp, 1), ops.f64(warp, 2)
+        if ptype == "f64":
+            r = round_exact(_exact_lanes(_fma_exact, a, b, c), "f64", mode).reshape(a.shape)
+            ops.write(warp, r, mask)
+            return
+        with np.errstate(invalid="ignore", over="ignore"):
+            p = a * b                       # exact
+        s, e = two_sum(p, c)
+        ops.write(warp, _finish(ops, s, mode, e, sat, relu), mask)
+    return run
+
+
+# ----------------------------------------------------------------------------------------------
+# div / rcp / sqrt
+
+def _div_exact(a, b):
+    if not (np.isfinite(a) and np.isfinite(b)) or b == 0:
+        with np.errstate(all="ignore"):
+            return float(np.float64(a) / np.float64(b))
+    return Fraction(float(a)) / Fraction(float(b))
+
+
+def _compile_div(instr, env):
+    q = _mods(instr)
+    ptype = q["type"]
+    if ptype not in ("f32", "f64"):
+        raise UnsupportedError(f"{instr.opcode}: div is defined for .f32 and .f64")
+    if "rnd" not in q:
+        raise OperandError(f"{instr.opcode}: div.{ptype} needs .rn/.rz/.rm/.rp ({_APPROX_NOTE})")
+    n = 1 if instr.base == "rcp" else 2
+    ops = _Operands(instr, env, ptype, "ftz" in q, n)
+    mode = q["rnd"]
+
+    def run(warp, mask):
+        a = ops.f64(warp, 0) if n == 2 else np.ones(32)
+        b = ops.f64(warp, n - 1)
+        if ptype == "f64" and mode != "rn":
+            ops.write(warp, round_exact(_exact_lanes(_div_exact, a, b), "f64", mode), mask)
+            return
+        with np.errstate(all="ignore"):
+            r = a / b                       # correct sticky for f32 (53 >= 2*24+2)
+        ops.write(warp, _finish(ops, r, mode), mask)
+    return run
+
+
+def _sqrt_exact(x):
+    if not np.isfinite(x) or x <= 0:
+        with np.errstate(invalid="ignore"):
+            return float(np.sqrt(np.float64(x)))
+    r = float(np.sqrt(x))
+    fr, fx = Fraction(r), Fraction(float(x))
+    if fr * fr == fx:
+        return fr
+    # an exact value strictly between r and its neighbour on the side of the true root
+    other = float(np.nextafter(r, np.inf if fr * fr < fx else 0.0))
+    return (fr * 3 + Fraction(other)) / 4
+
+
+def _compile_sqrt(instr, env):
+    q = _mods(instr)
+    ptype = q["type"]
+    if ptype not in ("f32", "f64"):
+        raise UnsupportedError(f"{instr.opcode}: sqrt is defined for .f32 and .f64")
+    if "rnd" not in q:
+        raise OperandError(f"{instr.opcode}: sqrt.{ptype} needs .rn/.rz/.rm/.rp ({_APPROX_NOTE})")
+    ops = _Operands(instr, env, ptype, "ftz" in q, 1)
+    mode = q["rnd"]
+
+    def run(warp, mask):
+        x = ops.f64(warp, 0)
+        if ptype == "f64" and mode != "rn":
+            ops.write(warp, round_exact(_exact_lanes(_sqrt_exact, x), "f64", mode), mask)
+            return
+        with np.errstate(invalid="ignore"):
+            r = np.sqrt(x)
+        ops.write(warp, _finish(ops, r, mode), mask)
+    return run
+
+
+# ----------------------------------------------------------------------------------------------
+# min / max / neg / abs / copysign / testp
+
+def _compile_minmax(instr, env):
+    q = _mods(instr, {"nan": {"NaN"}})
+    if "xorsign" in instr.mods:
+        raise UnsupportedError(f"{instr.opcode}: .xorsign.abs is not supported; supported: "
+                               f"min/max{{.ftz}}{{.NaN}}.type")
+    ptype = q["type"]
+    ops = _Operands(instr, env, ptype, "ftz" in q, 2)
+    is_min = instr.base == "min"
+    propagate = "nan" in q
+
+    def run(warp, mask):
+        a, b = ops.values(warp, 0), ops.values(warp, 1)
+        fa, fb = a.astype(np.float64), b.astype(np.float64)
+        na, nb = np.isnan(fa), np.isnan(fb)
+        sa = np.signbit(fa)                 # -0.0 orders below +0.0
+        if is_min:
+            pick_a = (fa < fb) | ((fa == fb) & sa)
+        else:
+            pick_a = (fa > fb) | ((fa == fb) & ~sa)
+        r = np.where(pick_a, a, b)
+        r = np.where(na & ~nb, b, np.where(nb & ~na, a, r))
+        nanmask = (na & nb) | ((na | nb) if propagate else False)
+        r = np.where(nanmask, np.full(r.shape, FORMATS[ops.fmt][2], ops.ut).view(ops.dt), r)
+        ops.write(warp, flush(r, ops.fmt) if ops.ftz else r, mask)
+    return run
+
+
+def _compile_negabs(instr, env):
+    q = _mods(instr)
+    ptype = q["type"]
+    ops = _Operands(instr, env, ptype, "ftz" in q, 1)
+    nbits = np.dtype(ops.ut).itemsize * 8
+    sign = ops.ut(1 << (nbits - 1))
+    neg = instr.base == "neg"
+
+    def run(warp, mask):
+        v = ops.values(warp, 0).view(ops.ut)
+        r = (v ^ sign) if neg else (v & ~sign)
+        ops.write(warp, r.view(ops.dt), mask)
+    return run
+
+
+@executor("copysign")
+def compile_copysign(instr, env):
+    q = _mods(instr)
+    ptype = q["type"]
+    if ptype not in ("f32", "f64"):
+        raise UnsupportedError(f"{instr.opcode}: copysign is defined for .f32 and .f64")
+    ops = _Operands(instr, env, ptype, False, 2)
+    nbits = np.dtype(ops.ut).itemsize * 8
+    sign = ops.ut(1 << (nbits - 1))
+
+    def run(warp, mask):
+        a, b = ops.values(warp, 0).view(ops.ut), ops.values(warp, 1).view(ops.ut)
+        ops.write(warp, ((a & sign) | (b & ~sign)).view(ops.dt), mask)
+    return run
+
+
+_TESTP = {
+    "finite": np.isfinite, "infinite": np.isinf, "number": lambda v: ~np.isnan(v), "notanumber": np.isnan,
+    "normal": None, "subnormal": None,
+}
+
+
+@executor("testp")
+def compile_testp(instr, env):
+    q = split_mods(instr, {"op": set(_TESTP), "type": {"f32", "f64"}})
+    if "op" not in q or "type" not in q or len(instr.operands) != 2:
+        raise OperandError(f"{instr.opcode}: testp.op.type p, a with op one of "
+                           f"{', '.join('.' + k for k in _TESTP)} and .f32/.f64")
+    ptype, op = q["type"], q["op"]
+    read = src(env, instr.operands[1], ptype, instr)
+    write = dst(env, instr.operands[0], "pred", instr)
+    tiny = FORMATS[ptype][3]
+
+    def run(warp, mask):
+        v = read(warp).astype(np.float64)
+        if op == "normal":
+            r = np.isfinite(v) & (np.abs(v) >= tiny)
+        elif op == "subnormal":
+            r = (np.abs(v) < tiny) & (v != 0)
+        else:
+            r = _TESTP[op](v)
+        write(warp, np.asarray(r, np.bool_), mask)
+    return run
+
+
+_APPROX_ONLY = ("ex2", "lg2", "sin", "cos", "rsqrt", "tanh")
+
+
+@executor(*_APPROX_ONLY)
+def compile_approx_only(instr, env):
+    raise UnsupportedError(f"{instr.opcode}: {instr.base} exists only as .approx in PTX, and {_APPROX_NOTE}; "
+                           f"supported float instructions: add, sub, mul, fma, mad, div.rnd, rcp.rnd, sqrt.rnd, "
+                           f"min, max, neg, abs, copysign, testp")
+
+
+@executor("fma")
+def compile_fma(instr, env):
+    return _compile_fma(instr, env)
+
+
+@executor("div")
+def compile_div(instr, env):
+    if any(m.startswith(("f", "bf")) for m in instr.mods):
+        return _compile_div(instr, env)
+    from .intx import compile_intdiv
+    return compile_intdiv(instr, env)
+
+
+@executor("rcp")
+def compile_rcp(instr, env):
+    return _compile_div(instr, env)
+
+
+@executor("sqrt")
+def compile_sqrt(instr, env):
+    return _compile_sqrt(instr, env)
+
+
+_FLOAT_FACTORIES = {
+    "add": _compile_addmul, "sub": _compile_addmul, "mul": _compile_addmul, "mad": _compile_fma,
+    "fma": _compile_fma, "min": _compile_minmax, "max": _compile_minmax, "neg": _compile_negabs,
+    "abs": _compile_negabs,
+}
+
+__all__ = ["compile_float", "canon_nan"]

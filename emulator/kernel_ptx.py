@@ -1,0 +1,297 @@
+"""Module-level structure of ``nvcc -ptx`` output: entry points, functions, parameters and variables.
+
+:func:`parse_module` turns the statements of :func:`emulator.ptx.parse` into a :class:`ModuleInfo`:
+functions (``.entry`` / ``.func`` with their parameter lists and bodies), external declarations
+(``vprintf``) and module variables (``.global``, ``.const``, ``.shared`` with initialisers).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from isa.types import TYPES
+from . import ptx
+from .errors import PTXSyntaxError, UnsupportedError
+
+LINKAGE = {".extern", ".visible", ".weak", ".common"}
+STARTERS = {".version", ".target", ".address_size", ".extern", ".visible", ".weak", ".common", ".entry",
+            ".func", ".global", ".const", ".shared", ".local", ".file", ".section", ".alias"}
+SPACES = {".global", ".const", ".shared", ".local", ".param"}
+PERF = {".maxntid", ".reqntid", ".minnctapersm", ".maxnctapersm", ".maxnreg", ".noreturn", ".pragma",
+        ".explicitcluster", ".reqnctapercluster", ".maxclusterrank", ".blocksareclusters"}
+
+_STRIP_RE = re.compile(r"^[ \t]*\.(?:loc|file)\b[^\n]*$", re.MULTILINE)
+
+
+def _err(tok, msg):
+    raise PTXSyntaxError(f"line {tok.line}, column {tok.col}: {msg}")
+
+
+@dataclass
+class Param:
+    name: str
+    ptype: str          # element type ('u64', 'b8', ...)
+    count: int          # array length (1 for scalars)
+    align: int
+
+    @property
+    def size(self):
+        return TYPES[self.ptype][0] // 8 * self.count
+
+
+@dataclass
+class Variable:
+    name: str
+    space: str          # 'global', 'const', 'shared', 'local'
+    ptype: str
+    count: int          # elements (0 for an unsized extern array)
+    align: int
+    init: bytes | None = None
+    extern: bool = False
+    line: int = 0
+    col: int = 0
+
+    @property
+    def size(self):
+        return TYPES[self.ptype][0] // 8 * self.count
+
+
+@dataclass
+class Function:
+    name: str
+    kind: str                                  # 'entry' or 'func'
+    params: list = field(default_factory=list)
+    returns: list = field(default_factory=list)
+    body: object = None                        # ptx.Block, or None for a declaration
+    line: int = 0
+    col: int = 0
+
+
+@dataclass
+class ModuleInfo:
+    version: str = ""
+    target: str = ""
+    address_size: int = 64
+    functions: dict = field(default_factory=dict)
+    variables: dict = field(default_factory=dict)
+
+
+def strip_debug(text: str) -> str:
+    """Blank out ``.loc`` / ``.file`` lines (they end without ';'), keeping line numbers."""
+    return _STRIP_RE.sub("", text)
+
+
+def _split_directive(d: ptx.Directive):
+    """A top-level Directive may hold several declarations that nvcc writes without ';'
+    (``.version 9.0 .target sm_90 .address_size 64 .extern .func ...``): split them."""
+    toks = [ptx.Token("name", d.name, d.line, d.col)] + list(d.tokens)
+    chunks, cur, depth = [], [], 0
+    for i, t in enumerate(toks):
+        if t.text in "([{":
+            depth += 1
+        elif t.text in ")]}":
+            depth -= 1
+        if depth == 0 and t.kind == "name" and t.text in STARTERS and cur and cur[-1].text not in LINKAGE \
+                and not (t.text in SPACES and cur[-1].text in (".extern",)):
+            chunks.append(cur)
+            cur = []
+        cur.append(t)
+    if cur:
+        chunks.append(cur)
+    return chunks
+
+
+def parse_module(text: str) -> ModuleInfo:
+    stmts = ptx.parse(strip_debug(text), newline_terminates=False)
+    info = ModuleInfo()
+    i = 0
+    pending_header = None
+    while i < len(stmts):
+        st = stmts[i]
+        i += 1
+        if isinstance(st, ptx.Directive):
+            chunks = _split_directive(st)
+            for k, ch in enumerate(chunks):
+                last = k == len(chunks) - 1
+                head = [t.text for t in ch if t.text not in LINKAGE]
+                if not head:
+                    continue
+                if head[0] in (".entry", ".func"):
+                    fn = _parse_header(ch)
+                    if last and i < len(stmts) and isinstance(stmts[i], ptx.Block):
+                        fn.body = stmts[i]
+                        i += 1
+                    old = info.functions.get(fn.name)
+                    if old is None or fn.body is not None:
+                        info.functions[fn.name] = fn
+                elif head[0] == ".version":
+                    info.version = " ".join(head[1:])
+                elif head[0] == ".target":
+                    info.target = " ".join(head[1:])
+                elif head[0] == ".address_size":
+                    info.address_size = int(head[1]) if len(head) > 1 and head[1].isdigit() else 64
+                    if info.address_size != 64:
+                        _err(ch[0], ".address_size 32 is not supported; supported: .address_size 64")
+                elif head[0] in (".global", ".const", ".shared"):
+                    v = parse_variable(ch)
+                    info.variables[v.name] = v
+                elif head[0] in (".section", ".alias"):
+                    raise UnsupportedError(f"line {ch[0].line}, column {ch[0].col}: {head[0]} is not supported")
+                else:
+                    _err(ch[0], f"unexpected directive {head[0]} at module level")
+        elif isinstance(st, ptx.Block):
+            _err(ptx.Token("punct", "{", st.line, st.col), "a '{' block at module level without a function header")
+        elif isinstance(st, ptx.Instruction):
+            raise PTXSyntaxError(f"line {st.line}, column {st.col}: instruction {st.opcode} outside a function")
+        else:
+            raise PTXSyntaxError(f"line {st.line}, column {st.col}: label {st.name} outside a function")
+    del pending_header
+    return info
+
+
+def _parse_header(toks):
+    """``.entry name ( params ) perf...`` or ``.func (rets) name ( params )``."""
+    s = [t for t in toks if t.text not in LINKAGE]
+    kind_tok = s[0]
+    kind = kind_tok.text[1:]
+    j = 1
+    returns = []
+    if kind == "func" and j < len(s) and s[j].text == "(":
+        returns, j = _param_list(s, j)
+    if j >= len(s) or s[j].kind != "name" or s[j].text.startswith("."):
+        _err(s[min(j, len(s) - 1)], f"expected the name of the {kind}")
+    name = s[j].text
+    j += 1
+    params = []
+    if j < len(s) and s[j].text == "(":
+        params, j = _param_list(s, j)
+    while j < len(s):
+        if s[j].kind == "name" and s[j].text.startswith(".") and s[j].text not in PERF:
+            _err(s[j], f"unexpected {s[j].text} in the header of {name}")
+        j += 1
+    return Function(name, kind, params, returns, None, kind_tok.line, kind_tok.col)
+
+
+def _param_list(s, j):
+    """Parse ``( .param .u64 a, .param .align 8 .b8 b[16] )`` starting at s[j] == '('."""
+    if s[j].text != "(":
+        _err(s[j], "expected '('")
+    j += 1
+    groups, cur = [], []
+    while j < len(s) and s[j].text != ")":
+        if s[j].text == ",":
+            groups.append(cur)
+            cur = []
+        else:
+            cur.append(s[j])
+        j += 1
+    if j >= len(s):
+        _err(s[-1], "unclosed '(' in a parameter list")
+    if cur:
+        groups.append(cur)
+    params = []
+    for g in groups:
+        if not g or g[0].text not in (".param", ".reg"):
+            _err(g[0] if g else s[j], "a parameter must start with .param")
+        v = _decl(g[1:], g[0])
+        params.append(Param(v[0], v[1], max(v[2], 1), v[3]))
+    return params, j + 1
+
+
+def _decl(toks, at):
+    """``[.ptr .global] [.align N] [.vN] .type name [ [N] ]`` -> (name, type, count, align, rest index)."""
+    align, ptype, vec, name, count = 0, None, 1, None, 1
+    j = 0
+    while j < len(toks) and toks[j].kind == "name" and toks[j].text.startswith("."):
+        t = toks[j].text
+        if t == ".align":
+            if j + 1 >= len(toks) or toks[j + 1].kind != "num":
+                _err(toks[j], ".align needs a number")
+            align = ptx.parse_int(toks[j + 1].text)
+            j += 2
+            continue
+        if t in (".v2", ".v4", ".v8"):
+            vec = int(t[2:])
+        elif t[1:] in TYPES:
+            ptype = t[1:]
+        elif t in (".ptr", ".global", ".const", ".shared", ".local", ".volatile"):
+            pass
+        else:
+            _err(toks[j], f"unexpected {t} in a declaration")
+        j += 1
+    if ptype is None:
+        _err(toks[j] if j < len(toks) else at, "a declaration needs a type")
+    if j >= len(toks) or toks[j].kind != "name":
+        _err(toks[j] if j < len(toks) else at, "expected a name in the declaration")
+    name = toks[j].text
+    j += 1
+    count = vec
+    if j < len(toks) and toks[j].text == "[":
+        if j + 1 < len(toks) and toks[j + 1].text == "]":
+            count = 0
+            j += 2
+        else:
+            if j + 2 >= len(toks) or toks[j + 1].kind != "num" or toks[j + 2].text != "]":
+                _err(toks[j], "expected '[N]' in the declaration")
+            count = vec * ptx.parse_int(toks[j + 1].text)
+            j += 3
+        while j < len(toks) and toks[j].text == "[":       # multi-dimensional arrays
+            if j + 2 >= len(toks) or toks[j + 1].kind != "num" or toks[j + 2].text != "]":
+                _err(toks[j], "expected '[N]' in the declaration")
+            count *= ptx.parse_int(toks[j + 1].text)
+            j += 3
+    return name, ptype, count, align or TYPES[ptype][0] // 8 * (vec if vec > 1 else 1), j
+
+
+def parse_variable(toks):
+    """A variable directive's tokens (``.shared .align 4 .b8 x[16] = {...}``) -> Variable."""
+    extern = False
+    s = list(toks)
+    while s and s[0].text in LINKAGE:
+        extern = extern or s[0].text == ".extern"
+        s = s[1:]
+    space_tok = s[0]
+    space = space_tok.text[1:]
+    name, ptype, count, align, j = _decl(s[1:], space_tok)
+    rest = s[1 + j:]
+    init = None
+    if rest:
+        if rest[0].text == ",":
+            raise UnsupportedError(f"line {rest[0].line}, column {rest[0].col}: declare one variable per "
+                                   f"statement (as nvcc does)")
+        if rest[0].text != "=":
+            _err(rest[0], f"unexpected {rest[0].text!r} after the variable {name}")
+        init = _initializer(rest[1:], ptype, count, rest[0])
+    return Variable(name, space, ptype, count, align, init, extern, space_tok.line, space_tok.col)
+
+
+def _initializer(toks, ptype, count, at):
+    vals = []
+    neg = False
+    for t in toks:
+        if t.text in ("{", "}", ","):
+            continue
+        if t.text == "-":
+            neg = True
+            continue
+        if t.kind != "num":
+            raise UnsupportedError(f"line {t.line}, column {t.col}: initializer {t.text!r} is not supported "
+                                   f"(numbers only; address initializers such as generic(var) are not)")
+        vals.append(ptx.parse_number(t, negative=neg))
+        neg = False
+    w = TYPES[ptype][0] // 8
+    kind = TYPES[ptype][1]
+    if len(vals) > max(count, 1):
+        _err(at, f"initializer has {len(vals)} values for {count} elements")
+    out = bytearray(w * max(count, 1))
+    for k, imm in enumerate(vals):
+        if kind == "f" and imm.kind in ("int", "float"):
+            raw = np.array(float(imm.value), {2: np.float16, 4: np.float32, 8: np.float64}[w]).tobytes()
+        elif imm.kind == "float":
+            raise UnsupportedError(f"line {at.line}: float initializer for .{ptype}")
+        else:
+            raw = (int(imm.value) & ((1 << (8 * w)) - 1)).to_bytes(w, "little")
+        out[k * w:(k + 1) * w] = raw
+    return bytes(out)

@@ -1,0 +1,401 @@
+"""Integer instructions beyond add/mul: div, rem, popc, clz, brev, bfind, bfe, bfi, prmt, shf, sad, mul24,
+mad24, and the comparisons setp, selp, set, slct (PTX ISA "Integer Arithmetic", "Logic and Shift",
+"Comparison and Selection").
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from isa.types import TYPES
+from ..errors import OperandError, UnsupportedError, fail
+from ..ptx import Pair
+from . import executor
+from .common import NP, SINT, UINT, dst, reg_name, split_mods, src, width
+
+INT_TYPES = {"u16", "u32", "u64", "s16", "s32", "s64"}
+
+
+def _need(instr, n):
+    if len(instr.operands) != n:
+        raise OperandError(f"{instr.opcode}: takes {n} operands, found {len(instr.operands)}")
+
+
+def _typed(instr, types, n, extra=None):
+    groups = {"type": types}
+    if extra:
+        groups.update(extra)
+    q = split_mods(instr, groups)
+    if "type" not in q:
+        raise OperandError(f"{instr.opcode}: missing the type; supported: "
+                           f"{', '.join('.' + t for t in sorted(types))}")
+    _need(instr, n)
+    return q
+
+
+def _as_i(v):
+    """Lane values as Python-exact integers in an object array (64-bit safe)."""
+    return np.array([int(x) for x in v], dtype=object)
+
+
+def _wrap(vals, ptype):
+    w = width(ptype)
+    m = (1 << w) - 1
+    return np.array([int(x) & m for x in vals], dtype=np.uint64).astype(UINT[w]).view(NP[ptype])
+
+
+# ----------------------------------------------------------------------------------------------
+# div / rem (division by zero is reported: PTX leaves its result machine-specific)
+
+def compile_intdiv(instr, env):
+    q = _typed(instr, INT_TYPES, 3)
+    ptype = q["type"]
+    a = src(env, instr.operands[1], ptype, instr)
+    b = src(env, instr.operands[2], ptype, instr)
+    d = dst(env, instr.operands[0], ptype, instr)
+    is_rem = instr.base == "rem"
+    text = instr.text
+
+    def run(warp, mask):
+        x, y = a(warp), b(warp)
+        zero = mask & (y == 0)
+        if zero.any():
+            fail(OperandError, text, "integer division by zero (PTX leaves the result machine-specific)",
+                 int(np.flatnonzero(zero)[0]))
+        xi, yi = _as_i(x), _as_i(np.where(y == 0, 1, y))
+        q_ = np.array([abs(p) // abs(r) * (1 if (p >= 0) == (r >= 0) else -1) for p, r in zip(xi, yi)],
+                      dtype=object)       # truncating division, as in C
+        d(warp, _wrap(xi - q_ * yi if is_rem else q_, ptype), mask)
+    return run
+
+
+@executor("rem")
+def compile_rem(instr, env):
+    return compile_intdiv(instr, env)
+
+
+# ----------------------------------------------------------------------------------------------
+# bit counting and reversal
+
+@executor("popc", "clz", "brev", "bfind")
+def compile_bits(instr, env):
+    types = {"b32", "b64"} if instr.base != "bfind" else {"u32", "u64", "s32", "s64"}
+    q = _typed(instr, types, 2, {"shiftamt": {"shiftamt"}} if instr.base == "bfind" else None)
+    ptype = q["type"]
+    w = width(ptype)
+    a = src(env, instr.operands[1], ptype, instr)
+    base = instr.base
+    d = dst(env, instr.operands[0], ptype if base == "brev" else "u32", instr)
+    shiftamt = "shiftamt" in q
+    signed = TYPES[ptype][1] == "s"
+
+    def run(warp, mask):
+        v = [int(x) for x in a(warp).view(UINT[w])]
+        if base == "popc":
+            r = [bin(x).count("1") for x in v]
+        elif base == "clz":
+            r = [w - x.bit_length() for x in v]
+        elif base == "brev":
+            r = [int(f"{x:0{w}b}"[::-1], 2) for x in v]
+            d(warp, np.array(r, np.uint64).astype(UINT[w]), mask)
+            return
+        else:
+            r = []
+            for x in v:
+                if signed and x >> (w - 1):
+                    x = ~x & ((1 << w) - 1)      # most significant non-sign bit
+                pos = x.bit_length() - 1
+                r.append(0xFFFFFFFF if pos < 0 else (w - 1 - pos if shiftamt else pos))
+        d(warp, np.array(r, np.uint64).astype(np.uint32), mask)
+    return run
+
+
+@executor("bfe")
+def compile_bfe(instr, env):
+    q = _typed(instr, {"u32", "u64", "s32", "s64"}, 4)
+    ptype = q["type"]
+    w = width(ptype)
+    signed = TYPES[ptype][1] == "s"
+    a = src(env, instr.operands[1], ptype, instr)
+    b = src(env, instr.operands[2], "u32", instr)
+    c = src(env, instr.operands[3], "u32", instr)
+    d = dst(env, instr.operands[0], ptype, instr)
+
+    def run(warp, mask):
+        out = []
+        for x, pos, ln in zip(a(warp).view(UINT[w]), b(warp), c(warp)):
+            x, pos, ln = int(x), int(pos) & 0xFF, int(ln) & 0xFF
+            msb = min(pos + ln - 1, w - 1)
+            sbit = (x >> msb) & 1 if (signed and ln) else 0
+            r = 0
+            for i in range(w):
+                bit = (x >> (pos + i)) & 1 if (i < ln and pos + i <= w - 1) else sbit
+                r |= bit << i
+            out.append(r)
+        d(warp, np.array(out, np.uint64).astype(UINT[w]), mask)
+    return run
+
+
+@executor("bfi")
+def compile_bfi(instr, env):
+    q = _typed(instr, {"b32", "b64"}, 5)
+    ptype = q["type"]
+    w = width(ptype)
+    f = src(env, instr.operands[1], ptype, instr)
+    b = src(env, instr.operands[2], ptype, instr)
+    c = src(env, instr.operands[3], "u32", instr)
+    l_ = src(env, instr.operands[4], "u32", instr)
+    d = dst(env, instr.operands[0], ptype, instr)
+
+    def run(warp, mask):
+        out = []
+        for x, base, pos, ln in zip(f(warp), b(warp), c(warp), l_(warp)):
+            x, r, pos, ln = int(x), int(base), int(pos) & 0xFF, int(ln) & 0xFF
+            for i in range(ln):
+                if pos + i >= w:
+                    break
+                r = (r & ~(1 << (pos + i))) | (((x >> i) & 1) << (pos + i))
+            out.append(r)
+        d(warp, np.array(out, np.uint64).astype(UINT[w]), mask)
+    return run
+
+
+@executor("prmt")
+def compile_prmt(instr, env):
+    q = _typed(instr, {"b32"}, 4, {"mode": {"f4e", "b4e", "rc8", "ecl", "ecr", "rc16"}})
+    mode = q.get("mode")
+    a = src(env, instr.operands[1], "b32", instr)
+    b = src(env, instr.operands[2], "b32", instr)
+    c = src(env, instr.operands[3], "b32", instr)
+    d = dst(env, instr.operands[0], "b32", instr)
+
+    def run(warp, mask):
+        av, bv, cv = a(warp), b(warp), c(warp)
+        both = (av.astype(np.uint64) | (bv.astype(np.uint64) << np.uint64(32)))   # bytes b3..b0 a3..a0
+        src_bytes = both.view(np.uint8).reshape(32, 8) if both.dtype.byteorder in "=<|" else None
+        out = np.zeros(32, np.uint32)
+        for k in range(4):
+            if mode is None:
+                sel = (cv >> np.uint32(4 * k)) & np.uint32(0xF)
+                idx = (sel & np.uint32(7)).astype(np.int64)
+                byte = src_bytes[np.arange(32), idx].astype(np.uint32)
+                rep = (sel & np.uint32(8)) != 0
+                byte = np.where(rep, np.where(byte & np.uint32(0x80), np.uint32(0xFF), np.uint32(0)), byte)
+            else:
+                idx = _prmt_mode_index(mode, cv & np.uint32(3), k)
+                byte = src_bytes[np.arange(32), idx].astype(np.uint32)
+            out |= byte << np.uint32(8 * k)
+        d(warp, out, mask)
+    return run
+
+
+_PRMT_MODES = {   # selector (c & 3) -> source byte per result byte 0..3 (PTX ISA, prmt)
+    "f4e": [[0, 1, 2, 3], [1, 2, 3, 4], [2, 3, 4, 5], [3, 4, 5, 6]],
+    "b4e": [[0, 7, 6, 5], [1, 0, 7, 6], [2, 1, 0, 7], [3, 2, 1, 0]],
+    "rc8": [[0, 0, 0, 0], [1, 1, 1, 1], [2, 2, 2, 2], [3, 3, 3, 3]],
+    "ecl": [[0, 1, 2, 3], [1, 1, 2, 3], [2, 2, 2, 3], [3, 3, 3, 3]],
+    "ecr": [[0, 0, 0, 0], [0, 1, 1, 1], [0, 1, 2, 2], [0, 1, 2, 3]],
+    "rc16": [[0, 1, 0, 1], [2, 3, 2, 3], [0, 1, 0, 1], [2, 3, 2, 3]],
+}
+
+
+def _prmt_mode_index(mode, sel, k):
+    table = np.array(_PRMT_MODES[mode], np.int64)
+    return table[sel.astype(np.int64), k]
+
+
+@executor("shf")
+def compile_shf(instr, env):
+    q = _typed(instr, {"b32"}, 4, {"dir": {"l", "r"}, "mode": {"wrap", "clamp"}})
+    if "dir" not in q or "mode" not in q:
+        raise OperandError(f"{instr.opcode}: shf needs .l/.r and .wrap/.clamp")
+    left, clamp = q["dir"] == "l", q["mode"] == "clamp"
+    a = src(env, instr.operands[1], "b32", instr)
+    b = src(env, instr.operands[2], "b32", instr)
+    c = src(env, instr.operands[3], "u32", instr)
+    d = dst(env, instr.operands[0], "b32", instr)
+
+    def run(warp, mask):
+        n = c(warp).astype(np.uint64)
+        n = np.minimum(n, np.uint64(32)) if clamp else n & np.uint64(31)
+        both = a(warp).astype(np.uint64) | (b(warp).astype(np.uint64) << np.uint64(32))
+        if left:
+            r = ((both << n) >> np.uint64(32)) & np.uint64(0xFFFFFFFF)
+        else:
+            r = (both >> n) & np.uint64(0xFFFFFFFF)
+        d(warp, r.astype(np.uint32), mask)
+    return run
+
+
+@executor("sad")
+def compile_sad(instr, env):
+    q = _typed(instr, INT_TYPES, 4)
+    ptype = q["type"]
+    a, b, c = (src(env, op, ptype, instr) for op in instr.operands[1:])
+    d = dst(env, instr.operands[0], ptype, instr)
+
+    def run(warp, mask):
+        x, y, z = _as_i(a(warp)), _as_i(b(warp)), _as_i(c(warp))
+        d(warp, _wrap([int(zz) + abs(int(xx) - int(yy)) for xx, yy, zz in zip(x, y, z)], ptype), mask)
+    return run
+
+
+@executor("mul24", "mad24")
+def compile_mul24(instr, env):
+    n = 3 if instr.base == "mul24" else 4
+    q = _typed(instr, {"u32", "s32"}, n, {"half": {"lo", "hi"}})
+    ptype, hi = q["type"], q.get("half", "lo") == "hi"
+    signed = ptype == "s32"
+    rd = [src(env, op, ptype, instr) for op in instr.operands[1:]]
+    d = dst(env, instr.operands[0], ptype, instr)
+
+    def r24(v):
+        v = v.view(np.uint32).astype(np.int64) & 0xFFFFFF
+        return np.where(v & 0x800000, v - (1 << 24), v) if signed else v
+
+    def run(warp, mask):
+        p = r24(rd[0](warp)) * r24(rd[1](warp))         # 48-bit product
+        r = (p >> 16) if hi else p                      # .hi: bits 47..16
+        if n == 4:
+            r = r + rd[2](warp).astype(np.int64)
+        d(warp, (r & 0xFFFFFFFF).astype(np.uint32).view(NP[ptype]), mask)
+    return run
+
+
+# ----------------------------------------------------------------------------------------------
+# comparisons
+
+INT_CMP = {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"}
+FLOAT_CMP = {"eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"}
+BOOL_OPS = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
+CMP_TYPES = INT_TYPES | {"b16", "b32", "b64", "f32", "f64", "f16", "bf16", "u8", "s8", "b8"}
+
+
+def _compare(op, a, b, kind):
+    if kind == "f":
+        a, b = a.astype(np.float64), b.astype(np.float64)
+        unordered = np.isnan(a) | np.isnan(b)
+        base = op.rstrip("u") if op not in ("num", "nan") else op
+        if op == "num":
+            return ~unordered
+        if op == "nan":
+            return unordered
+        with np.errstate(invalid="ignore"):
+            r = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[base]
+        if op.endswith("u"):
+            return r | unordered
+        return r & ~unordered
+    m = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}.get(op, op)
+    return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[m]
+
+
+def _cmp_common(instr, env, n_dst_ok, extra=None):
+    groups = {"cmp": INT_CMP | FLOAT_CMP, "bool": set(BOOL_OPS), "ftz": {"ftz"}}
+    if extra:
+        groups.update(extra)
+    q = split_mods(instr, groups)
+    if "cmp" not in q:
+        raise OperandError(f"{instr.opcode}: missing the comparison; supported: "
+                           f"{', '.join('.' + c for c in sorted(INT_CMP | FLOAT_CMP))}")
+    return q
+
+
+def _cmp_reader(instr, env, stype, cmp):
+    kind = TYPES[stype][1]
+    if kind == "f" and cmp not in FLOAT_CMP or kind != "f" and cmp not in INT_CMP:
+        raise UnsupportedError(f"{instr.opcode}: comparison .{cmp} is not defined for .{stype}")
+    if kind == "b" and cmp not in ("eq", "ne"):
+        raise UnsupportedError(f"{instr.opcode}: .b types compare with .eq/.ne only")
+    a = src(env, instr.operands[1], stype, instr)
+    b = src(env, instr.operands[2], stype, instr)
+    if cmp in ("lo", "ls", "hi", "hs"):
+        w = width(stype)
+        a0, b0 = a, b
+        a = lambda warp: a0(warp).view(UINT[w])          # noqa: E731
+        b = lambda warp: b0(warp).view(UINT[w])          # noqa: E731
+    return a, b, ("f" if kind == "f" else "i")
+
+
+@executor("setp")
+def compile_setp(instr, env):
+    q = _cmp_common(instr, env, 2, {"type": CMP_TYPES})
+    if "type" not in q:
+        raise OperandError(f"{instr.opcode}: missing the type")
+    if len(instr.operands) not in (3, 4):
+        raise OperandError(f"{instr.opcode}: takes p[|q], a, b[, {{!}}c], found {len(instr.operands)} operands")
+    if ("bool" in q) != (len(instr.operands) == 4):
+        raise OperandError(f"{instr.opcode}: a fourth operand goes with a boolean operation (.and/.or/.xor)")
+    stype, cmp = q["type"], q["cmp"]
+    a, b, kind = _cmp_reader(instr, env, stype, cmp)
+    ftz = "ftz" in q and stype == "f32"
+    c = src(env, instr.operands[3], "pred", instr) if "bool" in q else None
+    bop = BOOL_OPS.get(q.get("bool"))
+    target = instr.operands[0]
+    dests = target.items if isinstance(target, Pair) else (target,)
+    writers = [dst(env, t, "pred", instr) for t in dests]
+    for t in dests:
+        if env.reg_width(reg_name(env, t, instr)) != 1 and reg_name(env, t, instr) != "_":
+            raise OperandError(f"{instr.opcode}: destination {t} must be a predicate")
+
+    def run(warp, mask):
+        x, y = a(warp), b(warp)
+        if ftz:
+            from .fround import flush
+            x, y = flush(x, "f32"), flush(y, "f32")
+        r = _compare(cmp, x, y, kind)
+        p = bop(r, c(warp)) if bop else r
+        writers[0](warp, np.asarray(p, np.bool_), mask)
+        if len(writers) > 1:
+            p2 = bop(~r, c(warp)) if bop else ~r
+            writers[1](warp, np.asarray(p2, np.bool_), mask)
+    return run
+
+
+@executor("set")
+def compile_set(instr, env):
+    q = _cmp_common(instr, env, 1)
+    types = [m for m in instr.mods if m in CMP_TYPES or m in ("f32",)]
+    if len(types) != 2:
+        raise OperandError(f"{instr.opcode}: set.CmpOp.dtype.stype needs two types")
+    dtype, stype = types
+    a, b, kind = _cmp_reader(instr, env, stype, q["cmp"])
+    c = src(env, instr.operands[3], "pred", instr) if "bool" in q else None
+    bop = BOOL_OPS.get(q.get("bool"))
+    d = dst(env, instr.operands[0], dtype, instr)
+
+    def run(warp, mask):
+        r = _compare(q["cmp"], a(warp), b(warp), kind)
+        if bop:
+            r = bop(r, c(warp))
+        if dtype == "f32":
+            d(warp, np.where(r, np.float32(1.0), np.float32(0.0)), mask)
+        else:
+            d(warp, np.where(r, np.uint32(0xFFFFFFFF), np.uint32(0)).view(NP[dtype]), mask)
+    return run
+
+
+@executor("selp")
+def compile_selp(instr, env):
+    q = _typed(instr, set(CMP_TYPES) | {"f16x2", "bf16x2"} - {"b8", "u8", "s8"}, 4)
+    ptype = q["type"]
+    a = src(env, instr.operands[1], ptype, instr)
+    b = src(env, instr.operands[2], ptype, instr)
+    c = src(env, instr.operands[3], "pred", instr)
+    d = dst(env, instr.operands[0], ptype, instr)
+    return lambda warp, mask: d(warp, np.where(c(warp), a(warp), b(warp)), mask)
+
+
+@executor("slct")
+def compile_slct(instr, env):
+    types = [m for m in instr.mods if m in CMP_TYPES]
+    if len(types) != 2 or types[1] not in ("s32", "f32"):
+        raise OperandError(f"{instr.opcode}: slct.dtype.s32 / slct{{.ftz}}.dtype.f32")
+    _need(instr, 4)
+    dtype, ctype = types
+    a = src(env, instr.operands[1], dtype, instr)
+    b = src(env, instr.operands[2], dtype, instr)
+    c = src(env, instr.operands[3], ctype, instr)
+    d = dst(env, instr.operands[0], dtype, instr)
+    return lambda warp, mask: d(warp, np.where(c(warp) >= 0, a(warp), b(warp)), mask)
+
+
+__all__ = ["compile_intdiv", "SINT"]

@@ -1,0 +1,301 @@
+"""Warp-level operations and atomics: shfl.sync, vote.sync, activemask, match.sync, bar.warp.sync,
+atom, red, and the ordering instructions that have nothing to order in a sequential emulator
+(membar, fence, nanosleep).
+
+Atomics of one instruction are applied lane by lane in ascending lane order (and, across a CTA, in the
+order the scheduler runs the warps: warp 0 first in each round). Programs whose results depend on that
+order get this order; the GPU promises none.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import EmulatorError, MemoryAccessError, OperandError, UnsupportedError, WarpSyncError, fail
+from ..memory import check_alignment, check_bounds
+from ..ptx import Imm, Pair
+from . import executor
+from .common import NP, UINT, address, dst, format_lanes, split_mods, src, width
+from .fround import round_to, two_sum
+from .memops import check_inflight
+
+LANE = np.arange(32, dtype=np.uint32)
+
+
+def _member_check(instr, mask, members):
+    """Every lane named in membermask must execute the instruction, and only those lanes may."""
+    named = ((members >> LANE) & np.uint32(1)).astype(np.bool_)
+    missing = named & ~mask
+    if missing.any():
+        lanes = np.flatnonzero(missing)
+        fail(WarpSyncError, instr.text or instr.opcode,
+             f"membermask names lanes {format_lanes(lanes)} that are not executing it (diverged or exited)")
+    extra = mask & ~named
+    if extra.any():
+        fail(WarpSyncError, instr.text or instr.opcode,
+             f"the executing lane is not in membermask {int(members[np.flatnonzero(extra)[0]]):#010x}",
+             int(np.flatnonzero(extra)[0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# shfl.sync
+
+@executor("shfl")
+def compile_shfl(instr, env):
+    q = split_mods(instr, {"sync": {"sync"}, "mode": {"up", "down", "bfly", "idx"}, "type": {"b32"}})
+    if "sync" not in q or "mode" not in q or "type" not in q:
+        raise OperandError(f"{instr.opcode}: needs shfl.sync.{{up,down,bfly,idx}}.b32 "
+                           f"(the non-.sync shfl is not supported on sm_70+)")
+    if len(instr.operands) != 5:
+        raise OperandError(f"{instr.opcode}: takes d[|p], a, b, c, membermask; found {len(instr.operands)} operands")
+    d_op = instr.operands[0]
+    d_reg, p_reg = (d_op.items if isinstance(d_op, Pair) else (d_op, None))
+    write = dst(env, d_reg, "b32", instr)
+    write_p = dst(env, p_reg, "pred", instr) if p_reg is not None else None
+    a, b, c, m = (src(env, op, "b32", instr) for op in instr.operands[1:])
+    mode = q["mode"]
+
+    def run(warp, mask):
+        members = m(warp)
+        _member_check(instr, mask, members)
+        lane = LANE
+        bval = b(warp) & np.uint32(0x1F)
+        cv = c(warp)
+        cval = cv & np.uint32(0x1F)
+        seg = (cv >> np.uint32(8)) & np.uint32(0x1F)
+        max_lane = (lane & seg) | (cval & ~seg)
+        min_lane = lane & seg
+        li = lane.astype(np.int64)
+        if mode == "up":
+            j = li - bval.astype(np.int64)
+            ok = j >= max_lane.astype(np.int64)
+        elif mode == "down":
+            j = li + bval.astype(np.int64)
+            ok = j <= max_lane.astype(np.int64)
+        elif mode == "bfly":
+            j = (lane ^ bval).astype(np.int64)
+            ok = j <= max_lane.astype(np.int64)
+        else:
+            j = (min_lane | (bval & ~seg)).astype(np.int64)
+            ok = j <= max_lane.astype(np.int64)
+        j = np.where(ok, j, li)
+        bad = mask & ok & ~mask[np.clip(j, 0, 31)]
+        if bad.any():
+            lane_ = int(np.flatnonzero(bad)[0])
+            fail(WarpSyncError, instr.text, f"reads lane {int(j[lane_])}, which is not executing this shfl "
+                 f"(its value is undefined)", lane_)
+        write(warp, a(warp)[j], mask)
+        if write_p:
+            write_p(warp, ok, mask)
+    return run
+
+
+# ----------------------------------------------------------------------------------------------
+# vote / activemask / match / bar.warp.sync
+
+@executor("vote")
+def compile_vote(instr, env):
+    q = split_mods(instr, {"sync": {"sync"}, "mode": {"all", "any", "uni", "ballot"}, "type": {"pred", "b32"}})
+    if "sync" not in q or "mode" not in q or "type" not in q:
+        raise OperandError(f"{instr.opcode}: needs vote.sync.{{all,any,uni}}.pred or vote.sync.ballot.b32")
+    if (q["mode"] == "ballot") != (q["type"] == "b32"):
+        raise OperandError(f"{instr.opcode}: .ballot goes with .b32, .all/.any/.uni with .pred")
+    if len(instr.operands) != 3:
+        raise OperandError(f"{instr.opcode}: takes d, {{!}}a, membermask; found {len(instr.operands)} operands")
+    write = dst(env, instr.operands[0], q["type"], instr)
+    a = src(env, instr.operands[1], "pred", instr)
+    m = src(env, instr.operands[2], "b32", instr)
+    mode = q["mode"]
+
+    def run(warp, mask):
+        members = m(warp)
+        _member_check(instr, mask, members)
+        p = a(warp) & mask
+        if mode == "ballot":
+            bits = np.uint32(int(np.sum((p.astype(np.uint64) << LANE.astype(np.uint64)))))
+            write(warp, np.full(32, bits, np.uint32), mask)
+            return
+        act = p[mask]
+        r = {"all": act.all(), "any": act.any(), "uni": act.all() or not act.any()}[mode]
+        write(warp, np.full(32, bool(r)), mask)
+    return run
+
+
+@executor("activemask")
+def compile_activemask(instr, env):
+    split_mods(instr, {"type": {"b32"}})
+    if len(instr.operands) != 1:
+        raise OperandError(f"{instr.opcode}: takes one destination")
+    write = dst(env, instr.operands[0], "b32", instr)
+
+    def run(warp, mask):
+        bits = np.uint32(int(np.sum(mask.astype(np.uint64) << LANE.astype(np.uint64))))
+        write(warp, np.full(32, bits, np.uint32), mask)
+    return run
+
+
+@executor("match")
+def compile_match(instr, env):
+    q = split_mods(instr, {"sync": {"sync"}, "mode": {"any", "all"}, "type": {"b32", "b64"}})
+    if "sync" not in q or "mode" not in q or "type" not in q or len(instr.operands) != 3:
+        raise OperandError(f"{instr.opcode}: match.sync.{{any,all}}.{{b32,b64}} d[|p], a, membermask")
+    d_op = instr.operands[0]
+    d_reg, p_reg = (d_op.items if isinstance(d_op, Pair) else (d_op, None))
+    write = dst(env, d_reg, "b32", instr)
+    write_p = dst(env, p_reg, "pred", instr) if p_reg is not None else None
+    a = src(env, instr.operands[1], q["type"], instr)
+    m = src(env, instr.operands[2], "b32", instr)
+
+    def run(warp, mask):
+        members = m(warp)
+        _member_check(instr, mask, members)
+        v = a(warp)
+        same = (v[:, None] == v[None, :]) & mask[None, :]
+        bits = (same.astype(np.uint64) << LANE.astype(np.uint64)[None, :]).sum(axis=1).astype(np.uint32)
+        if q["mode"] == "all":
+            allsame = bool((same[mask][:, mask]).all())
+            full = np.uint32(int(np.sum(mask.astype(np.uint64) << LANE.astype(np.uint64))))
+            bits = np.full(32, full if allsame else 0, np.uint32)
+            if write_p:
+                write_p(warp, np.full(32, allsame), mask)
+        write(warp, bits, mask)
+    return run
+
+
+@executor("membar", "fence", "nanosleep")
+def compile_nop(instr, env):
+    if instr.base == "nanosleep" and len(instr.operands) != 1:
+        raise OperandError(f"{instr.opcode}: takes one operand")
+    return lambda warp, mask: None
+
+
+@executor("trap")
+def compile_trap(instr, env):
+    def run(warp, mask):
+        fail(EmulatorTrap, instr.text or instr.opcode, "trap executed", int(np.flatnonzero(mask)[0]))
+    return run
+
+
+class EmulatorTrap(EmulatorError):
+    """The program executed ``trap``."""
+
+
+# ----------------------------------------------------------------------------------------------
+# atom / red
+
+_ATOM_TYPES = {"b32", "b64", "u32", "u64", "s32", "s64", "f32", "f64", "f16", "f16x2", "bf16", "bf16x2"}
+_ATOM_OPS = {"add", "min", "max", "and", "or", "xor", "exch", "cas", "inc", "dec"}
+_OP_TYPES = {
+    "and": {"b32", "b64"}, "or": {"b32", "b64"}, "xor": {"b32", "b64"},
+    "exch": {"b32", "b64"}, "cas": {"b32", "b64"},
+    "inc": {"u32"}, "dec": {"u32"},
+    "add": {"u32", "u64", "s32", "f32", "f64", "f16", "f16x2", "bf16", "bf16x2"},
+    "min": {"u32", "u64", "s32", "s64"}, "max": {"u32", "u64", "s32", "s64"},
+}
+
+
+def _apply(op, ptype, old, b, c):
+    """One atomic update on Python/numpy scalars of the raw type (returns the new raw value)."""
+    w = width(ptype)
+    m = (1 << w) - 1
+    if op == "exch":
+        return b
+    if op == "cas":
+        return c if old == b else old
+    if op in ("and", "or", "xor"):
+        return {"and": old & b, "or": old | b, "xor": old ^ b}[op]
+    if op == "inc":
+        return 0 if old >= b else old + 1
+    if op == "dec":
+        return b if (old == 0 or old > b) else old - 1
+    if ptype[0] == "s":
+        so = old - (1 << w) if old >> (w - 1) else old
+        sb = b - (1 << w) if b >> (w - 1) else b
+        if op == "add":
+            return (so + sb) & m
+        return (min(so, sb) if op == "min" else max(so, sb)) & m
+    if ptype[0] in ("u", "b"):
+        if op == "add":
+            return (old + b) & m
+        return min(old, b) if op == "min" else max(old, b)
+    return _float_add(ptype, old, b)
+
+
+def _float_add(ptype, old, b):
+    if ptype.endswith("x2"):
+        lo = _float_add(ptype[:-2], old & 0xFFFF, b & 0xFFFF)
+        hi = _float_add(ptype[:-2], old >> 16, b >> 16)
+        return lo | (hi << 16)
+    ut = UINT[width(ptype)]
+    x = np.array([old], ut).view(NP[ptype]).astype(np.float64)
+    y = np.array([b], ut).view(NP[ptype]).astype(np.float64)
+    ftz = ptype == "f32"                 # atom.add.f32 flushes subnormal inputs and results
+    if ftz:
+        from .fround import flush
+        x = flush(x.astype(np.float32), "f32").astype(np.float64)
+        y = flush(y.astype(np.float32), "f32").astype(np.float64)
+    s, e = two_sum(np.asarray(x, np.float64), np.asarray(y, np.float64))
+    r = round_to(s, ptype, "rn", e=e, ftz=ftz)
+    return int(r.view(ut)[0])
+
+
+@executor("atom", "red")
+def compile_atom(instr, env):
+    groups = {"space": {"shared", "shared::cta", "global"}, "op": _ATOM_OPS, "type": _ATOM_TYPES,
+              "sem": {"relaxed", "acquire", "release", "acq_rel", "sc"},
+              "scope": {"cta", "gpu", "sys", "cluster"}, "ftz": {"noftz"}}
+    q = split_mods(instr, groups)
+    if "op" not in q or "type" not in q:
+        raise OperandError(f"{instr.opcode}: needs an operation ({', '.join(sorted(_ATOM_OPS))}) and a type")
+    op, ptype = q["op"], q["type"]
+    if ptype not in _OP_TYPES[op]:
+        raise UnsupportedError(f"{instr.opcode}: .{op} is not defined for .{ptype}; supported: "
+                               f"{', '.join('.' + t for t in sorted(_OP_TYPES[op]))}")
+    is_red = instr.base == "red"
+    if is_red and op in ("exch", "cas"):
+        raise UnsupportedError(f"{instr.opcode}: red has no .{op}; use atom")
+    nsrc = 2 if op == "cas" else 1
+    ops = instr.operands
+    want = (1 if not is_red else 0) + 1 + nsrc
+    if len(ops) != want:
+        raise OperandError(f"{instr.opcode}: takes {'' if is_red else 'd, '}[a], b{', c' if op == 'cas' else ''};"
+                           f" found {len(ops)} operands")
+    k = 0 if is_red else 1
+    addr = address(env, ops[k], instr)
+    raw = f"b{width(ptype)}"
+    rb = src(env, ops[k + 1], raw, instr)
+    rc = src(env, ops[k + 2], raw, instr) if op == "cas" else None
+    write = None if is_red else dst(env, ops[0], raw, instr)
+    space = q.get("space")
+    nbytes = width(ptype) // 8
+    ut = UINT[width(ptype)]
+    text = instr.text
+
+    def run(warp, mask):
+        a = addr(warp)
+        check_alignment(text, a, mask, nbytes)
+        shared = mask & ((a >= 0) & (a < warp.smem.size)) if space is None else \
+            (mask if space.startswith("shared") else np.zeros(32, np.bool_))
+        glob = mask & ~shared
+        if shared.any():
+            if space is not None:
+                check_bounds(text, a, shared, nbytes, warp.smem.size)
+            check_inflight(warp, text, a, shared, nbytes, True)
+            warp.log_smem(text, "atom", a, nbytes, shared)
+        cells = {}
+        for lane in np.flatnonzero(glob):
+            cells[lane] = warp.gmem._locate(int(a[lane]), nbytes, text, int(lane))
+        bv = rb(warp).view(ut)
+        cv = rc(warp).view(ut) if rc else bv
+        old_out = np.zeros(32, ut)
+        for lane in np.flatnonzero(mask):
+            buf, off = (warp.smem, int(a[lane])) if shared[lane] else cells[lane]
+            cell = buf[off:off + nbytes].view(ut)
+            old = int(cell[0])
+            old_out[lane] = old
+            cell[0] = _apply(op, ptype, old, int(bv[lane]), int(cv[lane]))
+        if write:
+            write(warp, old_out, mask)
+    return run
+
+
+__all__ = ["MemoryAccessError"]
