@@ -1,0 +1,304 @@
+"""mma.sync: look-up of a variant, register-level execution, whole-tile ``mma`` and batched ``gemm``.
+
+``get_mma(opcode, arch)`` returns an :class:`MmaOp` whose ``execute(a, b, c)`` maps raw register bits
+(``(n_a, 32)`` etc., uint32 or uint64) to D's raw register bits with one jitted call.  The arithmetic is
+``emulator.numerics`` (reference and jitted paths, tested equal); the variants and fragment layouts are
+the data of ``isa.mma``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from isa.fragments import pack, reg_dtype, unpack
+from isa.mma import ELEM, NUMPY_DTYPE, VARIANTS
+from .errors import OperandError, UnsupportedError, fail
+from .numerics import fast
+from .numerics.params import ARCH_ALIASES, FORMATS, RZ, tc_params
+
+# Architectures each arithmetic family has a model for (beyond ptxas accepting the spelling).
+MODEL_ARCHS = {"tc": ("sm_80", "sm_86", "sm_90"), "int": ("sm_80", "sm_86", "sm_90"),
+               "f64": ("sm_80", "sm_86", "sm_90"), "fp8": ("sm_90",), "m8n8k4_f16": ("sm_90",)}
+
+_LAYOUTS = ("row", "col")
+_TYPES = set(ELEM)
+PARALLEL_BATCH = 64          # batches at least this large use the multi-threaded kernels
+
+
+def canonical_spelling(opcode: str) -> str:
+    """Canonical dotted spelling of an mma opcode whose modifiers may come in any order ptxas accepts
+    (the two layouts keep their order: A's then B's; so do the four types: D, A, B, C)."""
+    parts = opcode.strip().split(".")
+    if not parts or parts[0] != "mma":
+        fail(UnsupportedError, opcode, "not an mma instruction")
+    shape, layouts, types, flags, other = None, [], [], set(), []
+    for p in parts[1:]:
+        if p in ("sync", "aligned", "satfinite"):
+            if p in flags:
+                fail(UnsupportedError, opcode, f"modifier .{p} given twice")
+            flags.add(p)
+        elif p in _LAYOUTS:
+            layouts.append(p)
+        elif p in _TYPES:
+            types.append(p)
+        elif p.startswith("m") and "n" in p and "k" in p and shape is None:
+            shape = p
+        else:
+            other.append(p)
+    if other or shape is None or len(layouts) != 2 or len(types) != 4 or not {"sync", "aligned"} <= flags:
+        return None
+    sat = ".satfinite" if "satfinite" in flags else ""
+    return f"mma.sync.aligned.{shape}.{layouts[0]}.{layouts[1]}{sat}.{'.'.join(types)}"
+
+
+def supported_spellings(arch: str | None = None):
+    return [s for s, v in VARIANTS.items() if arch is None or _arch_key(arch) in _model_archs(v)]
+
+
+def _arch_key(arch):
+    return ARCH_ALIASES.get(arch, arch)
+
+
+def _model_archs(v):
+    return tuple(a for a in v.archs if a in MODEL_ARCHS[v.family])
+
+
+def _flat_map(v, op):
+    f = v.fragment(op)
+    cols = v.tile_shape(op)[1]
+    return np.ascontiguousarray((f[..., 0] * cols + f[..., 1]).reshape(-1), dtype=np.int64)
+
+
+class MmaOp:
+    """One mma.sync variant bound to an architecture."""
+
+    def __init__(self, variant, arch):
+        v = self.variant = variant
+        self.arch = arch
+        self.spelling = v.spelling
+        self.family = v.family
+        self.n_a, self.n_b, self.n_c, self.n_d = v.n_a, v.n_b, v.n_c, v.n_d
+        self.a_bits, self.b_bits, self.c_bits, self.d_bits = (v.reg_bits(op) for op in "ABCD")
+        self._dt = {op: reg_dtype(v, op) for op in "ABCD"}
+        self._maps = tuple(_flat_map(v, op) for op in "ABCD")
+        M, N = v.tile_shape("D")
+        K = v.tile_shape("A")[1]
+        epr = [v.reg_bits(op) // v.elem_bits(op) for op in "ABCD"]
+        w = [v.elem_bits(op) for op in "ABCD"]
+        fam = v.family
+        if fam in ("tc", "fp8"):
+            p = tc_params(arch, v.atype, v.dtype)
+            fa, fb, fc, fd = (FORMATS[t].code for t in (v.atype, v.btype, v.ctype, v.dtype))
+            L = K // 2 if fam == "fp8" else min(p.L, K)
+            self.params = p
+            prm = [M, N, K, fa, fb, fc, fd, *epr, *w, L, p.F, p.e_zero, p.rounding, int(fam == "fp8")]
+            self._kern, self._kern_par = fast.tc_batch, fast.tc_batch_par
+        elif fam == "int":
+            prm = [M, N, K, epr[0], epr[1], w[0], w[1], int(v.atype[0] == "s"), int(v.btype[0] == "s"),
+                   int(v.satfinite)]
+            self._kern, self._kern_par = fast.int_batch, fast.int_batch_par
+        elif fam == "f64":
+            prm = [M, N, K]
+            self._kern = self._kern_par = fast.f64_batch
+        else:
+            prm = [FORMATS[v.ctype].code, FORMATS[v.dtype].code, epr[2], epr[3], w[2], w[3]]
+            self._kern = self._kern_par = fast.m8n8k4_batch
+        self._prm = np.array(prm, np.int64)
+
+    def __repr__(self):
+        return f"MmaOp({self.spelling!r}, arch={self.arch!r})"
+
+    def execute(self, a, b, c):
+        """Raw register bits (n_a, 32), (n_b, 32), (n_c, 32) -> D's raw bits (n_d, 32)."""
+        return self.execute_batch(a[None], b[None], c[None])[0]
+
+    def execute_batch(self, a, b, c):
+        """Many independent instructions at once: (batch, n_a, 32) ... -> (batch, n_d, 32)."""
+        a = self._regs(a, "A", self.n_a)
+        b = self._regs(b, "B", self.n_b)
+        c = self._regs(c, "C", self.n_c)
+        if not (a.shape[0] == b.shape[0] == c.shape[0]):
+            fail(OperandError, self.spelling, f"batch sizes differ: A {a.shape[0]}, B {b.shape[0]}, C {c.shape[0]}")
+        d = np.empty((a.shape[0], self.n_d, 32), self._dt["D"])
+        kern = self._kern_par if a.shape[0] >= PARALLEL_BATCH else self._kern
+        kern(a, b, c, d, *self._maps, self._prm)
+        return d
+
+    def _regs(self, x, op, n):
+        x = np.asarray(x)
+        dt = self._dt[op]
+        if x.dtype != dt:
+            if x.dtype.kind not in "ui" or x.dtype.itemsize > np.dtype(dt).itemsize:
+                fail(OperandError, self.spelling,
+                     f"operand {op} must hold raw register bits as {np.dtype(dt).name}, got {x.dtype}")
+            x = x.astype(dt)
+        if x.ndim != 3 or x.shape[1:] != (n, 32):
+            fail(OperandError, self.spelling, f"operand {op} needs {n} registers x 32 lanes, got shape {x.shape[1:]}")
+        return np.ascontiguousarray(x)
+
+
+_CACHE: dict = {}
+
+
+def get_mma(opcode: str, arch: str = "sm_90") -> MmaOp:
+    """The mma.sync variant spelled ``opcode`` (any modifier order ptxas accepts) on ``arch``."""
+    key = (opcode, arch)
+    op = _CACHE.get(key)
+    if op is not None:
+        return op
+    spelling = canonical_spelling(opcode)
+    v = VARIANTS.get(spelling)
+    if v is None:
+        fail(UnsupportedError, opcode, "unsupported mma variant; supported: " + ", ".join(VARIANTS))
+    ak = _arch_key(arch)
+    if ak not in v.archs:
+        fail(UnsupportedError, opcode, f"not available on {arch} (ptxas accepts it for {', '.join(v.archs)})")
+    if ak not in MODEL_ARCHS[v.family]:
+        fail(UnsupportedError, opcode, f"no numeric model for {arch} (modelled on {', '.join(_model_archs(v))})")
+    op = _CACHE[key] = MmaOp(v, ak)
+    return op
+
+
+# ------------------------------------------------------------------------------------------------
+# whole tiles
+def _elem_bits_of(x, t, what, spelling):
+    """Raw element bits (uint64) of a user array of element type t."""
+    import ml_dtypes  # noqa: F401  (registers bfloat16 / float8 dtypes with numpy)
+    want = np.dtype(NUMPY_DTYPE[t]) if NUMPY_DTYPE[t] not in ("bfloat16", "float8_e4m3fn", "float8_e5m2") \
+        else np.dtype(getattr(ml_dtypes, NUMPY_DTYPE[t]))
+    x = np.asarray(x)
+    if x.dtype != want:
+        if t in ("s4", "u4", "s8", "u8", "s32") and x.dtype.kind in "iu":
+            pass
+        else:
+            fail(OperandError, spelling, f"{what} must be {want.name} for .{t}, got {x.dtype}")
+    if t in ("s4", "u4"):
+        lo, hi = (-8, 7) if t == "s4" else (0, 15)
+        if x.size and (x.min() < lo or x.max() > hi):
+            fail(OperandError, spelling, f"{what} holds values outside the .{t} range [{lo}, {hi}]")
+        return (x.astype(np.int64) & 0xF).astype(np.uint64)
+    if t in ("s8", "u8", "s32"):
+        info = np.iinfo(want)
+        if x.dtype != want and x.size and (x.min() < info.min or x.max() > info.max):
+            fail(OperandError, spelling, f"{what} holds values outside the .{t} range")
+        return (x.astype(np.int64) & ((1 << (8 * want.itemsize)) - 1)).astype(np.uint64)
+    return x.view(f"u{want.itemsize}").astype(np.uint64)
+
+
+def _from_bits(bits, t):
+    import ml_dtypes
+    name = NUMPY_DTYPE[t]
+    dt = np.dtype(getattr(ml_dtypes, name)) if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2") else np.dtype(name)
+    return bits.astype(f"u{dt.itemsize}").view(dt)
+
+
+def _tiles_in(v, A, B, C):
+    out = []
+    for op, x, t in (("A", A, v.atype), ("B", B, v.btype), ("C", C, v.ctype)):
+        bits = _elem_bits_of(x, t, op, v.spelling)
+        if bits.shape[-2:] != v.tile_shape(op):
+            fail(OperandError, v.spelling, f"{op} must be {v.tile_shape(op)[0]}x{v.tile_shape(op)[1]}, "
+                                           f"got shape {bits.shape}")
+        out.append(bits)
+    return out
+
+
+def _reg_names(v, op, base):
+    t = {"A": v.atype, "B": v.btype, "C": v.ctype, "D": v.dtype}[op]
+    prefix = "%fd" if t == "f64" else "%f" if t == "f32" else "%r"
+    return [f"{prefix}{base + i}" for i in range(v.n_regs(op))]
+
+
+def mma(instr: str, A, B, C, arch: str = "sm_90"):
+    """One instruction on whole tiles: A (M, K), B (K, N), C (M, N) -> D (M, N) (API.md).
+
+    The tiles are packed into lane registers with the instruction's fragments, the instruction runs on a
+    ``Warp`` through ``Warp.run`` and D is unpacked.  For the m8n8k4 ``.f16`` forms the four quad pairs'
+    products are stacked: A (32, 4), B (4, 32), C/D (32, 8); an (8, 4), (4, 8), (8, 8) problem is run on
+    every quad pair and one copy of D returned."""
+    from .warp import Warp
+    op = get_mma(instr, arch)
+    v = op.variant
+    single_quad = False
+    if v.family == "m8n8k4_f16" and np.shape(A) == (8, 4):
+        single_quad = True
+        A = np.concatenate([A] * 4, axis=0)
+        B = np.concatenate([B] * 4, axis=1)
+        C = np.concatenate([C] * 4, axis=0)
+    a, b, c = _tiles_in(v, A, B, C)
+    regs = {"A": pack(v, "A", a), "B": pack(v, "B", b), "C": pack(v, "C", c)}
+    names = {"D": _reg_names(v, "D", 0), "A": _reg_names(v, "A", 100), "B": _reg_names(v, "B", 200),
+             "C": _reg_names(v, "C", 300)}
+    w = Warp(arch=arch)
+    for o in "ABC":
+        for r, name in enumerate(names[o]):
+            w.write(name, regs[o][r])
+    w.run(f"{instr} {{{', '.join(names['D'])}}}, {{{', '.join(names['A'])}}}, "
+          f"{{{', '.join(names['B'])}}}, {{{', '.join(names['C'])}}};")
+    d = np.stack([np.asarray(w.read(name)) for name in names["D"]])
+    D = _from_bits(unpack(v, "D", d), v.dtype)
+    return D[:8] if single_quad else D
+
+
+def mma_registers(instr: str, A, B, C, arch: str = "sm_90"):
+    """Like ``mma`` but through ``MmaOp.execute`` directly (no Warp); the same bits."""
+    op = get_mma(instr, arch)
+    v = op.variant
+    a, b, c = _tiles_in(v, A, B, C)
+    d = op.execute(pack(v, "A", a), pack(v, "B", b), pack(v, "C", c))
+    return _from_bits(unpack(v, "D", d), v.dtype)
+
+
+# ------------------------------------------------------------------------------------------------
+# whole GEMMs
+def gemm(A, B, C, instr: str = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", arch: str = "sm_90"):
+    """D = A @ B + C built from ``instr``: for every output tile the K steps run in ascending order and
+    the D of one step is the C of the next; bit-identical to issuing the instructions one by one."""
+    op = get_mma(instr, arch)
+    v = op.variant
+    if v.family == "m8n8k4_f16":
+        fail(UnsupportedError, instr, "gemm is not defined for the quad-pair m8n8k4 .f16 forms")
+    a, b, c = (np.asarray(x) for x in (A, B, C))
+    if a.ndim != 2 or b.ndim != 2 or c.ndim != 2 or a.shape[1] != b.shape[0] or c.shape != (a.shape[0], b.shape[1]):
+        fail(OperandError, instr, f"gemm needs A (M, K), B (K, N), C (M, N); got {a.shape}, {b.shape}, {c.shape}")
+    Mt, Nt = v.tile_shape("D")
+    Kt = v.tile_shape("A")[1]
+    M, K = a.shape
+    N = b.shape[1]
+    if M % Mt or N % Nt or K % Kt:
+        fail(OperandError, instr, f"M, N, K = {M}, {N}, {K} must be multiples of the instruction tile {Mt}x{Nt}x{Kt}")
+    abits = _elem_bits_of(a, v.atype, "A", instr)
+    bbits = _elem_bits_of(b, v.btype, "B", instr)
+    cbits = _elem_bits_of(c, v.ctype, "C", instr)
+    if v.family == "tc":
+        from .numerics import gemm_fast
+        d = gemm_fast.tc_gemm(abits, bbits, cbits, op)
+    else:
+        d = _gemm_by_instructions(op, abits, bbits, cbits)
+    return _from_bits(d, v.dtype)
+
+
+def _gemm_by_instructions(op, abits, bbits, cbits):
+    """Generic path: every K step as one batch of register-level instructions."""
+    v = op.variant
+    Mt, Nt = v.tile_shape("D")
+    Kt = v.tile_shape("A")[1]
+    M, K = abits.shape
+    N = bbits.shape[1]
+    mi, ni = M // Mt, N // Nt
+    # (mi, Mt, K) -> tiles per step
+    at = abits.reshape(mi, Mt, K // Kt, Kt).transpose(2, 0, 1, 3)          # (ks, mi, Mt, Kt)
+    bt = bbits.reshape(K // Kt, Kt, ni, Nt).transpose(0, 2, 1, 3)          # (ks, ni, Kt, Nt)
+    ct = cbits.reshape(mi, Mt, ni, Nt).transpose(0, 2, 1, 3)               # (mi, ni, Mt, Nt)
+    creg = pack(v, "C", ct).reshape(mi * ni, op.n_c, 32)
+    for s in range(K // Kt):
+        areg = pack(v, "A", at[s])                                          # (mi, n_a, 32)
+        breg = pack(v, "B", bt[s])                                          # (ni, n_b, 32)
+        aa = np.repeat(areg, ni, axis=0)
+        bb = np.tile(breg, (mi, 1, 1))
+        d = op.execute_batch(aa, bb, creg)
+        if v.ctype == v.dtype:
+            creg = d
+        else:   # never for the forms gemm accepts (dtype == ctype), kept for clarity
+            creg = pack(v, "C", unpack(v, "D", d))
+    dt = unpack(v, "D", creg.reshape(mi, ni, op.n_d, 32))                   # (mi, ni, Mt, Nt)
+    return dt.transpose(0, 2, 1, 3).reshape(M, N)
