@@ -24,8 +24,8 @@ from .errors import UnsupportedError, fail
 
 OPERANDS = ("A", "B", "C", "D")
 
-# The TV layouts CuTe publishes in its SM80 MMA_Traits (cute/atom/mma_traits_sm80.hpp), written out here
-# so that the docs and tests can cite them by name.
+# TV layouts in CuTe's SM80 MMA_Traits convention (cute/atom/mma_traits_sm80.hpp), written out here so that
+# docs and tests can cite them by atom name; every one is confirmed cell by cell against the fragment tables.
 CUTE_SM80 = {
     "SM80_16x8x8_F32F16F16F32_TN": {
         "instr": "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32",
@@ -37,6 +37,31 @@ CUTE_SM80 = {
         "A": "((_4,_8),(_2,_2,_2)):((_32,_1),(_16,_8,_128))",
         "B": "((_4,_8),(_2,_2)):((_16,_1),(_8,_64))",
         "C": "((_4,_8),(_2,_2)):((_32,_1),(_16,_8))"},
+    "SM80_16x8x4_F32TF32TF32F32_TN": {
+        "instr": "mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32",
+        "A": "((_4,_8),_2):((_16,_1),_8)",
+        "B": "((_4,_8),_1):((_8,_1),_0)",
+        "C": "((_4,_8),(_2,_2)):((_32,_1),(_16,_8))"},
+    "SM80_16x8x8_F32TF32TF32F32_TN": {
+        "instr": "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+        "A": "((_4,_8),(_2,_2)):((_16,_1),(_8,_64))",
+        "B": "((_4,_8),_2):((_8,_1),_32)",
+        "C": "((_4,_8),(_2,_2)):((_32,_1),(_16,_8))"},
+    "SM80_16x8x16_S32S8S8S32_TN": {
+        "instr": "mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32",
+        "A": "((_4,_8),(_4,_2)):((_64,_1),(_16,_8))",
+        "B": "((_4,_8),_4):((_32,_1),_8)",
+        "C": "((_4,_8),(_2,_2)):((_32,_1),(_16,_8))"},
+    "SM80_16x8x32_S32S8S8S32_TN": {
+        "instr": "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
+        "A": "((_4,_8),(_4,_2,_2)):((_64,_1),(_16,_8,_256))",
+        "B": "((_4,_8),(_4,_2)):((_32,_1),(_8,_128))",
+        "C": "((_4,_8),(_2,_2)):((_32,_1),(_16,_8))"},
+    "SM80_8x8x4_F64F64F64F64_TN": {
+        "instr": "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64",
+        "A": "((_4,_8),_1):((_8,_1),_0)",
+        "B": "((_4,_8),_1):((_8,_1),_0)",
+        "C": "((_4,_8),_2):((_16,_1),_8)"},
 }
 
 
