@@ -161,6 +161,38 @@ def compile_match(instr, env):
     return run
 
 
+_REDUX_TYPES = {"add": {"u32", "s32"}, "min": {"u32", "s32"}, "max": {"u32", "s32"},
+                "and": {"b32"}, "or": {"b32"}, "xor": {"b32"}}
+
+
+@executor("redux")
+def compile_redux(instr, env):
+    q = split_mods(instr, {"sync": {"sync"}, "op": set(_REDUX_TYPES), "type": {"u32", "s32", "b32"}})
+    if "sync" not in q or "op" not in q or "type" not in q or len(instr.operands) != 3:
+        raise OperandError(f"{instr.opcode}: redux.sync.{{add,min,max}}.{{u32,s32}} / redux.sync.{{and,or,xor}}.b32 "
+                           f"d, a, membermask")
+    op, ptype = q["op"], q["type"]
+    if ptype not in _REDUX_TYPES[op]:
+        raise UnsupportedError(f"{instr.opcode}: .{op} is not defined for .{ptype}; supported: "
+                               f"{', '.join('.' + t for t in sorted(_REDUX_TYPES[op]))}")
+    write = dst(env, instr.operands[0], ptype, instr)
+    a = src(env, instr.operands[1], ptype, instr)
+    m = src(env, instr.operands[2], "b32", instr)
+
+    def run(warp, mask):
+        _member_check(instr, mask, m(warp))
+        v = a(warp)[mask]
+        if op == "add":
+            r = np.uint32(int(v.astype(np.int64).sum()) & 0xFFFFFFFF).view(NP[ptype])
+        elif op in ("min", "max"):
+            r = v.min() if op == "min" else v.max()
+        else:
+            fn = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op]
+            r = fn.reduce(v)
+        write(warp, np.full(32, r, NP[ptype]), mask)
+    return run
+
+
 @executor("membar", "fence", "nanosleep")
 def compile_nop(instr, env):
     if instr.base == "nanosleep" and len(instr.operands) != 1:
