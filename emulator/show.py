@@ -90,8 +90,9 @@ class Grid:
 
     def _svg_body(self, x0, y0):
         rows, cols = self.shape
-        cw = max(46, 7 * max([len(s) for row in self.labels for s in row] + [1]) + 10)
-        ch, rh = 22, 40
+        cw = max(46, 7 * max([len(s) for row in self.labels for s in row] + [1]) + 10,
+                 6 * max(len(s) for s in self.col_names) + 8)
+        ch, rh = 22, 6 * max(len(s) for s in self.row_names) + 10
         out = [f'<text x="{x0}" y="{y0 + 14}" font-size="13" font-weight="bold">{html.escape(self.title)}</text>']
         gy = y0 + 24
         for j in range(cols):
@@ -259,10 +260,16 @@ def ldmatrix_view(instr, row_addrs=None, banks=True):
             names.append(f"M{j} row {r}")
     cols = ["address from"] + (["byte address", "banks"][:(1 + bool(banks))] if row_addrs is not None else [])
     verb = "reads" if kind == "ldmatrix" else "writes"
+    note = "matrix j row r comes from the address in lane 8j+r" + (
+        f" (lanes {8 * nmat}..31 unused)" if nmat < 4 else "")
+    if row_addrs is not None and banks:
+        from .banks import analyze
+        from .warp import SmemAccess
+        rec = analyze(SmemAccess(instr.split()[0], kind, np.asarray(row_addrs, np.int64), 16,
+                                 np.arange(32) < 8 * nmat, nmat))
+        note += f"; {rec.wavefronts} wavefronts, {rec.conflicts} bank conflicts"
     src = Grid(f"{kind} .x{nmat}{' .trans' if trans else ''}: each 16-byte row it {verb} and the lane giving its address",
-               labels, np.array(keys), names, cols,
-               note=f"matrix j row r comes from the address in lane 8j+r (lanes {8 * nmat}..31 unused)"
-               if nmat < 4 else "matrix j row r comes from the address in lane 8j+r")
+               labels, np.array(keys), names, cols, note=note)
     lane, elem = matrix_cells(nmat, trans)
     panels = [src]
     for j in range(nmat):

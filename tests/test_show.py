@@ -243,3 +243,17 @@ def test_threadblock_swizzle_formulas():
     assert threadblock_view(4, (8, 8)).cell(0, 4) == "#32"
     with pytest.raises(EmulatorError):
         GemmIdentityThreadblockSwizzle(3)
+
+
+def test_docs_pictures_are_current():
+    """docs/*.svg are what tools/make_layout_pictures.py draws today."""
+    import importlib.util
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location("pics", os.path.join(root, "tools", "make_layout_pictures.py"))
+    pics = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pics)
+    for name, (svg, text) in pics.pictures().items():
+        with open(os.path.join(root, "docs", name + ".svg")) as f:
+            assert f.read() == svg, f"docs/{name}.svg is stale: run python tools/make_layout_pictures.py"
+    assert "8 wavefronts, 4 bank conflicts" in pics.pictures()["ldmatrix_x4"][1]

@@ -1,0 +1,45 @@
+"""Regenerate the pictures of docs/layouts.md (run from the repository root):
+
+    python tools/make_layout_pictures.py
+
+tests/test_show.py checks that the committed files equal what this writes.
+"""
+import os
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from emulator import show, swizzle  # noqa: E402
+
+LANE = np.arange(32)
+# ldmatrix.x4 loading the A fragment of m16n8k16 from a row-major 16x16 f16 tile (32-byte rows):
+# lane l points at row l % 16, columns 8 * (l // 16) .. +7.
+A_ROWS = (LANE % 16) * 32 + (LANE // 16) * 16
+
+
+def pictures():
+    """File name -> (SVG text, plain text) for every picture in docs/."""
+    figs = {
+        "m16n8k16_ownership": show.mma_figure("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+        "ldmatrix_x4": show.ldmatrix_view("ldmatrix.sync.aligned.m8n8.x4.shared.b16", A_ROWS),
+        "swizzle_conflicts": swizzle.conflict_figure(),
+        "nvmma_128B": swizzle.tile_view(swizzle.nvmma(128)),
+        "threadblock_swizzle": swizzle.threadblock_view(4, (8, 8)),
+    }
+    return {name: (f.svg(), f.text()) for name, f in figs.items()}
+
+
+def main():
+    out = os.path.join(ROOT, "docs")
+    os.makedirs(out, exist_ok=True)
+    for name, (svg, _) in pictures().items():
+        with open(os.path.join(out, name + ".svg"), "w") as f:
+            f.write(svg)
+        print("wrote", os.path.join("docs", name + ".svg"))
+
+
+if __name__ == "__main__":
+    main()
