@@ -138,6 +138,30 @@ def _src_note(rec, phases, width):
     return ""
 
 
+def schedule(rec):
+    """How the banks serve one access, wavefront by wavefront: a list with one entry per wavefront,
+    ``(phase, {bank: (word, lanes)})`` -- in that wavefront, ``bank`` delivers 4-byte ``word`` (address
+    // 4) to ``lanes``. Its length is ``analyze(rec).wavefronts`` (0 for cp.async.cg)."""
+    r = analyze(rec)
+    addrs = np.asarray(rec.addrs, dtype=np.int64)
+    width = 16 if rec.op in ("ldmatrix", "stmatrix") else int(rec.width)
+    merge = rec.op not in _NO_MERGE
+    out = []
+    for p, lanes in enumerate(r.phase_lanes):
+        queues = {}  # bank -> list of (word, [lanes]) in first-come order
+        for l in lanes:
+            for w in _words(int(addrs[l]), width):
+                q = queues.setdefault(w % NBANKS, [])
+                hit = next((e for e in q if e[0] == w), None) if merge else None
+                if hit:
+                    hit[1].append(l)
+                else:
+                    q.append((w, [l]))
+        for i in range(r.phase_wavefronts[p]):
+            out.append((p, {b: (q[i][0], tuple(q[i][1])) for b, q in sorted(queues.items()) if i < len(q)}))
+    return out
+
+
 def report(records):
     """A text table of bank records, one line per instruction, with totals."""
     records = list(records)

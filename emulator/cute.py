@@ -201,10 +201,8 @@ class Layout:
     # CuTe Layout::operator()(coord)
     def __call__(self, *crd):
         c = crd[0] if len(crd) == 1 else tuple(crd)
-        if _has_none(c):
+        if _has_none(c):  # CuTe's slicing with '_': the sub-layout and its offset
             return slice_and_offset(c, self)
-        if not is_tuple(c) and not 0 <= c < max(size(self), 1) and size(self) > 0:
-            pass  # CuTe evaluates integers past the domain too (the last mode extends); keep that
         return crd2idx(c, self.shape, self.stride)
 
     # CuTe get<i>(layout) / layout[i]
@@ -320,7 +318,10 @@ def coalesce(L, profile=None):
 
 def composition(A, B):
     """``R = A o B`` with ``R(c) == A(B(c))`` for every coordinate c of B (CuTe ``composition``).
-    ``B`` may be a Layout, an int (the layout ``B:1``) or a tuple of those (a tiler, mode by mode)."""
+    ``B`` may be a Layout, an int (the layout ``B:1``) or a tuple of those (a tiler, mode by mode);
+    ``A`` may be a Swizzle, giving a ComposedLayout."""
+    if isinstance(A, Swizzle):
+        return ComposedLayout(A, 0, B if isinstance(B, Layout) else Layout(B, 1))
     if isinstance(A, ComposedLayout):
         return ComposedLayout(A.outer, A.offset, composition(A.inner, B))
     if B is None:
@@ -561,19 +562,3 @@ class ComposedLayout:
 
     def size(self):
         return size(self.inner)
-
-
-def _compose_swizzle(sw, L):
-    return ComposedLayout(sw, 0, L)
-
-
-_plain_composition = composition
-
-
-def composition(A, B):  # noqa: F811 -- extends the Layout version with swizzles
-    if isinstance(A, Swizzle):
-        return _compose_swizzle(A, B if isinstance(B, Layout) else Layout(B, 1))
-    return _plain_composition(A, B)
-
-
-composition.__doc__ = _plain_composition.__doc__

@@ -285,6 +285,35 @@ def ldmatrix_view(instr, row_addrs=None, banks=True):
 stmatrix_view = ldmatrix_view
 
 
+# ---- bank schedules --------------------------------------------------------------------------------
+
+def bank_view(rec):
+    """One row per wavefront, one column per bank: which lane(s) each bank serves when, for a recorded
+    shared-memory access (``emulator.warp.SmemAccess``). Rows beyond one per phase are the conflicts."""
+    from .banks import analyze, schedule
+    r = analyze(rec)
+    sched = schedule(rec)
+    labels, keys, names = [], [], []
+    for n, (phase, served) in enumerate(sched):
+        row, krow = [], []
+        for b in range(32):
+            if b in served:
+                word, lanes = served[b]
+                row.append(f"T{lanes[0]}" + (f"+{len(lanes) - 1}" if len(lanes) > 1 else ""))
+                krow.append(lanes[0])
+            else:
+                row.append("")
+                krow.append(-1)
+        labels.append(row)
+        keys.append(krow)
+        names.append(f"p{phase} w{n}")
+    if not labels:
+        labels, keys, names = [[""] * 32], [[-1] * 32], ["-"]
+    return Grid(f"{r.instruction}: {r.wavefronts} wavefronts, {r.conflicts} conflicts ({r.mode})", labels,
+                np.array(keys), names, [f"b{b}" for b in range(32)],
+                note=r.note or "T<lane>[+n]: the bank serves that lane's word (and n more lanes reading the same word)")
+
+
 # ---- live registers ------------------------------------------------------------------------------
 
 def _decode(bits, typ):

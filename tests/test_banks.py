@@ -135,3 +135,26 @@ def test_warp_bank_report_end_to_end():
     assert all(isinstance(r, BankRecord) for r in recs)
     text = report(recs)
     assert "ldmatrix" in text and text.splitlines()[-1].split()[1:] == ["38", "29"]
+
+
+def test_schedule_accounts_for_every_lane_and_wavefront():
+    from emulator.banks import schedule
+    from emulator.show import bank_view
+    for r in RECORDS:
+        acc = _access(r)
+        rec, sched = analyze(acc), schedule(acc)
+        assert len(sched) == rec.wavefronts
+        served = {}
+        for _, banks in sched:
+            assert len(banks) <= 32
+            for b, (word, lanes) in banks.items():
+                assert word % 32 == b
+                for l in lanes:
+                    served.setdefault(l, set()).add(word)
+        width = 16 if r["op"] in ("ldmatrix", "stmatrix") else r["width"]
+        for l in (range(32) if r["op"] != "cp.async.cg" else []):
+            if acc.mask[l]:
+                a = int(acc.addrs[l])
+                assert served[l] == set(range(a // 4, (a + width - 1) // 4 + 1))
+    g = bank_view(_access(RECORDS[0]))
+    assert g.shape[1] == 32
