@@ -159,6 +159,8 @@ def schedule(rec):
                     q.append((w, [l]))
         for i in range(r.phase_wavefronts[p]):
             out.append((p, {b: (q[i][0], tuple(q[i][1])) for b, q in sorted(queues.items()) if i < len(q)}))
+    if not out and r.wavefronts:  # an empty cp.async: one wavefront that serves nothing
+        out = [(0, {})] * r.wavefronts
     return out
 
 
