@@ -78,6 +78,9 @@ def compile_cvt(instr, env):
             raise OperandError(f"{text}: float-to-integer cvt needs .rni/.rzi/.rmi/.rpi")
         lo, hi = _range(dtype)
         fn = _INT_ROUND[rnd]
+        # NaN -> 0, except (measured on H100) conversions from .f64 and to 64-bit integers, which give the
+        # "integer indefinite" 0x80...0 (bit pattern of the most negative signed value)
+        nan_val = (1 << (width(dtype) - 1)) if (atype == "f64" or width(dtype) == 64) else 0
 
         def run(warp, mask):
             v = read(warp)
@@ -87,7 +90,7 @@ def compile_cvt(instr, env):
             out = []
             for f in x:
                 if np.isnan(f):
-                    out.append(0)
+                    out.append(nan_val)
                 elif f >= hi:
                     out.append(hi)
                 elif f <= lo:
@@ -134,11 +137,17 @@ def compile_cvt(instr, env):
         raise OperandError(f"{text}: a widening float conversion is exact and takes no rounding modifier")
     mode = rnd or "rn"
 
+    keep_payload = "f64" in (atype, dtype)   # H100: F2F to/from .f64 keeps the NaN payload (quieted)
+
     def run(warp, mask):
         v = read(warp)
         if ftz and atype == "f32":
             v = flush(v, "f32")
         r = round_to(v.astype(np.float64), dtype, mode, ftz=ftz and dtype == "f32", sat=sat)
+        if keep_payload:
+            nan = np.isnan(v)
+            if nan.any():
+                r = np.where(nan, v.astype(NP[dtype]), r)
         write(warp, r, mask)
     return run
 

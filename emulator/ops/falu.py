@@ -18,7 +18,8 @@ import numpy as np
 from ..errors import OperandError, UnsupportedError
 from . import executor
 from .common import dst, split_mods, src
-from .fround import FORMATS, MODES, canon_nan, exact, flush, round_exact, round_to, two_sum
+from .fround import (FORMATS, MODES, canon_nan, exact, exact_zero, flush, round_exact, round_to, two_sum,
+                     zero_sum_sign)
 
 FLOAT_TYPES = {"f32", "f64", "f16", "f16x2", "bf16", "bf16x2"}
 _ELEM = {"f32": "f32", "f64": "f64", "f16": "f16", "f16x2": "f16", "bf16": "bf16", "bf16x2": "bf16"}
@@ -75,8 +76,8 @@ def _mode(instr, q, default="rn"):
     return q.get("rnd", default)
 
 
-def _finish(ops, r, mode, e=None, sat=False, relu=False):
-    out = round_to(r, ops.fmt, mode, e=e, ftz=ops.ftz, sat=sat)
+def _finish(ops, r, mode, e=None, sat=False, relu=False, overflow=None):
+    out = round_to(r, ops.fmt, mode, e=e, ftz=ops.ftz, sat=sat, overflow=overflow)
     if relu:
         out = np.where(np.isnan(out.astype(np.float64)) | (out.astype(np.float64) > 0), out,
                        np.zeros_like(out))
@@ -109,16 +110,23 @@ def _compile_addmul(instr, env):
         a, b = ops.f64(warp, 0), ops.f64(warp, 1)
         if base == "sub":
             b = -b
+        ovf = None
         if base == "mul":
             if f64 and mode != "rn":
-                r = round_exact(_exact_lanes(_mul_exact, a, b), "f64", mode).reshape(a.shape)
+                qs = _exact_lanes(_mul_exact, a, b)
+                r = round_exact(qs, "f64", mode).reshape(a.shape)
+                with np.errstate(all="ignore"):
+                    r = np.where(exact_zero(qs), a * b, r)   # exact zeros: the sign of the product
                 ops.write(warp, r, mask)
                 return
             with np.errstate(invalid="ignore", over="ignore"):
                 s, e = a * b, None          # exact in float64 for 16/32-bit formats
         else:
             s, e = two_sum(a, b)
-        ops.write(warp, _finish(ops, s, mode, e, sat), mask)
+            s = zero_sum_sign(s, a, b, mode)
+            if f64:
+                ovf = np.isinf(s) & np.isfinite(a) & np.isfinite(b)
+        ops.write(warp, _finish(ops, s, mode, e, sat, overflow=ovf), mask)
     return run
 
 
@@ -131,7 +139,10 @@ def _mul_exact(a, b):
 
 def _fma_exact(a, b, c):
     if not all(np.isfinite([a, b, c])):
-        return float(a) * float(b) + float(c)
+        a, b, c = float(a), float(b), float(c)
+        if np.isfinite(a) and np.isfinite(b) and not np.isnan(c):
+            return c                         # finite product (not rounded: it cannot overflow) + inf
+        return a * b + c
     return Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
 
 
@@ -146,13 +157,17 @@ def _compile_fma(instr, env):
 
     def run(warp, mask):
         a, b, c = ops.f64(warp, 0), ops.f64(warp, 1), ops.f64(warp, 2)
+        with np.errstate(invalid="ignore", over="ignore"):
+            p = a * b                       # exact for 16/32-bit formats; its sign is right for f64 too
         if ptype == "f64":
-            r = round_exact(_exact_lanes(_fma_exact, a, b, c), "f64", mode).reshape(a.shape)
+            qs = _exact_lanes(_fma_exact, a, b, c)
+            r = round_exact(qs, "f64", mode).reshape(a.shape)
+            with np.errstate(all="ignore"):
+                r = np.where(exact_zero(qs), zero_sum_sign(p + c, p, c, mode), r)
             ops.write(warp, r, mask)
             return
-        with np.errstate(invalid="ignore", over="ignore"):
-            p = a * b                       # exact
         s, e = two_sum(p, c)
+        s = zero_sum_sign(s, p, c, mode)
         ops.write(warp, _finish(ops, s, mode, e, sat, relu), mask)
     return run
 
@@ -182,7 +197,11 @@ def _compile_div(instr, env):
         a = ops.f64(warp, 0) if n == 2 else np.ones(32)
         b = ops.f64(warp, n - 1)
         if ptype == "f64" and mode != "rn":
-            ops.write(warp, round_exact(_exact_lanes(_div_exact, a, b), "f64", mode), mask)
+            qs = _exact_lanes(_div_exact, a, b)
+            r = round_exact(qs, "f64", mode)
+            with np.errstate(all="ignore"):
+                r = np.where(exact_zero(qs), a / b, r)    # exact zeros: the sign of the quotient
+            ops.write(warp, r, mask)
             return
         with np.errstate(all="ignore"):
             r = a / b                       # correct sticky for f32 (53 >= 2*24+2)
@@ -264,8 +283,10 @@ def _compile_negabs(instr, env):
 
     def run(warp, mask):
         v = ops.values(warp, 0).view(ops.ut)
-        r = (v ^ sign) if neg else (v & ~sign)
-        ops.write(warp, r.view(ops.dt), mask)
+        r = ((v ^ sign) if neg else (v & ~sign)).view(ops.dt)
+        if ptype == "f32":                  # H100: neg.f32 / abs.f32 of a NaN give the canonical NaN
+            r = canon_nan(r, "f32")
+        ops.write(warp, r, mask)
     return run
 
 

@@ -27,7 +27,8 @@ FORMATS = {
     "f16": (np.float16, np.uint16, 0x7FFF, 2.0 ** -14),
     "bf16": (ml_dtypes.bfloat16, np.uint16, 0x7FFF, 2.0 ** -126),
     "f32": (np.float32, np.uint32, 0x7FFFFFFF, 2.0 ** -126),
-    "f64": (np.float64, np.uint64, 0x7FFFFFFFFFFFFFFF, 2.0 ** -1022),
+    "f64": (np.float64, np.uint64, 0x7FF8000000000000, 2.0 ** -1022),   # f64 NaNs propagate; this one is
+                                                                        # what min/max of two NaNs give
 }
 MODES = ("rn", "rz", "rm", "rp")
 
@@ -82,18 +83,30 @@ def _f64_to_bf16_bits(y):
     return np.where(nan, np.uint16(0x7FFF), out)
 
 
-def round_to(x, fmt, mode="rn", e=None, ftz=False, sat=False):
-    """Round float64 values ``x`` (+ exact error ``e``) to ``fmt``; returns numpy values of that format."""
+def round_to(x, fmt, mode="rn", e=None, ftz=False, sat=False, overflow=None):
+    """Round float64 values ``x`` (+ exact error ``e``) to ``fmt``; returns numpy values of that format.
+
+    ``overflow`` (float64 targets): lanes whose exact result is finite although ``x`` overflowed to inf
+    (directed modes then give the largest finite value where IEEE says so)."""
     x = np.asarray(x, np.float64)
-    if e is not None:
-        x = round_odd(x, e)
     dt, ut, cnan, tiny = FORMATS[fmt]
     nbits = np.dtype(ut).itemsize * 8
     if fmt == "f64":
-        r = x.copy()
+        r = x.copy()                     # x is already the nearest float64 of x + e
         if e is not None and mode != "rn":
             r = _directed_f64(r, e, mode)
-    elif fmt == "bf16":
+        if overflow is not None and mode != "rn" and overflow.any():
+            big = np.finfo(np.float64).max
+            keep_inf = (mode == "rm") & (r < 0) | (mode == "rp") & (r > 0)
+            r = np.where(overflow & ~keep_inf, np.copysign(big, r), r)
+        if sat:
+            r = np.where(np.isnan(r), 0.0, np.clip(r, 0, 1))
+        if ftz:
+            r = flush(r, fmt)
+        return canon_nan(r, fmt)
+    if e is not None:
+        x = round_odd(x, e)
+    if fmt == "bf16":
         r = _f64_to_bf16_bits(x).view(dt)
     else:
         with np.errstate(over="ignore"):
@@ -130,6 +143,8 @@ def _directed_f64(x, e, mode):
 
 
 def canon_nan(r, fmt):
+    if fmt == "f64":
+        return r     # the float64 unit propagates NaN operands, quieted (measured on H100), like numpy
     dt, ut, cnan, _ = FORMATS[fmt]
     nan = np.isnan(r.astype(np.float64)) if fmt == "bf16" else np.isnan(r)
     if nan.any():
@@ -152,6 +167,11 @@ def flush(v, fmt):
 # ----------------------------------------------------------------------------------------------
 # Exact rational path (float64 in directed modes, fma.f64, 64-bit integer -> float)
 
+def exact_zero(values):
+    """Lanes whose exact rational result is exactly zero (their sign follows the IEEE rules of the caller)."""
+    return np.array([not isinstance(q, float) and q == 0 for q in values], np.bool_)
+
+
 def round_exact(values, fmt, mode="rn"):
     """Round exact rationals (a list of Fraction / int, or float('nan') / +-inf) to ``fmt``."""
     out = np.empty(len(values), np.float64)
@@ -164,9 +184,9 @@ def round_exact(values, fmt, mode="rn"):
 
 def _round_fraction_f64(q, mode):
     if isinstance(q, float):
-        return q
+        return q                          # NaN, infinities and signed zeros are decided by the caller
     if q == 0:
-        return 0.0
+        return -0.0 if mode == "rm" else 0.0
     try:
         r = q.numerator / q.denominator          # correctly rounded (nearest even)
     except OverflowError:
@@ -176,6 +196,8 @@ def _round_fraction_f64(q, mode):
         if mode in ("rz", "rz_odd") or (mode == "rm" and q > 0) or (mode == "rp" and q < 0):
             return math.copysign(np.finfo(np.float64).max, r)
         return r
+    if r == 0:
+        r = math.copysign(0.0, q)         # a nonzero result that rounds to zero keeps its sign
     fr = Fraction(r)
     if fr == q or mode == "rn":
         return r
@@ -184,14 +206,28 @@ def _round_fraction_f64(q, mode):
         hi = math.nextafter(lo, math.copysign(math.inf, r))
         return lo if (struct_bits(lo) & 1) else hi
     if mode == "rz":
-        return r if abs(fr) < abs(q) else math.nextafter(r, 0.0)
-    if mode == "rm":
-        return r if fr < q else math.nextafter(r, -math.inf)
-    return r if fr > q else math.nextafter(r, math.inf)
+        out = r if abs(fr) < abs(q) else math.nextafter(r, 0.0)
+    elif mode == "rm":
+        out = r if fr < q else math.nextafter(r, -math.inf)
+    else:
+        out = r if fr > q else math.nextafter(r, math.inf)
+    return math.copysign(0.0, q) if out == 0 else out
 
 
 def struct_bits(x):
     return int(np.float64(x).view(np.uint64))
+
+
+def zero_sum_sign(s, a, b, mode):
+    """IEEE 754 sign of an exactly-zero sum a + b: -0 only when both addends are -0, or in round-down mode
+    unless both are +0. ``s`` is the computed sum; returns s with the rule applied."""
+    if mode != "rm":
+        return s
+    z = s == 0
+    if not z.any():
+        return s
+    both_pos = (a == 0) & (b == 0) & ~np.signbit(a) & ~np.signbit(b)
+    return np.where(z & ~both_pos, -0.0, s)
 
 
 def exact(v):
