@@ -32,6 +32,30 @@ def nvmma(swizzle_bytes):
     return Swizzle(int(math.log2(swizzle_bytes // 16)), 4, 3)
 
 
+def nvmma_elements(swizzle_bytes, elem_bytes):
+    """The same swizzle on *element* offsets (what CuTe writes for a typed tile): the XOR source bits
+    stay at byte bits 7..9, the target at byte bits 4..6, so M drops by log2(elem_bytes).
+    128-byte swizzle of f16 -> ``Swizzle<3,3,3>``; of f32 -> ``Swizzle<3,2,3>``; of 8-bit -> ``Swizzle<3,4,3>``."""
+    sw = nvmma(swizzle_bytes)
+    if elem_bytes not in (1, 2, 4, 8, 16):
+        raise LayoutError(f"element size {elem_bytes} bytes; NVMMA swizzles take 1, 2, 4, 8 or 16")
+    return Swizzle(sw.bits, sw.base - int(math.log2(elem_bytes)), sw.shift)
+
+
+def element_banks(sw, rows, row_bytes, elem_bytes):
+    """bank[r, c]: the first bank holding element (r, c) of a row-major tile stored through byte swizzle sw."""
+    cols = row_bytes // elem_bytes
+    return np.array([[(sw(r * row_bytes + c * elem_bytes) // 4) % 32 for c in range(cols)] for r in range(rows)])
+
+
+def bank_tile_view(sw, rows=8, row_bytes=128, elem_bytes=4):
+    """Every element of a row-major tile, labelled and coloured with the bank it lands in."""
+    b = element_banks(sw, rows, row_bytes, elem_bytes)
+    labels = [[str(x) for x in row] for row in b]
+    return Grid(f"{sw}: bank of each {elem_bytes}-byte element of {rows} rows of {row_bytes} bytes", labels, b,
+                [f"row {r}" for r in range(rows)], [f"c{c}" for c in range(b.shape[1])], colour=bank_colour)
+
+
 def swizzled_offset(sw, row, col, row_bytes, elem_bytes):
     """Byte offset of element (row, col) of a row-major tile with ``row_bytes`` per row, after the
     byte-address swizzle ``sw``."""

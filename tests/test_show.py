@@ -257,3 +257,21 @@ def test_docs_pictures_are_current():
         with open(os.path.join(root, "docs", name + ".svg")) as f:
             assert f.read() == svg, f"docs/{name}.svg is stale: run python tools/make_layout_pictures.py"
     assert "8 wavefronts, 4 bank conflicts" in pics.pictures()["ldmatrix_x4"][1]
+
+
+@pytest.mark.parametrize("nbytes,elem", list(itertools.product((32, 64, 128), (1, 2, 4, 8))))
+def test_nvmma_element_swizzle_agrees_with_bytes(nbytes, elem):
+    from emulator.swizzle import nvmma_elements
+    sb, se = nvmma(nbytes), nvmma_elements(nbytes, elem)
+    for e in range(4096 // elem):
+        assert se(e) * elem == sb(e * elem)
+    assert str(nvmma_elements(128, 2)) == "Sw<3,3,3>"
+
+
+def test_bank_tile_view_spreads_columns():
+    from emulator.swizzle import bank_tile_view, element_banks
+    plain = element_banks(Swizzle(0, 4, 3), 8, 128, 4)
+    swz = element_banks(nvmma(128), 8, 128, 4)
+    assert all(len(set(plain[:, c])) == 1 for c in range(32))  # a column sits in one bank
+    assert all(len(set(swz[:, c])) == 8 for c in range(32))    # swizzled: eight different banks
+    assert bank_tile_view(nvmma(128)).cell(1, 0) == "4"
