@@ -12,6 +12,7 @@ from .errors import EmulatorError
 # Modules that contribute sub-commands, in the order ``--help`` lists them.
 COMMAND_MODULES = [
     "emulator.show",
+    "emulator.kernel_cli",
 ]
 
 

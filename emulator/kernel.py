@@ -544,6 +544,15 @@ class Module:
         self._globals[id(gmem)] = (gmem, addrs)
         return addrs
 
+    def global_address(self, name: str, gmem: GlobalMemory) -> int:
+        """Address of a ``.global`` / ``.const`` module variable in ``gmem`` (allocated and initialised on
+        first use, like a loaded module's variables)."""
+        v = self.info.variables.get(name)
+        if v is None or v.space not in ("global", "const"):
+            raise OperandError(f"no .global/.const variable {name!r} in this module; variables: "
+                               f"{', '.join(n for n, x in self.info.variables.items() if x.space != 'shared')}")
+        return self._variables(gmem)[name]
+
     # -- launch ------------------------------------------------------------------------------------
     def launch(self, kernel: str, grid=(1, 1, 1), block=(32, 1, 1), args=(), gmem: GlobalMemory | None = None,
                shared_bytes: int = 0, options: WarpOptions | None = None, trace=None, out=None,
@@ -669,6 +678,10 @@ class _CTA:
 
     # -- scheduler ---------------------------------------------------------------------------------
     def run(self):
+        with np.errstate(all="ignore"):          # IEEE exceptions are results here, not warnings
+            return self._run()
+
+    def _run(self):
         while True:
             progressed = False
             for w in self.warps:
