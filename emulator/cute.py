@@ -23,7 +23,7 @@ from .errors import EmulatorError
 __all__ = ["Layout", "Swizzle", "ComposedLayout", "LayoutError", "make_layout", "crd2idx", "idx2crd",
            "size", "cosize", "rank", "depth", "shape", "stride", "flatten", "product", "prefix_product",
            "coalesce", "composition", "complement", "right_inverse", "left_inverse", "logical_divide",
-           "zipped_divide", "tiled_divide", "logical_product", "blocked_product", "raked_product",
+           "zipped_divide", "tiled_divide", "logical_product", "zipped_product", "tiled_product", "slice_", "blocked_product", "raked_product",
            "local_tile", "slice_and_offset", "parse"]
 
 
@@ -414,22 +414,36 @@ def logical_divide(A, tiler):
     return composition(A, make_layout(tiler, complement(tiler, size(A))))
 
 
+def _hier_unzip(split, A, tiler):
+    """Apply ``split`` (a rank-2 result) mode by mode and gather: ((first parts...), (second parts..., rest))."""
+    if not is_tuple(tiler):
+        return split(A, tiler)
+    if len(tiler) > rank(A):
+        _err(f"tiler of rank {len(tiler)} is deeper than layout {A}")
+    parts = [_hier_unzip(split, A[i], tiler[i]) for i in range(len(tiler))]
+    return make_layout(make_layout(*(p[0] for p in parts)),
+                       make_layout(*(p[1] for p in parts), *(A[i] for i in range(len(tiler), rank(A)))))
+
+
+def zipped_product(A, tiler):
+    """``logical_product`` mode by mode, gathered: ((A modes...), (product modes...))."""
+    return _hier_unzip(logical_product, A, tiler)
+
+
+def tiled_product(A, tiler):
+    """``zipped_product`` with the second mode unpacked."""
+    Z = zipped_product(A, tiler)
+    return make_layout(Z[0], *Z[1])
+
+
 def zipped_divide(A, tiler):
     """``logical_divide`` with the tile modes gathered first: ((tile...), (rest...))."""
-    D = logical_divide(A, tiler)
-    if not is_tuple(tiler):
-        return D
-    n = len(tiler)
-    tile = make_layout(*(D[i][0] for i in range(n)))
-    rest = make_layout(*(D[i][1] for i in range(n)), *(D[i] for i in range(n, rank(D))))
-    return make_layout(tile, rest)
+    return _hier_unzip(logical_divide, A, tiler)
 
 
 def tiled_divide(A, tiler):
     """``zipped_divide`` with the rest modes unpacked: ((tile...), rest0, rest1, ...)."""
     Z = zipped_divide(A, tiler)
-    if not is_tuple(tiler):
-        return Z
     return make_layout(Z[0], *Z[1])
 
 
@@ -466,46 +480,60 @@ def _append(L, r):
     return make_layout(*modes)
 
 
+def _lift_slice(c, t):
+    if is_tuple(c):
+        return _filter_slice(c, t)
+    return (t,) if c is None else ()
+
+
+def _filter_slice(c, t):
+    if not is_tuple(t) or len(c) != len(t):
+        _err(f"coordinate {_fmt_crd(c)} does not match shape {_fmt(t)}")
+    out = ()
+    for ci, ti in zip(c, t):
+        out += _lift_slice(ci, ti)
+    return out
+
+
+def _fmt_crd(c):
+    if is_tuple(c):
+        return "(" + ",".join(_fmt_crd(e) for e in c) + ")"
+    return "_" if c is None else str(c)
+
+
+def slice_(crd, t):
+    """Keep the parts of ``t`` paired with ``None`` (CuTe's ``_``) in ``crd`` (CuTe ``slice``)."""
+    if is_tuple(crd):
+        return _filter_slice(crd, t)
+    return t if crd is None else ()
+
+
 def slice_and_offset(crd, L):
     """Fix the coordinates given in ``crd`` (``None`` keeps a mode, like CuTe's ``_``): the layout of
-    the kept modes and the index offset contributed by the fixed ones."""
-    def go(c, s, d):
-        if c is None:
-            return [(s, d)], 0
-        if is_tuple(c):
-            if not is_tuple(s) or len(c) != len(s):
-                _err(f"coordinate {c} does not match shape {_fmt(s)}")
-            kept, off = [], 0
-            for ci, si, di in zip(c, s, d):
-                k, o = go(ci, si, di)
-                kept += k
-                off += o
-            return kept, off
-        return [], crd2idx(c, s, d)
-    kept, off = go(crd, L.shape, L.stride)
-    if not kept:
-        return Layout(1, 0), off
-    if len(kept) == 1:
-        return Layout(kept[0][0], kept[0][1]), off
-    return Layout(tuple(s for s, _ in kept), tuple(d for _, d in kept)), off
+    the kept modes and the index offset contributed by the fixed ones (CuTe ``slice_and_offset``)."""
+    def zero_none(c):
+        return tuple(zero_none(e) for e in c) if is_tuple(c) else (0 if c is None else c)
+    if is_tuple(crd) and (not is_tuple(L.shape) or len(crd) != len(L.shape)):
+        _err(f"coordinate {_fmt_crd(crd)} does not match shape {_fmt(L.shape)}")
+    off = crd2idx(zero_none(crd), L.shape, L.stride)
+    return Layout(slice_(crd, L.shape), slice_(crd, L.stride), static=L.static), off
 
 
 def local_tile(L, tiler, coord):
-    """The tile number ``coord`` of ``L`` cut into tiles of ``tiler`` (a shape tuple or layouts):
-    returns (tile layout, offset), so element c of the tile is at ``offset + tile(c)``.
-    ``L`` may be a Layout or a shape (compact column-major)."""
+    """The tile number ``coord`` of ``L`` cut into tiles of ``tiler`` (a shape tuple or layouts), as CuTe's
+    ``local_tile``: ``zipped_divide(L, tiler)((_,...,_), coord)``. Returns (tile layout, offset): element
+    c of the tile is at ``offset + tile(c)``. ``L`` may be a Layout or a shape (compact column-major)."""
     if not isinstance(L, Layout):
         L = Layout(L)
-    tl = tuple(Layout(t, 1) if not isinstance(t, Layout) else t for t in tiler) if is_tuple(tiler) else tiler
+    if not is_tuple(tiler):
+        tiler = (tiler,)
+    tl = tuple(t if isinstance(t, Layout) else Layout(t, 1) for t in tiler)
     Z = zipped_divide(L, tl)
-    if is_tuple(tiler):
-        n = len(tiler)
-        coord = coord if is_tuple(coord) else (coord,)
-        full = tuple(coord) + (0,) * (rank(Z[1]) - len(coord))
-        if len(full) != rank(Z[1]):
-            _err(f"tile coordinate {coord} has more modes than the {rank(Z[1])} tile modes")
-        return slice_and_offset((None, full), Z) if n else (Z, 0)
-    return slice_and_offset((None, coord), Z)
+    coord = coord if is_tuple(coord) else (coord,)
+    rest = rank(Z[1])
+    if len(coord) > rest:
+        _err(f"tile coordinate {coord} has more modes than the {rest} tile-grid modes")
+    return slice_and_offset(((None,) * len(tl), tuple(coord) + (None,) * (rest - len(coord))), Z)
 
 
 # ---- swizzles ------------------------------------------------------------------------------------

@@ -29,6 +29,11 @@ def _run(case):
         L = _L(a[0])
         out = [idx2crd(i, L.shape) for i in range(size(L))]
         return json.loads(json.dumps(out))
+    if op == "slice_and_offset":
+        def crd(c):
+            return tuple(crd(e) for e in c) if isinstance(c, list) else c
+        S, off = cute.slice_and_offset(crd(a[1]), _L(a[0]))
+        return [str(S), off]
     if op == "swizzle":
         sw = Swizzle(*a)
         return [sw(i) for i in range(1 << (a[0] + a[1] + a[2]))]
@@ -40,7 +45,10 @@ def _run(case):
           "logical_divide": lambda x, y: logical_divide(_L(x), _L(y)),
           "logical_divide_tuple": lambda x, t: logical_divide(_L(x), tuple(_L(e) for e in t)),
           "zipped_divide_tuple": lambda x, t: zipped_divide(_L(x), tuple(_L(e) for e in t)),
-          "logical_product": lambda x, y: logical_product(_L(x), _L(y))}[op]
+          "logical_product": lambda x, y: logical_product(_L(x), _L(y)),
+          "tiled_divide_tuple": lambda x, t: cute.tiled_divide(_L(x), tuple(_L(e) for e in t)),
+          "zipped_product_tuple": lambda x, t: cute.zipped_product(_L(x), tuple(_L(e) for e in t)),
+          "tiled_product_tuple": lambda x, t: cute.tiled_product(_L(x), tuple(_L(e) for e in t))}[op]
     return str(fn(*a))
 
 

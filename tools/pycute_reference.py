@@ -67,6 +67,10 @@ def _injective(L):
     return len(set(v)) == len(v)
 
 
+def _crd_json(c):
+    return [_crd_json(e) for e in c] if isinstance(c, tuple) else c
+
+
 def values(L):
     return [L(i) for i in range(cute.size(L))]
 
@@ -164,6 +168,47 @@ def main():
             continue
         add("logical_product", [text(A), text(B)], text(P))
         n_prod += 1
+
+    # Hierarchical divides and products (tiled_divide, zipped_product, tiled_product) with tuple tilers.
+    n_tiled = 0
+    while n_tiled < 60:
+        A = rand_layout(rng, 1.0)
+        if not (isinstance(A.shape, tuple) and len(A.shape) >= 2):
+            continue
+        tiler = tuple(cute.Layout(rng.choice([d for d in (1, 2, 4) if cute.size(A[i]) % d == 0] or [1]), 1)
+                      for i in range(2))
+        B = tuple(cute.Layout(rng.choice([1, 2, 3]), 1) for _ in range(2))
+        try:
+            T = cute.tiled_divide(A, tiler)
+            ZP = cute.zipped_product(A, B)
+            TP = cute.tiled_product(A, B)
+        except Exception:
+            continue
+        want = cute.size(A) * cute.size(B[0]) * cute.size(B[1])
+        if cute.size(ZP) != want or 0 in _leaves(ZP.shape):
+            continue  # pycute does not check CuTe's divisibility rule and drops elements
+        add("tiled_divide_tuple", [text(A), [text(t) for t in tiler]], text(T))
+        add("zipped_product_tuple", [text(A), [text(b) for b in B]], text(ZP))
+        add("tiled_product_tuple", [text(A), [text(b) for b in B]], text(TP))
+        n_tiled += 1
+
+    # Slicing with '_' (None): the kept sub-layout and the offset of the fixed coordinates.
+    n_slice = 0
+    while n_slice < 100:
+        L = rand_layout(rng)
+        if not isinstance(L.shape, tuple):
+            continue
+
+        def rand_crd(sh):
+            if isinstance(sh, tuple):
+                return tuple(rand_crd(e) for e in sh)
+            return None if rng.random() < 0.5 else rng.randrange(sh)
+        crd = rand_crd(L.shape)
+        if not cute.has_none(crd):
+            continue
+        S, off = cute.slice_and_offset(crd, L)
+        add("slice_and_offset", [text(L), _crd_json(crd)], [text(S), off])
+        n_slice += 1
 
     # Swizzles over their whole domain.
     for b in range(0, 4):
