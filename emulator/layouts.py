@@ -201,6 +201,15 @@ class TiledCopy:
         idx = np.array([[self.layout_mn((m, n)) for n in range(N)] for m in range(M)])
         self.owner, self.value = idx % self.nthr, idx // self.nthr
 
+    @property
+    def tv_layout(self):
+        """CuTe's TV layout of the copy: (thread, value) -> column-major index of the (M, N) tile,
+        ``right_inverse(layout_mn)`` shaped as (threads, values)."""
+        inv = cute.right_inverse(self.layout_mn)
+        if cute.size(inv) != self.nthr * self.nval:
+            raise LayoutError(f"{self}: the tile layout {self.layout_mn} has no full right inverse")
+        return cute.composition(inv, Layout((self.nthr, self.nval)))
+
     def partition(self, thread):
         """(m, n) of each value thread ``thread`` copies, in value order."""
         if not 0 <= thread < self.nthr:

@@ -342,6 +342,17 @@ def registers_matrix(warp, instr, operand, regs):
     return _decode(unpack(v, operand, raw), typ)
 
 
+def matrices_from_registers(warp, regs, trans=False):
+    """The 8x8 16-bit matrices that registers ``regs`` (d0, d1, ...) of a live warp hold in the
+    ldmatrix/stmatrix fragment layout: array (len(regs), 8, 8) of uint16 (transposed back with ``trans``)."""
+    lane, elem = matrix_cells(len(regs), trans)
+    out = np.zeros((len(regs), 8, 8), np.uint16)
+    for j, name in enumerate(regs):
+        v = np.asarray(warp.read(name)).astype(np.uint32)
+        out[j] = (v[lane[j]] >> (16 * elem[j]).astype(np.uint32)) & 0xFFFF
+    return out
+
+
 def registers_view(warp, instr, operand, regs, fmt="{:g}"):
     """A grid of the values a live warp holds for ``operand``, each cell coloured by its lane."""
     M = registers_matrix(warp, instr, operand, regs)

@@ -144,3 +144,14 @@ def test_tiled_mma_warps_and_repeats():
     assert (thread[32:48, 0:8] == c_t).all() and (value[32:48, 0:8] == c_v + 4).all()
     with pytest.raises(LayoutError):
         TiledMMA(F16_K16, atom_layout=(2, 2), tile=(48, 32, 16))
+
+
+@pytest.mark.parametrize("thr,val", [("(32,8):(1,32)", "(4,1)"), ("(8,4):(4,1)", "(1,8)"), ("(4,8):(1,4)", "(2,2)"),
+                                     ("(16,2):(2,1)", "(1,4)")])
+def test_tiled_copy_tv_layout_matches_partition(thr, val):
+    tc = TiledCopy(thr, val)
+    tv = tc.tv_layout
+    M, N = tc.tile_shape
+    for t, v in itertools.product(range(tc.nthr), range(tc.nval)):
+        m, n = tv((t, v)) % M, tv((t, v)) // M
+        assert tc.owner[m, n] == t and tc.value[m, n] == v

@@ -275,3 +275,15 @@ def test_bank_tile_view_spreads_columns():
     assert all(len(set(plain[:, c])) == 1 for c in range(32))  # a column sits in one bank
     assert all(len(set(swz[:, c])) == 8 for c in range(32))    # swizzled: eight different banks
     assert bank_tile_view(nvmma(128)).cell(1, 0) == "4"
+
+
+@pytest.mark.parametrize("trans", [False, True])
+def test_matrices_from_registers_after_ldmatrix(trans):
+    from emulator.show import matrices_from_registers
+    w = Warp()
+    w.smem.view(np.uint16)[:] = np.arange(w.smem.size // 2, dtype=np.uint16)
+    w.write("%r8", ROWS)
+    w.run(f"ldmatrix.sync.aligned.m8n8.x4{'.trans' if trans else ''}.shared.b16 {{%r0, %r1, %r2, %r3}}, [%r8];")
+    M = matrices_from_registers(w, ["%r0", "%r1", "%r2", "%r3"], trans)
+    for j, r in itertools.product(range(4), range(8)):
+        assert list(M[j, r]) == [(int(ROWS[8 * j + r]) + 2 * c) // 2 for c in range(8)]
