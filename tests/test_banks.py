@@ -158,3 +158,29 @@ def test_schedule_accounts_for_every_lane_and_wavefront():
                 assert served[l] == set(range(a // 4, (a + width - 1) // 4 + 1))
     g = bank_view(_access(RECORDS[0]))
     assert g.shape[1] == 32
+
+
+def test_fast_counts_equal_the_reference():
+    from hypothesis import given, settings, strategies as st
+    from emulator.banks import OPS, counts
+    for r in RECORDS:
+        acc = _access(r)
+        ref = analyze(acc)
+        assert counts(acc) == (ref.wavefronts, ref.conflicts), r["pattern"]
+
+    @settings(max_examples=300, deadline=None)
+    @given(op=st.sampled_from(OPS), width=st.sampled_from([1, 2, 4, 8, 16]), nmat=st.sampled_from([1, 2, 4]),
+           seed=st.integers(0, 2**31), span=st.sampled_from([16, 128, 512, 4096]), mask=st.integers(0, 2**32 - 1))
+    def check(op, width, nmat, seed, span, mask):
+        rng = np.random.default_rng(seed)
+        if op in ("ldmatrix", "stmatrix"):
+            width, m = 16, L < 8 * nmat
+        else:
+            m = (mask >> L) & 1 == 1
+        addrs = rng.integers(0, span // width + 1, 32) * width
+        if seed % 3 == 0:  # equal-address pairs, to reach the paired-load rule
+            addrs = addrs[L & ~(1 + (seed % 2))]
+        acc = SmemAccess("x", op, addrs.astype(np.int64), width, m, nmat if op in ("ldmatrix", "stmatrix") else 0)
+        ref = analyze(acc)
+        assert counts(acc) == (ref.wavefronts, ref.conflicts)
+    check()
