@@ -1,7 +1,9 @@
 """Bank-conflict counts against Nsight Compute measurements taken on an H100 (tests/data/banks/)."""
+import dataclasses
 import json
 import os
 from collections import Counter
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -23,8 +25,8 @@ def _access(r):
     if r["op"] in ("ldmatrix", "stmatrix"):
         mask = L < 8 * r["nmat"]
     rec = SmemAccess(r["instruction"], r["op"], np.array(r["addrs"], np.int64), r["width"], mask, r["nmat"])
-    if "src" in r:
-        rec.src = np.array(r["src"], np.int64)  # where each lane's cp.async reads from (see analyze's note)
+    if "src" in r:  # where each lane's cp.async reads from (see analyze's note)
+        rec = SimpleNamespace(**dataclasses.asdict(rec), src=np.array(r["src"], np.int64))
     return rec
 
 
