@@ -359,12 +359,10 @@ def registers_view(warp, instr, operand, regs, fmt="{:g}"):
     lane, reg, elem, epr = mma_cells(instr, operand)
     rows, cols = lane.shape
 
+    integer = np.issubdtype(M.dtype, np.integer)
+
     def f(x):
-        try:
-            return fmt.format(float(x)) if np.issubdtype(np.asarray(x).dtype, np.floating) or \
-                "float" in str(np.asarray(x).dtype) else str(int(x))
-        except (TypeError, ValueError):
-            return str(x)
+        return str(int(x)) if integer else fmt.format(float(x))
     labels = [[f(M[r, c]) for c in range(cols)] for r in range(rows)]
     names = ", ".join(regs)
     return Grid(f"{operand} as held in {{{names}}} ({variant(instr).spelling})", labels, lane,

@@ -287,3 +287,32 @@ def test_matrices_from_registers_after_ldmatrix(trans):
     M = matrices_from_registers(w, ["%r0", "%r1", "%r2", "%r3"], trans)
     for j, r in itertools.product(range(4), range(8)):
         assert list(M[j, r]) == [(int(ROWS[8 * j + r]) + 2 * c) // 2 for c in range(8)]
+
+
+@pytest.mark.parametrize("spelling", ["mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32",
+                                      "mma.sync.aligned.m16n8k64.row.col.s32.s4.u4.s32",
+                                      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+                                      "mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e5m2.f16",
+                                      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+                                      "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64"])
+def test_registers_matrix_decodes_every_type(spelling):
+    from isa.fragments import pack
+    v = VARIANTS[spelling]
+    rng = np.random.default_rng(3)
+    w = Warp()
+    for op in "ABCD":
+        rows, cols = v.tile_shape(op)
+        bits = rng.integers(0, 1 << min(v.elem_bits(op), 62), (rows, cols), dtype=np.int64).astype(np.uint64)
+        regs = pack(v, op, bits)
+        names = [f"%rd{10 * 'ABCD'.index(op) + i}" if v.reg_bits(op) == 64 else f"%r{10 * 'ABCD'.index(op) + i}"
+                 for i in range(regs.shape[0])]
+        for n, r in zip(names, regs):
+            w.write(n, r)
+        M = registers_matrix(w, spelling, op, names)
+        assert M.shape == (rows, cols)
+        wbits = v.elem_bits(op)
+        got = M.view({8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[M.dtype.itemsize * 8])
+        assert np.array_equal(got.astype(np.uint64) & np.uint64((1 << wbits) - 1), bits & np.uint64((1 << wbits) - 1))
+        if v.elem_bits(op) == 4 and {"A": v.atype, "B": v.btype}.get(op) == "s4":
+            assert M.min() >= -8 and M.max() <= 7 and M.dtype == np.int8
+        assert registers_view(w, spelling, op, names).shape == (rows, cols)
