@@ -403,7 +403,8 @@ def add_parser(subparsers):
         "show", help="draw who owns what: mma fragments, ldmatrix/stmatrix, swizzles",
         description="Lane-ownership pictures. WHAT is an mma.sync spelling (with --operand A/B/C/D, or all), "
                     "an ldmatrix/stmatrix spelling, 'Swizzle<B,M,S>', 'nvmma:32|64|128' (with --rows/--cols/"
-                    "--elem-bytes) or 'threadblock:N' (with --tiles M,N).")
+                    "--elem-bytes), 'threadblock:N' (with --tiles M,N), 'conflicts', or a rank-2 CuTe layout "
+                    "'shape:stride' (with --swizzle B,M,S and --elem-bytes).")
     p.add_argument("what")
     p.add_argument("--operand", choices=list("ABCD"))
     p.add_argument("--svg", metavar="FILE", help="write an SVG picture instead of printing text")
@@ -413,5 +414,6 @@ def add_parser(subparsers):
     p.add_argument("--cols", type=int, default=64)
     p.add_argument("--elem-bytes", type=int, default=2)
     p.add_argument("--tiles", default="8,8", help="threadblock swizzle: output tiles M,N")
+    p.add_argument("--swizzle", metavar="B,M,S", help="layout: compose Swizzle<B,M,S> on element offsets")
     p.set_defaults(func=_cmd)
     return p

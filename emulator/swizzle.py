@@ -56,6 +56,25 @@ def bank_tile_view(sw, rows=8, row_bytes=128, elem_bytes=4):
                 [f"row {r}" for r in range(rows)], [f"c{c}" for c in range(b.shape[1])], colour=bank_colour)
 
 
+def layout_view(L, elem_bytes=2, max_cols=32):
+    """Any rank-2 CuTe layout (or a swizzle composed with one) mapping (m, n) to an element offset: each
+    cell shows the offset, coloured by the shared-memory bank the element's first byte lands in."""
+    from .cute import ComposedLayout, composition, rank, size
+    if not isinstance(L, (Layout, ComposedLayout)):
+        L = Layout.parse(str(L))
+    inner = L.inner if isinstance(L, ComposedLayout) else L
+    if rank(inner) != 2:
+        raise LayoutError(f"layout_view draws rank-2 layouts (m, n); {inner} has rank {rank(inner)}")
+    M, N = size(inner[0]), min(size(inner[1]), max_cols)
+    off = np.array([[L((m, n)) for n in range(N)] for m in range(M)])
+    banks = (off * elem_bytes // 4) % 32
+    return Grid(f"{L}: element offset of (m, n), coloured by bank ({elem_bytes}-byte elements)",
+                [[str(x) for x in row] for row in off], banks, [f"m{m}" for m in range(M)],
+                [f"n{n}" for n in range(N)], colour=bank_colour,
+                note="same colour in one column = same bank" + ("" if N == size(inner[1]) else
+                                                               f"; first {N} of {size(inner[1])} columns"))
+
+
 def swizzled_offset(sw, row, col, row_bytes, elem_bytes):
     """Byte offset of element (row, col) of a row-major tile with ``row_bytes`` per row, after the
     byte-address swizzle ``sw``."""
@@ -213,6 +232,13 @@ def view_from_text(what, args):
         return threadblock_view(int(what.split(":")[1]), (tm, tn))
     if what == "conflicts":
         return conflict_figure()
+    if ":" in what and what[0] in "(_0123456789":
+        L = Layout.parse(what)
+        if args.swizzle:
+            from .cute import composition
+            L = composition(Swizzle(*(int(x) for x in args.swizzle.split(","))), L)
+        return layout_view(L, args.elem_bytes)
     from .errors import UnsupportedError, fail
     fail(UnsupportedError, what, "show takes an mma.sync / ldmatrix / stmatrix spelling, 'Swizzle<B,M,S>', "
-                                 "'nvmma:32|64|128', 'threadblock:N' or 'conflicts'")
+                                 "'nvmma:32|64|128', 'threadblock:N', 'conflicts' or a rank-2 layout "
+                                 "'shape:stride' (with --swizzle B,M,S)")

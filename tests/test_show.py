@@ -316,3 +316,15 @@ def test_registers_matrix_decodes_every_type(spelling):
         if v.elem_bits(op) == 4 and {"A": v.atype, "B": v.btype}.get(op) == "s4":
             assert M.min() >= -8 and M.max() <= 7 and M.dtype == np.int8
         assert registers_view(w, spelling, op, names).shape == (rows, cols)
+
+
+def test_layout_view_of_a_swizzled_layout(capsys):
+    from emulator.cute import Layout, composition
+    from emulator.swizzle import layout_view
+    g = layout_view(composition(Swizzle(3, 3, 3), Layout((8, 64), (64, 1))), elem_bytes=2)
+    assert g.shape == (8, 32) and g.cell(1, 0) == "72" and g.keys[1, 0] == (72 * 2 // 4) % 32
+    for c in range(0, 32, 8):  # each 8-element (16-byte) chunk column lands in 8 different bank groups
+        assert len({int(g.keys[r, c]) for r in range(8)}) == 8
+    assert main(["show", "(8,64):(64,1)", "--swizzle", "3,3,3"]) == 0
+    assert "Sw<3,3,3>" in capsys.readouterr().out
+    assert main(["show", "8:1"]) == 1
