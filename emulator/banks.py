@@ -33,7 +33,7 @@ The rules (measured; see ``tests/data/banks/h100_ncu.json`` for the captures tha
 6. Per kernel ncu also counts 1 ``_op_misc`` wavefront, and 3 more per ``cp.async`` (dummy ``LDS`` that
    ptxas places before ``LDGSTS``); those belong to no instruction and are left out here.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numba
 import numpy as np
@@ -64,6 +64,11 @@ class BankRecord:
     phase_wavefronts: tuple = ()   # per non-empty phase: its wavefronts
     note: str = ""
     banks: tuple = field(default=(), repr=False)  # per lane: first bank touched (-1: inactive)
+    # the access itself, so that a record can be drawn (show.bank_view) or re-analysed
+    addrs: tuple = field(default=(), repr=False)
+    width: int = field(default=0, repr=False)
+    mask: tuple = field(default=(), repr=False)
+    nmat: int = field(default=0, repr=False)
 
     def __str__(self):
         s = f"{self.instruction}: {self.wavefronts} wavefronts, {self.conflicts} conflicts ({self.phases} phases, {self.mode})"
@@ -94,7 +99,14 @@ def _paired(active, addrs):
 
 
 def analyze(rec):
-    """Wavefronts and bank conflicts of one recorded shared-memory access (a ``SmemAccess``)."""
+    """Wavefronts and bank conflicts of one recorded shared-memory access (a ``SmemAccess``, or a
+    BankRecord, which carries its access)."""
+    r = _analyze(rec)
+    return replace(r, addrs=tuple(int(a) for a in np.asarray(rec.addrs)), width=int(rec.width),
+                   mask=tuple(bool(m) for m in np.asarray(rec.mask)), nmat=int(getattr(rec, "nmat", 0)))
+
+
+def _analyze(rec):
     instr, op, width = rec.instruction, rec.op, int(rec.width)
     addrs = np.asarray(rec.addrs, dtype=np.int64)
     active = np.asarray(rec.mask, dtype=bool)

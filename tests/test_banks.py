@@ -135,6 +135,8 @@ def test_warp_bank_report_end_to_end():
     recs = w.bank_report()
     assert [(r.wavefronts, r.conflicts) for r in recs] == [(32, 28), (4, 0), (2, 1)]
     assert all(isinstance(r, BankRecord) for r in recs)
+    from emulator.show import bank_view
+    assert bank_view(recs[0]).shape == (32, 32) and bank_view(recs[1]).shape == (4, 32)
     text = report(recs)
     assert "ldmatrix" in text and text.splitlines()[-1].split()[1:] == ["38", "29"]
 
