@@ -177,6 +177,12 @@ class Program:
     def _declare(self, d: ptx.Directive, syms, suffix):
         if d.name == ".reg":
             ptype, names = ptx.expand_reg_directive(d)
+            if ptype not in TYPES:
+                raise PTXSyntaxError(f"line {d.line}, column {d.col}: .reg: unknown type .{ptype}; supported: "
+                                     f"{', '.join('.' + t for t in TYPES)}")
+            if len(names) > 1 << 16:
+                raise UnsupportedError(f"line {d.line}, column {d.col}: .reg declares {len(names)} registers "
+                                       f"(at most 65536 per statement are supported)")
             for n in names:
                 self.reg_types[n + suffix if suffix and n.startswith("%") else n] = ptype
             return
