@@ -48,6 +48,7 @@ class SmemAccess:
     width: int              # bytes per lane access
     mask: np.ndarray        # bool (32,): lanes that take part
     nmat: int = 0           # ldmatrix/stmatrix: number of 8x8 matrices
+    src: np.ndarray | None = None   # cp.async: int64 (32,) global source address per lane
 
 
 class _CpAsyncState:
@@ -259,9 +260,10 @@ class Warp:
         raise UnsupportedError(f"{instr}: .{space} memory exists only in kernels run through load_ptx")
 
     # -- shared-memory traffic -----------------------------------------------------------------------
-    def log_smem(self, instruction, op, addrs, width, mask, nmat=0):
+    def log_smem(self, instruction, op, addrs, width, mask, nmat=0, src=None):
         self._smem_log.append(SmemAccess(str(instruction), op, np.asarray(addrs, np.int64).copy(), int(width),
-                                         np.asarray(mask, np.bool_).copy(), int(nmat)))
+                                         np.asarray(mask, np.bool_).copy(), int(nmat),
+                                         None if src is None else np.asarray(src).astype(np.int64)))
 
     def bank_report(self):
         """One record (instruction, wavefronts, conflicts) per shared-memory instruction executed so far."""

@@ -209,7 +209,7 @@ def compile_cp(instr, env):
             if k:
                 lanes = mask if sizes.size == 1 else mask & (n == k)
                 data[lanes, :k] = global_gather(warp.gmem, text, s, lanes, k)[lanes]
-        warp.log_smem(text, op_name, d, cp_size, mask)
+        warp.log_smem(text, op_name, d, cp_size, mask, src=s)
         check_inflight(warp, text, d, mask, cp_size, True)   # overlapping un-waited destinations
         lanes = np.flatnonzero(mask)
         if warp.options.cp_async == "eager":
