@@ -1,9 +1,7 @@
 """Bank-conflict counts against Nsight Compute measurements taken on an H100 (tests/data/banks/)."""
-import dataclasses
 import json
 import os
 from collections import Counter
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -24,10 +22,8 @@ def _access(r):
     mask = (r["mask"] >> L) & 1 == 1
     if r["op"] in ("ldmatrix", "stmatrix"):
         mask = L < 8 * r["nmat"]
-    rec = SmemAccess(r["instruction"], r["op"], np.array(r["addrs"], np.int64), r["width"], mask, r["nmat"])
-    if "src" in r:  # where each lane's cp.async reads from (see analyze's note)
-        rec = SimpleNamespace(**dataclasses.asdict(rec), src=np.array(r["src"], np.int64))
-    return rec
+    src = np.array(r["src"], np.int64) if "src" in r else None   # where each lane's cp.async reads from
+    return SmemAccess(r["instruction"], r["op"], np.array(r["addrs"], np.int64), r["width"], mask, r["nmat"], src)
 
 
 def _measured(r):
