@@ -52,61 +52,40 @@ def _matrix_op(instr):
     return spec
 
 
-def _row_addresses(warp, instr, addr, nmat):
-    """Row addresses from lanes 0..8*nmat-1, checked: 16-byte aligned, inside shared memory, delivered."""
-    a = addr(warp)
-    used = np.zeros(32, np.bool_)
-    used[:8 * nmat] = True
-    check_alignment(instr.text, a, used, 16, "row address")
-    check_bounds(instr.text, a, used, 16, warp.smem.size)
-    return a, used
-
-
-@executor("ldmatrix")
-def compile_ldmatrix(instr, env):
+@executor("ldmatrix", "stmatrix")
+def compile_matrix(instr, env):
+    """ldmatrix / stmatrix: lanes 0..8N-1 give the row addresses (16-byte aligned, inside shared memory)."""
     spec = _matrix_op(instr)
     _require_arch(instr, env, spec.intro)
-    nmat, trans = spec.nmat, spec.trans
+    nmat, trans, store = spec.nmat, spec.trans, spec.op == "stmatrix"
     if len(instr.operands) != 2:
-        raise OperandError(f"{instr.opcode}: takes 2 operands (registers, [address]), found {len(instr.operands)}")
-    names = vec_regs(env, instr.operands[0], instr, nmat, f"destination of .x{nmat}")
+        raise OperandError(f"{instr.opcode}: takes 2 operands ({', '.join(spec.operands)}), "
+                           f"found {len(instr.operands)}")
+    regs_op, addr_op = instr.operands[::-1] if store else instr.operands
+    what = "source" if store else "destination"
+    names = vec_regs(env, regs_op, instr, nmat, f"{what} of .x{nmat}")
     for n in names:
         if env.reg_width(n) != 32:
-            raise OperandError(f"{instr.opcode}: destination {n} must be a 32-bit register")
-    addr = address(env, instr.operands[1], instr)
+            raise OperandError(f"{instr.opcode}: {what} {n} must be a 32-bit register")
+    addr = address(env, addr_op, instr)
+    used = np.arange(32) < 8 * nmat
+    text = instr.text
 
     def run(warp, mask):
         require_full_warp(instr, mask)
-        a, used = _row_addresses(warp, instr, addr, nmat)
-        check_inflight(warp, instr.text, a, used, 16, False)
-        warp.log_smem(instr.text, "ldmatrix", a, 16, used, nmat)
+        a = addr(warp)
+        check_alignment(text, a, used, 16, "row address")
+        check_bounds(text, a, used, 16, warp.smem.size)
+        check_inflight(warp, text, a, used, 16, store)
+        warp.log_smem(text, spec.op, a, 16, used, nmat)
+        if store:
+            regs = np.stack([warp.get_reg(n, text) for n in names]).astype(np.uint32)
+            stmatrix_fast(warp.smem, a, nmat, trans, regs)
+            return
         out = np.empty((nmat, 32), np.uint32)
         ldmatrix_fast(warp.smem, a, nmat, trans, out)
         for j, n in enumerate(names):
             warp.set_reg(n, out[j], mask)
-    return run
-
-
-@executor("stmatrix")
-def compile_stmatrix(instr, env):
-    spec = _matrix_op(instr)
-    _require_arch(instr, env, spec.intro)
-    nmat, trans = spec.nmat, spec.trans
-    if len(instr.operands) != 2:
-        raise OperandError(f"{instr.opcode}: takes 2 operands ([address], registers), found {len(instr.operands)}")
-    addr = address(env, instr.operands[0], instr)
-    names = vec_regs(env, instr.operands[1], instr, nmat, f"source of .x{nmat}")
-    for n in names:
-        if env.reg_width(n) != 32:
-            raise OperandError(f"{instr.opcode}: source {n} must be a 32-bit register")
-
-    def run(warp, mask):
-        require_full_warp(instr, mask)
-        a, used = _row_addresses(warp, instr, addr, nmat)
-        check_inflight(warp, instr.text, a, used, 16, True)
-        warp.log_smem(instr.text, "stmatrix", a, 16, used, nmat)
-        regs = np.stack([warp.get_reg(n, instr.text) for n in names]).astype(np.uint32)
-        stmatrix_fast(warp.smem, a, nmat, trans, regs)
     return run
 
 
