@@ -79,12 +79,24 @@ class MmaOp:
         self.n_a, self.n_b, self.n_c, self.n_d = v.n_a, v.n_b, v.n_c, v.n_d
         self.a_bits, self.b_bits, self.c_bits, self.d_bits = (v.reg_bits(op) for op in "ABCD")
         self._dt = {op: reg_dtype(v, op) for op in "ABCD"}
-        self._maps = tuple(_flat_map(v, op) for op in "ABCD")
         M, N = v.tile_shape("D")
         K = v.tile_shape("A")[1]
         epr = [v.reg_bits(op) // v.elem_bits(op) for op in "ABCD"]
         w = [v.elem_bits(op) for op in "ABCD"]
         fam = v.family
+        maps = [_flat_map(v, op) for op in "ABCD"]
+        if fam in ("tc", "fp8"):
+            # the sm_90 fp8 sequence's two k groups (k%4 in {0,1}, then {2,3}) are made contiguous
+            fb = v.fragment("B")
+            kpos = np.arange(K)
+            if fam == "fp8":
+                order = [k for k in range(K) if k % 4 < 2] + [k for k in range(K) if k % 4 >= 2]
+                kpos = np.argsort(order)
+            fa = v.fragment("A")
+            maps[0] = np.ascontiguousarray((fa[..., 0] * K + kpos[fa[..., 1]]).reshape(-1), np.int64)
+            maps[1] = np.ascontiguousarray((kpos[fb[..., 0]] * N + fb[..., 1]).reshape(-1), np.int64)
+        offs = np.cumsum([0] + [len(x) for x in maps[:3]]).tolist()
+        self._maps = np.concatenate(maps)
         if fam in ("tc", "fp8"):
             p = tc_params(arch, v.atype, v.dtype)
             fa, fb, fc, fd = (FORMATS[t].code for t in (v.atype, v.btype, v.ctype, v.dtype))
@@ -102,7 +114,7 @@ class MmaOp:
         else:
             prm = [FORMATS[v.ctype].code, FORMATS[v.dtype].code, epr[2], epr[3], w[2], w[3]]
             self._kern = self._kern_par = fast.m8n8k4_batch
-        self._prm = np.array(prm, np.int64)
+        self._prm = np.array(prm + offs, np.int64)
 
     def __repr__(self):
         return f"MmaOp({self.spelling!r}, arch={self.arch!r})"
@@ -120,7 +132,7 @@ class MmaOp:
             fail(OperandError, self.spelling, f"batch sizes differ: A {a.shape[0]}, B {b.shape[0]}, C {c.shape[0]}")
         d = np.empty((a.shape[0], self.n_d, 32), self._dt["D"])
         kern = self._kern_par if a.shape[0] >= PARALLEL_BATCH else self._kern
-        kern(a, b, c, d, *self._maps, self._prm)
+        kern(a, b, c, d, self._maps, self._prm)
         return d
 
     def _regs(self, x, op, n):

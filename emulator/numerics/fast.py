@@ -46,6 +46,23 @@ def _f2u(typingctx, x):
     return sig, codegen
 
 
+@intrinsic
+def _ctlz64(typingctx, x):
+    sig = types.int64(types.int64)
+
+    def codegen(context, builder, signature, args):
+        i64 = args[0].type
+        fn = builder.module.declare_intrinsic("llvm.ctlz", [i64], ir.FunctionType(i64, [i64, ir.IntType(1)]))
+        return builder.call(fn, [args[0], ir.Constant(ir.IntType(1), 0)])
+    return sig, codegen
+
+
+@njit(cache=True, inline="always")
+def clz64(x):
+    """Leading zero bits of a non-negative int64 (64 for 0)."""
+    return _ctlz64(x)
+
+
 # ------------------------------------------------------------------------------------------------
 @njit(cache=True, inline="always")
 def fmt_info(fmt):
@@ -235,20 +252,24 @@ def f32_to_f16(x):
 
 # ------------------------------------------------------------------------------------------------
 # tensor-core step over decoded operand arrays
+PRE = 32                   # products are pre-shifted left by PRE bits, so truncation is one right shift
+
+
 @njit(cache=True)
-def _t_fdpa_special(ak, asg, bk, bsg, aM, bM, ia, ib, n, ck, cs, out):
-    """Special-value result of one step (some operand is inf or NaN)."""
+def _special_step(araw, braw, ia, astride, ib, bstride, n, fa, fb, ck, cs, out):
+    """Result of one step in which some operand is inf or NaN (exactly the reference's rules)."""
     nan = ck == NAN
     pos = ck == INF and cs == 0
     neg = ck == INF and cs == 1
     for j in range(n):
-        ka, kb = ak[ia + j], bk[ib + j]
+        ka, sa, Ma, qa, ta = decode(araw[ia + j * astride], fa)
+        kb, sb, Mb, qb, tb = decode(braw[ib + j * bstride], fb)
         if ka == NAN or kb == NAN:
             nan = True
         elif ka == INF or kb == INF:
-            if (ka == NUM and aM[ia + j] == 0) or (kb == NUM and bM[ib + j] == 0):
+            if (ka == NUM and Ma == 0) or (kb == NUM and Mb == 0):
                 nan = True
-            elif asg[ia + j] ^ bsg[ib + j]:
+            elif sa ^ sb:
                 neg = True
             else:
                 pos = True
@@ -258,180 +279,182 @@ def _t_fdpa_special(ak, asg, bk, bsg, aM, bM, ia, ib, n, ck, cs, out):
 
 
 @njit(cache=True, inline="always")
-def t_fdpa(aS, aq, at, ia, bS, bq, bt, ib, n, cS, cq, ct, F, e_zero, out, mode):
-    """Finite step: signed significands aS/bS, lsb exponents aq/bq, nominal exponents at/bt,
-    elements [ia, ia+n) and [ib, ib+n); accumulator (cS, cq, ct).  Returns output bits."""
-    emax = max(e_zero, ct)
-    for j in range(n):
-        t = at[ia + j] + bt[ib + j]
-        if t > emax:
-            emax = t
-    base = F - emax
-    sh = cq + base
-    S = np.int64(0)
-    if cS != 0:
-        m = -cS if cS < 0 else cS
-        m = m << sh if sh >= 0 else m >> min(-sh, 63)
-        S = -m if cS < 0 else m
-    for j in range(n):
-        p = aS[ia + j] * bS[ib + j]
-        sh = aq[ia + j] + bq[ib + j] + base
-        if p >= 0:
-            S += p << sh if sh >= 0 else p >> min(-sh, 63)
-        else:
-            S -= (-p) << sh if sh >= 0 else (-p) >> min(-sh, 63)
-    if S == 0:
-        return encode(0, 0, 0, out, mode, 0)
-    if S < 0:
-        return encode(1, -S, emax - F, out, mode, 0)
-    return encode(0, S, emax - F, out, mode, 0)
-
-
-@njit(cache=True, inline="always")
-def _decode_tile(regs, i, amap, epr, w, fmt, S, q, t, k, sg, M, special_rows, ncols):
-    """Decode register file i of an operand into flat tile arrays (signed significand etc.)."""
+def _decode_operand(regs, i, maps, off, epr, w, fmt, ncol, by_row, S, q, t, raw, special):
+    """Decode one operand's registers into flat row-major tile arrays: signed significand S, last-place
+    exponent q, nominal exponent t (zeros, infs and NaNs get ZQ), raw bits; ``special`` marks the rows
+    (by_row) or columns holding an inf or NaN."""
     nreg = regs.shape[1]
-    mask = (np.uint64(1) << np.uint64(w)) - np.uint64(1) if w < 64 else ~np.uint64(0)
+    mask = (np.uint64(1) << np.uint64(w)) - np.uint64(1)
+    j = off
     for r in range(nreg):
         for lane in range(32):
             word = np.uint64(regs[i, r, lane])
             for e in range(epr):
-                bits = (word >> np.uint64(e * w)) & mask
-                idx = amap[(r * 32 + lane) * epr + e]
+                bits = np.int64((word >> np.uint64(e * w)) & mask)
+                idx = maps[j]
+                j += 1
                 kk, ss, mm, qq, tt = decode(bits, fmt)
                 if (fmt == 4 or fmt == 5) and mm != 0:
                     # fp8 is unpacked to f16 first: e4m3 subnormals become f16 normals, which moves
                     # their nominal exponent (the alignment point), not their value
                     tt = max(qq + bit_length(mm) - 1, -14)
-                k[idx] = kk
-                sg[idx] = ss
-                M[idx] = mm
+                raw[idx] = bits
                 S[idx] = -mm if ss else mm
+                if kk != NUM:
+                    qq = ZQ
+                    tt = ZQ
+                    special[idx // ncol if by_row else idx % ncol] = True
                 q[idx] = qq
                 t[idx] = tt
-                if kk != NUM:
-                    special_rows[idx // ncols] = True
 
 
 @njit(cache=True, inline="always")
-def _tile_words(regs, i, cmap, epr, w, out):
+def _gather(regs, i, maps, off, epr, w, out):
     nreg = regs.shape[1]
     mask = (np.uint64(1) << np.uint64(w)) - np.uint64(1) if w < 64 else ~np.uint64(0)
+    j = off
     for r in range(nreg):
         for lane in range(32):
             word = np.uint64(regs[i, r, lane])
             for e in range(epr):
-                out[cmap[(r * 32 + lane) * epr + e]] = (word >> np.uint64(e * w)) & mask
+                out[maps[j]] = (word >> np.uint64(e * w)) & mask
+                j += 1
 
 
 @njit(cache=True, inline="always")
-def _store_tile(d, i, dmap, epr, w, tile):
+def _scatter(d, i, maps, off, epr, w, tile):
     nreg = d.shape[1]
+    j = off
     for r in range(nreg):
         for lane in range(32):
             word = np.uint64(0)
             for e in range(epr):
-                word |= np.uint64(tile[dmap[(r * 32 + lane) * epr + e]]) << np.uint64(e * w)
+                word |= np.uint64(tile[maps[j]]) << np.uint64(e * w)
+                j += 1
             d[i, r, lane] = word
 
 
 @njit(cache=True)
-def _tc_one(a, b, c, d, i, amap, bmap, cmap, dmap, M, N, K, fa, fb, fc, fd, epra, eprb, eprc, eprd,
-            wa, wb, wc, wd, L, F, e_zero, mode, groups):
-    """One instruction (batch entry i).  groups: 0 = plain tensor core (steps of L over k);
-    1 = sm_90 fp8 sequence (k%4 in {0,1}, then {2,3}, then IEEE add of C)."""
-    aS = np.empty(M * K, np.int64); aq = np.empty(M * K, np.int64); at = np.empty(M * K, np.int64)
-    ak = np.empty(M * K, np.int64); asg = np.empty(M * K, np.int64); aM = np.empty(M * K, np.int64)
-    # B stored transposed (n, k) so a dot product reads both operands contiguously
-    bS0 = np.empty(K * N, np.int64); bq0 = np.empty(K * N, np.int64); bt0 = np.empty(K * N, np.int64)
-    bk0 = np.empty(K * N, np.int64); bsg0 = np.empty(K * N, np.int64); bM0 = np.empty(K * N, np.int64)
-    spa = np.zeros(M, np.bool_)
-    spb = np.zeros(K, np.bool_)
-    _decode_tile(a, i, amap, epra, wa, fa, aS, aq, at, ak, asg, aM, spa, K)
-    _decode_tile(b, i, bmap, eprb, wb, fb, bS0, bq0, bt0, bk0, bsg0, bM0, spb, N)
-    spbn = np.zeros(N, np.bool_)
-    bS = np.empty(K * N, np.int64); bq = np.empty(K * N, np.int64); bt = np.empty(K * N, np.int64)
-    bk = np.empty(K * N, np.int64); bsg = np.empty(K * N, np.int64); bM = np.empty(K * N, np.int64)
-    for kk in range(K):
+def tc_row_step(aS, aq, at, ia, bS, bq, bt, ib, N, L, cS, cq, ct, F, e_zero, emax, acc):
+    """One finite T-FDPA step for one row of A against N columns of B at once (see reference.t_fdpa):
+    align to the largest nominal exponent (at least e_zero), truncate each term toward zero F bits below
+    it, sum exactly.  Leaves the integer sums in acc and the alignment exponents in emax."""
+    for n in range(N):
+        emax[n] = ct[n] if ct[n] > e_zero else e_zero
+    for j in range(L):
+        ea = at[ia + j]
         for n in range(N):
-            src = kk * N + n
-            dst = n * K + kk
-            bS[dst] = bS0[src]; bq[dst] = bq0[src]; bt[dst] = bt0[src]
-            bk[dst] = bk0[src]; bsg[dst] = bsg0[src]; bM[dst] = bM0[src]
-            if bk0[src] != NUM:
-                spbn[n] = True
-    cw = np.empty(M * N, np.uint64)
-    _tile_words(c, i, cmap, eprc, wc, cw)
-    dt = np.empty(M * N, np.uint64)
-    if groups == 1:
-        # gather k%4 in {0,1} first then {2,3}: permute the k axis once
-        perm = np.empty(K, np.int64)
-        h = 0
-        for g in range(2):
-            for kk in range(K):
-                if (kk % 4 >= 2) == (g == 1):
-                    perm[h] = kk
-                    h += 1
-        aS = _perm_rows(aS, perm, M, K); aq = _perm_rows(aq, perm, M, K); at = _perm_rows(at, perm, M, K)
-        ak = _perm_rows(ak, perm, M, K); asg = _perm_rows(asg, perm, M, K); aM = _perm_rows(aM, perm, M, K)
-        bS = _perm_rows(bS, perm, N, K); bq = _perm_rows(bq, perm, N, K); bt = _perm_rows(bt, perm, N, K)
-        bk = _perm_rows(bk, perm, N, K); bsg = _perm_rows(bsg, perm, N, K); bM = _perm_rows(bM, perm, N, K)
-    for m in range(M):
+            e = ea + bt[ib + j * N + n]
+            emax[n] = e if e > emax[n] else emax[n]
+    for n in range(N):
+        s = np.int64(0)
+        if cS[n] != 0:
+            sh = cq[n] + F - emax[n]
+            m = -cS[n] if cS[n] < 0 else cS[n]
+            m = m << sh if sh >= 0 else m >> min(-sh, 63)
+            s = -m if cS[n] < 0 else m
+        acc[n] = s
+    for j in range(L):
+        sa = aS[ia + j]
+        qa = aq[ia + j] - PRE + F
         for n in range(N):
-            cbits = cw[m * N + n]
-            dfmt = fc
-            if groups == 1:
-                dbits = np.int64(0)
-                dfmt = fd
-            else:
-                dbits = np.int64(cbits)
-            for k0 in range(0, K, L):
-                ck, cs, cM, cq, ct = decode(dbits, dfmt)
-                if spa[m] or spbn[n] or ck != NUM:
-                    # exact special-value check on this step only
-                    has = ck != NUM
-                    for j in range(L):
-                        if ak[m * K + k0 + j] != NUM or bk[n * K + k0 + j] != NUM:
-                            has = True
-                    if has:
-                        dbits = _t_fdpa_special(ak, asg, bk, bsg, aM, bM, m * K + k0, n * K + k0, L,
-                                                ck, cs, fd)
-                        dfmt = fd
-                        continue
-                cS = -cM if cs else cM
-                dbits = t_fdpa(aS, aq, at, m * K + k0, bS, bq, bt, n * K + k0, L, cS, cq, ct, F, e_zero,
-                               fd, mode)
-                dfmt = fd
-            if groups == 1:
-                dbits = ieee_add_bits(np.int64(cbits), dbits, fd)
-            dt[m * N + n] = np.uint64(dbits)
-    _store_tile(d, i, dmap, eprd, wd, dt)
+            p = sa * bS[ib + j * N + n]
+            r = min(emax[n] - qa - bq[ib + j * N + n], 63)    # RZ per term: (|p| << PRE) >> (PRE - shift)
+            msk = p >> 63
+            mag = ((p ^ msk) - msk) << PRE >> r
+            acc[n] += (mag ^ msk) - msk
 
 
 @njit(cache=True, inline="always")
-def _perm_rows(x, perm, R, K):
-    y = np.empty_like(x)
-    for r in range(R):
-        for j in range(K):
-            y[r * K + j] = x[r * K + perm[j]]
-    return y
+def _load_acc(n, bits, fmt, cb, ck, cS, cq, ct):
+    """The accumulator of column n: its bits and its decoded fields (inf/NaN: kind only)."""
+    kk, ss, mm, qq, tt = decode(bits, fmt)
+    cb[n] = bits
+    ck[n] = kk
+    cS[n] = -mm if ss else mm
+    cq[n] = qq
+    ct[n] = tt if kk == NUM else ZQ
 
 
 @njit(cache=True)
-def tc_batch(a, b, c, d, amap, bmap, cmap, dmap, prm):
-    """prm: M N K fa fb fc fd epra eprb eprc eprd wa wb wc wd L F e_zero mode groups."""
+def _tc_one(a, b, c, d, i, maps, prm, aS, aq, at, araw, bS, bq, bt, braw, spa, spb, dt,
+            cb, ck, cS, cq, ct, emax, acc):
+    M, N, K = prm[0], prm[1], prm[2]
+    fa, fb, fc, fd = prm[3], prm[4], prm[5], prm[6]
+    L, F, e_zero, mode, groups = prm[15], prm[16], prm[17], prm[18], prm[19]
+    spa[:] = False
+    spb[:] = False
+    _decode_operand(a, i, maps, prm[20], prm[7], prm[11], fa, K, True, aS, aq, at, araw, spa)
+    _decode_operand(b, i, maps, prm[21], prm[8], prm[12], fb, N, False, bS, bq, bt, braw, spb)
+    _gather(c, i, maps, prm[22], prm[9], prm[13], dt)
+    anyb = False
+    for n in range(N):
+        anyb |= spb[n]
+    for m in range(M):
+        for n in range(N):
+            if groups == 1:             # sm_90 fp8: the HMMA steps start from +0, C is added last
+                _load_acc(n, np.int64(0), fd, cb, ck, cS, cq, ct)
+            else:
+                _load_acc(n, np.int64(dt[m * N + n]), fc, cb, ck, cS, cq, ct)
+        for k0 in range(0, K, L):
+            ia = m * K + k0
+            tc_row_step(aS, aq, at, ia, bS, bq, bt, k0 * N, N, L, cS, cq, ct, F, e_zero, emax, acc)
+            for n in range(N):
+                special = ck[n] != NUM
+                if spa[m] or anyb:
+                    for j in range(L):
+                        if at[ia + j] == ZQ or bt[(k0 + j) * N + n] == ZQ:      # zero, inf or NaN
+                            special |= decode(araw[ia + j], fa)[0] != NUM
+                            special |= decode(braw[(k0 + j) * N + n], fb)[0] != NUM
+                if special:
+                    csign = decode(cb[n], fc if (k0 == 0 and groups == 0) else fd)[1]
+                    out = _special_step(araw, braw, ia, 1, k0 * N + n, N, L, fa, fb, ck[n], csign, fd)
+                elif acc[n] < 0:
+                    out = encode(1, -acc[n], emax[n] - F, fd, mode, 0)
+                else:
+                    out = encode(0, acc[n], emax[n] - F, fd, mode, 0)     # an exact zero is +0
+                _load_acc(n, out, fd, cb, ck, cS, cq, ct)
+        for n in range(N):
+            out = cb[n]
+            if groups == 1:
+                out = ieee_add_bits(np.int64(dt[m * N + n]), out, fd)
+            dt[m * N + n] = np.uint64(out)
+    _scatter(d, i, maps, prm[23], prm[10], prm[14], dt)
+
+
+@njit(cache=True, inline="always")
+def _tc_scratch(prm):
+    MK = prm[0] * prm[2]
+    NK = prm[1] * prm[2]
+    N = prm[1]
+    return (np.empty(MK, np.int64), np.empty(MK, np.int64), np.empty(MK, np.int64), np.empty(MK, np.int64),
+            np.empty(NK, np.int64), np.empty(NK, np.int64), np.empty(NK, np.int64), np.empty(NK, np.int64),
+            np.empty(prm[0], np.bool_), np.empty(N, np.bool_), np.empty(prm[0] * N, np.uint64),
+            np.empty(N, np.int64), np.empty(N, np.int64), np.empty(N, np.int64), np.empty(N, np.int64),
+            np.empty(N, np.int64), np.empty(N, np.int64), np.empty(N, np.int64))
+
+
+@njit(cache=True)
+def tc_batch(a, b, c, d, maps, prm):
+    """prm: M N K fa fb fc fd epra eprb eprc eprd wa wb wc wd L F e_zero mode groups offA offB offC offD.
+    maps: the four flat fragment maps, concatenated (A: m*K + k, B: k*N + n)."""
+    aS, aq, at, araw, bS, bq, bt, braw, spa, spb, dt, cb, ck, cS, cq, ct, emax, acc = _tc_scratch(prm)
     for i in range(a.shape[0]):
-        _tc_one(a, b, c, d, i, amap, bmap, cmap, dmap, prm[0], prm[1], prm[2], prm[3], prm[4], prm[5],
-                prm[6], prm[7], prm[8], prm[9], prm[10], prm[11], prm[12], prm[13], prm[14], prm[15],
-                prm[16], prm[17], prm[18], prm[19])
+        _tc_one(a, b, c, d, i, maps, prm, aS, aq, at, araw, bS, bq, bt, braw, spa, spb, dt,
+                cb, ck, cS, cq, ct, emax, acc)
+
+
+CHUNK = 32
 
 
 @njit(cache=True, parallel=True)
-def tc_batch_par(a, b, c, d, amap, bmap, cmap, dmap, prm):
-    for i in prange(a.shape[0]):
-        _tc_one(a, b, c, d, i, amap, bmap, cmap, dmap, prm[0], prm[1], prm[2], prm[3], prm[4], prm[5],
-                prm[6], prm[7], prm[8], prm[9], prm[10], prm[11], prm[12], prm[13], prm[14], prm[15],
-                prm[16], prm[17], prm[18], prm[19])
+def tc_batch_par(a, b, c, d, maps, prm):
+    nb = a.shape[0]
+    for ch in prange((nb + CHUNK - 1) // CHUNK):
+        aS, aq, at, araw, bS, bq, bt, braw, spa, spb, dt, cb, ck, cS, cq, ct, emax, acc = _tc_scratch(prm)
+        for i in range(ch * CHUNK, min(nb, ch * CHUNK + CHUNK)):
+            _tc_one(a, b, c, d, i, maps, prm, aS, aq, at, araw, bS, bq, bt, braw, spa, spb, dt,
+                    cb, ck, cS, cq, ct, emax, acc)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -467,19 +490,21 @@ def _int_one(a, b, c, d, i, amap, bmap, cmap, dmap, M, N, K, epra, eprb, wa, wb,
             if sat:
                 s = min(max(s, -2147483648), 2147483647)
             D[m * N + n] = np.uint64(s & 0xFFFFFFFF)
-    _store_tile(d, i, dmap, 1, 32, D)
+    _scatter(d, i, dmap, 0, 1, 32, D)
 
 
 @njit(cache=True)
-def int_batch(a, b, c, d, amap, bmap, cmap, dmap, prm):
-    """prm: M N K epra eprb wa wb signed_a signed_b satfinite."""
+def int_batch(a, b, c, d, maps, prm):
+    """prm: M N K epra eprb wa wb signed_a signed_b satfinite offA offB offC offD."""
+    amap, bmap, cmap, dmap = maps[prm[10]:], maps[prm[11]:], maps[prm[12]:], maps[prm[13]:]
     for i in range(a.shape[0]):
         _int_one(a, b, c, d, i, amap, bmap, cmap, dmap, prm[0], prm[1], prm[2], prm[3], prm[4], prm[5],
                  prm[6], prm[7] != 0, prm[8] != 0, prm[9] != 0)
 
 
 @njit(cache=True, parallel=True)
-def int_batch_par(a, b, c, d, amap, bmap, cmap, dmap, prm):
+def int_batch_par(a, b, c, d, maps, prm):
+    amap, bmap, cmap, dmap = maps[prm[10]:], maps[prm[11]:], maps[prm[12]:], maps[prm[13]:]
     for i in prange(a.shape[0]):
         _int_one(a, b, c, d, i, amap, bmap, cmap, dmap, prm[0], prm[1], prm[2], prm[3], prm[4], prm[5],
                  prm[6], prm[7] != 0, prm[8] != 0, prm[9] != 0)
@@ -511,9 +536,9 @@ def _f64_one(a, b, c, d, i, amap, bmap, cmap, dmap, M, N, K):
     A = np.empty(M * K, np.uint64)
     B = np.empty(K * N, np.uint64)
     C = np.empty(M * N, np.uint64)
-    _tile_words(a, i, amap, 1, 64, A)
-    _tile_words(b, i, bmap, 1, 64, B)
-    _tile_words(c, i, cmap, 1, 64, C)
+    _gather(a, i, amap, 0, 1, 64, A)
+    _gather(b, i, bmap, 0, 1, 64, B)
+    _gather(c, i, cmap, 0, 1, 64, C)
     D = np.empty(M * N, np.uint64)
     for m in range(M):
         for n in range(N):
@@ -521,12 +546,13 @@ def _f64_one(a, b, c, d, i, amap, bmap, cmap, dmap, M, N, K):
             for kk in range(K):
                 acc = fma64_bits(A[m * K + kk], B[kk * N + n], acc)
             D[m * N + n] = acc
-    _store_tile(d, i, dmap, 1, 64, D)
+    _scatter(d, i, dmap, 0, 1, 64, D)
 
 
 @njit(cache=True)
-def f64_batch(a, b, c, d, amap, bmap, cmap, dmap, prm):
-    """prm: M N K."""
+def f64_batch(a, b, c, d, maps, prm):
+    """prm: M N K offA offB offC offD."""
+    amap, bmap, cmap, dmap = maps[prm[3]:], maps[prm[4]:], maps[prm[5]:], maps[prm[6]:]
     for i in range(a.shape[0]):
         _f64_one(a, b, c, d, i, amap, bmap, cmap, dmap, prm[0], prm[1], prm[2])
 
@@ -547,9 +573,9 @@ def _m8n8k4_one(a, b, c, d, i, amap, bmap, cmap, dmap, fc, fd, eprc, eprd, wc, w
     A = np.empty(32 * 4, np.uint64)
     B = np.empty(4 * 32, np.uint64)
     C = np.empty(32 * 8, np.uint64)
-    _tile_words(a, i, amap, 2, 16, A)
-    _tile_words(b, i, bmap, 2, 16, B)
-    _tile_words(c, i, cmap, eprc, wc, C)
+    _gather(a, i, amap, 0, 2, 16, A)
+    _gather(b, i, bmap, 0, 2, 16, B)
+    _gather(c, i, cmap, 0, eprc, wc, C)
     D = np.empty(32 * 8, np.uint64)
     ONE_F16 = np.int64(0x3C00)
     NEG_ZERO = np.int64(0x80000000)
@@ -572,11 +598,12 @@ def _m8n8k4_one(a, b, c, d, i, amap, bmap, cmap, dmap, fc, fd, eprc, eprd, wc, w
                 t = _fma32(cb, ONE_F16, s01, fc, 0)
                 t = _fma32(t, ONE_F16, s23, 3, 0)
                 D[m * 8 + n] = np.uint64(f32_to_f16(t))
-    _store_tile(d, i, dmap, eprd, wd, D)
+    _scatter(d, i, dmap, 0, eprd, wd, D)
 
 
 @njit(cache=True)
-def m8n8k4_batch(a, b, c, d, amap, bmap, cmap, dmap, prm):
-    """prm: fc fd eprc eprd wc wd."""
+def m8n8k4_batch(a, b, c, d, maps, prm):
+    """prm: fc fd eprc eprd wc wd offA offB offC offD."""
+    amap, bmap, cmap, dmap = maps[prm[6]:], maps[prm[7]:], maps[prm[8]:], maps[prm[9]:]
     for i in range(a.shape[0]):
         _m8n8k4_one(a, b, c, d, i, amap, bmap, cmap, dmap, prm[0], prm[1], prm[2], prm[3], prm[4], prm[5])
