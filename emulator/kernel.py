@@ -176,7 +176,10 @@ class Program:
 
     def _declare(self, d: ptx.Directive, syms, suffix):
         if d.name == ".reg":
-            ptype, names = ptx.expand_reg_directive(d)
+            try:
+                ptype, names = ptx.expand_reg_directive(d)
+            except ValueError as e:
+                raise PTXSyntaxError(f"line {d.line}, column {d.col}: .reg: malformed number ({e})") from None
             if ptype not in TYPES:
                 raise PTXSyntaxError(f"line {d.line}, column {d.col}: .reg: unknown type .{ptype}; supported: "
                                      f"{', '.join('.' + t for t in TYPES)}")

@@ -29,6 +29,16 @@ def _err(tok, msg):
     raise PTXSyntaxError(f"line {tok.line}, column {tok.col}: {msg}")
 
 
+_INT_RE = re.compile(r"0[xX][0-9a-fA-F]+|[0-9]+")
+
+
+def _int(tok, what):
+    """A non-negative integer token (array sizes, alignments)."""
+    if tok.kind != "num" or not _INT_RE.fullmatch(tok.text):
+        _err(tok, f"{what} must be an integer, found {tok.text!r}")
+    return int(tok.text, 0) if tok.text[:2] in ("0x", "0X") else int(tok.text, 10)
+
+
 @dataclass
 class Param:
     name: str
@@ -104,7 +114,10 @@ def _split_directive(d: ptx.Directive):
 
 
 def parse_module(text: str) -> ModuleInfo:
-    stmts = ptx.parse(strip_debug(text), newline_terminates=False)
+    try:
+        stmts = ptx.parse(strip_debug(text), newline_terminates=False)
+    except ValueError as e:             # a malformed number literal (e.g. octal '09')
+        raise PTXSyntaxError(f"malformed number: {e}") from None
     info = ModuleInfo()
     i = 0
     pending_header = None
@@ -207,9 +220,11 @@ def _decl(toks, at):
     while j < len(toks) and toks[j].kind == "name" and toks[j].text.startswith("."):
         t = toks[j].text
         if t == ".align":
-            if j + 1 >= len(toks) or toks[j + 1].kind != "num":
+            if j + 1 >= len(toks):
                 _err(toks[j], ".align needs a number")
-            align = ptx.parse_int(toks[j + 1].text)
+            align = _int(toks[j + 1], ".align")
+            if align <= 0 or align & (align - 1):
+                _err(toks[j + 1], f".align must be a power of two, not {align}")
             j += 2
             continue
         if t in (".v2", ".v4", ".v8"):
@@ -233,14 +248,14 @@ def _decl(toks, at):
             count = 0
             j += 2
         else:
-            if j + 2 >= len(toks) or toks[j + 1].kind != "num" or toks[j + 2].text != "]":
+            if j + 2 >= len(toks) or toks[j + 2].text != "]":
                 _err(toks[j], "expected '[N]' in the declaration")
-            count = vec * ptx.parse_int(toks[j + 1].text)
+            count = vec * _int(toks[j + 1], "an array size")
             j += 3
         while j < len(toks) and toks[j].text == "[":       # multi-dimensional arrays
-            if j + 2 >= len(toks) or toks[j + 1].kind != "num" or toks[j + 2].text != "]":
+            if j + 2 >= len(toks) or toks[j + 2].text != "]":
                 _err(toks[j], "expected '[N]' in the declaration")
-            count *= ptx.parse_int(toks[j + 1].text)
+            count *= _int(toks[j + 1], "an array size")
             j += 3
     return name, ptype, count, align or TYPES[ptype][0] // 8 * (vec if vec > 1 else 1), j
 
@@ -279,7 +294,10 @@ def _initializer(toks, ptype, count, at):
         if t.kind != "num":
             raise UnsupportedError(f"line {t.line}, column {t.col}: initializer {t.text!r} is not supported "
                                    f"(numbers only; address initializers such as generic(var) are not)")
-        vals.append(ptx.parse_number(t, negative=neg))
+        try:
+            vals.append(ptx.parse_number(t, negative=neg))
+        except ValueError:
+            _err(t, f"malformed number {t.text!r} in an initializer")
         neg = False
     w = TYPES[ptype][0] // 8
     kind = TYPES[ptype][1]
