@@ -382,11 +382,6 @@ def _compile_warp_sync(instr, env):
 # ------------------------------------------------------------------------------------------------
 # Run time
 
-class _CTAState:
-    def __init__(self):
-        self.inflight_n = 0
-
-
 class KernelWarp(Warp):
     """A warp inside a CTA: per-lane PCs and call stacks, .local / .param memory, shared CTA state."""
 
@@ -656,8 +651,7 @@ class _CTA:
         self.module, self.prog, self.ctaid = module, prog, ctaid
         self.smem = np.zeros(smem_size, np.uint8)
         self.smem_inflight = np.zeros(smem_size, np.int32)
-        self.inflight_n = 0
-        self.state = self
+        self.inflight_n = 0             # cp.async copies in flight in this CTA (all warps)
         self.out, self.result, self.trace, self.budget = out, result, trace, budget
         self.barriers = {}         # id -> {'arrived': int, 'waiters': [(warp, mask)], 'expected': int, 'red': []}
         nthreads = block[0] * block[1] * block[2]

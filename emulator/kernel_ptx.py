@@ -120,7 +120,6 @@ def parse_module(text: str) -> ModuleInfo:
         raise PTXSyntaxError(f"malformed number: {e}") from None
     info = ModuleInfo()
     i = 0
-    pending_header = None
     while i < len(stmts):
         st = stmts[i]
         i += 1
@@ -160,7 +159,6 @@ def parse_module(text: str) -> ModuleInfo:
             raise PTXSyntaxError(f"line {st.line}, column {st.col}: instruction {st.opcode} outside a function")
         else:
             raise PTXSyntaxError(f"line {st.line}, column {st.col}: label {st.name} outside a function")
-    del pending_header
     return info
 
 

@@ -373,5 +373,3 @@ _FLOAT_FACTORIES = {
     "fma": _compile_fma, "min": _compile_minmax, "max": _compile_minmax, "neg": _compile_negabs,
     "abs": _compile_negabs,
 }
-
-__all__ = ["compile_float", "canon_nan"]

@@ -10,7 +10,7 @@ from isa.types import TYPES
 from ..errors import OperandError, UnsupportedError, fail
 from ..ptx import Pair
 from . import executor
-from .common import NP, SINT, UINT, dst, reg_name, split_mods, src, width
+from .common import NP, UINT, dst, reg_name, split_mods, src, width
 
 INT_TYPES = {"u16", "u32", "u64", "s16", "s32", "s64"}
 
@@ -398,4 +398,4 @@ def compile_slct(instr, env):
     return lambda warp, mask: d(warp, np.where(c(warp) >= 0, a(warp), b(warp)), mask)
 
 
-__all__ = ["compile_intdiv", "SINT"]
+__all__ = ["compile_intdiv"]

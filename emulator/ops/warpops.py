@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import EmulatorError, MemoryAccessError, OperandError, UnsupportedError, WarpSyncError, fail
+from ..errors import EmulatorError, OperandError, UnsupportedError, WarpSyncError, fail
 from ..memory import check_alignment, check_bounds
-from ..ptx import Imm, Pair
+from ..ptx import Pair
 from . import executor
 from .common import NP, UINT, address, dst, format_lanes, split_mods, src, width
 from .fround import round_to, two_sum
@@ -329,5 +329,3 @@ def compile_atom(instr, env):
             write(warp, old_out, mask)
     return run
 
-
-__all__ = ["MemoryAccessError"]
