@@ -12,7 +12,7 @@ import numpy as np
 from isa.fragments import pack, reg_dtype, unpack
 from isa.mma import ELEM, NUMPY_DTYPE, VARIANTS
 from .errors import OperandError, UnsupportedError, fail
-from .numerics import fast
+from .numerics import fast, gemm_fast
 from .numerics.params import ARCH_ALIASES, FORMATS, RZ, tc_params
 
 # Architectures each arithmetic family has a model for (beyond ptxas accepting the spelling).
@@ -103,7 +103,8 @@ class MmaOp:
             L = K // 2 if fam == "fp8" else min(p.L, K)
             self.params = p
             prm = [M, N, K, fa, fb, fc, fd, *epr, *w, L, p.F, p.e_zero, p.rounding, int(fam == "fp8")]
-            self._kern, self._kern_par = fast.tc_batch, fast.tc_batch_par
+            self._kern, self._kern_par = gemm_fast.tc_batch, gemm_fast.tc_batch_par
+            self._extra = (gemm_fast.lut(v.atype), gemm_fast.lut(v.btype))
         elif fam == "int":
             prm = [M, N, K, epr[0], epr[1], w[0], w[1], int(v.atype[0] == "s"), int(v.btype[0] == "s"),
                    int(v.satfinite)]
@@ -115,6 +116,8 @@ class MmaOp:
             prm = [FORMATS[v.ctype].code, FORMATS[v.dtype].code, epr[2], epr[3], w[2], w[3]]
             self._kern = self._kern_par = fast.m8n8k4_batch
         self._prm = np.array(prm + offs, np.int64)
+        if not hasattr(self, "_extra"):
+            self._extra = ()
 
     def __repr__(self):
         return f"MmaOp({self.spelling!r}, arch={self.arch!r})"
@@ -132,7 +135,7 @@ class MmaOp:
             fail(OperandError, self.spelling, f"batch sizes differ: A {a.shape[0]}, B {b.shape[0]}, C {c.shape[0]}")
         d = np.empty((a.shape[0], self.n_d, 32), self._dt["D"])
         kern = self._kern_par if a.shape[0] >= PARALLEL_BATCH else self._kern
-        kern(a, b, c, d, self._maps, self._prm)
+        kern(a, b, c, d, self._maps, self._prm, *self._extra)
         return d
 
     def _regs(self, x, op, n):

@@ -15,8 +15,39 @@ from .fast import INF, NAN, NUM, PRE, ZQ, _special_step, decode, encode
 _BR, _BC = 32, 256      # rows x columns of one parallel task (its B slices stay in cache)
 
 
+def build_lut(fmt):
+    """(2**width, 4) table of decode results (S, q, t, kind) for an 8- or 16-bit format; (1, 4) dummy
+    for the others (they are decoded arithmetically)."""
+    from .params import FORMATS
+    f = FORMATS[fmt]
+    if f.width > 16:
+        return np.zeros((1, 4), np.int64)
+    codes = np.arange(1 << f.width, dtype=np.uint64).reshape(1, -1)
+    S = np.empty((1, codes.size), np.int64); q = np.empty_like(S); t = np.empty_like(S)
+    sp = np.zeros(codes.size, np.bool_)
+    _decode_matrix_arith(codes, f.code, S, q, t, sp, False)
+    kind = np.array([fast.decode(int(x), f.code)[0] for x in codes[0]], np.int64)
+    return np.ascontiguousarray(np.stack([S[0], q[0], t[0], kind], axis=1))
+
+
 @njit(cache=True)
-def _decode_matrix(bits, fmt, S, q, t, special, by_row):
+def _decode_matrix(bits, fmt, S, q, t, special, by_row, lut):
+    if lut.shape[0] == 1:
+        _decode_matrix_arith(bits, fmt, S, q, t, special, by_row)
+        return
+    R, C = bits.shape
+    for r in range(R):
+        for c in range(C):
+            x = lut[bits[r, c]]
+            S[r, c] = x[0]
+            q[r, c] = x[1]
+            t[r, c] = x[2]
+            if x[3] != NUM:
+                special[r if by_row else c] = True
+
+
+@njit(cache=True)
+def _decode_matrix_arith(bits, fmt, S, q, t, special, by_row):
     R, C = bits.shape
     for r in range(R):
         for c in range(C):
@@ -200,6 +231,15 @@ def _fixups(abits, bbits, cbits, spa, spb, redo, fa, fb, fc, fd, L, F, e_zero, m
                                           mode)
 
 
+_LUTS = {}
+
+
+def lut(fmt):
+    if fmt not in _LUTS:
+        _LUTS[fmt] = build_lut(fmt)
+    return _LUTS[fmt]
+
+
 def tc_gemm(abits, bbits, cbits, op):
     """D bits (M, N) of the GEMM built from the tensor-core instruction ``op`` (an MmaOp)."""
     prm = op._prm
@@ -214,11 +254,181 @@ def tc_gemm(abits, bbits, cbits, op):
     abits = np.ascontiguousarray(abits, np.uint64)
     bbits = np.ascontiguousarray(bbits, np.uint64)
     cbits = np.ascontiguousarray(cbits, np.uint64)
-    _decode_matrix(abits, fa, aS, aq, at, spa, True)
-    _decode_matrix(bbits, fb, bS, bq, bt, spb, False)
+    _decode_matrix(abits, fa, aS, aq, at, spa, True, lut(op.variant.atype))
+    _decode_matrix(bbits, fb, bS, bq, bt, spb, False, lut(op.variant.btype))
     out = np.empty((M, N), np.uint64)
     redo = np.zeros((M, N), np.bool_)
     _gemm_par(aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo)
     if spa.any() or spb.any() or redo.any():
         _fixups(abits, np.ascontiguousarray(bbits), cbits, spa, spb, redo, fa, fb, fc, fd, L, F, e_zero, mode, out)
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+# register-level batches of tensor-core instructions (MmaOp.execute_batch): the same block code on
+# one instruction's tile
+@njit(cache=True, inline="always")
+def _gather_tile(regs, i, maps, off, epr, w, out):
+    nreg = regs.shape[1]
+    mask = (np.uint64(1) << np.uint64(w)) - np.uint64(1)
+    j = off
+    for r in range(nreg):
+        for lane in range(32):
+            word = np.uint64(regs[i, r, lane])
+            for e in range(epr):
+                out[maps[j]] = (word >> np.uint64(e * w)) & mask
+                j += 1
+
+
+@njit(cache=True)
+def _tile(M, N, K, aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo):
+    """_block for one small tile, on flat arrays with no views or calls in the inner loops (the same
+    arithmetic, loops over the N columns innermost)."""
+    eb, mb, w = fast.fmt_info(fd)
+    p = mb + 1
+    bias = (1 << (eb - 1)) - 1
+    qmin = 1 - bias - mb
+    qmax = (1 << eb) - 2 - bias - mb
+    cS = np.empty(N, np.int64); cq = np.empty(N, np.int64); ct = np.empty(N, np.int64)
+    emax = np.empty(N, np.int64); acc = np.empty(N, np.int64)
+    for m in range(M):
+        for n in range(N):
+            kk, ss, mm, qq, tt = decode(np.int64(cbits[m * N + n]), fc)
+            cS[n] = -mm if ss else mm
+            cq[n] = qq if kk == NUM else ZQ
+            ct[n] = tt if kk == NUM else ZQ
+            if kk != NUM:
+                redo[m * N + n] = True
+        for k0 in range(0, K, L):
+            for n in range(N):
+                emax[n] = ct[n] if ct[n] > e_zero else e_zero
+            for j in range(L):
+                ea = at[m * K + k0 + j]
+                o = (k0 + j) * N
+                btr = bt[o:o + N]                  # a view: indexes from range(N) need no wraparound
+                for n in range(N):
+                    e = ea + btr[n]
+                    emax[n] = e if e > emax[n] else emax[n]
+            for n in range(N):
+                sh = cq[n] + F - emax[n]
+                mg = -cS[n] if cS[n] < 0 else cS[n]
+                mg = mg << sh if sh >= 0 else mg >> min(-sh, 63)
+                acc[n] = -mg if cS[n] < 0 else mg
+            for j in range(L):
+                sa = aS[m * K + k0 + j]
+                qa = aq[m * K + k0 + j] - PRE + F
+                o = (k0 + j) * N
+                bSr = bS[o:o + N]
+                bqr = bq[o:o + N]
+                for n in range(N):
+                    pr = sa * bSr[n]
+                    r = min(emax[n] - qa - bqr[n], 63)
+                    msk = pr >> 63
+                    mag = ((pr ^ msk) - msk) << PRE >> r
+                    acc[n] += (mag ^ msk) - msk
+            for n in range(N):
+                # one rounding per step, to the D format, kept decoded
+                s = acc[n]
+                mag = -s if s < 0 else s
+                lsb = emax[n] - F
+                top = lsb + 63 - fast.clz64(mag)
+                qq = max(top - (p - 1), qmin)
+                sh = qq - lsb
+                if sh <= 0:
+                    r = mag << -sh
+                else:
+                    sh2 = min(sh, 63)
+                    r = mag >> sh2
+                    if mode == fast.RNE:
+                        rem = mag - (r << sh2)
+                        half = np.int64(1) << (sh2 - 1)
+                        r += 1 if (rem > half or (rem == half and (r & 1) == 1)) else 0
+                if r >> p:
+                    r >>= 1
+                    qq += 1
+                if r == 0:
+                    cS[n] = 0
+                    cq[n] = ZQ
+                    ct[n] = ZQ
+                else:
+                    cS[n] = -r if s < 0 else r
+                    cq[n] = qq
+                    ct[n] = qq + mb if r >> mb else 1 - bias
+                    if qq > qmax:
+                        redo[m * N + n] = True
+        for n in range(N):
+            v = cS[n]
+            out[m * N + n] = 0 if v == 0 else encode(1 if v < 0 else 0, -v if v < 0 else v, cq[n], fd, fast.RZ, 0)
+
+
+@njit(cache=True)
+def _tc_one(a, b, c, d, i, maps, prm, luta, lutb, araw, braw, craw, zeros, aS, aq, at, bS, bq, bt, spa, spb, out, redo):
+    M, N, K = prm[0], prm[1], prm[2]
+    fa, fb, fc, fd = prm[3], prm[4], prm[5], prm[6]
+    L, F, e_zero, mode, groups = prm[15], prm[16], prm[17], prm[18], prm[19]
+    _gather_tile(a, i, maps, prm[20], prm[7], prm[11], araw.reshape(M * K))
+    _gather_tile(b, i, maps, prm[21], prm[8], prm[12], braw.reshape(K * N))
+    _gather_tile(c, i, maps, prm[22], prm[9], prm[13], craw.reshape(M * N))
+    spa[:] = False
+    spb[:] = False
+    redo[:, :] = False
+    _decode_matrix(araw, fa, aS, aq, at, spa, True, luta)
+    _decode_matrix(braw, fb, bS, bq, bt, spb, False, lutb)
+    # sm_90 fp8 (groups == 1): the two HMMA steps start from +0 and C is added last
+    c0 = zeros if groups == 1 else craw
+    _tile(M, N, K, aS.reshape(M * K), aq.reshape(M * K), at.reshape(M * K), bS.reshape(K * N),
+          bq.reshape(K * N), bt.reshape(K * N), c0.reshape(M * N), fd if groups == 1 else fc, fd, L, F, e_zero,
+          mode, out.reshape(M * N), redo.reshape(M * N))
+    for m in range(M):
+        for n in range(N):
+            if spa[m] or spb[n] or redo[m, n]:
+                out[m, n] = chain_element(araw[m], braw[:, n], c0[m, n], L, fa, fb,
+                                          fd if groups == 1 else fc, fd, F, e_zero, mode)
+            if groups == 1:
+                out[m, n] = fast.ieee_add_bits(np.int64(craw[m, n]), np.int64(out[m, n]), fd)
+    # D registers
+    nreg = d.shape[1]
+    epr, w = prm[10], prm[14]
+    flat = out.reshape(M * N)
+    j = prm[23]
+    for r in range(nreg):
+        for lane in range(32):
+            word = np.uint64(0)
+            for e in range(epr):
+                word |= flat[maps[j]] << np.uint64(e * w)
+                j += 1
+            d[i, r, lane] = word
+
+
+@njit(cache=True, inline="always")
+def _tc_scratch(prm):
+    M, N, K = prm[0], prm[1], prm[2]
+    return (np.empty((M, K), np.uint64), np.empty((K, N), np.uint64), np.empty((M, N), np.uint64),
+            np.zeros((M, N), np.uint64),
+            np.empty((M, K), np.int64), np.empty((M, K), np.int64), np.empty((M, K), np.int64),
+            np.empty((K, N), np.int64), np.empty((K, N), np.int64), np.empty((K, N), np.int64),
+            np.empty(M, np.bool_), np.empty(N, np.bool_), np.empty((M, N), np.uint64),
+            np.empty((M, N), np.bool_))
+
+
+@njit(cache=True)
+def tc_batch(a, b, c, d, maps, prm, luta, lutb):
+    """prm: M N K fa fb fc fd epra eprb eprc eprd wa wb wc wd L F e_zero mode groups offA offB offC offD.
+    maps: the four flat fragment maps, concatenated (tile indexes A: m*K + k, B: k*N + n, C/D: m*N + n)."""
+    s = _tc_scratch(prm)
+    for i in range(a.shape[0]):
+        _tc_one(a, b, c, d, i, maps, prm, luta, lutb, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10],
+                s[11], s[12], s[13])
+
+
+CHUNK = 32
+
+
+@njit(cache=True, parallel=True)
+def tc_batch_par(a, b, c, d, maps, prm, luta, lutb):
+    nb = a.shape[0]
+    for ch in prange((nb + CHUNK - 1) // CHUNK):
+        s = _tc_scratch(prm)
+        for i in range(ch * CHUNK, min(nb, ch * CHUNK + CHUNK)):
+            _tc_one(a, b, c, d, i, maps, prm, luta, lutb, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9],
+                    s[10], s[11], s[12], s[13])
