@@ -631,7 +631,7 @@ def _fill_params(entry, params, args, buf):
             if raw.size != p.size:
                 raise OperandError(f"launch {entry.name}: parameter {p.name} takes {p.size} bytes, got {raw.size}")
         elif kind == "f":
-            raw = np.array(float(a), {2: np.float16, 4: np.float32, 8: np.float64}[w]).view(np.uint8).reshape(-1)
+            raw = np.array([float(a)], {2: np.float16, 4: np.float32, 8: np.float64}[w]).view(np.uint8)
         else:
             if isinstance(a, (float, np.floating)) and not float(a).is_integer():
                 raise OperandError(f"launch {entry.name}: parameter {p.name} is .{p.ptype}, got the float {a}")

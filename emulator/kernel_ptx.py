@@ -23,6 +23,7 @@ PERF = {".maxntid", ".reqntid", ".minnctapersm", ".maxnctapersm", ".maxnreg", ".
         ".explicitcluster", ".reqnctapercluster", ".maxclusterrank", ".blocksareclusters"}
 
 _STRIP_RE = re.compile(r"^[ \t]*\.(?:loc|file)\b[^\n]*$", re.MULTILINE)
+_SECTION_RE = re.compile(r"^[ \t]*\.section\b[^{;]*\{.*?^[ \t]*\}", re.MULTILINE | re.DOTALL)
 
 
 def _err(tok, msg):
@@ -89,7 +90,9 @@ class ModuleInfo:
 
 
 def strip_debug(text: str) -> str:
-    """Blank out ``.loc`` / ``.file`` lines (they end without ';'), keeping line numbers."""
+    """Blank out debug information, keeping line numbers: ``.loc`` / ``.file`` lines (they end without ';')
+    and ``.section .debug_* { ... }`` blocks (``nvcc -lineinfo`` / ``-G``)."""
+    text = _SECTION_RE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
     return _STRIP_RE.sub("", text)
 
 

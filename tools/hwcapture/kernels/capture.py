@@ -23,12 +23,14 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 DATA = os.path.join(ROOT, "tests", "data", "kernels")
-SOURCES = {   # .cu -> .ptx
-    os.path.join(ROOT, "emulator", "demo", "mma_demo.cu"): os.path.join(ROOT, "emulator", "demo", "mma_demo.ptx"),
-    os.path.join(HERE, "gemm_tiled.cu"): os.path.join(DATA, "gemm_tiled.ptx"),
-    os.path.join(HERE, "warp_ops.cu"): os.path.join(DATA, "warp_ops.ptx"),
-    os.path.join(HERE, "float_ops.cu"): os.path.join(DATA, "float_ops.ptx"),
-    os.path.join(HERE, "cta_sync.cu"): os.path.join(DATA, "cta_sync.ptx"),
+SOURCES = {   # .ptx -> (.cu, extra nvcc flags)
+    os.path.join(ROOT, "emulator", "demo", "mma_demo.ptx"): (os.path.join(ROOT, "emulator", "demo", "mma_demo.cu"), []),
+    os.path.join(DATA, "gemm_tiled.ptx"): (os.path.join(HERE, "gemm_tiled.cu"), []),
+    os.path.join(DATA, "warp_ops.ptx"): (os.path.join(HERE, "warp_ops.cu"), []),
+    os.path.join(DATA, "float_ops.ptx"): (os.path.join(HERE, "float_ops.cu"), []),
+    os.path.join(DATA, "float_ops_ftz.ptx"): (os.path.join(HERE, "float_ops.cu"), ["-ftz=true"]),
+    os.path.join(DATA, "cta_sync.ptx"): (os.path.join(HERE, "cta_sync.cu"), []),
+    os.path.join(DATA, "misc_kernels.ptx"): (os.path.join(HERE, "misc_kernels.cu"), []),
 }
 NVCC = ["nvcc", "-ptx", "-arch=sm_90"]
 
@@ -106,6 +108,9 @@ def cases():
         ("array", "c", _f32_bits(rng, n).view(np.float32)), ("array", "da", _f64(rng, n)),
         ("array", "db", _f64(rng, n)), ("array", "dc", _f64(rng, n)),
         ("array", "out32", np.zeros(n * 72, np.uint32)), ("array", "out64", np.zeros(n * 16, np.uint64))])
+    ftz = dict(out["float_ops"])
+    ftz["ptx"] = "tests/data/kernels/float_ops_ftz.ptx"
+    out["float_ops_ftz"] = ftz
     rng = np.random.default_rng(3)
     n = 3 * 80
     vals = rng.integers(-500, 500, n).astype(np.int32)
@@ -114,6 +119,19 @@ def cases():
     out["cta_sync"] = dict(ptx="tests/data/kernels/cta_sync.ptx", kernel="cta_sync", grid=(3, 1, 1),
                            block=(80, 1, 1), shared=80 * 4, args=[
         ("array", "in", vals), ("array", "out", np.full(n * 12, -1, np.int32)), ("int", n)])
+    misc = "tests/data/kernels/misc_kernels.ptx"
+    rng = np.random.default_rng(17)
+    x = (rng.integers(-1000, 1000, 256) * 0.25).astype(np.float32)
+    out["reduce_sum"] = dict(ptx=misc, kernel="reduce_sum", grid=(2, 1, 1), block=(128, 1, 1), args=[
+        ("array", "x", x), ("array", "out", np.zeros(1, np.float32)), ("int", 200), ("f32", 0.5)])
+    out["transpose"] = dict(ptx=misc, kernel="transpose", grid=(1, 1, 1), block=(32, 32, 1), args=[
+        ("array", "in", rng.standard_normal(64 * 4).astype(np.float32)),
+        ("array", "out", np.zeros(64 * 4, np.float32)), ("int", 64)])
+    a = rng.integers(-5000, 5000, 64).astype(np.int32)
+    b = rng.integers(-2 ** 62, 2 ** 62, 64, dtype=np.int64)
+    c = rng.integers(0, 2 ** 64, 64, dtype=np.uint64)
+    out["switch_int64"] = dict(ptx=misc, kernel="sw", grid=(1, 1, 1), block=(64, 1, 1), args=[
+        ("array", "a", a), ("array", "b", b), ("array", "c", c)])
     return out
 
 
@@ -129,7 +147,7 @@ def _config(case):
     """The JSON-able launch description saved with a case."""
     return json.dumps({"ptx": case["ptx"], "kernel": case["kernel"], "grid": list(case["grid"]),
                        "block": list(case["block"]), "shared": case.get("shared", 0), "globals": case.get("globals", []),
-                       "args": [[a[0], a[1]] if a[0] == "array" else [a[0], int(a[1])] for a in case["args"]]})
+                       "args": [[a[0], a[1]] if a[0] == "array" else [a[0], a[1]] for a in case["args"]]})
 
 
 # ------------------------------------------------------------------------------------------------
@@ -171,7 +189,7 @@ def _run_case(cp, name, case, res, repeats=3):
                 dev[a[1]] = cp.asarray(a[2])
                 args.append(dev[a[1]])
             else:
-                args.append(np.int32(a[1]))
+                args.append(np.float32(a[1]) if a[0] == "f32" else np.int32(a[1]))
         with _CaptureStdout() as cap:
             fn(tuple(case["grid"]), tuple(case["block"]), tuple(args), shared_mem=case.get("shared", 0))
             cp.cuda.Device().synchronize()
@@ -251,9 +269,9 @@ def run_emulator(outdir):
 
 
 def build():
-    for cu, out in SOURCES.items():
+    for out, (cu, flags) in SOURCES.items():
         os.makedirs(os.path.dirname(out), exist_ok=True)
-        subprocess.run(NVCC + [os.path.basename(cu), "-o", out], check=True, cwd=os.path.dirname(cu))
+        subprocess.run(NVCC + flags + [os.path.basename(cu), "-o", out], check=True, cwd=os.path.dirname(cu))
         print(f"{out}")
 
 
