@@ -67,7 +67,8 @@ def test_capture_metadata():
     assert "H100" in META["gpu"] and META["cc"] == "9.0"
     assert META["driver"] and META["runtime"]
     assert set(CASES) == {"ptx_mma_shared_iota", "ptx_mma_shared_normal", "ptx_mma_global_iota",
-                          "ptx_mma_global_normal", "gemm_tiled", "warp_ops", "float_ops", "cta_sync"}
+                          "ptx_mma_global_normal", "gemm_tiled", "warp_ops", "float_ops", "float_ops_ftz",
+                          "cta_sync", "reduce_sum", "transpose", "switch_int64"}
     for name, case in CASES.items():
         assert "error" not in case, name
         assert bool(case["reproducible"]), f"{name}: the GPU's three runs differed"

@@ -142,7 +142,7 @@ def compile_cvt(instr, env):
     def run(warp, mask):
         v = read(warp)
         if ftz and atype == "f32":
-            v = flush(v, "f32")
+            v = canon_nan(flush(v, "f32"), "f32")   # H100: the .ftz path also canonicalises a NaN operand
         r = round_to(v.astype(np.float64), dtype, mode, ftz=ftz and dtype == "f32", sat=sat)
         if keep_payload:
             nan = np.isnan(v)
