@@ -757,7 +757,13 @@ class _CTA:
             if self.trace is not None:
                 w._written = []
             kind = op.kind
+            shown = mask
             if kind == "op":
+                if self.trace is not None and op.instr.guard is not None:
+                    g, neg = op.instr.guard
+                    p_ = w.get_reg(g.name, op.instr.text)
+                    p_ = p_ if p_.dtype == np.bool_ else p_ != 0
+                    shown = mask & (~p_ if neg else p_)
                 try:
                     op.fn(w, mask)
                 except EmulatorError as e:
@@ -784,7 +790,7 @@ class _CTA:
                     pc[g] += 1
                     self._arrive(w, op, g)
             if self.trace is not None:
-                self._trace(w, op, mask)
+                self._trace(w, op, shown)
 
     def _pick_nested(self, w, live):
         keys = {}

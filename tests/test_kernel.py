@@ -392,3 +392,38 @@ def test_module_syntax_errors_have_positions():
         load_ptx(HEAD + ".visible .entry k(\n.param .u64 out\n{\n ret;\n}\n")
     with pytest.raises(EmulatorError):
         load_ptx(HEAD + ".global .u32 x = {foo};\n")
+
+
+def test_aggregate_and_float_parameters():
+    params = ".param .u64 out, .param .align 4 .b8 pair[8], .param .f32 scale"
+    body = PROLOGUE + """
+    ld.param.u32 %r2, [pair+4];
+    ld.param.f32 %f1, [scale];
+    cvt.rn.f32.u32 %f2, %r1;
+    mul.rn.f32 %f2, %f2, %f1;
+    cvt.rzi.u32.f32 %r3, %f2;
+    add.u32 %r3, %r3, %r2;
+    st.global.u32 [%rd2], %r3;
+    """
+    g = GlobalMemory()
+    out = g.upload(np.zeros(32, np.uint32))
+    pair = np.array([7, 1000], np.uint32).view(np.uint8)
+    load_ptx(kernel(body, params=params)).launch("k", args=[out, pair, 2.5], gmem=g)
+    assert g.download(out, 128).view(np.uint32).tolist() == [int(t * 2.5) + 1000 for t in range(32)]
+    with pytest.raises(OperandError, match="parameter pair takes 8 bytes, got 4"):
+        load_ptx(kernel(body, params=params)).launch("k", args=[out, pair[:4], 2.5], gmem=g)
+
+
+def test_debug_information_is_skipped_and_trace_lists_lanes_and_registers():
+    body = PROLOGUE.replace("    mov.u32 %r1, %tid.x;", "\t.loc\t1 5 3\n    mov.u32 %r1, %tid.x;") + """
+    setp.lt.u32 %p1, %r1, 4;
+    @%p1 add.u32 %r2, %r1, 100;
+    st.global.u32 [%rd2], %r2;
+    """
+    text = kernel(body) + '\t.file\t1 "k.cu"\n\t.section\t.debug_str\n\t{\n$L__info_string0:\n.b8 107,0\n\t}\n'
+    trace = io.StringIO()
+    out, _ = run(text, trace=trace)
+    assert out.tolist() == [100 + t if t < 4 else 0 for t in range(32)]
+    lines = trace.getvalue().splitlines()
+    assert any(l.startswith("cta(0,0,0) w0 pc") and "lanes 0-3: @%p1 add.u32 %r2, %r1, 100  -> %r2=[0x64, 0x65, "
+               "0x66, 0x67]" in l for l in lines), lines
