@@ -578,8 +578,10 @@ class Module:
         var_addrs = self._variables(gmem)
         smem_size = prog.shared_static + (-(-int(shared_bytes) // 16) * 16)
         nwarps = -(-nthreads // LANES)
-        local_stride = -(-max(prog.layout.local, 0) // 16) * 16
-        local_base = gmem.alloc(local_stride * nwarps * LANES) if local_stride else 0
+        # one allocation per thread (separated by unmapped gaps), so that a generic access that runs off a
+        # thread's .local depot is reported instead of landing in its neighbour's
+        local_bases = np.array([gmem.alloc(prog.layout.local) if prog.layout.local else 0
+                                for _ in range(nwarps * LANES)], np.uint64)
         result = LaunchResult(entry.name, grid, block)
         out = out if out is not None else sys.stdout
         budget = [int(max_instructions)]
@@ -587,7 +589,7 @@ class Module:
             for y in range(grid[1]):
                 for x in range(grid[0]):
                     warps = _CTA(self, prog, (x, y, z), grid, block, smem_size, gmem, param_init, var_addrs,
-                                 local_base, local_stride, options, trace, out, result, budget).run()
+                                 local_bases, options, trace, out, result, budget).run()
                     result.ctas.append(((x, y, z), warps))
         result.instructions = int(max_instructions) - budget[0]
         return result
@@ -646,8 +648,8 @@ def _fill_params(entry, params, args, buf):
 class _CTA:
     """One CTA's execution: warps, barriers, the scheduler."""
 
-    def __init__(self, module, prog, ctaid, grid, block, smem_size, gmem, param_init, var_addrs, local_base,
-                 local_stride, options, trace, out, result, budget):
+    def __init__(self, module, prog, ctaid, grid, block, smem_size, gmem, param_init, var_addrs, local_bases,
+                 options, trace, out, result, budget):
         self.module, self.prog, self.ctaid = module, prog, ctaid
         self.smem = np.zeros(smem_size, np.uint8)
         self.smem_inflight = np.zeros(smem_size, np.int32)
@@ -659,7 +661,7 @@ class _CTA:
         self.warps = []
         for w in range(nwarps):
             tids = np.arange(w * LANES, (w + 1) * LANES)
-            bases = np.uint64(local_base) + (tids.astype(np.uint64) * np.uint64(local_stride))
+            bases = local_bases[tids]
             kw = KernelWarp(self, prog, w, nthreads - w * LANES, self.smem, gmem, prog.arch, options, param_init,
                             bases, prog.layout.local, trace)
             kw.symbols = {n: ("global", a) for n, a in var_addrs.items()}

@@ -427,3 +427,15 @@ def test_debug_information_is_skipped_and_trace_lists_lanes_and_registers():
     lines = trace.getvalue().splitlines()
     assert any(l.startswith("cta(0,0,0) w0 pc") and "lanes 0-3: @%p1 add.u32 %r2, %r1, 100  -> %r2=[0x64, 0x65, "
                "0x66, 0x67]" in l for l in lines), lines
+
+
+def test_generic_access_past_a_threads_local_depot_is_reported():
+    body = """
+    .local .align 8 .b8 __local_depot0[16];
+    .reg .b64 %SP;
+    .reg .b64 %SPL;
+    mov.u64 %SPL, __local_depot0;
+    cvta.local.u64 %SP, %SPL;
+    """ + PROLOGUE + "    st.u32 [%SP+16], %r1;\n"
+    with pytest.raises(MemoryAccessError, match=r"lane 0: global address .* is outside every global allocation"):
+        run(kernel(body))
