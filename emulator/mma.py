@@ -21,7 +21,6 @@ MODEL_ARCHS = {"tc": ("sm_80", "sm_86", "sm_90"), "int": ("sm_80", "sm_86", "sm_
 
 _LAYOUTS = ("row", "col")
 _TYPES = set(ELEM)
-PARALLEL_BATCH = 64          # batches at least this large use the multi-threaded kernels
 
 
 def canonical_spelling(opcode: str) -> str:
@@ -103,18 +102,18 @@ class MmaOp:
             L = K // 2 if fam == "fp8" else min(p.L, K)
             self.params = p
             prm = [M, N, K, fa, fb, fc, fd, *epr, *w, L, p.F, p.e_zero, p.rounding, int(fam == "fp8")]
-            self._kern, self._kern_par = gemm_fast.tc_batch, gemm_fast.tc_batch_par
+            self._kern = gemm_fast.tc_batch
             self._extra = (gemm_fast.lut(v.atype), gemm_fast.lut(v.btype))
         elif fam == "int":
             prm = [M, N, K, epr[0], epr[1], w[0], w[1], int(v.atype[0] == "s"), int(v.btype[0] == "s"),
                    int(v.satfinite)]
-            self._kern, self._kern_par = fast.int_batch, fast.int_batch_par
+            self._kern = fast.int_batch
         elif fam == "f64":
             prm = [M, N, K]
-            self._kern = self._kern_par = fast.f64_batch
+            self._kern = fast.f64_batch
         else:
             prm = [FORMATS[v.ctype].code, FORMATS[v.dtype].code, epr[2], epr[3], w[2], w[3]]
-            self._kern = self._kern_par = fast.m8n8k4_batch
+            self._kern = fast.m8n8k4_batch
         self._prm = np.array(prm + offs, np.int64)
         if not hasattr(self, "_extra"):
             self._extra = ()
@@ -134,8 +133,7 @@ class MmaOp:
         if not (a.shape[0] == b.shape[0] == c.shape[0]):
             fail(OperandError, self.spelling, f"batch sizes differ: A {a.shape[0]}, B {b.shape[0]}, C {c.shape[0]}")
         d = np.empty((a.shape[0], self.n_d, 32), self._dt["D"])
-        kern = self._kern_par if a.shape[0] >= PARALLEL_BATCH else self._kern
-        kern(a, b, c, d, self._maps, self._prm, *self._extra)
+        self._kern(a, b, c, d, self._maps, self._prm, *self._extra)
         return d
 
     def _regs(self, x, op, n):
@@ -317,3 +315,16 @@ def _gemm_by_instructions(op, abits, bbits, cbits):
             creg = pack(v, "C", unpack(v, "D", d))
     dt = unpack(v, "D", creg.reshape(mi, ni, op.n_d, 32))                   # (mi, ni, Mt, Nt)
     return dt.transpose(0, 2, 1, 3).reshape(M, N)
+
+
+# ``emulator.mma`` names both this module and the function ``mma`` (API.md).  Once the module is imported,
+# Python binds the package attribute ``emulator.mma`` to the module, so the module itself is made callable:
+# ``from emulator import mma; mma(instr, A, B, C)`` works whichever of the two a caller gets.
+class _CallableModule(type(np)):
+    def __call__(self, instr, A, B, C, arch="sm_90"):
+        return mma(instr, A, B, C, arch=arch)
+
+
+import sys as _sys  # noqa: E402
+
+_sys.modules[__name__].__class__ = _CallableModule

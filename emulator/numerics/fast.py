@@ -7,7 +7,7 @@ multiply-add (``llvm.fma.f64``) with NaNs resolved on the bits first, as the GPU
 """
 import numpy as np
 from llvmlite import ir
-from numba import njit, prange, types
+from numba import njit, types
 from numba.extending import intrinsic
 
 RZ, RNE = 0, 1
@@ -106,7 +106,7 @@ def bit_length(x):
     return n + x
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def decode(bits, fmt):
     """-> (kind, sign, M, q, top): value (-1)**sign * M * 2**q, nominal exponent top (ZQ for zeros)."""
     eb, mb, w = fmt_info(fmt)
@@ -130,7 +130,7 @@ def decode(bits, fmt):
     return NUM, sign, (1 << mb) | frac, e - bias - mb, e - bias
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def encode(sign, mag, q, fmt, mode, zero_sign):
     """Round (-1)**sign * mag * 2**q to fmt (f32, f16); overflow -> inf in both modes."""
     eb, mb, w = fmt_info(fmt)
@@ -167,20 +167,20 @@ def encode(sign, mag, q, fmt, mode, zero_sign):
     return (sign << (w - 1)) | r
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def inf_bits(sign, fmt):
     eb, mb, w = fmt_info(fmt)
     return (sign << (w - 1)) | (((1 << eb) - 1) << mb)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def nan_bits(fmt):
     return F16_NAN if fmt == 0 else F32_NAN
 
 
 # ------------------------------------------------------------------------------------------------
 # IEEE f32 / f16 add and fma on decoded finite values (integer; RNE; IEEE signs of zero)
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def exact_add(s1, M1, q1, s2, M2, q2):
     """Sum of two finite terms as (S, q) with S*2**q within the last place needed for <= 24-bit
     rounding: the larger term sits in a 61-bit window, lower bits of the smaller one become a sticky 1."""
@@ -233,14 +233,14 @@ def ieee_fma(ka, sa, Ma, qa, kb, sb, Mb, qb, kc, sc, Mc, qc, out):
     return encode(neg, -S if neg else S, q, out, RNE, neg)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def ieee_add_bits(x, y, fmt):
     kx, sx, Mx, qx, tx = decode(x, fmt)
     ky, sy, My, qy, ty = decode(y, fmt)
     return ieee_fma(kx, sx, Mx, qx, NUM, 0, 1, 0, ky, sy, My, qy, fmt)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def f32_to_f16(x):
     k, s, M, q, t = decode(x, 3)
     if k == NAN:
@@ -276,36 +276,6 @@ def _special_step(araw, braw, ia, astride, ib, bstride, n, fa, fb, ck, cs, out):
     if nan or (pos and neg):
         return nan_bits(out)
     return inf_bits(1 if neg else 0, out)
-
-
-@njit(cache=True, inline="always")
-def _decode_operand(regs, i, maps, off, epr, w, fmt, ncol, by_row, S, q, t, raw, special):
-    """Decode one operand's registers into flat row-major tile arrays: signed significand S, last-place
-    exponent q, nominal exponent t (zeros, infs and NaNs get ZQ), raw bits; ``special`` marks the rows
-    (by_row) or columns holding an inf or NaN."""
-    nreg = regs.shape[1]
-    mask = (np.uint64(1) << np.uint64(w)) - np.uint64(1)
-    j = off
-    for r in range(nreg):
-        for lane in range(32):
-            word = np.uint64(regs[i, r, lane])
-            for e in range(epr):
-                bits = np.int64((word >> np.uint64(e * w)) & mask)
-                idx = maps[j]
-                j += 1
-                kk, ss, mm, qq, tt = decode(bits, fmt)
-                if (fmt == 4 or fmt == 5) and mm != 0:
-                    # fp8 is unpacked to f16 first: e4m3 subnormals become f16 normals, which moves
-                    # their nominal exponent (the alignment point), not their value
-                    tt = max(qq + bit_length(mm) - 1, -14)
-                raw[idx] = bits
-                S[idx] = -mm if ss else mm
-                if kk != NUM:
-                    qq = ZQ
-                    tt = ZQ
-                    special[idx // ncol if by_row else idx % ncol] = True
-                q[idx] = qq
-                t[idx] = tt
 
 
 @njit(cache=True, inline="always")
@@ -365,98 +335,6 @@ def tc_row_step(aS, aq, at, ia, bS, bq, bt, ib, N, L, cS, cq, ct, F, e_zero, ema
             acc[n] += (mag ^ msk) - msk
 
 
-@njit(cache=True, inline="always")
-def _load_acc(n, bits, fmt, cb, ck, cS, cq, ct):
-    """The accumulator of column n: its bits and its decoded fields (inf/NaN: kind only)."""
-    kk, ss, mm, qq, tt = decode(bits, fmt)
-    cb[n] = bits
-    ck[n] = kk
-    cS[n] = -mm if ss else mm
-    cq[n] = qq
-    ct[n] = tt if kk == NUM else ZQ
-
-
-@njit(cache=True)
-def _tc_one(a, b, c, d, i, maps, prm, aS, aq, at, araw, bS, bq, bt, braw, spa, spb, dt,
-            cb, ck, cS, cq, ct, emax, acc):
-    M, N, K = prm[0], prm[1], prm[2]
-    fa, fb, fc, fd = prm[3], prm[4], prm[5], prm[6]
-    L, F, e_zero, mode, groups = prm[15], prm[16], prm[17], prm[18], prm[19]
-    spa[:] = False
-    spb[:] = False
-    _decode_operand(a, i, maps, prm[20], prm[7], prm[11], fa, K, True, aS, aq, at, araw, spa)
-    _decode_operand(b, i, maps, prm[21], prm[8], prm[12], fb, N, False, bS, bq, bt, braw, spb)
-    _gather(c, i, maps, prm[22], prm[9], prm[13], dt)
-    anyb = False
-    for n in range(N):
-        anyb |= spb[n]
-    for m in range(M):
-        for n in range(N):
-            if groups == 1:             # sm_90 fp8: the HMMA steps start from +0, C is added last
-                _load_acc(n, np.int64(0), fd, cb, ck, cS, cq, ct)
-            else:
-                _load_acc(n, np.int64(dt[m * N + n]), fc, cb, ck, cS, cq, ct)
-        for k0 in range(0, K, L):
-            ia = m * K + k0
-            tc_row_step(aS, aq, at, ia, bS, bq, bt, k0 * N, N, L, cS, cq, ct, F, e_zero, emax, acc)
-            for n in range(N):
-                special = ck[n] != NUM
-                if spa[m] or anyb:
-                    for j in range(L):
-                        if at[ia + j] == ZQ or bt[(k0 + j) * N + n] == ZQ:      # zero, inf or NaN
-                            special |= decode(araw[ia + j], fa)[0] != NUM
-                            special |= decode(braw[(k0 + j) * N + n], fb)[0] != NUM
-                if special:
-                    csign = decode(cb[n], fc if (k0 == 0 and groups == 0) else fd)[1]
-                    out = _special_step(araw, braw, ia, 1, k0 * N + n, N, L, fa, fb, ck[n], csign, fd)
-                elif acc[n] < 0:
-                    out = encode(1, -acc[n], emax[n] - F, fd, mode, 0)
-                else:
-                    out = encode(0, acc[n], emax[n] - F, fd, mode, 0)     # an exact zero is +0
-                _load_acc(n, out, fd, cb, ck, cS, cq, ct)
-        for n in range(N):
-            out = cb[n]
-            if groups == 1:
-                out = ieee_add_bits(np.int64(dt[m * N + n]), out, fd)
-            dt[m * N + n] = np.uint64(out)
-    _scatter(d, i, maps, prm[23], prm[10], prm[14], dt)
-
-
-@njit(cache=True, inline="always")
-def _tc_scratch(prm):
-    MK = prm[0] * prm[2]
-    NK = prm[1] * prm[2]
-    N = prm[1]
-    return (np.empty(MK, np.int64), np.empty(MK, np.int64), np.empty(MK, np.int64), np.empty(MK, np.int64),
-            np.empty(NK, np.int64), np.empty(NK, np.int64), np.empty(NK, np.int64), np.empty(NK, np.int64),
-            np.empty(prm[0], np.bool_), np.empty(N, np.bool_), np.empty(prm[0] * N, np.uint64),
-            np.empty(N, np.int64), np.empty(N, np.int64), np.empty(N, np.int64), np.empty(N, np.int64),
-            np.empty(N, np.int64), np.empty(N, np.int64), np.empty(N, np.int64))
-
-
-@njit(cache=True)
-def tc_batch(a, b, c, d, maps, prm):
-    """prm: M N K fa fb fc fd epra eprb eprc eprd wa wb wc wd L F e_zero mode groups offA offB offC offD.
-    maps: the four flat fragment maps, concatenated (A: m*K + k, B: k*N + n)."""
-    aS, aq, at, araw, bS, bq, bt, braw, spa, spb, dt, cb, ck, cS, cq, ct, emax, acc = _tc_scratch(prm)
-    for i in range(a.shape[0]):
-        _tc_one(a, b, c, d, i, maps, prm, aS, aq, at, araw, bS, bq, bt, braw, spa, spb, dt,
-                cb, ck, cS, cq, ct, emax, acc)
-
-
-CHUNK = 32
-
-
-@njit(cache=True, parallel=True)
-def tc_batch_par(a, b, c, d, maps, prm):
-    nb = a.shape[0]
-    for ch in prange((nb + CHUNK - 1) // CHUNK):
-        aS, aq, at, araw, bS, bq, bt, braw, spa, spb, dt, cb, ck, cS, cq, ct, emax, acc = _tc_scratch(prm)
-        for i in range(ch * CHUNK, min(nb, ch * CHUNK + CHUNK)):
-            _tc_one(a, b, c, d, i, maps, prm, aS, aq, at, araw, bS, bq, bt, braw, spa, spb, dt,
-                    cb, ck, cS, cq, ct, emax, acc)
-
-
 # ------------------------------------------------------------------------------------------------
 # integers
 @njit(cache=True, inline="always")
@@ -498,14 +376,6 @@ def int_batch(a, b, c, d, maps, prm):
     """prm: M N K epra eprb wa wb signed_a signed_b satfinite offA offB offC offD."""
     amap, bmap, cmap, dmap = maps[prm[10]:], maps[prm[11]:], maps[prm[12]:], maps[prm[13]:]
     for i in range(a.shape[0]):
-        _int_one(a, b, c, d, i, amap, bmap, cmap, dmap, prm[0], prm[1], prm[2], prm[3], prm[4], prm[5],
-                 prm[6], prm[7] != 0, prm[8] != 0, prm[9] != 0)
-
-
-@njit(cache=True, parallel=True)
-def int_batch_par(a, b, c, d, maps, prm):
-    amap, bmap, cmap, dmap = maps[prm[10]:], maps[prm[11]:], maps[prm[12]:], maps[prm[13]:]
-    for i in prange(a.shape[0]):
         _int_one(a, b, c, d, i, amap, bmap, cmap, dmap, prm[0], prm[1], prm[2], prm[3], prm[4], prm[5],
                  prm[6], prm[7] != 0, prm[8] != 0, prm[9] != 0)
 
@@ -559,7 +429,7 @@ def f64_batch(a, b, c, d, maps, prm):
 
 # ------------------------------------------------------------------------------------------------
 # m8n8k4 .f16 on sm_90: CUDA-core f32 fma chain (tiles stacked by quad pair)
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _fma32(x, y, acc, fx, fy):
     """fma32(x, y, acc) with x in format fx, y in fy, acc f32 bits."""
     ka, sa, Ma, qa, ta = decode(x, fx)

@@ -419,16 +419,3 @@ def tc_batch(a, b, c, d, maps, prm, luta, lutb):
     for i in range(a.shape[0]):
         _tc_one(a, b, c, d, i, maps, prm, luta, lutb, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10],
                 s[11], s[12], s[13])
-
-
-CHUNK = 32
-
-
-@njit(cache=True, parallel=True)
-def tc_batch_par(a, b, c, d, maps, prm, luta, lutb):
-    nb = a.shape[0]
-    for ch in prange((nb + CHUNK - 1) // CHUNK):
-        s = _tc_scratch(prm)
-        for i in range(ch * CHUNK, min(nb, ch * CHUNK + CHUNK)):
-            _tc_one(a, b, c, d, i, maps, prm, luta, lutb, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9],
-                    s[10], s[11], s[12], s[13])
