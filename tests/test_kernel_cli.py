@@ -54,4 +54,11 @@ def test_demo_prints_d_next_to_numpy(capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
     assert "give bit-identical D" in out
+    assert "D equals the D an H100 computed from the same PTX, bit for bit" in out
     assert "  0 |   0.992   1.004" in out and "0.9921" in out
+
+
+def test_demo_reference_bits_are_the_capture():
+    from emulator.kernel_cli import H100_D
+    demo = np.load(os.path.join(ROOT, "tests", "data", "kernels", "h100_kernels.npz"))
+    assert H100_D == demo["ptx_mma_shared_iota__after__c"].tobytes()
