@@ -210,6 +210,13 @@ def parse_int(text: str) -> int:
 
 
 def parse_number(tok: Token, negative=False) -> Imm:
+    try:
+        return _parse_number(tok, negative)
+    except ValueError:
+        _err(tok, f"malformed number {tok.text!r}")
+
+
+def _parse_number(tok: Token, negative=False) -> Imm:
     t = tok.text
     if t[:2] in ("0f", "0F"):
         return Imm(int(t[2:], 16), "f32", t)
@@ -482,6 +489,9 @@ def expand_reg_directive(d: Directive):
     types = [t for t in types if t not in ("v2", "v4")]
     if len(types) != 1:
         _err(toks[0], f".reg needs exactly one type, found {types or 'none'}")
+    from isa.types import TYPES
+    if types[0] not in TYPES:
+        _err(toks[0], f".reg: unknown type .{types[0]}")
     names = []
     while i < len(toks):
         t = toks[i]
@@ -490,7 +500,9 @@ def expand_reg_directive(d: Directive):
         if i + 3 < len(toks) + 1 and i + 1 < len(toks) and toks[i + 1].text == "<":
             if i + 3 >= len(toks) or toks[i + 2].kind != "num" or toks[i + 3].text != ">":
                 _err(toks[i + 1], "expected '<N>' in .reg")
-            names.extend(f"{t.text}{k}" for k in range(parse_int(toks[i + 2].text)))
+            if not re.fullmatch(r"\d+", toks[i + 2].text):
+                _err(toks[i + 2], f"expected a decimal count in '<N>', found {toks[i + 2].text!r}")
+            names.extend(f"{t.text}{k}" for k in range(int(toks[i + 2].text)))
             i += 4
         else:
             names.append(t.text)
