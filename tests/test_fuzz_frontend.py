@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from emulator import EmulatorError, GlobalMemory, load_ptx
+from emulator import EmulatorError, GlobalMemory, Warp, load_ptx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEEDS = [os.path.join(ROOT, "emulator", "demo", "mma_demo.ptx")] + \
@@ -76,6 +76,24 @@ def mutate(tokens, muts):
 @given(seed=st.integers(0, len(TEXTS) - 1), muts=st.lists(mutation, min_size=1, max_size=4))
 def test_mutated_ptx_raises_only_emulator_errors(seed, muts):
     exercise(mutate(TOKENS[seed], muts))
+
+
+# Inline-asm style: instruction statements of the seed kernels, mutated, through Warp.run.
+STATEMENTS = sorted({ln.strip() for t in TEXTS for ln in t.splitlines()
+                     if ln.strip().endswith(";") and not ln.strip().startswith((".", "//", "{", "}", "$", "(", ")"))})
+
+
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 100,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(picks=st.lists(st.integers(0, len(STATEMENTS) - 1), min_size=1, max_size=4),
+       muts=st.lists(mutation, min_size=0, max_size=3))
+def test_mutated_instructions_in_warp_run_raise_only_emulator_errors(picks, muts):
+    text = " ".join(STATEMENTS[i] for i in picks)
+    COUNT["inputs"] += 1
+    try:
+        Warp().run(mutate(TOKEN.findall(text), muts))
+    except EmulatorError:
+        pass
 
 
 def test_unmutated_seeds_compile_and_launch():
