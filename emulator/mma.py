@@ -20,6 +20,7 @@ MODEL_ARCHS = {"tc": ("sm_80", "sm_86", "sm_90"), "int": ("sm_80", "sm_86", "sm_
                "f64": ("sm_80", "sm_86", "sm_90"), "fp8": ("sm_90",), "m8n8k4_f16": ("sm_90",)}
 
 _LAYOUTS = ("row", "col")
+WIDE_BATCH = 32         # tensor-core batches at least this large run vectorised across instructions
 _TYPES = set(ELEM)
 
 
@@ -103,6 +104,7 @@ class MmaOp:
             self.params = p
             prm = [M, N, K, fa, fb, fc, fd, *epr, *w, L, p.F, p.e_zero, p.rounding, int(fam == "fp8")]
             self._kern = gemm_fast.tc_batch
+            self._kern_wide = gemm_fast.tc_batch_wide
             self._extra = (gemm_fast.lut(v.atype), gemm_fast.lut(v.btype))
         elif fam == "int":
             prm = [M, N, K, epr[0], epr[1], w[0], w[1], int(v.atype[0] == "s"), int(v.btype[0] == "s"),
@@ -117,6 +119,8 @@ class MmaOp:
         self._prm = np.array(prm + offs, np.int64)
         if not hasattr(self, "_extra"):
             self._extra = ()
+        if not hasattr(self, "_kern_wide"):
+            self._kern_wide = None
 
     def __repr__(self):
         return f"MmaOp({self.spelling!r}, arch={self.arch!r})"
@@ -133,7 +137,8 @@ class MmaOp:
         if not (a.shape[0] == b.shape[0] == c.shape[0]):
             fail(OperandError, self.spelling, f"batch sizes differ: A {a.shape[0]}, B {b.shape[0]}, C {c.shape[0]}")
         d = np.empty((a.shape[0], self.n_d, 32), self._dt["D"])
-        self._kern(a, b, c, d, self._maps, self._prm, *self._extra)
+        kern = self._kern_wide if a.shape[0] >= WIDE_BATCH and self._kern_wide is not None else self._kern
+        kern(a, b, c, d, self._maps, self._prm, *self._extra)
         return d
 
     def _regs(self, x, op, n):

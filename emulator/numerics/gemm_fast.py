@@ -362,6 +362,86 @@ def _tile(M, N, K, aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, ou
 
 
 @njit(cache=True)
+def _tile8(M, N, K, aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo):
+    """_tile for N == 8 (every m16n8 shape): constant trip counts let the compiler unroll the column loops."""
+    eb, mb, w = fast.fmt_info(fd)
+    p = mb + 1
+    bias = (1 << (eb - 1)) - 1
+    qmin = 1 - bias - mb
+    qmax = (1 << eb) - 2 - bias - mb
+    cS = np.empty(N, np.int64); cq = np.empty(N, np.int64); ct = np.empty(N, np.int64)
+    emax = np.empty(N, np.int64); acc = np.empty(N, np.int64)
+    for m in range(M):
+        for n in range(8):
+            kk, ss, mm, qq, tt = decode(np.int64(cbits[m * N + n]), fc)
+            cS[n] = -mm if ss else mm
+            cq[n] = qq if kk == NUM else ZQ
+            ct[n] = tt if kk == NUM else ZQ
+            if kk != NUM:
+                redo[m * N + n] = True
+        for k0 in range(0, K, L):
+            for n in range(8):
+                emax[n] = ct[n] if ct[n] > e_zero else e_zero
+            for j in range(L):
+                ea = at[m * K + k0 + j]
+                o = (k0 + j) * N
+                btr = bt[o:o + 8]
+                for n in range(8):
+                    e = ea + btr[n]
+                    emax[n] = e if e > emax[n] else emax[n]
+            for n in range(8):
+                sh = cq[n] + F - emax[n]
+                mg = -cS[n] if cS[n] < 0 else cS[n]
+                mg = mg << sh if sh >= 0 else mg >> min(-sh, 63)
+                acc[n] = -mg if cS[n] < 0 else mg
+            for j in range(L):
+                sa = aS[m * K + k0 + j]
+                qa = aq[m * K + k0 + j] - PRE + F
+                o = (k0 + j) * N
+                bSr = bS[o:o + 8]
+                bqr = bq[o:o + 8]
+                for n in range(8):
+                    pr = sa * bSr[n]
+                    r = min(emax[n] - qa - bqr[n], 63)
+                    msk = pr >> 63
+                    mag = ((pr ^ msk) - msk) << PRE >> r
+                    acc[n] += (mag ^ msk) - msk
+            for n in range(8):
+                # one rounding per step, to the D format, kept decoded
+                s = acc[n]
+                mag = -s if s < 0 else s
+                lsb = emax[n] - F
+                top = lsb + 63 - fast.clz64(mag)
+                qq = max(top - (p - 1), qmin)
+                sh = qq - lsb
+                if sh <= 0:
+                    r = mag << -sh
+                else:
+                    sh2 = min(sh, 63)
+                    r = mag >> sh2
+                    if mode == fast.RNE:
+                        rem = mag - (r << sh2)
+                        half = np.int64(1) << (sh2 - 1)
+                        r += 1 if (rem > half or (rem == half and (r & 1) == 1)) else 0
+                if r >> p:
+                    r >>= 1
+                    qq += 1
+                if r == 0:
+                    cS[n] = 0
+                    cq[n] = ZQ
+                    ct[n] = ZQ
+                else:
+                    cS[n] = -r if s < 0 else r
+                    cq[n] = qq
+                    ct[n] = qq + mb if r >> mb else 1 - bias
+                    if qq > qmax:
+                        redo[m * N + n] = True
+        for n in range(8):
+            v = cS[n]
+            out[m * N + n] = 0 if v == 0 else encode(1 if v < 0 else 0, -v if v < 0 else v, cq[n], fd, fast.RZ, 0)
+
+
+@njit(cache=True)
 def _tc_one(a, b, c, d, i, maps, prm, luta, lutb, araw, braw, craw, zeros, aS, aq, at, bS, bq, bt, spa, spb, out, redo):
     M, N, K = prm[0], prm[1], prm[2]
     fa, fb, fc, fd = prm[3], prm[4], prm[5], prm[6]
@@ -376,9 +456,14 @@ def _tc_one(a, b, c, d, i, maps, prm, luta, lutb, araw, braw, craw, zeros, aS, a
     _decode_matrix(braw, fb, bS, bq, bt, spb, False, lutb)
     # sm_90 fp8 (groups == 1): the two HMMA steps start from +0 and C is added last
     c0 = zeros if groups == 1 else craw
-    _tile(M, N, K, aS.reshape(M * K), aq.reshape(M * K), at.reshape(M * K), bS.reshape(K * N),
-          bq.reshape(K * N), bt.reshape(K * N), c0.reshape(M * N), fd if groups == 1 else fc, fd, L, F, e_zero,
-          mode, out.reshape(M * N), redo.reshape(M * N))
+    if N == 8:
+        _tile8(M, N, K, aS.reshape(M * K), aq.reshape(M * K), at.reshape(M * K), bS.reshape(K * N),
+               bq.reshape(K * N), bt.reshape(K * N), c0.reshape(M * N), fd if groups == 1 else fc, fd, L, F,
+               e_zero, mode, out.reshape(M * N), redo.reshape(M * N))
+    else:
+        _tile(M, N, K, aS.reshape(M * K), aq.reshape(M * K), at.reshape(M * K), bS.reshape(K * N),
+              bq.reshape(K * N), bt.reshape(K * N), c0.reshape(M * N), fd if groups == 1 else fc, fd, L, F,
+              e_zero, mode, out.reshape(M * N), redo.reshape(M * N))
     for m in range(M):
         for n in range(N):
             if spa[m] or spb[n] or redo[m, n]:
@@ -419,3 +504,164 @@ def tc_batch(a, b, c, d, maps, prm, luta, lutb):
     for i in range(a.shape[0]):
         _tc_one(a, b, c, d, i, maps, prm, luta, lutb, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10],
                 s[11], s[12], s[13])
+
+
+# ------------------------------------------------------------------------------------------------
+# large batches: the same arithmetic vectorised across instructions (each inner loop runs over a chunk of
+# independent instructions, for one output element); instructions with an inf/NaN operand, or whose
+# accumulator overflows, are redone by _tc_one
+CH = 64
+
+
+@njit(cache=True)
+def _chunk_decode(regs, i0, n_i, maps, off, epr, w, fmt, lut, S, q, t, bad):
+    nreg = regs.shape[1]
+    mask = (np.uint64(1) << np.uint64(w)) - np.uint64(1)
+    for ii in range(n_i):
+        j = off
+        for r in range(nreg):
+            for lane in range(32):
+                word = np.uint64(regs[i0 + ii, r, lane])
+                for e in range(epr):
+                    bits = (word >> np.uint64(e * w)) & mask
+                    idx = maps[j]
+                    j += 1
+                    if lut.shape[0] > 1:
+                        x = lut[bits]
+                        S[idx, ii], q[idx, ii], t[idx, ii] = x[0], x[1], x[2]
+                        kk = x[3]
+                    else:
+                        kk, ss, mm, qq, tt = decode(np.int64(bits), fmt)
+                        S[idx, ii] = -mm if ss else mm
+                        q[idx, ii] = qq if kk == NUM else ZQ
+                        t[idx, ii] = tt if kk == NUM else ZQ
+                    if kk != NUM:
+                        bad[ii] = True
+
+
+@njit(cache=True)
+def _wide_chunks(c0, c1, a, b, c, d, maps, prm, luta, lutb):
+    """Chunks c0..c1 of CH instructions each."""
+    M, N, K = prm[0], prm[1], prm[2]
+    fa, fb, fc, fd = prm[3], prm[4], prm[5], prm[6]
+    L, F, e_zero, mode, groups = prm[15], prm[16], prm[17], prm[18], prm[19]
+    eb, mb, w = fast.fmt_info(fd)
+    p = mb + 1
+    bias = (1 << (eb - 1)) - 1
+    qmin = 1 - bias - mb
+    qmax = (1 << eb) - 2 - bias - mb
+    aS = np.empty((M * K, CH), np.int64); aq = np.empty((M * K, CH), np.int64); at = np.empty((M * K, CH), np.int64)
+    bS = np.empty((K * N, CH), np.int64); bq = np.empty((K * N, CH), np.int64); bt = np.empty((K * N, CH), np.int64)
+    cw = np.empty((M * N, CH), np.uint64)
+    out = np.empty((M * N, CH), np.uint64)
+    cS = np.empty(CH, np.int64); cq = np.empty(CH, np.int64); ct = np.empty(CH, np.int64)
+    emax = np.empty(CH, np.int64); acc = np.empty(CH, np.int64)
+    bad = np.empty(CH, np.bool_)
+    s = _tc_scratch(prm)
+    for ch in range(c0, c1):
+        i0 = ch * CH
+        n_i = min(CH, a.shape[0] - i0)
+        bad[:] = False
+        _chunk_decode(a, i0, n_i, maps, prm[20], prm[7], prm[11], fa, luta, aS, aq, at, bad)
+        _chunk_decode(b, i0, n_i, maps, prm[21], prm[8], prm[12], fb, lutb, bS, bq, bt, bad)
+        for ii in range(n_i):
+            j = prm[22]
+            mask = (np.uint64(1) << np.uint64(prm[13])) - np.uint64(1)
+            for r in range(c.shape[1]):
+                for lane in range(32):
+                    word = np.uint64(c[i0 + ii, r, lane])
+                    for e in range(prm[9]):
+                        cw[maps[j], ii] = (word >> np.uint64(e * prm[13])) & mask
+                        j += 1
+        for o in range(M * N):
+            m = o // N
+            n = o % N
+            for ii in range(n_i):
+                x = np.int64(0) if groups == 1 else np.int64(cw[o, ii])
+                kk, ss, mm, qq, tt = decode(x, fd if groups == 1 else fc)
+                cS[ii] = -mm if ss else mm
+                cq[ii] = qq if kk == NUM else ZQ
+                ct[ii] = tt if kk == NUM else ZQ
+                if kk != NUM:
+                    bad[ii] = True
+            for k0 in range(0, K, L):
+                for ii in range(n_i):
+                    emax[ii] = ct[ii] if ct[ii] > e_zero else e_zero
+                for jj in range(L):
+                    ar = at[m * K + k0 + jj]
+                    br = bt[(k0 + jj) * N + n]
+                    for ii in range(n_i):
+                        e = ar[ii] + br[ii]
+                        emax[ii] = e if e > emax[ii] else emax[ii]
+                for ii in range(n_i):
+                    sh = cq[ii] + F - emax[ii]
+                    mg = -cS[ii] if cS[ii] < 0 else cS[ii]
+                    mg = mg << sh if sh >= 0 else mg >> min(-sh, 63)
+                    acc[ii] = -mg if cS[ii] < 0 else mg
+                for jj in range(L):
+                    sar = aS[m * K + k0 + jj]
+                    qar = aq[m * K + k0 + jj]
+                    sbr = bS[(k0 + jj) * N + n]
+                    qbr = bq[(k0 + jj) * N + n]
+                    for ii in range(n_i):
+                        pr = sar[ii] * sbr[ii]
+                        rr = min(emax[ii] + PRE - F - qar[ii] - qbr[ii], 63)
+                        msk = pr >> 63
+                        mag = ((pr ^ msk) - msk) << PRE >> rr
+                        acc[ii] += (mag ^ msk) - msk
+                for ii in range(n_i):
+                    sv = acc[ii]
+                    mag = -sv if sv < 0 else sv
+                    lsb = emax[ii] - F
+                    top = lsb + 63 - fast.clz64(mag)
+                    qq = max(top - (p - 1), qmin)
+                    sh = qq - lsb
+                    if sh <= 0:
+                        r = mag << -sh
+                    else:
+                        sh2 = min(sh, 63)
+                        r = mag >> sh2
+                        if mode == fast.RNE:
+                            rem = mag - (r << sh2)
+                            half = np.int64(1) << (sh2 - 1)
+                            r += 1 if (rem > half or (rem == half and (r & 1) == 1)) else 0
+                    if r >> p:
+                        r >>= 1
+                        qq += 1
+                    if r == 0:
+                        cS[ii] = 0
+                        cq[ii] = ZQ
+                        ct[ii] = ZQ
+                    else:
+                        cS[ii] = -r if sv < 0 else r
+                        cq[ii] = qq
+                        ct[ii] = qq + mb if r >> mb else 1 - bias
+                        if qq > qmax:
+                            bad[ii] = True
+            for ii in range(n_i):
+                v = cS[ii]
+                res = 0 if v == 0 else encode(1 if v < 0 else 0, -v if v < 0 else v, cq[ii], fd, fast.RZ, 0)
+                if groups == 1:
+                    res = fast.ieee_add_bits(np.int64(cw[o, ii]), np.int64(res), fd)
+                out[o, ii] = res
+        nreg = d.shape[1]
+        for ii in range(n_i):
+            if bad[ii]:
+                _tc_one(a, b, c, d, i0 + ii, maps, prm, luta, lutb, s[0], s[1], s[2], s[3], s[4], s[5], s[6],
+                        s[7], s[8], s[9], s[10], s[11], s[12], s[13])
+                continue
+            j = prm[23]
+            for r in range(nreg):
+                for lane in range(32):
+                    word = np.uint64(0)
+                    for e in range(prm[10]):
+                        word |= out[maps[j], ii] << np.uint64(e * prm[14])
+                        j += 1
+                    d[i0 + ii, r, lane] = word
+
+
+@njit(cache=True)
+def tc_batch_wide(a, b, c, d, maps, prm, luta, lutb):
+    """Same result as tc_batch, faster for large batches."""
+    _wide_chunks(0, (a.shape[0] + CH - 1) // CH, a, b, c, d, maps, prm, luta, lutb)
+
