@@ -17,7 +17,9 @@ from .numerics.params import ARCH_ALIASES, FORMATS, RZ, tc_params
 
 # Architectures each arithmetic family has a model for (beyond ptxas accepting the spelling).
 MODEL_ARCHS = {"tc": ("sm_80", "sm_86", "sm_90"), "int": ("sm_80", "sm_86", "sm_90"),
-               "f64": ("sm_80", "sm_86", "sm_90"), "fp8": ("sm_90",), "m8n8k4_f16": ("sm_90",)}
+               "f64": ("sm_80", "sm_86", "sm_90"), "fp8": ("sm_90",),
+               # ptxas 13.0 emits the same CUDA-core sequence for sm_80/sm_86 (tests/data/mma/sass_sm8*.json)
+               "m8n8k4_f16": ("sm_80", "sm_86", "sm_90")}
 
 _LAYOUTS = ("row", "col")
 WIDE_BATCH = 32         # tensor-core batches at least this large run vectorised across instructions

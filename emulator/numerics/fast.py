@@ -14,7 +14,7 @@ RZ, RNE = 0, 1
 ZQ = -(1 << 20)            # exponent given to zeros, far below every e_zero (their products vanish)
 NUM, INF, NAN = 0, 1, 2
 F32_NAN, F16_NAN = 0x7FFFFFFF, 0x7FFF
-F64_DEFAULT_NAN = np.uint64(0x7FFFFFFFFFFFFFFF)
+F64_DEFAULT_NAN = np.uint64(0xFFF8000000000000)
 
 
 @intrinsic
@@ -381,7 +381,7 @@ def int_batch(a, b, c, d, maps, prm):
 
 
 # ------------------------------------------------------------------------------------------------
-# binary64: chain of fma, NaN = first NaN operand (a, b, accumulator), quieted
+# binary64: chain of fma; a NaN operand is passed on quieted, B's before the accumulator's before A's
 @njit(cache=True, inline="always")
 def _is_nan64(x):
     return (x & np.uint64(0x7FFFFFFFFFFFFFFF)) > np.uint64(0x7FF0000000000000)
@@ -389,12 +389,12 @@ def _is_nan64(x):
 
 @njit(cache=True, inline="always")
 def fma64_bits(x, y, z):
-    if _is_nan64(x):
-        return x | np.uint64(1 << 51)
     if _is_nan64(y):
         return y | np.uint64(1 << 51)
     if _is_nan64(z):
         return z | np.uint64(1 << 51)
+    if _is_nan64(x):
+        return x | np.uint64(1 << 51)
     r = _fma64(_u2f(x), _u2f(y), _u2f(z))
     if r != r:
         return F64_DEFAULT_NAN

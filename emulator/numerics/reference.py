@@ -223,14 +223,16 @@ def f32_to_f16(bits):
 # ------------------------------------------------------------------------------------------------
 # binary64 (DMMA): a chain of IEEE fma in ascending k, starting from C
 F64_QNAN_BIT = 1 << 51
-F64_DEFAULT_NAN = 0x7FFFFFFFFFFFFFFF
+F64_DEFAULT_NAN = 0xFFF8000000000000                # what inf*0 and inf-inf give (H100)
 
 
 def fma64(a_bits, b_bits, c_bits):
+    """IEEE binary64 fma a*b + c.  A NaN operand is passed on quieted; with several, B's wins over the
+    accumulator's, which wins over A's (measured on H100: not the IEEE-suggested operand order)."""
     a, b, c = decode(a_bits, "f64"), decode(b_bits, "f64"), decode(c_bits, "f64")
-    for v, raw in ((a, a_bits), (b, b_bits), (c, c_bits)):
+    for v, raw in ((b, b_bits), (c, c_bits), (a, a_bits)):
         if v.kind == "nan":
-            return int(raw) | F64_QNAN_BIT                  # first NaN operand, quieted
+            return int(raw) | F64_QNAN_BIT
     pinf = a.kind == "inf" or b.kind == "inf"
     if pinf and ((a.kind == "num" and a.M == 0) or (b.kind == "num" and b.M == 0)):
         return F64_DEFAULT_NAN
