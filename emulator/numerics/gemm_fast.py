@@ -515,28 +515,37 @@ CH = 64
 
 @njit(cache=True)
 def _chunk_decode(regs, i0, n_i, maps, off, epr, w, fmt, lut, S, q, t, bad):
+    """Decode one operand of instructions i0..i0+n_i into S/q/t[tile index, instruction]."""
     nreg = regs.shape[1]
     mask = (np.uint64(1) << np.uint64(w)) - np.uint64(1)
-    for ii in range(n_i):
-        j = off
-        for r in range(nreg):
-            for lane in range(32):
-                word = np.uint64(regs[i0 + ii, r, lane])
-                for e in range(epr):
-                    bits = (word >> np.uint64(e * w)) & mask
-                    idx = maps[j]
-                    j += 1
-                    if lut.shape[0] > 1:
-                        x = lut[bits]
-                        S[idx, ii], q[idx, ii], t[idx, ii] = x[0], x[1], x[2]
-                        kk = x[3]
+    use_lut = lut.shape[0] > 1
+    flat = lut.reshape(lut.shape[0] * 4)
+    j = off
+    for r in range(nreg):
+        for lane in range(32):
+            for e in range(epr):
+                idx = maps[j]
+                j += 1
+                sh = np.uint64(e * w)
+                Sr = S[idx]
+                qr = q[idx]
+                tr = t[idx]
+                for ii in range(n_i):
+                    bits = (np.uint64(regs[i0 + ii, r, lane]) >> sh) & mask
+                    if use_lut:
+                        base = np.int64(bits) * 4
+                        Sr[ii] = flat[base]
+                        qr[ii] = flat[base + 1]
+                        tr[ii] = flat[base + 2]
+                        if flat[base + 3] != NUM:
+                            bad[ii] = True
                     else:
                         kk, ss, mm, qq, tt = decode(np.int64(bits), fmt)
-                        S[idx, ii] = -mm if ss else mm
-                        q[idx, ii] = qq if kk == NUM else ZQ
-                        t[idx, ii] = tt if kk == NUM else ZQ
-                    if kk != NUM:
-                        bad[ii] = True
+                        Sr[ii] = -mm if ss else mm
+                        qr[ii] = qq if kk == NUM else ZQ
+                        tr[ii] = tt if kk == NUM else ZQ
+                        if kk != NUM:
+                            bad[ii] = True
 
 
 @njit(cache=True)
@@ -564,15 +573,16 @@ def _wide_chunks(c0, c1, a, b, c, d, maps, prm, luta, lutb):
         bad[:] = False
         _chunk_decode(a, i0, n_i, maps, prm[20], prm[7], prm[11], fa, luta, aS, aq, at, bad)
         _chunk_decode(b, i0, n_i, maps, prm[21], prm[8], prm[12], fb, lutb, bS, bq, bt, bad)
-        for ii in range(n_i):
-            j = prm[22]
-            mask = (np.uint64(1) << np.uint64(prm[13])) - np.uint64(1)
-            for r in range(c.shape[1]):
-                for lane in range(32):
-                    word = np.uint64(c[i0 + ii, r, lane])
-                    for e in range(prm[9]):
-                        cw[maps[j], ii] = (word >> np.uint64(e * prm[13])) & mask
-                        j += 1
+        j = prm[22]
+        mask = (np.uint64(1) << np.uint64(prm[13])) - np.uint64(1)
+        for r in range(c.shape[1]):
+            for lane in range(32):
+                for e in range(prm[9]):
+                    row = cw[maps[j]]
+                    j += 1
+                    sh = np.uint64(e * prm[13])
+                    for ii in range(n_i):
+                        row[ii] = (np.uint64(c[i0 + ii, r, lane]) >> sh) & mask
         for o in range(M * N):
             m = o // N
             n = o % N
@@ -645,19 +655,23 @@ def _wide_chunks(c0, c1, a, b, c, d, maps, prm, luta, lutb):
                     res = fast.ieee_add_bits(np.int64(cw[o, ii]), np.int64(res), fd)
                 out[o, ii] = res
         nreg = d.shape[1]
+        j = prm[23]
+        for r in range(nreg):
+            for lane in range(32):
+                row0 = out[maps[j]]
+                if prm[10] == 1:
+                    for ii in range(n_i):
+                        d[i0 + ii, r, lane] = row0[ii]
+                else:
+                    row1 = out[maps[j + 1]]
+                    sh = np.uint64(prm[14])
+                    for ii in range(n_i):
+                        d[i0 + ii, r, lane] = row0[ii] | (row1[ii] << sh)
+                j += prm[10]
         for ii in range(n_i):
             if bad[ii]:
                 _tc_one(a, b, c, d, i0 + ii, maps, prm, luta, lutb, s[0], s[1], s[2], s[3], s[4], s[5], s[6],
                         s[7], s[8], s[9], s[10], s[11], s[12], s[13])
-                continue
-            j = prm[23]
-            for r in range(nreg):
-                for lane in range(32):
-                    word = np.uint64(0)
-                    for e in range(prm[10]):
-                        word |= out[maps[j], ii] << np.uint64(e * prm[14])
-                        j += 1
-                    d[i0 + ii, r, lane] = word
 
 
 @njit(cache=True)
@@ -665,3 +679,12 @@ def tc_batch_wide(a, b, c, d, maps, prm, luta, lutb):
     """Same result as tc_batch, faster for large batches."""
     _wide_chunks(0, (a.shape[0] + CH - 1) // CH, a, b, c, d, maps, prm, luta, lutb)
 
+
+
+@njit(cache=True, parallel=True)
+def tc_batch_wide_par(a, b, c, d, maps, prm, luta, lutb):
+    """tc_batch_wide with the chunks spread over the cores."""
+    nch = (a.shape[0] + CH - 1) // CH
+    parts = min(nch, 16)
+    for p in prange(parts):
+        _wide_chunks(p * nch // parts, (p + 1) * nch // parts, a, b, c, d, maps, prm, luta, lutb)
