@@ -36,13 +36,15 @@ def _decode_matrix(bits, fmt, S, q, t, special, by_row, lut):
         _decode_matrix_arith(bits, fmt, S, q, t, special, by_row)
         return
     R, C = bits.shape
+    flat = lut.reshape(lut.shape[0] * 4)
     for r in range(R):
+        Sr, qr, tr, br = S[r], q[r], t[r], bits[r]
         for c in range(C):
-            x = lut[bits[r, c]]
-            S[r, c] = x[0]
-            q[r, c] = x[1]
-            t[r, c] = x[2]
-            if x[3] != NUM:
+            base = np.int64(br[c]) * 4
+            Sr[c] = flat[base]
+            qr[c] = flat[base + 1]
+            tr[c] = flat[base + 2]
+            if flat[base + 3] != NUM:
                 special[r if by_row else c] = True
 
 
@@ -361,84 +363,190 @@ def _tile(M, N, K, aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, ou
             out[m * N + n] = 0 if v == 0 else encode(1 if v < 0 else 0, -v if v < 0 else v, cq[n], fd, fast.RZ, 0)
 
 
-@njit(cache=True)
-def _tile8(M, N, K, aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo):
-    """_tile for N == 8 (every m16n8 shape): constant trip counts let the compiler unroll the column loops."""
+@njit(cache=True, inline="always")
+def _trunc_c(cS, cq, F, emax):
+    """The accumulator truncated toward zero F bits below 2**emax."""
+    sh = cq + F - emax
+    mg = -cS if cS < 0 else cS
+    mg = mg << sh if sh >= 0 else mg >> min(-sh, 63)
+    return -mg if cS < 0 else mg
+
+
+@njit(cache=True, inline="always")
+def _term(pr, r):
+    """One product truncated toward zero: (|pr| << PRE) >> r, with pr's sign."""
+    msk = pr >> 63
+    mag = ((pr ^ msk) - msk) << PRE >> min(r, 63)
+    return (mag ^ msk) - msk
+
+
+@njit(cache=True, inline="always")
+def _round_dec(s, lsb, fd, mode):
+    """Round s * 2**lsb to fd (RZ/RNE) and return it decoded: (S, q, t, overflowed)."""
     eb, mb, w = fast.fmt_info(fd)
     p = mb + 1
     bias = (1 << (eb - 1)) - 1
     qmin = 1 - bias - mb
     qmax = (1 << eb) - 2 - bias - mb
-    cS = np.empty(N, np.int64); cq = np.empty(N, np.int64); ct = np.empty(N, np.int64)
-    emax = np.empty(N, np.int64); acc = np.empty(N, np.int64)
+    mag = -s if s < 0 else s
+    top = lsb + 63 - fast.clz64(mag)
+    qq = max(top - (p - 1), qmin)
+    sh = qq - lsb
+    if sh <= 0:
+        r = mag << -sh
+    else:
+        sh2 = min(sh, 63)
+        r = mag >> sh2
+        if mode == fast.RNE:
+            rem = mag - (r << sh2)
+            half = np.int64(1) << (sh2 - 1)
+            r += 1 if (rem > half or (rem == half and (r & 1) == 1)) else 0
+    if r >> p:
+        r >>= 1
+        qq += 1
+    if r == 0:
+        return np.int64(0), np.int64(ZQ), np.int64(ZQ), False
+    return (-r if s < 0 else r), qq, (qq + mb if r >> mb else np.int64(1 - bias)), qq > qmax
+
+
+@njit(cache=True, inline="always")
+def _enc_dec(cS, cq, fd):
+    return np.uint64(0) if cS == 0 else np.uint64(encode(1 if cS < 0 else 0, -cS if cS < 0 else cS, cq, fd, fast.RZ, 0))
+
+
+@njit(cache=True)
+def _tile8u(M, N, K, aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo):
+    """_tile for N == 8 (every m16n8 shape) with the eight columns' state held in scalars (generated code:
+    one line per column), so the compiler keeps it in registers."""
     for m in range(M):
-        for n in range(8):
-            kk, ss, mm, qq, tt = decode(np.int64(cbits[m * N + n]), fc)
-            cS[n] = -mm if ss else mm
-            cq[n] = qq if kk == NUM else ZQ
-            ct[n] = tt if kk == NUM else ZQ
-            if kk != NUM:
-                redo[m * N + n] = True
+        k0, s0, mm0, q0, t0 = decode(np.int64(cbits[m * 8 + 0]), fc)
+        cS0 = -mm0 if s0 else mm0
+        cq0 = q0 if k0 == NUM else ZQ
+        ct0 = t0 if k0 == NUM else ZQ
+        if k0 != NUM:
+            redo[m * 8 + 0] = True
+        k1, s1, mm1, q1, t1 = decode(np.int64(cbits[m * 8 + 1]), fc)
+        cS1 = -mm1 if s1 else mm1
+        cq1 = q1 if k1 == NUM else ZQ
+        ct1 = t1 if k1 == NUM else ZQ
+        if k1 != NUM:
+            redo[m * 8 + 1] = True
+        k2, s2, mm2, q2, t2 = decode(np.int64(cbits[m * 8 + 2]), fc)
+        cS2 = -mm2 if s2 else mm2
+        cq2 = q2 if k2 == NUM else ZQ
+        ct2 = t2 if k2 == NUM else ZQ
+        if k2 != NUM:
+            redo[m * 8 + 2] = True
+        k3, s3, mm3, q3, t3 = decode(np.int64(cbits[m * 8 + 3]), fc)
+        cS3 = -mm3 if s3 else mm3
+        cq3 = q3 if k3 == NUM else ZQ
+        ct3 = t3 if k3 == NUM else ZQ
+        if k3 != NUM:
+            redo[m * 8 + 3] = True
+        k4, s4, mm4, q4, t4 = decode(np.int64(cbits[m * 8 + 4]), fc)
+        cS4 = -mm4 if s4 else mm4
+        cq4 = q4 if k4 == NUM else ZQ
+        ct4 = t4 if k4 == NUM else ZQ
+        if k4 != NUM:
+            redo[m * 8 + 4] = True
+        k5, s5, mm5, q5, t5 = decode(np.int64(cbits[m * 8 + 5]), fc)
+        cS5 = -mm5 if s5 else mm5
+        cq5 = q5 if k5 == NUM else ZQ
+        ct5 = t5 if k5 == NUM else ZQ
+        if k5 != NUM:
+            redo[m * 8 + 5] = True
+        k6, s6, mm6, q6, t6 = decode(np.int64(cbits[m * 8 + 6]), fc)
+        cS6 = -mm6 if s6 else mm6
+        cq6 = q6 if k6 == NUM else ZQ
+        ct6 = t6 if k6 == NUM else ZQ
+        if k6 != NUM:
+            redo[m * 8 + 6] = True
+        k7, s7, mm7, q7, t7 = decode(np.int64(cbits[m * 8 + 7]), fc)
+        cS7 = -mm7 if s7 else mm7
+        cq7 = q7 if k7 == NUM else ZQ
+        ct7 = t7 if k7 == NUM else ZQ
+        if k7 != NUM:
+            redo[m * 8 + 7] = True
         for k0 in range(0, K, L):
-            for n in range(8):
-                emax[n] = ct[n] if ct[n] > e_zero else e_zero
+            e0 = ct0 if ct0 > e_zero else e_zero
+            e1 = ct1 if ct1 > e_zero else e_zero
+            e2 = ct2 if ct2 > e_zero else e_zero
+            e3 = ct3 if ct3 > e_zero else e_zero
+            e4 = ct4 if ct4 > e_zero else e_zero
+            e5 = ct5 if ct5 > e_zero else e_zero
+            e6 = ct6 if ct6 > e_zero else e_zero
+            e7 = ct7 if ct7 > e_zero else e_zero
             for j in range(L):
                 ea = at[m * K + k0 + j]
-                o = (k0 + j) * N
-                btr = bt[o:o + 8]
-                for n in range(8):
-                    e = ea + btr[n]
-                    emax[n] = e if e > emax[n] else emax[n]
-            for n in range(8):
-                sh = cq[n] + F - emax[n]
-                mg = -cS[n] if cS[n] < 0 else cS[n]
-                mg = mg << sh if sh >= 0 else mg >> min(-sh, 63)
-                acc[n] = -mg if cS[n] < 0 else mg
+                o = (k0 + j) * 8
+                x = ea + bt[o + 0]
+                e0 = x if x > e0 else e0
+                x = ea + bt[o + 1]
+                e1 = x if x > e1 else e1
+                x = ea + bt[o + 2]
+                e2 = x if x > e2 else e2
+                x = ea + bt[o + 3]
+                e3 = x if x > e3 else e3
+                x = ea + bt[o + 4]
+                e4 = x if x > e4 else e4
+                x = ea + bt[o + 5]
+                e5 = x if x > e5 else e5
+                x = ea + bt[o + 6]
+                e6 = x if x > e6 else e6
+                x = ea + bt[o + 7]
+                e7 = x if x > e7 else e7
+            a0 = _trunc_c(cS0, cq0, F, e0)
+            a1 = _trunc_c(cS1, cq1, F, e1)
+            a2 = _trunc_c(cS2, cq2, F, e2)
+            a3 = _trunc_c(cS3, cq3, F, e3)
+            a4 = _trunc_c(cS4, cq4, F, e4)
+            a5 = _trunc_c(cS5, cq5, F, e5)
+            a6 = _trunc_c(cS6, cq6, F, e6)
+            a7 = _trunc_c(cS7, cq7, F, e7)
             for j in range(L):
                 sa = aS[m * K + k0 + j]
                 qa = aq[m * K + k0 + j] - PRE + F
-                o = (k0 + j) * N
-                bSr = bS[o:o + 8]
-                bqr = bq[o:o + 8]
-                for n in range(8):
-                    pr = sa * bSr[n]
-                    r = min(emax[n] - qa - bqr[n], 63)
-                    msk = pr >> 63
-                    mag = ((pr ^ msk) - msk) << PRE >> r
-                    acc[n] += (mag ^ msk) - msk
-            for n in range(8):
-                # one rounding per step, to the D format, kept decoded
-                s = acc[n]
-                mag = -s if s < 0 else s
-                lsb = emax[n] - F
-                top = lsb + 63 - fast.clz64(mag)
-                qq = max(top - (p - 1), qmin)
-                sh = qq - lsb
-                if sh <= 0:
-                    r = mag << -sh
-                else:
-                    sh2 = min(sh, 63)
-                    r = mag >> sh2
-                    if mode == fast.RNE:
-                        rem = mag - (r << sh2)
-                        half = np.int64(1) << (sh2 - 1)
-                        r += 1 if (rem > half or (rem == half and (r & 1) == 1)) else 0
-                if r >> p:
-                    r >>= 1
-                    qq += 1
-                if r == 0:
-                    cS[n] = 0
-                    cq[n] = ZQ
-                    ct[n] = ZQ
-                else:
-                    cS[n] = -r if s < 0 else r
-                    cq[n] = qq
-                    ct[n] = qq + mb if r >> mb else 1 - bias
-                    if qq > qmax:
-                        redo[m * N + n] = True
-        for n in range(8):
-            v = cS[n]
-            out[m * N + n] = 0 if v == 0 else encode(1 if v < 0 else 0, -v if v < 0 else v, cq[n], fd, fast.RZ, 0)
+                o = (k0 + j) * 8
+                a0 += _term(sa * bS[o + 0], e0 - qa - bq[o + 0])
+                a1 += _term(sa * bS[o + 1], e1 - qa - bq[o + 1])
+                a2 += _term(sa * bS[o + 2], e2 - qa - bq[o + 2])
+                a3 += _term(sa * bS[o + 3], e3 - qa - bq[o + 3])
+                a4 += _term(sa * bS[o + 4], e4 - qa - bq[o + 4])
+                a5 += _term(sa * bS[o + 5], e5 - qa - bq[o + 5])
+                a6 += _term(sa * bS[o + 6], e6 - qa - bq[o + 6])
+                a7 += _term(sa * bS[o + 7], e7 - qa - bq[o + 7])
+            cS0, cq0, ct0, ov = _round_dec(a0, e0 - F, fd, mode)
+            if ov:
+                redo[m * 8 + 0] = True
+            cS1, cq1, ct1, ov = _round_dec(a1, e1 - F, fd, mode)
+            if ov:
+                redo[m * 8 + 1] = True
+            cS2, cq2, ct2, ov = _round_dec(a2, e2 - F, fd, mode)
+            if ov:
+                redo[m * 8 + 2] = True
+            cS3, cq3, ct3, ov = _round_dec(a3, e3 - F, fd, mode)
+            if ov:
+                redo[m * 8 + 3] = True
+            cS4, cq4, ct4, ov = _round_dec(a4, e4 - F, fd, mode)
+            if ov:
+                redo[m * 8 + 4] = True
+            cS5, cq5, ct5, ov = _round_dec(a5, e5 - F, fd, mode)
+            if ov:
+                redo[m * 8 + 5] = True
+            cS6, cq6, ct6, ov = _round_dec(a6, e6 - F, fd, mode)
+            if ov:
+                redo[m * 8 + 6] = True
+            cS7, cq7, ct7, ov = _round_dec(a7, e7 - F, fd, mode)
+            if ov:
+                redo[m * 8 + 7] = True
+        out[m * 8 + 0] = _enc_dec(cS0, cq0, fd)
+        out[m * 8 + 1] = _enc_dec(cS1, cq1, fd)
+        out[m * 8 + 2] = _enc_dec(cS2, cq2, fd)
+        out[m * 8 + 3] = _enc_dec(cS3, cq3, fd)
+        out[m * 8 + 4] = _enc_dec(cS4, cq4, fd)
+        out[m * 8 + 5] = _enc_dec(cS5, cq5, fd)
+        out[m * 8 + 6] = _enc_dec(cS6, cq6, fd)
+        out[m * 8 + 7] = _enc_dec(cS7, cq7, fd)
 
 
 @njit(cache=True)
@@ -457,7 +565,7 @@ def _tc_one(a, b, c, d, i, maps, prm, luta, lutb, araw, braw, craw, zeros, aS, a
     # sm_90 fp8 (groups == 1): the two HMMA steps start from +0 and C is added last
     c0 = zeros if groups == 1 else craw
     if N == 8:
-        _tile8(M, N, K, aS.reshape(M * K), aq.reshape(M * K), at.reshape(M * K), bS.reshape(K * N),
+        _tile8u(M, N, K, aS.reshape(M * K), aq.reshape(M * K), at.reshape(M * K), bS.reshape(K * N),
                bq.reshape(K * N), bt.reshape(K * N), c0.reshape(M * N), fd if groups == 1 else fc, fd, L, F,
                e_zero, mode, out.reshape(M * N), redo.reshape(M * N))
     else:
