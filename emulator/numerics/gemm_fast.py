@@ -411,7 +411,7 @@ def _round_dec(s, lsb, fd, mode):
 
 @njit(cache=True, inline="always")
 def _enc_dec(cS, cq, fd):
-    return np.uint64(0) if cS == 0 else np.uint64(encode(1 if cS < 0 else 0, -cS if cS < 0 else cS, cq, fd, fast.RZ, 0))
+    return _enc_acc(cS, cq, fd)
 
 
 @njit(cache=True)
@@ -419,53 +419,29 @@ def _tile8u(M, N, K, aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, 
     """_tile for N == 8 (every m16n8 shape) with the eight columns' state held in scalars (generated code:
     one line per column), so the compiler keeps it in registers."""
     for m in range(M):
-        k0, s0, mm0, q0, t0 = decode(np.int64(cbits[m * 8 + 0]), fc)
-        cS0 = -mm0 if s0 else mm0
-        cq0 = q0 if k0 == NUM else ZQ
-        ct0 = t0 if k0 == NUM else ZQ
-        if k0 != NUM:
+        cS0, cq0, ct0, f0 = _dec_acc(cbits[m * 8 + 0], fc)
+        if not f0:
             redo[m * 8 + 0] = True
-        k1, s1, mm1, q1, t1 = decode(np.int64(cbits[m * 8 + 1]), fc)
-        cS1 = -mm1 if s1 else mm1
-        cq1 = q1 if k1 == NUM else ZQ
-        ct1 = t1 if k1 == NUM else ZQ
-        if k1 != NUM:
+        cS1, cq1, ct1, f1 = _dec_acc(cbits[m * 8 + 1], fc)
+        if not f1:
             redo[m * 8 + 1] = True
-        k2, s2, mm2, q2, t2 = decode(np.int64(cbits[m * 8 + 2]), fc)
-        cS2 = -mm2 if s2 else mm2
-        cq2 = q2 if k2 == NUM else ZQ
-        ct2 = t2 if k2 == NUM else ZQ
-        if k2 != NUM:
+        cS2, cq2, ct2, f2 = _dec_acc(cbits[m * 8 + 2], fc)
+        if not f2:
             redo[m * 8 + 2] = True
-        k3, s3, mm3, q3, t3 = decode(np.int64(cbits[m * 8 + 3]), fc)
-        cS3 = -mm3 if s3 else mm3
-        cq3 = q3 if k3 == NUM else ZQ
-        ct3 = t3 if k3 == NUM else ZQ
-        if k3 != NUM:
+        cS3, cq3, ct3, f3 = _dec_acc(cbits[m * 8 + 3], fc)
+        if not f3:
             redo[m * 8 + 3] = True
-        k4, s4, mm4, q4, t4 = decode(np.int64(cbits[m * 8 + 4]), fc)
-        cS4 = -mm4 if s4 else mm4
-        cq4 = q4 if k4 == NUM else ZQ
-        ct4 = t4 if k4 == NUM else ZQ
-        if k4 != NUM:
+        cS4, cq4, ct4, f4 = _dec_acc(cbits[m * 8 + 4], fc)
+        if not f4:
             redo[m * 8 + 4] = True
-        k5, s5, mm5, q5, t5 = decode(np.int64(cbits[m * 8 + 5]), fc)
-        cS5 = -mm5 if s5 else mm5
-        cq5 = q5 if k5 == NUM else ZQ
-        ct5 = t5 if k5 == NUM else ZQ
-        if k5 != NUM:
+        cS5, cq5, ct5, f5 = _dec_acc(cbits[m * 8 + 5], fc)
+        if not f5:
             redo[m * 8 + 5] = True
-        k6, s6, mm6, q6, t6 = decode(np.int64(cbits[m * 8 + 6]), fc)
-        cS6 = -mm6 if s6 else mm6
-        cq6 = q6 if k6 == NUM else ZQ
-        ct6 = t6 if k6 == NUM else ZQ
-        if k6 != NUM:
+        cS6, cq6, ct6, f6 = _dec_acc(cbits[m * 8 + 6], fc)
+        if not f6:
             redo[m * 8 + 6] = True
-        k7, s7, mm7, q7, t7 = decode(np.int64(cbits[m * 8 + 7]), fc)
-        cS7 = -mm7 if s7 else mm7
-        cq7 = q7 if k7 == NUM else ZQ
-        ct7 = t7 if k7 == NUM else ZQ
-        if k7 != NUM:
+        cS7, cq7, ct7, f7 = _dec_acc(cbits[m * 8 + 7], fc)
+        if not f7:
             redo[m * 8 + 7] = True
         for k0 in range(0, K, L):
             e0 = ct0 if ct0 > e_zero else e_zero
@@ -621,6 +597,40 @@ def tc_batch(a, b, c, d, maps, prm, luta, lutb):
 CH = 64
 
 
+@njit(cache=True, inline="always")
+def _dec_acc(bits, fmt):
+    """Decode an f32/f16 accumulator: (S, q, t, finite) with S signed; zeros get ZQ."""
+    eb, mb, w = fast.fmt_info(fmt)
+    bias = (1 << (eb - 1)) - 1
+    x = np.int64(bits)
+    e = (x >> mb) & ((1 << eb) - 1)
+    frac = x & ((np.int64(1) << mb) - 1)
+    neg = (x >> (w - 1)) & 1
+    if e == (1 << eb) - 1:
+        return np.int64(0), np.int64(ZQ), np.int64(ZQ), False
+    if e == 0:
+        if frac == 0:
+            return np.int64(0), np.int64(ZQ), np.int64(ZQ), True
+        return (-frac if neg else frac), np.int64(1 - bias - mb), np.int64(1 - bias), True
+    m = frac | (np.int64(1) << mb)
+    return (-m if neg else m), e - bias - mb, e - bias, True
+
+
+@njit(cache=True, inline="always")
+def _enc_acc(S, q, fmt):
+    """Encode an already rounded finite accumulator (|S| < 2**(mbits+1), on the format's grid)."""
+    if S == 0:
+        return np.uint64(0)
+    eb, mb, w = fast.fmt_info(fmt)
+    bias = (1 << (eb - 1)) - 1
+    neg = S < 0
+    mag = -S if neg else S
+    sign = np.int64(1) << (w - 1) if neg else np.int64(0)
+    if mag >> mb:
+        return np.uint64(sign | ((q + mb + bias) << mb) | (mag - (np.int64(1) << mb)))
+    return np.uint64(sign | mag)
+
+
 @njit(cache=True)
 def _chunk_decode(regs, i0, n_i, maps, off, epr, w, fmt, lut, S, q, t, bad):
     """Decode one operand of instructions i0..i0+n_i into S/q/t[tile index, instruction]."""
@@ -694,13 +704,15 @@ def _wide_chunks(c0, c1, a, b, c, d, maps, prm, luta, lutb):
         for o in range(M * N):
             m = o // N
             n = o % N
+            cwo = cw[o]
+            cfmt = fd if groups == 1 else fc
             for ii in range(n_i):
-                x = np.int64(0) if groups == 1 else np.int64(cw[o, ii])
-                kk, ss, mm, qq, tt = decode(x, fd if groups == 1 else fc)
-                cS[ii] = -mm if ss else mm
-                cq[ii] = qq if kk == NUM else ZQ
-                ct[ii] = tt if kk == NUM else ZQ
-                if kk != NUM:
+                x = np.int64(0) if groups == 1 else np.int64(cwo[ii])
+                S0, q0, t0, fin = _dec_acc(x, cfmt)
+                cS[ii] = S0
+                cq[ii] = q0
+                ct[ii] = t0
+                if not fin:
                     bad[ii] = True
             for k0 in range(0, K, L):
                 for ii in range(n_i):
@@ -758,7 +770,7 @@ def _wide_chunks(c0, c1, a, b, c, d, maps, prm, luta, lutb):
                             bad[ii] = True
             for ii in range(n_i):
                 v = cS[ii]
-                res = 0 if v == 0 else encode(1 if v < 0 else 0, -v if v < 0 else v, cq[ii], fd, fast.RZ, 0)
+                res = _enc_acc(v, cq[ii], fd)
                 if groups == 1:
                     res = fast.ieee_add_bits(np.int64(cw[o, ii]), np.int64(res), fd)
                 out[o, ii] = res
