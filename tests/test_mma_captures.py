@@ -77,13 +77,13 @@ def test_replay_through_warp_run(spelling):
 @pytest.mark.parametrize("spelling", ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
                                       "mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e4m3.f16"])
 def test_replay_all_batch_paths(spelling):
-    """The single-instruction, the vectorised-across-instructions and the multi-core batch kernels
-    give the same (captured) bits."""
+    """The single-instruction and the vectorised-across-instructions batch kernels give the same
+    (captured) bits."""
     cap = CAPS[spelling]
     op = get_mma(spelling)
     reps = 1100 // len(cap["d"]) + 1
     a, b, c, d = (np.concatenate([cap[k]] * reps) for k in "abcd")
-    assert np.array_equal(op.execute_batch(a, b, c), d)                      # >= 1024: all cores
+    assert np.array_equal(op.execute_batch(a, b, c), d)
     assert np.array_equal(op.execute_batch(a[:40], b[:40], c[:40]), d[:40])  # vectorised
     for i in range(0, len(cap["d"]), 7):
         assert np.array_equal(op.execute(cap["a"][i], cap["b"][i], cap["c"][i]), cap["d"][i])

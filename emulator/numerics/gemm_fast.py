@@ -282,87 +282,6 @@ def _gather_tile(regs, i, maps, off, epr, w, out):
                 j += 1
 
 
-@njit(cache=True)
-def _tile(M, N, K, aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo):
-    """_block for one small tile, on flat arrays with no views or calls in the inner loops (the same
-    arithmetic, loops over the N columns innermost)."""
-    eb, mb, w = fast.fmt_info(fd)
-    p = mb + 1
-    bias = (1 << (eb - 1)) - 1
-    qmin = 1 - bias - mb
-    qmax = (1 << eb) - 2 - bias - mb
-    cS = np.empty(N, np.int64); cq = np.empty(N, np.int64); ct = np.empty(N, np.int64)
-    emax = np.empty(N, np.int64); acc = np.empty(N, np.int64)
-    for m in range(M):
-        for n in range(N):
-            kk, ss, mm, qq, tt = decode(np.int64(cbits[m * N + n]), fc)
-            cS[n] = -mm if ss else mm
-            cq[n] = qq if kk == NUM else ZQ
-            ct[n] = tt if kk == NUM else ZQ
-            if kk != NUM:
-                redo[m * N + n] = True
-        for k0 in range(0, K, L):
-            for n in range(N):
-                emax[n] = ct[n] if ct[n] > e_zero else e_zero
-            for j in range(L):
-                ea = at[m * K + k0 + j]
-                o = (k0 + j) * N
-                btr = bt[o:o + N]                  # a view: indexes from range(N) need no wraparound
-                for n in range(N):
-                    e = ea + btr[n]
-                    emax[n] = e if e > emax[n] else emax[n]
-            for n in range(N):
-                sh = cq[n] + F - emax[n]
-                mg = -cS[n] if cS[n] < 0 else cS[n]
-                mg = mg << sh if sh >= 0 else mg >> min(-sh, 63)
-                acc[n] = -mg if cS[n] < 0 else mg
-            for j in range(L):
-                sa = aS[m * K + k0 + j]
-                qa = aq[m * K + k0 + j] - PRE + F
-                o = (k0 + j) * N
-                bSr = bS[o:o + N]
-                bqr = bq[o:o + N]
-                for n in range(N):
-                    pr = sa * bSr[n]
-                    r = min(emax[n] - qa - bqr[n], 63)
-                    msk = pr >> 63
-                    mag = ((pr ^ msk) - msk) << PRE >> r
-                    acc[n] += (mag ^ msk) - msk
-            for n in range(N):
-                # one rounding per step, to the D format, kept decoded
-                s = acc[n]
-                mag = -s if s < 0 else s
-                lsb = emax[n] - F
-                top = lsb + 63 - fast.clz64(mag)
-                qq = max(top - (p - 1), qmin)
-                sh = qq - lsb
-                if sh <= 0:
-                    r = mag << -sh
-                else:
-                    sh2 = min(sh, 63)
-                    r = mag >> sh2
-                    if mode == fast.RNE:
-                        rem = mag - (r << sh2)
-                        half = np.int64(1) << (sh2 - 1)
-                        r += 1 if (rem > half or (rem == half and (r & 1) == 1)) else 0
-                if r >> p:
-                    r >>= 1
-                    qq += 1
-                if r == 0:
-                    cS[n] = 0
-                    cq[n] = ZQ
-                    ct[n] = ZQ
-                else:
-                    cS[n] = -r if s < 0 else r
-                    cq[n] = qq
-                    ct[n] = qq + mb if r >> mb else 1 - bias
-                    if qq > qmax:
-                        redo[m * N + n] = True
-        for n in range(N):
-            v = cS[n]
-            out[m * N + n] = 0 if v == 0 else encode(1 if v < 0 else 0, -v if v < 0 else v, cq[n], fd, fast.RZ, 0)
-
-
 @njit(cache=True, inline="always")
 def _trunc_c(cS, cq, F, emax):
     """The accumulator truncated toward zero F bits below 2**emax."""
@@ -415,9 +334,9 @@ def _enc_dec(cS, cq, fd):
 
 
 @njit(cache=True)
-def _tile8u(M, N, K, aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo):
-    """_tile for N == 8 (every m16n8 shape) with the eight columns' state held in scalars (generated code:
-    one line per column), so the compiler keeps it in registers."""
+def _tile_n8(M, N, K, aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo):
+    """One instruction's tile (N == 8: every m16n8 shape): the arithmetic of _block with the eight columns'
+    state held in scalars (generated code, one line per column), so the compiler keeps it in registers."""
     for m in range(M):
         cS0, cq0, ct0, f0 = _dec_acc(cbits[m * 8 + 0], fc)
         if not f0:
@@ -540,14 +459,9 @@ def _tc_one(a, b, c, d, i, maps, prm, luta, lutb, araw, braw, craw, zeros, aS, a
     _decode_matrix(braw, fb, bS, bq, bt, spb, False, lutb)
     # sm_90 fp8 (groups == 1): the two HMMA steps start from +0 and C is added last
     c0 = zeros if groups == 1 else craw
-    if N == 8:
-        _tile8u(M, N, K, aS.reshape(M * K), aq.reshape(M * K), at.reshape(M * K), bS.reshape(K * N),
-               bq.reshape(K * N), bt.reshape(K * N), c0.reshape(M * N), fd if groups == 1 else fc, fd, L, F,
-               e_zero, mode, out.reshape(M * N), redo.reshape(M * N))
-    else:
-        _tile(M, N, K, aS.reshape(M * K), aq.reshape(M * K), at.reshape(M * K), bS.reshape(K * N),
-              bq.reshape(K * N), bt.reshape(K * N), c0.reshape(M * N), fd if groups == 1 else fc, fd, L, F,
-              e_zero, mode, out.reshape(M * N), redo.reshape(M * N))
+    _tile_n8(M, N, K, aS.reshape(M * K), aq.reshape(M * K), at.reshape(M * K), bS.reshape(K * N),
+            bq.reshape(K * N), bt.reshape(K * N), c0.reshape(M * N), fd if groups == 1 else fc, fd, L, F, e_zero,
+            mode, out.reshape(M * N), redo.reshape(M * N))
     for m in range(M):
         for n in range(N):
             if spa[m] or spb[n] or redo[m, n]:
@@ -800,11 +714,3 @@ def tc_batch_wide(a, b, c, d, maps, prm, luta, lutb):
     _wide_chunks(0, (a.shape[0] + CH - 1) // CH, a, b, c, d, maps, prm, luta, lutb)
 
 
-
-@njit(cache=True, parallel=True)
-def tc_batch_wide_par(a, b, c, d, maps, prm, luta, lutb):
-    """tc_batch_wide with the chunks spread over the cores."""
-    nch = (a.shape[0] + CH - 1) // CH
-    parts = min(nch, 16)
-    for p in prange(parts):
-        _wide_chunks(p * nch // parts, (p + 1) * nch // parts, a, b, c, d, maps, prm, luta, lutb)
