@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from isa.fragments import pack, reg_dtype, unpack
-from isa.mma import ELEM, NUMPY_DTYPE, VARIANTS
+from isa.mma import ARCHS, ELEM, NUMPY_DTYPE, VARIANTS
 from .errors import OperandError, UnsupportedError, fail
 from .numerics import fast, gemm_fast
 from .numerics.params import ARCH_ALIASES, FORMATS, RZ, tc_params
@@ -171,6 +171,9 @@ def get_mma(opcode: str, arch: str = "sm_90") -> MmaOp:
     if v is None:
         fail(UnsupportedError, opcode, "unsupported mma variant; supported: " + ", ".join(VARIANTS))
     ak = _arch_key(arch)
+    if ak not in ARCHS:
+        fail(UnsupportedError, opcode, f"no mma.sync model for {arch}; modelled: {', '.join(ARCHS)} "
+                                       f"({', '.join(f'{a} as {b}' for a, b in ARCH_ALIASES.items())})")
     if ak not in v.archs:
         fail(UnsupportedError, opcode, f"not available on {arch} (ptxas accepts it for {', '.join(v.archs)})")
     if ak not in MODEL_ARCHS[v.family]:

@@ -65,6 +65,8 @@ def test_architecture_rows():
         get_mma("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", arch)
         get_mma("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64", arch)
     assert get_mma(fp8, "sm_90a").spelling == fp8
+    with pytest.raises(UnsupportedError, match="sm_89"):
+        get_mma(fp8, "sm_89")
     p80 = get_mma("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "sm_80").params
     p90 = get_mma("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "sm_90").params
     assert (p80.L, p80.F, p80.e_zero) == (8, 24, -132) and (p90.L, p90.F, p90.e_zero) == (16, 25, -133)
