@@ -399,6 +399,9 @@ class KernelWarp(Warp):
         self.waiting = np.zeros(LANES, np.bool_)
         self.stacks = [[] for _ in range(LANES)]
         self.depth = 0                     # number of lanes inside a call
+        # per lane, an id of its chain of call sites (equal ids: the lanes' PCs compare directly)
+        self.chain_id = np.zeros(LANES, np.int64)
+        self._chains = {(): 0}
         self.param = np.repeat(param_init[None, :], LANES, axis=0)
         self.local_bases = local_bases     # uint64 (32,)
         self.local_size = local_size
@@ -795,6 +798,10 @@ class _CTA:
                 self._trace(w, op, shown)
 
     def _pick_nested(self, w, live):
+        ids = w.chain_id[live]
+        if (ids == ids[0]).all():          # every runnable lane in the same activation chain
+            p = int(w.pc[live].min())
+            return p, live & (w.pc == p)
         keys = {}
         for lane in np.flatnonzero(live):
             keys[lane] = tuple(f[0] - 1 for f in w.stacks[lane]) + (int(w.pc[lane]),)
@@ -835,6 +842,7 @@ class _CTA:
             if not st:
                 w.depth += 1
             st.append((int(w.pc[lane]) + 1, site.callee, site))
+            w.chain_id[lane] = w._chains.setdefault(tuple(f[0] for f in st), len(w._chains))
         w.pc[mask] = op.target
 
     def _return(self, w, mask, exit_):
@@ -845,8 +853,10 @@ class _CTA:
                 if st:
                     st.clear()
                     w.depth -= 1
+                    w.chain_id[lane] = 0
                 continue
             ret_pc, callee, site = st.pop()
+            w.chain_id[lane] = w._chains.setdefault(tuple(f[0] for f in st), len(w._chains))
             if not st:
                 w.depth -= 1
             _, rets = self.prog.formals[callee]

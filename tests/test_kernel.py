@@ -439,3 +439,45 @@ def test_generic_access_past_a_threads_local_depot_is_reported():
     """ + PROLOGUE + "    st.u32 [%SP+16], %r1;\n"
     with pytest.raises(MemoryAccessError, match=r"lane 0: global address .* is outside every global allocation"):
         run(kernel(body))
+
+
+def test_lanes_reconverge_after_a_divergent_call():
+    extra = """
+.func (.param .b32 ret) spin(.param .b32 n)
+{
+    .reg .b32 %r<4>;
+    .reg .pred %p<2>;
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, 0;
+L:
+    setp.ge.u32 %p1, %r2, %r1;
+    @%p1 bra E;
+    add.u32 %r2, %r2, 1;
+    bra L;
+E:
+    activemask.b32 %r3;
+    st.param.b32 [ret], %r3;
+    ret;
+}
+"""
+    body = PROLOGUE + """
+    mov.u32 %r9, 0;
+    and.b32 %r8, %r1, 1;
+    setp.eq.u32 %p1, %r8, 0;
+    @!%p1 bra S;
+    {
+    .param .b32 p0;
+    st.param.b32 [p0], %r1;
+    .param .b32 r0;
+    call.uni (r0), spin, (p0);
+    ld.param.b32 %r9, [r0];
+    }
+S:
+    activemask.b32 %r10;
+    xor.b32 %r9, %r9, %r10;
+    st.global.u32 [%rd2], %r9;
+    """
+    out, _ = run(kernel(body, extra))
+    even = sum(1 << t for t in range(0, 32, 2))
+    # inside the callee the even lanes run together; after the call all 32 lanes are together again
+    assert out.tolist() == [even ^ 0xFFFFFFFF if t % 2 == 0 else 0xFFFFFFFF for t in range(32)]
