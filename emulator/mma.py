@@ -81,6 +81,7 @@ class MmaOp:
         self.n_a, self.n_b, self.n_c, self.n_d = v.n_a, v.n_b, v.n_c, v.n_d
         self.a_bits, self.b_bits, self.c_bits, self.d_bits = (v.reg_bits(op) for op in "ABCD")
         self._dt = {op: reg_dtype(v, op) for op in "ABCD"}
+        self._shape_a, self._shape_b, self._shape_c = (v.n_a, 32), (v.n_b, 32), (v.n_c, 32)
         M, N = v.tile_shape("D")
         K = v.tile_shape("A")[1]
         epr = [v.reg_bits(op) // v.elem_bits(op) for op in "ABCD"]
@@ -130,7 +131,16 @@ class MmaOp:
 
     def execute(self, a, b, c):
         """Raw register bits (n_a, 32), (n_b, 32), (n_c, 32) -> D's raw bits (n_d, 32)."""
-        return self.execute_batch(a[None], b[None], c[None])[0]
+        dt = self._dt
+        if (type(a) is np.ndarray and type(b) is np.ndarray and type(c) is np.ndarray
+                and a.dtype == dt["A"] and b.dtype == dt["B"] and c.dtype == dt["C"]
+                and a.shape == self._shape_a and b.shape == self._shape_b and c.shape == self._shape_c
+                and a.flags.c_contiguous and b.flags.c_contiguous and c.flags.c_contiguous):
+            d = np.empty((1, self.n_d, 32), dt["D"])                  # the common case, checked cheaply
+            self._kern(a.reshape(1, self.n_a, 32), b.reshape(1, self.n_b, 32), c.reshape(1, self.n_c, 32), d,
+                       self._maps, self._prm, *self._extra)
+            return d[0]
+        return self.execute_batch(np.asarray(a)[None], np.asarray(b)[None], np.asarray(c)[None])[0]
 
     def execute_batch(self, a, b, c):
         """Many independent instructions at once: (batch, n_a, 32) ... -> (batch, n_d, 32)."""
