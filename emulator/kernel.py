@@ -401,7 +401,8 @@ class KernelWarp(Warp):
         self.depth = 0                     # number of lanes inside a call
         # per lane, an id of its chain of call sites (equal ids: the lanes' PCs compare directly)
         self.chain_id = np.zeros(LANES, np.int64)
-        self._chains = {(): 0}
+        self._chains = {(): 0}             # chain of return PCs -> id
+        self._chain_of = {0: ()}           # id -> chain
         self.param = np.repeat(param_init[None, :], LANES, axis=0)
         self.local_bases = local_bases     # uint64 (32,)
         self.local_size = local_size
@@ -798,19 +799,23 @@ class _CTA:
                 self._trace(w, op, shown)
 
     def _pick_nested(self, w, live):
+        """Runnable lanes with the smallest (call sites..., pc) key: within one activation chain the PCs
+        compare directly, so only the few distinct chains are compared as tuples."""
         ids = w.chain_id[live]
         if (ids == ids[0]).all():          # every runnable lane in the same activation chain
             p = int(w.pc[live].min())
             return p, live & (w.pc == p)
-        keys = {}
-        for lane in np.flatnonzero(live):
-            keys[lane] = tuple(f[0] - 1 for f in w.stacks[lane]) + (int(w.pc[lane]),)
-        best = min(keys.values())
-        mask = np.zeros(LANES, np.bool_)
-        for lane, k in keys.items():
-            if k == best:
-                mask[lane] = True
-        return best[-1], mask
+        chains = {c: i for i, c in w._chains.items()} if len(w._chain_of) != len(w._chains) else w._chain_of
+        w._chain_of = chains
+        best = None
+        for cid in np.unique(ids):
+            sel = live & (w.chain_id == cid)
+            p = int(w.pc[sel].min())
+            key = tuple(r - 1 for r in chains[int(cid)]) + (p,)
+            if best is None or key < best[0]:
+                best = (key, sel, p)
+        _, sel, p = best
+        return p, sel & (w.pc == p)
 
     @staticmethod
     def _guard(w, op, mask):
