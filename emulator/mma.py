@@ -23,6 +23,7 @@ MODEL_ARCHS = {"tc": ("sm_80", "sm_86", "sm_90"), "int": ("sm_80", "sm_86", "sm_
 
 _LAYOUTS = ("row", "col")
 WIDE_BATCH = 32         # tensor-core batches at least this large run vectorised across instructions
+PARALLEL_BATCH = 4096   # ... and at least this large, spread over the cores
 _TYPES = set(ELEM)
 
 
@@ -109,6 +110,7 @@ class MmaOp:
             assert N == 8, f"{v.spelling}: the tensor-core kernels assume N == 8"
             self._kern = gemm_fast.tc_batch
             self._kern_wide = gemm_fast.tc_batch_wide
+            self._kern_par = gemm_fast.tc_batch_wide_par
             self._extra = (gemm_fast.lut(v.atype), gemm_fast.lut(v.btype))
         elif fam == "int":
             prm = [M, N, K, epr[0], epr[1], w[0], w[1], int(v.atype[0] == "s"), int(v.btype[0] == "s"),
@@ -124,7 +126,7 @@ class MmaOp:
         if not hasattr(self, "_extra"):
             self._extra = ()
         if not hasattr(self, "_kern_wide"):
-            self._kern_wide = None
+            self._kern_wide = self._kern_par = None
 
     def __repr__(self):
         return f"MmaOp({self.spelling!r}, arch={self.arch!r})"
@@ -150,7 +152,9 @@ class MmaOp:
         if not (a.shape[0] == b.shape[0] == c.shape[0]):
             fail(OperandError, self.spelling, f"batch sizes differ: A {a.shape[0]}, B {b.shape[0]}, C {c.shape[0]}")
         d = np.empty((a.shape[0], self.n_d, 32), self._dt["D"])
-        kern = self._kern_wide if self._kern_wide is not None and a.shape[0] >= WIDE_BATCH else self._kern
+        kern = self._kern
+        if self._kern_wide is not None and a.shape[0] >= WIDE_BATCH:
+            kern = self._kern_par if a.shape[0] >= PARALLEL_BATCH else self._kern_wide
         kern(a, b, c, d, self._maps, self._prm, *self._extra)
         return d
 

@@ -77,11 +77,12 @@ def test_replay_through_warp_run(spelling):
 @pytest.mark.parametrize("spelling", ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
                                       "mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e4m3.f16"])
 def test_replay_all_batch_paths(spelling):
-    """The single-instruction and the vectorised-across-instructions batch kernels give the same
-    (captured) bits."""
+    """The single-instruction, the vectorised-across-instructions and the multi-core batch kernels give
+    the same (captured) bits."""
+    from emulator.mma import PARALLEL_BATCH
     cap = CAPS[spelling]
     op = get_mma(spelling)
-    reps = 1100 // len(cap["d"]) + 1
+    reps = PARALLEL_BATCH // len(cap["d"]) + 1
     a, b, c, d = (np.concatenate([cap[k]] * reps) for k in "abcd")
     assert np.array_equal(op.execute_batch(a, b, c), d)
     assert np.array_equal(op.execute_batch(a[:40], b[:40], c[:40]), d[:40])  # vectorised

@@ -714,3 +714,12 @@ def tc_batch_wide(a, b, c, d, maps, prm, luta, lutb):
     _wide_chunks(0, (a.shape[0] + CH - 1) // CH, a, b, c, d, maps, prm, luta, lutb)
 
 
+
+
+@njit(cache=True, parallel=True)
+def tc_batch_wide_par(a, b, c, d, maps, prm, luta, lutb):
+    """tc_batch_wide with the chunks spread over the cores."""
+    nch = (a.shape[0] + CH - 1) // CH
+    parts = min(nch, 16)
+    for p in prange(parts):
+        _wide_chunks(p * nch // parts, (p + 1) * nch // parts, a, b, c, d, maps, prm, luta, lutb)
