@@ -744,15 +744,22 @@ class _CTA:
         code = self.prog.code
         pc = w.pc
         budget = self.budget
+        nxt = None          # (pc, mask) known without a search: the whole runnable warp moves together
         while True:
-            live = ~w.exited & ~w.waiting
-            if not live.any():
-                return
-            if w.depth:
-                p, mask = self._pick_nested(w, live)
+            if nxt is not None:
+                p, mask = nxt
+                nxt = None
+                together = True
             else:
-                p = int(pc[live].min())
-                mask = live & (pc == p)
+                live = ~w.exited & ~w.waiting
+                if not live.any():
+                    return
+                if w.depth:
+                    p, mask = self._pick_nested(w, live)
+                else:
+                    p = int(pc[live].min())
+                    mask = live & (pc == p)
+                together = bool((mask == live).all())
             op = code[p]
             w.cur_pc = p
             budget[0] -= 1
@@ -775,10 +782,17 @@ class _CTA:
                 except EmulatorError as e:
                     raise _located(e, op.instr) from None
                 pc[mask] += 1
+                if together:
+                    nxt = (p + 1, mask)
             elif kind == "bra":
                 taken = mask & self._guard(w, op, mask)
                 pc[taken] = op.target
                 pc[mask & ~taken] += 1
+                if together:
+                    if not taken.any():
+                        nxt = (p + 1, mask)
+                    elif (taken == mask).all():
+                        nxt = (op.target, mask)
             elif kind in ("ret", "exit"):
                 g = mask & self._guard(w, op, mask)
                 pc[mask & ~g] += 1
