@@ -205,3 +205,14 @@ def test_atomic_float_add_rounds_each_step():
     w.run("red.shared.add.f32 [%r1], %f1;")
     # 1 + 2^-24 rounds back to 1 (ties to even) at every step
     assert w.smem[:4].view(np.float32)[0] == 1.0
+
+
+def test_elect_and_no_op_instructions():
+    w = Warp()
+    w.write("%rd1", 0)
+    w.run("elect.sync %r1|%p1, -1; prefetch.global.L2 [%rd1]; griddepcontrol.wait; fence.proxy.async; "
+          "membar.gl; nanosleep.u32 10;")
+    assert w.read("%r1").tolist() == [0] * 32
+    assert w.read("%p1").tolist() == [True] + [False] * 31
+    with pytest.raises(OperandError, match="takes an address"):
+        w.run("prefetch.global.L2 %rd1;")

@@ -193,11 +193,45 @@ def compile_redux(instr, env):
     return run
 
 
-@executor("membar", "fence", "nanosleep")
+@executor("membar", "fence", "nanosleep", "prefetch", "prefetchu", "griddepcontrol", "setmaxnreg")
 def compile_nop(instr, env):
-    if instr.base == "nanosleep" and len(instr.operands) != 1:
-        raise OperandError(f"{instr.opcode}: takes one operand")
+    """Instructions with nothing to do in a sequential emulator: memory ordering (every access is already
+    visible in program order), sleeping, cache prefetches, dependent-grid control, register reallocation."""
+    from ..ptx import Mem
+    want = {"nanosleep": 1, "prefetch": 1, "prefetchu": 1, "setmaxnreg": 1}.get(instr.base)
+    if want is not None and len(instr.operands) != want:
+        raise OperandError(f"{instr.opcode}: takes {want} operand(s), found {len(instr.operands)}")
+    if instr.base in ("prefetch", "prefetchu"):
+        if not isinstance(instr.operands[0], Mem):
+            raise OperandError(f"{instr.opcode}: takes an address [..], found {instr.operands[0]}")
+        address(env, instr.operands[0], instr)
+    if instr.base == "griddepcontrol" and (instr.operands or
+                                           not set(instr.mods) <= {"wait", "launch_dependents"}):
+        raise OperandError(f"{instr.opcode}: griddepcontrol.wait / griddepcontrol.launch_dependents take no "
+                           f"operands")
     return lambda warp, mask: None
+
+
+@executor("elect")
+def compile_elect(instr, env):
+    """elect.sync d|p, membermask: the lowest-numbered executing lane of membermask is the leader."""
+    q = split_mods(instr, {"sync": {"sync"}})
+    if "sync" not in q or len(instr.operands) != 2:
+        raise OperandError(f"{instr.opcode}: elect.sync d|p, membermask")
+    d_op = instr.operands[0]
+    d_reg, p_reg = (d_op.items if isinstance(d_op, Pair) else (d_op, None))
+    write = dst(env, d_reg, "b32", instr)
+    write_p = dst(env, p_reg, "pred", instr) if p_reg is not None else None
+    m = src(env, instr.operands[1], "b32", instr)
+
+    def run(warp, mask):
+        members = m(warp)
+        _member_check(instr, mask, members)
+        leader = int(np.flatnonzero(mask)[0])
+        write(warp, np.full(32, leader, np.uint32), mask)
+        if write_p:
+            write_p(warp, LANE == leader, mask)
+    return run
 
 
 @executor("trap")
