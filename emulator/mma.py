@@ -13,7 +13,7 @@ from isa.fragments import pack, reg_dtype, unpack
 from isa.mma import ARCHS, ELEM, NUMPY_DTYPE, VARIANTS
 from .errors import OperandError, UnsupportedError, fail
 from .numerics import fast, gemm_fast
-from .numerics.params import ARCH_ALIASES, FORMATS, RZ, tc_params
+from .numerics.params import ARCH_ALIASES, FORMATS, tc_params
 
 # Architectures each arithmetic family has a model for (beyond ptxas accepting the spelling).
 MODEL_ARCHS = {"tc": ("sm_80", "sm_86", "sm_90"), "int": ("sm_80", "sm_86", "sm_90"),

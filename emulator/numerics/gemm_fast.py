@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit, prange
 
 from . import fast
-from .fast import INF, NAN, NUM, PRE, ZQ, _special_step, decode, encode
+from .fast import NUM, PRE, ZQ, _special_step, decode, encode
 
 _BR, _BC = 32, 256      # rows x columns of one parallel task (its B slices stay in cache)
 

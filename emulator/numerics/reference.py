@@ -9,7 +9,7 @@ The jitted code in ``fast.py`` implements the same functions over int64 and is t
 """
 from dataclasses import dataclass
 
-from .params import FORMATS, RNE, RZ
+from .params import FORMATS, RNE
 
 F32_NAN, F16_NAN = 0x7FFFFFFF, 0x7FFF          # canonical NaNs of the tensor core and FADD/FFMA/HADD2
 

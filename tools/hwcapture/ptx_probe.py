@@ -20,11 +20,8 @@ PTX_VERSION = "9.0"
 
 
 def reg_names(var, op, base):
-    prefix = {"f32": "%f", "f64": "%fd"}.get(var.atype if op in "AB" and var.atype == "f64" else
-                                            {"A": var.atype, "B": var.btype, "C": var.ctype,
-                                             "D": var.dtype}[op], "%r")
-    if prefix == "%r" and {"A": var.atype, "B": var.btype, "C": var.ctype, "D": var.dtype}[op] == "f32":
-        prefix = "%f"
+    t = {"A": var.atype, "B": var.btype, "C": var.ctype, "D": var.dtype}[op]
+    prefix = "%fd" if t == "f64" else "%f" if t == "f32" else "%r"
     return [f"{prefix}{base + i}" for i in range(var.n_regs(op))]
 
 
