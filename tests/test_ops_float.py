@@ -223,3 +223,22 @@ def test_float_errors_list_the_alternatives():
         w.run("add.rx.f32 %f1, %f2, %f3;")
     with pytest.raises(OperandError, match=r"takes 3 operands, found 2"):
         w.run("add.rn.f32 %f1, %f2;")
+
+
+def test_cvt_saturation_pack_relu_and_testp():
+    v = np.array([-2.0, 0.25, 3.0, np.nan, 70000.0, -70000.0, 1e-45, -0.0] * 4, np.float32)
+    w = Warp()
+    w.write("%f1", v)
+    w.write("%f2", v[::-1].copy())
+    w.run("cvt.sat.f32.f32 %f3, %f1; cvt.rn.relu.f16x2.f32 %r1, %f1, %f2; cvt.rn.satfinite.f16x2.f32 %r2, %f1, %f2; "
+          "testp.finite.f32 %p1, %f1; testp.subnormal.f32 %p2, %f1; testp.notanumber.f32 %p3, %f1")
+    assert w.read("%f3").view(np.float32)[:8].tolist()[:3] == [0.0, 0.25, 1.0]
+    assert w.read("%f3")[3] == 0                       # NaN saturates to +0
+    hi = (w.read("%r1") >> 16).astype(np.uint16).view(np.float16)
+    assert hi[:8].astype(np.float32).tolist()[:3] == [0.0, 0.25, 3.0] and hi[4] == np.inf
+    assert w.read("%r1")[3] >> 16 == 0x7FFF            # NaN stays (canonical) NaN under .relu
+    sat = (w.read("%r2") >> 16).astype(np.uint16).view(np.float16)
+    assert sat[4] == np.float16(65504) and sat[5] == np.float16(-65504)
+    assert w.read("%p1")[:8].tolist() == [True, True, True, False, True, True, True, True]
+    assert w.read("%p2")[:8].tolist() == [False, False, False, False, False, False, True, False]
+    assert w.read("%p3")[:8].tolist() == [False, False, False, True, False, False, False, False]
