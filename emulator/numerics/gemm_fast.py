@@ -299,7 +299,7 @@ def _term(pr, r):
     return (mag ^ msk) - msk
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _round_dec(s, lsb, fd, mode):
     """Round s * 2**lsb to fd (RZ/RNE) and return it decoded: (S, q, t, overflowed)."""
     eb, mb, w = fast.fmt_info(fd)
@@ -328,7 +328,7 @@ def _round_dec(s, lsb, fd, mode):
     return (-r if s < 0 else r), qq, (qq + mb if r >> mb else np.int64(1 - bias)), qq > qmax
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _enc_dec(cS, cq, fd):
     return _enc_acc(cS, cq, fd)
 
@@ -511,7 +511,7 @@ def tc_batch(a, b, c, d, maps, prm, luta, lutb):
 CH = 64
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _dec_acc(bits, fmt):
     """Decode an f32/f16 accumulator: (S, q, t, finite) with S signed; zeros get ZQ."""
     eb, mb, w = fast.fmt_info(fmt)
@@ -530,7 +530,7 @@ def _dec_acc(bits, fmt):
     return (-m if neg else m), e - bias - mb, e - bias, True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _enc_acc(S, q, fmt):
     """Encode an already rounded finite accumulator (|S| < 2**(mbits+1), on the format's grid)."""
     if S == 0:
