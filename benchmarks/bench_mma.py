@@ -16,9 +16,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import emulator.mma  # noqa: E402,F401  (binds emulator.mma before the package attribute is used)
 from emulator import Warp, gemm  # noqa: E402
-from emulator.mma import get_mma  # noqa: E402
+from emulator.tensorcore import get_mma  # noqa: E402
 
 INSTR = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 

@@ -15,12 +15,8 @@ __all__ = ["Warp", "WarpOptions", "GlobalMemory", "SmemAccess", "EmulatorError",
 def __getattr__(name):
     # Heavier parts load on first use, so that `import emulator` stays quick.
     if name in ("mma", "gemm"):
-        # the submodule emulator.mma shares its name with the function: import it by path (a plain
-        # `from . import mma` would come back here), then bind the functions over the module attribute
-        import importlib
-        _m = importlib.import_module(".mma", __name__)
-        globals().update(mma=_m.mma, gemm=_m.gemm)
-        return globals()[name]
+        from . import tensorcore
+        return getattr(tensorcore, name)
     if name == "load_ptx":
         from .kernel import load_ptx
         return load_ptx

@@ -67,7 +67,7 @@ CUTE_SM80 = {
 
 def variant(instr):
     """The ``isa.mma`` entry for an mma spelling (modifiers in any order ptxas accepts)."""
-    from .mma import canonical_spelling
+    from .tensorcore import canonical_spelling
     spelling = canonical_spelling(instr) if instr.startswith("mma") else None
     v = VARIANTS.get(spelling) if spelling else None
     if v is None:

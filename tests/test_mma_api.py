@@ -6,7 +6,7 @@ import pytest
 
 from emulator import EmulatorError, Warp
 from emulator.errors import OperandError, UnsupportedError
-from emulator.mma import _elem_bits_of, _gemm_by_instructions, canonical_spelling, gemm, get_mma, mma
+from emulator.tensorcore import _elem_bits_of, _gemm_by_instructions, canonical_spelling, gemm, get_mma, mma
 from isa.mma import VARIANTS
 
 

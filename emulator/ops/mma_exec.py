@@ -12,7 +12,7 @@ _UINT = {32: np.uint32, 64: np.uint64}
 
 @executor("mma")
 def compile_mma(instr, env):
-    from ..mma import get_mma
+    from ..tensorcore import get_mma
     op = get_mma(instr.opcode, env.arch)
     if len(instr.operands) != 4:
         raise OperandError(f"{instr.opcode}: takes 4 operands (D, A, B, C), found {len(instr.operands)}")

@@ -340,16 +340,3 @@ def _gemm_by_instructions(op, abits, bbits, cbits):
             creg = pack(v, "C", unpack(v, "D", d))
     dt = unpack(v, "D", creg.reshape(mi, ni, op.n_d, 32))                   # (mi, ni, Mt, Nt)
     return dt.transpose(0, 2, 1, 3).reshape(M, N)
-
-
-# ``emulator.mma`` names both this module and the function ``mma`` (API.md).  Once the module is imported,
-# Python binds the package attribute ``emulator.mma`` to the module, so the module itself is made callable:
-# ``from emulator import mma; mma(instr, A, B, C)`` works whichever of the two a caller gets.
-class _CallableModule(type(np)):
-    def __call__(self, instr, A, B, C, arch="sm_90"):
-        return mma(instr, A, B, C, arch=arch)
-
-
-import sys as _sys  # noqa: E402
-
-_sys.modules[__name__].__class__ = _CallableModule
