@@ -28,13 +28,18 @@ def compile_mma(instr, env):
     (d_names, _), (a_names, a_dt), (b_names, b_dt), (c_names, c_dt) = groups
     text = instr.text
 
+    bufs = [np.empty((len(names), 32), dt) for names, dt in groups[1:]]
+    srcs = list(zip((a_names, b_names, c_names), bufs))
+
     def run(warp, mask):
         require_full_warp(instr, mask)
         get = warp.get_reg
-        a = np.stack([get(n, text) for n in a_names]).astype(a_dt, copy=False)
-        b = np.stack([get(n, text) for n in b_names]).astype(b_dt, copy=False)
-        c = np.stack([get(n, text) for n in c_names]).astype(c_dt, copy=False)
-        d = op.execute(a, b, c)
+        for names, buf in srcs:                 # gather the operand registers (C is read before D is written)
+            for i, n in enumerate(names):
+                buf[i] = get(n, text)
+        d = op.execute(*bufs)
+        regs = warp.regs                        # a full warp: D registers are replaced whole
         for i, n in enumerate(d_names):
-            warp.set_reg(n, d[i], mask)
+            if n != "_":
+                regs[n] = d[i]
     return run
