@@ -270,19 +270,6 @@ def tc_gemm(abits, bbits, cbits, op):
 # register-level batches of tensor-core instructions (MmaOp.execute_batch): the same block code on
 # one instruction's tile
 @njit(cache=True, inline="always")
-def _gather_tile(regs, i, maps, off, epr, w, out):
-    nreg = regs.shape[1]
-    mask = (np.uint64(1) << np.uint64(w)) - np.uint64(1)
-    j = off
-    for r in range(nreg):
-        for lane in range(32):
-            word = np.uint64(regs[i, r, lane])
-            for e in range(epr):
-                out[maps[j]] = (word >> np.uint64(e * w)) & mask
-                j += 1
-
-
-@njit(cache=True, inline="always")
 def _trunc_c(cS, cq, F, emax):
     """The accumulator truncated toward zero F bits below 2**emax."""
     sh = cq + F - emax
@@ -449,9 +436,9 @@ def _tc_one(a, b, c, d, i, maps, prm, luta, lutb, araw, braw, craw, zeros, aS, a
     M, N, K = prm[0], prm[1], prm[2]
     fa, fb, fc, fd = prm[3], prm[4], prm[5], prm[6]
     L, F, e_zero, mode, groups = prm[15], prm[16], prm[17], prm[18], prm[19]
-    _gather_tile(a, i, maps, prm[20], prm[7], prm[11], araw.reshape(M * K))
-    _gather_tile(b, i, maps, prm[21], prm[8], prm[12], braw.reshape(K * N))
-    _gather_tile(c, i, maps, prm[22], prm[9], prm[13], craw.reshape(M * N))
+    fast._gather(a, i, maps, prm[20], prm[7], prm[11], araw.reshape(M * K))
+    fast._gather(b, i, maps, prm[21], prm[8], prm[12], braw.reshape(K * N))
+    fast._gather(c, i, maps, prm[22], prm[9], prm[13], craw.reshape(M * N))
     spa[:] = False
     spb[:] = False
     redo[:, :] = False
