@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from emulator import GlobalMemory, Warp
-from emulator.datamove import ldmatrix_fast, ldmatrix_reference
+from emulator.ops.datamove.matrix import ldmatrix_fast, ldmatrix_reference
 
 
 def per_call(fn, n):

@@ -17,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from emulator import Warp, gemm  # noqa: E402
-from emulator.tensorcore import get_mma  # noqa: E402
+from emulator.ops.mma import get_mma  # noqa: E402
 
 INSTR = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 

@@ -1,11 +1,16 @@
-"""warpemu: a bit-exact emulator of one GPU warp running tensor-core PTX.
+"""warpemu: a bit-exact emulator of GPU warps running PTX.
 
-Public API (see README.md): Warp, GlobalMemory, EmulatorError, mma, gemm, load_ptx, check_layout.
+Public API (see README.md and docs/api.md): Warp, GlobalMemory, EmulatorError, mma, gemm, load_ptx,
+check_layout.
+
+The package is layered (docs/architecture.md); each layer imports only from the layers below it:
+``errors`` < ``numerics`` < ``frontend`` < ``memory`` < ``ops`` < ``machine`` < ``layouts`` < the API
+modules (``tiles``, ``cute``) < ``cli``.
 """
 from .errors import (AlignmentError, AsyncHazardError, EmulatorError, MemoryAccessError, OperandError,
                      PTXSyntaxError, UnsupportedError, WarpSyncError)
-from .memory import GlobalMemory
-from .warp import SmemAccess, Warp, WarpOptions
+from .machine.warp import Warp, WarpOptions
+from .memory import GlobalMemory, SmemAccess
 
 __all__ = ["Warp", "WarpOptions", "GlobalMemory", "SmemAccess", "EmulatorError", "PTXSyntaxError",
            "UnsupportedError", "OperandError", "MemoryAccessError", "AlignmentError", "AsyncHazardError",
@@ -15,12 +20,12 @@ __all__ = ["Warp", "WarpOptions", "GlobalMemory", "SmemAccess", "EmulatorError",
 def __getattr__(name):
     # Heavier parts load on first use, so that `import emulator` stays quick.
     if name in ("mma", "gemm"):
-        from . import tensorcore
-        return getattr(tensorcore, name)
+        from . import tiles
+        return getattr(tiles, name)
     if name == "load_ptx":
-        from .kernel import load_ptx
+        from .machine.module import load_ptx
         return load_ptx
     if name == "check_layout":
-        from .layouts import check_layout
+        from .layouts.fragments import check_layout
         return check_layout
     raise AttributeError(f"module 'emulator' has no attribute {name!r}")

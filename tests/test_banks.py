@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from emulator import EmulatorError, Warp
-from emulator.banks import BankRecord, analyze, report
-from emulator.warp import SmemAccess
+from emulator.memory.banks import BankRecord, analyze, report
+from emulator.memory import SmemAccess
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "banks", "h100_ncu.json")
 with open(DATA) as f:
@@ -131,15 +131,15 @@ def test_warp_bank_report_end_to_end():
     recs = w.bank_report()
     assert [(r.wavefronts, r.conflicts) for r in recs] == [(32, 28), (4, 0), (2, 1)]
     assert all(isinstance(r, BankRecord) for r in recs)
-    from emulator.show import bank_view
+    from emulator.layouts.show import bank_view
     assert bank_view(recs[0]).shape == (32, 32) and bank_view(recs[1]).shape == (4, 32)
     text = report(recs)
     assert "ldmatrix" in text and text.splitlines()[-1].split()[1:] == ["38", "29"]
 
 
 def test_schedule_accounts_for_every_lane_and_wavefront():
-    from emulator.banks import schedule
-    from emulator.show import bank_view
+    from emulator.memory.banks import schedule
+    from emulator.layouts.show import bank_view
     for r in RECORDS:
         acc = _access(r)
         rec, sched = analyze(acc), schedule(acc)
@@ -162,7 +162,7 @@ def test_schedule_accounts_for_every_lane_and_wavefront():
 
 def test_fast_counts_equal_the_reference():
     from hypothesis import given, settings, strategies as st
-    from emulator.banks import OPS, counts
+    from emulator.memory.banks import OPS, counts
     for r in RECORDS:
         acc = _access(r)
         ref = analyze(acc)

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from emulator.datamove import ldmatrix_fast, ldmatrix_reference, stmatrix_fast, stmatrix_reference
+from emulator.ops.datamove.matrix import ldmatrix_fast, ldmatrix_reference, stmatrix_fast, stmatrix_reference
 from hwreplay import load_capture, replay_case
 
 META, VARIANTS = load_capture()

@@ -59,6 +59,6 @@ def test_demo_prints_d_next_to_numpy(capsys):
 
 
 def test_demo_reference_bits_are_the_capture():
-    from emulator.kernel_cli import H100_D
+    from emulator.cli.run import H100_D
     demo = np.load(os.path.join(ROOT, "tests", "data", "kernels", "h100_kernels.npz"))
     assert H100_D == demo["ptx_mma_shared_iota__after__c"].tobytes()

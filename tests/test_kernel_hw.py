@@ -88,7 +88,7 @@ def test_kernel_matches_h100(name):
 
 
 def test_demo_kernels_agree_with_each_other_and_numpy():
-    from emulator.kernel_cli import run_demo
+    from emulator.cli.run import run_demo
     a, b, d_shared = run_demo("ptx_mma_shared")
     _, _, d_global = run_demo("ptx_mma_global")
     assert d_shared.view(np.uint16).tolist() == d_global.view(np.uint16).tolist()

@@ -7,7 +7,7 @@ import pytest
 import emulator
 from emulator import EmulatorError
 from emulator.cute import Layout, LayoutError
-from emulator.layouts import CUTE_SM80, TiledCopy, TiledMMA, check_layout, fragment_cells, tv_layout, variant
+from emulator.layouts.fragments import CUTE_SM80, TiledCopy, TiledMMA, check_layout, fragment_cells, tv_layout, variant
 from isa.mma import VARIANTS
 
 F16_K8 = "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32"

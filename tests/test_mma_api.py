@@ -6,7 +6,8 @@ import pytest
 
 from emulator import EmulatorError, Warp
 from emulator.errors import OperandError, UnsupportedError
-from emulator.tensorcore import _elem_bits_of, _gemm_by_instructions, canonical_spelling, gemm, get_mma, mma
+from emulator.ops.mma import canonical_spelling, get_mma
+from emulator.tiles import _elem_bits_of, _gemm_by_instructions, gemm, mma
 from isa.mma import VARIANTS
 
 

@@ -7,7 +7,7 @@ required to equal, bit for bit, the tile-level ``emulator.mma`` of the same inpu
 import numpy as np
 
 from emulator import GlobalMemory, Warp
-from emulator.tensorcore import mma
+from emulator.tiles import mma
 from isa.fragments import unpack
 from isa.mma import VARIANTS
 

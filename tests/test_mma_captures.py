@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from emulator import Warp
-from emulator.tensorcore import get_mma
+from emulator.ops.mma import get_mma
 from isa.mma import VARIANTS
 
 from mma_captures import all_captures, meta
@@ -79,7 +79,7 @@ def test_replay_through_warp_run(spelling):
 def test_replay_all_batch_paths(spelling):
     """The single-instruction, the vectorised-across-instructions and the multi-core batch kernels give
     the same (captured) bits."""
-    from emulator.tensorcore import PARALLEL_BATCH
+    from emulator.ops.mma import PARALLEL_BATCH
     cap = CAPS[spelling]
     op = get_mma(spelling)
     reps = PARALLEL_BATCH // len(cap["d"]) + 1

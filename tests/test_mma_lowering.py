@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from emulator.tensorcore import mma
+from emulator.tiles import mma
 from isa.mma import VARIANTS
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "mma")

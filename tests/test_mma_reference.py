@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from emulator.tensorcore import get_mma, mma
+from emulator.ops.mma import get_mma
+from emulator.tiles import mma
 from emulator.numerics.reference import mma_tiles
 from isa.fragments import pack, unpack
 from isa.mma import VARIANTS

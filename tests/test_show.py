@@ -8,9 +8,9 @@ import pytest
 
 from emulator import EmulatorError, Warp
 from emulator.cli import main
-from emulator.show import (Figure, Grid, ldmatrix_view, matrix_cells, mma_cells, mma_figure, mma_view,
+from emulator.layouts.show import (Figure, Grid, ldmatrix_view, matrix_cells, mma_cells, mma_figure, mma_view,
                            registers_matrix, registers_view)
-from emulator.swizzle import (GemmIdentityThreadblockSwizzle, conflict_panel, conflict_figure, nvmma,
+from emulator.layouts.swizzle import (GemmIdentityThreadblockSwizzle, conflict_panel, conflict_figure, nvmma,
                               threadblock_view, tile_view)
 from emulator.cute import Swizzle
 from isa.mma import VARIANTS
@@ -261,7 +261,7 @@ def test_docs_pictures_are_current():
 
 @pytest.mark.parametrize("nbytes,elem", list(itertools.product((32, 64, 128), (1, 2, 4, 8))))
 def test_nvmma_element_swizzle_agrees_with_bytes(nbytes, elem):
-    from emulator.swizzle import nvmma_elements
+    from emulator.layouts.swizzle import nvmma_elements
     sb, se = nvmma(nbytes), nvmma_elements(nbytes, elem)
     for e in range(4096 // elem):
         assert se(e) * elem == sb(e * elem)
@@ -269,7 +269,7 @@ def test_nvmma_element_swizzle_agrees_with_bytes(nbytes, elem):
 
 
 def test_bank_tile_view_spreads_columns():
-    from emulator.swizzle import bank_tile_view, element_banks
+    from emulator.layouts.swizzle import bank_tile_view, element_banks
     plain = element_banks(Swizzle(0, 4, 3), 8, 128, 4)
     swz = element_banks(nvmma(128), 8, 128, 4)
     assert all(len(set(plain[:, c])) == 1 for c in range(32))  # a column sits in one bank
@@ -279,7 +279,7 @@ def test_bank_tile_view_spreads_columns():
 
 @pytest.mark.parametrize("trans", [False, True])
 def test_matrices_from_registers_after_ldmatrix(trans):
-    from emulator.show import matrices_from_registers
+    from emulator.layouts.show import matrices_from_registers
     w = Warp()
     w.smem.view(np.uint16)[:] = np.arange(w.smem.size // 2, dtype=np.uint16)
     w.write("%r8", ROWS)
@@ -320,7 +320,7 @@ def test_registers_matrix_decodes_every_type(spelling):
 
 def test_layout_view_of_a_swizzled_layout(capsys):
     from emulator.cute import Layout, composition
-    from emulator.swizzle import layout_view
+    from emulator.layouts.swizzle import layout_view
     g = layout_view(composition(Swizzle(3, 3, 3), Layout((8, 64), (64, 1))), elem_bytes=2)
     assert g.shape == (8, 32) and g.cell(1, 0) == "72" and g.keys[1, 0] == (72 * 2 // 4) % 32
     for c in range(0, 32, 8):  # each 8-element (16-byte) chunk column lands in 8 different bank groups

@@ -12,7 +12,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from emulator import show, swizzle  # noqa: E402
+from emulator.layouts import show, swizzle  # noqa: E402
 
 LANE = np.arange(32)
 # ldmatrix.x4 loading the A fragment of m16n8k16 from a row-major 16x16 f16 tile (32-byte rows):

@@ -1,58 +1,10 @@
-"""Instruction executors.
+"""Instruction executors, one module per instruction family, registered by base opcode.
 
-Each executor module registers factories with :func:`executor`. A factory takes a parsed
-:class:`~emulator.ptx.Instruction` and an environment (the Warp, or a kernel's function scope: it
-provides ``reg_width(name)``, ``is_register(name)``, ``symbols`` and ``arch``) and returns
-``fn(warp, mask)``, which executes the instruction for the lanes in ``mask`` (bool[32]).
-Compilation does all parsing and validation once; the returned function only moves data.
+A family module registers factories with :func:`~emulator.ops.registry.executor`; importing this package
+imports every family, so that :func:`compile_instruction` knows them all. See ``registry`` for the contract
+between a factory, its environment and the compiled ``fn(warp, mask)``.
 """
-from __future__ import annotations
+from .registry import EXECUTORS, compile_instruction, executor  # noqa: F401
 
-import numpy as np
-
-from ..errors import EmulatorError, UnsupportedError
-
-EXECUTORS: dict = {}
-
-
-def executor(*names):
-    """Register a factory for opcodes whose first dotted component is one of ``names``."""
-    def deco(factory):
-        for n in names:
-            EXECUTORS[n] = factory
-        return factory
-    return deco
-
-
-def compile_instruction(instr, env):
-    """Compile one instruction into ``fn(warp, mask)``, guard predicate included."""
-    factory = EXECUTORS.get(instr.base)
-    if factory is None:
-        raise UnsupportedError(f"line {instr.line}, column {instr.col}: {instr.opcode}: unknown or unsupported "
-                               f"instruction '{instr.base}'; supported: {', '.join(sorted(EXECUTORS))}")
-    try:
-        fn = factory(instr, env)
-    except EmulatorError as e:
-        msg = str(e)
-        if not msg.startswith("line "):
-            raise type(e)(f"line {instr.line}, column {instr.col}: {msg}") from None
-        raise
-    if instr.guard is None:
-        return fn
-    reg, negated = instr.guard
-    name = reg.name
-
-    def guarded(warp, mask):
-        p = warp.get_reg(name, instr.text)
-        if p.dtype != np.bool_:
-            p = p != 0
-        m = mask & (~p if negated else p)
-        if m.any():
-            fn(warp, m)
-    guarded.instr = instr
-    return guarded
-
-
-# Import executor modules so that they register themselves.
-from . import alu, datamove, memops, mma_exec  # noqa: E402,F401
-from . import falu, intx, cvt, warpops  # noqa: E402,F401
+# Import the family modules so that they register themselves.
+from . import alu, cvt, datamove, falu, intx, memops, mma, warpops  # noqa: E402,F401

@@ -9,7 +9,7 @@ import numpy as np
 
 from isa.types import TYPES
 from ..errors import OperandError, UnsupportedError
-from . import executor
+from .registry import executor
 from .common import NP, SINT, UINT, dst, split_mods, src, width
 
 INT_TYPES = {"u16", "u32", "u64", "s16", "s32", "s64"}

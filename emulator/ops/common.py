@@ -6,7 +6,7 @@ import numpy as np
 
 from isa.types import TYPES
 from ..errors import OperandError, UnsupportedError, fail
-from ..ptx import Imm, Mem, Not, Reg, Sym, Vec, f32_bits, f64_bits
+from ..frontend.ptx import Imm, Mem, Not, Reg, Sym, Vec, f32_bits, f64_bits
 
 UINT = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 SINT = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}

@@ -14,9 +14,9 @@ import numpy as np
 
 from isa.types import TYPES
 from ..errors import OperandError, UnsupportedError
-from . import executor
+from .registry import executor
 from .common import NP, UINT, dst, split_mods, src, width
-from .fround import FORMATS, canon_nan, flush, round_exact, round_to
+from ..numerics.fround import FORMATS, canon_nan, flush, round_exact, round_to
 
 FRND = {"rn", "rz", "rm", "rp"}
 IRND = {"rni", "rzi", "rmi", "rpi"}

@@ -16,9 +16,9 @@ from fractions import Fraction
 import numpy as np
 
 from ..errors import OperandError, UnsupportedError
-from . import executor
+from .registry import executor
 from .common import dst, split_mods, src
-from .fround import (FORMATS, MODES, canon_nan, exact, exact_zero, flush, round_exact, round_to, two_sum,
+from ..numerics.fround import (FORMATS, MODES, canon_nan, exact, exact_zero, flush, round_exact, round_to, two_sum,
                      zero_sum_sign)
 
 FLOAT_TYPES = {"f32", "f64", "f16", "f16x2", "bf16", "bf16x2"}

@@ -8,8 +8,8 @@ import numpy as np
 
 from isa.types import TYPES
 from ..errors import OperandError, UnsupportedError, fail
-from ..ptx import Pair
-from . import executor
+from ..frontend.ptx import Pair
+from .registry import executor
 from .common import NP, UINT, dst, reg_name, split_mods, src, width
 
 INT_TYPES = {"u16", "u32", "u64", "s16", "s32", "s64"}
@@ -339,7 +339,7 @@ def compile_setp(instr, env):
     def run(warp, mask):
         x, y = a(warp), b(warp)
         if ftz:
-            from .fround import flush
+            from ..numerics.fround import flush
             x, y = flush(x, "f32"), flush(y, "f32")
         r = _compare(cmp, x, y, kind)
         p = bop(r, c(warp)) if bop else r

@@ -11,8 +11,8 @@ from isa.datamove import LD_ST
 from isa.types import TYPES
 from ..errors import AsyncHazardError, MemoryAccessError, OperandError, UnsupportedError, fail
 from ..memory import check_alignment, check_bounds, gather, global_gather, global_scatter, scatter
-from ..ptx import Imm, Mem, Reg, Sym, Vec
-from . import executor
+from ..frontend.ptx import Imm, Mem, Reg, Sym, Vec
+from .registry import executor
 from .common import NP, UINT, address, dst, fit, reg_name, split_mods, src, symbol_address, width
 
 SPACES = ("shared", "shared::cta", "global", "local", "param", "const")

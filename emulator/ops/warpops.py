@@ -12,10 +12,10 @@ import numpy as np
 
 from ..errors import EmulatorError, OperandError, UnsupportedError, WarpSyncError, fail
 from ..memory import check_alignment, check_bounds
-from ..ptx import Pair
-from . import executor
+from ..frontend.ptx import Pair
+from .registry import executor
 from .common import NP, UINT, address, dst, format_lanes, split_mods, src, width
-from .fround import round_to, two_sum
+from ..numerics.fround import round_to, two_sum
 from .memops import check_inflight
 
 LANE = np.arange(32, dtype=np.uint32)
@@ -197,7 +197,7 @@ def compile_redux(instr, env):
 def compile_nop(instr, env):
     """Instructions with nothing to do in a sequential emulator: memory ordering (every access is already
     visible in program order), sleeping, cache prefetches, dependent-grid control, register reallocation."""
-    from ..ptx import Mem
+    from ..frontend.ptx import Mem
     want = {"nanosleep": 1, "prefetch": 1, "prefetchu": 1, "setmaxnreg": 1}.get(instr.base)
     if want is not None and len(instr.operands) != want:
         raise OperandError(f"{instr.opcode}: takes {want} operand(s), found {len(instr.operands)}")
@@ -296,7 +296,7 @@ def _float_add(ptype, old, b):
     y = np.array([b], ut).view(NP[ptype]).astype(np.float64)
     ftz = ptype == "f32"                 # atom.add.f32 flushes subnormal inputs and results
     if ftz:
-        from .fround import flush
+        from ..numerics.fround import flush
         x = flush(x.astype(np.float32), "f32").astype(np.float64)
         y = flush(y.astype(np.float32), "f32").astype(np.float64)
     s, e = two_sum(np.asarray(x, np.float64), np.asarray(y, np.float64))

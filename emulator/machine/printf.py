@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 
-from .errors import MemoryAccessError, OperandError, fail
+from ..errors import MemoryAccessError, OperandError, fail
 
 _SPEC = re.compile(r"%(?P<flags>[-+ #0]*)(?P<width>\d+|\*)?(?:\.(?P<prec>\d+|\*))?"
                    r"(?P<len>hh|h|ll|l|L|z|j|t)?(?P<conv>[diouxXcspfFeEgGaA%n])")

@@ -20,7 +20,7 @@ from isa.mma import VARIANTS
 
 from . import cute
 from .cute import Layout, LayoutError
-from .errors import UnsupportedError, fail
+from ..errors import UnsupportedError, fail
 
 OPERANDS = ("A", "B", "C", "D")
 
@@ -67,7 +67,7 @@ CUTE_SM80 = {
 
 def variant(instr):
     """The ``isa.mma`` entry for an mma spelling (modifiers in any order ptxas accepts)."""
-    from .tensorcore import canonical_spelling
+    from ..ops.mma import canonical_spelling
     spelling = canonical_spelling(instr) if instr.startswith("mma") else None
     v = VARIANTS.get(spelling) if spelling else None
     if v is None:

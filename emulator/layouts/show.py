@@ -16,146 +16,17 @@ Views:
   * :func:`registers_view` -- the values a live :class:`~emulator.Warp` holds in an operand's registers,
     laid out as the matrix they form.
 """
-import colorsys
-import html
 import re
 
 import numpy as np
 
 from isa.mma import NUMPY_DTYPE
 
-from .errors import UnsupportedError, fail
-from .layouts import variant
+from ..errors import UnsupportedError, fail
+from .draw import Figure, Grid, bank_colour, lane_colour  # noqa: F401 (re-exported)
+from .fragments import variant
 
 OPERAND_NAMES = {"A": "a", "B": "b", "C": "c", "D": "d"}
-
-
-# ---- colours ---------------------------------------------------------------------------------------
-
-def lane_colour(lane):
-    """A light fill for ``lane``: lanes of one quad (lane >> 2) get neighbouring hues, quads spread
-    around the wheel, so the PTX 'groupID / threadID_in_group' structure shows."""
-    if lane < 0:
-        return "#ffffff"
-    g, t = lane >> 2, lane & 3
-    hue = ((g * 3) % 8) / 8 + t * 0.028
-    light = 0.80 if t % 2 == 0 else 0.70
-    r, gg, b = colorsys.hls_to_rgb(hue % 1.0, light, 0.65)
-    return "#%02x%02x%02x" % (int(r * 255), int(gg * 255), int(b * 255))
-
-
-def bank_colour(bank):
-    """A light fill for one of the 32 shared-memory banks."""
-    if bank < 0:
-        return "#ffffff"
-    r, g, b = colorsys.hls_to_rgb((bank * 7 % 32) / 32, 0.78, 0.55)
-    return "#%02x%02x%02x" % (int(r * 255), int(g * 255), int(b * 255))
-
-
-# ---- the picture objects -------------------------------------------------------------------------
-
-class Grid:
-    """A titled table of labelled cells; ``keys`` (an int per cell, -1 for none) pick the colours."""
-
-    def __init__(self, title, labels, keys, row_names=None, col_names=None, colour=lane_colour, note=""):
-        self.title = title
-        self.labels = [list(r) for r in labels]
-        self.keys = np.asarray(keys)
-        rows, cols = self.keys.shape
-        self.row_names = list(row_names) if row_names is not None else [str(i) for i in range(rows)]
-        self.col_names = list(col_names) if col_names is not None else [str(j) for j in range(cols)]
-        self.colour = colour
-        self.note = note
-
-    @property
-    def shape(self):
-        return self.keys.shape
-
-    def cell(self, r, c):
-        return self.labels[r][c]
-
-    def text(self):
-        rows, cols = self.shape
-        w = max([len(s) for row in self.labels for s in row] + [len(s) for s in self.col_names]) + 1
-        rw = max(len(s) for s in self.row_names) + 1
-        lines = [self.title]
-        lines.append(" " * rw + " " + "".join(s.ljust(w) for s in self.col_names).rstrip())
-        for r in range(rows):
-            lines.append(self.row_names[r].rjust(rw) + " " + "".join(s.ljust(w) for s in self.labels[r]).rstrip())
-        if self.note:
-            lines.append(self.note)
-        return "\n".join(lines)
-
-    __str__ = text
-
-    def _svg_body(self, x0, y0):
-        rows, cols = self.shape
-        cw = max(46, 7 * max([len(s) for row in self.labels for s in row] + [1]) + 10,
-                 6 * max(len(s) for s in self.col_names) + 8)
-        ch, rh = 22, 6 * max(len(s) for s in self.row_names) + 10
-        out = [f'<text x="{x0}" y="{y0 + 14}" font-size="13" font-weight="bold">{html.escape(self.title)}</text>']
-        gy = y0 + 24
-        for j in range(cols):
-            out.append(f'<text x="{x0 + rh + j * cw + cw / 2}" y="{gy + 12}" font-size="10" text-anchor="middle" '
-                       f'fill="#555">{html.escape(self.col_names[j])}</text>')
-        gy += 16
-        for r in range(rows):
-            out.append(f'<text x="{x0 + rh - 4}" y="{gy + r * ch + 15}" font-size="10" text-anchor="end" '
-                       f'fill="#555">{html.escape(self.row_names[r])}</text>')
-            for j in range(cols):
-                k = int(self.keys[r, j])
-                x, y = x0 + rh + j * cw, gy + r * ch
-                out.append(f'<rect x="{x}" y="{y}" width="{cw}" height="{ch}" fill="{self.colour(k)}" '
-                           f'stroke="#888" stroke-width="0.5"><title>{html.escape(self.labels[r][j])}</title></rect>')
-                out.append(f'<text x="{x + cw / 2}" y="{y + 15}" font-size="11" text-anchor="middle" '
-                           f'font-family="monospace">{html.escape(self.labels[r][j])}</text>')
-        height = gy - y0 + rows * ch + 8
-        width = max(rh + cols * cw, int(7.6 * len(self.title)))
-        if self.note:
-            out.append(f'<text x="{x0}" y="{y0 + height + 8}" font-size="11" fill="#333">{html.escape(self.note)}</text>')
-            height += 18
-            width = max(width, int(6.2 * len(self.note)))
-        return out, width, height
-
-    def svg(self):
-        return Figure([self]).svg()
-
-    def _repr_svg_(self):
-        return self.svg()
-
-
-class Figure:
-    """Several grids, side by side (``across`` per row of panels) in SVG, one after another in text."""
-
-    def __init__(self, panels, title="", across=None):
-        self.panels, self.title = list(panels), title
-        self.across = across or len(self.panels)
-
-    def text(self):
-        parts = ([self.title, ""] if self.title else []) + ["\n\n".join(p.text() for p in self.panels)]
-        return "\n".join(parts)
-
-    __str__ = text
-
-    def svg(self):
-        body, x, y, row_h, width = [], 10, 10, 0, 0
-        if self.title:
-            body.append(f'<text x="10" y="24" font-size="15" font-weight="bold">{html.escape(self.title)}</text>')
-            y += 28
-        for i, p in enumerate(self.panels):
-            if i and i % self.across == 0:
-                x, y, row_h = 10, y + row_h + 16, 0
-            parts, w, h = p._svg_body(x, y)
-            body += parts
-            x += w + 24
-            width, row_h = max(width, x), max(row_h, h)
-        height = y + row_h + 10
-        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-                f'viewBox="0 0 {width} {height}" font-family="sans-serif">\n'
-                f'<rect width="100%" height="100%" fill="white"/>\n' + "\n".join(body) + "\n</svg>\n")
-
-    def _repr_svg_(self):
-        return self.svg()
 
 
 # ---- mma operands --------------------------------------------------------------------------------
@@ -263,8 +134,7 @@ def ldmatrix_view(instr, row_addrs=None, banks=True):
     note = "matrix j row r comes from the address in lane 8j+r" + (
         f" (lanes {8 * nmat}..31 unused)" if nmat < 4 else "")
     if row_addrs is not None and banks:
-        from .banks import analyze
-        from .warp import SmemAccess
+        from ..memory.banks import SmemAccess, analyze
         rec = analyze(SmemAccess(instr.split()[0], kind, np.asarray(row_addrs, np.int64), 16,
                                  np.arange(32) < 8 * nmat, nmat))
         note += f"; {rec.wavefronts} wavefronts, {rec.conflicts} bank conflicts"
@@ -289,8 +159,8 @@ stmatrix_view = ldmatrix_view
 
 def bank_view(rec):
     """One row per wavefront, one column per bank: which lane(s) each bank serves when, for a recorded
-    shared-memory access (``emulator.warp.SmemAccess``). Rows beyond one per phase are the conflicts."""
-    from .banks import analyze, schedule
+    shared-memory access (``emulator.memory.SmemAccess``). Rows beyond one per phase are the conflicts."""
+    from ..memory.banks import analyze, schedule
     r = analyze(rec)
     sched = schedule(rec)
     labels, keys, names = [], [], []
@@ -368,52 +238,3 @@ def registers_view(warp, instr, operand, regs, fmt="{:g}"):
     return Grid(f"{operand} as held in {{{names}}} ({variant(instr).spelling})", labels, lane,
                 [str(i) for i in range(rows)], [str(j) for j in range(cols)],
                 note="colour = the lane holding the value")
-
-
-# ---- command line ---------------------------------------------------------------------------------
-
-def _render(obj, args):
-    if args.svg:
-        with open(args.svg, "w") as f:
-            f.write(obj.svg())
-        print(f"wrote {args.svg}")
-    else:
-        print(obj.text())
-    return 0
-
-
-def _cmd(args):
-    what = args.what.strip()
-    if what.startswith("mma"):
-        obj = mma_view(what, args.operand) if args.operand else mma_figure(what)
-    elif _MATRIX.match(what):
-        addrs = None
-        if args.row_stride is not None:
-            l = np.arange(32)
-            addrs = (l % 8) * args.row_stride + (l // 8) * 16
-        obj = ldmatrix_view(what, addrs)
-    else:
-        from . import swizzle
-        obj = swizzle.view_from_text(what, args)
-    return _render(obj, args)
-
-
-def add_parser(subparsers):
-    p = subparsers.add_parser(
-        "show", help="draw who owns what: mma fragments, ldmatrix/stmatrix, swizzles",
-        description="Lane-ownership pictures. WHAT is an mma.sync spelling (with --operand A/B/C/D, or all), "
-                    "an ldmatrix/stmatrix spelling, 'Swizzle<B,M,S>', 'nvmma:32|64|128' (with --rows/--cols/"
-                    "--elem-bytes), 'threadblock:N' (with --tiles M,N), 'conflicts', or a rank-2 CuTe layout "
-                    "'shape:stride' (with --swizzle B,M,S and --elem-bytes).")
-    p.add_argument("what")
-    p.add_argument("--operand", choices=list("ABCD"))
-    p.add_argument("--svg", metavar="FILE", help="write an SVG picture instead of printing text")
-    p.add_argument("--row-stride", type=int, help="ldmatrix/stmatrix: bytes between the rows of each matrix "
-                                                  "(shows addresses and banks)")
-    p.add_argument("--rows", type=int, default=8)
-    p.add_argument("--cols", type=int, default=64)
-    p.add_argument("--elem-bytes", type=int, default=2)
-    p.add_argument("--tiles", default="8,8", help="threadblock swizzle: output tiles M,N")
-    p.add_argument("--swizzle", metavar="B,M,S", help="layout: compose Swizzle<B,M,S> on element offsets")
-    p.set_defaults(func=_cmd)
-    return p

@@ -1,17 +1,18 @@
-"""Executors for ldmatrix, stmatrix and cp.async (with commit/wait group semantics)."""
+"""Executors for ldmatrix, stmatrix and cp.async (with commit/wait group semantics); the ldmatrix /
+stmatrix data movement itself (reference and fast path) is in ``matrix``."""
 from __future__ import annotations
 
 import numpy as np
 
 from isa.datamove import (CP_ASYNC_GROUP_OPS, CP_ASYNC_HINTS, CP_ASYNC_OPS, CP_ASYNC_PREFETCH, MATRIX_NEWER,
                           MATRIX_OPS, MATRIX_QUALIFIERS)
-from ..datamove import ldmatrix_fast, stmatrix_fast
-from ..errors import AsyncHazardError, OperandError, UnsupportedError, fail
-from ..memory import check_alignment, check_bounds, global_gather
-from ..ptx import Imm, Mem
-from . import executor
-from .common import address, reg_name, require_full_warp, split_mods, src, vec_regs
-from .memops import check_inflight
+from .matrix import ldmatrix_fast, stmatrix_fast
+from ...errors import AsyncHazardError, OperandError, UnsupportedError, fail
+from ...memory import check_alignment, check_bounds, global_gather
+from ...frontend.ptx import Imm, Mem
+from ..registry import executor
+from ..common import address, reg_name, require_full_warp, split_mods, src, vec_regs
+from ..memops import check_inflight
 
 _ARCH_ORDER = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from isa.types import SPECIAL_REGISTERS, name_width, type_width
-from . import ptx
-from .errors import EmulatorError, OperandError, PTXSyntaxError, UnsupportedError
-from .memory import LANES, GlobalMemory
+from ..frontend import ptx
+from ..errors import EmulatorError, OperandError, PTXSyntaxError, UnsupportedError
+from ..memory import LANES, GlobalMemory, SmemAccess  # noqa: F401 (SmemAccess: re-exported)
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 
@@ -37,18 +37,6 @@ class WarpOptions:
             raise EmulatorError(f"WarpOptions: cp_async must be 'deferred' or 'eager', not {self.cp_async!r}")
         if self.uninitialized not in ("zero", "error"):
             raise EmulatorError(f"WarpOptions: uninitialized must be 'zero' or 'error', not {self.uninitialized!r}")
-
-
-@dataclass
-class SmemAccess:
-    """One shared-memory instruction's traffic, as seen by the bank-conflict model."""
-    instruction: str
-    op: str                 # 'ld', 'st', 'ldmatrix', 'stmatrix', 'cp.async.ca', 'cp.async.cg', 'atom'
-    addrs: np.ndarray       # int64 (32,): byte address per lane (row address for ldmatrix/stmatrix)
-    width: int              # bytes per lane access
-    mask: np.ndarray        # bool (32,): lanes that take part
-    nmat: int = 0           # ldmatrix/stmatrix: number of 8x8 matrices
-    src: np.ndarray | None = None   # cp.async: int64 (32,) global source address per lane
 
 
 class _CpAsyncState:
@@ -224,7 +212,7 @@ class Warp:
         return self._compile_statements(ptx.parse(text, newline_terminates=True))
 
     def _compile_statements(self, statements):
-        from .ops import compile_instruction
+        from ..ops import compile_instruction
         prog = []
         for st in statements:
             if isinstance(st, ptx.Instruction):
@@ -267,5 +255,5 @@ class Warp:
 
     def bank_report(self):
         """One record (instruction, wavefronts, conflicts) per shared-memory instruction executed so far."""
-        from .banks import analyze
+        from ..memory.banks import analyze
         return [analyze(rec) for rec in self._smem_log]

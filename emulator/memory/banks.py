@@ -2,7 +2,7 @@
 
 One shared-memory instruction of one warp is served in *phases* (groups of lanes that the LSU handles
 together); within a phase each of the 32 four-byte banks serves one distinct 4-byte word per *wavefront*.
-:func:`analyze` turns one recorded access (``emulator.warp.SmemAccess``: instruction, op, 32 lane
+:func:`analyze` turns one recorded access (``SmemAccess``: instruction, op, 32 lane
 addresses, bytes per lane, active lanes, matrix count) into a :class:`BankRecord`:
 
 * ``wavefronts`` -- what ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld`` / ``_op_st`` report for it
@@ -38,7 +38,19 @@ from dataclasses import dataclass, field, replace
 import numba
 import numpy as np
 
-from .errors import OperandError, fail
+from ..errors import OperandError, fail
+
+@dataclass
+class SmemAccess:
+    """One shared-memory instruction's traffic, as seen by the bank-conflict model."""
+    instruction: str
+    op: str                 # 'ld', 'st', 'ldmatrix', 'stmatrix', 'cp.async.ca', 'cp.async.cg', 'atom'
+    addrs: np.ndarray       # int64 (32,): byte address per lane (row address for ldmatrix/stmatrix)
+    width: int              # bytes per lane access
+    mask: np.ndarray        # bool (32,): lanes that take part
+    nmat: int = 0           # ldmatrix/stmatrix: number of 8x8 matrices
+    src: np.ndarray | None = None   # cp.async: int64 (32,) global source address per lane
+
 
 NBANKS = 32
 WORD = 4

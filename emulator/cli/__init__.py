@@ -7,12 +7,12 @@ import argparse
 import importlib
 import sys
 
-from .errors import EmulatorError
+from ..errors import EmulatorError
 
 # Modules that contribute sub-commands, in the order ``--help`` lists them.
 COMMAND_MODULES = [
-    "emulator.show",
-    "emulator.kernel_cli",
+    "emulator.cli.show",
+    "emulator.cli.run",
 ]
 
 

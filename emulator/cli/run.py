@@ -10,9 +10,9 @@ import sys
 
 import numpy as np
 
-from .errors import OperandError
+from ..errors import OperandError
 
-DEMO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo")
+DEMO_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "demo")
 _DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "u8": np.uint8,
            "i16": np.int16, "u16": np.uint16, "i32": np.int32, "u32": np.uint32, "i64": np.int64,
            "u64": np.uint64}
@@ -111,7 +111,9 @@ def _parse_args(module, entry, values, gmem):
 
 
 def _cmd_run(a):
-    from . import GlobalMemory, WarpOptions, load_ptx
+    from ..machine.module import load_ptx
+    from ..machine.warp import WarpOptions
+    from ..memory import GlobalMemory
     with open(a.ptx) as f:
         module = load_ptx(f.read(), arch=a.arch)
     entry = module.resolve(a.kernel)
@@ -145,7 +147,8 @@ def demo_inputs():
 
 def run_demo(kernel, arch="sm_90"):
     """Run one demo kernel on the i * 0.01 inputs; returns (A, B, D) with D as float16 (16, 8)."""
-    from . import GlobalMemory, load_ptx
+    from ..machine.module import load_ptx
+    from ..memory import GlobalMemory
     with open(os.path.join(DEMO_DIR, "mma_demo.ptx")) as f:
         module = load_ptx(f.read(), arch=arch)
     a, b = demo_inputs()

@@ -10,7 +10,7 @@ import struct
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .errors import PTXSyntaxError
+from ..errors import PTXSyntaxError
 
 # ----------------------------------------------------------------------------------------------
 # Operands

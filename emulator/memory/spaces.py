@@ -9,7 +9,7 @@ import bisect
 
 import numpy as np
 
-from .errors import AlignmentError, MemoryAccessError, fail
+from ..errors import AlignmentError, MemoryAccessError, fail
 
 LANES = 32
 

@@ -7,7 +7,7 @@ CUTLASS's ``GemmIdentityThreadblockSwizzle<N>``, and how a swizzle removes ldmat
   column of chunks is spread over every bank.
 * :func:`tile_view` -- where each 16-byte chunk of a row-major tile lands, and which banks it occupies.
 * :func:`conflict_figure` -- an ldmatrix.x4 reading an 8-row tile, unswizzled vs swizzled, with the
-  wavefronts and conflicts of :mod:`emulator.banks`.
+  wavefronts and conflicts of :mod:`emulator.memory.banks`.
 * :class:`GemmIdentityThreadblockSwizzle` -- blockIdx -> output tile, as CUTLASS computes it, and
   :func:`threadblock_view` to draw which CTA (in launch order) computes which output tile.
 """
@@ -16,9 +16,9 @@ import re
 
 import numpy as np
 
-from .banks import analyze
+from ..memory.banks import analyze
 from .cute import Layout, LayoutError, Swizzle
-from .show import Figure, Grid, bank_colour
+from .draw import Figure, Grid, bank_colour
 
 NVMMA_BYTES = (0, 32, 64, 128)
 
@@ -238,7 +238,7 @@ def view_from_text(what, args):
             from .cute import composition
             L = composition(Swizzle(*(int(x) for x in args.swizzle.split(","))), L)
         return layout_view(L, args.elem_bytes)
-    from .errors import UnsupportedError, fail
+    from ..errors import UnsupportedError, fail
     fail(UnsupportedError, what, "show takes an mma.sync / ldmatrix / stmatrix spelling, 'Swizzle<B,M,S>', "
                                  "'nvmma:32|64|128', 'threadblock:N', 'conflicts' or a rank-2 layout "
                                  "'shape:stride' (with --swizzle B,M,S)")

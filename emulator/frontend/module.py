@@ -1,6 +1,6 @@
 """Module-level structure of ``nvcc -ptx`` output: entry points, functions, parameters and variables.
 
-:func:`parse_module` turns the statements of :func:`emulator.ptx.parse` into a :class:`ModuleInfo`:
+:func:`parse_module` turns the statements of :func:`emulator.frontend.ptx.parse` into a :class:`ModuleInfo`:
 functions (``.entry`` / ``.func`` with their parameter lists and bodies), external declarations
 (``vprintf``) and module variables (``.global``, ``.const``, ``.shared`` with initialisers).
 """
@@ -13,7 +13,7 @@ import numpy as np
 
 from isa.types import TYPES
 from . import ptx
-from .errors import PTXSyntaxError, UnsupportedError
+from ..errors import PTXSyntaxError, UnsupportedError
 
 LINKAGE = {".extern", ".visible", ".weak", ".common"}
 STARTERS = {".version", ".target", ".address_size", ".extern", ".visible", ".weak", ".common", ".entry",

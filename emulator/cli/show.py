@@ -1,0 +1,51 @@
+"""``python -m emulator show``: lane-ownership, ldmatrix, swizzle and layout pictures."""
+import numpy as np
+
+from ..layouts import swizzle
+from ..layouts.show import _MATRIX, ldmatrix_view, mma_figure, mma_view
+
+
+def _render(obj, args):
+    if args.svg:
+        with open(args.svg, "w") as f:
+            f.write(obj.svg())
+        print(f"wrote {args.svg}")
+    else:
+        print(obj.text())
+    return 0
+
+
+def _cmd(args):
+    what = args.what.strip()
+    if what.startswith("mma"):
+        obj = mma_view(what, args.operand) if args.operand else mma_figure(what)
+    elif _MATRIX.match(what):
+        addrs = None
+        if args.row_stride is not None:
+            l = np.arange(32)
+            addrs = (l % 8) * args.row_stride + (l // 8) * 16
+        obj = ldmatrix_view(what, addrs)
+    else:
+        obj = swizzle.view_from_text(what, args)
+    return _render(obj, args)
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser(
+        "show", help="draw who owns what: mma fragments, ldmatrix/stmatrix, swizzles",
+        description="Lane-ownership pictures. WHAT is an mma.sync spelling (with --operand A/B/C/D, or all), "
+                    "an ldmatrix/stmatrix spelling, 'Swizzle<B,M,S>', 'nvmma:32|64|128' (with --rows/--cols/"
+                    "--elem-bytes), 'threadblock:N' (with --tiles M,N), 'conflicts', or a rank-2 CuTe layout "
+                    "'shape:stride' (with --swizzle B,M,S and --elem-bytes).")
+    p.add_argument("what")
+    p.add_argument("--operand", choices=list("ABCD"))
+    p.add_argument("--svg", metavar="FILE", help="write an SVG picture instead of printing text")
+    p.add_argument("--row-stride", type=int, help="ldmatrix/stmatrix: bytes between the rows of each matrix "
+                                                  "(shows addresses and banks)")
+    p.add_argument("--rows", type=int, default=8)
+    p.add_argument("--cols", type=int, default=64)
+    p.add_argument("--elem-bytes", type=int, default=2)
+    p.add_argument("--tiles", default="8,8", help="threadblock swizzle: output tiles M,N")
+    p.add_argument("--swizzle", metavar="B,M,S", help="layout: compose Swizzle<B,M,S> on element offsets")
+    p.set_defaults(func=_cmd)
+    return p

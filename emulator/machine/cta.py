@@ -1,0 +1,348 @@
+"""Whole kernels: ``nvcc -ptx`` output run on CTAs of 1..32 warps.
+
+    module = load_ptx(open("kernel.ptx").read())
+    module.launch("ptx_mma_shared", grid=(1, 1, 1), block=(32, 1, 1), args=[a, b, c, 16, 8, 16], gmem=g)
+
+How a launch runs
+-----------------
+* A grid runs CTA after CTA (``%ctaid`` x fastest). A CTA is ``ceil(threads / 32)`` warps that share one
+  shared memory (static ``.shared`` variables, demoted ones included, then the dynamic ``extern .shared``
+  window of ``shared_bytes``); lanes beyond the block's thread count never run.
+* Each lane has its own program counter. A warp always executes the instruction with the smallest PC
+  among its runnable lanes, for exactly the lanes at that PC; so lanes that branch apart run their paths
+  one after the other with real masks, and meet again where the paths join (the immediate post-dominator
+  in structured code). Inside calls the comparison is made on the call-site chain, so lanes in a callee
+  run before the lanes waiting after its call site.
+* The scheduler runs warp 0, 1, ... in turn, each until it finishes or waits at a barrier; ``bar.sync`` /
+  ``barrier.sync`` release when every non-exited thread of the CTA (or the thread count given) arrived.
+  A barrier nobody can reach raises an error (deadlock).
+* ``.local`` memory (``__local_depot``) is private per thread; its generic addresses (``cvta.local``)
+  are distinct per thread. ``.global`` / ``.const`` module variables live in the launch's GlobalMemory,
+  allocated on first launch and kept across launches with the same GlobalMemory, like a loaded module.
+* ``%clock`` / ``%clock64`` count the instructions the warp has issued: deterministic.
+* ``call vprintf`` formats like CUDA's printf and writes to ``sys.stdout`` (lanes in order).
+"""
+from __future__ import annotations
+
+
+import numpy as np
+
+from ..errors import (EmulatorError, OperandError, UnsupportedError, WarpSyncError, fail)
+from ..memory import LANES
+from ..ops.common import format_lanes
+from .kernel_warp import KernelWarp
+
+
+class CTA:
+    """One CTA's execution: warps, barriers, the scheduler."""
+
+    def __init__(self, module, prog, ctaid, grid, block, smem_size, gmem, param_init, var_addrs, local_bases,
+                 options, trace, out, result, budget):
+        self.module, self.prog, self.ctaid = module, prog, ctaid
+        self.smem = np.zeros(smem_size, np.uint8)
+        self.smem_inflight = np.zeros(smem_size, np.int32)
+        self.inflight_n = 0             # cp.async copies in flight in this CTA (all warps)
+        self.out, self.result, self.trace, self.budget = out, result, trace, budget
+        self.barriers = {}         # id -> {'arrived': int, 'waiters': [(warp, mask)], 'expected': int, 'red': []}
+        nthreads = block[0] * block[1] * block[2]
+        nwarps = -(-nthreads // LANES)
+        self.warps = []
+        for w in range(nwarps):
+            tids = np.arange(w * LANES, (w + 1) * LANES)
+            bases = local_bases[tids]
+            kw = KernelWarp(self, prog, w, nthreads - w * LANES, self.smem, gmem, prog.arch, options, param_init,
+                            bases, prog.layout.local, trace)
+            kw.symbols = {n: ("global", a) for n, a in var_addrs.items()}
+            sv = kw.special_values
+            tid = np.minimum(tids, nthreads - 1)
+            sv["%tid.x"] = (tid % block[0]).astype(np.uint32)
+            sv["%tid.y"] = ((tid // block[0]) % block[1]).astype(np.uint32)
+            sv["%tid.z"] = (tid // (block[0] * block[1])).astype(np.uint32)
+            for c, k in zip("xyz", range(3)):
+                sv[f"%ntid.{c}"] = np.full(LANES, block[k], np.uint32)
+                sv[f"%ctaid.{c}"] = np.full(LANES, ctaid[k], np.uint32)
+                sv[f"%nctaid.{c}"] = np.full(LANES, grid[k], np.uint32)
+            sv["%laneid"] = np.arange(LANES, dtype=np.uint32)
+            sv["%warpid"] = np.full(LANES, w, np.uint32)
+            sv["%nwarpid"] = np.full(LANES, nwarps, np.uint32)
+            sv["%dynamic_smem_size"] = np.full(LANES, smem_size - prog.shared_static, np.uint32)
+            sv["%total_smem_size"] = np.full(LANES, smem_size, np.uint32)
+            self.warps.append(kw)
+
+    # -- scheduler ---------------------------------------------------------------------------------
+    def run(self):
+        with np.errstate(all="ignore"):          # IEEE exceptions are results here, not warnings
+            return self._run()
+
+    def _run(self):
+        while True:
+            progressed = False
+            for w in self.warps:
+                if self._runnable(w):
+                    self._run_warp(w)
+                    progressed = True
+                self._check_barriers()
+            if all(w.exited.all() for w in self.warps):
+                break
+            if not progressed and not any(self._runnable(w) for w in self.warps):
+                self._deadlock()
+        return self.warps
+
+    @staticmethod
+    def _runnable(w):
+        return bool((~w.exited & ~w.waiting).any())
+
+    def _deadlock(self):
+        parts = []
+        for bid, b in self.barriers.items():
+            waiting = sum(int(m.sum()) for _, m in b["waiters"])
+            parts.append(f"barrier {bid}: {waiting} thread(s) waiting, {self._expected(b)} expected")
+        stuck = [f"warp {w.warp_id} lanes {format_lanes(np.flatnonzero(w.waiting))}" for w in self.warps
+                 if w.waiting.any()]
+        raise WarpSyncError(f"CTA {self.ctaid}: deadlock: {'; '.join(parts)} ({', '.join(stuck)} wait; the other "
+                            f"threads exited or wait elsewhere)")
+
+    def _expected(self, b):
+        if b["count"] is not None:
+            return b["count"]
+        return sum(int((~w.exited).sum()) for w in self.warps)
+
+    def _check_barriers(self):
+        for bid in list(self.barriers):
+            b = self.barriers[bid]
+            if not b["arrived"] or b["arrived"] < self._expected(b):
+                continue
+            if b["red"]:
+                rop = b["red"][0][0]
+                entries = b["red"][1:]
+                vals = np.concatenate([p[m] for _, _, p, m in entries])
+                res = {"popc": np.uint32(int(vals.sum())), "and": bool(vals.all()), "or": bool(vals.any())}[rop]
+                for w, writer, _, m in entries:
+                    writer(w, np.full(LANES, res, np.uint32 if rop == "popc" else np.bool_), m)
+            for w, m in b["waiters"]:
+                w.waiting[m] = False
+            del self.barriers[bid]
+
+    # -- one warp ----------------------------------------------------------------------------------
+    def _run_warp(self, w: KernelWarp):
+        code = self.prog.code
+        pc = w.pc
+        budget = self.budget
+        nxt = None          # (pc, mask) known without a search: the whole runnable warp moves together
+        while True:
+            if nxt is not None:
+                p, mask = nxt
+                nxt = None
+                together = True
+            else:
+                live = ~w.exited & ~w.waiting
+                if not live.any():
+                    return
+                if w.depth:
+                    p, mask = self._pick_nested(w, live)
+                else:
+                    p = int(pc[live].min())
+                    mask = live & (pc == p)
+                together = bool((mask == live).all())
+            op = code[p]
+            w.cur_pc = p
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise EmulatorError(f"{op.instr.text or op.instr.opcode}: instruction limit reached "
+                                    f"(max_instructions); an endless loop?")
+            w.clock = w.issued = w.issued + 1
+            if self.trace is not None:
+                w._written = []
+            kind = op.kind
+            shown = mask
+            if kind == "op":
+                if self.trace is not None and op.instr.guard is not None:
+                    g, neg = op.instr.guard
+                    p_ = w.get_reg(g.name, op.instr.text)
+                    p_ = p_ if p_.dtype == np.bool_ else p_ != 0
+                    shown = mask & (~p_ if neg else p_)
+                try:
+                    op.fn(w, mask)
+                except EmulatorError as e:
+                    raise _located(e, op.instr) from None
+                pc[mask] += 1
+                if together:
+                    nxt = (p + 1, mask)
+            elif kind == "bra":
+                taken = mask & self._guard(w, op, mask)
+                pc[taken] = op.target
+                pc[mask & ~taken] += 1
+                if together:
+                    if not taken.any():
+                        nxt = (p + 1, mask)
+                    elif (taken == mask).all():
+                        nxt = (op.target, mask)
+            elif kind in ("ret", "exit"):
+                g = mask & self._guard(w, op, mask)
+                pc[mask & ~g] += 1
+                if g.any():
+                    self._return(w, g, exit_=kind == "exit")
+            elif kind == "call":
+                g = mask & self._guard(w, op, mask)
+                pc[mask & ~g] += 1
+                if g.any():
+                    self._call(w, op, g)
+            elif kind == "bar":
+                g = mask & self._guard(w, op, mask)
+                pc[mask & ~g] += 1
+                if g.any():
+                    pc[g] += 1
+                    self._arrive(w, op, g)
+            if self.trace is not None:
+                self._trace(w, op, shown)
+
+    def _pick_nested(self, w, live):
+        """Runnable lanes with the smallest (call sites..., pc) key: within one activation chain the PCs
+        compare directly, so only the few distinct chains are compared as tuples."""
+        ids = w.chain_id[live]
+        if (ids == ids[0]).all():          # every runnable lane in the same activation chain
+            p = int(w.pc[live].min())
+            return p, live & (w.pc == p)
+        chains = {c: i for i, c in w._chains.items()} if len(w._chain_of) != len(w._chains) else w._chain_of
+        w._chain_of = chains
+        best = None
+        for cid in np.unique(ids):
+            sel = live & (w.chain_id == cid)
+            p = int(w.pc[sel].min())
+            key = tuple(r - 1 for r in chains[int(cid)]) + (p,)
+            if best is None or key < best[0]:
+                best = (key, sel, p)
+        _, sel, p = best
+        return p, sel & (w.pc == p)
+
+    @staticmethod
+    def _guard(w, op, mask):
+        if op.guard is None:
+            return np.ones(LANES, np.bool_)
+        name, neg = op.guard
+        p = w.get_reg(name, op.instr.text)
+        p = p if p.dtype == np.bool_ else p != 0
+        return ~p if neg else p
+
+    # -- calls -------------------------------------------------------------------------------------
+    def _call(self, w, op, mask):
+        site = op.call
+        if site.callee == "vprintf":
+            self._vprintf(w, op, mask)
+            w.pc[mask] += 1
+            return
+        if op.target < 0:
+            raise UnsupportedError(f"{op.instr.text}: function {site.callee} has no body")
+        params, rets = self.prog.formals[site.callee]
+        lanes = np.flatnonzero(mask)
+        for (p, off), src_off in zip(params, site.args):
+            w.param[lanes, off:off + p.size] = w.param[lanes, src_off:src_off + p.size]
+        for lane in lanes:
+            st = w.stacks[lane]
+            if any(f[1] == site.callee for f in st):
+                fail(UnsupportedError, op.instr.text, f"recursive call of {site.callee} (its registers and "
+                     f"parameters are not kept per activation)", lane)
+            if not st:
+                w.depth += 1
+            st.append((int(w.pc[lane]) + 1, site.callee, site))
+            w.chain_id[lane] = w._chains.setdefault(tuple(f[0] for f in st), len(w._chains))
+        w.pc[mask] = op.target
+
+    def _return(self, w, mask, exit_):
+        for lane in np.flatnonzero(mask):
+            st = w.stacks[lane]
+            if exit_ or not st:
+                w.exited[lane] = True
+                if st:
+                    st.clear()
+                    w.depth -= 1
+                    w.chain_id[lane] = 0
+                continue
+            ret_pc, callee, site = st.pop()
+            w.chain_id[lane] = w._chains.setdefault(tuple(f[0] for f in st), len(w._chains))
+            if not st:
+                w.depth -= 1
+            _, rets = self.prog.formals[callee]
+            for (p, off), dst_off in zip(rets, site.rets):
+                w.param[lane, dst_off:dst_off + p.size] = w.param[lane, off:off + p.size]
+            w.pc[lane] = ret_pc
+        if w.exited[mask].any():
+            self._check_barriers()
+
+    # -- barriers ----------------------------------------------------------------------------------
+    def _arrive(self, w, op, mask):
+        bid_r, cnt_r, red, kind, aligned = op.fn
+        text = op.instr.text or op.instr.opcode
+        if aligned:
+            missing = ~w.exited & ~mask
+            if missing.any():
+                fail(WarpSyncError, text, f"an .aligned barrier must be executed by every non-exited lane of the "
+                     f"warp; lanes {format_lanes(np.flatnonzero(missing))} are not executing it")
+        bids = bid_r(w)[mask]
+        if (bids != bids[0]).any() or int(bids[0]) > 15:
+            fail(OperandError, text, f"barrier number must be uniform and 0..15, got {sorted(set(bids.tolist()))}")
+        bid = int(bids[0])
+        count = None
+        if cnt_r is not None:
+            count = int(cnt_r(w)[mask][0])
+            if count % LANES or count <= 0:
+                fail(OperandError, text, f"thread count {count} must be a positive multiple of 32")
+        b = self.barriers.setdefault(bid, {"arrived": 0, "waiters": [], "count": count, "red": []})
+        if count is not None and b["count"] is not None and b["count"] != count:
+            fail(WarpSyncError, text, f"barrier {bid} used with thread counts {b['count']} and {count}")
+        b["arrived"] += int(mask.sum())
+        if kind in ("sync", "red"):
+            w.waiting |= mask
+            b["waiters"].append((w, mask.copy()))
+        if red:
+            rop, writer, pred = red
+            if not b["red"]:
+                b["red"].append((rop,))
+            b["red"].append((w, writer, pred(w).copy(), mask.copy()))
+        self._check_barriers()
+
+    # -- printf ------------------------------------------------------------------------------------
+    def _vprintf(self, w, op, mask):
+        from .printf import format_printf
+        site = op.call
+        fmt_off, args_off = site.args
+        fmt_addr = w.param[:, fmt_off:fmt_off + 8].copy().view(np.uint64).reshape(LANES)
+        arg_addr = w.param[:, args_off:args_off + 8].copy().view(np.uint64).reshape(LANES)
+        for lane in np.flatnonzero(mask):
+            text, nargs = format_printf(w.gmem, int(fmt_addr[lane]), int(arg_addr[lane]), op.instr.text)
+            self.out.write(text)
+            self.result.stdout.append(text)
+            if site.rets:
+                w.param[lane, site.rets[0]:site.rets[0] + 4] = np.frombuffer(
+                    np.int32(len(text)).tobytes(), np.uint8)
+        if hasattr(self.out, "flush"):
+            self.out.flush()
+
+    # -- trace -------------------------------------------------------------------------------------
+    def _trace(self, w, op, mask):
+        lanes = format_lanes(np.flatnonzero(mask))
+        parts = []
+        for name in dict.fromkeys(w._written):
+            v = w.regs[name][mask]
+            shown = ", ".join(_fmt_val(x) for x in v[:4]) + (", ..." if v.size > 4 else "")
+            if v.size and (v == v[0]).all():
+                shown = f"{_fmt_val(v[0])} (all)"
+            parts.append(f"{name}=[{shown}]")
+        cta = ",".join(map(str, self.ctaid))
+        txt = " ".join((op.instr.text or op.instr.opcode).split())
+        self.trace.write(f"cta({cta}) w{w.warp_id} pc{w.cur_pc:>4} "
+                         f"lanes {lanes}: {txt}" + (f"  -> {' '.join(parts)}" if parts else "") + "\n")
+        w._written = None
+
+
+def _fmt_val(x):
+    if isinstance(x, (bool, np.bool_)):
+        return str(int(x))
+    return hex(int(x))
+
+
+def _located(e, instr):
+    msg = str(e)
+    if msg.startswith("line "):
+        return e
+    return type(e)(f"line {instr.line}, column {instr.col}: {msg}")

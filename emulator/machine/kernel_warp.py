@@ -1,0 +1,113 @@
+"""A warp inside a CTA: per-lane program counters and call stacks, and the per-thread memory spaces
+(``.local`` depots, ``.param``) that a plain :class:`~emulator.machine.warp.Warp` does not have."""
+
+import numpy as np
+
+from ..errors import (MemoryAccessError, UnsupportedError, fail)
+from ..memory import LANES, check_alignment, global_gather, global_scatter
+from .warp import Warp
+
+
+LANE = np.arange(LANES)
+
+
+class KernelWarp(Warp):
+    """A warp inside a CTA: per-lane PCs and call stacks, .local / .param memory, shared CTA state."""
+
+    def __init__(self, cta, program, warp_id, nthreads_here, smem, gmem, arch, options, param_init, local_bases,
+                 local_size, trace):
+        self._cta = cta
+        super().__init__(smem.size, gmem, arch, options, smem=smem, warp_id=warp_id)
+        self.smem_inflight = cta.smem_inflight
+        self.program = program
+        self.reg_types = program.reg_types
+        self.pc = np.zeros(LANES, np.int64)
+        self.exited = LANE >= nthreads_here
+        self.present = ~self.exited.copy()
+        self.present_bits = int(np.sum(self.present.astype(np.uint64) << LANE.astype(np.uint64)))
+        self.waiting = np.zeros(LANES, np.bool_)
+        self.stacks = [[] for _ in range(LANES)]
+        self.depth = 0                     # number of lanes inside a call
+        # per lane, an id of its chain of call sites (equal ids: the lanes' PCs compare directly)
+        self.chain_id = np.zeros(LANES, np.int64)
+        self._chains = {(): 0}             # chain of return PCs -> id
+        self._chain_of = {0: ()}           # id -> chain
+        self.param = np.repeat(param_init[None, :], LANES, axis=0)
+        self.local_bases = local_bases     # uint64 (32,)
+        self.local_size = local_size
+        self.dynamic_base = program.shared_static
+        self.trace = trace
+        self._written = [] if trace else None
+        self.issued = 0
+
+    # shared cp.async bookkeeping of the CTA
+    @property
+    def _inflight_n(self):
+        return self._cta.inflight_n
+
+    @_inflight_n.setter
+    def _inflight_n(self, v):
+        self._cta.inflight_n = v
+
+    def set_reg(self, name, values, mask):
+        super().set_reg(name, values, mask)
+        if self._written is not None:
+            self._written.append(name)
+
+    # -- address spaces ----------------------------------------------------------------------------
+    def cvta(self, space, values, to):
+        if space == "local":
+            v = values.astype(np.uint64)
+            out = v - self.local_bases if to else v + self.local_bases
+            return out.astype(values.dtype)
+        if space in ("const", "param"):
+            if space == "param":
+                raise UnsupportedError(f"cvta.param: generic addresses of .param variables are not supported")
+            return values
+        return super().cvta(space, values, to)
+
+    def _local_addrs(self, instr, addrs, mask, nbytes):
+        a = addrs.astype(np.int64)
+        bad = mask & ((a < 0) | (a + nbytes > self.local_size))
+        if bad.any():
+            lane = int(np.flatnonzero(bad)[0])
+            fail(MemoryAccessError, instr, f"local address {int(a[lane]):#x} (+{nbytes} bytes) is outside the "
+                 f"thread's .local memory ({self.local_size} bytes)", lane)
+        return (a.astype(np.uint64) + self.local_bases).astype(np.uint64)
+
+    def space_load(self, instr, space, addrs, mask, nbytes, align):
+        check_alignment(instr, addrs, mask, align)
+        if space == "local":
+            return global_gather(self.gmem, instr, self._local_addrs(instr, addrs, mask, nbytes), mask, nbytes)
+        if space == "const":
+            return global_gather(self.gmem, instr, addrs, mask, nbytes)
+        if space == "param":
+            a = self._param_addrs(instr, addrs, mask, nbytes)
+            out = np.zeros((LANES, nbytes), np.uint8)
+            lanes = np.flatnonzero(mask)
+            out[lanes] = self.param[lanes[:, None], a[lanes][:, None] + np.arange(nbytes)]
+            return out
+        return super().space_load(instr, space, addrs, mask, nbytes, align)
+
+    def space_store(self, instr, space, addrs, mask, data, align):
+        check_alignment(instr, addrs, mask, align)
+        nbytes = data.shape[1]
+        if space == "local":
+            return global_scatter(self.gmem, instr, self._local_addrs(instr, addrs, mask, nbytes), mask, data)
+        if space == "param":
+            a = self._param_addrs(instr, addrs, mask, nbytes)
+            lanes = np.flatnonzero(mask)
+            self.param[lanes[:, None], a[lanes][:, None] + np.arange(nbytes)] = data[lanes]
+            return None
+        if space == "const":
+            fail(MemoryAccessError, instr, ".const memory is read-only")
+        return super().space_store(instr, space, addrs, mask, data, align)
+
+    def _param_addrs(self, instr, addrs, mask, nbytes):
+        a = addrs.astype(np.int64)
+        bad = mask & ((a < 0) | (a + nbytes > self.param.shape[1]))
+        if bad.any():
+            lane = int(np.flatnonzero(bad)[0])
+            fail(MemoryAccessError, instr, f"param address {int(a[lane]):#x} (+{nbytes} bytes) is outside the "
+                 f".param space", lane)
+        return a

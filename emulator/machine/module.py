@@ -1,0 +1,166 @@
+"""A loaded PTX module and its launches: names, module variables, parameters, the grid loop."""
+import sys
+
+import numpy as np
+
+from isa.types import TYPES
+from ..errors import (OperandError, UnsupportedError)
+from ..frontend.module import parse_module
+from ..memory import LANES, GlobalMemory
+from .warp import ARCHS, WarpOptions
+from .cta import CTA
+from .program import Program
+from .result import LaunchResult
+
+
+def load_ptx(text: str, arch: str | None = None) -> "Module":
+    """Parse a PTX module (``nvcc -ptx`` output) and return a :class:`Module`."""
+    return Module(text, arch)
+
+
+class Module:
+    """A loaded PTX module: its kernels, functions and module variables."""
+
+    def __init__(self, text: str, arch: str | None = None):
+        self.text = text
+        self.info = parse_module(text)
+        target = (self.info.target.split(",")[0].strip() if self.info.target else "sm_90")
+        self.arch = arch or (target if target in ARCHS else "sm_90")
+        if self.arch not in ARCHS:
+            raise UnsupportedError(f"load_ptx: architecture {self.arch!r} is not supported; supported: "
+                                   f"{', '.join(ARCHS)}")
+        self._programs = {}
+        self._globals = {}                # id(gmem) -> (gmem, {name: address})
+        self._function_vars = set()
+
+    # -- names -------------------------------------------------------------------------------------
+    @property
+    def kernels(self):
+        return [n for n, f in self.info.functions.items() if f.kind == "entry"]
+
+    def resolve(self, name: str) -> str:
+        """The entry name for a mangled or plain name (``ptx_mma_shared`` -> ``_Z14ptx_mma_shared...``)."""
+        ks = self.kernels
+        if name in ks:
+            return name
+        hits = [k for k in ks if _plain_name(k) == name]
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            raise OperandError(f"launch: {name!r} is ambiguous: {', '.join(hits)}")
+        raise OperandError(f"launch: no kernel named {name!r}; kernels: {', '.join(ks) or 'none'}")
+
+    def program(self, name: str) -> Program:
+        entry = self.resolve(name)
+        prog = self._programs.get(entry)
+        if prog is None:
+            prog = self._programs[entry] = Program(self, self.info.functions[entry], self.arch)
+        return prog
+
+    def _variables(self, gmem):
+        hit = self._globals.get(id(gmem))
+        addrs = hit[1] if hit is not None and hit[0] is gmem else {}
+        for v in self.info.variables.values():
+            if v.space in ("global", "const") and v.name not in addrs:
+                a = gmem.alloc(max(v.size, 1))
+                if v.init is not None:
+                    gmem.write(a, np.frombuffer(v.init, np.uint8))
+                addrs[v.name] = a
+        self._globals[id(gmem)] = (gmem, addrs)
+        return addrs
+
+    def global_address(self, name: str, gmem: GlobalMemory) -> int:
+        """Address of a ``.global`` / ``.const`` module variable in ``gmem`` (allocated and initialised on
+        first use, like a loaded module's variables)."""
+        v = self.info.variables.get(name)
+        if v is None or v.space not in ("global", "const"):
+            raise OperandError(f"no .global/.const variable {name!r} in this module; variables: "
+                               f"{', '.join(n for n, x in self.info.variables.items() if x.space != 'shared')}")
+        return self._variables(gmem)[name]
+
+    # -- launch ------------------------------------------------------------------------------------
+    def launch(self, kernel: str, grid=(1, 1, 1), block=(32, 1, 1), args=(), gmem: GlobalMemory | None = None,
+               shared_bytes: int = 0, options: WarpOptions | None = None, trace=None, out=None,
+               max_instructions: int = 20_000_000) -> LaunchResult:
+        """Run ``kernel`` on a grid of CTAs. ``args`` follow the kernel's ``.param`` list (addresses and
+        integers as Python ints, floats as Python/numpy floats, byte arrays for aggregate parameters).
+        ``trace``: a writable stream that receives one line per executed instruction."""
+        grid, block = _dim3(grid, "grid"), _dim3(block, "block")
+        nthreads = block[0] * block[1] * block[2]
+        if not 1 <= nthreads <= 1024:
+            raise OperandError(f"launch: a CTA has 1..1024 threads, not {nthreads}")
+        if any(g < 1 for g in grid):
+            raise OperandError(f"launch: grid dimensions must be >= 1, got {grid}")
+        gmem = gmem if gmem is not None else GlobalMemory()
+        prog = self.program(kernel)
+        entry = prog.entry
+        param_init = np.zeros(max(prog.layout.param, 1), np.uint8)
+        _fill_params(entry, prog.kernel_params, list(args), param_init)
+        var_addrs = self._variables(gmem)
+        smem_size = prog.shared_static + (-(-int(shared_bytes) // 16) * 16)
+        nwarps = -(-nthreads // LANES)
+        # one allocation per thread (separated by unmapped gaps), so that a generic access that runs off a
+        # thread's .local depot is reported instead of landing in its neighbour's
+        local_bases = np.array([gmem.alloc(prog.layout.local) if prog.layout.local else 0
+                                for _ in range(nwarps * LANES)], np.uint64)
+        result = LaunchResult(entry.name, grid, block)
+        out = out if out is not None else sys.stdout
+        budget = [int(max_instructions)]
+        for z in range(grid[2]):
+            for y in range(grid[1]):
+                for x in range(grid[0]):
+                    warps = CTA(self, prog, (x, y, z), grid, block, smem_size, gmem, param_init, var_addrs,
+                                 local_bases, options, trace, out, result, budget).run()
+                    result.ctas.append(((x, y, z), warps))
+        result.instructions = int(max_instructions) - budget[0]
+        return result
+
+
+def _plain_name(mangled: str) -> str:
+    """``_Z14ptx_mma_sharedP6__halfS0_S0_iii`` -> ``ptx_mma_shared`` (plain Itanium function names)."""
+    if not mangled.startswith("_Z"):
+        return mangled
+    s = mangled[2:]
+    if s.startswith("N"):
+        return mangled
+    k = 0
+    while k < len(s) and s[k].isdigit():
+        k += 1
+    if k == 0:
+        return mangled
+    n = int(s[:k])
+    return s[k:k + n]
+
+
+def _dim3(v, what):
+    if isinstance(v, (int, np.integer)):
+        v = (int(v),)
+    v = tuple(int(x) for x in v)
+    if not 1 <= len(v) <= 3:
+        raise OperandError(f"launch: {what} must have 1 to 3 dimensions")
+    return v + (1,) * (3 - len(v))
+
+
+def _fill_params(entry, params, args, buf):
+    if len(args) != len(params):
+        names = ", ".join(f"{p.name} (.{p.ptype}{f'[{p.count}]' if p.count > 1 else ''})" for p, _ in params)
+        raise OperandError(f"launch {entry.name}: expected {len(params)} argument(s) ({names}), got {len(args)}")
+    for (p, off), a in zip(params, args):
+        kind = TYPES[p.ptype][1]
+        w = TYPES[p.ptype][0] // 8
+        if p.count > 1 or isinstance(a, (bytes, bytearray, np.ndarray)):
+            raw = np.frombuffer(bytes(a), np.uint8) if isinstance(a, (bytes, bytearray)) else \
+                np.ascontiguousarray(a).view(np.uint8).reshape(-1)
+            if raw.size != p.size:
+                raise OperandError(f"launch {entry.name}: parameter {p.name} takes {p.size} bytes, got {raw.size}")
+        elif kind == "f":
+            raw = np.array([float(a)], {2: np.float16, 4: np.float32, 8: np.float64}[w]).view(np.uint8)
+        else:
+            if isinstance(a, (float, np.floating)) and not float(a).is_integer():
+                raise OperandError(f"launch {entry.name}: parameter {p.name} is .{p.ptype}, got the float {a}")
+            iv = int(a)
+            lo = -(1 << (8 * w - 1))
+            if not lo <= iv < (1 << (8 * w)):
+                raise OperandError(f"launch {entry.name}: {iv} does not fit parameter {p.name} (.{p.ptype})")
+            raw = np.frombuffer((iv & ((1 << (8 * w)) - 1)).to_bytes(w, "little"), np.uint8)
+        buf[off:off + raw.size] = raw
