@@ -30,6 +30,7 @@ import numpy as np
 from ..errors import (EmulatorError, OperandError, UnsupportedError, WarpSyncError, fail)
 from ..memory import LANES
 from ..ops.common import format_lanes
+from ..ops.wgmma.state import check_cta_end as check_wgmma_end
 from .kernel_warp import KernelWarp
 
 
@@ -86,6 +87,7 @@ class CTA:
                 break
             if not progressed and not any(self._runnable(w) for w in self.warps):
                 self._deadlock()
+        check_wgmma_end(self)
         return self.warps
 
     @staticmethod
