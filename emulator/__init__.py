@@ -14,7 +14,7 @@ from .memory import GlobalMemory, SmemAccess
 
 __all__ = ["Warp", "WarpOptions", "GlobalMemory", "SmemAccess", "EmulatorError", "PTXSyntaxError",
            "UnsupportedError", "OperandError", "MemoryAccessError", "AlignmentError", "AsyncHazardError",
-           "WarpSyncError", "mma", "gemm", "load_ptx", "check_layout"]
+           "WarpSyncError", "mma", "gemm", "wgmma", "load_ptx", "check_layout"]
 
 
 def __getattr__(name):
@@ -22,6 +22,9 @@ def __getattr__(name):
     if name in ("mma", "gemm"):
         from . import tiles
         return getattr(tiles, name)
+    if name == "wgmma":
+        from .wgmma_tiles import wgmma
+        return wgmma
     if name == "load_ptx":
         from .machine.module import load_ptx
         return load_ptx

@@ -10,7 +10,7 @@ A/B -> D            K     L    F       e_zero      rounding
 f16, bf16 -> f32    16    16   25      -133        RZ (as mma.sync)
 f16 -> f16          16    16   25      -21         RNE
 tf32 -> f32         8     8    25      -133        RZ (low 13 register bits ignored)
-fp8 -> f32          32    32   13      -133        RZ: native fp8, only 13 fraction bits kept
+fp8 -> f32          32    32   13      -133        RZ, then RZ to 13 fraction bits (e8m13)
 fp8 -> f16          32    32   13      -21         RNE
 =================  ====  ===  ======  ==========  ==============================================
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import gemm_fast, reference
+from . import fast, gemm_fast, reference
 from .params import FORMATS, RNE, RZ, TcParams
 
 WGMMA_PARAMS = {
@@ -38,7 +38,29 @@ WGMMA_PARAMS = {
     ("fp8", "f16"): TcParams(32, 13, -21, RNE),
 }
 
+FP8 = ("e4m3", "e5m2")
+FP8_FRACTION = 13                                       # fraction bits an fp8 -> f32 result keeps
+FP8_CUT_MASK = (1 << (23 - FP8_FRACTION)) - 1
+
 SIGN = {"f16": 0x8000, "bf16": 0x8000, "tf32": 0x80000000, "e4m3": 0x80, "e5m2": 0x80}
+
+
+def _plain_lut(fmt):
+    """Decode table of an fp8 format with its own nominal exponents: wgmma's native fp8 aligns a
+    subnormal by the format's emin (mma.sync's f16 detour aligns it by its leading bit)."""
+    code = FORMATS[fmt].code
+    rows = []
+    for x in range(256):
+        k, s, M, q, t = fast.decode(x, code)
+        if k != fast.NUM:
+            q = t = fast.ZQ
+        rows.append((-M if s else M, q, t, k))
+    return np.ascontiguousarray(np.array(rows, np.int64))
+
+
+for _f in ("e4m3", "e5m2"):
+    gemm_fast._LUTS[_f + "/native"] = _plain_lut(_f)
+NATIVE = {"e4m3": "e4m3/native", "e5m2": "e5m2/native"}
 
 
 def wgmma_params(atype: str, dtype: str) -> TcParams:
@@ -77,7 +99,18 @@ def wgmma_tile(atype, btype, dtype, A, B, C, satfinite=False):
     if dtype == "s32":
         return int_tile(atype, btype, A, B, C, satfinite)
     p = wgmma_params(atype, dtype)
-    return gemm_fast.tc_gemm(A, B, C, _Op(_prm(atype, btype, dtype, p), _Types(atype, btype)))
+    types = _Types(NATIVE.get(atype, atype), NATIVE.get(btype, btype))
+    D = gemm_fast.tc_gemm(A, B, C, _Op(_prm(atype, btype, dtype, p), types))
+    if dtype == "f32" and atype in FP8:
+        D = fp8_f32_cut(D)
+    return D
+
+
+def fp8_f32_cut(D):
+    """fp8 -> f32: the (RZ) result keeps only 13 fraction bits (finite results; inf and NaN unchanged). # RZ"""
+    D = np.asarray(D, np.uint64)
+    finite = (D & np.uint64(0x7F800000)) != np.uint64(0x7F800000)
+    return np.where(finite, D & np.uint64(~FP8_CUT_MASK & 0xFFFFFFFF), D)
 
 
 def _signed(x, w):
@@ -103,7 +136,10 @@ def reference_element(atype, btype, dtype, a_bits, b_bits, c_bits):
     p = wgmma_params(atype, dtype)
     a = [reference.decode(x, atype) for x in a_bits]
     b = [reference.decode(x, btype) for x in b_bits]
-    return reference.t_fdpa(a, b, reference.decode(c_bits, dtype), p.F, p.e_zero, dtype, p.rounding)
+    d = reference.t_fdpa(a, b, reference.decode(c_bits, dtype), p.F, p.e_zero, dtype, p.rounding)
+    if dtype == "f32" and atype in FP8 and (d & 0x7F800000) != 0x7F800000:
+        d &= ~FP8_CUT_MASK & 0xFFFFFFFF                                              # RZ to 13 fraction bits
+    return d
 
 
 def reference_tile(atype, btype, dtype, A, B, C, satfinite=False):

@@ -27,9 +27,11 @@ Byte address of element (m/n index ``x``, k) of an MN-major operand of ``e``-byt
 * no swizzle:  ``start + (xb // 16) * SBO + (k // 8) * LBO + (k % 8) * 16 + xb % 16``
 * swizzled:    ``start + (xb // W) * LBO + (k // 8) * SBO + (k % 8) * W + xb % W``, then the swizzle
 
-The swizzle XORs address bits [4, 4+s) with bits [7, 7+s), s = log2(W / 16) (CuTe's ``Swizzle<s,4,3>``),
-on the shared-memory address itself: the pattern repeats every ``8 * W`` bytes of address space.  The
-capture (``tools/hwcapture/wgmma``) pinned these rules, base offset included (see ``swizzle``).
+The swizzle XORs address bits [4, 4+s) with bits [7, 7+s) minus the base offset, s = log2(W / 16) (CuTe's
+``Swizzle<s,4,3>`` when the base offset is 0), on the shared-memory address itself: the pattern repeats every
+``8 * W`` bytes of address space, and any 16-byte aligned start works.  The H100 capture
+(``tools/hwcapture/wgmma``) pinned these rules: random LBO/SBO, every swizzle, both major-nesses, starts off
+the pattern and every base offset.
 """
 from __future__ import annotations
 
@@ -102,12 +104,14 @@ def canonical_descriptor(start: int, rows: int, mn_major: bool = False, swizzle:
 
 
 def swizzle(addr, width: int, base_offset: int = 0):
-    """The address after the swizzle of ``width`` bytes: bits [4, 4+s) ^= bits [7, 7+s)."""
+    """The address after the swizzle of ``width`` bytes: bits [4, 4+s) ^= (bits [7, 7+s) - base_offset).
+    The base offset shifts the pattern's row phase back by that many 128-byte rows (measured: of the
+    rules tried -- ignored, added, subtracted, xor-ed, relative to the start -- only subtraction matches
+    every capture)."""
     if not width:
         return addr
-    s = {32: 1, 64: 2, 128: 3}[width]
-    mask = (1 << s) - 1
-    return addr ^ (((addr >> 7) & mask) << 4)
+    mask = width // 16 - 1
+    return addr ^ ((((addr >> 7) - base_offset) & mask) << 4)
 
 
 def k_major_addresses(d: Descriptor, rows: int, k_bytes: int = 32) -> np.ndarray:

@@ -9,7 +9,10 @@ import json
 import sys
 
 import numpy as np
-import torch
+try:
+    import torch
+except ImportError:      # building PTX without a GPU
+    torch = None
 import triton
 import triton.language as tl
 
@@ -29,7 +32,10 @@ def matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
     for k in range(0, K, BK):
         a = tl.load(a_ptr + rm[:, None] * sam + (k + rk)[None, :] * sak)
         b = tl.load(b_ptr + (k + rk)[:, None] * sbk + rn[None, :] * sbn)
-        acc = tl.dot(a, b, acc, input_precision=PREC)
+        if ACC_INT:
+            acc = tl.dot(a, b, acc, out_dtype=tl.int32)
+        else:
+            acc = tl.dot(a, b, acc, input_precision=PREC)
     tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty))
 
 

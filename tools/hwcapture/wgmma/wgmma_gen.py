@@ -15,8 +15,8 @@ import numpy as np
 from isa.wgmma import N_INT, VARIANTS, WgmmaVariant  # noqa: F401
 
 IMG = 65536             # bytes of the shared-memory image per CTA
-A_REGION = (0, 16384)   # A descriptors point here, filled with A's type
-B_REGION = (16384, IMG)  # B descriptors point here, filled with B's type
+A_REGION = (0, 24576)   # A descriptors point here, filled with A's type
+B_REGION = (24576, IMG)  # B descriptors point here, filled with B's type
 DYN_SMEM = 160 * 1024   # dynamic shared memory per CTA (the image plus room under any reading)
 DISTS = ("normal", "wide", "special", "raw", "iota")
 SWIZZLES = {0: 0, 1: 128, 2: 64, 3: 32}      # descriptor bits 62-63 -> swizzle width in bytes (0: none)
@@ -221,6 +221,17 @@ def canonical(rows, kbytes, mn_major, swz_code, elem_bytes):
     return 8 * W * (krows // 8), 8 * W, 8 * W * (krows // 8) * chunks
 
 
+def reach_bytes(rows, kbytes, mn_major, elem_bytes, lbo, sbo, swz):
+    """Bytes past the start that any plausible reading reaches (both roles of LBO/SBO, both majors), plus
+    the swizzle pattern's span: the capture must never leave shared memory."""
+    W = SWIZZLES[swz]
+    x = max(lbo, sbo)
+    kmaj = (rows // 8) * max(x, 8 * max(W, 16)) + 2 * x + 8 * max(W, 16)
+    mnb = rows * elem_bytes
+    mnmaj = (mnb // 16 + 1) * x + (kbytes // elem_bytes // 8 + 1) * max(x, 8 * max(W, 16)) + 8 * max(W, 16)
+    return max(kmaj, mnmaj) + 1024
+
+
 def choose_desc(key, rows, kbytes, mn_major, elem_bytes, region, mode):
     """One descriptor (offset within the image) for an operand of ``rows`` M/N x ``kbytes`` K bytes."""
     r = [int(x) for x in rbits(key, 8)]
@@ -235,15 +246,14 @@ def choose_desc(key, rows, kbytes, mn_major, elem_bytes, region, mode):
         if not mn_major and W:                        # a K step inside the swizzle row, as CUTLASS does
             start += 32 * (r[2] % (W // 32))
         return make_desc(start, lbo, sbo, swz), dict(swz=swz, lbo=lbo, sbo=sbo, start=start)
-    lbo = 16 * (1 + r[3] % 64)                        # up to 1 KiB
-    sbo = 16 * (1 + r[4] % 64)
+    lbo = 16 * (1 + r[3] % 32)                        # up to 512 bytes
+    sbo = 16 * (1 + r[4] % 32)
     if r[5] % 3 == 0:
         lbo, sbo, _ = canonical(rows, kbytes, mn_major, swz, elem_bytes)
-    # generous bound on the bytes any reading could reach: every group/chunk count times the larger stride
-    groups = rows // 8 + rows * elem_bytes // 16 + kbytes // 16 + 2
-    reach = groups * max(lbo, sbo, atom) + 2 * atom + 1024
-    room = hi - lo - reach
-    assert room > 1024, (rows, kbytes, lbo, sbo, reach)
+    room = hi - lo - reach_bytes(rows, kbytes, mn_major, elem_bytes, lbo, sbo, swz)
+    while room <= 1024:                               # too far-reaching for the region: halve the strides
+        lbo, sbo = max(16, lbo // 32 * 16), max(16, sbo // 32 * 16)
+        room = hi - lo - reach_bytes(rows, kbytes, mn_major, elem_bytes, lbo, sbo, swz)
     if mode == "random":
         start = lo + atom * (r[6] % (room // atom))
         if not mn_major and W:
