@@ -388,7 +388,6 @@ def run(code, imm, arena, pc, exited, waiting, smem, inflight, param, gtab, stat
                     break
                 n = row[T.Y]
                 ew = row[T.Z]
-                nbytes = n * ew
                 shared_lanes = 0
                 for lane in range(LANES):
                     wh = where[lane]
