@@ -39,6 +39,7 @@ class KernelWarp(Warp):
         self.trace = trace
         self._written = [] if trace else None
         self.issued = 0
+        self.fast = None                   # the fast engine's per-warp state (machine.fastcore), if used
 
     # shared cp.async bookkeeping of the CTA
     @property
