@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import (EmulatorError, OperandError, UnsupportedError, WarpSyncError, fail)
 from ..memory import LANES
 from ..ops.common import format_lanes
-from ..ops.wgmma.state import check_cta_end as check_wgmma_end
+from ..ops.wgmma.state import busy as wgmma_busy, check_cta_end as check_wgmma_end
 from .kernel_warp import KernelWarp
 
 
@@ -129,7 +129,7 @@ class CTA:
 
     # -- one warp ----------------------------------------------------------------------------------
     def _run_warp(self, w: KernelWarp):
-        if w.fast is not None:
+        if w.fast is not None and not wgmma_busy(self):
             return self._run_warp_fast(w)
         pc = w.pc
         nxt = None          # (pc, mask) known without a search: the whole runnable warp moves together
@@ -166,6 +166,8 @@ class CTA:
                 if status == fast.LOG:
                     continue
             self._step(w, p, mask, False)
+            if wgmma_busy(self):            # registers and shared bytes in flight: the reference checks them
+                return self._run_warp(w)
 
     def _step(self, w, p, mask, together):
         """Execute the instruction at ``p`` for the lanes in ``mask``; returns the next (pc, mask) when the

@@ -7,3 +7,6 @@
 from . import desc, op, state  # noqa: F401
 from .desc import Descriptor, canonical_descriptor, core_matrix_map, make_descriptor  # noqa: F401
 from .op import WgmmaOp, get_wgmma  # noqa: F401
+
+__all__ = ["desc", "op", "state", "Descriptor", "canonical_descriptor", "core_matrix_map", "make_descriptor",
+           "WgmmaOp", "get_wgmma"]

@@ -13,7 +13,7 @@ from isa.wgmma import VARIANTS, K_OF
 from ..registry import executor
 from ..common import format_lanes, reg_name, vec_regs
 from ...errors import AsyncHazardError, OperandError, UnsupportedError, WarpSyncError, fail
-from ...frontend.ptx import Imm, Not, Reg, Sym
+from ...frontend.ptx import Imm, Not, Reg, Sym, Vec
 from ...numerics import wgmma as num
 from . import desc as D
 from . import state as S
@@ -171,6 +171,8 @@ def compile_wgmma(instr, env):
         if not {"sync", "aligned"} <= set(parts[2:]) or set(parts[2:]) - {"sync", "aligned"}:
             fail(UnsupportedError, instr.opcode, f"spelled wgmma.{kind}.sync.aligned")
         return _compile_control(instr, env, kind, text)
+    if kind == "mma_async" and "sp" in parts[2:]:
+        fail(UnsupportedError, instr.opcode, "the sparse wgmma.mma_async.sp forms are not supported")
     if kind != "mma_async":
         fail(UnsupportedError, instr.opcode, "supported: wgmma.mma_async, wgmma.fence, wgmma.commit_group, "
              "wgmma.wait_group (.sp sparse forms are not supported)")
@@ -203,8 +205,6 @@ def _compile_mma(instr, env, text):
     op = get_wgmma(instr.opcode)
     v = op.variant
     ops = instr.operands
-    ss = not isinstance(ops[1], type(ops[0])) if len(ops) > 1 else True
-    from ...frontend.ptx import Vec
     ss = not isinstance(ops[1], Vec) if len(ops) > 1 else True
     form = "ss" if ss else "rs"
     n_imm = v.n_imm(form)
