@@ -33,12 +33,14 @@ from ..memory.asyncunit import AsyncUnit
 from ..ops.common import format_lanes
 from .kernel_warp import KernelWarp
 
+PARK = "park"          # _step's answer when an executor stalled lanes or yielded the warp's turn
+
 
 class CTA:
     """One CTA's execution: warps, barriers, the scheduler."""
 
     def __init__(self, module, prog, ctaid, grid, block, smem_size, gmem, param_init, var_addrs, local_bases,
-                 options, trace, out, result, budget, schedule=None, timeline=False):
+                 options, trace, out, result, budget, fast=None, schedule=None, timeline=False):
         self.module, self.prog, self.ctaid = module, prog, ctaid
         self.smem = np.zeros(smem_size, np.uint8)
         self.async_unit = AsyncUnit(smem_size)
@@ -74,6 +76,8 @@ class CTA:
             sv["%nwarpid"] = np.full(LANES, nwarps, np.uint32)
             sv["%dynamic_smem_size"] = np.full(LANES, smem_size - prog.shared_static, np.uint32)
             sv["%total_smem_size"] = np.full(LANES, smem_size, np.uint32)
+            if fast is not None:
+                kw.fast = fast.attach(kw)
             self.warps.append(kw)
 
     # -- scheduler ---------------------------------------------------------------------------------
@@ -177,13 +181,11 @@ class CTA:
 
     # -- one warp ----------------------------------------------------------------------------------
     def _run_warp(self, w: KernelWarp):
-        code = self.prog.code
+        if w.fast is not None:
+            return self._run_warp_fast(w)
         pc = w.pc
-        budget = self.budget
         nxt = None          # (pc, mask) known without a search: the whole runnable warp moves together
         quantum = -1 if self._rng is None else int(self._rng.integers(1, 64))
-        au = self.async_unit
-        record = au.record
         while True:
             if quantum == 0:
                 return "quantum"
@@ -202,63 +204,93 @@ class CTA:
                     p = int(pc[live].min())
                     mask = live & (pc == p)
                 together = bool((mask == live).all())
-            op = code[p]
-            w.cur_pc = p
-            budget[0] -= 1
-            if budget[0] < 0:
-                raise EmulatorError(f"{op.instr.text or op.instr.opcode}: instruction limit reached "
-                                    f"(max_instructions); an endless loop?")
-            w.clock = w.issued = w.issued + 1
-            au.mbarriers.step += 1
-            if record:
-                au.events.append(("instr", au.mbarriers.step, w.warp_id, p, op.instr.text or op.instr.opcode,
-                                  int(mask.sum())))
-            if self.trace is not None:
-                w._written = []
-            kind = op.kind
-            shown = mask
-            if kind == "op":
-                if self.trace is not None and op.instr.guard is not None:
-                    g, neg = op.instr.guard
-                    p_ = w.get_reg(g.name, op.instr.text)
-                    p_ = p_ if p_.dtype == np.bool_ else p_ != 0
-                    shown = mask & (~p_ if neg else p_)
-                try:
-                    op.fn(w, mask)
-                except EmulatorError as e:
-                    raise _located(e, op.instr) from None
-                if w._stall is not None or w._yield is not None:
-                    return self._park(w, op, mask, shown)
-                pc[mask] += 1
-                if together:
+            nxt = self._step(w, p, mask, together)
+            if nxt is PARK:
+                return "spin"
+
+    def _run_warp_fast(self, w: KernelWarp):
+        """The fast engine runs the warp until an instruction it hands back, which the reference executes."""
+        fast = w.fast
+        while True:
+            if w.depth:
+                live = ~w.exited & ~w.waiting
+                if not live.any():
+                    return "blocked"
+                p, mask = self._pick_nested(w, live)
+            else:
+                status, p, mask = fast.run(w, self.budget)
+                if status == fast.IDLE:
+                    return "blocked"
+                if status == fast.LOG:
+                    continue
+            if self._step(w, p, mask, False) is PARK:
+                return "spin"
+
+    def _step(self, w, p, mask, together):
+        """Execute the instruction at ``p`` for the lanes in ``mask``; returns the next (pc, mask) when the
+        whole runnable warp is known to move together, else None."""
+        pc = w.pc
+        budget = self.budget
+        nxt = None
+        op = self.prog.code[p]
+        w.cur_pc = p
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise EmulatorError(f"{op.instr.text or op.instr.opcode}: instruction limit reached "
+                                f"(max_instructions); an endless loop?")
+        w.clock = w.issued = w.issued + 1
+        au = self.async_unit
+        au.mbarriers.step += 1
+        if au.record:
+            au.events.append(("instr", au.mbarriers.step, w.warp_id, p, op.instr.text or op.instr.opcode,
+                              int(mask.sum())))
+        if self.trace is not None:
+            w._written = []
+        kind = op.kind
+        shown = mask
+        if kind == "op":
+            if self.trace is not None and op.instr.guard is not None:
+                g, neg = op.instr.guard
+                p_ = w.get_reg(g.name, op.instr.text)
+                p_ = p_ if p_.dtype == np.bool_ else p_ != 0
+                shown = mask & (~p_ if neg else p_)
+            try:
+                op.fn(w, mask)
+            except EmulatorError as e:
+                raise _located(e, op.instr) from None
+            if w._stall is not None or w._yield is not None:
+                return self._park(w, op, mask, shown)
+            pc[mask] += 1
+            if together:
+                nxt = (p + 1, mask)
+        elif kind == "bra":
+            taken = mask & self._guard(w, op, mask)
+            pc[taken] = op.target
+            pc[mask & ~taken] += 1
+            if together:
+                if not taken.any():
                     nxt = (p + 1, mask)
-            elif kind == "bra":
-                taken = mask & self._guard(w, op, mask)
-                pc[taken] = op.target
-                pc[mask & ~taken] += 1
-                if together:
-                    if not taken.any():
-                        nxt = (p + 1, mask)
-                    elif (taken == mask).all():
-                        nxt = (op.target, mask)
-            elif kind in ("ret", "exit"):
-                g = mask & self._guard(w, op, mask)
-                pc[mask & ~g] += 1
-                if g.any():
-                    self._return(w, g, exit_=kind == "exit")
-            elif kind == "call":
-                g = mask & self._guard(w, op, mask)
-                pc[mask & ~g] += 1
-                if g.any():
-                    self._call(w, op, g)
-            elif kind == "bar":
-                g = mask & self._guard(w, op, mask)
-                pc[mask & ~g] += 1
-                if g.any():
-                    pc[g] += 1
-                    self._arrive(w, op, g)
-            if self.trace is not None:
-                self._trace(w, op, shown)
+                elif (taken == mask).all():
+                    nxt = (op.target, mask)
+        elif kind in ("ret", "exit"):
+            g = mask & self._guard(w, op, mask)
+            pc[mask & ~g] += 1
+            if g.any():
+                self._return(w, g, exit_=kind == "exit")
+        elif kind == "call":
+            g = mask & self._guard(w, op, mask)
+            pc[mask & ~g] += 1
+            if g.any():
+                self._call(w, op, g)
+        elif kind == "bar":
+            g = mask & self._guard(w, op, mask)
+            pc[mask & ~g] += 1
+            if g.any():
+                pc[g] += 1
+                self._arrive(w, op, g)
+        if self.trace is not None:
+            self._trace(w, op, shown)
+        return nxt
 
     def _park(self, w, op, mask, shown):
         """An executor stalled some lanes (they re-execute the instruction when woken) or yielded the turn."""
@@ -272,7 +304,7 @@ class CTA:
         w._last_yield = why if why is not None else (stall[1] if stall else None)
         if self.trace is not None:
             self._trace(w, op, shown)
-        return "spin"
+        return PARK
 
     def _pick_nested(self, w, live):
         """Runnable lanes with the smallest (call sites..., pc) key: within one activation chain the PCs

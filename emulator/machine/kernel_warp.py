@@ -40,6 +40,7 @@ class KernelWarp(Warp):
         self.trace = trace
         self._written = [] if trace else None
         self.issued = 0
+        self.fast = None                   # the fast engine's per-warp state (machine.fastcore), if used
         self._async = cta.async_unit
         self._stall = None                 # (lanes, reason) set by an executor that cannot go on
         self._yield = None                 # set by an executor that lets the other warps run
