@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from emulator import GlobalMemory, MBarrierError, WarpSyncError, Warp, load_ptx
+from emulator import MBarrierError, WarpSyncError, Warp, load_ptx
 from emulator.memory.mbarrier import MBarriers
 
 
