@@ -4,7 +4,6 @@ import io
 import numpy as np
 
 from emulator import EmulatorError, GlobalMemory
-from emulator.machine.fastcore import table as T
 
 
 def launch_outcome(module, kernel, grid, block, arrays, scalars=(), engine="fast", **kw):
@@ -26,7 +25,7 @@ def launch_outcome(module, kernel, grid, block, arrays, scalars=(), engine="fast
                       None if a.src is None else a.src.tolist()) for a in w._smem_log]
             warps[(ctaid, w.warp_id)] = (regs, w.smem.copy(), w.issued, w.pc.copy(), banks)
             if w.fast is not None:
-                executed += int(w.fast.state[T.S_EXECUTED])
+                executed += w.fast.executed
     return {"memory": _memory(g), "warps": warps, "stdout": out.getvalue(), "instructions": r.instructions,
             "fast_executed": executed}
 

@@ -6,6 +6,8 @@ instructions the loop hands back) read and write the very same memory: no copies
 """
 from __future__ import annotations
 
+from collections.abc import MutableMapping
+
 import numpy as np
 
 from ...memory import SmemAccess
@@ -30,81 +32,128 @@ def global_table(gmem):
     return np.array(rows, np.int64).reshape(-1, 3)
 
 
-class PinnedRegs(dict):
-    """A warp's register dict whose arena registers stay where the loop reads them: assigning a new array
-    to one of them (as executors that replace whole registers do) copies the values into the arena view."""
+class ArenaRegs(MutableMapping):
+    """A warp's registers when the fast engine runs it: the registers of the translation live in the arena
+    (a view of one is made the first time Python asks for it), any other register in a plain dict.
+    Assigning a new array to an arena register (as executors that replace whole registers do) copies the
+    values into the arena, where the loop reads them."""
+
+    __slots__ = ("arena", "slots", "views", "other")
+
+    def __init__(self, arena, slots, old):
+        self.arena, self.slots, self.views, self.other = arena, slots, {}, {}
+        for k, v in old.items():
+            self[k] = v
+
+    def _view(self, name):
+        cls, off = self.slots[name]
+        v = self.views[name] = self.arena[off:off + 32 * T.CLASS_BYTES[cls]].view(_DTYPE[cls])
+        return v
+
+    def get(self, name, default=None):
+        v = self.views.get(name)
+        if v is not None:
+            return v
+        if name in self.slots:
+            return self._view(name)
+        return self.other.get(name, default)
+
+    def __getitem__(self, name):
+        v = self.get(name)
+        if v is None:
+            raise KeyError(name)
+        return v
 
     def __setitem__(self, name, value):
-        cur = self.get(name)
-        if cur is not None and name in self.pinned:
-            cur[...] = value
+        if name in self.slots:
+            self.get(name)[...] = value
         else:
-            dict.__setitem__(self, name, value)
+            self.other[name] = value
+
+    def __delitem__(self, name):
+        if name in self.slots:
+            raise KeyError(f"{name} lives in the fast engine's arena")
+        del self.other[name]
+
+    def __contains__(self, name):
+        return name in self.slots or name in self.other
+
+    def __iter__(self):
+        yield from self.slots
+        yield from (k for k in self.other if k not in self.slots)
+
+    def __len__(self):
+        return len(self.slots) + sum(1 for k in self.other if k not in self.slots)
 
 
 class FastLaunch:
-    """What every warp of one launch shares: the translation and the global-memory table."""
+    """What every warp of one launch shares: the translation, the global-memory table, the loop's state
+    vector and shared-memory log (emptied after every run of the loop)."""
 
     def __init__(self, prog, gmem):
-        self.tr = translation(prog)
+        from .loop import run
+        self._run = run
+        self.tr = tr = translation(prog)
         self.gtab = global_table(gmem)
+        self.state = np.zeros(T.NSTATE, np.int64)
+        self.log_pc = np.zeros(LOG_CAP, np.int64)
+        self.log_addr = np.zeros((LOG_CAP, 32), np.int64)
+        self.log_mask = np.zeros(LOG_CAP, np.int64)
+        self.lanes = np.arange(32, dtype=np.int64)
+        # constant special registers: one fancy-indexed store per warp fills them all
+        names = [n for n in tr.specials]
+        self.special_names = names
+        self.special_index = np.array([tr.specials[n][1] // 4 for n in names], np.int64)[:, None] + \
+            np.arange(32, dtype=np.int64)
+        assert all(tr.specials[n][0] == T.R32 for n in names)
 
     def attach(self, warp):
         return FastWarp(self, warp)
 
 
 class FastWarp:
+    """One warp's arena and counters."""
     IDLE, SLOW, LOG = T.ST_IDLE, T.ST_SLOW, T.ST_LOG
 
     def __init__(self, launch, warp):
-        from .loop import run
-        self._run = run
         tr = launch.tr
         self.launch = launch
         self.arena = arena = np.zeros(max(tr.arena_bytes, 8), np.uint8)
-        regs = PinnedRegs(warp.regs)
-        regs.pinned = set(tr.slots)
-        for name, (cls, off) in tr.slots.items():
-            view = arena[off:off + 32 * T.CLASS_BYTES[cls]].view(_DTYPE[cls])
-            old = warp.regs.get(name)
-            if old is not None:
-                view[:] = old
-            dict.__setitem__(regs, name, view)
-        warp.regs = regs
-        for name, (cls, off) in tr.specials.items():
-            arena[off:off + 32 * T.CLASS_BYTES[cls]].view(_DTYPE[cls])[:] = warp.get_reg(name)
-        self.state = np.zeros(T.NSTATE, np.int64)
-        self.log_pc = np.zeros(LOG_CAP, np.int64)
-        self.log_addr = np.zeros((LOG_CAP, 32), np.int64)
-        self.log_mask = np.zeros(LOG_CAP, np.int64)
-        self.lanes = np.arange(32, dtype=np.int64)
+        warp.regs = ArenaRegs(arena, tr.slots, warp.regs)
+        if launch.special_names:
+            arena.view(np.uint32)[launch.special_index] = [warp.get_reg(n) for n in launch.special_names]
+        self.executed = 0
 
     def run(self, w, budget):
         """Run until the loop stops; returns (status, pc, mask) with the reference's types."""
-        st = self.state
+        fl = self.launch
+        st = fl.state
         st[T.S_BUDGET] = budget[0]
         st[T.S_ISSUED] = w.issued
         st[T.S_INFLIGHT] = w._inflight_n
         st[T.S_NLOG] = 0
-        self._run(self.launch.tr.code, self.launch.tr.imm, self.arena, w.pc, w.exited, w.waiting, w.smem,
-                  w.smem_inflight, w.param, self.launch.gtab, st, self.log_pc, self.log_addr, self.log_mask)
+        st[T.S_EXECUTED] = 0
+        fl._run(fl.tr.code, fl.tr.imm, self.arena, w.pc, w.exited, w.waiting, w.smem, w.smem_inflight, w.param,
+                fl.gtab, st, fl.log_pc, fl.log_addr, fl.log_mask)
         budget[0] = int(st[T.S_BUDGET])
         w.clock = w.issued = int(st[T.S_ISSUED])
+        self.executed += int(st[T.S_EXECUTED])
         if st[T.S_NLOG]:
             self._flush(w, int(st[T.S_NLOG]))
         status = int(st[T.S_STATUS])
         if status == T.ST_IDLE:
             return status, 0, None
-        mask = ((int(st[T.S_MASK]) >> self.lanes) & 1).astype(np.bool_)
+        mask = ((int(st[T.S_MASK]) >> fl.lanes) & 1).astype(np.bool_)
         return status, int(st[T.S_PC]), mask
 
     def _flush(self, w, n):
         code = w.program.code
-        tr = self.launch.tr
+        fl = self.launch
+        tr = fl.tr
         for i in range(n):
-            p = int(self.log_pc[i])
+            p = int(fl.log_pc[i])
             row = tr.code[p]
             op = "ld" if row[T.OP] == T.LD else "st"
-            mask = ((int(self.log_mask[i]) >> self.lanes) & 1).astype(np.bool_)
-            w._smem_log.append(SmemAccess(str(code[p].instr.text), op, self.log_addr[i].copy(),
+            mask = ((int(fl.log_mask[i]) >> fl.lanes) & 1).astype(np.bool_)
+            w._smem_log.append(SmemAccess(str(code[p].instr.text), op, fl.log_addr[i].copy(),
                                           int(row[T.Y] * row[T.Z]), mask, 0, None))

@@ -296,6 +296,212 @@ def _mem_plan(row, imrow, m, a8, a16, a32, a64, smem, inflight, param, gtab, sta
 
 
 @njit(cache=True)
+def _gather(e, tw, sgn, out, a8, a16, a32, a64, im):
+    """All 32 lanes of a source read as tw-bit typed values (``ops.common.src``)."""
+    if e < -1:
+        v = im[-2 - e]
+        for lane in range(LANES):
+            out[lane] = v
+        return
+    c = e >> T.CLASS_SHIFT
+    i = e & IDX
+    if c == T.R32:
+        for lane in range(LANES):
+            out[lane] = np.uint64(a32[i + lane])
+        rw = 32
+    elif c == T.R64:
+        for lane in range(LANES):
+            out[lane] = a64[i + lane]
+        rw = 64
+    elif c == T.R16:
+        for lane in range(LANES):
+            out[lane] = np.uint64(a16[i + lane])
+        rw = 16
+    else:
+        for lane in range(LANES):
+            out[lane] = np.uint64(a8[i + lane] != 0)
+        rw = 1
+    if tw == 1:
+        for lane in range(LANES):
+            out[lane] = U1 if out[lane] != U0 else U0
+    elif sgn and tw > rw and rw > 1:
+        for lane in range(LANES):
+            out[lane] = _sext(out[lane], rw) & _mask(tw)
+    elif tw < rw:
+        mk = _mask(tw)
+        for lane in range(LANES):
+            out[lane] &= mk
+
+
+@njit(cache=True)
+def _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64):
+    """Write tw-bit values to the lanes in ``em`` of a register (``ops.common.dst``)."""
+    if e < 0:
+        return
+    c = e >> T.CLASS_SHIFT
+    i = e & IDX
+    if c == T.PRED:
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                a8[i + lane] = 1 if vals[lane] != U0 else 0
+        return
+    rw = _cwidth(c)
+    ext = sgn and rw > tw
+    for lane in range(LANES):
+        if (em >> lane) & 1:
+            v = vals[lane]
+            if ext:
+                v = _sext(v, tw)
+            if c == T.R32:
+                a32[i + lane] = np.uint32(v & np.uint64(0xFFFFFFFF))
+            elif c == T.R64:
+                a64[i + lane] = v
+            else:
+                a16[i + lane] = np.uint16(v & np.uint64(0xFFFF))
+
+
+@njit(cache=True)
+def _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64):
+    """One ALU instruction on the lanes in ``em``: gather the sources, compute every lane, write back."""
+    w = row[T.W]
+    sgn = row[T.SGN]
+    mk = _mask(w)
+    ea, eb, ec = row[T.A], row[T.B], row[T.C]
+    tw = w
+    if opc == T.SETP:
+        _gather(ea, w, sgn, xa, a8, a16, a32, a64, imrow)
+        _gather(eb, w, sgn, xb, a8, a16, a32, a64, imrow)
+        bop = row[T.Y]
+        if bop != 0:
+            _gather(ec, 1, 0, xc, a8, a16, a32, a64, imrow)
+        code, flt, cneg = row[T.X], row[T.FLT], row[T.CNEG] == 1
+        for lane in range(LANES):
+            r = _cmp(code, xa[lane], xb[lane], w, sgn, flt, fu32, ff32, fu64, ff64)
+            c = (xc[lane] != U0) != cneg if bop != 0 else False
+            xr[lane] = U1 if _bool(bop, r, c) else U0
+            xq[lane] = U1 if _bool(bop, not r, c) else U0
+        _scatter(row[T.D], xr, em, 1, 0, a8, a16, a32, a64)
+        _scatter(row[T.Z], xq, em, 1, 0, a8, a16, a32, a64)
+        return
+    _gather(ea, w, sgn, xa, a8, a16, a32, a64, imrow)
+    if opc == T.MOV:
+        _scatter(row[T.D], xa, em, w, sgn, a8, a16, a32, a64)
+        return
+    if opc == T.CVT_II:
+        tw = row[T.X]
+        mt = _mask(tw)
+        for lane in range(LANES):
+            x = xa[lane]
+            if sgn:
+                x = _sext(x, w)
+            xr[lane] = x & mt
+        _scatter(row[T.D], xr, em, tw, row[T.Y], a8, a16, a32, a64)
+        return
+    if opc == T.NOT:
+        for lane in range(LANES):
+            xr[lane] = (U1 - xa[lane]) if w == 1 else (~xa[lane]) & mk
+    elif opc == T.NEG:
+        for lane in range(LANES):
+            xr[lane] = (U0 - xa[lane]) & mk
+    elif opc == T.ABS:
+        for lane in range(LANES):
+            x = xa[lane]
+            xr[lane] = ((U0 - x) & mk) if np.int64(_sext(x, w)) < 0 else x
+    elif opc == T.SHL or opc == T.SHR:
+        _gather(eb, 32, 0, xb, a8, a16, a32, a64, imrow)
+        uw = np.uint64(w)
+        for lane in range(LANES):
+            amt = xb[lane]
+            if amt > uw:
+                amt = uw
+            x = xa[lane]
+            if opc == T.SHR and sgn:
+                s = amt if amt < np.uint64(63) else np.uint64(63)
+                xr[lane] = np.uint64(np.int64(_sext(x, w)) >> np.int64(s)) & mk
+            elif amt >= uw:
+                xr[lane] = U0
+            elif opc == T.SHL:
+                xr[lane] = (x << amt) & mk
+            else:
+                xr[lane] = x >> amt
+    else:
+        _gather(eb, w, sgn, xb, a8, a16, a32, a64, imrow)
+        if opc == T.ADD:
+            for lane in range(LANES):
+                xr[lane] = (xa[lane] + xb[lane]) & mk
+        elif opc == T.SUB:
+            for lane in range(LANES):
+                xr[lane] = (xa[lane] - xb[lane]) & mk
+        elif opc == T.MUL_LO:
+            for lane in range(LANES):
+                xr[lane] = (xa[lane] * xb[lane]) & mk
+        elif opc == T.MAD_LO:
+            _gather(ec, w, sgn, xc, a8, a16, a32, a64, imrow)
+            for lane in range(LANES):
+                xr[lane] = (xa[lane] * xb[lane] + xc[lane]) & mk
+        elif opc == T.AND:
+            for lane in range(LANES):
+                xr[lane] = xa[lane] & xb[lane]
+        elif opc == T.OR:
+            for lane in range(LANES):
+                xr[lane] = xa[lane] | xb[lane]
+        elif opc == T.XOR:
+            for lane in range(LANES):
+                xr[lane] = xa[lane] ^ xb[lane]
+        elif opc == T.MUL_HI:
+            for lane in range(LANES):
+                xr[lane] = _mulhi(xa[lane], xb[lane], w, sgn)
+        elif opc == T.MAD_HI:
+            _gather(ec, w, sgn, xc, a8, a16, a32, a64, imrow)
+            for lane in range(LANES):
+                xr[lane] = (_mulhi(xa[lane], xb[lane], w, sgn) + xc[lane]) & mk
+        elif opc == T.MUL_WIDE or opc == T.MAD_WIDE:
+            tw = 2 * w
+            mt = _mask(tw)
+            if opc == T.MAD_WIDE:
+                _gather(ec, tw, sgn, xc, a8, a16, a32, a64, imrow)
+            for lane in range(LANES):
+                x, y = xa[lane], xb[lane]
+                if sgn:
+                    x, y = _sext(x, w), _sext(y, w)
+                r = x * y
+                if opc == T.MAD_WIDE:
+                    r += xc[lane]
+                xr[lane] = r & mt
+        elif opc == T.MIN or opc == T.MAX:
+            for lane in range(LANES):
+                x, y = xa[lane], xb[lane]
+                if sgn:
+                    lt = np.int64(_sext(x, w)) < np.int64(_sext(y, w))
+                else:
+                    lt = x < y
+                xr[lane] = x if lt == (opc == T.MIN) else y
+        elif opc == T.SELP:
+            _gather(ec, 1, 0, xc, a8, a16, a32, a64, imrow)
+            cneg = row[T.CNEG] == 1
+            for lane in range(LANES):
+                xr[lane] = xa[lane] if (xc[lane] != U0) != cneg else xb[lane]
+        else:                                        # binary32 arithmetic
+            if opc == T.FFMA32:
+                _gather(ec, w, sgn, xc, a8, a16, a32, a64, imrow)
+            for lane in range(LANES):
+                fu32[0] = np.uint32(xa[lane])
+                fu32[1] = np.uint32(xb[lane])
+                fa, fb = ff32[0], ff32[1]
+                if opc == T.FADD32:
+                    fr = fa + fb
+                elif opc == T.FSUB32:
+                    fr = fa - fb
+                elif opc == T.FMUL32:
+                    fr = fa * fb
+                else:
+                    fu32[3] = np.uint32(xc[lane])
+                    fr = _ffma32(fa, fb, ff32[3], fu64, ff64)
+                xr[lane] = _f32bits(fr, fu32, ff32)
+    _scatter(row[T.D], xr, em, tw, sgn, a8, a16, a32, a64)
+
+
+@njit(cache=True)
 def run(code, imm, arena, pc, exited, waiting, smem, inflight, param, gtab, state, log_pc, log_addr, log_mask):
     """Run the warp from its current state. Returns (through ``state``) why it stopped."""
     a8 = arena
@@ -310,6 +516,11 @@ def run(code, imm, arena, pc, exited, waiting, smem, inflight, param, gtab, stat
     where = np.zeros(LANES, np.int64)
     offs = np.zeros(LANES, np.int64)
     vals = np.zeros(8, np.uint64)
+    xa = np.zeros(LANES, np.uint64)
+    xb = np.zeros(LANES, np.uint64)
+    xc = np.zeros(LANES, np.uint64)
+    xr = np.zeros(LANES, np.uint64)
+    xq = np.zeros(LANES, np.uint64)
     live = 0
     for lane in range(LANES):
         if not exited[lane] and not waiting[lane]:
@@ -372,8 +583,6 @@ def run(code, imm, arena, pc, exited, waiting, smem, inflight, param, gtab, stat
             continue
         w = row[T.W]
         sgn = row[T.SGN]
-        d = row[T.D]
-        ea, eb, ec = row[T.A], row[T.B], row[T.C]
         if opc == T.LD or opc == T.ST:
             if em != 0:
                 ok = _mem_plan(row, imrow, em, a8, a16, a32, a64, smem, inflight, param, gtab, state, addrs,
@@ -424,112 +633,7 @@ def run(code, imm, arena, pc, exited, waiting, smem, inflight, param, gtab, stat
                         log_addr[nlog, lane] = addrs[lane]
                     nlog += 1
         elif opc != T.NOP and em != 0:
-            for lane in range(LANES):
-                if not (em >> lane) & 1:
-                    continue
-                if opc == T.SETP:
-                    flt = row[T.FLT]
-                    x = _rdf(ea, lane, w, sgn, a8, a16, a32, a64, imrow)
-                    y = _rdf(eb, lane, w, sgn, a8, a16, a32, a64, imrow)
-                    r = _cmp(row[T.X], x, y, w, sgn, flt, fu32, ff32, fu64, ff64)
-                    bop = row[T.Y]
-                    c = False
-                    if bop != 0:
-                        c = _rd(ec, lane, a8, a16, a32, a64, imrow) != U0
-                        if row[T.CNEG] == 1:
-                            c = not c
-                    r1 = _bool(bop, r, c)
-                    r2 = _bool(bop, not r, c)
-                    _wrf(d, lane, U1 if r1 else U0, 1, 0, a8, a16, a32, a64)
-                    _wrf(row[T.Z], lane, U1 if r2 else U0, 1, 0, a8, a16, a32, a64)
-                    continue
-                x = _rdf(ea, lane, w, sgn, a8, a16, a32, a64, imrow)
-                tw = w
-                if opc == T.MOV:
-                    r = x
-                elif opc == T.ADD:
-                    r = (x + _rdf(eb, lane, w, sgn, a8, a16, a32, a64, imrow)) & _mask(w)
-                elif opc == T.SUB:
-                    r = (x - _rdf(eb, lane, w, sgn, a8, a16, a32, a64, imrow)) & _mask(w)
-                elif opc == T.MUL_LO:
-                    r = (x * _rdf(eb, lane, w, sgn, a8, a16, a32, a64, imrow)) & _mask(w)
-                elif opc == T.MUL_HI:
-                    r = _mulhi(x, _rdf(eb, lane, w, sgn, a8, a16, a32, a64, imrow), w, sgn)
-                elif opc == T.MUL_WIDE or opc == T.MAD_WIDE:
-                    y = _rdf(eb, lane, w, sgn, a8, a16, a32, a64, imrow)
-                    if sgn:
-                        x, y = _sext(x, w), _sext(y, w)
-                    tw = 2 * w
-                    r = x * y
-                    if opc == T.MAD_WIDE:
-                        r += _rdf(ec, lane, tw, sgn, a8, a16, a32, a64, imrow)
-                    r &= _mask(tw)
-                elif opc == T.MAD_LO:
-                    y = _rdf(eb, lane, w, sgn, a8, a16, a32, a64, imrow)
-                    r = (x * y + _rdf(ec, lane, w, sgn, a8, a16, a32, a64, imrow)) & _mask(w)
-                elif opc == T.MAD_HI:
-                    y = _rdf(eb, lane, w, sgn, a8, a16, a32, a64, imrow)
-                    r = (_mulhi(x, y, w, sgn) + _rdf(ec, lane, w, sgn, a8, a16, a32, a64, imrow)) & _mask(w)
-                elif opc == T.SHL or opc == T.SHR:
-                    amt = _rdf(eb, lane, 32, 0, a8, a16, a32, a64, imrow)
-                    uw = np.uint64(w)
-                    if amt > uw:
-                        amt = uw
-                    if opc == T.SHR and sgn:
-                        s = amt if amt < np.uint64(63) else np.uint64(63)
-                        r = np.uint64(np.int64(_sext(x, w)) >> np.int64(s)) & _mask(w)
-                    elif amt >= uw:
-                        r = U0
-                    elif opc == T.SHL:
-                        r = (x << amt) & _mask(w)
-                    else:
-                        r = x >> amt
-                elif opc == T.AND:
-                    r = x & _rdf(eb, lane, w, sgn, a8, a16, a32, a64, imrow)
-                elif opc == T.OR:
-                    r = x | _rdf(eb, lane, w, sgn, a8, a16, a32, a64, imrow)
-                elif opc == T.XOR:
-                    r = x ^ _rdf(eb, lane, w, sgn, a8, a16, a32, a64, imrow)
-                elif opc == T.NOT:
-                    r = (U1 - x) if w == 1 else (~x) & _mask(w)
-                elif opc == T.MIN or opc == T.MAX:
-                    y = _rdf(eb, lane, w, sgn, a8, a16, a32, a64, imrow)
-                    if sgn:
-                        lt = np.int64(_sext(x, w)) < np.int64(_sext(y, w))
-                    else:
-                        lt = x < y
-                    r = x if lt == (opc == T.MIN) else y
-                elif opc == T.NEG:
-                    r = (U0 - x) & _mask(w)
-                elif opc == T.ABS:
-                    r = ((U0 - x) & _mask(w)) if np.int64(_sext(x, w)) < 0 else x
-                elif opc == T.SELP:
-                    c = _rd(ec, lane, a8, a16, a32, a64, imrow) != U0
-                    if row[T.CNEG] == 1:
-                        c = not c
-                    r = x if c else _rdf(eb, lane, w, sgn, a8, a16, a32, a64, imrow)
-                elif opc == T.CVT_II:
-                    if sgn:
-                        x = _sext(x, w)
-                    tw = row[T.X]
-                    sgn = row[T.Y]
-                    r = x & _mask(tw)
-                else:                    # binary32 arithmetic
-                    fu32[0] = np.uint32(x)
-                    fu32[1] = np.uint32(_rdf(eb, lane, w, sgn, a8, a16, a32, a64, imrow))
-                    fa, fb = ff32[0], ff32[1]
-                    if opc == T.FADD32:
-                        fr = fa + fb
-                    elif opc == T.FSUB32:
-                        fr = fa - fb
-                    elif opc == T.FMUL32:
-                        fr = fa * fb
-                    else:
-                        fu32[3] = np.uint32(_rdf(ec, lane, w, sgn, a8, a16, a32, a64, imrow))
-                        fr = _ffma32(fa, fb, ff32[3], fu64, ff64)
-                    r = _f32bits(fr, fu32, ff32)
-                _wrf(d, lane, r, tw, sgn, a8, a16, a32, a64)
-                sgn = row[T.SGN]
+            _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64)
         for lane in range(LANES):
             if (m >> lane) & 1:
                 pc[lane] += 1

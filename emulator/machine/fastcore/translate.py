@@ -72,6 +72,12 @@ class Translation:
         self.code[:, T.FLT] = 0
         self.imm = np.zeros((n, T.NIMM), np.uint64)
         self.fast = np.zeros(n, np.bool_)
+        # kernels whose shared memory the async proxy reads (TMA stores, bulk copies out, wgmma) keep their
+        # shared stores in the reference, which records them for the fence.proxy.async check
+        self.async_readers = any(op.kind == "op" and (op.instr.base == "wgmma" or (
+            op.instr.base == "cp" and "bulk" in op.instr.mods and "global" in op.instr.mods[:6] and
+            op.instr.mods.index("global") < next((i for i, m in enumerate(op.instr.mods) if m.startswith("shared")),
+                                                 99))) for op in prog.code)
         for pc, op in enumerate(prog.code):
             self._translate(pc, op)
         self.coverage = float(self.fast.mean()) if n else 1.0
@@ -197,7 +203,14 @@ def r_mov(t, env, instr, row, imm):
         raise _Slow
     _set_type(row, ptype)
     row[T.D] = t._dst(env, d)
-    row[T.A] = t._src(env, a, ptype, imm, 0)
+    if isinstance(a, Sym) and not env.is_register(a.name):
+        space, base = _static_symbol(t, env, a.name)      # mov.u32 %r, smem_var: its shared address
+        if space != "shared":
+            raise _Slow
+        imm[0] = base & ((1 << _width(ptype)) - 1)
+        row[T.A] = -2
+    else:
+        row[T.A] = t._src(env, a, ptype, imm, 0)
     row[T.OP] = T.MOV
 
 
@@ -393,10 +406,8 @@ def _address(t, env, op, row, imm, space):
         row[T.A] = -1
         return
     if isinstance(base, Sym) and not env.is_register(base.name):
-        sym = env.symbols.get(base.name)
-        if sym is None or base.name in t.prog.module.info.variables or not isinstance(sym[1], int):
-            raise _Slow
-        if (space, sym[0]) not in ((T.PARAM, "param"), (T.SHARED, "shared")):
+        sym = _static_symbol(t, env, base.name)
+        if (space, sym[0]) not in ((T.PARAM, "param"), (T.SHARED, "shared"), (T.GENERIC, "shared")):
             raise _Slow
         row[T.A] = -1
         imm[T.IMM_OFFSET] = np.int64(op.offset + sym[1]).view(np.uint64)
@@ -409,10 +420,25 @@ def _address(t, env, op, row, imm, space):
     row[T.A] = t._src(env, base, "b%d" % env.reg_width(name), imm, 0)
 
 
+def _static_symbol(t, env, name):
+    """(space, address) of a .param or .shared symbol whose address is the same in every warp."""
+    sym = env.symbols.get(name)
+    if sym is None or name in t.prog.module.info.variables and sym[0] != "shared":
+        raise _Slow
+    space, base = sym
+    if space == "shared" and callable(base):
+        base = t.prog.shared_static           # extern .shared: the dynamic window starts after the static
+    if space not in ("shared", "param") or not isinstance(base, int):
+        raise _Slow
+    return space, base
+
+
 def _vec(op, n):
     if n == 1:
         if isinstance(op, Vec):
-            raise _Slow
+            if len(op.items) != 1:
+                raise _Slow
+            return [op.items[0]]
         return [op]
     if not isinstance(op, Vec) or len(op.items) != n:
         raise _Slow
@@ -436,6 +462,8 @@ def r_st(t, env, instr, row, imm):
     space, ptype, n, ew = _ldst_mods(instr)
     if space == T.PARAM or len(instr.operands) != 2:
         raise _Slow
+    if t.async_readers and space in (T.SHARED, T.GENERIC):
+        raise _Slow            # the reference marks generic-proxy writes for the async-proxy fence check
     a, s = instr.operands
     _address(t, env, a, row, imm, space)
     _set_type(row, ptype)
@@ -449,8 +477,8 @@ def r_st(t, env, instr, row, imm):
 
 
 def r_nop(t, env, instr, row, imm):
-    if instr.operands:
-        raise _Slow
+    if instr.operands or (instr.base == "fence" and instr.mods[:1] in (("proxy",), ("mbarrier_init",))):
+        raise _Slow            # proxy fences clear the CTA's unfenced-write marks (ops.mbarrier)
     row[T.OP] = T.NOP
 
 
