@@ -502,6 +502,50 @@ def _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32,
 
 
 @njit(cache=True)
+def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
+    """shfl.sync as ``ops.warpops`` defines it; False (nothing written) when a lane breaks a rule."""
+    _gather(row[T.V0], 32, 0, xr, a8, a16, a32, a64, imrow)      # membermask, per lane
+    for lane in range(LANES):
+        named = (xr[lane] >> np.uint64(lane)) & U1
+        active = (em >> lane) & 1
+        if named != U0 and active == 0 or named == U0 and active != 0:
+            return False
+    _gather(row[T.A], 32, 0, xa, a8, a16, a32, a64, imrow)
+    _gather(row[T.B], 32, 0, xb, a8, a16, a32, a64, imrow)
+    _gather(row[T.C], 32, 0, xc, a8, a16, a32, a64, imrow)
+    mode = row[T.X]
+    m5 = np.uint64(0x1F)
+    for lane in range(LANES):
+        ul = np.uint64(lane)
+        bval = xb[lane] & m5
+        cv = xc[lane]
+        cval = cv & m5
+        seg = (cv >> np.uint64(8)) & m5
+        max_lane = np.int64((ul & seg) | (cval & ~seg & m5))
+        if mode == 0:
+            j = lane - np.int64(bval)
+            ok = j >= max_lane
+        elif mode == 1:
+            j = lane + np.int64(bval)
+            ok = j <= max_lane
+        elif mode == 2:
+            j = np.int64(ul ^ bval)
+            ok = j <= max_lane
+        else:
+            j = np.int64((ul & seg) | (bval & ~seg & m5))
+            ok = j <= max_lane
+        if not ok:
+            j = lane
+        if (em >> lane) & 1 and ok and not (em >> j) & 1:
+            return False
+        xq[lane] = U1 if ok else U0
+        xr[lane] = xa[j]
+    _scatter(row[T.D], xr, em, 32, 0, a8, a16, a32, a64)
+    _scatter(row[T.Z], xq, em, 1, 0, a8, a16, a32, a64)
+    return True
+
+
+@njit(cache=True)
 def run(code, imm, arena, pc, exited, waiting, smem, inflight, param, gtab, state, log_pc, log_addr, log_mask):
     """Run the warp from its current state. Returns (through ``state``) why it stopped."""
     a8 = arena
@@ -632,6 +676,15 @@ def run(code, imm, arena, pc, exited, waiting, smem, inflight, param, gtab, stat
                     for lane in range(LANES):
                         log_addr[nlog, lane] = addrs[lane]
                     nlog += 1
+        elif opc == T.SHFL and em != 0:
+            if not _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
+                budget += 1
+                issued -= 1
+                executed -= 1
+                state[T.S_STATUS] = T.ST_SLOW
+                state[T.S_PC] = p
+                state[T.S_MASK] = m
+                break
         elif opc != T.NOP and em != 0:
             _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64)
         for lane in range(LANES):

@@ -36,6 +36,7 @@ FSUB32 = 27
 FMUL32 = 28
 FFMA32 = 29       # fma.rn.f32 / mad.rn.f32: exact product, sum rounded to odd in binary64, then RNE
 NOP = 30          # membar / fence / prefetch: nothing to do
+SHFL = 31         # shfl.sync.{up,down,bfly,idx}.b32 (X: mode; membermask operand in V0)
 
 NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
 
