@@ -161,6 +161,9 @@ class CTA:
                 status, p, mask = fast.run(w, self.budget)
                 if status == fast.IDLE:
                     return
+                if status == fast.EXITED:
+                    self._check_barriers()
+                    continue
                 if status == fast.LOG:
                     continue
             self._step(w, p, mask, False)

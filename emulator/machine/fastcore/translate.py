@@ -136,7 +136,14 @@ class Translation:
         imm = self.imm[pc]
         env = getattr(op, "env", None)
         try:
-            if op.kind == "bra":
+            if op.kind in ("ret", "exit"):
+                if op.guard is not None:
+                    if env is None or env.reg_width(op.guard[0]) != 1:
+                        raise _Slow
+                    row[T.GUARD] = self._slot(op.guard[0], 1)
+                    row[T.GNEG] = int(op.guard[1])
+                row[T.OP] = T.EXIT
+            elif op.kind == "bra":
                 if op.guard is not None:
                     row[T.GUARD] = self._slot(op.guard[0], env.reg_width(op.guard[0]) if env else 1)
                     row[T.GNEG] = int(op.guard[1])
