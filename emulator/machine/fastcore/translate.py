@@ -72,6 +72,12 @@ class Translation:
         self.code[:, T.FLT] = 0
         self.imm = np.zeros((n, T.NIMM), np.uint64)
         self.fast = np.zeros(n, np.bool_)
+        # kernels whose shared memory the async proxy reads (TMA stores, bulk copies out, wgmma) keep their
+        # shared stores in the reference, which records them for the fence.proxy.async check
+        self.async_readers = any(op.kind == "op" and (op.instr.base == "wgmma" or (
+            op.instr.base == "cp" and "bulk" in op.instr.mods and "global" in op.instr.mods[:6] and
+            op.instr.mods.index("global") < next((i for i, m in enumerate(op.instr.mods) if m.startswith("shared")),
+                                                 99))) for op in prog.code)
         for pc, op in enumerate(prog.code):
             self._translate(pc, op)
         self.coverage = float(self.fast.mean()) if n else 1.0
@@ -463,6 +469,8 @@ def r_st(t, env, instr, row, imm):
     space, ptype, n, ew = _ldst_mods(instr)
     if space == T.PARAM or len(instr.operands) != 2:
         raise _Slow
+    if t.async_readers and space in (T.SHARED, T.GENERIC):
+        raise _Slow            # the reference marks generic-proxy writes for the async-proxy fence check
     a, s = instr.operands
     _address(t, env, a, row, imm, space)
     _set_type(row, ptype)
@@ -476,8 +484,8 @@ def r_st(t, env, instr, row, imm):
 
 
 def r_nop(t, env, instr, row, imm):
-    if instr.operands:
-        raise _Slow
+    if instr.operands or (instr.base == "fence" and instr.mods[:1] in (("proxy",), ("mbarrier_init",))):
+        raise _Slow            # proxy fences clear the CTA's unfenced-write marks (ops.mbarrier)
     row[T.OP] = T.NOP
 
 
