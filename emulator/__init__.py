@@ -15,7 +15,8 @@ from .memory.tensormap import TensorMap
 
 __all__ = ["Warp", "WarpOptions", "GlobalMemory", "SmemAccess", "EmulatorError", "PTXSyntaxError",
            "UnsupportedError", "OperandError", "MemoryAccessError", "AlignmentError", "AsyncHazardError",
-           "WarpSyncError", "ProxyError", "MBarrierError", "TensorMapError", "TensorMap", "mma", "gemm", "load_ptx", "check_layout"]
+           "WarpSyncError", "ProxyError", "MBarrierError", "TensorMapError", "TensorMap", "mma", "gemm", "wgmma",
+           "load_ptx", "check_layout"]
 
 
 def __getattr__(name):
@@ -23,6 +24,9 @@ def __getattr__(name):
     if name in ("mma", "gemm"):
         from . import tiles
         return getattr(tiles, name)
+    if name == "wgmma":
+        from .wgmma_tiles import wgmma
+        return wgmma
     if name == "load_ptx":
         from .machine.module import load_ptx
         return load_ptx
