@@ -67,6 +67,16 @@ class Mem:
 
 
 @dataclass(frozen=True)
+class TensorAddr:
+    """``[tmap, {c0, c1, ...}]``: a tensor map's address and the coordinates (cp.async.bulk.tensor)."""
+    addr: Mem
+    coords: Vec
+
+    def __str__(self):
+        return f"[{str(self.addr)[1:-1]}, {self.coords}]"
+
+
+@dataclass(frozen=True)
 class Pair:
     """``a|b`` (setp with two predicate destinations)."""
     items: tuple
@@ -310,6 +320,11 @@ def _parse_operand(s: _Stream):
             if imm.kind != "int":
                 _err(n, "an address offset must be an integer")
             offset += sign * imm.value
+        if s.peek().text == "," and s.peek(1).text == "{":      # [tmap, {c0, c1}]
+            s.next()
+            coords = _parse_operand(s)
+            s.expect("]", "to close the tensor address")
+            return TensorAddr(Mem(base, offset), coords)
         s.expect("]", "to close the address")
         return Mem(base, offset)
     if t.text == "!":
@@ -362,7 +377,7 @@ def _parse_instruction(toks, lines):
             s.next()
             neg = True
         g = s.next()
-        if g.kind != "name" or not g.text.startswith("%"):
+        if g.kind != "name" or g.text.startswith("."):      # %p1, or a name declared with .reg .pred
             _err(g, f"expected a predicate register after '@', found {g.text!r}")
         guard = (Reg(g.text), neg)
     op = s.next()

@@ -509,7 +509,7 @@ def compile_setp(instr, env):
         # x2: p from the low half, q from the high half; otherwise q is the complement of the comparison
         rp, rq = (r[:, 0], r[:, 1]) if pair else (r, ~r)
         if bop:
-            cv = c(warp)
+            cv = c(warp).copy()                 # every source is read before a destination is written
             rp, rq = bop(rp, cv), bop(rq, cv)
         writers[0](warp, np.asarray(rp, np.bool_), mask)
         if len(writers) > 1:
