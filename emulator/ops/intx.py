@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from isa.types import TYPES
-from ..errors import OperandError, UnsupportedError, fail
+from ..errors import OperandError, UnsupportedError
 from ..frontend.ptx import Imm, Pair
 from .registry import executor
 from .common import NP, UINT, dst, reg_name, split_mods, src, width
