@@ -223,6 +223,9 @@ class CTA:
                 status, p, mask = fast.run(w, self.budget)
                 if status == fast.IDLE:
                     return "blocked"
+                if status == fast.EXITED:
+                    self._check_barriers()
+                    continue
                 if status == fast.LOG:
                     continue
             if self._step(w, p, mask, False) is PARK:
