@@ -7,14 +7,14 @@ The package is layered (docs/architecture.md); each layer imports only from the 
 ``errors`` < ``numerics`` < ``frontend`` < ``memory`` < ``ops`` < ``machine`` < ``layouts`` < the API
 modules (``tiles``, ``cute``) < ``cli``.
 """
-from .errors import (AlignmentError, AsyncHazardError, EmulatorError, MemoryAccessError, OperandError,
+from .errors import (AlignmentError, AsyncHazardError, DeviceAssertError, EmulatorError, MemoryAccessError, OperandError,
                      PTXSyntaxError, UnsupportedError, WarpSyncError)
 from .machine.warp import Warp, WarpOptions
 from .memory import GlobalMemory, SmemAccess
 
 __all__ = ["Warp", "WarpOptions", "GlobalMemory", "SmemAccess", "EmulatorError", "PTXSyntaxError",
            "UnsupportedError", "OperandError", "MemoryAccessError", "AlignmentError", "AsyncHazardError",
-           "WarpSyncError", "mma", "gemm", "load_ptx", "check_layout"]
+           "WarpSyncError", "DeviceAssertError", "mma", "gemm", "load_ptx", "check_layout"]
 
 
 def __getattr__(name):

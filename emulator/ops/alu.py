@@ -10,6 +10,7 @@ import numpy as np
 from isa.types import TYPES
 from ..errors import OperandError, UnsupportedError
 from .registry import executor
+from .carry import compile_carry
 from .common import NP, SINT, UINT, dst, split_mods, src, width
 
 INT_TYPES = {"u16", "u32", "u64", "s16", "s32", "s64"}
@@ -49,7 +50,7 @@ def _hi(v, ptype):
 
 
 def _binary(instr, env, types, fn):
-    q = split_mods(instr, {"type": types, "mode": {"lo", "hi", "wide", "sat", "cc"}})
+    q = split_mods(instr, {"type": types, "mode": {"lo", "hi", "wide", "sat"}})
     if "type" not in q:
         raise OperandError(f"{instr.opcode}: missing the type; supported: {', '.join('.' + t for t in sorted(types))}")
     if len(instr.operands) != 3:
@@ -73,6 +74,8 @@ def compile_add(instr, env):
     if any(m in instr.mods for m in ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2")):
         from .falu import compile_float
         return compile_float(instr, env)
+    if "cc" in instr.mods:
+        return compile_carry(instr, env)
     return _binary(instr, env, INT_TYPES, _wrap(np.add))
 
 
@@ -81,6 +84,8 @@ def compile_sub(instr, env):
     if any(m in instr.mods for m in ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2")):
         from .falu import compile_float
         return compile_float(instr, env)
+    if "cc" in instr.mods:
+        return compile_carry(instr, env)
     return _binary(instr, env, INT_TYPES, _wrap(np.subtract))
 
 
@@ -204,6 +209,8 @@ def compile_mad(instr, env):
     if any(m.startswith(("f", "bf")) for m in instr.mods):
         from .falu import compile_float
         return compile_float(instr, env)
+    if "cc" in instr.mods:
+        return compile_carry(instr, env)
     q = split_mods(instr, {"type": INT_TYPES, "mode": {"lo", "hi", "wide"}, "sat": {"sat"}})
     if "type" not in q or len(instr.operands) != 4:
         raise OperandError(f"{instr.opcode}: needs a type (.u32, .s32, ...) and 4 operands")
