@@ -33,6 +33,19 @@ class AsyncHazardError(EmulatorError):
     """A cp.async destination was read or overwritten before a wait retired its copy."""
 
 
+class ProxyError(AsyncHazardError):
+    """Shared memory written through the generic proxy (st, ...) read by the async proxy (a TMA store,
+    wgmma) without a ``fence.proxy.async`` in between."""
+
+
+class MBarrierError(EmulatorError):
+    """An mbarrier used against the PTX rules: uninitialised, misaligned, a count or tx-count out of range."""
+
+
+class TensorMapError(OperandError):
+    """Tensor-map parameters that ``cuTensorMapEncodeTiled`` refuses, or a tensor map a TMA copy cannot use."""
+
+
 class WarpSyncError(EmulatorError):
     """A .sync.aligned instruction executed by a partial warp, or a barrier misuse."""
 

@@ -146,7 +146,7 @@ CANNOT_RUN: dict[str, str] = {
     "triton_softmax_sm90a":
         f"refused: line 138, column 2: ex2.approx.f32 -- {_MUFU}",
     "triton_tma_matmul_sm90a":
-        f"refused: line 66, column 2: tensormap.replace.tile.global_address.shared::cta.b1024.b64 -- {_TMA}",
+        f"refused: line 406, column 2: wgmma.fence.sync.aligned -- {_WGMMA}",
 }
 
 

@@ -142,10 +142,10 @@ def test_address_forms_and_32bit_wrap():
     assert int(w.read("%r5")[0]) == 0x0B0A0908
 
 
-def test_addr_list_operand_parses():
+def test_tensor_address_operand_parses():
     (st_,) = ptx.parse("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
                        "[%r1], [%rd1, {%r2, %r3}], [%r4];")
-    assert isinstance(st_.operands[1], ptx.AddrList)
+    assert isinstance(st_.operands[1], ptx.TensorAddr)
     assert str(st_.operands[1]) == "[%rd1, {%r2, %r3}]"
 
 

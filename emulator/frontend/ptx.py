@@ -67,13 +67,13 @@ class Mem:
 
 
 @dataclass(frozen=True)
-class AddrList:
-    """A bracketed operand list ``[%rd1, {%r1, %r2}]`` (a tensor map and its coordinates, as the bulk tensor
-    copies write it). ``items[0]`` is the address (a Reg, a Sym, or a Mem when it has an offset)."""
-    items: tuple
+class TensorAddr:
+    """``[tmap, {c0, c1, ...}]``: a tensor map's address and the coordinates (cp.async.bulk.tensor)."""
+    addr: Mem
+    coords: Vec
 
     def __str__(self):
-        return "[" + ", ".join(map(str, self.items)) + "]"
+        return f"[{str(self.addr)[1:-1]}, {self.coords}]"
 
 
 @dataclass(frozen=True)
@@ -320,13 +320,11 @@ def _parse_operand(s: _Stream):
             if imm.kind != "int":
                 _err(n, "an address offset must be an integer")
             offset += sign * imm.value
-        if s.peek().text == "," and base is not None:       # '[%rd1, {%r1, %r2}]'
-            items = [Mem(base, offset) if offset else base]
-            while s.peek().text == ",":
-                s.next()
-                items.append(_parse_operand(s))
-            s.expect("]", "to close the operand list")
-            return AddrList(tuple(items))
+        if s.peek().text == "," and s.peek(1).text == "{":      # [tmap, {c0, c1}]
+            s.next()
+            coords = _parse_operand(s)
+            s.expect("]", "to close the tensor address")
+            return TensorAddr(Mem(base, offset), coords)
         s.expect("]", "to close the address")
         return Mem(base, offset)
     if t.text == "!":
@@ -379,7 +377,7 @@ def _parse_instruction(toks, lines):
             s.next()
             neg = True
         g = s.next()
-        if g.kind != "name" or g.text.startswith("."):     # '%p1', or a declared name: '@!complete'
+        if g.kind != "name" or g.text.startswith("."):      # %p1, or a name declared with .reg .pred
             _err(g, f"expected a predicate register after '@', found {g.text!r}")
         guard = (Reg(g.text), neg)
     op = s.next()

@@ -29,17 +29,26 @@ import numpy as np
 
 from ..errors import (DeviceAssertError, EmulatorError, OperandError, UnsupportedError, WarpSyncError, fail)
 from ..memory import LANES
+from ..memory.asyncunit import AsyncUnit
 from ..ops.common import format_lanes
 from .kernel_warp import KernelWarp
+
+PARK = "park"          # _step's answer when an executor stalled lanes or yielded the warp's turn
 
 
 class CTA:
     """One CTA's execution: warps, barriers, the scheduler."""
 
     def __init__(self, module, prog, ctaid, grid, block, smem_size, gmem, param_init, var_addrs, local_bases,
-                 options, trace, out, result, budget):
+                 options, trace, out, result, budget, fast=None, schedule=None, timeline=False):
         self.module, self.prog, self.ctaid = module, prog, ctaid
         self.smem = np.zeros(smem_size, np.uint8)
+        self.async_unit = AsyncUnit(smem_size)
+        self.async_unit.record = bool(timeline)
+        self.stalls = []           # [warp, lanes, reason]: lanes parked by an executor until reason.ready()
+        self._rng = None
+        if schedule is not None and schedule[0] == "random":
+            self._rng = np.random.default_rng([int(schedule[1])] + [int(c) for c in ctaid])
         self.smem_inflight = np.zeros(smem_size, np.int32)
         self.inflight_n = 0             # cp.async copies in flight in this CTA (all warps)
         self.out, self.result, self.trace, self.budget = out, result, trace, budget
@@ -67,6 +76,8 @@ class CTA:
             sv["%nwarpid"] = np.full(LANES, nwarps, np.uint32)
             sv["%dynamic_smem_size"] = np.full(LANES, smem_size - prog.shared_static, np.uint32)
             sv["%total_smem_size"] = np.full(LANES, smem_size, np.uint32)
+            if fast is not None:
+                kw.fast = fast.attach(kw)
             self.warps.append(kw)
 
     # -- scheduler ---------------------------------------------------------------------------------
@@ -75,18 +86,50 @@ class CTA:
             return self._run()
 
     def _run(self):
+        au = self.async_unit
+        rng = self._rng
         while True:
             progressed = False
-            for w in self.warps:
+            version = au.mbarriers.version
+            order = self.warps if rng is None else [self.warps[i] for i in rng.permutation(len(self.warps))]
+            for w in order:
+                self._wake()
                 if self._runnable(w):
-                    self._run_warp(w)
-                    progressed = True
+                    if self._run_warp(w) != "spin":
+                        progressed = True
                 self._check_barriers()
+                if rng is not None and au.pending and rng.random() < 0.3:
+                    au.pump(lambda c: rng.random() < 0.5)
             if all(w.exited.all() for w in self.warps):
+                au.pump()                          # copies still in flight complete before the CTA retires
                 break
-            if not progressed and not any(self._runnable(w) for w in self.warps):
+            if progressed or au.mbarriers.version != version:
+                continue
+            if au.pending:                          # nobody can go on by itself: the async unit moves
+                au.pump()
+                continue
+            self._wake()
+            if not any(self._runnable(w) for w in self.warps) or not progressed:
                 self._deadlock()
         return self.warps
+
+    def _wake(self):
+        if not self.stalls:
+            return
+        keep = []
+        for rec in self.stalls:
+            w, lanes, reason = rec
+            if reason.ready():
+                w.waiting[lanes] = False
+            else:
+                keep.append(rec)
+        self.stalls = keep
+
+    def cluster_targets(self, warp, cta_mask):
+        if int(cta_mask) & ~1:
+            raise UnsupportedError(f"multicast to CTAs {int(cta_mask):#x} of a cluster: clusters of more than one "
+                                   f"CTA are not supported")
+        return [warp]
 
     @staticmethod
     def _runnable(w):
@@ -94,6 +137,19 @@ class CTA:
 
     def _deadlock(self):
         parts = []
+        for w, lanes, reason in self.stalls:
+            parts.append(f"warp {w.warp_id} lanes {format_lanes(np.flatnonzero(lanes))} (pc {int(w.pc[lanes].min())}) "
+                         f"{reason.describe()}")
+        spinning = [w for w in self.warps if self._runnable(w)]
+        for w in spinning:
+            why = w._last_yield
+            parts.append(f"warp {w.warp_id} spins: " + (why.describe() if hasattr(why, "describe") else
+                                                        "it keeps yielding without anything changing"))
+        if self.stalls or spinning:
+            waits = [f"barrier {bid}: {sum(int(m.sum()) for _, m in b['waiters'])} thread(s) waiting, "
+                     f"{self._expected(b)} expected" for bid, b in self.barriers.items()]
+            raise WarpSyncError(f"CTA {self.ctaid}: deadlock: no warp can go on and no copy is in flight; "
+                                + "; ".join(parts + waits))
         for bid, b in self.barriers.items():
             waiting = sum(int(m.sum()) for _, m in b["waiters"])
             parts.append(f"barrier {bid}: {waiting} thread(s) waiting, {self._expected(b)} expected")
@@ -125,11 +181,15 @@ class CTA:
 
     # -- one warp ----------------------------------------------------------------------------------
     def _run_warp(self, w: KernelWarp):
-        code = self.prog.code
+        if w.fast is not None:
+            return self._run_warp_fast(w)
         pc = w.pc
-        budget = self.budget
         nxt = None          # (pc, mask) known without a search: the whole runnable warp moves together
+        quantum = -1 if self._rng is None else int(self._rng.integers(1, 64))
         while True:
+            if quantum == 0:
+                return "quantum"
+            quantum -= 1
             if nxt is not None:
                 p, mask = nxt
                 nxt = None
@@ -137,64 +197,114 @@ class CTA:
             else:
                 live = ~w.exited & ~w.waiting
                 if not live.any():
-                    return
+                    return "blocked"
                 if w.depth:
                     p, mask = self._pick_nested(w, live)
                 else:
                     p = int(pc[live].min())
                     mask = live & (pc == p)
                 together = bool((mask == live).all())
-            op = code[p]
-            w.cur_pc = p
-            budget[0] -= 1
-            if budget[0] < 0:
-                raise EmulatorError(f"{op.instr.text or op.instr.opcode}: instruction limit reached "
-                                    f"(max_instructions); an endless loop?")
-            w.clock = w.issued = w.issued + 1
-            if self.trace is not None:
-                w._written = []
-            kind = op.kind
-            shown = mask
-            if kind == "op":
-                if self.trace is not None and op.instr.guard is not None:
-                    g, neg = op.instr.guard
-                    p_ = w.get_reg(g.name, op.instr.text)
-                    p_ = p_ if p_.dtype == np.bool_ else p_ != 0
-                    shown = mask & (~p_ if neg else p_)
-                try:
-                    op.fn(w, mask)
-                except EmulatorError as e:
-                    raise _located(e, op.instr) from None
-                pc[mask] += 1
-                if together:
+            nxt = self._step(w, p, mask, together)
+            if nxt is PARK:
+                return "spin"
+
+    def _run_warp_fast(self, w: KernelWarp):
+        """The fast engine runs the warp until an instruction it hands back, which the reference executes."""
+        fast = w.fast
+        while True:
+            if w.depth:
+                live = ~w.exited & ~w.waiting
+                if not live.any():
+                    return "blocked"
+                p, mask = self._pick_nested(w, live)
+            else:
+                status, p, mask = fast.run(w, self.budget)
+                if status == fast.IDLE:
+                    return "blocked"
+                if status == fast.LOG:
+                    continue
+            if self._step(w, p, mask, False) is PARK:
+                return "spin"
+
+    def _step(self, w, p, mask, together):
+        """Execute the instruction at ``p`` for the lanes in ``mask``; returns the next (pc, mask) when the
+        whole runnable warp is known to move together, else None."""
+        pc = w.pc
+        budget = self.budget
+        nxt = None
+        op = self.prog.code[p]
+        w.cur_pc = p
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise EmulatorError(f"{op.instr.text or op.instr.opcode}: instruction limit reached "
+                                f"(max_instructions); an endless loop?")
+        w.clock = w.issued = w.issued + 1
+        au = self.async_unit
+        au.mbarriers.step += 1
+        if au.record:
+            au.events.append(("instr", au.mbarriers.step, w.warp_id, p, op.instr.text or op.instr.opcode,
+                              int(mask.sum())))
+        if self.trace is not None:
+            w._written = []
+        kind = op.kind
+        shown = mask
+        if kind == "op":
+            if self.trace is not None and op.instr.guard is not None:
+                g, neg = op.instr.guard
+                p_ = w.get_reg(g.name, op.instr.text)
+                p_ = p_ if p_.dtype == np.bool_ else p_ != 0
+                shown = mask & (~p_ if neg else p_)
+            try:
+                op.fn(w, mask)
+            except EmulatorError as e:
+                raise _located(e, op.instr) from None
+            if w._stall is not None or w._yield is not None:
+                return self._park(w, op, mask, shown)
+            pc[mask] += 1
+            if together:
+                nxt = (p + 1, mask)
+        elif kind == "bra":
+            taken = mask & self._guard(w, op, mask)
+            pc[taken] = op.target
+            pc[mask & ~taken] += 1
+            if together:
+                if not taken.any():
                     nxt = (p + 1, mask)
-            elif kind == "bra":
-                taken = mask & self._guard(w, op, mask)
-                pc[taken] = op.target
-                pc[mask & ~taken] += 1
-                if together:
-                    if not taken.any():
-                        nxt = (p + 1, mask)
-                    elif (taken == mask).all():
-                        nxt = (op.target, mask)
-            elif kind in ("ret", "exit"):
-                g = mask & self._guard(w, op, mask)
-                pc[mask & ~g] += 1
-                if g.any():
-                    self._return(w, g, exit_=kind == "exit")
-            elif kind == "call":
-                g = mask & self._guard(w, op, mask)
-                pc[mask & ~g] += 1
-                if g.any():
-                    self._call(w, op, g)
-            elif kind == "bar":
-                g = mask & self._guard(w, op, mask)
-                pc[mask & ~g] += 1
-                if g.any():
-                    pc[g] += 1
-                    self._arrive(w, op, g)
-            if self.trace is not None:
-                self._trace(w, op, shown)
+                elif (taken == mask).all():
+                    nxt = (op.target, mask)
+        elif kind in ("ret", "exit"):
+            g = mask & self._guard(w, op, mask)
+            pc[mask & ~g] += 1
+            if g.any():
+                self._return(w, g, exit_=kind == "exit")
+        elif kind == "call":
+            g = mask & self._guard(w, op, mask)
+            pc[mask & ~g] += 1
+            if g.any():
+                self._call(w, op, g)
+        elif kind == "bar":
+            g = mask & self._guard(w, op, mask)
+            pc[mask & ~g] += 1
+            if g.any():
+                pc[g] += 1
+                self._arrive(w, op, g)
+        if self.trace is not None:
+            self._trace(w, op, shown)
+        return nxt
+
+    def _park(self, w, op, mask, shown):
+        """An executor stalled some lanes (they re-execute the instruction when woken) or yielded the turn."""
+        stall, w._stall = w._stall, None
+        why, w._yield = w._yield, None
+        adv = mask if stall is None else mask & ~stall[0]
+        w.pc[adv] += 1
+        if stall is not None:
+            w.waiting |= stall[0]
+            self.stalls.append([w, stall[0], stall[1]])
+        w._last_yield = why if why is not None else (stall[1] if stall else None)
+        if self.trace is not None:
+            self._trace(w, op, shown)
+        return PARK
 
     def _pick_nested(self, w, live):
         """Runnable lanes with the smallest (call sites..., pc) key: within one activation chain the PCs

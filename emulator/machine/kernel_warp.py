@@ -3,12 +3,13 @@
 
 import numpy as np
 
-from ..errors import (MemoryAccessError, UnsupportedError, fail)
+from ..errors import (MemoryAccessError, fail)
 from ..memory import LANES, check_alignment, global_gather, global_scatter
 from .warp import Warp
 
 
 LANE = np.arange(LANES)
+PARAM_BASE = 0x7E00_0000_0000          # generic addresses of kernel parameters (cvta.param)
 
 
 class KernelWarp(Warp):
@@ -39,6 +40,30 @@ class KernelWarp(Warp):
         self.trace = trace
         self._written = [] if trace else None
         self.issued = 0
+        self.fast = None                   # the fast engine's per-warp state (machine.fastcore), if used
+        self._async = cta.async_unit
+        self._stall = None                 # (lanes, reason) set by an executor that cannot go on
+        self._yield = None                 # set by an executor that lets the other warps run
+        self._last_yield = None
+
+    # -- the scheduler protocol (see machine.cta) ----------------------------------------------------
+    def stall(self, mask, reason):
+        self._stall = (mask.copy(), reason)
+        return True
+
+    def yield_turn(self, reason=None):
+        self._yield = reason or True
+
+    def cluster_targets(self, cta_mask):
+        return self._cta.cluster_targets(self, cta_mask)
+
+    def tensormap_bytes(self, instr, space, addr, lane):
+        if space == "param" or (space is None and PARAM_BASE <= addr < PARAM_BASE + self.param.shape[1]):
+            off = addr - PARAM_BASE if space is None else addr
+            if off < 0 or off + 128 > self.param.shape[1]:
+                fail(MemoryAccessError, instr, f"tensor map at param offset {off:#x} runs past the parameters", lane)
+            return self.param[lane, off:off + 128].copy()
+        return super().tensormap_bytes(instr, space, addr, lane)
 
     # shared cp.async bookkeeping of the CTA
     @property
@@ -60,9 +85,11 @@ class KernelWarp(Warp):
             v = values.astype(np.uint64)
             out = v - self.local_bases if to else v + self.local_bases
             return out.astype(values.dtype)
-        if space in ("const", "param"):
-            if space == "param":
-                raise UnsupportedError(f"cvta.param: generic addresses of .param variables are not supported")
+        if space == "param":                  # kernel parameters get a generic window of their own
+            v = values.astype(np.uint64)
+            out = v - np.uint64(PARAM_BASE) if to else v + np.uint64(PARAM_BASE)
+            return out.astype(values.dtype)
+        if space == "const":
             return values
         return super().cvta(space, values, to)
 

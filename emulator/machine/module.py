@@ -14,6 +14,9 @@ from .program import Program
 from .result import LaunchResult
 
 
+ENGINES = ("fast", "reference")
+
+
 def load_ptx(text: str, arch: str | None = None) -> "Module":
     """Parse a PTX module (``nvcc -ptx`` output) and return a :class:`Module`. ``arch`` is the machine emulated:
     the H100 (``"sm_90"``) unless named, whatever the module's ``.target``."""
@@ -90,10 +93,24 @@ class Module:
     # -- launch ------------------------------------------------------------------------------------
     def launch(self, kernel: str, grid=(1, 1, 1), block=(32, 1, 1), args=(), gmem: GlobalMemory | None = None,
                shared_bytes: int = 0, options: WarpOptions | None = None, trace=None, out=None,
-               max_instructions: int = 20_000_000) -> LaunchResult:
+               max_instructions: int = 20_000_000, engine: str = "fast", schedule=None, timeline: bool = False,
+               cluster=None) -> LaunchResult:
         """Run ``kernel`` on a grid of CTAs. ``args`` follow the kernel's ``.param`` list (addresses and
         integers as Python ints, floats as Python/numpy floats, byte arrays for aggregate parameters).
-        ``trace``: a writable stream that receives one line per executed instruction."""
+        ``trace``: a writable stream that receives one line per executed instruction.
+        ``engine``: ``"fast"`` (default: common instructions in a jitted loop, the rest through the
+        reference executors) or ``"reference"`` (every instruction through the readable executors); both
+        give the same bits. A trace, or ``WarpOptions(uninitialized="error")``, runs the reference.
+        ``schedule``: None (round-robin: each warp runs until it waits) or ``("random", seed)`` (warps in a
+        seeded random order, preempted after random instruction counts, copies completing at random points).
+        ``timeline``: record every instruction, mbarrier event and bulk copy for ``result.timeline()``.
+        ``cluster``: cluster dimensions; only clusters of one CTA are supported.
+        A seeded schedule or a timeline runs the reference engine (they act between any two instructions)."""
+        schedule = _schedule(schedule)
+        if cluster is not None and tuple(_dim3(cluster, "cluster")) != (1, 1, 1):
+            raise UnsupportedError(f"launch: clusters of more than one CTA ({cluster}) are not supported yet")
+        if engine not in ENGINES:
+            raise OperandError(f"launch: engine must be one of {', '.join(map(repr, ENGINES))}, not {engine!r}")
         grid, block = _dim3(grid, "grid"), _dim3(block, "block")
         nthreads = block[0] * block[1] * block[2]
         if not 1 <= nthreads <= 1024:
@@ -115,11 +132,18 @@ class Module:
         result = LaunchResult(entry.name, grid, block)
         out = out if out is not None else sys.stdout
         budget = [int(max_instructions)]
+        fast = None
+        if engine == "fast" and trace is None and (options is None or options.uninitialized == "zero") and \
+                schedule is None and not timeline:
+            from .fastcore import FastLaunch
+            fast = FastLaunch(prog, gmem)
         for z in range(grid[2]):
             for y in range(grid[1]):
                 for x in range(grid[0]):
-                    warps = CTA(self, prog, (x, y, z), grid, block, smem_size, gmem, param_init, var_addrs,
-                                 local_bases, options, trace, out, result, budget).run()
+                    cta = CTA(self, prog, (x, y, z), grid, block, smem_size, gmem, param_init, var_addrs,
+                              local_bases, options, trace, out, result, budget, fast, schedule, timeline)
+                    warps = cta.run()
+                    result.async_units.append(cta.async_unit)
                     result.ctas.append(((x, y, z), warps))
         result.instructions = int(max_instructions) - budget[0]
         return result
@@ -139,6 +163,14 @@ def _plain_name(mangled: str) -> str:
         return mangled
     n = int(s[:k])
     return s[k:k + n]
+
+
+def _schedule(s):
+    if s is None or s == "round_robin":
+        return None
+    if isinstance(s, (tuple, list)) and len(s) == 2 and s[0] == "random":
+        return ("random", int(s[1]))
+    raise OperandError(f"launch: schedule must be None, 'round_robin' or ('random', seed), not {s!r}")
 
 
 def _dim3(v, what):

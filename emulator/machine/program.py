@@ -25,6 +25,7 @@ class Op:
     target: int = 0            # 'bra': pc; 'call': callee entry pc
     guard: object = None       # (reg name, negated) for control flow
     call: object = None        # 'call': CallSite
+    env: object = None         # the compile-time scope (register widths, symbols), for the fast engine
 
 
 @dataclass
@@ -257,6 +258,7 @@ class Program:
                 op = self._compile_bar(instr, env, guard)
             else:
                 op = Op("op", instr, fn=compile_instruction(instr, env))
+            op.env = env
             self.code.append(op)
 
     def _compile_call(self, instr, env, guard):

@@ -14,6 +14,13 @@ class LaunchResult:
     ctas: list = field(default_factory=list)        # [(ctaid, [KernelWarp, ...])]
     stdout: list = field(default_factory=list)       # printf output, in emission order
     instructions: int = 0
+    async_units: list = field(default_factory=list)  # per CTA: mbarriers, copies, events (timeline)
+
+    def timeline(self, cta: int = 0):
+        """The timeline of one CTA (launch with ``timeline=True``): each warp's instructions along the step
+        axis, each mbarrier's phases and tx-count, each bulk copy from issue to completion."""
+        from .timeline import Timeline
+        return Timeline.from_unit(self.async_units[cta], self.ctas[cta][0])
 
     def warps(self):
         for ctaid, ws in self.ctas:

@@ -99,6 +99,7 @@ class Warp:
         self._smem_log: list[SmemAccess] = []
         self._programs: dict[str, list] = {}
         self.clock = 0
+        self._async = None                      # the async unit (mbarriers, bulk copies), made on first use
 
     # -- registers ---------------------------------------------------------------------------------
     def reg_width(self, name: str) -> int:
@@ -229,6 +230,45 @@ class Warp:
                 raise PTXSyntaxError(f"line {st.line}, column {st.col}: directive {st.name} is not allowed "
                                      f"in Warp.run (only .reg)")
         return prog
+
+    # -- the asynchronous side: mbarriers, bulk copies, tensor maps ---------------------------------------
+    @property
+    def async_unit(self):
+        if self._async is None:
+            from ..memory.asyncunit import AsyncUnit
+            self._async = AsyncUnit(self.smem.size)
+        return self._async
+
+    def stall(self, mask, reason):
+        """Lanes that cannot go on until ``reason.ready()``: a lone warp has nobody to wait for, so the
+        instruction answers 'not yet' (False); a warp in a CTA returns True and is woken later."""
+        return False
+
+    def yield_turn(self, reason=None):
+        """Let other warps run (a failed test_wait in a spin loop); nothing to do for a lone warp."""
+
+    def cluster_targets(self, cta_mask):
+        return [self]
+
+    def tensormap_bytes(self, instr, space, addr, lane):
+        """A copy of the 128 bytes of a tensor map at ``addr`` (generic when ``space`` is None)."""
+        if space in ("shared", "shared::cta") or (space is None and 0 <= addr < self.smem.size):
+            if addr < 0 or addr + 128 > self.smem.size:
+                from ..errors import MemoryAccessError, fail
+                fail(MemoryAccessError, instr, f"tensor map at shared {addr:#x} runs past shared memory", lane)
+            return self.smem[addr:addr + 128].copy()
+        if addr % 64:
+            from ..errors import AlignmentError, fail
+            fail(AlignmentError, instr, f"tensor map address {addr:#x} is not 64-byte aligned", lane)
+        buf, off = self.gmem._locate(addr, 128, instr, lane)
+        return buf[off:off + 128].copy()
+
+    def tensormap_store(self, instr, space, addr, raw, lane):
+        if space in ("shared", "shared::cta") or (space is None and 0 <= addr < self.smem.size):
+            self.smem[addr:addr + 128] = raw
+            return
+        buf, off = self.gmem._locate(addr, 128, instr, lane)
+        buf[off:off + 128] = raw
 
     def _inflight_any(self):
         return self._inflight_n > 0

@@ -342,10 +342,11 @@ def compile_setp(instr, env):
             from ..numerics.fround import flush
             x, y = flush(x, "f32"), flush(y, "f32")
         r = _compare(cmp, x, y, kind)
-        p = bop(r, c(warp)) if bop else r
+        cv = c(warp).copy() if bop else None       # every source is read before a destination is written
+        p = bop(r, cv) if bop else r
         writers[0](warp, np.asarray(p, np.bool_), mask)
         if len(writers) > 1:
-            p2 = bop(~r, c(warp)) if bop else ~r
+            p2 = bop(~r, cv) if bop else ~r
             writers[1](warp, np.asarray(p2, np.bool_), mask)
     return run
 

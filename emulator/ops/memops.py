@@ -53,6 +53,9 @@ def shared_store(warp, instr, addrs, mask, data, align, op="st", log=True):
     if log:
         warp.log_smem(instr, op, addrs, nbytes, mask)
     scatter(warp.smem, addrs, mask, data)
+    if warp._async is not None:                 # generic-proxy writes, for the async-proxy fence check
+        lanes = np.flatnonzero(mask)
+        warp._async.generic_write(addrs[lanes].astype(np.int64)[:, None] + np.arange(nbytes))
 
 
 def _generic_split(warp, addrs, mask):

@@ -82,6 +82,8 @@ def compile_matrix(instr, env):
         if store:
             regs = np.stack([warp.get_reg(n, text) for n in names]).astype(np.uint32)
             stmatrix_fast(warp.smem, a, nmat, trans, regs)
+            if warp._async is not None:
+                warp._async.generic_write(a[used].astype(np.int64)[:, None] + np.arange(16))
             return
         out = np.empty((nmat, 32), np.uint32)
         ldmatrix_fast(warp.smem, a, nmat, trans, out)

@@ -45,4 +45,9 @@ def cute_cases(rng):
     items.append(("cute_swizzle_transpose", ("sm90a",), (1,), (128,), 0,
                   [("a", "inp", rng.standard_normal(64 * 64).astype(np.float16)),
                    ("a", "out", np.zeros(64 * 64, np.float16)), b("cute_swizzle_transpose", 0)], ["out"]))
-    return [(SRC, items)]
+    sm90 = [("cute_wgmma_tn", ("sm90a",), (1,), (128,), 0,
+             [("a", "A", rng.standard_normal(64 * 128).astype(np.float16)),
+              ("a", "B", rng.standard_normal(64 * 128).astype(np.float16)),
+              ("a", "C", np.zeros(64 * 64, np.float32)), ("s", "int32", 128),
+              ("bytes", None, b"\x00")], ["C"])]        # the TiledMMA object: one empty byte
+    return [(SRC, items), (os.path.join(HERE, "cute", "cute_sm90.cu"), sm90)]

@@ -1,0 +1,647 @@
+"""The jitted loop: runs one warp over the translated code until it meets an instruction it hands back.
+
+Values are raw bits held as uint64 (every integer constant is typed explicitly: numba turns mixed
+uint64/int64 arithmetic into float64). Any lane that would break a rule (misaligned or out-of-range
+address, an in-flight cp.async destination, the instruction budget) sends the instruction back to the
+reference executor, which raises the error the reference defines.
+"""
+import numpy as np
+from numba import carray, njit, types
+from numba.extending import intrinsic
+
+from . import table as T
+
+U0 = np.uint64(0)
+U1 = np.uint64(1)
+ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+IDX = T.INDEX_MASK
+CANON32 = np.uint32(0x7FFFFFFF)
+LANES = 32
+
+
+@intrinsic
+def _u8ptr(typingctx, addr):
+    """The int64 ``addr`` as a uint8 pointer (the data of a numpy buffer kept alive by GlobalMemory)."""
+    sig = types.CPointer(types.uint8)(types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
+    return sig, codegen
+
+
+@njit(cache=True, inline="always")
+def _mask(w):
+    return ALL >> np.uint64(64 - w)
+
+
+@njit(cache=True, inline="always")
+def _sext(v, w):
+    if w >= 64:
+        return v
+    m = U1 << np.uint64(w - 1)
+    return ((v & _mask(w)) ^ m) - m
+
+
+@njit(cache=True, inline="always")
+def _cwidth(c):
+    if c == T.R32:
+        return 32
+    if c == T.R64:
+        return 64
+    if c == T.R16:
+        return 16
+    return 1
+
+
+@njit(cache=True)
+def _rd(e, lane, a8, a16, a32, a64, im):
+    if e < -1:
+        return im[-2 - e]
+    c = e >> T.CLASS_SHIFT
+    i = (e & IDX) + lane
+    if c == T.R32:
+        return np.uint64(a32[i])
+    if c == T.R64:
+        return a64[i]
+    if c == T.R16:
+        return np.uint64(a16[i])
+    return np.uint64(a8[i])
+
+
+@njit(cache=True)
+def _rdf(e, lane, tw, sgn, a8, a16, a32, a64, im):
+    """A source read as a tw-bit typed value (``ops.common.src``: truncate, or extend a narrower register)."""
+    raw = _rd(e, lane, a8, a16, a32, a64, im)
+    if e < -1:
+        return raw
+    rw = _cwidth(e >> T.CLASS_SHIFT)
+    if tw == 1:
+        return U1 if raw != U0 else U0
+    if sgn and tw > rw and rw > 1:
+        raw = _sext(raw, rw)
+    return raw & _mask(tw)
+
+
+@njit(cache=True)
+def _wrf(e, lane, v, tw, sgn, a8, a16, a32, a64):
+    """Write a tw-bit value into a register (``ops.common.dst``: truncate, or extend by signedness)."""
+    if e < 0:
+        return
+    c = e >> T.CLASS_SHIFT
+    i = (e & IDX) + lane
+    if c == T.PRED:
+        a8[i] = 1 if v != U0 else 0
+        return
+    rw = _cwidth(c)
+    if sgn and rw > tw:
+        v = _sext(v, tw)
+    if c == T.R32:
+        a32[i] = np.uint32(v & np.uint64(0xFFFFFFFF))
+    elif c == T.R64:
+        a64[i] = v
+    else:
+        a16[i] = np.uint16(v & np.uint64(0xFFFF))
+
+
+@njit(cache=True)
+def _mulhi_u64(a, b):
+    m32 = np.uint64(0xFFFFFFFF)
+    s32 = np.uint64(32)
+    a0, a1 = a & m32, a >> s32
+    b0, b1 = b & m32, b >> s32
+    p00 = a0 * b0
+    p01 = a0 * b1
+    p10 = a1 * b0
+    p11 = a1 * b1
+    mid = (p00 >> s32) + (p01 & m32) + (p10 & m32)
+    return p11 + (p01 >> s32) + (p10 >> s32) + (mid >> s32)
+
+
+@njit(cache=True)
+def _mulhi(a, b, w, sgn):
+    if w == 64:
+        h = _mulhi_u64(a, b)
+        if sgn:
+            if np.int64(a) < 0:
+                h -= b
+            if np.int64(b) < 0:
+                h -= a
+        return h
+    if sgn:
+        p = np.int64(_sext(a, w)) * np.int64(_sext(b, w))
+        return np.uint64(p >> np.int64(w)) & _mask(w)
+    return ((a * b) >> np.uint64(w)) & _mask(w)
+
+
+@njit(cache=True)
+def _cmp(code, a, b, w, sgn, flt, fu32, ff32, fu64, ff64):
+    if flt:
+        if flt == 1:
+            fu32[0] = np.uint32(a)
+            fu32[1] = np.uint32(b)
+            x, y = np.float64(ff32[0]), np.float64(ff32[1])
+        else:
+            fu64[0] = a
+            fu64[1] = b
+            x, y = ff64[0], ff64[1]
+        un = (x != x) or (y != y)
+        if code == 16:          # num
+            return not un
+        if code == 17:          # nan
+            return un
+        base = code if code < 10 else code - 10
+        if base == 0:
+            r = x == y
+        elif base == 1:
+            r = x != y
+        elif base == 2:
+            r = x < y
+        elif base == 3:
+            r = x <= y
+        elif base == 4:
+            r = x > y
+        else:
+            r = x >= y
+        if code >= 10:
+            return r or un
+        return r and not un
+    if code == 0:
+        return a == b
+    if code == 1:
+        return a != b
+    if code >= 6:               # lo ls hi hs: unsigned
+        code -= 4
+    elif sgn:
+        x, y = np.int64(_sext(a, w)), np.int64(_sext(b, w))
+        if code == 2:
+            return x < y
+        if code == 3:
+            return x <= y
+        if code == 4:
+            return x > y
+        return x >= y
+    if code == 2:
+        return a < b
+    if code == 3:
+        return a <= b
+    if code == 4:
+        return a > b
+    return a >= b
+
+
+@njit(cache=True)
+def _bool(op, r, c):
+    if op == 1:
+        return r and c
+    if op == 2:
+        return r or c
+    if op == 3:
+        return r != c
+    return r
+
+
+@njit(cache=True)
+def _f32bits(x, fu32, ff32):
+    ff32[2] = x
+    if x != x:
+        return np.uint64(CANON32)
+    return np.uint64(fu32[2])
+
+
+@njit(cache=True)
+def _ffma32(a, b, c, fu64, ff64):
+    """fma.rn.f32 as the reference computes it: exact product in binary64, two-sum with c, the error folded
+    in by rounding to odd, one rounding to binary32."""
+    p = np.float64(a) * np.float64(b)
+    cc = np.float64(c)
+    s = p + cc
+    if s - s == 0.0:                       # finite
+        bb = s - p
+        e = (p - (s - bb)) + (cc - bb)
+        if e != 0.0:
+            ff64[2] = s
+            bits = fu64[2]
+            if (bits & U1) == U0:
+                if (e > 0.0) == (s > 0.0):
+                    fu64[2] = bits + U1
+                else:
+                    fu64[2] = bits - U1
+                s = ff64[2]
+    return np.float32(s)
+
+
+@njit(cache=True)
+def _find(gtab, addr, nbytes):
+    """Index of the allocation holding [addr, addr + nbytes), or -1."""
+    lo, hi = 0, gtab.shape[0] - 1
+    k = -1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if gtab[mid, 0] <= addr:
+            k = mid
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    if k < 0 or addr - gtab[k, 0] + nbytes > gtab[k, 1]:
+        return -1
+    return k
+
+
+@njit(cache=True)
+def _mem_plan(row, imrow, m, a8, a16, a32, a64, smem, inflight, param, gtab, state, addrs, where, offs):
+    """Addresses of every lane and, for the active ones, where each access lands: 1 shared, 2 global (offs =
+    allocation index << 40 | offset), 3 param. False when any active lane needs the reference's checks."""
+    nbytes = row[T.Y] * row[T.Z]
+    space = row[T.X]
+    off = np.int64(imrow[T.IMM_OFFSET])
+    base = row[T.A]
+    for lane in range(LANES):
+        if base == -1:
+            addrs[lane] = off
+        else:
+            addrs[lane] = np.int64(_rd(base, lane, a8, a16, a32, a64, imrow)) + off
+    for lane in range(LANES):
+        where[lane] = 0
+        if not (m >> lane) & 1:
+            continue
+        a = addrs[lane]
+        if a % nbytes != 0:
+            return False
+        sp = space
+        if sp == T.GENERIC:
+            sp = T.SHARED if 0 <= a < smem.size else T.GLOBAL
+        if sp == T.SHARED:
+            if a < 0 or a + nbytes > smem.size:
+                return False
+            if state[T.S_INFLIGHT] > 0:
+                for k in range(nbytes):
+                    if inflight[a + k] != 0:
+                        return False
+            where[lane] = 1
+            offs[lane] = a
+        elif sp == T.GLOBAL:
+            if a < 0:
+                return False
+            k = _find(gtab, a, nbytes)
+            if k < 0:
+                return False
+            where[lane] = 2
+            offs[lane] = (np.int64(k) << 40) | (a - gtab[k, 0])
+        else:
+            if a < 0 or a + nbytes > param.shape[1]:
+                return False
+            where[lane] = 3
+            offs[lane] = a
+    return True
+
+
+@njit(cache=True)
+def _gather(e, tw, sgn, out, a8, a16, a32, a64, im):
+    """All 32 lanes of a source read as tw-bit typed values (``ops.common.src``)."""
+    if e < -1:
+        v = im[-2 - e]
+        for lane in range(LANES):
+            out[lane] = v
+        return
+    c = e >> T.CLASS_SHIFT
+    i = e & IDX
+    if c == T.R32:
+        for lane in range(LANES):
+            out[lane] = np.uint64(a32[i + lane])
+        rw = 32
+    elif c == T.R64:
+        for lane in range(LANES):
+            out[lane] = a64[i + lane]
+        rw = 64
+    elif c == T.R16:
+        for lane in range(LANES):
+            out[lane] = np.uint64(a16[i + lane])
+        rw = 16
+    else:
+        for lane in range(LANES):
+            out[lane] = np.uint64(a8[i + lane] != 0)
+        rw = 1
+    if tw == 1:
+        for lane in range(LANES):
+            out[lane] = U1 if out[lane] != U0 else U0
+    elif sgn and tw > rw and rw > 1:
+        for lane in range(LANES):
+            out[lane] = _sext(out[lane], rw) & _mask(tw)
+    elif tw < rw:
+        mk = _mask(tw)
+        for lane in range(LANES):
+            out[lane] &= mk
+
+
+@njit(cache=True)
+def _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64):
+    """Write tw-bit values to the lanes in ``em`` of a register (``ops.common.dst``)."""
+    if e < 0:
+        return
+    c = e >> T.CLASS_SHIFT
+    i = e & IDX
+    if c == T.PRED:
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                a8[i + lane] = 1 if vals[lane] != U0 else 0
+        return
+    rw = _cwidth(c)
+    ext = sgn and rw > tw
+    for lane in range(LANES):
+        if (em >> lane) & 1:
+            v = vals[lane]
+            if ext:
+                v = _sext(v, tw)
+            if c == T.R32:
+                a32[i + lane] = np.uint32(v & np.uint64(0xFFFFFFFF))
+            elif c == T.R64:
+                a64[i + lane] = v
+            else:
+                a16[i + lane] = np.uint16(v & np.uint64(0xFFFF))
+
+
+@njit(cache=True)
+def _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64):
+    """One ALU instruction on the lanes in ``em``: gather the sources, compute every lane, write back."""
+    w = row[T.W]
+    sgn = row[T.SGN]
+    mk = _mask(w)
+    ea, eb, ec = row[T.A], row[T.B], row[T.C]
+    tw = w
+    if opc == T.SETP:
+        _gather(ea, w, sgn, xa, a8, a16, a32, a64, imrow)
+        _gather(eb, w, sgn, xb, a8, a16, a32, a64, imrow)
+        bop = row[T.Y]
+        if bop != 0:
+            _gather(ec, 1, 0, xc, a8, a16, a32, a64, imrow)
+        code, flt, cneg = row[T.X], row[T.FLT], row[T.CNEG] == 1
+        for lane in range(LANES):
+            r = _cmp(code, xa[lane], xb[lane], w, sgn, flt, fu32, ff32, fu64, ff64)
+            c = (xc[lane] != U0) != cneg if bop != 0 else False
+            xr[lane] = U1 if _bool(bop, r, c) else U0
+            xq[lane] = U1 if _bool(bop, not r, c) else U0
+        _scatter(row[T.D], xr, em, 1, 0, a8, a16, a32, a64)
+        _scatter(row[T.Z], xq, em, 1, 0, a8, a16, a32, a64)
+        return
+    _gather(ea, w, sgn, xa, a8, a16, a32, a64, imrow)
+    if opc == T.MOV:
+        _scatter(row[T.D], xa, em, w, sgn, a8, a16, a32, a64)
+        return
+    if opc == T.CVT_II:
+        tw = row[T.X]
+        mt = _mask(tw)
+        for lane in range(LANES):
+            x = xa[lane]
+            if sgn:
+                x = _sext(x, w)
+            xr[lane] = x & mt
+        _scatter(row[T.D], xr, em, tw, row[T.Y], a8, a16, a32, a64)
+        return
+    if opc == T.NOT:
+        for lane in range(LANES):
+            xr[lane] = (U1 - xa[lane]) if w == 1 else (~xa[lane]) & mk
+    elif opc == T.NEG:
+        for lane in range(LANES):
+            xr[lane] = (U0 - xa[lane]) & mk
+    elif opc == T.ABS:
+        for lane in range(LANES):
+            x = xa[lane]
+            xr[lane] = ((U0 - x) & mk) if np.int64(_sext(x, w)) < 0 else x
+    elif opc == T.SHL or opc == T.SHR:
+        _gather(eb, 32, 0, xb, a8, a16, a32, a64, imrow)
+        uw = np.uint64(w)
+        for lane in range(LANES):
+            amt = xb[lane]
+            if amt > uw:
+                amt = uw
+            x = xa[lane]
+            if opc == T.SHR and sgn:
+                s = amt if amt < np.uint64(63) else np.uint64(63)
+                xr[lane] = np.uint64(np.int64(_sext(x, w)) >> np.int64(s)) & mk
+            elif amt >= uw:
+                xr[lane] = U0
+            elif opc == T.SHL:
+                xr[lane] = (x << amt) & mk
+            else:
+                xr[lane] = x >> amt
+    else:
+        _gather(eb, w, sgn, xb, a8, a16, a32, a64, imrow)
+        if opc == T.ADD:
+            for lane in range(LANES):
+                xr[lane] = (xa[lane] + xb[lane]) & mk
+        elif opc == T.SUB:
+            for lane in range(LANES):
+                xr[lane] = (xa[lane] - xb[lane]) & mk
+        elif opc == T.MUL_LO:
+            for lane in range(LANES):
+                xr[lane] = (xa[lane] * xb[lane]) & mk
+        elif opc == T.MAD_LO:
+            _gather(ec, w, sgn, xc, a8, a16, a32, a64, imrow)
+            for lane in range(LANES):
+                xr[lane] = (xa[lane] * xb[lane] + xc[lane]) & mk
+        elif opc == T.AND:
+            for lane in range(LANES):
+                xr[lane] = xa[lane] & xb[lane]
+        elif opc == T.OR:
+            for lane in range(LANES):
+                xr[lane] = xa[lane] | xb[lane]
+        elif opc == T.XOR:
+            for lane in range(LANES):
+                xr[lane] = xa[lane] ^ xb[lane]
+        elif opc == T.MUL_HI:
+            for lane in range(LANES):
+                xr[lane] = _mulhi(xa[lane], xb[lane], w, sgn)
+        elif opc == T.MAD_HI:
+            _gather(ec, w, sgn, xc, a8, a16, a32, a64, imrow)
+            for lane in range(LANES):
+                xr[lane] = (_mulhi(xa[lane], xb[lane], w, sgn) + xc[lane]) & mk
+        elif opc == T.MUL_WIDE or opc == T.MAD_WIDE:
+            tw = 2 * w
+            mt = _mask(tw)
+            if opc == T.MAD_WIDE:
+                _gather(ec, tw, sgn, xc, a8, a16, a32, a64, imrow)
+            for lane in range(LANES):
+                x, y = xa[lane], xb[lane]
+                if sgn:
+                    x, y = _sext(x, w), _sext(y, w)
+                r = x * y
+                if opc == T.MAD_WIDE:
+                    r += xc[lane]
+                xr[lane] = r & mt
+        elif opc == T.MIN or opc == T.MAX:
+            for lane in range(LANES):
+                x, y = xa[lane], xb[lane]
+                if sgn:
+                    lt = np.int64(_sext(x, w)) < np.int64(_sext(y, w))
+                else:
+                    lt = x < y
+                xr[lane] = x if lt == (opc == T.MIN) else y
+        elif opc == T.SELP:
+            _gather(ec, 1, 0, xc, a8, a16, a32, a64, imrow)
+            cneg = row[T.CNEG] == 1
+            for lane in range(LANES):
+                xr[lane] = xa[lane] if (xc[lane] != U0) != cneg else xb[lane]
+        else:                                        # binary32 arithmetic
+            if opc == T.FFMA32:
+                _gather(ec, w, sgn, xc, a8, a16, a32, a64, imrow)
+            for lane in range(LANES):
+                fu32[0] = np.uint32(xa[lane])
+                fu32[1] = np.uint32(xb[lane])
+                fa, fb = ff32[0], ff32[1]
+                if opc == T.FADD32:
+                    fr = fa + fb
+                elif opc == T.FSUB32:
+                    fr = fa - fb
+                elif opc == T.FMUL32:
+                    fr = fa * fb
+                else:
+                    fu32[3] = np.uint32(xc[lane])
+                    fr = _ffma32(fa, fb, ff32[3], fu64, ff64)
+                xr[lane] = _f32bits(fr, fu32, ff32)
+    _scatter(row[T.D], xr, em, tw, sgn, a8, a16, a32, a64)
+
+
+@njit(cache=True)
+def run(code, imm, arena, pc, exited, waiting, smem, inflight, param, gtab, state, log_pc, log_addr, log_mask):
+    """Run the warp from its current state. Returns (through ``state``) why it stopped."""
+    a8 = arena
+    a16 = arena.view(np.uint16)
+    a32 = arena.view(np.uint32)
+    a64 = arena.view(np.uint64)
+    fu32 = np.zeros(4, np.uint32)
+    ff32 = fu32.view(np.float32)
+    fu64 = np.zeros(4, np.uint64)
+    ff64 = fu64.view(np.float64)
+    addrs = np.zeros(LANES, np.int64)
+    where = np.zeros(LANES, np.int64)
+    offs = np.zeros(LANES, np.int64)
+    vals = np.zeros(8, np.uint64)
+    xa = np.zeros(LANES, np.uint64)
+    xb = np.zeros(LANES, np.uint64)
+    xc = np.zeros(LANES, np.uint64)
+    xr = np.zeros(LANES, np.uint64)
+    xq = np.zeros(LANES, np.uint64)
+    live = 0
+    for lane in range(LANES):
+        if not exited[lane] and not waiting[lane]:
+            live |= 1 << lane
+    if live == 0:
+        state[T.S_STATUS] = T.ST_IDLE
+        return
+    p = -1
+    m = 0
+    budget = state[T.S_BUDGET]
+    issued = state[T.S_ISSUED]
+    nlog = state[T.S_NLOG]
+    executed = 0
+    while True:
+        if p < 0:                      # pick: the smallest PC among the runnable lanes, and its lanes
+            p = 1 << 62
+            for lane in range(LANES):
+                if (live >> lane) & 1 and pc[lane] < p:
+                    p = pc[lane]
+            m = 0
+            for lane in range(LANES):
+                if (live >> lane) & 1 and pc[lane] == p:
+                    m |= 1 << lane
+        row = code[p]
+        opc = row[T.OP]
+        if opc == T.SLOW or budget <= 0 or (opc == T.LD or opc == T.ST) and nlog >= log_pc.shape[0]:
+            state[T.S_STATUS] = T.ST_SLOW if (opc == T.SLOW or budget <= 0) else T.ST_LOG
+            state[T.S_PC] = p
+            state[T.S_MASK] = m
+            break
+        imrow = imm[p]
+        budget -= 1
+        issued += 1
+        executed += 1
+        em = m
+        g = row[T.GUARD]
+        if g != -1:
+            em = 0
+            neg = row[T.GNEG]
+            for lane in range(LANES):
+                if (m >> lane) & 1:
+                    v = _rd(g, lane, a8, a16, a32, a64, imrow) != U0
+                    if v != (neg == 1):
+                        em |= 1 << lane
+        together = m == live
+        if opc == T.BRA:
+            tgt = row[T.X]
+            for lane in range(LANES):
+                if (m >> lane) & 1:
+                    if (em >> lane) & 1:
+                        pc[lane] = tgt
+                    else:
+                        pc[lane] += 1
+            if together and em == m:
+                p = tgt
+            elif together and em == 0:
+                p += 1
+            else:
+                p = -1
+            continue
+        w = row[T.W]
+        sgn = row[T.SGN]
+        if opc == T.LD or opc == T.ST:
+            if em != 0:
+                ok = _mem_plan(row, imrow, em, a8, a16, a32, a64, smem, inflight, param, gtab, state, addrs,
+                               where, offs)
+                if not ok:
+                    budget += 1
+                    issued -= 1
+                    executed -= 1
+                    state[T.S_STATUS] = T.ST_SLOW
+                    state[T.S_PC] = p
+                    state[T.S_MASK] = m
+                    break
+                n = row[T.Y]
+                ew = row[T.Z]
+                shared_lanes = 0
+                for lane in range(LANES):
+                    wh = where[lane]
+                    if wh == 0:
+                        continue
+                    if wh == 1:
+                        shared_lanes |= 1 << lane
+                        buf = smem
+                        o = offs[lane]
+                    elif wh == 2:
+                        k = offs[lane] >> 40
+                        buf = carray(_u8ptr(gtab[k, 2]), gtab[k, 1])
+                        o = offs[lane] & ((1 << 40) - 1)
+                    else:
+                        buf = param[lane]
+                        o = offs[lane]
+                    if opc == T.LD:
+                        for i in range(n):
+                            v = U0
+                            for b in range(ew):
+                                v |= np.uint64(buf[o + i * ew + b]) << np.uint64(8 * b)
+                            vals[i] = v
+                        for i in range(n):
+                            _wrf(row[T.V0 + i], lane, vals[i], w, sgn, a8, a16, a32, a64)
+                    else:
+                        for i in range(n):
+                            v = _rdf(row[T.V0 + i], lane, w, sgn, a8, a16, a32, a64, imrow)
+                            for b in range(ew):
+                                buf[o + i * ew + b] = np.uint8((v >> np.uint64(8 * b)) & np.uint64(0xFF))
+                if shared_lanes != 0:
+                    log_pc[nlog] = p
+                    log_mask[nlog] = shared_lanes
+                    for lane in range(LANES):
+                        log_addr[nlog, lane] = addrs[lane]
+                    nlog += 1
+        elif opc != T.NOP and em != 0:
+            _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64)
+        for lane in range(LANES):
+            if (m >> lane) & 1:
+                pc[lane] += 1
+        if together:
+            p += 1
+        else:
+            p = -1
+    state[T.S_BUDGET] = budget
+    state[T.S_ISSUED] = issued
+    state[T.S_NLOG] = nlog
+    state[T.S_EXECUTED] += executed

@@ -1,0 +1,88 @@
+"""The compact form of a translated program: one int64 row per instruction, one uint64 row of immediates.
+
+Every name here is a number the jitted loop (``loop.py``) switches on. An instruction the fast engine does
+not translate keeps opcode ``SLOW``: the loop hands it back to the reference executors.
+"""
+
+# -- opcodes -----------------------------------------------------------------------------------------
+SLOW = 0          # run by the reference executor (rare ops, calls, barriers, exits)
+BRA = 1           # branch (guard = the condition)
+MOV = 2           # d = a
+ADD = 3
+SUB = 4
+MUL_LO = 5
+MUL_HI = 6
+MUL_WIDE = 7      # d (2w) = a * b (w-bit operands, extended by signedness)
+MAD_LO = 8
+MAD_HI = 9
+MAD_WIDE = 10
+SHL = 11
+SHR = 12
+AND = 13
+OR = 14
+XOR = 15
+NOT = 16
+MIN = 17
+MAX = 18
+NEG = 19
+ABS = 20
+SETP = 21         # integer or float comparison, optional boolean op and second destination
+SELP = 22
+CVT_II = 23       # integer -> integer, no .sat
+LD = 24
+ST = 25
+FADD32 = 26       # add/sub/mul.f32 {.rn}: native IEEE binary32 (single rounding), canonical NaN
+FSUB32 = 27
+FMUL32 = 28
+FFMA32 = 29       # fma.rn.f32 / mad.rn.f32: exact product, sum rounded to odd in binary64, then RNE
+NOP = 30          # membar / fence / prefetch: nothing to do
+
+NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
+
+# -- fields of a code row --------------------------------------------------------------------------------
+OP = 0            # opcode
+GUARD = 1         # guard predicate operand (-1: none)
+GNEG = 2          # 1: the guard is negated (@!%p)
+D = 3             # destination operand
+A = 4             # sources
+B = 5
+C = 6
+W = 7             # operand type width in bits (1 for .pred)
+SGN = 8           # 1: signed type (sign-extension on width changes, signed compare/min/max/shr)
+X = 9             # op-specific: SETP comparison code; LD/ST space; BRA target
+Y = 10            # op-specific: SETP boolean op; LD/ST vector length
+Z = 11            # op-specific: SETP second destination; LD/ST element width in bytes
+V0 = 12           # LD/ST: the vector's registers (V0..V0+7)
+CNEG = 20         # SETP/SELP: the predicate source c is negated
+FLT = 21          # SETP: 1 = f32 compare, 2 = f64 compare
+NFIELDS = 22
+
+# -- operands ----------------------------------------------------------------------------------------------
+# >= 0: a register, CLASS << 28 | element index of lane 0 in the arena view of that class
+# -1: none
+# <= -2: immediate number (-2 - k) of the instruction's immediate row
+CLASS_SHIFT = 28
+INDEX_MASK = (1 << 28) - 1
+PRED, R16, R32, R64 = 0, 1, 2, 3           # register classes (arena views: uint8, uint16, uint32, uint64)
+CLASS_OF_WIDTH = {1: PRED, 16: R16, 32: R32, 64: R64}
+CLASS_BYTES = {PRED: 1, R16: 2, R32: 4, R64: 8}
+NIMM = 4
+IMM_OFFSET = 3    # LD/ST: the address offset lives in immediate slot 3
+
+# -- memory spaces (LD/ST field X) ---------------------------------------------------------------------------
+GENERIC, SHARED, GLOBAL, PARAM = 0, 1, 2, 3
+
+# -- comparisons (SETP field X) ----------------------------------------------------------------------------
+CMPS = ("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs",
+        "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan")
+CMP = {c: i for i, c in enumerate(CMPS)}
+BOOLS = {None: 0, "and": 1, "or": 2, "xor": 3}
+
+# -- exit status of the loop -------------------------------------------------------------------------------
+ST_IDLE = 0       # no lane of the warp can run (exited, or waiting at a barrier)
+ST_SLOW = 1       # the next instruction (state PC, MASK) needs the reference executor
+ST_LOG = 2        # the shared-memory access log is full
+
+# -- fields of the state vector ----------------------------------------------------------------------------
+S_STATUS, S_PC, S_MASK, S_BUDGET, S_ISSUED, S_INFLIGHT, S_NLOG, S_EXECUTED = range(8)
+NSTATE = 8

@@ -1,0 +1,490 @@
+"""Translate a compiled :class:`~emulator.machine.program.Program` once into the compact numeric form of
+``table.py`` (QEMU-TCG style: translate once, run many).
+
+Only exact, fully understood spellings are translated; anything else (an unknown qualifier, a rounding
+mode other than the default, a symbol operand, a special register that changes while the kernel runs)
+stays ``SLOW`` and runs through the reference executor, which is the definition. The tests compare both
+engines bit for bit on every opcode translated here.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from isa.types import TYPES
+from ...frontend.ptx import Imm, Mem, Not, Pair, Reg, Sym, Vec
+from ...ops.common import imm_bits
+from . import table as T
+
+INT_TYPES = {"u16", "u32", "u64", "s16", "s32", "s64"}
+BIT_TYPES = {"b16", "b32", "b64"}
+CMP_INT_TYPES = INT_TYPES | BIT_TYPES | {"u8", "s8", "b8"}
+CVT_INT = {"u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64"}
+LDST_TYPES = {"b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64",
+              "f16", "f16x2", "bf16", "bf16x2", "f32", "f64"}
+SPACE = {None: T.GENERIC, "shared": T.SHARED, "shared::cta": T.SHARED, "global": T.GLOBAL, "param": T.PARAM}
+# special registers whose value is fixed for the whole launch (they get an arena slot filled at warp setup)
+CONST_SPECIALS = {f"%{r}.{c}" for r in ("tid", "ntid", "ctaid", "nctaid") for c in "xyz"} | {
+    "%laneid", "%warpid", "%nwarpid", "%lanemask_eq", "%lanemask_lt", "%lanemask_le", "%lanemask_gt",
+    "%lanemask_ge", "%dynamic_smem_size", "%total_smem_size"}
+NOPS = {"membar", "fence"}
+
+
+class _Slow(Exception):
+    """This instruction stays with the reference executor."""
+
+
+def _width(ptype):
+    return TYPES[ptype][0]
+
+
+def _signed(ptype):
+    return int(TYPES[ptype][1] == "s")
+
+
+def _classify(mods, groups):
+    """{group: value} when every qualifier belongs to exactly one group (at most once each), else _Slow."""
+    out = {}
+    for m in mods:
+        for g, vals in groups.items():
+            if m in vals:
+                if g in out:
+                    raise _Slow
+                out[g] = m
+                break
+        else:
+            raise _Slow
+    return out
+
+
+class Translation:
+    """The numeric program: ``code`` (int64[n, NFIELDS]), ``imm`` (uint64[n, NIMM]) and the register map."""
+
+    def __init__(self, prog):
+        self.prog = prog
+        self.slots: dict[str, tuple] = {}      # register name -> (class, byte offset in the arena)
+        self.specials: dict[str, tuple] = {}   # constant special register -> (class, byte offset)
+        self.arena_bytes = 0
+        n = len(prog.code)
+        self.code = np.zeros((n, T.NFIELDS), np.int64)
+        self.code[:, T.GUARD:T.NFIELDS] = -1
+        self.code[:, T.GNEG] = 0
+        self.code[:, T.CNEG] = 0
+        self.code[:, T.FLT] = 0
+        self.imm = np.zeros((n, T.NIMM), np.uint64)
+        self.fast = np.zeros(n, np.bool_)
+        # kernels whose shared memory the async proxy reads (TMA stores, bulk copies out, wgmma) keep their
+        # shared stores in the reference, which records them for the fence.proxy.async check
+        self.async_readers = any(op.kind == "op" and (op.instr.base == "wgmma" or (
+            op.instr.base == "cp" and "bulk" in op.instr.mods and "global" in op.instr.mods[:6] and
+            op.instr.mods.index("global") < next((i for i, m in enumerate(op.instr.mods) if m.startswith("shared")),
+                                                 99))) for op in prog.code)
+        for pc, op in enumerate(prog.code):
+            self._translate(pc, op)
+        self.coverage = float(self.fast.mean()) if n else 1.0
+
+    # -- registers ---------------------------------------------------------------------------------
+    def _slot(self, name, width, special=False):
+        table = self.specials if special else self.slots
+        s = table.get(name)
+        if s is None:
+            cls = T.CLASS_OF_WIDTH.get(width)
+            if cls is None:
+                raise _Slow
+            nbytes = 32 * T.CLASS_BYTES[cls]
+            s = table[name] = (cls, self.arena_bytes)
+            self.arena_bytes += -(-nbytes // 8) * 8
+        cls, off = s
+        return cls << T.CLASS_SHIFT | off // T.CLASS_BYTES[cls]
+
+    def _reg(self, env, op):
+        if isinstance(op, Reg):
+            name = op.name
+        elif isinstance(op, Sym) and env.is_register(op.name):
+            name = op.name
+        else:
+            raise _Slow
+        return name
+
+    def _src(self, env, op, ptype, row_imm, k):
+        """Encode a source operand (register, constant special register or immediate)."""
+        if isinstance(op, Imm):
+            row_imm[k] = imm_bits(op, ptype, None) if not isinstance(imm_bits(op, ptype, None), bool) \
+                else int(imm_bits(op, ptype, None))
+            return -2 - k
+        name = self._reg(env, op)
+        if name.startswith("%") and name in CONST_SPECIALS:
+            return self._slot(name, 32, special=True)
+        if name == "_" or name.startswith(("%clock", "%globaltimer", "%envreg", "%pm", "%smid", "%nsmid",
+                                           "%gridid")):
+            raise _Slow
+        return self._slot(name, env.reg_width(name))
+
+    def _dst(self, env, op):
+        name = self._reg(env, op)
+        if name == "_":
+            return -1
+        if name in CONST_SPECIALS:
+            raise _Slow
+        return self._slot(name, env.reg_width(name))
+
+    def _pred_src(self, env, op, row, row_imm, k):
+        neg = 0
+        if isinstance(op, Not):
+            neg, op = 1, op.item
+        if isinstance(op, Imm):
+            raise _Slow
+        row[T.CNEG] = neg
+        return self._src(env, op, "pred", row_imm, k)
+
+    # -- instructions --------------------------------------------------------------------------------
+    def _translate(self, pc, op):
+        row = self.code[pc]
+        imm = self.imm[pc]
+        env = getattr(op, "env", None)
+        try:
+            if op.kind == "bra":
+                if op.guard is not None:
+                    row[T.GUARD] = self._slot(op.guard[0], env.reg_width(op.guard[0]) if env else 1)
+                    row[T.GNEG] = int(op.guard[1])
+                    if env is not None and env.reg_width(op.guard[0]) != 1:
+                        raise _Slow
+                row[T.X] = op.target
+                row[T.OP] = T.BRA
+            elif op.kind == "op" and env is not None:
+                instr = op.instr
+                if instr.guard is not None:
+                    g = instr.guard[0].name
+                    if env.reg_width(g) != 1:
+                        raise _Slow
+                    row[T.GUARD] = self._slot(g, 1)
+                    row[T.GNEG] = int(instr.guard[1])
+                fn = _RULES.get(instr.base)
+                if fn is None:
+                    raise _Slow
+                fn(self, env, instr, row, imm)
+            else:
+                raise _Slow
+        except _Slow:
+            row[:] = -1
+            row[T.OP] = T.SLOW
+            row[T.GNEG] = row[T.CNEG] = row[T.FLT] = 0
+            imm[:] = 0
+            return
+        self.fast[pc] = True
+
+
+# -- rules, one per base opcode ----------------------------------------------------------------------------
+
+def _ops(instr, n):
+    if len(instr.operands) != n or any(isinstance(o, (Vec, Pair)) for o in instr.operands[1:]):
+        raise _Slow
+    return instr.operands
+
+
+def _set_type(row, ptype):
+    row[T.W] = _width(ptype)
+    row[T.SGN] = _signed(ptype)
+
+
+def _float_mods(instr, allowed_rnd=("rn",)):
+    q = _classify(instr.mods, {"type": {"f32"}, "rnd": set(allowed_rnd)})
+    if q.get("type") != "f32":
+        raise _Slow
+    return q
+
+
+def r_mov(t, env, instr, row, imm):
+    q = _classify(instr.mods, {"type": set(TYPES) - {"b128"}})
+    ptype = q.get("type")
+    if ptype is None:
+        raise _Slow
+    d, a = _ops(instr, 2)
+    if isinstance(d, Vec):
+        raise _Slow
+    _set_type(row, ptype)
+    row[T.D] = t._dst(env, d)
+    if isinstance(a, Sym) and not env.is_register(a.name):
+        space, base = _static_symbol(t, env, a.name)      # mov.u32 %r, smem_var: its shared address
+        if space != "shared":
+            raise _Slow
+        imm[0] = base & ((1 << _width(ptype)) - 1)
+        row[T.A] = -2
+    else:
+        row[T.A] = t._src(env, a, ptype, imm, 0)
+    row[T.OP] = T.MOV
+
+
+def r_addsub(t, env, instr, row, imm):
+    d, a, b = _ops(instr, 3)
+    if "f32" in instr.mods:
+        _float_mods(instr)
+        ptype, opc = "f32", {"add": T.FADD32, "sub": T.FSUB32}[instr.base]
+    else:
+        q = _classify(instr.mods, {"type": INT_TYPES})
+        ptype = q.get("type")
+        if ptype is None:
+            raise _Slow
+        opc = {"add": T.ADD, "sub": T.SUB}[instr.base]
+    _set_type(row, ptype)
+    row[T.D], row[T.A], row[T.B] = t._dst(env, d), t._src(env, a, ptype, imm, 0), t._src(env, b, ptype, imm, 1)
+    row[T.OP] = opc
+
+
+def _wide(ptype):
+    return TYPES[ptype][1] + str(2 * _width(ptype))
+
+
+def r_mul(t, env, instr, row, imm):
+    if "f32" in instr.mods:
+        d, a, b = _ops(instr, 3)
+        _float_mods(instr)
+        _set_type(row, "f32")
+        row[T.D], row[T.A], row[T.B] = t._dst(env, d), t._src(env, a, "f32", imm, 0), t._src(env, b, "f32", imm, 1)
+        row[T.OP] = T.FMUL32
+        return
+    q = _classify(instr.mods, {"type": INT_TYPES, "mode": {"lo", "hi", "wide"}})
+    ptype, mode = q.get("type"), q.get("mode", "lo")
+    if ptype is None or (mode == "wide" and _width(ptype) == 64):
+        raise _Slow
+    d, a, b = _ops(instr, 3)
+    _set_type(row, ptype)
+    row[T.D], row[T.A], row[T.B] = t._dst(env, d), t._src(env, a, ptype, imm, 0), t._src(env, b, ptype, imm, 1)
+    row[T.OP] = {"lo": T.MUL_LO, "hi": T.MUL_HI, "wide": T.MUL_WIDE}[mode]
+
+
+def r_mad(t, env, instr, row, imm):
+    if "f32" in instr.mods:
+        d, a, b, c = _ops(instr, 4)
+        q = _float_mods(instr)
+        if instr.base == "mad" and "rnd" not in q:
+            raise _Slow
+        _set_type(row, "f32")
+        row[T.D] = t._dst(env, d)
+        row[T.A], row[T.B], row[T.C] = (t._src(env, x, "f32", imm, k) for k, x in enumerate((a, b, c)))
+        row[T.OP] = T.FFMA32
+        return
+    if instr.base != "mad":
+        raise _Slow
+    q = _classify(instr.mods, {"type": INT_TYPES, "mode": {"lo", "hi", "wide"}})
+    ptype, mode = q.get("type"), q.get("mode", "lo")
+    if ptype is None or (mode == "wide" and _width(ptype) == 64):
+        raise _Slow
+    d, a, b, c = _ops(instr, 4)
+    ctype = _wide(ptype) if mode == "wide" else ptype
+    _set_type(row, ptype)
+    row[T.D] = t._dst(env, d)
+    row[T.A], row[T.B] = t._src(env, a, ptype, imm, 0), t._src(env, b, ptype, imm, 1)
+    row[T.C] = t._src(env, c, ctype, imm, 2)
+    row[T.OP] = {"lo": T.MAD_LO, "hi": T.MAD_HI, "wide": T.MAD_WIDE}[mode]
+
+
+def r_shift(t, env, instr, row, imm):
+    q = _classify(instr.mods, {"type": INT_TYPES | BIT_TYPES})
+    ptype = q.get("type")
+    if ptype is None:
+        raise _Slow
+    d, a, b = _ops(instr, 3)
+    _set_type(row, ptype)
+    row[T.D], row[T.A], row[T.B] = t._dst(env, d), t._src(env, a, ptype, imm, 0), t._src(env, b, "u32", imm, 1)
+    row[T.OP] = T.SHL if instr.base == "shl" else T.SHR
+
+
+def r_logic(t, env, instr, row, imm):
+    q = _classify(instr.mods, {"type": BIT_TYPES | {"pred"}})
+    ptype = q.get("type")
+    if ptype is None:
+        raise _Slow
+    _set_type(row, ptype)
+    if instr.base == "not":
+        d, a = _ops(instr, 2)
+        row[T.D], row[T.A] = t._dst(env, d), t._src(env, a, ptype, imm, 0)
+        row[T.OP] = T.NOT
+        return
+    d, a, b = _ops(instr, 3)
+    row[T.D], row[T.A], row[T.B] = t._dst(env, d), t._src(env, a, ptype, imm, 0), t._src(env, b, ptype, imm, 1)
+    row[T.OP] = {"and": T.AND, "or": T.OR, "xor": T.XOR}[instr.base]
+
+
+def r_minmax(t, env, instr, row, imm):
+    q = _classify(instr.mods, {"type": INT_TYPES})
+    ptype = q.get("type")
+    if ptype is None:
+        raise _Slow
+    d, a, b = _ops(instr, 3)
+    _set_type(row, ptype)
+    row[T.D], row[T.A], row[T.B] = t._dst(env, d), t._src(env, a, ptype, imm, 0), t._src(env, b, ptype, imm, 1)
+    row[T.OP] = T.MIN if instr.base == "min" else T.MAX
+
+
+def r_negabs(t, env, instr, row, imm):
+    q = _classify(instr.mods, {"type": {"s16", "s32", "s64"}})
+    ptype = q.get("type")
+    if ptype is None:
+        raise _Slow
+    d, a = _ops(instr, 2)
+    _set_type(row, ptype)
+    row[T.D], row[T.A] = t._dst(env, d), t._src(env, a, ptype, imm, 0)
+    row[T.OP] = T.NEG if instr.base == "neg" else T.ABS
+
+
+def r_setp(t, env, instr, row, imm):
+    q = _classify(instr.mods, {"cmp": set(T.CMPS), "bool": {"and", "or", "xor"},
+                               "type": CMP_INT_TYPES | {"f32", "f64"}})
+    ptype, cmp = q.get("type"), q.get("cmp")
+    if ptype is None or cmp is None:
+        raise _Slow
+    ops = instr.operands
+    if len(ops) != (4 if "bool" in q else 3):
+        raise _Slow
+    target = ops[0]
+    dests = target.items if isinstance(target, Pair) else (target,)
+    if len(dests) > 2 or any(isinstance(o, (Vec, Pair)) for o in ops[1:3]):
+        raise _Slow
+    for dd in dests:
+        n = t._reg(env, dd)
+        if n != "_" and env.reg_width(n) != 1:
+            raise _Slow
+    _set_type(row, ptype)
+    row[T.FLT] = {"f32": 1, "f64": 2}.get(ptype, 0)
+    row[T.X] = T.CMP[cmp]
+    row[T.Y] = T.BOOLS[q.get("bool")]
+    row[T.D] = t._dst(env, dests[0])
+    row[T.Z] = t._dst(env, dests[1]) if len(dests) > 1 else -1
+    row[T.A], row[T.B] = t._src(env, ops[1], ptype, imm, 0), t._src(env, ops[2], ptype, imm, 1)
+    if "bool" in q:
+        row[T.C] = t._pred_src(env, ops[3], row, imm, 2)
+    row[T.OP] = T.SETP
+
+
+def r_selp(t, env, instr, row, imm):
+    q = _classify(instr.mods, {"type": (CMP_INT_TYPES | {"f32", "f64", "f16", "bf16", "f16x2", "bf16x2"})
+                               - {"b8", "u8", "s8"}})
+    ptype = q.get("type")
+    if ptype is None:
+        raise _Slow
+    d, a, b, c = _ops(instr, 4)
+    _set_type(row, ptype)
+    row[T.D], row[T.A], row[T.B] = t._dst(env, d), t._src(env, a, ptype, imm, 0), t._src(env, b, ptype, imm, 1)
+    row[T.C] = t._pred_src(env, c, row, imm, 2)
+    row[T.OP] = T.SELP
+
+
+def r_cvt(t, env, instr, row, imm):
+    types = [m for m in instr.mods if m in CVT_INT]
+    if len(types) != 2 or len(instr.mods) != 2:
+        raise _Slow
+    dtype, atype = types
+    d, a = _ops(instr, 2)
+    _set_type(row, atype)
+    row[T.X] = _width(dtype)
+    row[T.Y] = _signed(dtype)
+    row[T.D], row[T.A] = t._dst(env, d), t._src(env, a, atype, imm, 0)
+    row[T.OP] = T.CVT_II
+
+
+def _ldst_mods(instr):
+    from isa.datamove import LD_ST
+    q = _classify(instr.mods, {"space": set(s for s in SPACE if s), "vec": {"v2", "v4", "v8"},
+                               "type": LDST_TYPES, "hint": set(LD_ST["hints"]) - {"L2::cache_hint"}})
+    ptype = q.get("type")
+    if ptype is None:
+        raise _Slow
+    n = {None: 1, "v2": 2, "v4": 4, "v8": 8}[q.get("vec")]
+    ew = _width(ptype) // 8
+    if ew * n > 16:
+        raise _Slow
+    return SPACE[q.get("space")], ptype, n, ew
+
+
+def _address(t, env, op, row, imm, space):
+    """[reg+off] / [imm] / [param_symbol+off]: base operand in A, offset in immediate slot 3."""
+    if not isinstance(op, Mem):
+        raise _Slow
+    imm[T.IMM_OFFSET] = np.int64(op.offset).view(np.uint64)
+    base = op.base
+    if base is None:
+        row[T.A] = -1
+        return
+    if isinstance(base, Sym) and not env.is_register(base.name):
+        sym = _static_symbol(t, env, base.name)
+        if (space, sym[0]) not in ((T.PARAM, "param"), (T.SHARED, "shared"), (T.GENERIC, "shared")):
+            raise _Slow
+        row[T.A] = -1
+        imm[T.IMM_OFFSET] = np.int64(op.offset + sym[1]).view(np.uint64)
+        return
+    if space == T.PARAM:
+        raise _Slow
+    name = t._reg(env, base)
+    if env.reg_width(name) not in (32, 64):
+        raise _Slow
+    row[T.A] = t._src(env, base, "b%d" % env.reg_width(name), imm, 0)
+
+
+def _static_symbol(t, env, name):
+    """(space, address) of a .param or .shared symbol whose address is the same in every warp."""
+    sym = env.symbols.get(name)
+    if sym is None or name in t.prog.module.info.variables and sym[0] != "shared":
+        raise _Slow
+    space, base = sym
+    if space == "shared" and callable(base):
+        base = t.prog.shared_static           # extern .shared: the dynamic window starts after the static
+    if space not in ("shared", "param") or not isinstance(base, int):
+        raise _Slow
+    return space, base
+
+
+def _vec(op, n):
+    if n == 1:
+        if isinstance(op, Vec):
+            if len(op.items) != 1:
+                raise _Slow
+            return [op.items[0]]
+        return [op]
+    if not isinstance(op, Vec) or len(op.items) != n:
+        raise _Slow
+    return list(op.items)
+
+
+def r_ld(t, env, instr, row, imm):
+    space, ptype, n, ew = _ldst_mods(instr)
+    if len(instr.operands) != 2:
+        raise _Slow
+    d, a = instr.operands
+    _address(t, env, a, row, imm, space)
+    _set_type(row, ptype)
+    row[T.X], row[T.Y], row[T.Z] = space, n, ew
+    for i, r in enumerate(_vec(d, n)):
+        row[T.V0 + i] = t._dst(env, r)
+    row[T.OP] = T.LD
+
+
+def r_st(t, env, instr, row, imm):
+    space, ptype, n, ew = _ldst_mods(instr)
+    if space == T.PARAM or len(instr.operands) != 2:
+        raise _Slow
+    if t.async_readers and space in (T.SHARED, T.GENERIC):
+        raise _Slow            # the reference marks generic-proxy writes for the async-proxy fence check
+    a, s = instr.operands
+    _address(t, env, a, row, imm, space)
+    _set_type(row, ptype)
+    row[T.X], row[T.Y], row[T.Z] = space, n, ew
+    vals = _vec(s, n)
+    if any(isinstance(v, Imm) for v in vals):
+        raise _Slow            # immediates would need one slot each; rare in compiler output
+    for i, r in enumerate(vals):
+        row[T.V0 + i] = t._src(env, r, ptype, imm, 0)
+    row[T.OP] = T.ST
+
+
+def r_nop(t, env, instr, row, imm):
+    if instr.operands or (instr.base == "fence" and instr.mods[:1] in (("proxy",), ("mbarrier_init",))):
+        raise _Slow            # proxy fences clear the CTA's unfenced-write marks (ops.mbarrier)
+    row[T.OP] = T.NOP
+
+
+_RULES = {
+    "mov": r_mov, "add": r_addsub, "sub": r_addsub, "mul": r_mul, "mad": r_mad, "fma": r_mad,
+    "shl": r_shift, "shr": r_shift, "and": r_logic, "or": r_logic, "xor": r_logic, "not": r_logic,
+    "min": r_minmax, "max": r_minmax, "neg": r_negabs, "abs": r_negabs, "setp": r_setp, "selp": r_selp,
+    "cvt": r_cvt, "ld": r_ld, "ldu": r_ld, "st": r_st, "membar": r_nop, "fence": r_nop,
+}

@@ -1,0 +1,116 @@
+"""mbarrier objects (PTX ISA 9.7.13.15): a phase, a pending-arrival count and a transaction count.
+
+A phase completes when its pending arrivals reach zero and its tx-count is zero; then the phase number
+advances, the pending count is reloaded with the expected count and the tx-count restarts at zero.
+``try_wait.parity p`` succeeds once the phase of parity ``p`` has completed, i.e. when the current phase's
+parity differs from ``p``. The state of every barrier of a CTA lives in :class:`MBarriers`, keyed by its
+shared-memory address.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import MBarrierError, fail
+
+COUNT_MAX = (1 << 20) - 1           # arrival counts: 1 .. 2^20 - 1
+TX_MAX = (1 << 20) - 1              # tx-count: -(2^20 - 1) .. 2^20 - 1
+
+
+@dataclass
+class MBarrier:
+    addr: int
+    expected: int
+    pending: int
+    phase: int = 0
+    tx: int = 0
+    history: list = field(default_factory=list)     # (step, event, phase, pending, tx) for the timeline
+
+    def state(self):
+        """The opaque 64-bit state an arrive returns: the phase number and the pending count."""
+        return (self.phase & 0xFFFFFFFF) << 32 | self.pending
+
+    def describe(self):
+        return (f"mbarrier at shared {self.addr:#x}: phase {self.phase} (parity {self.phase & 1}), "
+                f"{self.pending} of {self.expected} arrival(s) pending, tx-count {self.tx}")
+
+
+class MBarriers:
+    """The mbarriers of one CTA (or one lone warp), keyed by shared-memory address."""
+
+    def __init__(self):
+        self.live: dict[int, MBarrier] = {}
+        self.step = 0                     # the CTA's instruction count, for the history
+        self.version = 0                  # bumped on every state change (the scheduler's progress signal)
+        self.retired: list[MBarrier] = []  # invalidated barriers (their history stays for the timeline)
+
+    def get(self, instr, addr, lane=None):
+        b = self.live.get(int(addr))
+        if b is None:
+            fail(MBarrierError, instr, f"no initialised mbarrier at shared address {int(addr):#x} (mbarrier.init "
+                 f"it first; an invalidated barrier must be initialised again)", lane)
+        return b
+
+    def _log(self, b, event):
+        b.history.append((self.step, event, b.phase, b.pending, b.tx))
+        self.version += 1
+
+    def init(self, instr, addr, count, lane=None):
+        if addr % 8:
+            fail(MBarrierError, instr, f"mbarrier address {addr:#x} is not 8-byte aligned", lane)
+        if not 1 <= count <= COUNT_MAX:
+            fail(MBarrierError, instr, f"mbarrier.init count {count} must be 1..{COUNT_MAX}", lane)
+        b = self.live[addr] = MBarrier(addr, count, count)
+        self._log(b, "init")
+
+    def inval(self, instr, addr, lane=None):
+        b = self.get(instr, addr, lane)
+        self._log(b, "inval")
+        self.retired.append(self.live.pop(int(addr)))
+
+    def _complete_if_done(self, b):
+        if b.pending == 0 and b.tx == 0:
+            b.phase += 1
+            b.pending = b.expected
+            self._log(b, "phase")
+
+    def expect_tx(self, instr, addr, nbytes, lane=None):
+        b = self.get(instr, addr, lane)
+        if b.tx + nbytes > TX_MAX:
+            fail(MBarrierError, instr, f"tx-count overflows: {b.tx} + {nbytes} exceeds {TX_MAX} ({b.describe()})",
+                 lane)
+        b.tx += nbytes
+        self._log(b, f"expect_tx {nbytes}")
+
+    def complete_tx(self, instr, addr, nbytes, lane=None):
+        b = self.get(instr, addr, lane)
+        if b.tx - nbytes < -TX_MAX:
+            fail(MBarrierError, instr, f"tx-count underflows: {b.tx} - {nbytes} is below -{TX_MAX} "
+                 f"({b.describe()})", lane)
+        b.tx -= nbytes
+        self._log(b, f"complete_tx {nbytes}")
+        if b.pending == 0:
+            self._complete_if_done(b)
+
+    def arrive(self, instr, addr, count=1, drop=False, lane=None):
+        """One arrive-on operation; returns the state before it (for test_wait)."""
+        b = self.get(instr, addr, lane)
+        st = b.state()
+        if count > b.pending:
+            fail(MBarrierError, instr, f"arrive with count {count} but only {b.pending} arrival(s) are pending in "
+                 f"this phase ({b.describe()})", lane)
+        b.pending -= count
+        if drop:
+            b.expected -= count
+        self._log(b, "arrive_drop" if drop else "arrive")
+        if b.pending == 0 and b.tx < 0:
+            pass                     # completes when the outstanding transactions land (tx back to zero)
+        self._complete_if_done(b)
+        return st
+
+    def phase_done(self, instr, addr, parity, lane=None):
+        """try_wait.parity / test_wait.parity: has the phase of this parity completed?"""
+        return (self.get(instr, addr, lane).phase & 1) != (parity & 1)
+
+    def state_done(self, instr, addr, state, lane=None):
+        """try_wait / test_wait with a state from arrive: has that state's phase completed?"""
+        return self.get(instr, addr, lane).phase != (state >> 32) & 0xFFFFFFFF

@@ -1,0 +1,164 @@
+"""What the Tensor Memory Accelerator moves: the elements of a tensor-map box, where each lands in shared
+memory (dense, innermost dimension fastest, then swizzled) and how out-of-bounds elements are filled.
+
+Nothing here executes instructions; ``emulator.ops.bulk`` issues the copies and the CTA completes them.
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from ..errors import MemoryAccessError, TensorMapError
+from .tensormap import DTYPES, FLOAT_TYPES, SWIZZLE_BYTES, TensorMap
+
+# the bits an out-of-bounds element reads as with CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
+NAN_FILL = {2: 0x7FFF, 4: 0x7FFFFFFF, 8: 0x7FFFFFFFFFFFFFFF}
+
+
+def swizzle(offsets, mode):
+    """The shared-memory byte offsets after the TMA swizzle: 16-byte chunk bits [4, 4+B) are XORed with
+    bits [7, 7+B), B = 1, 2, 3 for the 32/64/128-byte modes (CuTe's Swizzle<B,4,3>)."""
+    if not mode:
+        return offsets
+    mask = (1 << mode) - 1
+    return offsets ^ (((offsets >> 7) & mask) << 4)
+
+
+def box_geometry(tm: TensorMap, coords):
+    """For every element of the box in shared-memory order: its global byte address, whether it lies inside
+    the tensor, and its byte offset in the (unswizzled) shared-memory box."""
+    n = tm.box_elements
+    es = tm.element_size
+    axes = [np.int64(c) + np.arange(k, dtype=np.int64) * e for c, k, e in zip(coords, n, tm.element_strides)]
+    grids = np.meshgrid(*axes[::-1], indexing="ij")[::-1]           # dimension 0 fastest
+    strides = [es] + list(tm.global_strides)
+    addr = np.full(grids[0].shape, tm.global_address, np.int64)
+    inside = np.ones(grids[0].shape, np.bool_)
+    for g, s, d in zip(grids, strides, tm.global_dim):
+        addr = addr + g * np.int64(s)
+        inside &= (g >= 0) & (g < d)
+    return addr.reshape(-1), inside.reshape(-1), np.arange(addr.size, dtype=np.int64) * es
+
+
+def check_box(tm: TensorMap, instr):
+    """The rules the H100 enforces at copy time (it raises an illegal-instruction fault otherwise)."""
+    span = SWIZZLE_BYTES[tm.swizzle]
+    inner = tm.box_dim[0] * tm.element_size
+    if span and inner != span and tm.interleave == 0:
+        raise TensorMapError(f"{instr}: with the {span}-byte swizzle the box's inner dimension must be {span} bytes, "
+                             f"it is {inner} (boxDim[0] = {tm.box_dim[0]} x {tm.element_size} bytes); the H100 "
+                             f"faults on this copy")
+    if tm.interleave:
+        raise TensorMapError(f"{instr}: interleaved tensor maps are not supported")
+
+
+def _global_bytes(gmem, instr, addr, inside, es):
+    """(n, es) bytes of the inside elements (outside rows stay zero)."""
+    out = np.zeros((addr.size, es), np.uint8)
+    idx = np.flatnonzero(inside)
+    if not idx.size:
+        return out
+    a = addr[idx]
+    lo, hi = int(a.min()), int(a.max()) + es
+    hit = gmem._find(lo, hi - lo)
+    if hit is not None:
+        buf, off = hit
+        out[idx] = buf[(a - lo + off)[:, None] + np.arange(es)]
+        return out
+    for i in idx:
+        buf, off = gmem._locate(int(addr[i]), es, instr)
+        out[i] = buf[off:off + es]
+    return out
+
+
+def tile_load(tm: TensorMap, coords, gmem, instr):
+    """The bytes the TMA writes for a tiled load: (offsets into the box after swizzle, bytes (n, es))."""
+    check_box(tm, instr)
+    addr, inside, off = box_geometry(tm, coords)
+    es = tm.element_size
+    data = _global_bytes(gmem, instr, addr, inside, es)
+    if tm.oob_fill and tm.dtype in FLOAT_TYPES and (~inside).any():
+        fill = np.frombuffer(NAN_FILL[es].to_bytes(es, "little"), np.uint8)
+        data[~inside] = fill
+    return off, data
+
+
+def tile_store_targets(tm: TensorMap, coords, instr):
+    """(global addresses, inside mask, unswizzled box offsets) of a tiled store or reduction."""
+    check_box(tm, instr)
+    return box_geometry(tm, coords)
+
+
+def smem_addresses(base, off, es, mode):
+    """Byte addresses (n, es) in the shared window of box elements at ``off`` from ``base``."""
+    a = base + off
+    chunks = swizzle(a, mode)
+    return chunks[:, None] + np.arange(es)
+
+
+# -- reductions (cp.reduce.async.bulk) ---------------------------------------------------------------
+
+def _np_type(dtype):
+    name = DTYPES[dtype][4]
+    return ml_dtypes.bfloat16 if name == "bf16" else np.dtype(name)
+
+
+def reduce_values(op, dtype, old, new, instr):
+    """old (op) new for raw bytes (n, es) of a tensor-map type; returns bytes (n, es)."""
+    t = _np_type(dtype)
+    es = DTYPES[dtype][1]
+    a = old.copy().view(t).reshape(-1)
+    b = new.copy().view(t).reshape(-1)
+    kind = np.dtype(t).kind if t is not ml_dtypes.bfloat16 else "f"
+    if op == "add":
+        if kind == "f":
+            r = (a.astype(np.float64) + b.astype(np.float64)).astype(t)
+        else:
+            r = (a.astype(np.uint64) + b.astype(np.uint64)).astype(t)
+    elif op in ("min", "max"):
+        if kind == "f":
+            fa, fb = a.astype(np.float64), b.astype(np.float64)
+            r = (np.fmin if op == "min" else np.fmax)(fa, fb).astype(t)
+        else:
+            r = np.minimum(a, b) if op == "min" else np.maximum(a, b)
+    elif op in ("and", "or", "xor"):
+        if kind == "f":
+            raise TensorMapError(f"{instr}: .{op} needs an integer tensor type, not {DTYPES[dtype][0]}")
+        r = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op](a, b)
+    elif op in ("inc", "dec"):
+        if DTYPES[dtype][0] != "UINT32":
+            raise TensorMapError(f"{instr}: .{op} needs a UINT32 tensor, not {DTYPES[dtype][0]}")
+        a64, b64 = a.astype(np.int64), b.astype(np.int64)
+        if op == "inc":
+            r = np.where(a64 >= b64, 0, a64 + 1).astype(np.uint32)
+        else:
+            r = np.where((a64 == 0) | (a64 > b64), b64, a64 - 1).astype(np.uint32)
+    else:
+        raise TensorMapError(f"{instr}: unknown reduction .{op}")
+    return np.ascontiguousarray(r).view(np.uint8).reshape(-1, es)
+
+
+def global_write(gmem, instr, addr, data):
+    """Write rows of bytes (n, es) to global addresses (n,)."""
+    if not addr.size:
+        return
+    es = data.shape[1]
+    lo, hi = int(addr.min()), int(addr.max()) + es
+    hit = gmem._find(lo, hi - lo)
+    if hit is not None:
+        buf, off = hit
+        buf[(addr - lo + off)[:, None] + np.arange(es)] = data
+        return
+    for a, row in zip(addr, data):
+        buf, off = gmem._locate(int(a), es, instr)
+        buf[off:off + es] = row
+
+
+def global_read(gmem, instr, addr, es):
+    if not addr.size:
+        return np.zeros((0, es), np.uint8)
+    return _global_bytes(gmem, instr, addr, np.ones(addr.size, np.bool_), es)
+
+
+__all__ = ["swizzle", "box_geometry", "tile_load", "tile_store_targets", "smem_addresses", "reduce_values",
+           "global_write", "global_read", "MemoryAccessError"]

@@ -1,0 +1,79 @@
+"""Run one launch on both engines and compare everything a launch leaves behind, bit for bit."""
+import io
+
+import numpy as np
+
+from emulator import EmulatorError, GlobalMemory
+
+
+def launch_outcome(module, kernel, grid, block, arrays, scalars=(), engine="fast", **kw):
+    """Launch with fresh global memory holding ``arrays`` (their addresses come first in the arguments,
+    then ``scalars``); returns a dict of everything observable, or the error raised."""
+    g = GlobalMemory()
+    addrs = [g.upload(a) for a in arrays]
+    out = io.StringIO()
+    try:
+        r = module.launch(kernel, grid, block, list(addrs) + list(scalars), gmem=g, out=out, engine=engine, **kw)
+    except EmulatorError as e:
+        return {"error": (type(e).__name__, str(e)), "memory": _memory(g)}
+    warps = {}
+    executed = 0
+    for ctaid, ws in r.ctas:
+        for w in ws:
+            regs = {n: w.get_reg(n).copy() for n in w.regs}
+            banks = [(a.instruction, a.op, a.addrs.tolist(), a.width, a.mask.tolist(), a.nmat,
+                      None if a.src is None else a.src.tolist()) for a in w._smem_log]
+            warps[(ctaid, w.warp_id)] = (regs, w.smem.copy(), w.issued, w.pc.copy(), banks)
+            if w.fast is not None:
+                executed += w.fast.executed
+    return {"memory": _memory(g), "warps": warps, "stdout": out.getvalue(), "instructions": r.instructions,
+            "fast_executed": executed}
+
+
+def _memory(g):
+    return [(b, buf.copy()) for b, buf in zip(g._bases, g._bufs)]
+
+
+def differences(ref, fast):
+    """Human-readable list of what differs between two outcomes (empty: bit-identical)."""
+    diffs = []
+    if "error" in ref or "error" in fast:
+        if ref.get("error") != fast.get("error"):
+            diffs.append(f"error: reference {ref.get('error')} vs fast {fast.get('error')}")
+    for (b1, m1), (b2, m2) in zip(ref["memory"], fast["memory"]):
+        if b1 != b2 or m1.tobytes() != m2.tobytes():
+            bad = np.flatnonzero(m1 != m2)[:8] if m1.shape == m2.shape else "shape"
+            diffs.append(f"global allocation {b1:#x}: bytes {bad} differ")
+    if "error" in ref or "error" in fast:
+        return diffs
+    for k in ("stdout", "instructions"):
+        if ref[k] != fast[k]:
+            diffs.append(f"{k}: {ref[k]!r} vs {fast[k]!r}")
+    for key, (regs1, smem1, iss1, pc1, banks1) in ref["warps"].items():
+        regs2, smem2, iss2, pc2, banks2 = fast["warps"][key]
+        for n in sorted(set(regs1) | set(regs2)):
+            a = regs1.get(n)
+            b = regs2.get(n)
+            if a is None or b is None:
+                # a register the fast engine pre-created but nobody wrote reads as zero
+                v = b if a is None else a
+                if v.any():
+                    diffs.append(f"warp {key}: register {n} exists in one engine only")
+                continue
+            if a.dtype != b.dtype or a.tobytes() != b.tobytes():
+                lanes = np.flatnonzero(a != b)[:4].tolist() if a.dtype == b.dtype else "dtype"
+                diffs.append(f"warp {key}: register {n} lanes {lanes}: {a[lanes] if lanes != 'dtype' else a.dtype} "
+                             f"vs {b[lanes] if lanes != 'dtype' else b.dtype}")
+        if smem1.tobytes() != smem2.tobytes():
+            diffs.append(f"warp {key}: shared memory differs")
+        if iss1 != iss2 or (pc1 != pc2).any():
+            diffs.append(f"warp {key}: issued {iss1} vs {iss2}, pcs differ: {(pc1 != pc2).any()}")
+        if banks1 != banks2:
+            diffs.append(f"warp {key}: shared-memory access logs differ ({len(banks1)} vs {len(banks2)} records)")
+    return diffs
+
+
+def compare_engines(module, kernel, grid, block, arrays, scalars=(), **kw):
+    ref = launch_outcome(module, kernel, grid, block, arrays, scalars, engine="reference", **kw)
+    fast = launch_outcome(module, kernel, grid, block, arrays, scalars, engine="fast", **kw)
+    return ref, fast, differences(ref, fast)

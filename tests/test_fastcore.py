@@ -1,0 +1,345 @@
+"""The fast engine (emulator/machine/fastcore) against the reference executors, bit for bit.
+
+Every launch runs twice, ``engine="reference"`` and ``engine="fast"``, and everything a launch leaves
+behind is compared: global memory, every register of every warp, shared memory, program counters, issued
+counts, printf output, the shared-memory access log and the error raised (``tests/engines.py``).
+Random kernels cover every opcode the fast engine translates, with guards, divergent branches and loops,
+mixed with instructions it hands back to the reference executors.
+"""
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from emulator import load_ptx
+from emulator.machine.fastcore import table as T
+from emulator.machine.fastcore import translation
+from engines import compare_engines, differences, launch_outcome
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = int(os.environ.get("WARPEMU_FUZZ_EXAMPLES", "60"))
+
+# ---------------------------------------------------------------------------------------------------------
+# The repository's nvcc kernels (the H100 replay cases) on both engines
+
+from test_kernel_hw import CASES, _module  # noqa: E402
+
+
+def _case_launch(name):
+    import json
+    case = CASES[name]
+    cfg = json.loads(str(case["config"]))
+    arrays, scalars = [], []
+    for kind, val in cfg["args"]:
+        if kind == "array":
+            arrays.append(case["before"][val])
+        else:
+            scalars.append(val)
+    # the arrays come first in launch_outcome; keep the kernel's argument order by re-ordering
+    order = [k for k, _ in cfg["args"]]
+    return cfg, arrays, scalars, order
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_repository_kernels_are_identical_on_both_engines(name):
+    cfg, arrays, scalars, order = _case_launch(name)
+    module = _module(cfg["ptx"])
+    if order != sorted(order, key=lambda k: k != "array"):
+        pytest.skip("arguments interleave arrays and scalars")     # none of the committed cases do
+    ref, fast, diffs = compare_engines(module, cfg["kernel"], cfg["grid"], cfg["block"], arrays, scalars,
+                                       shared_bytes=cfg["shared"])
+    assert not diffs, diffs
+    assert "error" not in ref
+    assert fast["fast_executed"] > 0
+
+
+def test_gemm_kernel_translates_its_integer_and_memory_code():
+    module = _module("tests/data/kernels/gemm_tiled.ptx")
+    tr = translation(module.program("gemm_tiled"))
+    ops = {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
+    assert {"ADD", "MAD_LO", "SHL", "SETP", "BRA", "ST", "LD", "CVT_II", "MUL_WIDE"} <= ops
+    assert tr.coverage > 0.6
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Random kernels
+
+TYPES_INT = {16: ("u16", "s16"), 32: ("u32", "s32"), 64: ("u64", "s64")}
+REGS = {16: [f"%h{i}" for i in range(4)], 32: [f"%r{i}" for i in range(6)], 64: [f"%d{i}" for i in range(4)],
+        1: [f"%p{i}" for i in range(4)]}
+SPECIAL32 = [0, 1, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001,
+             0xFFC00123, 0x00000001, 0x80000001, 0x007FFFFF, 0x3F800000, 0xBF800000, 0x4B800000, 0x00800000,
+             0x80000000, 31, 32, 33, 63, 64, 65]
+CMPS_INT = ("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs")
+CMPS_F = ("eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan")
+SLOW_OPS = ("popc.b32 {r32}, {r32b};", "brev.b32 {r32}, {r32b};", "bfe.u32 {r32}, {r32b}, 3, 9;",
+            "prmt.b32 {r32}, {r32b}, {r32c}, 0x3210;", "add.sat.s32 {r32}, {r32b}, {r32c};",
+            "mov.b64 {{{r32}, {r32b}}}, {r64};", "mov.b32 {{{r16}, {r16b}}}, {r32};",
+            "min.f32 {r32}, {r32b}, {r32c};", "cvt.rn.f32.s32 {r32}, {r32b};", "add.rz.f32 {r32}, {r32b}, {r32c};",
+            "mul.lo.s64 {r64}, {r64b}, {r64c};", "testp.notanumber.f32 {p}, {r32};", "mov.u32 {r32}, %clock;")
+
+
+def _imm(rng, w):
+    k = rng.integers(4)
+    if k == 0:
+        return str(int(rng.integers(0, 70)))
+    if k == 1:
+        return str(-int(rng.integers(1, 1 << min(w - 1, 20))))
+    return hex(int(rng.integers(0, 1 << w, dtype=np.uint64)) if w < 64 else int(rng.integers(0, 1 << 63)))
+
+
+def _instruction(rng):
+    """One random instruction (PTX text) from every family the fast engine translates, or a slow one."""
+    w = int(rng.choice([16, 32, 64]))
+    R = REGS[w]
+    pick = lambda regs: str(rng.choice(regs))                    # noqa: E731
+    t = str(rng.choice(TYPES_INT[w]))
+    srcb = lambda: _imm(rng, w) if rng.random() < 0.25 else pick(R)    # noqa: E731
+    fam = int(rng.integers(22))
+    if fam == 0:
+        op = str(rng.choice(["add", "sub", "min", "max", "mul.lo", "mul.hi"]))
+        return f"{op}.{t} {pick(R)}, {pick(R)}, {srcb()};"
+    if fam == 1 and w < 64:
+        return f"mul.wide.{t} {pick(REGS[2 * w])}, {pick(R)}, {srcb()};"
+    if fam == 2:
+        mode = str(rng.choice(["lo", "hi"] + (["wide"] if w < 64 else [])))
+        dw = 2 * w if mode == "wide" else w
+        return f"mad.{mode}.{t} {pick(REGS[dw])}, {pick(R)}, {srcb()}, {pick(REGS[dw])};"
+    if fam == 3:
+        op = str(rng.choice(["shl", "shr"]))
+        ty = str(rng.choice([t, f"b{w}"]))
+        amt = str(int(rng.integers(0, 70))) if rng.random() < 0.4 else pick(REGS[32])
+        return f"{op}.{ty} {pick(R)}, {pick(R)}, {amt};"
+    if fam == 4:
+        if rng.random() < 0.3:
+            op = str(rng.choice(["and", "or", "xor"]))
+            return f"{op}.pred {pick(REGS[1])}, {pick(REGS[1])}, {pick(REGS[1])};"
+        op = str(rng.choice(["and", "or", "xor", "not"]))
+        if op == "not":
+            return f"not.b{w} {pick(R)}, {pick(R)};"
+        return f"{op}.b{w} {pick(R)}, {pick(R)}, {srcb()};"
+    if fam == 5:
+        return f"{rng.choice(['neg', 'abs'])}.s{w} {pick(R)}, {pick(R)};"
+    if fam in (6, 7):
+        cmp = str(rng.choice(CMPS_INT))
+        ty = str(rng.choice([t, f"b{w}"])) if cmp in ("eq", "ne") else t
+        d = pick(REGS[1]) if rng.random() < 0.7 else f"{pick(REGS[1])}|{pick(REGS[1])}"
+        if rng.random() < 0.4:
+            bop = str(rng.choice(["and", "or", "xor"]))
+            c = ("!" if rng.random() < 0.5 else "") + pick(REGS[1])
+            return f"setp.{cmp}.{bop}.{ty} {d}, {pick(R)}, {srcb()}, {c};"
+        return f"setp.{cmp}.{ty} {d}, {pick(R)}, {srcb()};"
+    if fam == 8:
+        cmp = str(rng.choice(CMPS_F))
+        fw = int(rng.choice([32, 64]))
+        return f"setp.{cmp}.f{fw} {pick(REGS[1])}, {pick(REGS[fw])}, {pick(REGS[fw])};"
+    if fam == 9:
+        ty = str(rng.choice([t, f"b{w}"] + (["f32"] if w == 32 else ["f64"] if w == 64 else ["f16", "bf16"])))
+        c = ("!" if rng.random() < 0.3 else "") + pick(REGS[1])
+        return f"selp.{ty} {pick(R)}, {pick(R)}, {srcb()}, {c};"
+    if fam == 10:
+        dt = str(rng.choice(["u8", "s8", "u16", "s16", "u32", "s32", "u64", "s64"]))
+        at = str(rng.choice(["u8", "s8", "u16", "s16", "u32", "s32", "u64", "s64"]))
+        rw = lambda ty: max(16, int(ty[1:]))                         # noqa: E731
+        return f"cvt.{dt}.{at} {pick(REGS[rw(dt)])}, {pick(REGS[rw(at)])};"
+    if fam in (11, 12):
+        op = str(rng.choice(["add", "sub", "mul", "fma"]))
+        rnd = ".rn" if op == "fma" or rng.random() < 0.5 else ""
+        R32 = REGS[32]
+        if op == "fma":
+            return f"fma.rn.f32 {pick(R32)}, {pick(R32)}, {pick(R32)}, {pick(R32)};"
+        b = pick(R32) if rng.random() < 0.8 else "0f3F800000"
+        return f"{op}{rnd}.f32 {pick(R32)}, {pick(R32)}, {b};"
+    if fam == 13:
+        if rng.random() < 0.3:
+            return f"mov.u32 {pick(REGS[32])}, {rng.choice(['%tid.x', '%laneid', '%ntid.x', '%ctaid.x', '%warpid'])};"
+        if rng.random() < 0.2:
+            return f"mov.pred {pick(REGS[1])}, {pick(REGS[1])};"
+        return f"mov.b{w} {pick(R)}, {srcb()};"
+    if fam == 14:                # shared memory: 16 bytes per thread at %s0
+        ew = int(rng.choice([2, 4, 8]))
+        n = int(rng.choice([1, 2] + ([4] if ew < 8 else [])))
+        rr = REGS[max(16, ew * 8)]
+        off = int(rng.integers(0, 16 // (ew * n))) * ew * n
+        regs = [pick(rr) for _ in range(n)]
+        v = f".v{n}" if n > 1 else ""
+        val = regs[0] if n == 1 else "{" + ", ".join(regs) + "}"
+        if rng.random() < 0.5:
+            return f"st.shared{v}.b{ew * 8} [%s0+{off}], {val};"
+        return f"ld.shared{v}.b{ew * 8} {val}, [%s0+{off}];"
+    if fam == 15:                # global scratch: 64 bytes per thread at %q2
+        ew = int(rng.choice([1, 2, 4, 8]))
+        n = 1 if ew == 1 else int(rng.choice([1, 2]))
+        rr = REGS[max(16, ew * 8)]
+        off = int(rng.integers(0, 64 // (ew * n))) * ew * n
+        sgn = str(rng.choice(["u", "s", "b"]))
+        regs = [pick(rr) for _ in range(n)]
+        v = f".v{n}" if n > 1 else ""
+        val = regs[0] if n == 1 else "{" + ", ".join(regs) + "}"
+        if rng.random() < 0.5:
+            return f"st.global{v}.{sgn}{ew * 8} [%q2+{off}], {val};"
+        if n > 1 and len(set(regs)) < n:
+            return f"st.global{v}.{sgn}{ew * 8} [%q2+{off}], {val};"
+        return f"ld.global{v}.{sgn}{ew * 8} {val}, [%q2+{off}];"
+    if fam == 16:                # generic addressing of the thread's shared bytes
+        return str(rng.choice(["st.u32 [%s0+4], {r};", "ld.u32 {r}, [%s0+8];"])).format(r=pick(REGS[32]))
+    if fam == 17:
+        return "membar.cta;"
+    if fam in (18, 19):
+        return str(rng.choice(SLOW_OPS)).format(
+            r32=pick(REGS[32]), r32b=pick(REGS[32]), r32c=pick(REGS[32]), r16=pick(REGS[16]),
+            r16b=pick(REGS[16]), r64=pick(REGS[64]), r64b=pick(REGS[64]), r64c=pick(REGS[64]), p=pick(REGS[1]))
+    return f"add.{t} {pick(R)}, {pick(R)}, {srcb()};"
+
+
+def random_kernel(rng, n=40):
+    """A kernel: load per-thread registers, run ``n`` random instructions (guards, forward branches, a
+    divergent loop), store every register."""
+    body = []
+    labels = 0
+    i = 0
+    while i < n:
+        r = rng.random()
+        if r < 0.1:
+            body.append(f"@{'!' if rng.random() < 0.5 else ''}{rng.choice(REGS[1])} bra L{labels};")
+            k = int(rng.integers(1, 6))
+            for _ in range(k):
+                body.append(_instruction(rng))
+            body.append(f"L{labels}:")
+            labels += 1
+            i += k
+        elif r < 0.14:
+            k = int(rng.integers(1, 5))
+            body.append(f"mov.u32 %c0, 0; and.b32 %c1, %t0, 3; LOOP{labels}:")
+            for _ in range(k):
+                body.append(_instruction(rng))
+            body.append(f"add.u32 %c0, %c0, 1; setp.le.u32 %pc, %c0, %c1; @%pc bra LOOP{labels};")
+            labels += 1
+            i += k
+        else:
+            ins = _instruction(rng)
+            if rng.random() < 0.15:
+                ins = f"@{'!' if rng.random() < 0.5 else ''}{rng.choice(REGS[1])} " + ins
+            body.append(ins)
+            i += 1
+    loads = ([f"ld.global.u16 %h{k}, [%q0+{2 * k}];" for k in range(4)]
+             + [f"ld.global.u32 %r{k}, [%q0+{8 + 4 * k}];" for k in range(6)]
+             + [f"ld.global.u64 %d{k}, [%q0+{32 + 8 * k}];" for k in range(4)]
+             + [f"ld.global.u32 %c1, [%q0+{64 + 4 * k}]; setp.ne.b32 %p{k}, %c1, 0;" for k in range(4)])
+    stores = ([f"st.global.u16 [%q1+{2 * k}], %h{k};" for k in range(4)]
+              + [f"st.global.u32 [%q1+{8 + 4 * k}], %r{k};" for k in range(6)]
+              + [f"st.global.u64 [%q1+{32 + 8 * k}], %d{k};" for k in range(4)]
+              + [f"selp.u32 %c1, 1, 0, %p{k}; st.global.u32 [%q1+{64 + 4 * k}], %c1;" for k in range(4)])
+    lines = "\n    ".join(loads + body + stores)
+    return f"""
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 pin, .param .u64 pout, .param .u64 pscratch)
+{{
+    .reg .b16 %h<4>; .reg .b32 %r<6>; .reg .b64 %d<4>; .reg .pred %p<4>; .reg .b64 %q<4>;
+    .reg .b32 %t<2>; .reg .b32 %s<1>; .reg .b32 %c<2>; .reg .pred %pc;
+    .shared .align 16 .b8 buf[1024];
+    ld.param.u64 %q0, [pin];
+    ld.param.u64 %q1, [pout];
+    ld.param.u64 %q2, [pscratch];
+    mov.u32 %t0, %tid.x;
+    mul.wide.u32 %q3, %t0, 128;
+    add.s64 %q0, %q0, %q3;
+    add.s64 %q1, %q1, %q3;
+    mul.wide.u32 %q3, %t0, 64;
+    add.s64 %q2, %q2, %q3;
+    shl.b32 %s0, %t0, 4;
+    {lines}
+    ret;
+}}
+"""
+
+
+def random_inputs(rng, nthreads):
+    words = rng.integers(0, 1 << 32, size=(nthreads, 32), dtype=np.uint64).astype(np.uint32)
+    special = rng.random(words.shape) < 0.3
+    words[special] = rng.choice(np.array(SPECIAL32, np.uint32), size=int(special.sum()))
+    words[:, 16:20] = rng.integers(0, 2, size=(nthreads, 4))          # predicates
+    scratch = rng.integers(0, 256, size=nthreads * 64, dtype=np.uint8)
+    return [words, np.zeros((nthreads, 32), np.uint32), scratch]
+
+
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 100,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2 ** 32 - 1), nthreads=st.sampled_from([32, 48, 64]))
+def test_random_kernels_are_identical_on_both_engines(seed, nthreads):
+    rng = np.random.default_rng(seed)
+    text = random_kernel(rng, n=int(rng.integers(10, 60)))
+    module = load_ptx(text)
+    ref, fast, diffs = compare_engines(module, "k", 1, nthreads, random_inputs(rng, nthreads))
+    assert not diffs, (diffs, text)
+    if "error" not in ref:
+        assert fast["fast_executed"] > 0
+
+
+def test_every_translated_opcode_is_exercised_by_the_random_kernels():
+    """The random kernels reach every opcode of the fast engine (else the fuzz would prove nothing)."""
+    seen = set()
+    rng = np.random.default_rng(1)
+    for _ in range(30):
+        tr = translation(load_ptx(random_kernel(rng, 60)).program("k"))
+        seen |= {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
+    assert set(T.NAMES.values()) - seen == set()
+
+
+def test_a_wrong_fast_engine_is_caught():
+    """The comparison can fail: an add translated as a subtract shows up as differing registers."""
+    rng = np.random.default_rng(5)
+    text = random_kernel(rng, 5).replace("ret;", "add.s32 %r1, %r2, %r3;\n    ret;")
+    module = load_ptx(text)
+    tr = translation(module.program("k"))
+    adds = np.flatnonzero(tr.code[:, T.OP] == T.ADD)
+    tr.code[adds[-1], T.OP] = T.SUB
+    ref, fast, diffs = compare_engines(module, "k", 1, 32, random_inputs(rng, 32))
+    assert any("%r1" in d for d in diffs)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Errors and limits: the fast engine hands the instruction back and the reference raises
+
+ERR_KERNEL = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p, .param .u32 n)
+{
+    .reg .b32 %r<4>; .reg .b64 %rd<4>; .reg .pred %p<2>;
+    ld.param.u64 %rd1, [p];
+    ld.param.u32 %r3, [n];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, BODY;
+}
+"""
+
+
+@pytest.mark.parametrize("body", [
+    "4; add.s64 %rd2, %rd2, 2; add.s64 %rd3, %rd1, %rd2; ld.global.u32 %r2, [%rd3]; ret;",         # misaligned
+    "4; add.s64 %rd3, %rd1, %rd2; ld.global.u32 %r2, [%rd3+128]; ret;",                          # out of bounds
+    "4; add.s64 %rd3, %rd1, %rd2; st.global.v2.u32 [%rd3+4], {%r1, %r1}; ret;",                  # misaligned vector
+    "4; shl.b32 %r2, %r1, 6; st.shared.u32 [%r2], %r1; ret;",                                    # shared bounds
+    "4; L: add.s32 %r2, %r2, 1; setp.ne.s32 %p1, %r2, %r3; @%p1 bra L; ret;",                    # budget
+])
+def test_errors_are_the_references(body):
+    text = ERR_KERNEL.replace("BODY;", body).replace("{\n    .reg", "{\n    .shared .b8 s[1024];\n    .reg")
+    module = load_ptx(text)
+    arrays = [np.zeros(32, np.uint32)]
+    ref = launch_outcome(module, "k", 1, 32, arrays, [1000], engine="reference", max_instructions=300)
+    fast = launch_outcome(module, "k", 1, 32, arrays, [1000], engine="fast", max_instructions=300)
+    assert "error" in ref
+    assert ref["error"] == fast["error"]
+    assert not differences(ref, fast)
+
+
+def test_engine_argument_is_checked():
+    module = load_ptx(ERR_KERNEL.replace("BODY;", "4; ret;"))
+    from emulator import EmulatorError
+    with pytest.raises(EmulatorError, match="engine"):
+        module.launch("k", 1, 32, [0, 0], engine="jit")
