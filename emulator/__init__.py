@@ -17,7 +17,7 @@ from .memory.tensormap import TensorMap
 __all__ = ["Warp", "WarpOptions", "GlobalMemory", "SmemAccess", "EmulatorError", "PTXSyntaxError",
            "UnsupportedError", "OperandError", "MemoryAccessError", "AlignmentError", "AsyncHazardError",
            "WarpSyncError", "ProxyError", "MBarrierError", "TensorMapError", "TensorMap", "DeviceAssertError", "mma",
-           "gemm", "load_ptx", "check_layout"]
+           "gemm", "wgmma", "load_ptx", "check_layout"]
 
 
 def __getattr__(name):
@@ -25,6 +25,9 @@ def __getattr__(name):
     if name in ("mma", "gemm"):
         from . import tiles
         return getattr(tiles, name)
+    if name == "wgmma":
+        from .wgmma_tiles import wgmma
+        return wgmma
     if name == "load_ptx":
         from .machine.module import load_ptx
         return load_ptx

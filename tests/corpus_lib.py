@@ -113,22 +113,10 @@ CANNOT_RUN: dict[str, str] = {
         f"refused: line 72, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
     "triton_math_tanh_sm90a":
         f"refused: line 72, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
-    "triton_matmul_bf16_64x64_sm90a":
-        f"refused: line 418, column 2: wgmma.fence.sync.aligned -- {_WGMMA}",
-    "triton_matmul_f16_64x64_sm90a":
-        f"refused: line 324, column 2: wgmma.fence.sync.aligned -- {_WGMMA}",
-    "triton_matmul_f16_w8_sm90a":
-        f"refused: line 238, column 2: wgmma.fence.sync.aligned -- {_WGMMA}",
-    "triton_matmul_fp8e4_64x64_sm90a":
-        f"refused: line 339, column 2: wgmma.fence.sync.aligned -- {_WGMMA}",
     "triton_matmul_fp8e4_sm90a":
         f"refused: line 252, column 1: cvt.rn.e4m3x2 -- {_FP8}",
     "triton_matmul_fp8e5_sm90a":
         f"refused: line 251, column 2: cvt.rn.e5m2x2 -- {_FP8}",
-    "triton_matmul_int8_64x64_sm90a":
-        f"refused: line 277, column 2: wgmma.fence.sync.aligned -- {_WGMMA}",
-    "triton_matmul_tf32_64x64_sm90a":
-        f"refused: line 387, column 2: wgmma.fence.sync.aligned -- {_WGMMA}",
     "triton_matmul_tf32x3_sm80":
         f"refused: line 330, column 2: cvt.rna.tf32 -- {_TF32}",
     "triton_matmul_tf32x3_sm90a":
@@ -145,8 +133,6 @@ CANNOT_RUN: dict[str, str] = {
         f"refused: line 138, column 2: ex2.approx.f32 -- {_MUFU}",
     "triton_softmax_sm90a":
         f"refused: line 138, column 2: ex2.approx.f32 -- {_MUFU}",
-    "triton_tma_matmul_sm90a":
-        f"refused: line 406, column 2: wgmma.fence.sync.aligned -- {_WGMMA}",
 }
 
 

@@ -242,13 +242,13 @@ class Program:
                 _check_mods(instr, {"uni"})
                 if len(instr.operands) != 1 or not isinstance(instr.operands[0], ptx.Sym):
                     raise OperandError(f"line {instr.line}, column {instr.col}: {instr.opcode}: takes one label")
-                op = Op("bra", instr, guard=guard)
+                op = Op("bra", instr, guard=guard, env=env)
                 fixups.append((op, instr.operands[0].name, instr))
             elif base in ("ret", "exit"):
                 _check_mods(instr, {"uni"})
                 if instr.operands:
                     raise OperandError(f"line {instr.line}, column {instr.col}: {instr.opcode}: takes no operands")
-                op = Op("exit" if base == "exit" else "ret", instr, guard=guard)
+                op = Op("exit" if base == "exit" else "ret", instr, guard=guard, env=env)
             elif base == "call":
                 op = self._compile_call(instr, env, guard)
                 if op.call.callee not in BUILTINS:

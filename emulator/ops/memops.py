@@ -9,6 +9,7 @@ import numpy as np
 
 from isa.datamove import LD_ST
 from isa.types import TYPES
+from .wgmma.state import check_smem_write as check_wgmma_reads
 from ..errors import AsyncHazardError, OperandError, UnsupportedError, fail
 from ..memory import check_alignment, check_bounds, gather, global_gather, global_scatter, scatter
 from ..frontend.ptx import Imm, Mem, Reg, Vec
@@ -22,7 +23,10 @@ SPACES = ("shared", "shared::cta", "global", "local", "param", "const")
 # Shared memory with hazard checks and traffic logging (used by every shared-memory instruction)
 
 def check_inflight(warp, instr, addrs, mask, nbytes, writing):
-    """Raise if an active lane touches bytes that a cp.async has not yet delivered."""
+    """Raise if an active lane touches bytes that a cp.async has not yet delivered, or writes bytes that an
+    in-flight wgmma.mma_async reads."""
+    if writing:
+        check_wgmma_reads(warp, instr, addrs, mask, nbytes)
     if not warp._inflight_any():
         return
     lanes = np.flatnonzero(mask)
