@@ -94,7 +94,7 @@ class Module:
     def launch(self, kernel: str, grid=(1, 1, 1), block=(32, 1, 1), args=(), gmem: GlobalMemory | None = None,
                shared_bytes: int = 0, options: WarpOptions | None = None, trace=None, out=None,
                max_instructions: int = 20_000_000, engine: str = "fast", schedule=None, timeline: bool = False,
-               cluster=None) -> LaunchResult:
+               cluster=None, workers: int = 1, progress=None) -> LaunchResult:
         """Run ``kernel`` on a grid of CTAs. ``args`` follow the kernel's ``.param`` list (addresses and
         integers as Python ints, floats as Python/numpy floats, byte arrays for aggregate parameters).
         ``trace``: a writable stream that receives one line per executed instruction.
@@ -105,7 +105,10 @@ class Module:
         seeded random order, preempted after random instruction counts, copies completing at random points).
         ``timeline``: record every instruction, mbarrier event and bulk copy for ``result.timeline()``.
         ``cluster``: cluster dimensions; only clusters of one CTA are supported.
-        A seeded schedule or a timeline runs the reference engine (they act between any two instructions)."""
+        A seeded schedule or a timeline runs the reference engine (they act between any two instructions).
+        ``workers``: processes that run the grid's CTAs (``machine.grid`` says how the results stay those of
+        the serial run, and which kernels run serially anyway). ``progress``: a progress bar on stderr
+        (default: for grids of 64 CTAs or more when stderr is a terminal)."""
         schedule = _schedule(schedule)
         if cluster is not None and tuple(_dim3(cluster, "cluster")) != (1, 1, 1):
             raise UnsupportedError(f"launch: clusters of more than one CTA ({cluster}) are not supported yet")
@@ -137,14 +140,36 @@ class Module:
                 schedule is None and not timeline:
             from .fastcore import FastLaunch
             fast = FastLaunch(prog, gmem)
-        for z in range(grid[2]):
-            for y in range(grid[1]):
-                for x in range(grid[0]):
-                    cta = CTA(self, prog, (x, y, z), grid, block, smem_size, gmem, param_init, var_addrs,
-                              local_bases, options, trace, out, result, budget, fast, schedule, timeline)
-                    warps = cta.run()
-                    result.async_units.append(cta.async_unit)
-                    result.ctas.append(((x, y, z), warps))
+        ctaids = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
+        workers = int(workers)
+        if workers < 1:
+            raise OperandError(f"launch: workers must be >= 1, not {workers}")
+        from . import grid as gridmod
+        if progress is None:
+            progress = len(ctaids) >= 64
+        if workers > 1 and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
+                gridmod.serial_only(prog) is None:
+            def run_ctas(chunk, out_):
+                part = LaunchResult(entry.name, grid, block)
+                b = [int(max_instructions)]
+                for cid in chunk:
+                    cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs, local_bases,
+                              options, trace, out_, part, b, fast, schedule, timeline)
+                    part.ctas.append((cid, cta.run()))
+                return {"ctas": part.ctas, "stdout": part.stdout, "instructions": int(max_instructions) - b[0]}
+            if gridmod.run_parallel(run_ctas, ctaids, gmem, workers, result, out, int(max_instructions), progress):
+                return result
+        bar = gridmod._Progress(len(ctaids)) if progress else None
+        for cid in ctaids:
+            cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
+                      local_bases, options, trace, out, result, budget, fast, schedule, timeline)
+            warps = cta.run()
+            result.async_units.append(cta.async_unit)
+            result.ctas.append((cid, warps))
+            if bar:
+                bar.update(1)
+        if bar:
+            bar.close()
         result.instructions = int(max_instructions) - budget[0]
         return result
 
