@@ -10,6 +10,7 @@ import numpy as np
 from isa.types import TYPES
 from ..errors import OperandError, UnsupportedError
 from .registry import executor
+from .carry import compile_carry
 from .common import NP, SINT, UINT, dst, split_mods, src, width
 
 INT_TYPES = {"u16", "u32", "u64", "s16", "s32", "s64"}
@@ -91,7 +92,6 @@ def _int_binary(instr, env, op):
             raise UnsupportedError(f"{instr.opcode}: the .u16x2/.s16x2 forms are add, min, max (and min/max.relu.s16x2)")
         return _binary(instr, env, X2_TYPES, _halves(op))
     if "cc" in instr.mods:
-        from .carry import compile_carry
         return compile_carry(instr, env)
     if "sat" in instr.mods:
         if t != "s32":
@@ -254,7 +254,6 @@ def compile_mad(instr, env):
         from .falu import compile_float
         return compile_float(instr, env)
     if "cc" in instr.mods:
-        from .carry import compile_carry
         return compile_carry(instr, env)
     q = split_mods(instr, {"type": INT_TYPES, "mode": {"lo", "hi", "wide"}, "sat": {"sat"}})
     if "type" not in q or len(instr.operands) != 4:

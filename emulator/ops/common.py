@@ -169,6 +169,9 @@ def address(env, op, instr):
     text = instr.text
     if off == 0:
         return lambda warp: warp.get_reg(name, text).astype(np.int64)
+    if rw == 32:        # a 32-bit address wraps at 2^32: '[%r13+24]' with %r13 = -8 is address 16
+        o32 = np.uint32(off & 0xFFFFFFFF)
+        return lambda warp: (warp.get_reg(name, text) + o32).astype(np.int64)
     o = np.int64(off)
     return lambda warp: warp.get_reg(name, text).astype(np.int64) + o
 

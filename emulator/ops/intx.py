@@ -274,65 +274,13 @@ def compile_mul24(instr, env):
 
 
 # ----------------------------------------------------------------------------------------------
-# lop3, dot products, fns, bmsk, szext
+# fns, bmsk, szext
 
 def _u32_operands(instr, env, n, types=None, imm=0):
     _need(instr, n + 1 + imm)
     types = types or ["b32"] * n
     return [src(env, op, t, instr) for op, t in zip(instr.operands[1:n + 1], types)], \
         dst(env, instr.operands[0], "b32", instr)
-
-
-@executor("lop3")
-def compile_lop3(instr, env):
-    """lop3.b32 d, a, b, c, immLut: bit i of d is bit (a_i b_i c_i) of immLut (a=0xF0, b=0xCC, c=0xAA)."""
-    split_mods(instr, {"type": {"b32"}})
-    if len(instr.operands) != 5 or not isinstance(instr.operands[4], Imm):
-        raise OperandError(f"{instr.opcode}: lop3.b32 d, a, b, c, immLut (an immediate 0..255)")
-    lut = instr.operands[4].value
-    if not 0 <= lut <= 255:
-        raise OperandError(f"{instr.opcode}: immLut {lut} is not in 0..255")
-    (a, b, c), d = _u32_operands(instr, env, 3, imm=1)
-    ones = np.uint32(0xFFFFFFFF)
-
-    def run(warp, mask):
-        x, y, z = a(warp).view(np.uint32), b(warp).view(np.uint32), c(warp).view(np.uint32)
-        r = np.zeros(32, np.uint32)
-        for k in range(8):          # minterm k = (a b c) as a 3-bit number
-            if lut >> k & 1:
-                r |= (x if k & 4 else ~x & ones) & (y if k & 2 else ~y & ones) & (z if k & 1 else ~z & ones)
-        d(warp, r, mask)
-    return run
-
-
-def _parts(v, nbits, signed):
-    """Split uint32 lanes into 32/nbits fields (low first) as int64, sign-extended when signed."""
-    n = 32 // nbits
-    f = (v.astype(np.int64)[:, None] >> (np.arange(n) * nbits)) & ((1 << nbits) - 1)
-    return np.where(f >> (nbits - 1), f - (1 << nbits), f) if signed else f
-
-
-@executor("dp4a", "dp2a")
-def compile_dp(instr, env):
-    """dp4a.atype.btype d, a, b, c: c + the dot product of a's and b's four bytes; dp2a.{lo,hi}: a's two 16-bit
-    halves with bytes 0-1 (.lo) or 2-3 (.hi) of b. Signedness per operand from its type; d wraps to 32 bits."""
-    types = [m for m in instr.mods if m in ("u32", "s32")]
-    half = [m for m in instr.mods if m in ("lo", "hi")]
-    if len(types) != 2 or len(types) + len(half) != len(instr.mods) or (instr.base == "dp2a") != bool(half):
-        raise OperandError(f"{instr.opcode}: dp4a.atype.btype / dp2a.{{lo,hi}}.atype.btype with .u32/.s32")
-    sa, sb = types[0] == "s32", types[1] == "s32"
-    (a, b, c), d = _u32_operands(instr, env, 3, ["b32", "b32", "s32" if "s32" in types else "u32"])
-    two = instr.base == "dp2a"
-    hi = half == ["hi"]
-
-    def run(warp, mask):
-        x = _parts(a(warp).view(np.uint32), 16 if two else 8, sa)
-        y = _parts(b(warp).view(np.uint32), 8, sb)
-        if two:
-            y = y[:, 2:4] if hi else y[:, 0:2]
-        r = (x * y).sum(axis=1) + c(warp).astype(np.int64)
-        d(warp, (r & 0xFFFFFFFF).astype(np.uint32), mask)
-    return run
 
 
 @executor("fns")
