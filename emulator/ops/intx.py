@@ -8,7 +8,7 @@ import numpy as np
 
 from isa.types import TYPES
 from ..errors import OperandError, UnsupportedError
-from ..frontend.ptx import Imm, Pair
+from ..frontend.ptx import Pair
 from .registry import executor
 from .common import NP, UINT, dst, reg_name, split_mods, src, width
 from ..numerics.fround import flush
