@@ -3,7 +3,8 @@
 
 Each lane has one carry flag (``CC.CF``), kept in the hidden register ``%cc.cf``. ``.cc`` writes it: the carry
 out of the addition, for ``sub``/``subc`` the borrow out. ``addc``/``madc`` add the flag in, ``subc``
-subtracts it. Types: .u32, .s32, .u64, .s64 (the signed forms compute the same bits).
+subtracts it. Types: .u32, .s32, .u64, .s64 (the signed forms compute the same bits, except the high half of a
+signed product in ``mad.hi``/``madc.hi``).
 libdevice's sin/cos range reduction (Payne-Hanek) and 64-bit multiplies in nvcc output use these chains.
 """
 from __future__ import annotations
@@ -51,6 +52,7 @@ def compile_carry(instr, env):
     carry_out = "cc" in q
     sub = base in ("sub", "subc")
     hi = q.get("mode") == "hi"
+    signed = q["type"][0] == "s"
 
     def run(warp, mask):
         vals = [_ints(r(warp)) for r in readers]
@@ -58,7 +60,10 @@ def compile_carry(instr, env):
         res, cout = [], []
         for lane in range(32):
             if mad:
-                p = vals[0][lane] * vals[1][lane]
+                a, b = vals[0][lane], vals[1][lane]
+                if signed:
+                    a, b = a - ((a >> (w - 1)) << w), b - ((b >> (w - 1)) << w)
+                p = (a * b) & ((1 << (2 * w)) - 1)
                 p = (p >> w) if hi else (p & mask_w)
                 s = p + vals[2][lane] + cin[lane]
                 cout.append(s >> w)

@@ -15,7 +15,7 @@ NP = {
     "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
     "s8": np.int8, "s16": np.int16, "s32": np.int32, "s64": np.int64,
     "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64,
-    "f16x2": np.uint32, "bf16x2": np.uint32, "tf32": np.uint32, "e4m3x2": np.uint16, "e5m2x2": np.uint16,
+    "f16x2": np.uint32, "bf16x2": np.uint32, "tf32": np.uint32, "u16x2": np.uint32, "s16x2": np.uint32, "e4m3x2": np.uint16, "e5m2x2": np.uint16,
 }
 
 
