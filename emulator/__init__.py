@@ -7,15 +7,17 @@ The package is layered (docs/architecture.md); each layer imports only from the 
 ``errors`` < ``numerics`` < ``frontend`` < ``memory`` < ``ops`` < ``machine`` < ``layouts`` < the API
 modules (``tiles``, ``cute``) < ``cli``.
 """
-from .errors import (AlignmentError, AsyncHazardError, EmulatorError, MBarrierError, MemoryAccessError,
-                     OperandError, ProxyError, PTXSyntaxError, TensorMapError, UnsupportedError, WarpSyncError)
+from .errors import (AlignmentError, AsyncHazardError, DeviceAssertError, EmulatorError, MBarrierError,
+                     MemoryAccessError, OperandError, ProxyError, PTXSyntaxError, TensorMapError, UnsupportedError,
+                     WarpSyncError)
 from .machine.warp import Warp, WarpOptions
 from .memory import GlobalMemory, SmemAccess
 from .memory.tensormap import TensorMap
 
 __all__ = ["Warp", "WarpOptions", "GlobalMemory", "SmemAccess", "EmulatorError", "PTXSyntaxError",
            "UnsupportedError", "OperandError", "MemoryAccessError", "AlignmentError", "AsyncHazardError",
-           "WarpSyncError", "ProxyError", "MBarrierError", "TensorMapError", "TensorMap", "mma", "gemm", "load_ptx", "check_layout"]
+           "WarpSyncError", "ProxyError", "MBarrierError", "TensorMapError", "TensorMap", "DeviceAssertError", "mma",
+           "gemm", "wgmma", "load_ptx", "check_layout"]
 
 
 def __getattr__(name):
@@ -23,6 +25,9 @@ def __getattr__(name):
     if name in ("mma", "gemm"):
         from . import tiles
         return getattr(tiles, name)
+    if name == "wgmma":
+        from .wgmma_tiles import wgmma
+        return wgmma
     if name == "load_ptx":
         from .machine.module import load_ptx
         return load_ptx

@@ -9,46 +9,15 @@ from __future__ import annotations
 import numpy as np
 
 from isa.fragments import pack, unpack
-from isa.mma import NUMPY_DTYPE
 from .errors import OperandError, UnsupportedError, fail
 from .machine.warp import Warp
 from .numerics import gemm_fast
 from .ops.mma import get_mma
+from .tile_bits import _elem_bits_of, _from_bits  # noqa: F401
 
 
 # ------------------------------------------------------------------------------------------------
 # whole tiles
-def _elem_bits_of(x, t, what, spelling):
-    """Raw element bits (uint64) of a user array of element type t."""
-    import ml_dtypes  # noqa: F401  (registers bfloat16 / float8 dtypes with numpy)
-    want = np.dtype(NUMPY_DTYPE[t]) if NUMPY_DTYPE[t] not in ("bfloat16", "float8_e4m3fn", "float8_e5m2") \
-        else np.dtype(getattr(ml_dtypes, NUMPY_DTYPE[t]))
-    x = np.asarray(x)
-    if x.dtype != want:
-        if t in ("s4", "u4", "s8", "u8", "s32") and x.dtype.kind in "iu":
-            pass
-        else:
-            fail(OperandError, spelling, f"{what} must be {want.name} for .{t}, got {x.dtype}")
-    if t in ("s4", "u4"):
-        lo, hi = (-8, 7) if t == "s4" else (0, 15)
-        if x.size and (x.min() < lo or x.max() > hi):
-            fail(OperandError, spelling, f"{what} holds values outside the .{t} range [{lo}, {hi}]")
-        return (x.astype(np.int64) & 0xF).astype(np.uint64)
-    if t in ("s8", "u8", "s32"):
-        info = np.iinfo(want)
-        if x.dtype != want and x.size and (x.min() < info.min or x.max() > info.max):
-            fail(OperandError, spelling, f"{what} holds values outside the .{t} range")
-        return (x.astype(np.int64) & ((1 << (8 * want.itemsize)) - 1)).astype(np.uint64)
-    return x.view(f"u{want.itemsize}").astype(np.uint64)
-
-
-def _from_bits(bits, t):
-    import ml_dtypes
-    name = NUMPY_DTYPE[t]
-    dt = np.dtype(getattr(ml_dtypes, name)) if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2") else np.dtype(name)
-    return bits.astype(f"u{dt.itemsize}").view(dt)
-
-
 def _tiles_in(v, A, B, C):
     out = []
     for op, x, t in (("A", A, v.atype), ("B", B, v.btype), ("C", C, v.ctype)):
@@ -109,7 +78,11 @@ def mma_registers(instr: str, A, B, C, arch: str = "sm_90"):
 # whole GEMMs
 def gemm(A, B, C, instr: str = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", arch: str = "sm_90"):
     """D = A @ B + C built from ``instr``: for every output tile the K steps run in ascending order and
-    the D of one step is the C of the next; bit-identical to issuing the instructions one by one."""
+    the D of one step is the C of the next; bit-identical to issuing the instructions one by one.
+    ``instr`` may be a ``wgmma.mma_async`` spelling (64 x N x K tiles; A and B from shared memory)."""
+    if instr.strip().startswith("wgmma"):
+        from .wgmma_tiles import wgmma_gemm
+        return wgmma_gemm(A, B, C, instr)
     op = get_mma(instr, arch)
     v = op.variant
     if v.family == "m8n8k4_f16":

@@ -20,6 +20,8 @@ LAYERS = [
     ("emulator.layouts", 7),       # layouts, fragments, swizzles, pictures
     ("emulator.gluon", 7),
     ("emulator.tiles", 8),         # the public API modules
+    ("emulator.tile_bits", 8),
+    ("emulator.wgmma_tiles", 8),
     ("emulator.cute", 8),
     ("emulator.triton", 8),
     ("emulator.cli", 9),           # the command line

@@ -186,7 +186,14 @@ def _instruction(rng):
     if fam == 16:                # generic addressing of the thread's shared bytes
         return str(rng.choice(["st.u32 [%s0+4], {r};", "ld.u32 {r}, [%s0+8];"])).format(r=pick(REGS[32]))
     if fam == 17:
-        return "membar.cta;"
+        if rng.random() < 0.2:
+            return "membar.cta;"
+        mode = str(rng.choice(["up", "down", "bfly", "idx"]))
+        d = pick(REGS[32]) if rng.random() < 0.5 else f"{pick(REGS[32])}|{pick(REGS[1])}"
+        b = str(int(rng.integers(0, 40))) if rng.random() < 0.6 else pick(REGS[32])
+        c = str(rng.choice(["0x1f", "0x0", "0x181f", "0x1c1f", "0x1f00", "7"])) if rng.random() < 0.8 else pick(REGS[32])
+        mask = "%t1" if rng.random() < 0.9 else "0xffffffff"
+        return f"activemask.b32 %t1; shfl.sync.{mode}.b32 {d}, {pick(REGS[32])}, {b}, {c}, {mask};"
     if fam in (18, 19):
         return str(rng.choice(SLOW_OPS)).format(
             r32=pick(REGS[32]), r32b=pick(REGS[32]), r32c=pick(REGS[32]), r16=pick(REGS[16]),

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import (EmulatorError, OperandError, UnsupportedError, WarpSyncError, fail)
+from ..errors import (DeviceAssertError, EmulatorError, OperandError, UnsupportedError, WarpSyncError, fail)
 from ..memory import LANES
 from ..memory.asyncunit import AsyncUnit
 from ..ops.common import format_lanes
+from ..ops.wgmma.state import busy as wgmma_busy, check_cta_end as check_wgmma_end
 from .kernel_warp import KernelWarp
 
 PARK = "park"          # _step's answer when an executor stalled lanes or yielded the warp's turn
@@ -111,6 +112,7 @@ class CTA:
             self._wake()
             if not any(self._runnable(w) for w in self.warps) or not progressed:
                 self._deadlock()
+        check_wgmma_end(self)
         return self.warps
 
     def _wake(self):
@@ -181,7 +183,7 @@ class CTA:
 
     # -- one warp ----------------------------------------------------------------------------------
     def _run_warp(self, w: KernelWarp):
-        if w.fast is not None:
+        if w.fast is not None and not wgmma_busy(self):
             return self._run_warp_fast(w)
         pc = w.pc
         nxt = None          # (pc, mask) known without a search: the whole runnable warp moves together
@@ -221,10 +223,15 @@ class CTA:
                 status, p, mask = fast.run(w, self.budget)
                 if status == fast.IDLE:
                     return "blocked"
+                if status == fast.EXITED:
+                    self._check_barriers()
+                    continue
                 if status == fast.LOG:
                     continue
             if self._step(w, p, mask, False) is PARK:
                 return "spin"
+            if wgmma_busy(self):            # registers and shared bytes in flight: the reference checks them
+                return self._run_warp(w)
 
     def _step(self, w, p, mask, together):
         """Execute the instruction at ``p`` for the lanes in ``mask``; returns the next (pc, mask) when the
@@ -341,6 +348,9 @@ class CTA:
             self._vprintf(w, op, mask)
             w.pc[mask] += 1
             return
+        if site.callee == "__assertfail":
+            from .printf import assert_message
+            raise DeviceAssertError(assert_message(w, op, mask))
         if op.target < 0:
             raise UnsupportedError(f"{op.instr.text}: function {site.callee} has no body")
         params, rets = self.prog.formals[site.callee]

@@ -15,6 +15,22 @@ PARAM_BASE = 0x7E00_0000_0000          # generic addresses of kernel parameters 
 class KernelWarp(Warp):
     """A warp inside a CTA: per-lane PCs and call stacks, .local / .param memory, shared CTA state."""
 
+    # shared-memory records the fast engine logged in numeric form, turned into SmemAccess when first read
+    @property
+    def _smem_log(self):
+        pending = self.__dict__.get("_smem_pending")
+        if pending:
+            log = self.__dict__["_smem_records"]
+            for make in pending:
+                log.extend(make())
+            pending.clear()
+        return self.__dict__["_smem_records"]
+
+    @_smem_log.setter
+    def _smem_log(self, records):
+        self.__dict__["_smem_records"] = records
+        self.__dict__["_smem_pending"] = []
+
     def __init__(self, cta, program, warp_id, nthreads_here, smem, gmem, arch, options, param_init, local_bases,
                  local_size, trace):
         self._cta = cta

@@ -3,6 +3,7 @@ import sys
 
 import numpy as np
 
+from isa.targets import DEFAULT_ARCH, parse_target
 from isa.types import TYPES
 from ..errors import (OperandError, UnsupportedError)
 from ..frontend.module import parse_module
@@ -17,7 +18,8 @@ ENGINES = ("fast", "reference")
 
 
 def load_ptx(text: str, arch: str | None = None) -> "Module":
-    """Parse a PTX module (``nvcc -ptx`` output) and return a :class:`Module`."""
+    """Parse a PTX module (``nvcc -ptx`` output) and return a :class:`Module`. ``arch`` is the machine emulated:
+    the H100 (``"sm_90"``) unless named, whatever the module's ``.target``."""
     return Module(text, arch)
 
 
@@ -27,8 +29,15 @@ class Module:
     def __init__(self, text: str, arch: str | None = None):
         self.text = text
         self.info = parse_module(text)
-        target = (self.info.target.split(",")[0].strip() if self.info.target else "sm_90")
-        self.arch = arch or (target if target in ARCHS else "sm_90")
+        self.target = None
+        if self.info.target:
+            try:
+                self.target = parse_target(self.info.target)[0]
+            except ValueError as e:
+                raise UnsupportedError(f"load_ptx: {e}") from None
+        # the machine emulated is the caller's choice, the H100 by default: .target only says which
+        # instructions the module may use
+        self.arch = arch or DEFAULT_ARCH
         if self.arch not in ARCHS:
             raise UnsupportedError(f"load_ptx: architecture {self.arch!r} is not supported; supported: "
                                    f"{', '.join(ARCHS)}")
@@ -85,7 +94,7 @@ class Module:
     def launch(self, kernel: str, grid=(1, 1, 1), block=(32, 1, 1), args=(), gmem: GlobalMemory | None = None,
                shared_bytes: int = 0, options: WarpOptions | None = None, trace=None, out=None,
                max_instructions: int = 20_000_000, engine: str = "fast", schedule=None, timeline: bool = False,
-               cluster=None) -> LaunchResult:
+               cluster=None, workers: int = 1, progress=None) -> LaunchResult:
         """Run ``kernel`` on a grid of CTAs. ``args`` follow the kernel's ``.param`` list (addresses and
         integers as Python ints, floats as Python/numpy floats, byte arrays for aggregate parameters).
         ``trace``: a writable stream that receives one line per executed instruction.
@@ -96,7 +105,10 @@ class Module:
         seeded random order, preempted after random instruction counts, copies completing at random points).
         ``timeline``: record every instruction, mbarrier event and bulk copy for ``result.timeline()``.
         ``cluster``: cluster dimensions; only clusters of one CTA are supported.
-        A seeded schedule or a timeline runs the reference engine (they act between any two instructions)."""
+        A seeded schedule or a timeline runs the reference engine (they act between any two instructions).
+        ``workers``: processes that run the grid's CTAs (``machine.grid`` says how the results stay those of
+        the serial run, and which kernels run serially anyway). ``progress``: a progress bar on stderr
+        (default: for grids of 64 CTAs or more when stderr is a terminal)."""
         schedule = _schedule(schedule)
         if cluster is not None and tuple(_dim3(cluster, "cluster")) != (1, 1, 1):
             raise UnsupportedError(f"launch: clusters of more than one CTA ({cluster}) are not supported yet")
@@ -128,14 +140,36 @@ class Module:
                 schedule is None and not timeline:
             from .fastcore import FastLaunch
             fast = FastLaunch(prog, gmem)
-        for z in range(grid[2]):
-            for y in range(grid[1]):
-                for x in range(grid[0]):
-                    cta = CTA(self, prog, (x, y, z), grid, block, smem_size, gmem, param_init, var_addrs,
-                              local_bases, options, trace, out, result, budget, fast, schedule, timeline)
-                    warps = cta.run()
-                    result.async_units.append(cta.async_unit)
-                    result.ctas.append(((x, y, z), warps))
+        ctaids = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
+        workers = int(workers)
+        if workers < 1:
+            raise OperandError(f"launch: workers must be >= 1, not {workers}")
+        from . import grid as gridmod
+        if progress is None:
+            progress = len(ctaids) >= 64
+        if workers > 1 and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
+                gridmod.serial_only(prog) is None:
+            def run_ctas(chunk, out_):
+                part = LaunchResult(entry.name, grid, block)
+                b = [int(max_instructions)]
+                for cid in chunk:
+                    cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs, local_bases,
+                              options, trace, out_, part, b, fast, schedule, timeline)
+                    part.ctas.append((cid, cta.run()))
+                return {"ctas": part.ctas, "stdout": part.stdout, "instructions": int(max_instructions) - b[0]}
+            if gridmod.run_parallel(run_ctas, ctaids, gmem, workers, result, out, int(max_instructions), progress):
+                return result
+        bar = gridmod._Progress(len(ctaids)) if progress else None
+        for cid in ctaids:
+            cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
+                      local_bases, options, trace, out, result, budget, fast, schedule, timeline)
+            warps = cta.run()
+            result.async_units.append(cta.async_unit)
+            result.ctas.append((cid, warps))
+            if bar:
+                bar.update(1)
+        if bar:
+            bar.close()
         result.instructions = int(max_instructions) - budget[0]
         return result
 

@@ -7,6 +7,7 @@ instructions the loop hands back) read and write the very same memory: no copies
 from __future__ import annotations
 
 from collections.abc import MutableMapping
+from functools import partial
 
 import numpy as np
 
@@ -29,7 +30,7 @@ def translation(prog) -> Translation:
 def global_table(gmem):
     """(base, size, data pointer) of every global allocation, sorted by base, for the loop's lookups."""
     rows = sorted((b, buf.size, buf.ctypes.data) for b, buf in zip(gmem._bases, gmem._bufs))
-    return np.array(rows, np.int64).reshape(-1, 3)
+    return np.array(rows or [(-1, 0, 0)], np.int64).reshape(-1, 3)     # a row that matches no address
 
 
 class ArenaRegs(MutableMapping):
@@ -113,7 +114,7 @@ class FastLaunch:
 
 class FastWarp:
     """One warp's arena and counters."""
-    IDLE, SLOW, LOG = T.ST_IDLE, T.ST_SLOW, T.ST_LOG
+    IDLE, SLOW, LOG, EXITED = T.ST_IDLE, T.ST_SLOW, T.ST_LOG, T.ST_EXITED
 
     def __init__(self, launch, warp):
         tr = launch.tr
@@ -123,6 +124,9 @@ class FastWarp:
         if launch.special_names:
             arena.view(np.uint32)[launch.special_index] = [warp.get_reg(n) for n in launch.special_names]
         self.executed = 0
+        if not (warp.param.flags.c_contiguous and warp.smem.flags.c_contiguous):
+            raise AssertionError("the fast engine addresses .param and shared memory as contiguous bytes")
+        self.param = warp.param
 
     def run(self, w, budget):
         """Run until the loop stops; returns (status, pc, mask) with the reference's types."""
@@ -133,27 +137,35 @@ class FastWarp:
         st[T.S_INFLIGHT] = w._inflight_n
         st[T.S_NLOG] = 0
         st[T.S_EXECUTED] = 0
-        fl._run(fl.tr.code, fl.tr.imm, self.arena, w.pc, w.exited, w.waiting, w.smem, w.smem_inflight, w.param,
-                fl.gtab, st, fl.log_pc, fl.log_addr, fl.log_mask)
+        st[T.S_SMEM_PTR] = w.smem.ctypes.data
+        st[T.S_SMEM_SIZE] = w.smem.size
+        st[T.S_PARAM_PTR] = self.param.ctypes.data
+        st[T.S_PARAM_SIZE] = self.param.shape[1]
+        fl._run(fl.tr.code, fl.tr.imm, self.arena, w.pc, w.exited, w.waiting, w.smem_inflight, fl.gtab, st,
+                fl.log_pc, fl.log_addr, fl.log_mask)
         budget[0] = int(st[T.S_BUDGET])
         w.clock = w.issued = int(st[T.S_ISSUED])
         self.executed += int(st[T.S_EXECUTED])
         if st[T.S_NLOG]:
             self._flush(w, int(st[T.S_NLOG]))
         status = int(st[T.S_STATUS])
-        if status == T.ST_IDLE:
+        if status in (T.ST_IDLE, T.ST_EXITED):
             return status, 0, None
         mask = ((int(st[T.S_MASK]) >> fl.lanes) & 1).astype(np.bool_)
         return status, int(st[T.S_PC]), mask
 
     def _flush(self, w, n):
-        code = w.program.code
         fl = self.launch
-        tr = fl.tr
-        for i in range(n):
-            p = int(fl.log_pc[i])
-            row = tr.code[p]
-            op = "ld" if row[T.OP] == T.LD else "st"
-            mask = ((int(fl.log_mask[i]) >> fl.lanes) & 1).astype(np.bool_)
-            w._smem_log.append(SmemAccess(str(code[p].instr.text), op, fl.log_addr[i].copy(),
-                                          int(row[T.Y] * row[T.Z]), mask, 0, None))
+        w._smem_pending.append(partial(_records, w.program.code, fl.tr.code, fl.log_pc[:n].copy(),
+                                       fl.log_mask[:n].copy(), fl.log_addr[:n].copy()))
+
+
+def _records(code, tcode, pcs, masks, addrs):
+    """SmemAccess records (as the reference logs them) of the shared-memory accesses the loop made."""
+    lanes = np.arange(32, dtype=np.int64)
+    out = []
+    for p, m, a in zip(pcs.tolist(), masks.tolist(), addrs):
+        row = tcode[p]
+        out.append(SmemAccess(str(code[p].instr.text), "ld" if row[T.OP] == T.LD else "st", a,
+                              int(row[T.Y] * row[T.Z]), ((m >> lanes) & 1).astype(np.bool_), 0, None))
+    return out

@@ -6,7 +6,8 @@ address, an in-flight cp.async destination, the instruction budget) sends the in
 reference executor, which raises the error the reference defines.
 """
 import numpy as np
-from numba import carray, njit, types
+from llvmlite import ir
+from numba import njit, types
 from numba.extending import intrinsic
 
 from . import table as T
@@ -19,14 +20,60 @@ CANON32 = np.uint32(0x7FFFFFFF)
 LANES = 32
 
 
-@intrinsic
-def _u8ptr(typingctx, addr):
-    """The int64 ``addr`` as a uint8 pointer (the data of a numpy buffer kept alive by GlobalMemory)."""
-    sig = types.CPointer(types.uint8)(types.int64)
+def _peek_intrinsic(nbits):
+    @intrinsic
+    def peek(typingctx, addr):
+        """The nbits-bit little-endian value at the raw address ``addr`` (zero-extended to uint64)."""
+        sig = types.uint64(types.int64)
 
-    def codegen(context, builder, signature, args):
-        return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
-    return sig, codegen
+        def codegen(context, builder, signature, args):
+            ity = ir.IntType(nbits)
+            v = builder.load(builder.inttoptr(args[0], ity.as_pointer()), align=1)
+            return builder.zext(v, ir.IntType(64)) if nbits < 64 else v
+        return sig, codegen
+    return peek
+
+
+def _poke_intrinsic(nbits):
+    @intrinsic
+    def poke(typingctx, addr, value):
+        """Store the low nbits of ``value`` at the raw address ``addr``."""
+        sig = types.void(types.int64, types.uint64)
+
+        def codegen(context, builder, signature, args):
+            ity = ir.IntType(nbits)
+            v = builder.trunc(args[1], ity) if nbits < 64 else args[1]
+            builder.store(v, builder.inttoptr(args[0], ity.as_pointer()), align=1)
+            return context.get_dummy_value()
+        return sig, codegen
+    return poke
+
+
+_peek8, _peek16, _peek32, _peek64 = (_peek_intrinsic(n) for n in (8, 16, 32, 64))
+_poke8, _poke16, _poke32, _poke64 = (_poke_intrinsic(n) for n in (8, 16, 32, 64))
+
+
+@njit(cache=True, inline="always")
+def _peek(addr, ew):
+    if ew == 4:
+        return _peek32(addr)
+    if ew == 8:
+        return _peek64(addr)
+    if ew == 2:
+        return _peek16(addr)
+    return _peek8(addr)
+
+
+@njit(cache=True, inline="always")
+def _poke(addr, ew, v):
+    if ew == 4:
+        _poke32(addr, v)
+    elif ew == 8:
+        _poke64(addr, v)
+    elif ew == 2:
+        _poke16(addr, v)
+    else:
+        _poke8(addr, v)
 
 
 @njit(cache=True, inline="always")
@@ -248,51 +295,56 @@ def _find(gtab, addr, nbytes):
 
 
 @njit(cache=True)
-def _mem_plan(row, imrow, m, a8, a16, a32, a64, smem, inflight, param, gtab, state, addrs, where, offs):
-    """Addresses of every lane and, for the active ones, where each access lands: 1 shared, 2 global (offs =
-    allocation index << 40 | offset), 3 param. False when any active lane needs the reference's checks."""
+def _mem_plan(row, imrow, m, a8, a16, a32, a64, inflight, gtab, state, addrs, ptrs):
+    """Addresses of every lane and, for the active ones, the raw host address of the access (``ptrs``).
+    Returns the lanes that access shared memory, or -1 when an active lane needs the reference's checks
+    (alignment, bounds, a cp.async destination in flight, an address outside every allocation)."""
     nbytes = row[T.Y] * row[T.Z]
     space = row[T.X]
     off = np.int64(imrow[T.IMM_OFFSET])
     base = row[T.A]
-    for lane in range(LANES):
-        if base == -1:
+    if base == -1:
+        for lane in range(LANES):
             addrs[lane] = off
-        else:
-            addrs[lane] = np.int64(_rd(base, lane, a8, a16, a32, a64, imrow)) + off
+    else:
+        _gather(base, 64, 0, ptrs, a8, a16, a32, a64, imrow)     # zero-extended register, as int64
+        for lane in range(LANES):
+            addrs[lane] = np.int64(ptrs[lane]) + off
+    smem_size = state[T.S_SMEM_SIZE]
+    shared = 0
+    k = state[T.S_LASTALLOC]
     for lane in range(LANES):
-        where[lane] = 0
         if not (m >> lane) & 1:
             continue
         a = addrs[lane]
         if a % nbytes != 0:
-            return False
+            return -1
         sp = space
         if sp == T.GENERIC:
-            sp = T.SHARED if 0 <= a < smem.size else T.GLOBAL
+            sp = T.SHARED if 0 <= a < smem_size else T.GLOBAL
         if sp == T.SHARED:
-            if a < 0 or a + nbytes > smem.size:
-                return False
+            if a < 0 or a + nbytes > smem_size:
+                return -1
             if state[T.S_INFLIGHT] > 0:
-                for k in range(nbytes):
-                    if inflight[a + k] != 0:
-                        return False
-            where[lane] = 1
-            offs[lane] = a
+                for b in range(nbytes):
+                    if inflight[a + b] != 0:
+                        return -1
+            shared |= 1 << lane
+            ptrs[lane] = np.uint64(state[T.S_SMEM_PTR] + a)
         elif sp == T.GLOBAL:
             if a < 0:
-                return False
-            k = _find(gtab, a, nbytes)
-            if k < 0:
-                return False
-            where[lane] = 2
-            offs[lane] = (np.int64(k) << 40) | (a - gtab[k, 0])
+                return -1
+            if not (gtab[k, 0] <= a and a - gtab[k, 0] + nbytes <= gtab[k, 1]):
+                k = _find(gtab, a, nbytes)
+                if k < 0:
+                    return -1
+                state[T.S_LASTALLOC] = k
+            ptrs[lane] = np.uint64(gtab[k, 2] + (a - gtab[k, 0]))
         else:
-            if a < 0 or a + nbytes > param.shape[1]:
-                return False
-            where[lane] = 3
-            offs[lane] = a
-    return True
+            if a < 0 or a + nbytes > state[T.S_PARAM_SIZE]:
+                return -1
+            ptrs[lane] = np.uint64(state[T.S_PARAM_PTR] + lane * state[T.S_PARAM_SIZE] + a)
+    return shared
 
 
 @njit(cache=True)
@@ -502,7 +554,51 @@ def _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32,
 
 
 @njit(cache=True)
-def run(code, imm, arena, pc, exited, waiting, smem, inflight, param, gtab, state, log_pc, log_addr, log_mask):
+def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
+    """shfl.sync as ``ops.warpops`` defines it; False (nothing written) when a lane breaks a rule."""
+    _gather(row[T.V0], 32, 0, xr, a8, a16, a32, a64, imrow)      # membermask, per lane
+    for lane in range(LANES):
+        named = (xr[lane] >> np.uint64(lane)) & U1
+        active = (em >> lane) & 1
+        if named != U0 and active == 0 or named == U0 and active != 0:
+            return False
+    _gather(row[T.A], 32, 0, xa, a8, a16, a32, a64, imrow)
+    _gather(row[T.B], 32, 0, xb, a8, a16, a32, a64, imrow)
+    _gather(row[T.C], 32, 0, xc, a8, a16, a32, a64, imrow)
+    mode = row[T.X]
+    m5 = np.uint64(0x1F)
+    for lane in range(LANES):
+        ul = np.uint64(lane)
+        bval = xb[lane] & m5
+        cv = xc[lane]
+        cval = cv & m5
+        seg = (cv >> np.uint64(8)) & m5
+        max_lane = np.int64((ul & seg) | (cval & ~seg & m5))
+        if mode == 0:
+            j = lane - np.int64(bval)
+            ok = j >= max_lane
+        elif mode == 1:
+            j = lane + np.int64(bval)
+            ok = j <= max_lane
+        elif mode == 2:
+            j = np.int64(ul ^ bval)
+            ok = j <= max_lane
+        else:
+            j = np.int64((ul & seg) | (bval & ~seg & m5))
+            ok = j <= max_lane
+        if not ok:
+            j = lane
+        if (em >> lane) & 1 and ok and not (em >> j) & 1:
+            return False
+        xq[lane] = U1 if ok else U0
+        xr[lane] = xa[j]
+    _scatter(row[T.D], xr, em, 32, 0, a8, a16, a32, a64)
+    _scatter(row[T.Z], xq, em, 1, 0, a8, a16, a32, a64)
+    return True
+
+
+@njit(cache=True)
+def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask):
     """Run the warp from its current state. Returns (through ``state``) why it stopped."""
     a8 = arena
     a16 = arena.view(np.uint16)
@@ -513,9 +609,6 @@ def run(code, imm, arena, pc, exited, waiting, smem, inflight, param, gtab, stat
     fu64 = np.zeros(4, np.uint64)
     ff64 = fu64.view(np.float64)
     addrs = np.zeros(LANES, np.int64)
-    where = np.zeros(LANES, np.int64)
-    offs = np.zeros(LANES, np.int64)
-    vals = np.zeros(8, np.uint64)
     xa = np.zeros(LANES, np.uint64)
     xb = np.zeros(LANES, np.uint64)
     xc = np.zeros(LANES, np.uint64)
@@ -566,6 +659,18 @@ def run(code, imm, arena, pc, exited, waiting, smem, inflight, param, gtab, stat
                     if v != (neg == 1):
                         em |= 1 << lane
         together = m == live
+        if opc == T.EXIT:
+            for lane in range(LANES):
+                if (m >> lane) & 1:
+                    if (em >> lane) & 1:
+                        exited[lane] = True
+                    else:
+                        pc[lane] += 1
+            if em != 0:
+                state[T.S_STATUS] = T.ST_EXITED
+                break
+            p = p + 1 if together else -1
+            continue
         if opc == T.BRA:
             tgt = row[T.X]
             for lane in range(LANES):
@@ -585,9 +690,8 @@ def run(code, imm, arena, pc, exited, waiting, smem, inflight, param, gtab, stat
         sgn = row[T.SGN]
         if opc == T.LD or opc == T.ST:
             if em != 0:
-                ok = _mem_plan(row, imrow, em, a8, a16, a32, a64, smem, inflight, param, gtab, state, addrs,
-                               where, offs)
-                if not ok:
+                shared_lanes = _mem_plan(row, imrow, em, a8, a16, a32, a64, inflight, gtab, state, addrs, xq)
+                if shared_lanes < 0:
                     budget += 1
                     issued -= 1
                     executed -= 1
@@ -597,41 +701,33 @@ def run(code, imm, arena, pc, exited, waiting, smem, inflight, param, gtab, stat
                     break
                 n = row[T.Y]
                 ew = row[T.Z]
-                shared_lanes = 0
-                for lane in range(LANES):
-                    wh = where[lane]
-                    if wh == 0:
-                        continue
-                    if wh == 1:
-                        shared_lanes |= 1 << lane
-                        buf = smem
-                        o = offs[lane]
-                    elif wh == 2:
-                        k = offs[lane] >> 40
-                        buf = carray(_u8ptr(gtab[k, 2]), gtab[k, 1])
-                        o = offs[lane] & ((1 << 40) - 1)
-                    else:
-                        buf = param[lane]
-                        o = offs[lane]
-                    if opc == T.LD:
-                        for i in range(n):
-                            v = U0
-                            for b in range(ew):
-                                v |= np.uint64(buf[o + i * ew + b]) << np.uint64(8 * b)
-                            vals[i] = v
-                        for i in range(n):
-                            _wrf(row[T.V0 + i], lane, vals[i], w, sgn, a8, a16, a32, a64)
-                    else:
-                        for i in range(n):
-                            v = _rdf(row[T.V0 + i], lane, w, sgn, a8, a16, a32, a64, imrow)
-                            for b in range(ew):
-                                buf[o + i * ew + b] = np.uint8((v >> np.uint64(8 * b)) & np.uint64(0xFF))
+                if opc == T.LD:
+                    for i in range(n):
+                        for lane in range(LANES):
+                            if (em >> lane) & 1:
+                                xr[lane] = _peek(np.int64(xq[lane]) + i * ew, ew)
+                        _scatter(row[T.V0 + i], xr, em, w, sgn, a8, a16, a32, a64)
+                else:
+                    for i in range(n):
+                        _gather(row[T.V0 + i], w, sgn, xr, a8, a16, a32, a64, imrow)
+                        for lane in range(LANES):
+                            if (em >> lane) & 1:
+                                _poke(np.int64(xq[lane]) + i * ew, ew, xr[lane])
                 if shared_lanes != 0:
                     log_pc[nlog] = p
                     log_mask[nlog] = shared_lanes
                     for lane in range(LANES):
                         log_addr[nlog, lane] = addrs[lane]
                     nlog += 1
+        elif opc == T.SHFL and em != 0:
+            if not _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
+                budget += 1
+                issued -= 1
+                executed -= 1
+                state[T.S_STATUS] = T.ST_SLOW
+                state[T.S_PC] = p
+                state[T.S_MASK] = m
+                break
         elif opc != T.NOP and em != 0:
             _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64)
         for lane in range(LANES):

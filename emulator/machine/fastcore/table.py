@@ -36,6 +36,8 @@ FSUB32 = 27
 FMUL32 = 28
 FFMA32 = 29       # fma.rn.f32 / mad.rn.f32: exact product, sum rounded to odd in binary64, then RNE
 NOP = 30          # membar / fence / prefetch: nothing to do
+EXIT = 32         # ret / exit while no lane is inside a call: the guarded lanes exit
+SHFL = 31         # shfl.sync.{up,down,bfly,idx}.b32 (X: mode; membermask operand in V0)
 
 NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
 
@@ -82,7 +84,9 @@ BOOLS = {None: 0, "and": 1, "or": 2, "xor": 3}
 ST_IDLE = 0       # no lane of the warp can run (exited, or waiting at a barrier)
 ST_SLOW = 1       # the next instruction (state PC, MASK) needs the reference executor
 ST_LOG = 2        # the shared-memory access log is full
+ST_EXITED = 3     # lanes exited: the scheduler checks the barriers, then runs the warp on
 
 # -- fields of the state vector ----------------------------------------------------------------------------
-S_STATUS, S_PC, S_MASK, S_BUDGET, S_ISSUED, S_INFLIGHT, S_NLOG, S_EXECUTED = range(8)
-NSTATE = 8
+(S_STATUS, S_PC, S_MASK, S_BUDGET, S_ISSUED, S_INFLIGHT, S_NLOG, S_EXECUTED, S_SMEM_PTR, S_SMEM_SIZE,
+ S_PARAM_PTR, S_PARAM_SIZE, S_LASTALLOC) = range(13)
+NSTATE = 13

@@ -142,7 +142,14 @@ class Translation:
         imm = self.imm[pc]
         env = getattr(op, "env", None)
         try:
-            if op.kind == "bra":
+            if op.kind in ("ret", "exit"):
+                if op.guard is not None:
+                    if env is None or env.reg_width(op.guard[0]) != 1:
+                        raise _Slow
+                    row[T.GUARD] = self._slot(op.guard[0], 1)
+                    row[T.GNEG] = int(op.guard[1])
+                row[T.OP] = T.EXIT
+            elif op.kind == "bra":
                 if op.guard is not None:
                     row[T.GUARD] = self._slot(op.guard[0], env.reg_width(op.guard[0]) if env else 1)
                     row[T.GNEG] = int(op.guard[1])
@@ -482,9 +489,26 @@ def r_nop(t, env, instr, row, imm):
     row[T.OP] = T.NOP
 
 
+def r_shfl(t, env, instr, row, imm):
+    q = _classify(instr.mods, {"sync": {"sync"}, "mode": {"up", "down", "bfly", "idx"}, "type": {"b32"}})
+    if len(q) != 3 or len(instr.operands) != 5:
+        raise _Slow
+    d_op = instr.operands[0]
+    d_reg, p_reg = d_op.items if isinstance(d_op, Pair) else (d_op, None)
+    if any(isinstance(o, (Vec, Pair, Not)) for o in instr.operands[1:]):
+        raise _Slow
+    _set_type(row, "b32")
+    row[T.D] = t._dst(env, d_reg)
+    row[T.Z] = t._dst(env, p_reg) if p_reg is not None else -1
+    row[T.A], row[T.B], row[T.C] = (t._src(env, o, "b32", imm, k) for k, o in enumerate(instr.operands[1:4]))
+    row[T.V0] = t._src(env, instr.operands[4], "b32", imm, 3)
+    row[T.X] = ("up", "down", "bfly", "idx").index(q["mode"])
+    row[T.OP] = T.SHFL
+
+
 _RULES = {
     "mov": r_mov, "add": r_addsub, "sub": r_addsub, "mul": r_mul, "mad": r_mad, "fma": r_mad,
     "shl": r_shift, "shr": r_shift, "and": r_logic, "or": r_logic, "xor": r_logic, "not": r_logic,
     "min": r_minmax, "max": r_minmax, "neg": r_negabs, "abs": r_negabs, "setp": r_setp, "selp": r_selp,
-    "cvt": r_cvt, "ld": r_ld, "ldu": r_ld, "st": r_st, "membar": r_nop, "fence": r_nop,
+    "cvt": r_cvt, "ld": r_ld, "ldu": r_ld, "st": r_st, "membar": r_nop, "fence": r_nop, "shfl": r_shfl,
 }

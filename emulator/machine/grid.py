@@ -1,0 +1,152 @@
+"""A grid's CTAs on several processes (``launch(..., workers=N)``), with results identical to the serial run.
+
+How (the contract, also in docs/speed.md):
+
+* The CTAs, in the serial order (x fastest, then y, then z), are cut into consecutive chunks. Worker
+  processes (forked at the launch, so each starts from the same global memory) run a chunk each, CTA after
+  CTA in that order, and send back the bytes of global memory their chunk changed, its printf output and
+  its warps' final state.
+* The parent applies the chunks' changes in CTA order, so where two chunks wrote the same byte the later
+  CTA wins, as in the serial run; printf output is written in CTA order.
+* This is the serial result for every kernel whose CTAs do not read global bytes that other CTAs write
+  during the launch: the kernels whose GPU results do not depend on the order the GPU runs CTAs in.
+* Kernels that use global atomics or reductions (``atom``, ``red``), a trace, a seeded schedule or a
+  timeline run serially whatever ``workers`` says: their order is part of their result here.
+* A chunk that raises, or a grid that runs past ``max_instructions`` in total, is run again serially, so
+  the error (and the memory left behind) is exactly the serial run's.
+
+``result.ctas`` holds, for CTAs run by a worker, a :class:`WorkerWarp` per warp: the warp's registers,
+shared memory and counters as the worker left them (``read``/``get_reg`` as on a warp).
+"""
+from __future__ import annotations
+
+import io
+import multiprocessing
+import os
+import sys
+import time
+
+import numpy as np
+
+from ..errors import EmulatorError
+
+
+class WorkerWarp:
+    """The final state of a warp that a worker process ran."""
+
+    def __init__(self, w):
+        self.warp_id = w.warp_id
+        self.regs = {n: np.array(w.get_reg(n)) for n in w.regs}
+        self.smem = w.smem.copy()
+        self.pc = w.pc.copy()
+        self.exited = w.exited.copy()
+        self.issued = w.issued
+        self.clock = w.clock
+        self._smem_log = list(w._smem_log)
+
+    def get_reg(self, name, instr="read"):
+        return self.regs[name]
+
+    def read(self, name):
+        return self.regs[name].copy()
+
+    def bank_report(self):
+        from ..memory.banks import analyze
+        return [analyze(rec) for rec in self._smem_log]
+
+
+def serial_only(prog):
+    """Why this program must run its CTAs serially, or None."""
+    for op in prog.code:
+        base = op.instr.base if op.instr is not None else ""
+        if base in ("atom", "red") and "shared" not in op.instr.mods and "shared::cta" not in op.instr.mods:
+            return f"{op.instr.opcode} (global atomics run in CTA order)"
+    return None
+
+
+def chunks(ctaids, workers):
+    """Consecutive chunks, about four per worker (load balance), at least one CTA each."""
+    n = max(1, min(len(ctaids), 4 * workers))
+    bounds = np.linspace(0, len(ctaids), n + 1).round().astype(int)
+    return [ctaids[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+
+_JOB = None          # (run_cta, gmem) in the forked workers
+
+
+def _work(chunk):
+    run_cta, gmem = _JOB
+    before = [buf.copy() for buf in gmem._bufs]
+    out = io.StringIO()
+    try:
+        done = run_cta(chunk, out)
+    except EmulatorError as e:
+        return ("error", f"{type(e).__name__}: {e}")
+    changes = []
+    for i, (old, buf) in enumerate(zip(before, gmem._bufs)):
+        changed = old != buf
+        if changed.any():
+            changes.append((i, np.packbits(changed), buf[changed]))
+        buf[:] = old                # the next chunk of this worker starts from the launch's memory
+    ctas = [(ctaid, [WorkerWarp(w) for w in warps]) for ctaid, warps in done["ctas"]]
+    return ("ok", changes, out.getvalue(), done["stdout"], ctas, done["instructions"])
+
+
+def run_parallel(run_cta, ctaids, gmem, workers, result, out, max_instructions, progress=False):
+    """Run ``run_cta(chunk, out) -> {'ctas', 'stdout', 'instructions'}`` on chunks of ``ctaids`` in worker
+    processes and merge in CTA order. Returns False, with global memory untouched, when the serial run must
+    decide (an error, the instruction budget)."""
+    global _JOB
+    parts = chunks(ctaids, workers)
+    _JOB = (run_cta, gmem)
+    ctx = multiprocessing.get_context("fork")
+    bar = _Progress(len(ctaids)) if progress else None
+    merged = []
+    try:
+        with ctx.Pool(workers) as pool:
+            for part, res in zip(parts, pool.imap(_work, parts)):
+                if res[0] == "error":
+                    return False
+                merged.append(res)
+                if bar:
+                    bar.update(len(part))
+    finally:
+        _JOB = None
+        if bar:
+            bar.close()
+    if sum(res[5] for res in merged) > max_instructions:
+        return False
+    for _, changes, text, stdout, ctas, n in merged:
+        for i, bits, values in changes:
+            changed = np.unpackbits(bits, count=gmem._bufs[i].size).astype(np.bool_)
+            gmem._bufs[i][changed] = values
+        if text:
+            out.write(text)
+        result.stdout.extend(stdout)
+        result.ctas.extend(ctas)
+        result.instructions += n
+    if hasattr(out, "flush"):
+        out.flush()
+    return True
+
+
+class _Progress:
+    """A one-line progress bar on stderr (only when stderr is a terminal)."""
+
+    def __init__(self, total):
+        self.total, self.done, self.t0 = total, 0, time.perf_counter()
+        self.on = sys.stderr.isatty() and not os.environ.get("WARPEMU_NO_PROGRESS")
+
+    def update(self, n):
+        self.done += n
+        if self.on:
+            frac = self.done / self.total
+            bar = "#" * int(30 * frac)
+            el = time.perf_counter() - self.t0
+            eta = el / frac - el if frac else 0
+            sys.stderr.write(f"\rCTAs {self.done}/{self.total} [{bar:<30}] {el:.0f}s, ~{eta:.0f}s left ")
+            sys.stderr.flush()
+
+    def close(self):
+        if self.on:
+            sys.stderr.write("\n")

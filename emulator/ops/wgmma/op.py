@@ -1,0 +1,334 @@
+"""wgmma.mma_async / fence / commit_group / wait_group: look-up, operand compilation, execution.
+
+``get_wgmma(opcode)`` returns a :class:`WgmmaOp`; ``WgmmaOp.compute(a_tile, b_tile, c_tile, ...)`` is the
+tile-level arithmetic (``emulator.numerics.wgmma``) and ``WgmmaOp.read_b`` / ``read_a`` the descriptor
+reads (``desc``).  The executor gathers one warp's registers, reads shared memory through the descriptors,
+computes the warp's 16 rows of D and leaves the instruction in flight (``state``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from isa.wgmma import VARIANTS, K_OF
+from ..registry import executor
+from ..common import format_lanes, reg_name, vec_regs
+from ...errors import AsyncHazardError, OperandError, UnsupportedError, WarpSyncError, fail
+from ...frontend.ptx import Imm, Not, Reg, Sym, Vec
+from ...numerics import wgmma as num
+from . import desc as D
+from . import state as S
+
+_TYPES = ("f16", "bf16", "tf32", "f32", "e4m3", "e5m2", "s8", "u8", "s32", "b1")
+ARCHS = ("sm_90a", "sm_90")     # sm_90 without 'a' is accepted by the emulator; ptxas wants sm_90a
+
+
+def canonical_spelling(opcode: str):
+    parts = opcode.strip().split(".")
+    if parts[:2] != ["wgmma", "mma_async"]:
+        return None
+    shape, types, flags, other = None, [], set(), []
+    for p in parts[2:]:
+        if p in ("sync", "aligned", "satfinite", "and", "popc"):
+            flags.add(p)
+        elif p in _TYPES:
+            types.append(p)
+        elif p.startswith("m64n") and shape is None:
+            shape = p
+        else:
+            other.append(p)
+    if other or shape is None or len(types) != 3 or not {"sync", "aligned"} <= flags:
+        return None
+    sat = ".satfinite" if "satfinite" in flags else ""
+    tail = ".and.popc" if {"and", "popc"} <= flags else ""
+    return f"wgmma.mma_async.sync.aligned.{shape}{sat}.{'.'.join(types)}{tail}"
+
+
+class WgmmaOp:
+    """One wgmma.mma_async variant: maps between registers and tiles, and the arithmetic."""
+
+    def __init__(self, variant):
+        v = self.variant = variant
+        self.spelling = v.spelling
+        self.n, self.k = v.n, v.k
+        self.n_a, self.n_d = v.n_a, v.n_d
+        self.wa, self.wb, self.wd = v.elem_bits("A"), v.elem_bits("B"), v.elem_bits("D")
+        # per-warp maps (warp 0's threads; rows relative to the warp's 16): flat index into (16, N)/(16, K)
+        fd = v.fragment("D")[:, :32]
+        self.d_idx = fd[..., 0] * v.n + fd[..., 1]                     # (n_d, 32, epr)
+        fa = v.fragment("A")[:, :32]
+        self.a_idx = fa[..., 0] * v.k + fa[..., 1]                     # (4, 32, epr)
+
+    def __repr__(self):
+        return f"WgmmaOp({self.spelling!r})"
+
+    # -- registers <-> tiles -----------------------------------------------------------------------
+    @staticmethod
+    def _unpack(regs, idx, w, rows, cols):
+        """(n_regs, 32) uint32 -> (rows, cols) uint64 element bits."""
+        epr = idx.shape[-1]
+        r = regs.astype(np.uint64)[..., None] >> (np.arange(epr, dtype=np.uint64) * np.uint64(w))
+        out = np.zeros(rows * cols, np.uint64)
+        out[idx.reshape(-1)] = (r & np.uint64((1 << w) - 1)).reshape(-1)
+        return out.reshape(rows, cols)
+
+    @staticmethod
+    def _pack(tile, idx, w):
+        epr = idx.shape[-1]
+        e = tile.reshape(-1)[idx] & np.uint64((1 << w) - 1)
+        return np.bitwise_or.reduce(e << (np.arange(epr, dtype=np.uint64) * np.uint64(w)), axis=-1).astype(np.uint32)
+
+    def c_tile(self, regs):
+        return self._unpack(regs, self.d_idx, self.wd, 16, self.n)
+
+    def d_regs(self, tile):
+        return self._pack(tile, self.d_idx, self.wd)
+
+    def a_tile(self, regs):
+        return self._unpack(regs, self.a_idx, self.wa, 16, self.k)
+
+    # -- shared memory -----------------------------------------------------------------------------
+    def read(self, smem, desc_bits, which, trans, instr, rows):
+        """(rows, K) raw bits of A (rows = 64) or B^T (rows = N), and the byte indices read."""
+        d = D.Descriptor.decode(desc_bits)
+        w = self.wa if which == "A" else self.wb
+        addr = D.element_addresses(d, rows, self.k, w, bool(trans))
+        tile = D.read_operand(smem, d, rows, self.k, w, bool(trans), instr, which)
+        eb = max(1, w // 8)
+        idx = np.unique((addr[..., None] + np.arange(eb)).reshape(-1))
+        return tile, idx
+
+    # -- arithmetic --------------------------------------------------------------------------------
+    def compute(self, A, B, C, scale_d=True, scale_a=1, scale_b=1):
+        """D tile from A (M, K), B (K, N), C (M, N) raw bits."""
+        v = self.variant
+        if not scale_d:
+            C = np.zeros_like(C)
+        if v.is_float:
+            A = num.negate(A, v.atype, scale_a)
+            B = num.negate(B, v.btype, scale_b)
+        return num.wgmma_tile(v.atype, v.btype, v.dtype, A, B, C, v.satfinite)
+
+
+_CACHE: dict = {}
+
+
+def get_wgmma(opcode: str) -> WgmmaOp:
+    op = _CACHE.get(opcode)
+    if op is None:
+        sp = canonical_spelling(opcode)
+        v = VARIANTS.get(sp)
+        if v is None:
+            shapes = sorted({f"k{k}" for k in K_OF.values()})
+            fail(UnsupportedError, opcode, f"unsupported wgmma.mma_async variant; supported: m64nNkK with "
+                 f"{', '.join(shapes)} as in isa/wgmma.py ({len(VARIANTS)} spellings), e.g. "
+                 f"wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16")
+        op = _CACHE[opcode] = WgmmaOp(v)
+    return op
+
+
+# ------------------------------------------------------------------------------------------------
+# executors
+def _imm_int(op, instr, what, allowed):
+    neg = False
+    if isinstance(op, Imm) and op.kind == "int":
+        val = op.value
+    else:
+        fail(OperandError, instr.opcode, f"{what} must be an immediate, found {op}")
+    if neg:
+        val = -val
+    if val not in allowed:
+        fail(OperandError, instr.opcode, f"{what} must be one of {', '.join(map(str, allowed))}, not {val}")
+    return val
+
+
+def _uniform(vals, lanes_ok, instr, what):
+    v = vals[lanes_ok]
+    if (v != v[0]).any():
+        bad = np.flatnonzero(v != v[0])
+        fail(OperandError, instr, f"{what} must be the same in every lane; lanes {format_lanes(bad)} differ")
+    return int(v[0])
+
+
+def _warpgroup_check(warp, text, mask):
+    if not mask.all():
+        fail(WarpSyncError, text, f".sync.aligned: every lane of the warpgroup must execute it; lanes "
+             f"{format_lanes(np.flatnonzero(~mask))} of warp {warp.warp_id} are not executing it")
+    cta = warp._cta
+    g = warp.warp_id // 4
+    for w in range(4 * g, 4 * g + 4):
+        if w >= len(cta.warps) or not cta.warps[w].present.all():
+            fail(WarpSyncError, text, f"warpgroup {g} needs warps {4 * g}-{4 * g + 3} with 32 threads each; warp {w} "
+                 f"is absent or partial (launch a multiple of 128 threads)")
+    return g
+
+
+@executor("wgmma")
+def compile_wgmma(instr, env):
+    parts = instr.opcode.split(".")
+    kind = parts[1] if len(parts) > 1 else ""
+    text = instr.text or instr.opcode
+    if kind in ("fence", "commit_group", "wait_group"):
+        if not {"sync", "aligned"} <= set(parts[2:]) or set(parts[2:]) - {"sync", "aligned"}:
+            fail(UnsupportedError, instr.opcode, f"spelled wgmma.{kind}.sync.aligned")
+        return _compile_control(instr, env, kind, text)
+    if kind == "mma_async" and "sp" in parts[2:]:
+        fail(UnsupportedError, instr.opcode, "the sparse wgmma.mma_async.sp forms are not supported")
+    if kind != "mma_async":
+        fail(UnsupportedError, instr.opcode, "supported: wgmma.mma_async, wgmma.fence, wgmma.commit_group, "
+             "wgmma.wait_group (.sp sparse forms are not supported)")
+    return _compile_mma(instr, env, text)
+
+
+def _compile_control(instr, env, kind, text):
+    if kind == "wait_group":
+        if len(instr.operands) != 1 or not isinstance(instr.operands[0], Imm):
+            fail(OperandError, instr.opcode, "takes one immediate operand N")
+        keep = int(instr.operands[0].value)
+    elif instr.operands:
+        fail(OperandError, instr.opcode, "takes no operands")
+    wg_regs = env.__dict__.setdefault("_wgmma_regs", set()) if hasattr(env, "__dict__") else set()
+
+    def run(warp, mask):
+        _warpgroup_check(warp, text, mask) if getattr(warp, "_cta", None) is not None else \
+            S.cta_state(warp, text)
+        cst, ws = S.warp_state(warp, text)
+        if kind == "fence":
+            ws.expected = {n: S.raw_get(warp, n, text).copy() for n in wg_regs}
+        elif kind == "commit_group":
+            S.commit(warp, ws)
+        else:
+            S.wait(warp, cst, ws, keep)
+    return run
+
+
+def _compile_mma(instr, env, text):
+    op = get_wgmma(instr.opcode)
+    v = op.variant
+    ops = instr.operands
+    ss = not isinstance(ops[1], Vec) if len(ops) > 1 else True
+    form = "ss" if ss else "rs"
+    n_imm = v.n_imm(form)
+    if len(ops) != 4 + n_imm:
+        fail(OperandError, instr.opcode, f"takes {4 + n_imm} operands (d, {'a-desc' if ss else 'a'}, b-desc, scale-d"
+             f"{', imm-scale-a, imm-scale-b' if v.is_float else ''}{', imm-trans-a' if ss and v.can_transpose else ''}"
+             f"{', imm-trans-b' if v.can_transpose else ''}), found {len(ops)}")
+    d_names = vec_regs(env, ops[0], instr, op.n_d, "accumulator d")
+    for n in d_names:
+        if env.reg_width(n) != 32:
+            fail(OperandError, instr.opcode, f"accumulator register {n} is {env.reg_width(n)}-bit; needs 32-bit")
+    if ss:
+        a_desc = reg_name(env, ops[1], instr)
+        if env.reg_width(a_desc) != 64:
+            fail(OperandError, instr.opcode, f"a-desc {a_desc} must be a 64-bit register")
+        a_names = []
+    else:
+        a_names = vec_regs(env, ops[1], instr, 4, "A fragment")
+        a_desc = None
+    b_desc = reg_name(env, ops[2], instr)
+    if env.reg_width(b_desc) != 64:
+        fail(OperandError, instr.opcode, f"b-desc {b_desc} must be a 64-bit register")
+    sd = ops[3]
+    sd_neg = isinstance(sd, Not)
+    if sd_neg:
+        sd = sd.item
+    if isinstance(sd, Imm):
+        sd_const = bool(sd.value)
+        sd_name = None
+    else:
+        sd_name, sd_const = reg_name(env, sd, instr), None
+    imms = ops[4:]
+    scale_a = scale_b = 1
+    trans_a = trans_b = 0
+    if v.is_float:
+        scale_a = _imm_signed(imms[0], instr, "imm-scale-a")
+        scale_b = _imm_signed(imms[1], instr, "imm-scale-b")
+        if v.can_transpose:
+            if ss:
+                trans_a = _imm_int(imms[2], instr, "imm-trans-a", (0, 1))
+            trans_b = _imm_int(imms[-1], instr, "imm-trans-b", (0, 1))
+    regs_used = set(d_names) | set(a_names)
+    if hasattr(env, "__dict__"):
+        env.__dict__.setdefault("_wgmma_regs", set()).update(regs_used)
+    shape_key = (v.n, v.dtype)
+
+    def run(warp, mask):
+        g = _warpgroup_check(warp, text, mask) if getattr(warp, "_cta", None) is not None else \
+            S.cta_state(warp, text)
+        cst, ws = S.warp_state(warp, text)
+        full = mask
+        # scale-d
+        if sd_name is None:
+            scd = sd_const
+        else:
+            p = S.raw_get(warp, sd_name, text)
+            scd = bool(_uniform(p != 0 if p.dtype != np.bool_ else p, full, text, f"scale-d {sd_name}"))
+        if sd_neg:
+            scd = not scd
+        bd = _uniform(S.raw_get(warp, b_desc, text), full, text, f"b-desc {b_desc}")
+        ad = _uniform(S.raw_get(warp, a_desc, text), full, text, f"a-desc {a_desc}") if ss else None
+        # the warpgroup agrees on the instruction and its descriptors
+        log = cst.logs.setdefault(g, [])
+        entry = (getattr(warp, "cur_pc", None), text, (ad, bd))
+        if ws.issued < len(log):
+            pc0, text0, descs0 = log[ws.issued]
+            if pc0 != entry[0]:
+                fail(WarpSyncError, text, f"warp {warp.warp_id} of warpgroup {g} executes this as its wgmma "
+                     f"number {ws.issued + 1}, but another warp of the warpgroup executed '{text0}' there "
+                     f"(.aligned: all four warps execute the same wgmma.mma_async)")
+            if descs0 != entry[2]:
+                fail(OperandError, text, f"warp {warp.warp_id}: descriptors {_hex(entry[2])} differ from the "
+                     f"ones the other warps of warpgroup {g} used ({_hex(descs0)}); they must be the same")
+        else:
+            log.append(entry)
+        ws.issued += 1
+        # the fence rule
+        if ws.expected is None:
+            fail(AsyncHazardError, text, f"warp {warp.warp_id}: no wgmma.fence before the first wgmma.mma_async "
+                 f"(the fence orders earlier register accesses before the asynchronous read)")
+        for n in a_names + (d_names if scd else []):
+            cur = S.raw_get(warp, n, text)
+            exp = ws.expected.get(n)
+            if exp is not None and not np.array_equal(exp, cur):
+                fail(AsyncHazardError, text, f"warp {warp.warp_id}: register {n} was written after the last "
+                     f"wgmma.fence; a wgmma.fence must separate that write from this wgmma.mma_async")
+        if ws.last_shape is not None and ws.in_flight() and ws.last_shape != shape_key and \
+                any(n in ws.reg_count for n in d_names):
+            fail(AsyncHazardError, text, "accumulates onto registers of an in-flight wgmma.mma_async of another "
+                 "shape or type")
+        # operands
+        wi = warp.warp_id % 4
+        smem = warp.smem
+        B, b_idx = op.read(smem, bd, "B", trans_b, text, v.n)            # (N, K)
+        if ss:
+            A64, a_idx = op.read(smem, ad, "A", trans_a, text, 64)
+            A = A64[16 * wi:16 * wi + 16]
+            idx = np.union1d(a_idx, b_idx)
+        else:
+            A = op.a_tile(np.stack([S.raw_get(warp, n, text) for n in a_names]))
+            idx = b_idx
+        C = op.c_tile(np.stack([S.raw_get(warp, n, text) for n in d_names]))
+        Dt = op.compute(A, np.ascontiguousarray(B.T), C, scd, scale_a, scale_b)
+        dregs = op.d_regs(Dt)
+        setr = type(warp).set_reg
+        for i, n in enumerate(d_names):
+            if n != "_":
+                setr(warp, n, dregs[i], full)
+        exp = ws.expected
+        for i, n in enumerate(d_names):
+            exp[n] = dregs[i].copy()
+        ws.last_shape = shape_key
+        S.issue(warp, cst, ws, dict(regs=set(d_names) | set(a_names), smem=idx, text=text))
+    return run
+
+
+def _imm_signed(op, instr, what):
+    if isinstance(op, Imm) and op.kind == "int" and op.value in (1, -1):
+        return op.value
+    fail(OperandError, instr.opcode, f"{what} must be the immediate 1 or -1, found {op}")
+
+
+def _hex(descs):
+    return ", ".join("-" if d is None else f"0x{d:016x}" for d in descs)
+
+
+__all__ = ["get_wgmma", "WgmmaOp", "canonical_spelling", "Reg", "Sym"]

@@ -1,0 +1,248 @@
+"""wgmma: the whole-tile API, GEMMs, the async rules (hazards, fence, warpgroup agreement), descriptor
+helpers and errors; the readable reference equals the fast path."""
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import emulator
+from emulator import (AsyncHazardError, EmulatorError, GlobalMemory, MemoryAccessError, OperandError,
+                      UnsupportedError, Warp, WarpSyncError, load_ptx)
+from emulator.numerics import wgmma as num
+from emulator.ops.wgmma import Descriptor, canonical_descriptor, core_matrix_map, make_descriptor
+from emulator.ops.wgmma import desc as D
+from isa.wgmma import VARIANTS
+
+F16 = "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16"
+RNG = np.random.default_rng(7)
+
+
+def _f16(shape):
+    return RNG.standard_normal(shape).astype(np.float16)
+
+
+def test_isa_table():
+    assert len(VARIANTS) == 546
+    v = VARIANTS["wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"]
+    assert (v.n_a, v.n_d) == (4, 128)
+    assert VARIANTS["wgmma.mma_async.sync.aligned.m64n256k16.f16.f16.f16"].n_d == 64
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(swizzle=0), dict(swizzle=32, trans_a=1), dict(swizzle=64, trans_b=1),
+                                dict(a="registers", trans_b=1), dict(scale_a=-1, scale_b=-1)])
+def test_tile_api_equals_numpy_and_gemm(kw):
+    A, B, C = _f16((64, 16)), _f16((16, 8)), RNG.standard_normal((64, 8)).astype(np.float32)
+    D_ = emulator.wgmma(F16, A, B, C, **kw)
+    sign = kw.get("scale_a", 1) * kw.get("scale_b", 1)
+    ref = sign * (A.astype(np.float64) @ B.astype(np.float64)) + C
+    assert np.abs(D_ - ref).max() < 1e-5
+    assert D_.dtype == np.float32
+
+
+def test_scale_d_false_ignores_c():
+    A, B = _f16((64, 16)), _f16((16, 8))
+    C = np.full((64, 8), np.nan, np.float32)
+    D_ = emulator.wgmma(F16, A, B, C, scale_d=False)
+    assert not np.isnan(D_).any()
+
+
+@pytest.mark.parametrize("instr,at,bt", [
+    ("wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16", ml_dtypes.bfloat16, ml_dtypes.bfloat16),
+    ("wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32", np.float32, np.float32),
+    ("wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e5m2", ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2),
+    ("wgmma.mma_async.sync.aligned.m64n8k32.f16.e5m2.e5m2", ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2)])
+def test_gemm_is_the_instruction_chain(instr, at, bt):
+    v = VARIANTS[instr]
+    A = RNG.standard_normal((64, 2 * v.k)).astype(at)
+    B = RNG.standard_normal((2 * v.k, v.n)).astype(bt)
+    C = RNG.standard_normal((64, v.n)).astype(np.float32 if v.dtype == "f32" else np.float16)
+    G = emulator.gemm(A, B, C, instr=instr)
+    step = emulator.wgmma(instr, A[:, :v.k], B[:v.k], C)
+    step = emulator.wgmma(instr, A[:, v.k:], B[v.k:], step)
+    assert G.tobytes() == step.tobytes()
+
+
+def test_integer_and_b1():
+    A = RNG.integers(-128, 128, (64, 32)).astype(np.int8)
+    B = RNG.integers(0, 256, (32, 16)).astype(np.uint8)
+    C = np.full((64, 16), 2**31 - 100, np.int32)
+    sat = emulator.wgmma("wgmma.mma_async.sync.aligned.m64n16k32.satfinite.s32.s8.u8", A, B, C)
+    exact = A.astype(np.int64) @ B.astype(np.int64) + C
+    assert (sat == np.clip(exact, -2**31, 2**31 - 1)).all()
+    wrap = emulator.wgmma("wgmma.mma_async.sync.aligned.m64n16k32.s32.s8.u8", A, B, C)
+    assert (wrap == exact.astype(np.int64).astype(np.int32)).all()
+    a1, b1 = RNG.integers(0, 2, (64, 256)), RNG.integers(0, 2, (256, 8))
+    popc = emulator.wgmma("wgmma.mma_async.sync.aligned.m64n8k256.s32.b1.b1.and.popc", a1, b1,
+                          np.zeros((64, 8), np.int32), swizzle=0)
+    assert (popc == a1 @ b1).all()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from([("f16", "f16", "f32"), ("f16", "f16", "f16"), ("bf16", "bf16", "f32"),
+                        ("tf32", "tf32", "f32"), ("e4m3", "e5m2", "f32"), ("e5m2", "e4m3", "f16"),
+                        ("e4m3", "e4m3", "f32")]),
+       st.integers(0, 2**32 - 1))
+def test_reference_equals_fast_path(types, seed):
+    at, bt, dt = types
+    K = {"f16": 16, "bf16": 16, "tf32": 8}.get(at, 32)
+    r = np.random.default_rng(seed)
+    wa = {"f16": 16, "bf16": 16, "tf32": 32}.get(at, 8)
+    wb = {"f16": 16, "bf16": 16, "tf32": 32}.get(bt, 8)
+    A = r.integers(0, 2**wa, (2, K), dtype=np.uint64)
+    B = r.integers(0, 2**wb, (K, 3), dtype=np.uint64)
+    C = r.integers(0, 2**(32 if dt == "f32" else 16), (2, 3), dtype=np.uint64)
+    fast = num.wgmma_tile(at, bt, dt, A, B, C)
+    ref = num.reference_tile(at, bt, dt, A, B, C)
+    assert (fast == ref).all()
+
+
+# ------------------------------------------------------------------------------------------------
+# descriptors
+def test_descriptor_fields_roundtrip():
+    d = make_descriptor(0x1230, lbo=32, sbo=1024, swizzle=64, base_offset=3)
+    x = Descriptor.decode(d)
+    assert (x.start, x.lbo, x.sbo, x.base_offset, x.swizzle) == (0x1230, 32, 1024, 3, 64)
+    assert x.encode() == d
+    assert d >> 62 == 2 and (d >> 49) & 7 == 3
+    with pytest.raises(OperandError):
+        make_descriptor(8)
+    with pytest.raises(OperandError):
+        make_descriptor(0, swizzle=16)
+
+
+def test_core_matrix_map_k_sw128():
+    m = core_matrix_map(canonical_descriptor(0, 64, swizzle=128), 64)
+    assert m[(0, 0)] == [r * 128 + (r << 4 & 0x70) for r in range(8)]      # row r's chunk 0 moves to r
+    assert m[(0, 1)][0] == 16 and m[(0, 1)][1] == 0x80 + 0   # row 1: chunk 1 -> 1 ^ 1 = 0
+    assert m[(1, 0)][0] == 1024
+    rows = [a for k in m.values() for a in k]
+    assert len(set(rows)) == len(rows)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**14 - 1), st.integers(0, 2**14 - 1), st.integers(0, 2**14 - 1), st.integers(0, 7),
+       st.integers(0, 3), st.booleans())
+def test_addresses_are_16_byte_rows(start, lbo, sbo, base, swz, mn):
+    d = Descriptor.decode(start | lbo << 16 | sbo << 32 | base << 49 | swz << 62)
+    if mn:
+        a = D.mn_major_addresses(d, 64, 16, 2)
+        assert ((a[1:] - a[:-1])[(np.arange(63) % 8) != 7] == 2).all()        # 8 elements a row, contiguous
+    else:
+        a = D.k_major_addresses(d, 64)
+        assert ((a[:, 1:] - a[:, :-1])[:, np.arange(31) != 15] == 1).all()
+    assert (a & 15).min() >= 0
+
+
+def test_descriptor_outside_shared_memory():
+    d = make_descriptor(0xFFF0, sbo=1024, swizzle=128)
+    with pytest.raises(MemoryAccessError, match="outside shared memory"):
+        D.read_operand(np.zeros(4096, np.uint8), Descriptor.decode(d), 8, 16, 16, False, "wgmma", "B")
+
+
+# ------------------------------------------------------------------------------------------------
+# kernels: async rules
+HEAD = """.version 8.5
+.target sm_90a
+.address_size 64
+.shared .align 1024 .b8 smem[8192];
+.visible .entry k(.param .u64 out)
+{
+.reg .pred %p<4>; .reg .b32 %r<8>; .reg .f32 %f<8>; .reg .b64 %rd<8>;
+mov.u32 %r1, %tid.x;
+mov.f32 %f0, 0f00000000; mov.f32 %f1, 0f00000000; mov.f32 %f2, 0f00000000; mov.f32 %f3, 0f00000000;
+"""
+DA = make_descriptor(0, sbo=1024, swizzle=128)
+DB = make_descriptor(4096, sbo=1024, swizzle=128)
+MMA = "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f0, %f1, %f2, %f3}, %rd1, %rd2, 1, 1, 1, 0, 0;"
+TAIL = """ld.param.u64 %rd3, [out];
+mul.wide.u32 %rd4, %r1, 4;
+add.s64 %rd3, %rd3, %rd4;
+st.global.f32 [%rd3], %f0;
+ret;
+}
+"""
+
+
+def _kernel(body, threads=128):
+    text = HEAD + f"mov.b64 %rd1, {DA};\nmov.b64 %rd2, {DB};\n" + body + "\n" + TAIL
+    g = GlobalMemory()
+    out = g.alloc(4 * threads)
+    load_ptx(text).launch("k", grid=(1, 1, 1), block=(threads, 1, 1), args=[out], gmem=g)
+    return g.download(out, 4 * threads).view(np.float32)
+
+
+def test_kernel_ok_and_chained_accumulation():
+    body = ("wgmma.fence.sync.aligned;\n" + MMA + "\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n"
+            "wgmma.wait_group.sync.aligned 0;")
+    out = _kernel(body)
+    assert (out == 0).all()                       # zero shared memory: 0 * 0 + 0
+
+
+def test_wait_group_keeps_newest():
+    body = ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n"
+            "wgmma.wait_group.sync.aligned 1;\nadd.f32 %f5, %f0, %f0;")
+    with pytest.raises(AsyncHazardError, match="reads register %f0 while a wgmma.mma_async"):
+        _kernel(body)
+
+
+def test_missing_fence():
+    with pytest.raises(AsyncHazardError, match="no wgmma.fence"):
+        _kernel(MMA + "\nwgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;")
+
+
+def test_write_after_fence_needs_another_fence():
+    body = ("wgmma.fence.sync.aligned;\nmov.f32 %f1, 0f3F800000;\n" + MMA +
+            "\nwgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;")
+    with pytest.raises(AsyncHazardError, match="%f1 was written after the last wgmma.fence"):
+        _kernel(body)
+
+
+def test_accumulator_read_before_wait():
+    body = "wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\nmov.f32 %f6, %f2;"
+    with pytest.raises(AsyncHazardError, match="%f2"):
+        _kernel(body)
+
+
+def test_shared_write_while_read():
+    body = ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n"
+            "mov.u32 %r2, smem;\nst.shared.u32 [%r2+4100], %r1;\nwgmma.wait_group.sync.aligned 0;")
+    with pytest.raises(AsyncHazardError, match="in-flight wgmma.mma_async reads"):
+        _kernel(body)
+
+
+def test_shared_write_after_wait_is_fine():
+    body = ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n"
+            "wgmma.wait_group.sync.aligned 0;\nmov.u32 %r2, smem;\nst.shared.u32 [%r2+4100], %r1;")
+    _kernel(body)
+
+
+def test_absent_warp():
+    with pytest.raises(WarpSyncError, match="warp 3 is absent or partial"):
+        _kernel("wgmma.fence.sync.aligned;\n" + MMA, threads=96)
+
+
+def test_diverged_warp():
+    body = ("setp.ge.u32 %p1, %r1, 96;\nwgmma.fence.sync.aligned;\n@%p1 bra SKIP;\n" + MMA +
+            "\nSKIP:\nwgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;")
+    with pytest.raises(WarpSyncError, match="warp 3 of warpgroup 0 never executed"):
+        _kernel(body)
+
+
+def test_partial_warp():
+    body = ("setp.ge.u32 %p1, %r1, 100;\nwgmma.fence.sync.aligned;\n@%p1 bra SKIP;\n" + MMA +
+            "\nSKIP:\nwgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;")
+    with pytest.raises(WarpSyncError, match="lanes 4-31 of warp 3"):
+        _kernel(body)
+
+
+def test_lone_warp_and_unsupported():
+    with pytest.raises(WarpSyncError, match="lone Warp"):
+        Warp().run("wgmma.fence.sync.aligned;")
+    with pytest.raises(UnsupportedError, match="unsupported wgmma.mma_async variant"):
+        Warp().run("wgmma.mma_async.sync.aligned.m64n8k16.f16.bf16.bf16 {%r0, %r1}, %rd1, %rd2, 1, 1, 1, 0, 0;")
+    with pytest.raises(UnsupportedError, match="sparse"):
+        Warp().run("wgmma.mma_async.sp.sync.aligned.m64n8k32.f32.f16.f16 {%f0}, %rd1, %rd2, %r1, 0, 1, 1, 1, 0, 0;")
+    with pytest.raises(OperandError, match="imm-scale-a"):
+        Warp().run("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f0, %f1, %f2, %f3}, %rd1, %rd2, 1, 2, 1, 0, 0;")
+    with pytest.raises(EmulatorError, match="takes 8 operands"):
+        Warp().run("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f0, %f1, %f2, %f3}, %rd1, %rd2, 1;")
