@@ -117,10 +117,6 @@ CANNOT_RUN: dict[str, str] = {
         f"refused: line 252, column 1: cvt.rn.e4m3x2 -- {_FP8}",
     "triton_matmul_fp8e5_sm90a":
         f"refused: line 251, column 2: cvt.rn.e5m2x2 -- {_FP8}",
-    "triton_matmul_tf32x3_sm80":
-        f"refused: line 330, column 2: cvt.rna.tf32 -- {_TF32}",
-    "triton_matmul_tf32x3_sm90a":
-        f"refused: line 330, column 2: cvt.rna.tf32 -- {_TF32}",
     "triton_relu_gelu_sm80":
         f"refused: line 97, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
     "triton_relu_gelu_sm90a":
