@@ -300,3 +300,25 @@ def test_fuzz_descriptor_reads(bits, instr, trans):
         assert "descriptor" in str(e) and "outside shared memory" in str(e)
         return
     assert tile.shape == (op.n, op.k) and idx.max() < smem.size
+
+
+@pytest.mark.parametrize("name", ["Layout_K_INTER_Atom", "Layout_K_SW32_Atom", "Layout_K_SW64_Atom",
+                                  "Layout_K_SW128_Atom", "Layout_MN_INTER_Atom", "Layout_MN_SW32_Atom",
+                                  "Layout_MN_SW64_Atom", "Layout_MN_SW128_Atom"])
+def test_cute_gmma_atoms_are_what_the_hardware_reads(name):
+    from emulator.layouts.gmma import check_atom
+    for eb in ((1, 2, 4) if "_K_" in name else (2,)):
+        assert check_atom(name, eb) == [], (name, eb)
+
+
+@pytest.mark.parametrize("w", [32, 64, 128])
+def test_triton_nvmma_is_what_the_hardware_reads(w):
+    from emulator.layouts.gmma import check_nvmma
+    assert check_nvmma(w) == []
+    assert check_nvmma(w, elem_bytes=1) == []
+
+
+def test_atom_check_can_fail(monkeypatch):
+    from emulator.layouts.gmma import check_atom
+    monkeypatch.setattr(D, "swizzle", lambda a, w, b=0: a)
+    assert len(check_atom("Layout_K_SW128_Atom")) > 0
