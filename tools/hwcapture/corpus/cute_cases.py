@@ -10,18 +10,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "cute", "cute_kernels.cu")
 
 
-def host_arg_bytes(include):
-    """{kernel: [hex bytes of each aggregate argument, in order]} from the host build of cute_kernels.cu."""
+def host_arg_bytes(include, src=SRC, arch="sm_80"):
+    """{kernel: [hex bytes of each aggregate argument, in order]} from the host build of a CuTe source."""
     with tempfile.TemporaryDirectory() as d:
         exe = os.path.join(d, "dump")
-        subprocess.run(["nvcc", "-std=c++17", "-arch=sm_80", f"-I{include}", "-diag-suppress", "550", SRC, "-o", exe],
-                       check=True, capture_output=True, text=True)
+        subprocess.run(["nvcc", "-std=c++17", f"-arch={arch}", f"-I{include}", "-diag-suppress", "550", src, "-o",
+                        exe], check=True, capture_output=True, text=True)
         out = subprocess.run([exe], check=True, capture_output=True, text=True).stdout
     return {ln.split()[0]: ln.split()[1:] for ln in out.splitlines() if ln.strip()}
 
 
 def cute_cases(rng):
     raw = host_arg_bytes(os.environ["CUTLASS_DIR"])
+    sm90_src = os.path.join(HERE, "cute", "cute_sm90.cu")
+    raw.update(host_arg_bytes(os.environ["CUTLASS_DIR"], sm90_src, "sm_90a"))
 
     def b(kernel, i):
         return ("bytes", None, bytes.fromhex(raw[kernel][i]))
@@ -49,5 +51,5 @@ def cute_cases(rng):
              [("a", "A", rng.standard_normal(64 * 128).astype(np.float16)),
               ("a", "B", rng.standard_normal(64 * 128).astype(np.float16)),
               ("a", "C", np.zeros(64 * 64, np.float32)), ("s", "int32", 128),
-              ("bytes", None, b"\x00")], ["C"])]        # the TiledMMA object: one empty byte
-    return [(SRC, items), (os.path.join(HERE, "cute", "cute_sm90.cu"), sm90)]
+              b("cute_wgmma_tn", 0)], ["C"])]
+    return [(SRC, items), (sm90_src, sm90)]

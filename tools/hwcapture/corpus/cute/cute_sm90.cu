@@ -2,6 +2,7 @@
 #include <cute/tensor.hpp>
 #include <cute/atom/mma_traits_sm90_gmma.hpp>
 #include <cstdio>
+#include <cstring>
 
 using namespace cute;
 
@@ -47,6 +48,10 @@ int main() {
     using SmemA = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<half_t>{}, make_shape(Int<64>{}, Int<64>{})));
     auto k = &cute_wgmma_tn<decltype(mma), SmemA, SmemA>;
     (void)k;
-    printf("cute_wgmma_tn 00\n");
+    unsigned char b[sizeof(mma)];
+    std::memcpy(b, &mma, sizeof(mma));       // the TiledMMA carries its runtime accumulate flag
+    printf("cute_wgmma_tn ");
+    for (size_t i = 0; i < sizeof(mma); ++i) printf("%02x", b[i]);
+    printf("\n");
     return 0;
 }
