@@ -17,9 +17,6 @@ from .ops.wgmma import desc as D
 from .ops.wgmma.op import canonical_spelling, get_wgmma
 from .tile_bits import _elem_bits_of, _from_bits
 
-_NUMPY_T = {"b1": "u8"}
-
-
 def _layout_into(img, tile_mn_k, elem_bits, mn_major, swizzle, start):
     """Write an (MN, K) tile of raw element bits into ``img`` at its canonical layout; its descriptor."""
     mn, k = tile_mn_k.shape
@@ -113,7 +110,6 @@ def wgmma(instr: str, A, B, C, *, a: str = "smem", swizzle: int = 128, trans_a: 
         imms = [scale_a, scale_b] + ([trans_a] if ss and v.can_transpose else []) + \
             ([trans_b] if v.can_transpose else [])
     # fragments: thread t's registers
-    a_regs = op._pack(np.zeros((16, v.k), np.uint64), op.a_idx, op.wa)     # shape only
     a_regs = np.zeros((128, 4), np.uint32)
     c_regs = np.zeros((128, v.n_d), np.uint32)
     for w in range(4):

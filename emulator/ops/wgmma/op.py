@@ -13,7 +13,7 @@ from isa.wgmma import VARIANTS, K_OF
 from ..registry import executor
 from ..common import format_lanes, reg_name, vec_regs
 from ...errors import AsyncHazardError, OperandError, UnsupportedError, WarpSyncError, fail
-from ...frontend.ptx import Imm, Not, Reg, Sym, Vec
+from ...frontend.ptx import Imm, Not, Vec
 from ...numerics import wgmma as num
 from . import desc as D
 from . import state as S
@@ -129,13 +129,9 @@ def get_wgmma(opcode: str) -> WgmmaOp:
 # ------------------------------------------------------------------------------------------------
 # executors
 def _imm_int(op, instr, what, allowed):
-    neg = False
-    if isinstance(op, Imm) and op.kind == "int":
-        val = op.value
-    else:
+    if not (isinstance(op, Imm) and op.kind == "int"):
         fail(OperandError, instr.opcode, f"{what} must be an immediate, found {op}")
-    if neg:
-        val = -val
+    val = op.value
     if val not in allowed:
         fail(OperandError, instr.opcode, f"{what} must be one of {', '.join(map(str, allowed))}, not {val}")
     return val
@@ -331,4 +327,4 @@ def _hex(descs):
     return ", ".join("-" if d is None else f"0x{d:016x}" for d in descs)
 
 
-__all__ = ["get_wgmma", "WgmmaOp", "canonical_spelling", "Reg", "Sym"]
+__all__ = ["get_wgmma", "WgmmaOp", "canonical_spelling"]
