@@ -7,16 +7,17 @@ The package is layered (docs/architecture.md); each layer imports only from the 
 ``errors`` < ``numerics`` < ``frontend`` < ``memory`` < ``ops`` < ``machine`` < ``layouts`` < the API
 modules (``tiles``, ``cute``) < ``cli``.
 """
-from .errors import (AlignmentError, AsyncHazardError, EmulatorError, MBarrierError, MemoryAccessError,
-                     OperandError, ProxyError, PTXSyntaxError, TensorMapError, UnsupportedError, WarpSyncError)
+from .errors import (AlignmentError, AsyncHazardError, DeviceAssertError, EmulatorError, MBarrierError,
+                     MemoryAccessError, OperandError, ProxyError, PTXSyntaxError, TensorMapError, UnsupportedError,
+                     WarpSyncError)
 from .machine.warp import Warp, WarpOptions
 from .memory import GlobalMemory, SmemAccess
 from .memory.tensormap import TensorMap
 
 __all__ = ["Warp", "WarpOptions", "GlobalMemory", "SmemAccess", "EmulatorError", "PTXSyntaxError",
            "UnsupportedError", "OperandError", "MemoryAccessError", "AlignmentError", "AsyncHazardError",
-           "WarpSyncError", "ProxyError", "MBarrierError", "TensorMapError", "TensorMap", "mma", "gemm", "wgmma",
-           "load_ptx", "check_layout"]
+           "WarpSyncError", "ProxyError", "MBarrierError", "TensorMapError", "TensorMap", "DeviceAssertError", "mma",
+           "gemm", "wgmma", "load_ptx", "check_layout"]
 
 
 def __getattr__(name):

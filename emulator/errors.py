@@ -50,6 +50,10 @@ class WarpSyncError(EmulatorError):
     """A .sync.aligned instruction executed by a partial warp, or a barrier misuse."""
 
 
+class DeviceAssertError(EmulatorError):
+    """A device-side ``assert`` failed (the kernel called ``__assertfail``)."""
+
+
 def fail(cls, instr, rule, lane=None):
     """Raise ``cls`` with the standard message: instruction, lane, rule."""
     where = f": lane {int(lane)}" if lane is not None else ""

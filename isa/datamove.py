@@ -81,7 +81,7 @@ LD_ST = {
     "max_bits": 128,                         # per lane, per access
     # qualifiers that change nothing the emulator observes (caching, ordering, eviction hints)
     "hints": ("ca", "cg", "cs", "lu", "cv", "wb", "wt", "nc", "weak", "volatile", "relaxed", "acquire",
-              "release", "cta", "gpu", "sys", "L1::evict_normal", "L1::evict_unchanged", "L1::evict_first",
+              "release", "mmio", "cta", "gpu", "sys", "cluster", "L1::evict_normal", "L1::evict_unchanged", "L1::evict_first",
               "L1::evict_last", "L1::no_allocate", "L2::evict_first", "L2::evict_last", "L2::evict_normal",
               "L2::64B", "L2::128B", "L2::256B", "L2::cache_hint"),
 }

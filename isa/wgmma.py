@@ -57,6 +57,10 @@ class WgmmaVariant:
         return f"wgmma.mma_async.sync.aligned.{self.shape_name}{sat}.{self.dtype}.{self.atype}.{self.btype}{tail}"
 
     @property
+    def ctype(self):
+        return self.dtype
+
+    @property
     def family(self):
         """Which arithmetic runs it: 'tc' (T-FDPA, f16/bf16/tf32), 'fp8', 'int' (exact), 'b1' (AND + popc)."""
         if self.atype == "b1":

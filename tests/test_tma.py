@@ -75,15 +75,23 @@ def _run_triton(M, N, a, gmem=None, schedule=None):
 
 
 @pytest.mark.parametrize("M,N", [(64, 128), (100, 136)])
-def test_triton_descriptor_kernel(M, N):
-    a = (np.random.default_rng(M).standard_normal((M, N)) * 3).astype(np.float32)
+def test_triton_descriptor_kernel_equals_h100(M, N):
+    """Triton's kernel from its PTX: the output and the tensor maps it built in its scratch (with
+    tensormap.replace, from zeroed bytes) equal the H100's, bit for bit (addresses aside)."""
+    z = np.load(os.path.join(DATA, "triton_tma_add.npz"))
+    a = z[f"a_{M}x{N}"]
     c, scratch, aa, ca = _run_triton(M, N, a)
-    assert np.array_equal(c.view(np.uint32), (a * np.float32(2) + np.float32(1)).view(np.uint32))
-    # the tensor map the kernel built in its scratch is what the driver would encode for the same tensor
-    want = TensorMap.encode_tiled("FLOAT32", 2, ca, [N, M], [N * 4], [32, 32], swizzle=3)
-    got, exp = scratch[128:256].copy(), want.to_numpy()
-    exp[64:68] = 0              # the box-bytes word: tensormap.replace has no field for it (the kernel zeroed it)
-    assert bytes(got) == bytes(exp)
+    assert np.array_equal(c.view(np.uint32), z[f"c_{M}x{N}"].view(np.uint32))
+    hw = z[f"scratch_{M}x{N}"].reshape(-1, 128).copy()
+    got = scratch.reshape(-1, 128)
+    for k in range(hw.shape[0]):
+        addr = aa if k % 2 == 0 else ca
+        hw[k, :8] = np.frombuffer(int(addr).to_bytes(8, "little"), np.uint8)
+    assert np.array_equal(got, hw)
+    # a map the driver would encode for the same tensor differs only in the words replace has no field for
+    want = TensorMap.encode_tiled("FLOAT32", 2, ca, [N, M], [N * 4], [32, 32], swizzle=3).to_numpy()
+    want[64:68] = want[72:76] = 0
+    assert bytes(got[1]) == bytes(want)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -119,6 +127,14 @@ def test_ring_matches_reference(nchunks):
     x = (np.random.default_rng(nchunks).standard_normal(256 * nchunks) * 4).astype(np.float32)
     out, _ = run_ring(x, nchunks)
     assert np.array_equal(out.view(np.uint32), ring_reference(x, nchunks).view(np.uint32))
+
+
+@pytest.mark.parametrize("nchunks", [1, 7, 10])
+def test_ring_equals_h100(nchunks):
+    """The ws_ring.cu kernel from nvcc's PTX on the H100's inputs: the same bits as the H100."""
+    z = np.load(os.path.join(DATA, "ws_ring.npz"))
+    out, _ = run_ring(z[f"x_{nchunks}"], nchunks)
+    assert np.array_equal(out.view(np.uint32), z[f"out_{nchunks}"].view(np.uint32))
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -246,3 +246,38 @@ def test_lone_warp_and_unsupported():
         Warp().run("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f0, %f1, %f2, %f3}, %rd1, %rd2, 1, 2, 1, 0, 0;")
     with pytest.raises(EmulatorError, match="takes 8 operands"):
         Warp().run("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f0, %f1, %f2, %f3}, %rd1, %rd2, 1;")
+
+
+# ------------------------------------------------------------------------------------------------
+# layouts and pictures
+@pytest.mark.parametrize("atom", ["SM90_64x64x16_F32F16F16_SS", "SM90_64x128x16_F32BF16BF16_RS",
+                                  "SM90_64x256x8_F32TF32TF32_RS_TN"])
+def test_cute_gmma_layouts(atom):
+    from emulator.layouts.fragments import CUTE_SM90
+    e = CUTE_SM90[atom]
+    for op in ("A", "C"):
+        if op in e:
+            r = emulator.check_layout(e["instr"], op, e[op])
+            assert r.ok, str(r)
+
+
+def test_check_layout_names_wrong_cells():
+    from emulator.layouts.fragments import gmma_c_layout
+    r = emulator.check_layout("wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16", "D",
+                              gmma_c_layout(16).replace("_16)", "_32)", 1))
+    assert not r.ok and "of 1024 cells differ" in str(r)
+    with pytest.raises(UnsupportedError, match="descriptor"):
+        emulator.check_layout("wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16", "B", "(_1,_1):(_0,_0)")
+
+
+def test_show_wgmma_and_descriptor_pictures():
+    from emulator.layouts.show import descriptor_view, mma_figure, mma_view
+    g = mma_view("wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16", "D")
+    assert g.cell(16, 0) == "T32:d0" and g.cell(8, 9) == "T0:d7"        # warp 1 owns rows 16..31
+    a = mma_view("wgmma.mma_async.sync.aligned.m64n8k16.f16.f16.f16", "A")
+    assert a.cell(8, 0) == "T0:a1.0" and a.cell(0, 9) == "T0:a2.1"
+    assert "<svg" in mma_figure("wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3").svg()
+    d = descriptor_view((128, False), rows=16)
+    assert d.cell(1, 0) == "0x90" and d.cell(1, 1) == "0x80" and d.cell(8, 0) == "0x400"
+    m = descriptor_view((64, True), rows=64)
+    assert m.cell(2, 0) == "0x90" and m.cell(0, 4) == "0x400"

@@ -28,6 +28,9 @@ def pictures():
         "swizzle_conflicts": swizzle.conflict_figure(),
         "nvmma_128B": swizzle.tile_view(swizzle.nvmma(128)),
         "threadblock_swizzle": swizzle.threadblock_view(4, (8, 8)),
+        "wgmma_m64n16_D": show.mma_view("wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16", "D"),
+        "wgmma_desc_K_SW128": show.descriptor_view((128, False), rows=16),
+        "wgmma_desc_MN_SW64": show.descriptor_view((64, True), rows=64),
     }
     return {name: (f.svg(), f.text()) for name, f in figs.items()}
 

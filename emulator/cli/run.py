@@ -46,7 +46,8 @@ def add_parser(subparsers):
                                                        "registers it wrote")
     p.add_argument("--bank-report", action="store_true", help="print the shared-memory wavefronts and bank "
                                                              "conflicts of every shared-memory instruction, per warp")
-    p.add_argument("--arch", default=None, help="sm_80, sm_86, sm_89, sm_90 (default: the module's .target)")
+    p.add_argument("--arch", default=None, help="the machine emulated: sm_80, sm_86, sm_89, sm_90 (default: sm_90, the H100, whatever "
+                                              "the module's .target)")
     p.add_argument("--cp-async", choices=("deferred", "eager"), default="deferred",
                    help="when cp.async copies land in shared memory (default: at the wait that retires them)")
     p.set_defaults(func=_cmd_run)

@@ -17,7 +17,17 @@ def _render(obj, args):
 
 def _cmd(args):
     what = args.what.strip()
-    if what.startswith("mma"):
+    if what.startswith("gmma:"):                     # gmma:K:128 / gmma:MN:64 / gmma:0x<descriptor>
+        from ..layouts.show import descriptor_view
+        parts = what.split(":")
+        if parts[1].startswith("0x"):
+            obj = descriptor_view(int(parts[1], 16), args.rows, len(parts) > 2 and parts[2] == "MN",
+                                  args.elem_bytes)
+        else:
+            obj = descriptor_view((int(parts[2]) if len(parts) > 2 else 128, parts[1].upper() == "MN"), args.rows,
+                                  elem_bytes=args.elem_bytes)
+        return _render(obj, args)
+    if what.startswith("mma") or what.startswith("wgmma"):
         obj = mma_view(what, args.operand) if args.operand else mma_figure(what)
     elif _MATRIX.match(what):
         addrs = None
@@ -34,7 +44,8 @@ def add_parser(subparsers):
     p = subparsers.add_parser(
         "show", help="draw who owns what: mma fragments, ldmatrix/stmatrix, swizzles",
         description="Lane-ownership pictures. WHAT is an mma.sync spelling (with --operand A/B/C/D, or all), "
-                    "an ldmatrix/stmatrix spelling, 'Swizzle<B,M,S>', 'nvmma:32|64|128' (with --rows/--cols/"
+                    "a wgmma.mma_async spelling (--operand A/D), 'gmma:K:128' or 'gmma:MN:64' (a canonical descriptor's byte map, "
+                    "with --rows/--elem-bytes) or 'gmma:0x<descriptor>[:MN]', an ldmatrix/stmatrix spelling, 'Swizzle<B,M,S>', 'nvmma:32|64|128' (with --rows/--cols/"
                     "--elem-bytes), 'threadblock:N' (with --tiles M,N), 'conflicts', or a rank-2 CuTe layout "
                     "'shape:stride' (with --swizzle B,M,S and --elem-bytes).")
     p.add_argument("what")

@@ -23,7 +23,7 @@ PERF = {".maxntid", ".reqntid", ".minnctapersm", ".maxnctapersm", ".maxnreg", ".
         ".explicitcluster", ".reqnctapercluster", ".maxclusterrank", ".blocksareclusters"}
 
 _STRIP_RE = re.compile(r"^[ \t]*\.(?:loc|file)\b[^\n]*$", re.MULTILINE)
-_SECTION_RE = re.compile(r"^[ \t]*\.section\b[^{;]*\{.*?^[ \t]*\}", re.MULTILINE | re.DOTALL)
+_SECTION_RE = re.compile(r"^[ \t]*\.section\b[^{;\n]*\s*\{", re.MULTILINE)
 
 
 def _err(tok, msg):
@@ -92,8 +92,45 @@ class ModuleInfo:
 def strip_debug(text: str) -> str:
     """Blank out debug information, keeping line numbers: ``.loc`` / ``.file`` lines (they end without ';')
     and ``.section .debug_* { ... }`` blocks (``nvcc -lineinfo`` / ``-G``)."""
-    text = _SECTION_RE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
-    return _STRIP_RE.sub("", text)
+    out, pos = [], 0
+    for m in _SECTION_RE.finditer(text):
+        if m.start() < pos:
+            continue
+        end = _closing_brace(text, m.end())
+        if end < 0:
+            break                       # unclosed: left for the parser to report with its line and column
+        out.append(text[pos:m.start()])
+        out.append("\n" * text.count("\n", m.start(), end))
+        pos = end
+    out.append(text[pos:])
+    return _STRIP_RE.sub("", "".join(out))
+
+
+def _closing_brace(text, i):
+    """Index just past the '}' that closes a '{' ending at ``i`` (strings and comments skipped), or -1."""
+    depth, n = 1, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = text.find('"', i + 1)
+            while j > 0 and text[j - 1] == "\\":
+                j = text.find('"', j + 1)
+            if j < 0:
+                return -1
+            i = j + 1
+            continue
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return -1
 
 
 def _split_directive(d: ptx.Directive):

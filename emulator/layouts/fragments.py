@@ -65,8 +65,33 @@ CUTE_SM80 = {
 }
 
 
+# CuTe's SM90 GMMA register layouts (cute/atom/mma_traits_sm90_gmma.hpp): 128 threads of a warpgroup.
+def gmma_c_layout(n):
+    """CLayout_64xN: (T128, V N/2) -> (M64, N) column-major."""
+    return f"((_4,_8,_4),(_2,_2,_{n // 8})):((_128,_1,_16),(_64,_8,_512))"
+
+
+CUTE_SM90 = {
+    "SM90_64x64x16_F32F16F16_SS": {"instr": "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16",
+                                   "C": gmma_c_layout(64)},
+    "SM90_64x128x16_F32BF16BF16_RS": {"instr": "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16",
+                                      "A": "((_4,_8,_4),(_2,_2,_2)):((_128,_1,_16),(_64,_8,_512))",
+                                      "C": gmma_c_layout(128)},
+    "SM90_64x256x8_F32TF32TF32_RS_TN": {"instr": "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32",
+                                        "A": "((_4,_8,_4),(_1,_2,_2)):((_64,_1,_16),(_0,_8,_256))",
+                                        "C": gmma_c_layout(256)},
+}
+
+
 def variant(instr):
-    """The ``isa.mma`` entry for an mma spelling (modifiers in any order ptxas accepts)."""
+    """The ``isa.mma`` (or ``isa.wgmma``) entry for a spelling (modifiers in any order ptxas accepts)."""
+    if instr.strip().startswith("wgmma"):
+        from isa.wgmma import VARIANTS as WG
+        from ..ops.wgmma.op import canonical_spelling as wg_spelling
+        v = WG.get(wg_spelling(instr) or "")
+        if v is None:
+            fail(UnsupportedError, instr, f"not a supported wgmma.mma_async variant ({len(WG)} are, see isa/wgmma.py)")
+        return v
     from ..ops.mma import canonical_spelling
     spelling = canonical_spelling(instr) if instr.startswith("mma") else None
     v = VARIANTS.get(spelling) if spelling else None
@@ -78,6 +103,9 @@ def variant(instr):
 def _operand(instr, op):
     if op not in OPERANDS:
         fail(UnsupportedError, instr, f"operand {op!r}; choose one of {', '.join(OPERANDS)}")
+    if op == "B" and instr.strip().startswith("wgmma"):
+        fail(UnsupportedError, instr, "wgmma's B lives in shared memory, read through a matrix descriptor: see "
+             "emulator.ops.wgmma.core_matrix_map or 'python -m emulator show gmma:K:128'")
     return op
 
 
@@ -89,9 +117,9 @@ def cute_tile_shape(v, op):
 
 def fragment_cells(v, op):
     """(n_threads=32, n_values, 2): the CuTe-tile (row, col) of value v of each thread."""
-    f = v.fragment(op)                                   # (n_regs, 32, epr, 2) in PTX (row, col)
-    n_regs, _, epr, _ = f.shape
-    cells = f.transpose(1, 0, 2, 3).reshape(32, n_regs * epr, 2)
+    f = v.fragment(op)                                   # (n_regs, threads, epr, 2) in PTX (row, col)
+    n_regs, nthr, epr, _ = f.shape
+    cells = f.transpose(1, 0, 2, 3).reshape(nthr, n_regs * epr, 2)
     return cells[..., ::-1] if op == "B" else cells      # B: (k, n) -> (n, k)
 
 
@@ -118,7 +146,7 @@ class LayoutCheck:
                 f"TV layout {self.layout}: ")
         if self.ok:
             return head + "matches the hardware fragment"
-        lines = [head + f"{len(self.mismatches)} of {32 * self.n_values} cells differ"]
+        lines = [head + f"{len(self.mismatches)} of {self.n_threads * self.n_values} cells differ"]
         for t, v, e, g in self.mismatches[:16]:
             lines.append(f"  thread {t:2d} value {v:2d}: hardware holds {e}, layout says {g}")
         if len(self.mismatches) > 16:
@@ -126,6 +154,7 @@ class LayoutCheck:
         return "\n".join(lines)
 
     n_values: int = 0
+    n_threads: int = 32
 
 
 def check_layout(instr, operand, layout):
@@ -141,11 +170,12 @@ def check_layout(instr, operand, layout):
         raise LayoutError(f"{instr}: operand {op}: a TV layout has two modes (thread, value); {L} has "
                           f"{cute.rank(L)}")
     nt, nv = cute.size(L[0]), cute.size(L[1])
-    if (nt, nv) != (32, nval):
-        raise LayoutError(f"{instr}: operand {op}: the TV layout must be 32 threads x {nval} values "
-                          f"(one value per element a lane holds); {L} is {nt} x {nv}")
-    res = LayoutCheck(v.spelling, op, str(L), (rows, cols), n_values=nval)
-    for t in range(32):
+    nthr = cells.shape[0]
+    if (nt, nv) != (nthr, nval):
+        raise LayoutError(f"{instr}: operand {op}: the TV layout must be {nthr} threads x {nval} values "
+                          f"(one value per element a thread holds); {L} is {nt} x {nv}")
+    res = LayoutCheck(v.spelling, op, str(L), (rows, cols), n_values=nval, n_threads=nthr)
+    for t in range(nthr):
         for val in range(nval):
             idx = L((t, val))
             got = (idx % rows, idx // rows)
@@ -164,7 +194,7 @@ def tv_layout(instr, operand):
     cells = fragment_cells(v, op)
     thread = np.full((rows, cols), -1, np.int64)
     value = np.full((rows, cols), -1, np.int64)
-    for t in range(32):
+    for t in range(cells.shape[0]):
         for val in range(cells.shape[1]):
             r, c = cells[t, val]
             thread[r, c], value[r, c] = t, val

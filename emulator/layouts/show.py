@@ -48,7 +48,7 @@ def mma_cells(instr, operand):
     for r in range(n_regs):
         for e in range(epr):
             rr, cc = f[r, :, e, 0], f[r, :, e, 1]
-            lane[rr, cc], reg[rr, cc], elem[rr, cc] = np.arange(32), r, e
+            lane[rr, cc], reg[rr, cc], elem[rr, cc] = np.arange(f.shape[1]), r, e
     return lane, reg, elem, epr
 
 
@@ -72,8 +72,36 @@ def mma_view(instr, operand, short=False):
 
 
 def mma_figure(instr):
-    """A, B and C/D of one instruction, side by side."""
+    """A, B and C/D of one instruction, side by side (wgmma: the register operands A and D)."""
+    if instr.strip().startswith("wgmma"):
+        return Figure([mma_view(instr, op, short=True) for op in ("A", "D")], variant(instr).spelling, across=2)
     return Figure([mma_view(instr, op, short=True) for op in ("A", "B", "C")], variant(instr).spelling, across=3)
+
+
+# ---- wgmma shared-memory descriptors -------------------------------------------------------------
+
+def descriptor_view(desc, rows=64, mn_major=False, elem_bytes=2, k_bytes=32):
+    """Which shared-memory bytes each 16-byte row of each core matrix is read from, for a wgmma matrix
+    descriptor (an int, or a ``(swizzle, mn_major)`` canonical layout at address 0).  K-major: a row per
+    M/N index, a column per 16 bytes of K; MN-major: a row per k, a column per 16 bytes of M/N.  Cells give
+    the address; colours the 16-byte slot inside its 128-byte line (what the swizzle permutes)."""
+    from ..ops.wgmma import desc as D
+    if not isinstance(desc, int):
+        swz, mn_major = desc
+        desc = D.canonical_descriptor(0, rows, mn_major, swz, elem_bytes, k_bytes)
+    d = D.Descriptor.decode(desc)
+    if mn_major:
+        a = D.mn_major_addresses(d, rows, k_bytes // elem_bytes, elem_bytes)[::16 // elem_bytes].T   # (k, chunks)
+        rn, cn = "k", "mn"
+        cols = [f"{cn}{16 // elem_bytes * j}" for j in range(a.shape[1])]
+    else:
+        a = D.k_major_addresses(d, rows, k_bytes)[:, ::16]                                     # (rows, chunks)
+        rn, cn = "mn", "kbyte"
+        cols = [f"{cn}{16 * j}" for j in range(a.shape[1])]
+    labels = [[f"0x{int(x):x}" for x in row] for row in a]
+    title = f"wgmma descriptor 0x{desc:016x} ({d}), {'MN' if mn_major else 'K'}-major, {elem_bytes}-byte elements"
+    return Grid(title, labels, (a >> 4) & 7, [f"{rn}{i}" for i in range(a.shape[0])], cols, colour=bank_colour,
+                note="cell: shared address of the 16 bytes; colour: 16-byte slot in the 128-byte line")
 
 
 # ---- ldmatrix / stmatrix -------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import (EmulatorError, OperandError, UnsupportedError, WarpSyncError, fail)
+from ..errors import (DeviceAssertError, EmulatorError, OperandError, UnsupportedError, WarpSyncError, fail)
 from ..memory import LANES
 from ..memory.asyncunit import AsyncUnit
 from ..ops.common import format_lanes
@@ -349,6 +349,9 @@ class CTA:
             self._vprintf(w, op, mask)
             w.pc[mask] += 1
             return
+        if site.callee == "__assertfail":
+            from .printf import assert_message
+            raise DeviceAssertError(assert_message(w, op, mask))
         if op.target < 0:
             raise UnsupportedError(f"{op.instr.text}: function {site.callee} has no body")
         params, rets = self.prog.formals[site.callee]

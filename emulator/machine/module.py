@@ -3,6 +3,7 @@ import sys
 
 import numpy as np
 
+from isa.targets import DEFAULT_ARCH, parse_target
 from isa.types import TYPES
 from ..errors import (OperandError, UnsupportedError)
 from ..frontend.module import parse_module
@@ -17,7 +18,8 @@ ENGINES = ("fast", "reference")
 
 
 def load_ptx(text: str, arch: str | None = None) -> "Module":
-    """Parse a PTX module (``nvcc -ptx`` output) and return a :class:`Module`."""
+    """Parse a PTX module (``nvcc -ptx`` output) and return a :class:`Module`. ``arch`` is the machine emulated:
+    the H100 (``"sm_90"``) unless named, whatever the module's ``.target``."""
     return Module(text, arch)
 
 
@@ -27,8 +29,15 @@ class Module:
     def __init__(self, text: str, arch: str | None = None):
         self.text = text
         self.info = parse_module(text)
-        target = (self.info.target.split(",")[0].strip() if self.info.target else "sm_90")
-        self.arch = arch or (target if target in ARCHS else "sm_90")
+        self.target = None
+        if self.info.target:
+            try:
+                self.target = parse_target(self.info.target)[0]
+            except ValueError as e:
+                raise UnsupportedError(f"load_ptx: {e}") from None
+        # the machine emulated is the caller's choice, the H100 by default: .target only says which
+        # instructions the module may use
+        self.arch = arch or DEFAULT_ARCH
         if self.arch not in ARCHS:
             raise UnsupportedError(f"load_ptx: architecture {self.arch!r} is not supported; supported: "
                                    f"{', '.join(ARCHS)}")

@@ -84,3 +84,19 @@ def format_printf(gmem, fmt_addr, args_addr, instr="vprintf"):
             out.append((spec + "s") % (f"{p:#x}" if p else "(nil)"))
     out.append(fmt[pos:])
     return "".join(out), nargs
+
+
+def assert_message(w, op, mask):
+    """The text a failed device ``assert`` prints: file:line: function: block, thread: Assertion `...` failed."""
+    site = op.call
+    lane = int(np.flatnonzero(mask)[0])
+    ptrs = [int(w.param[lane, a:a + 8].copy().view(np.uint64)[0]) for a in site.args[:4]]
+    line = int(w.param[lane, site.args[2]:site.args[2] + 4].copy().view(np.uint32)[0])
+
+    def cstr(addr):
+        try:
+            return read_cstring(w.gmem, addr, "__assertfail")
+        except Exception:  # noqa: BLE001 - an unreadable string still gives the rest of the message
+            return "?"
+    return (f"{op.instr.text}: lane {lane}: {cstr(ptrs[1])}:{line}: {cstr(ptrs[3])}: "
+            f"Assertion `{cstr(ptrs[0])}` failed")

@@ -10,6 +10,10 @@ from ..errors import (EmulatorError, OperandError, PTXSyntaxError, UnsupportedEr
 from ..frontend.module import Function, Variable, parse_variable
 from ..memory import LANES
 
+# functions a module may declare without a body: the CUDA runtime provides them on the device
+BUILTINS = {"vprintf": 2,            # printf(format, argument buffer)
+            "__assertfail": 5}       # assert(): (message, file, line, function, char size)
+
 
 # Compilation: a function body -> flat code with resolved labels
 
@@ -177,7 +181,7 @@ class Program:
     def _compile_function(self, fn: Function, is_entry, pending_calls):
         if fn.body is None:
             raise UnsupportedError(f"line {fn.line}, column {fn.col}: function {fn.name} is declared but has no "
-                                   f"body in this module (only vprintf is provided by the emulator)")
+                                   f"body in this module (only {', '.join(sorted(BUILTINS))} are provided by the emulator)")
         suffix = None if is_entry else f"@{fn.name}"
         syms = dict(self.base_syms)
         params, rets = [], []
@@ -247,7 +251,7 @@ class Program:
                 op = Op("exit" if base == "exit" else "ret", instr, guard=guard, env=env)
             elif base == "call":
                 op = self._compile_call(instr, env, guard)
-                if op.call.callee != "vprintf":
+                if op.call.callee not in BUILTINS:
                     called.append(op.call.callee)
                     pending_calls.append(op)
             elif base in ("bar", "barrier"):
@@ -276,18 +280,18 @@ class Program:
         for n in rets + args:
             if env.symbols.get(n, ("",))[0] != "param":
                 raise OperandError(f"{where}: {n} is not a .param variable of this scope")
-        if callee != "vprintf" and callee not in self.module.info.functions:
+        if callee not in BUILTINS and callee not in self.module.info.functions:
             raise OperandError(f"{where}: unknown function {callee}")
-        if callee != "vprintf" and self.module.info.functions[callee].kind == "entry":
+        if callee not in BUILTINS and self.module.info.functions[callee].kind == "entry":
             raise OperandError(f"{where}: {callee} is a kernel (.entry), not a .func")
         site = CallSite(callee, [env.symbols[n][1] for n in rets], [env.symbols[n][1] for n in args])
-        if callee != "vprintf":
+        if callee not in BUILTINS:
             fn = self.module.info.functions[callee]
             if len(args) != len(fn.params) or len(rets) != len(fn.returns):
                 raise OperandError(f"{where}: {callee} takes {len(fn.params)} argument(s) and returns "
                                    f"{len(fn.returns)} value(s); the call passes {len(args)} and receives {len(rets)}")
-        elif len(args) != 2:
-            raise OperandError(f"{where}: vprintf takes 2 arguments (format, argument buffer)")
+        elif len(args) != BUILTINS[callee]:
+            raise OperandError(f"{where}: {callee} takes {BUILTINS[callee]} arguments")
         return Op("call", instr, guard=guard, call=site)
 
     def _compile_bar(self, instr, env, guard):

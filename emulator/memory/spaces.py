@@ -51,6 +51,19 @@ class GlobalMemory:
         self._bufs[-1][:] = raw
         return addr
 
+    def map(self, array: np.ndarray) -> int:
+        """Place an existing C-contiguous, writeable numpy array in global memory without copying: the
+        kernel reads and writes the array's own bytes. Returns its address (256-byte aligned)."""
+        if not isinstance(array, np.ndarray) or not array.flags.c_contiguous or not array.flags.writeable:
+            raise MemoryAccessError("GlobalMemory.map: needs a C-contiguous, writeable numpy array; use "
+                                    "upload() to copy any other array in")
+        raw = array.reshape(-1).view(np.uint8)
+        addr = self.alloc(0)
+        self._bufs[-1] = raw
+        span = -(-max(raw.size, 1) // self.ALIGN) * self.ALIGN
+        self._next = addr + span + self.GAP
+        return addr
+
     def download(self, addr: int, nbytes: int) -> np.ndarray:
         """A copy of ``nbytes`` bytes at ``addr`` as np.ndarray[uint8]."""
         buf, off = self._locate(int(addr), int(nbytes), "GlobalMemory.download")

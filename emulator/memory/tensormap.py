@@ -227,9 +227,8 @@ def replace_field(raw: np.ndarray, field: str, ordinal: int | None, value: int):
         put_bits(8, 16, 1, tf32)
     elif field == "interleave_layout":
         put_bits(8, 11, 2, value)
-    elif field == "swizzle_mode":
+    elif field == "swizzle_mode":          # only the mode bits: the H100 leaves the atom word (72..75) alone
         put_bits(8, 13, 2, value)
-        put_bits(72, 0, 32, _ATOM.get(int(value), 16))
     elif field == "fill_mode":
         put_bits(8, 15, 1, value)
     elif field == "global_dim":

@@ -11,8 +11,19 @@ import numpy as np
 from ..errors import MemoryAccessError, TensorMapError
 from .tensormap import DTYPES, FLOAT_TYPES, SWIZZLE_BYTES, TensorMap
 
-# the bits an out-of-bounds element reads as with CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
-NAN_FILL = {2: 0x7FFF, 4: 0x7FFFFFFF, 8: 0x7FFFFFFFFFFFFFFF}
+# the bits an out-of-bounds element reads as with CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA:
+# 0x7FF7 in every 16-bit half (measured on the H100 for f32 and f64)
+NAN_FILL = {2: 0x7FF7, 4: 0x7FF77FF7, 8: 0x7FF77FF77FF77FF7}
+TF32_NAN = 0x7FFFE000
+
+
+def to_tf32(bits):
+    """The TMA's f32 -> tf32 conversion on load (TFLOAT32 maps): round to nearest even at bit 13, every NaN
+    becomes 0x7FFFE000 (measured)."""
+    b = bits.astype(np.uint64)
+    r = ((b + 0xFFF + ((b >> 13) & 1)) & ~np.uint64(0x1FFF)).astype(np.uint32)
+    nan = ((bits & 0x7F800000) == 0x7F800000) & ((bits & 0x7FFFFF) != 0)
+    return np.where(nan, np.uint32(TF32_NAN), r)
 
 
 def swizzle(offsets, mode):
@@ -37,17 +48,31 @@ def box_geometry(tm: TensorMap, coords):
     for g, s, d in zip(grids, strides, tm.global_dim):
         addr = addr + g * np.int64(s)
         inside &= (g >= 0) & (g < d)
-    return addr.reshape(-1), inside.reshape(-1), np.arange(addr.size, dtype=np.int64) * es
+    # rows of the innermost dimension are packed, except that a swizzled box pads each row to the swizzle
+    # span (measured: a 32-byte row under the 64-byte swizzle occupies 64 bytes)
+    inner = n[0] * es
+    pitch = max(inner, SWIZZLE_BYTES[tm.swizzle])
+    idx = np.arange(addr.size, dtype=np.int64)
+    return addr.reshape(-1), inside.reshape(-1), (idx // n[0]) * pitch + (idx % n[0]) * es
 
 
-def check_box(tm: TensorMap, instr):
-    """The rules the H100 enforces at copy time (it raises an illegal-instruction fault otherwise)."""
-    span = SWIZZLE_BYTES[tm.swizzle]
-    inner = tm.box_dim[0] * tm.element_size
-    if span and inner != span and tm.interleave == 0:
-        raise TensorMapError(f"{instr}: with the {span}-byte swizzle the box's inner dimension must be {span} bytes, "
-                             f"it is {inner} (boxDim[0] = {tm.box_dim[0]} x {tm.element_size} bytes); the H100 "
-                             f"faults on this copy")
+def check_box(tm: TensorMap, instr, coords=None, store=False):
+    """The rules the H100 enforces at copy time; it stops the kernel with an illegal-instruction fault
+    otherwise (measured: tests/data/tma/tma_*.npz, every faulting case breaks one of these)."""
+    if coords is not None:
+        first = tm.global_address + coords[0] * tm.element_size + sum(
+            c * s for c, s in zip(coords[1:], tm.global_strides))
+        if first % 16:
+            raise TensorMapError(f"{instr}: the box starts at global address {first:#x} (coordinate {coords[0]} of "
+                                 f"the innermost dimension x {tm.element_size} bytes), not 16-byte aligned; the "
+                                 f"H100 faults on this copy")
+        if store and any(c < 0 for c in coords):
+            raise TensorMapError(f"{instr}: a tensor store or reduction with a negative coordinate {list(coords)}; "
+                                 f"the H100 faults on this copy (loads fill such elements instead)")
+    if tm.element_strides[0] != 1:
+        raise TensorMapError(f"{instr}: elementStrides[0] = {tm.element_strides[0]}: an element stride in the "
+                             f"innermost dimension is not modelled (the H100 moves more bytes than the box "
+                             f"holds there)")
     if tm.interleave:
         raise TensorMapError(f"{instr}: interleaved tensor maps are not supported")
 
@@ -73,10 +98,12 @@ def _global_bytes(gmem, instr, addr, inside, es):
 
 def tile_load(tm: TensorMap, coords, gmem, instr):
     """The bytes the TMA writes for a tiled load: (offsets into the box after swizzle, bytes (n, es))."""
-    check_box(tm, instr)
+    check_box(tm, instr, coords)
     addr, inside, off = box_geometry(tm, coords)
     es = tm.element_size
     data = _global_bytes(gmem, instr, addr, inside, es)
+    if DTYPES[tm.dtype][3]:                       # TFLOAT32 / TFLOAT32_FTZ: rounded as they load
+        data = to_tf32(data.view(np.uint32).reshape(-1)).view(np.uint8).reshape(-1, 4)
     if tm.oob_fill and tm.dtype in FLOAT_TYPES and (~inside).any():
         fill = np.frombuffer(NAN_FILL[es].to_bytes(es, "little"), np.uint8)
         data[~inside] = fill
@@ -85,7 +112,7 @@ def tile_load(tm: TensorMap, coords, gmem, instr):
 
 def tile_store_targets(tm: TensorMap, coords, instr):
     """(global addresses, inside mask, unswizzled box offsets) of a tiled store or reduction."""
-    check_box(tm, instr)
+    check_box(tm, instr, coords, store=True)
     return box_geometry(tm, coords)
 
 

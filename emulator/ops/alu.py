@@ -10,6 +10,7 @@ import numpy as np
 from isa.types import TYPES
 from ..errors import OperandError, UnsupportedError
 from .registry import executor
+from .carry import compile_carry
 from .common import NP, SINT, UINT, dst, split_mods, src, width
 
 INT_TYPES = {"u16", "u32", "u64", "s16", "s32", "s64"}
@@ -49,7 +50,7 @@ def _hi(v, ptype):
 
 
 def _binary(instr, env, types, fn):
-    q = split_mods(instr, {"type": types, "mode": {"lo", "hi", "wide", "sat", "cc"}})
+    q = split_mods(instr, {"type": types, "mode": {"lo", "hi", "wide", "sat", "cc", "relu"}})
     if "type" not in q:
         raise OperandError(f"{instr.opcode}: missing the type; supported: {', '.join('.' + t for t in sorted(types))}")
     if len(instr.operands) != 3:
@@ -59,6 +60,44 @@ def _binary(instr, env, types, fn):
     b = src(env, instr.operands[2], ptype, instr)
     d = dst(env, instr.operands[0], ptype, instr)
     return lambda warp, mask: d(warp, fn(a(warp), b(warp), ptype), mask)
+
+
+def _sat_s32(op):
+    """add.sat.s32 / sub.sat.s32: the exact result clamped to [-2^31, 2^31 - 1]."""
+    def f(a, b, ptype):
+        r = op(a.astype(np.int64), b.astype(np.int64))
+        return np.clip(r, -(1 << 31), (1 << 31) - 1).astype(np.int32)
+    return f
+
+
+def _halves(op):
+    """.u16x2 / .s16x2: the operation on each 16-bit half."""
+    def f(a, b, ptype):
+        dt = np.int16 if ptype == "s16x2" else np.uint16
+        x, y = a.view(np.uint32).view(dt).reshape(32, 2), b.view(np.uint32).view(dt).reshape(32, 2)
+        with np.errstate(over="ignore"):
+            r = op(x, y).astype(dt)
+        return np.ascontiguousarray(r).view(np.uint32).reshape(32)
+    return f
+
+
+X2_TYPES = {"u16x2", "s16x2"}
+
+
+def _int_binary(instr, env, op):
+    """add/sub (wrapping; .sat for .s32; .cc sets the carry) and add on 16-bit pairs."""
+    t = next((m for m in instr.mods if m in INT_TYPES | X2_TYPES), None)
+    if t in X2_TYPES:
+        if instr.base != "add" or len(instr.mods) != 1:
+            raise UnsupportedError(f"{instr.opcode}: the .u16x2/.s16x2 forms are add, min, max (and min/max.relu.s16x2)")
+        return _binary(instr, env, X2_TYPES, _halves(op))
+    if "cc" in instr.mods:
+        return compile_carry(instr, env)
+    if "sat" in instr.mods:
+        if t != "s32":
+            raise UnsupportedError(f"{instr.opcode}: .sat is defined for .s32 only")
+        return _binary(instr, env, {"s32"}, _sat_s32(op))
+    return _binary(instr, env, INT_TYPES, _wrap(op))
 
 
 def _wrap(op):
@@ -73,7 +112,7 @@ def compile_add(instr, env):
     if any(m in instr.mods for m in ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2")):
         from .falu import compile_float
         return compile_float(instr, env)
-    return _binary(instr, env, INT_TYPES, _wrap(np.add))
+    return _int_binary(instr, env, np.add)
 
 
 @executor("sub")
@@ -81,7 +120,7 @@ def compile_sub(instr, env):
     if any(m in instr.mods for m in ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2")):
         from .falu import compile_float
         return compile_float(instr, env)
-    return _binary(instr, env, INT_TYPES, _wrap(np.subtract))
+    return _int_binary(instr, env, np.subtract)
 
 
 def _shift_amount(instr, env, op):
@@ -174,7 +213,17 @@ def compile_minmax(instr, env):
         from .falu import compile_float
         return compile_float(instr, env)
     fn = np.minimum if instr.base == "min" else np.maximum
-    return _binary(instr, env, INT_TYPES, lambda a, b, t: fn(a, b))
+    relu = "relu" in instr.mods
+    t = next((m for m in instr.mods if m in INT_TYPES | X2_TYPES), None)
+    if relu and t not in ("s32", "s16x2"):
+        raise UnsupportedError(f"{instr.opcode}: .relu is defined for .s32 and .s16x2")
+    if relu:
+        op = (lambda a, b: np.maximum(fn(a, b), 0))      # noqa: E731
+    else:
+        op = fn
+    if t in X2_TYPES:
+        return _binary(instr, env, X2_TYPES, _halves(op))
+    return _binary(instr, env, INT_TYPES, lambda a, b, t: op(a, b).astype(a.dtype))
 
 
 @executor("mul")
@@ -204,10 +253,15 @@ def compile_mad(instr, env):
     if any(m.startswith(("f", "bf")) for m in instr.mods):
         from .falu import compile_float
         return compile_float(instr, env)
+    if "cc" in instr.mods:
+        return compile_carry(instr, env)
     q = split_mods(instr, {"type": INT_TYPES, "mode": {"lo", "hi", "wide"}, "sat": {"sat"}})
     if "type" not in q or len(instr.operands) != 4:
         raise OperandError(f"{instr.opcode}: needs a type (.u32, .s32, ...) and 4 operands")
     ptype, mode = q["type"], q.get("mode", "lo")
+    sat = "sat" in q
+    if sat and (ptype != "s32" or mode != "hi"):
+        raise UnsupportedError(f"{instr.opcode}: .sat is defined for mad.hi.sat.s32 only")
     dtype = _wide(ptype) if mode == "wide" else ptype
     a = src(env, instr.operands[1], ptype, instr)
     b = src(env, instr.operands[2], ptype, instr)
@@ -219,8 +273,11 @@ def compile_mad(instr, env):
         cv = c(warp)
         if mode == "hi":
             r = _hi(p, ptype)
-            with np.errstate(over="ignore"):
-                r = (r.view(UINT[width(ptype)]) + cv.view(UINT[width(ptype)])).view(NP[ptype])
+            if sat:                     # the high half plus c, clamped to the s32 range
+                r = np.clip(r.astype(np.int64) + cv.astype(np.int64), -(1 << 31), (1 << 31) - 1).astype(np.int32)
+            else:
+                with np.errstate(over="ignore"):
+                    r = (r.view(UINT[width(ptype)]) + cv.view(UINT[width(ptype)])).view(NP[ptype])
         else:
             if p.dtype == object or width(dtype) == 64:
                 s = np.array([int(x) + int(y) for x, y in zip(p, cv)], dtype=object)

@@ -15,7 +15,7 @@ NP = {
     "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
     "s8": np.int8, "s16": np.int16, "s32": np.int32, "s64": np.int64,
     "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64,
-    "f16x2": np.uint32, "bf16x2": np.uint32, "tf32": np.uint32, "e4m3x2": np.uint16, "e5m2x2": np.uint16,
+    "f16x2": np.uint32, "bf16x2": np.uint32, "tf32": np.uint32, "u16x2": np.uint32, "s16x2": np.uint32, "e4m3x2": np.uint16, "e5m2x2": np.uint16,
 }
 
 
@@ -169,6 +169,9 @@ def address(env, op, instr):
     text = instr.text
     if off == 0:
         return lambda warp: warp.get_reg(name, text).astype(np.int64)
+    if rw == 32:        # a 32-bit address wraps at 2^32: '[%r13+24]' with %r13 = -8 is address 16
+        o32 = np.uint32(off & 0xFFFFFFFF)
+        return lambda warp: (warp.get_reg(name, text) + o32).astype(np.int64)
     o = np.int64(off)
     return lambda warp: warp.get_reg(name, text).astype(np.int64) + o
 

@@ -38,8 +38,28 @@ def _to_int_bits(vals, t):
     return np.array([int(v) & m for v in vals], np.uint64).astype(UINT[w]).view(NP[t])
 
 
+def _cvt_rna_tf32(instr, env):
+    """cvt.rna.tf32.f32: round to nearest, ties away from zero, onto 10 fraction bits; the low 13 bits of the
+    32-bit result are zero (Triton's tf32x3 relies on it: it subtracts the result from the f32 value).
+    Infinities pass; a NaN becomes the canonical 0x7FFFFFFF (NaN is not captured on hardware yet)."""
+    if len(instr.operands) != 2:
+        raise OperandError(f"{instr.opcode}: takes 2 operands, found {len(instr.operands)}")
+    read = src(env, instr.operands[1], "b32", instr)
+    write = dst(env, instr.operands[0], "b32", instr)
+
+    def run(warp, mask):
+        x = read(warp).astype(np.uint64)
+        special = (x & 0x7F800000) == 0x7F800000
+        r = ((x + 0x1000) & 0xFFFFE000).astype(np.uint32)                   # RNA on the magnitude
+        r = np.where(special, np.where(x & 0x7FFFFF, np.uint32(0x7FFFFFFF), x.astype(np.uint32)), r)
+        write(warp, r.astype(np.uint32), mask)
+    return run
+
+
 @executor("cvt")
 def compile_cvt(instr, env):
+    if instr.mods and set(instr.mods) == {"rna", "tf32", "f32"} and instr.mods.index("tf32") < instr.mods.index("f32"):
+        return _cvt_rna_tf32(instr, env)
     types = [m for m in instr.mods if m in CVT_TYPES]
     others = [m for m in instr.mods if m not in CVT_TYPES]
     q = split_mods(type(instr)(".".join(["cvt"] + others), ()), {

@@ -247,17 +247,29 @@ def _compile_sqrt(instr, env):
 # min / max / neg / abs / copysign / testp
 
 def _compile_minmax(instr, env):
-    q = _mods(instr, {"nan": {"NaN"}})
-    if "xorsign" in instr.mods:
-        raise UnsupportedError(f"{instr.opcode}: .xorsign.abs is not supported; supported: "
-                               f"min/max{{.ftz}}{{.NaN}}.type")
+    q = _mods(instr, {"nan": {"NaN"}, "xorsign": {"xorsign"}, "abs": {"abs"}})
+    if ("xorsign" in q) != ("abs" in q):
+        raise UnsupportedError(f"{instr.opcode}: .xorsign and .abs go together (min/max.xorsign.abs)")
     ptype = q["type"]
     ops = _Operands(instr, env, ptype, "ftz" in q, 2)
     is_min = instr.base == "min"
     propagate = "nan" in q
+    xorsign = "xorsign" in q
+    nbits = np.dtype(ops.ut).itemsize * 8
+    sign = ops.ut(1 << (nbits - 1))
 
     def run(warp, mask):
         a, b = ops.values(warp, 0), ops.values(warp, 1)
+        if xorsign:     # min/max of |a| and |b|; the result's sign is sign(a) XOR sign(b)
+            ua, ub = a.view(ops.ut), b.view(ops.ut)
+            sgn = (ua ^ ub) & sign
+            a, b = (ua & ~sign).view(ops.dt), (ub & ~sign).view(ops.dt)
+            r = pick(a, b)
+            ops.write(warp, ((r.view(ops.ut) & ~sign) | sgn).view(ops.dt), mask)
+            return
+        ops.write(warp, pick(a, b), mask)
+
+    def pick(a, b):
         fa, fb = a.astype(np.float64), b.astype(np.float64)
         na, nb = np.isnan(fa), np.isnan(fb)
         sa = np.signbit(fa)                 # -0.0 orders below +0.0
@@ -269,7 +281,7 @@ def _compile_minmax(instr, env):
         r = np.where(na & ~nb, b, np.where(nb & ~na, a, r))
         nanmask = (na & nb) | ((na | nb) if propagate else False)
         r = np.where(nanmask, np.full(r.shape, FORMATS[ops.fmt][2], ops.ut).view(ops.dt), r)
-        ops.write(warp, flush(r, ops.fmt) if ops.ftz else r, mask)
+        return flush(r, ops.fmt) if ops.ftz else r
     return run
 
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 from isa.types import TYPES
-from ..errors import OperandError, UnsupportedError, fail
+from ..errors import OperandError, UnsupportedError
 from ..frontend.ptx import Pair
 from .registry import executor
 from .common import NP, UINT, dst, reg_name, split_mods, src, width
+from ..numerics.fround import flush
 
 INT_TYPES = {"u16", "u32", "u64", "s16", "s32", "s64"}
 
@@ -44,7 +45,8 @@ def _wrap(vals, ptype):
 
 
 # ----------------------------------------------------------------------------------------------
-# div / rem (division by zero is reported: PTX leaves its result machine-specific)
+# div / rem. Division by zero gives all ones for div and rem alike (measured on the H100: the standalone
+# instruction, every integer type); ptxas may fold rem by zero differently where the divisor is known.
 
 def compile_intdiv(instr, env):
     q = _typed(instr, INT_TYPES, 3)
@@ -53,18 +55,16 @@ def compile_intdiv(instr, env):
     b = src(env, instr.operands[2], ptype, instr)
     d = dst(env, instr.operands[0], ptype, instr)
     is_rem = instr.base == "rem"
-    text = instr.text
+    ones = (1 << width(ptype)) - 1
 
     def run(warp, mask):
         x, y = a(warp), b(warp)
-        zero = mask & (y == 0)
-        if zero.any():
-            fail(OperandError, text, "integer division by zero (PTX leaves the result machine-specific)",
-                 int(np.flatnonzero(zero)[0]))
-        xi, yi = _as_i(x), _as_i(np.where(y == 0, 1, y))
+        zero = y == 0
+        xi, yi = _as_i(x), _as_i(np.where(zero, 1, y))
         q_ = np.array([abs(p) // abs(r) * (1 if (p >= 0) == (r >= 0) else -1) for p, r in zip(xi, yi)],
                       dtype=object)       # truncating division, as in C
-        d(warp, _wrap(xi - q_ * yi if is_rem else q_, ptype), mask)
+        r = xi - q_ * yi if is_rem else q_
+        d(warp, _wrap(np.where(zero, ones, r), ptype), mask)
     return run
 
 
@@ -109,6 +109,13 @@ def compile_bits(instr, env):
     return run
 
 
+def _field(v, w):
+    """A bit-field position or length: the 32-bit forms use its low 8 bits (the hardware BFE/BFI fields);
+    the 64-bit forms, which ptxas expands into shifts, clamp it to 255 (measured on the H100)."""
+    v = int(v)
+    return v & 0xFF if w == 32 else min(v, 0xFF)
+
+
 @executor("bfe")
 def compile_bfe(instr, env):
     q = _typed(instr, {"u32", "u64", "s32", "s64"}, 4)
@@ -123,7 +130,7 @@ def compile_bfe(instr, env):
     def run(warp, mask):
         out = []
         for x, pos, ln in zip(a(warp).view(UINT[w]), b(warp), c(warp)):
-            x, pos, ln = int(x), int(pos) & 0xFF, int(ln) & 0xFF
+            x, pos, ln = int(x), _field(pos, w), _field(ln, w)
             msb = min(pos + ln - 1, w - 1)
             sbit = (x >> msb) & 1 if (signed and ln) else 0
             r = 0
@@ -149,7 +156,7 @@ def compile_bfi(instr, env):
     def run(warp, mask):
         out = []
         for x, base, pos, ln in zip(f(warp), b(warp), c(warp), l_(warp)):
-            x, r, pos, ln = int(x), int(base), int(pos) & 0xFF, int(ln) & 0xFF
+            x, r, pos, ln = int(x), int(base), _field(pos, w), _field(ln, w)
             for i in range(ln):
                 if pos + i >= w:
                     break
@@ -242,8 +249,11 @@ def compile_sad(instr, env):
 @executor("mul24", "mad24")
 def compile_mul24(instr, env):
     n = 3 if instr.base == "mul24" else 4
-    q = _typed(instr, {"u32", "s32"}, n, {"half": {"lo", "hi"}})
+    q = _typed(instr, {"u32", "s32"}, n, {"half": {"lo", "hi"}, "sat": {"sat"}})
     ptype, hi = q["type"], q.get("half", "lo") == "hi"
+    sat = "sat" in q
+    if sat and (n != 4 or ptype != "s32" or not hi):
+        raise UnsupportedError(f"{instr.opcode}: .sat is defined for mad24.hi.sat.s32 only")
     signed = ptype == "s32"
     rd = [src(env, op, ptype, instr) for op in instr.operands[1:]]
     d = dst(env, instr.operands[0], ptype, instr)
@@ -257,7 +267,98 @@ def compile_mul24(instr, env):
         r = (p >> 16) if hi else p                      # .hi: bits 47..16
         if n == 4:
             r = r + rd[2](warp).astype(np.int64)
+        if sat:
+            r = np.clip(r, -(1 << 31), (1 << 31) - 1)
         d(warp, (r & 0xFFFFFFFF).astype(np.uint32).view(NP[ptype]), mask)
+    return run
+
+
+# ----------------------------------------------------------------------------------------------
+# fns, bmsk, szext
+
+def _u32_operands(instr, env, n, types=None, imm=0):
+    _need(instr, n + 1 + imm)
+    types = types or ["b32"] * n
+    return [src(env, op, t, instr) for op, t in zip(instr.operands[1:n + 1], types)], \
+        dst(env, instr.operands[0], "b32", instr)
+
+
+@executor("fns")
+def compile_fns(instr, env):
+    """fns.b32 d, mask, base, offset: the position of the offset-th set bit of mask counted from bit base,
+    upward for offset > 0, downward for offset < 0 (offset 0: base itself if set); 0xFFFFFFFF if there is none.
+    The edge cases (base >= 32, offset = -2^31) follow the sequence ptxas emits for sm_90, step by step."""
+    split_mods(instr, {"type": {"b32"}})
+    (m_, b_, o_), d = _u32_operands(instr, env, 3, ["b32", "u32", "s32"])
+
+    def run(warp, mask):
+        r = [_fns(int(m), int(b), int(o)) for m, b, o in zip(m_(warp), b_(warp), o_(warp))]
+        d(warp, np.array(r, np.uint32), mask)
+    return run
+
+
+def _shl32(x, n):
+    """Funnel shift left without wrap: amounts of 32 or more give 0."""
+    return (x << n) & 0xFFFFFFFF if n < 32 else 0
+
+
+def _fns(mask, base, off):
+    down = False
+    if off == 0:
+        mask, off = mask & _shl32(1, base), 1
+    elif off < 0:
+        mask, down = int(f"{mask:032b}"[::-1], 2), True
+        off = -off if off != -(1 << 31) else off        # the negation wraps
+        base = (31 - base) & 0xFFFFFFFF
+    x = mask & _shl32(0xFFFFFFFF, base)
+    total = bin(x).count("1")
+    left, pos = off & 0xFFFFFFFF, 0
+    for step in (16, 8, 4, 2, 1):                       # binary search, unsigned comparisons
+        c = bin(x & ((1 << step) - 1)).count("1")
+        if c < left:
+            left, x, pos = left - c, x >> step, pos + step
+    if down:
+        pos = 31 - pos
+    return 0xFFFFFFFF if total < off else pos
+
+
+def _amount(v, mode):
+    """A bit position or count of bmsk/szext: .clamp limits it to 32, .wrap takes it modulo 32."""
+    return np.minimum(v, 32).astype(np.int64) if mode == "clamp" else (v & np.uint32(31)).astype(np.int64)
+
+
+@executor("bmsk")
+def compile_bmsk(instr, env):
+    """bmsk.{clamp,wrap}.b32 d, a, b: b one-bits starting at bit a, truncated to 32 bits."""
+    q = split_mods(instr, {"mode": {"clamp", "wrap"}, "type": {"b32"}})
+    if "mode" not in q:
+        raise OperandError(f"{instr.opcode}: needs .clamp or .wrap")
+    (a, b), d = _u32_operands(instr, env, 2, ["u32", "u32"])
+    mode = q["mode"]
+
+    def run(warp, mask):
+        pos, n = _amount(a(warp), mode), _amount(b(warp), mode)
+        r = (((np.int64(1) << n) - 1) << pos) & 0xFFFFFFFF
+        d(warp, r.astype(np.uint32), mask)
+    return run
+
+
+@executor("szext")
+def compile_szext(instr, env):
+    """szext.{clamp,wrap}.{u32,s32} d, a, b: the low b bits of a, zero- (.u32) or sign-extended (.s32)."""
+    q = split_mods(instr, {"mode": {"clamp", "wrap"}, "type": {"u32", "s32"}})
+    if "mode" not in q or "type" not in q:
+        raise OperandError(f"{instr.opcode}: szext.{{clamp,wrap}}.{{u32,s32}}")
+    (a, b), d = _u32_operands(instr, env, 2, ["b32", "u32"])
+    mode, signed = q["mode"], q["type"] == "s32"
+
+    def run(warp, mask):
+        x, n = a(warp).view(np.uint32).astype(np.int64), _amount(b(warp), mode)
+        low = x & ((np.int64(1) << n) - 1)
+        if signed:
+            sign = np.where(n > 0, (x >> np.maximum(n - 1, 0)) & 1, 0)
+            low = np.where(sign == 1, low - (np.int64(1) << n), low)
+        d(warp, (low & 0xFFFFFFFF).astype(np.uint32), mask)
     return run
 
 
@@ -267,18 +368,22 @@ def compile_mul24(instr, env):
 INT_CMP = {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"}
 FLOAT_CMP = {"eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"}
 BOOL_OPS = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
-CMP_TYPES = INT_TYPES | {"b16", "b32", "b64", "f32", "f64", "f16", "bf16", "u8", "s8", "b8"}
+PAIRS = {"f16x2": "f16", "bf16x2": "bf16"}
+CMP_TYPES = INT_TYPES | {"b16", "b32", "b64", "f32", "f64", "f16", "bf16", "u8", "s8", "b8"} | set(PAIRS)
+# set.dtype: the value written for "true" (false is 0); x2 types per 16-bit half
+SET_TRUE = {"u32": 0xFFFFFFFF, "s32": 0xFFFFFFFF, "f32": 0x3F800000, "f16": 0x3C00, "bf16": 0x3F80,
+            "f16x2": 0x3C00, "bf16x2": 0x3F80, "u16x2": 0xFFFF, "s16x2": 0xFFFF}
 
 
 def _compare(op, a, b, kind):
     if kind == "f":
         a, b = a.astype(np.float64), b.astype(np.float64)
         unordered = np.isnan(a) | np.isnan(b)
-        base = op.rstrip("u") if op not in ("num", "nan") else op
         if op == "num":
             return ~unordered
         if op == "nan":
             return unordered
+        base = op[:-1] if op.endswith("u") else op
         with np.errstate(invalid="ignore"):
             r = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[base]
         if op.endswith("u"):
@@ -288,36 +393,45 @@ def _compare(op, a, b, kind):
     return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[m]
 
 
-def _cmp_common(instr, env, n_dst_ok, extra=None):
-    groups = {"cmp": INT_CMP | FLOAT_CMP, "bool": set(BOOL_OPS), "ftz": {"ftz"}}
-    if extra:
-        groups.update(extra)
-    q = split_mods(instr, groups)
+def _cmp_mods(instr, type_group):
+    q = split_mods(instr, {"cmp": INT_CMP | FLOAT_CMP, "bool": set(BOOL_OPS), "ftz": {"ftz"}, **type_group})
     if "cmp" not in q:
         raise OperandError(f"{instr.opcode}: missing the comparison; supported: "
                            f"{', '.join('.' + c for c in sorted(INT_CMP | FLOAT_CMP))}")
     return q
 
 
-def _cmp_reader(instr, env, stype, cmp):
+def _comparison(instr, env, stype, cmp, ftz):
+    """Compile ``warp -> bool[32]`` (bool[32, 2] for the x2 types: column 0 is the low half) of a CmpOp b."""
     kind = TYPES[stype][1]
     if kind == "f" and cmp not in FLOAT_CMP or kind != "f" and cmp not in INT_CMP:
         raise UnsupportedError(f"{instr.opcode}: comparison .{cmp} is not defined for .{stype}")
     if kind == "b" and cmp not in ("eq", "ne"):
         raise UnsupportedError(f"{instr.opcode}: .b types compare with .eq/.ne only")
-    a = src(env, instr.operands[1], stype, instr)
-    b = src(env, instr.operands[2], stype, instr)
-    if cmp in ("lo", "ls", "hi", "hs"):
-        w = width(stype)
-        a0, b0 = a, b
-        a = lambda warp: a0(warp).view(UINT[w])          # noqa: E731
-        b = lambda warp: b0(warp).view(UINT[w])          # noqa: E731
-    return a, b, ("f" if kind == "f" else "i")
+    elem = PAIRS.get(stype)
+    ra = src(env, instr.operands[1], "b32" if elem else stype, instr)
+    rb = src(env, instr.operands[2], "b32" if elem else stype, instr)
+    unsigned = cmp in ("lo", "ls", "hi", "hs")
+    w = width(stype)
+
+    def values(r, warp):
+        v = r(warp)
+        if elem:
+            v = v.view(np.uint16).reshape(32, 2).view(NP[elem])
+        elif unsigned:
+            v = v.view(UINT[w])
+        if ftz and kind == "f":
+            v = flush(v, elem or stype)
+        return v
+
+    def run(warp):
+        return _compare(cmp, values(ra, warp), values(rb, warp), "f" if kind == "f" else "i")
+    return run
 
 
 @executor("setp")
 def compile_setp(instr, env):
-    q = _cmp_common(instr, env, 2, {"type": CMP_TYPES})
+    q = _cmp_mods(instr, {"type": CMP_TYPES})
     if "type" not in q:
         raise OperandError(f"{instr.opcode}: missing the type")
     if len(instr.operands) not in (3, 4):
@@ -325,58 +439,71 @@ def compile_setp(instr, env):
     if ("bool" in q) != (len(instr.operands) == 4):
         raise OperandError(f"{instr.opcode}: a fourth operand goes with a boolean operation (.and/.or/.xor)")
     stype, cmp = q["type"], q["cmp"]
-    a, b, kind = _cmp_reader(instr, env, stype, cmp)
-    ftz = "ftz" in q and stype == "f32"
+    pair = stype in PAIRS
+    cmpf = _comparison(instr, env, stype, cmp, "ftz" in q)
     c = src(env, instr.operands[3], "pred", instr) if "bool" in q else None
     bop = BOOL_OPS.get(q.get("bool"))
     target = instr.operands[0]
     dests = target.items if isinstance(target, Pair) else (target,)
+    if pair and len(dests) != 2:
+        raise OperandError(f"{instr.opcode}: .{stype} writes two predicates p|q (one per half)")
     writers = [dst(env, t, "pred", instr) for t in dests]
     for t in dests:
         if env.reg_width(reg_name(env, t, instr)) != 1 and reg_name(env, t, instr) != "_":
             raise OperandError(f"{instr.opcode}: destination {t} must be a predicate")
 
     def run(warp, mask):
-        x, y = a(warp), b(warp)
-        if ftz:
-            from ..numerics.fround import flush
-            x, y = flush(x, "f32"), flush(y, "f32")
-        r = _compare(cmp, x, y, kind)
-        cv = c(warp).copy() if bop else None       # every source is read before a destination is written
-        p = bop(r, cv) if bop else r
-        writers[0](warp, np.asarray(p, np.bool_), mask)
+        r = cmpf(warp)
+        # x2: p from the low half, q from the high half; otherwise q is the complement of the comparison
+        rp, rq = (r[:, 0], r[:, 1]) if pair else (r, ~r)
+        if bop:
+            cv = c(warp).copy()                 # every source is read before a destination is written
+            rp, rq = bop(rp, cv), bop(rq, cv)
+        writers[0](warp, np.asarray(rp, np.bool_), mask)
         if len(writers) > 1:
-            p2 = bop(~r, cv) if bop else ~r
-            writers[1](warp, np.asarray(p2, np.bool_), mask)
+            writers[1](warp, np.asarray(rq, np.bool_), mask)
     return run
 
 
 @executor("set")
 def compile_set(instr, env):
-    q = _cmp_common(instr, env, 1)
-    types = [m for m in instr.mods if m in CMP_TYPES or m in ("f32",)]
-    if len(types) != 2:
-        raise OperandError(f"{instr.opcode}: set.CmpOp.dtype.stype needs two types")
+    types = [m for m in instr.mods if m in CMP_TYPES or m in SET_TRUE]
+    if len(types) != 2 or types[0] not in SET_TRUE:
+        raise OperandError(f"{instr.opcode}: set.CmpOp{{.BoolOp}}{{.ftz}}.dtype.stype with dtype one of "
+                           f"{', '.join('.' + t for t in SET_TRUE)}")
     dtype, stype = types
-    a, b, kind = _cmp_reader(instr, env, stype, q["cmp"])
+    q = _cmp_mods(type(instr)(".".join(["set"] + [m for m in instr.mods if m not in types]), ()), {})
+    n = 4 if "bool" in q else 3
+    if len(instr.operands) != n:
+        raise OperandError(f"{instr.opcode}: takes {n} operands, found {len(instr.operands)}")
+    cmpf = _comparison(instr, env, stype, q["cmp"], "ftz" in q)
     c = src(env, instr.operands[3], "pred", instr) if "bool" in q else None
     bop = BOOL_OPS.get(q.get("bool"))
-    d = dst(env, instr.operands[0], dtype, instr)
+    dw = width(dtype)
+    d = dst(env, instr.operands[0], f"b{dw}", instr)
+    true = SET_TRUE[dtype]
+    halves = dtype.endswith("x2")
+    pair = stype in PAIRS
 
     def run(warp, mask):
-        r = _compare(q["cmp"], a(warp), b(warp), kind)
+        r = cmpf(warp)
         if bop:
-            r = bop(r, c(warp))
-        if dtype == "f32":
-            d(warp, np.where(r, np.float32(1.0), np.float32(0.0)), mask)
+            cv = c(warp)
+            r = bop(r, cv[:, None]) if pair else bop(r, cv)
+        if pair:            # one result per half, each half of the destination
+            out = np.where(r, np.uint32(true & 0xFFFF), np.uint32(0))
+            out = out[:, 0] | (out[:, 1] << np.uint32(16))
+        elif halves:
+            out = np.where(r, np.uint32(true | (true << 16)), np.uint32(0))
         else:
-            d(warp, np.where(r, np.uint32(0xFFFFFFFF), np.uint32(0)).view(NP[dtype]), mask)
+            out = np.where(r, true, 0).astype(UINT[dw])
+        d(warp, out.astype(UINT[dw]), mask)
     return run
 
 
 @executor("selp")
 def compile_selp(instr, env):
-    q = _typed(instr, set(CMP_TYPES) | {"f16x2", "bf16x2"} - {"b8", "u8", "s8"}, 4)
+    q = _typed(instr, set(CMP_TYPES) - {"b8", "u8", "s8"}, 4)
     ptype = q["type"]
     a = src(env, instr.operands[1], ptype, instr)
     b = src(env, instr.operands[2], ptype, instr)
@@ -388,6 +515,7 @@ def compile_selp(instr, env):
 @executor("slct")
 def compile_slct(instr, env):
     types = [m for m in instr.mods if m in CMP_TYPES]
+    q = split_mods(type(instr)(".".join(["slct"] + [m for m in instr.mods if m not in types]), ()), {"ftz": {"ftz"}})
     if len(types) != 2 or types[1] not in ("s32", "f32"):
         raise OperandError(f"{instr.opcode}: slct.dtype.s32 / slct{{.ftz}}.dtype.f32")
     _need(instr, 4)
@@ -396,7 +524,15 @@ def compile_slct(instr, env):
     b = src(env, instr.operands[2], dtype, instr)
     c = src(env, instr.operands[3], ctype, instr)
     d = dst(env, instr.operands[0], dtype, instr)
-    return lambda warp, mask: d(warp, np.where(c(warp) >= 0, a(warp), b(warp)), mask)
+    ftz = "ftz" in q
+
+    def run(warp, mask):
+        cv = c(warp)
+        if ftz:
+            cv = flush(cv, "f32")           # a subnormal c counts as a zero of its sign: -0 >= 0 picks a
+        with np.errstate(invalid="ignore"):
+            d(warp, np.where(cv >= 0, a(warp), b(warp)), mask)
+    return run
 
 
 __all__ = ["compile_intdiv"]

@@ -10,11 +10,11 @@ import numpy as np
 from isa.datamove import LD_ST
 from isa.types import TYPES
 from .wgmma.state import check_smem_write as check_wgmma_reads
-from ..errors import AsyncHazardError, MemoryAccessError, OperandError, UnsupportedError, fail
+from ..errors import AsyncHazardError, OperandError, UnsupportedError, fail
 from ..memory import check_alignment, check_bounds, gather, global_gather, global_scatter, scatter
-from ..frontend.ptx import Imm, Mem, Reg, Sym, Vec
+from ..frontend.ptx import Imm, Mem, Reg, Vec
 from .registry import executor
-from .common import NP, UINT, address, dst, fit, reg_name, split_mods, src, symbol_address, width
+from .common import NP, UINT, address, dst, split_mods, src, width
 
 SPACES = ("shared", "shared::cta", "global", "local", "param", "const")
 
@@ -110,8 +110,16 @@ _LDST_GROUPS = {
     "space": set(SPACES),
     "vec": {"v2", "v4", "v8"},
     "type": set(LD_ST["types"]),
-    "hint": set(LD_ST["hints"]),
+    # the hints combine (ld.global.nc.L1::no_allocate.L2::cache_hint.L2::256B): one group per kind
+    "nc": {"nc"},
+    "cache": {h for h in LD_ST["hints"] if h in ("ca", "cg", "cs", "lu", "cv", "wb", "wt")},
+    "sem": {h for h in LD_ST["hints"] if h in ("weak", "volatile", "relaxed", "acquire", "release", "mmio")},
+    "scope": {h for h in LD_ST["hints"] if h in ("cta", "gpu", "sys", "cluster")},
+    "L1": {h for h in LD_ST["hints"] if h.startswith("L1::")},
+    "L2": {h for h in LD_ST["hints"] if h.startswith("L2::evict") or h == "L2::cache_hint"},
+    "prefetch": {h for h in LD_ST["hints"] if h in ("L2::64B", "L2::128B", "L2::256B")},
 }
+assert set().union(*[v for k, v in _LDST_GROUPS.items() if k not in ("space", "vec", "type")]) == set(LD_ST["hints"])
 
 
 def _ldst_common(instr, env, kind):
@@ -124,15 +132,21 @@ def _ldst_common(instr, env, kind):
     if ew * n * 8 > LD_ST["max_bits"]:
         raise UnsupportedError(f"{instr.opcode}: {n} x {ew * 8}-bit elements exceed the 128 bits one lane may "
                                f"access at once")
-    if len(instr.operands) != 2:
-        raise OperandError(f"{instr.opcode}: {kind} takes 2 operands, found {len(instr.operands)}")
+    n_ops = 3 if "L2::cache_hint" in instr.mods else 2
+    if len(instr.operands) != n_ops:
+        raise OperandError(f"{instr.opcode}: {kind} takes {n_ops} operands"
+                           f"{' (the last a 64-bit cache policy)' if n_ops == 3 else ''}, found {len(instr.operands)}")
+    if n_ops == 3:      # the cache policy only steers the L2; it is read (so it must exist) and has no effect
+        src(env, instr.operands[2], "b64", instr)
     return q.get("space"), ptype, n, ew
 
 
 def _reg_list(env, op, n, instr):
     if n == 1:
-        if isinstance(op, Vec):
-            raise OperandError(f"{instr.opcode}: scalar access takes a register, found {op}")
+        if isinstance(op, Vec):         # '{ %r1 }': Triton writes single registers in braces
+            if len(op.items) != 1:
+                raise OperandError(f"{instr.opcode}: scalar access takes one register, found {op}")
+            return [op.items[0]]
         return [op]
     if not isinstance(op, Vec) or len(op.items) != n:
         raise OperandError(f"{instr.opcode}: .v{n} needs a vector operand of {n} registers, found {op}")
@@ -142,7 +156,7 @@ def _reg_list(env, op, n, instr):
 @executor("ld", "ldu")
 def compile_ld(instr, env):
     space, ptype, n, ew = _ldst_common(instr, env, "ld")
-    d, a = instr.operands
+    d, a = instr.operands[:2]
     if not isinstance(a, Mem):
         raise OperandError(f"{instr.opcode}: the source must be an address [..], found {a}")
     addr = address(env, a, instr)
@@ -163,7 +177,7 @@ def compile_ld(instr, env):
 @executor("st")
 def compile_st(instr, env):
     space, ptype, n, ew = _ldst_common(instr, env, "st")
-    a, s = instr.operands
+    a, s = instr.operands[:2]
     if not isinstance(a, Mem):
         raise OperandError(f"{instr.opcode}: the destination must be an address [..], found {a}")
     addr = address(env, a, instr)
@@ -191,7 +205,6 @@ def compile_mov(instr, env):
     if len(instr.operands) != 2:
         raise OperandError(f"{instr.opcode}: mov takes 2 operands, found {len(instr.operands)}")
     d, s = instr.operands
-    w = width(ptype)
     if isinstance(d, Vec) or isinstance(s, Vec):
         return _mov_pack(instr, env, ptype, d, s)
     read = src(env, s, ptype, instr)
@@ -243,4 +256,79 @@ def compile_cvta(instr, env):
 
     def run(warp, mask):
         write(warp, warp.cvta(space, read(warp), to), mask)
+    return run
+
+
+# ---------------------------------------------------------------------------------------------------
+# createpolicy / isspacep
+
+_PRIORITIES = ("L2::evict_unchanged", "L2::evict_first", "L2::evict_last", "L2::evict_normal")
+
+
+def policy_bits(primary, secondary, fraction):
+    """The 64-bit cache policy ``createpolicy.fractional`` makes, as the H100 encodes it (measured:
+    tests/data/corpus, case nvcc_policy_values_sm90a): bit 60 set, the primary priority at bits 57-58
+    (unchanged 0, first 1, last 2, normal 3), bit 56 set for a secondary evict_first, and the fraction in
+    sixteenths minus one at bits 52-55. Programs only pass the value on to ``.L2::cache_hint`` accesses."""
+    code = _PRIORITIES.index(primary)
+    sixteenths = max(1, min(16, int(round(fraction * 16))))
+    return (1 << 60) | (code << 57) | ((secondary == "L2::evict_first") << 56) | ((sixteenths - 1) << 52)
+
+
+@executor("createpolicy")
+def compile_createpolicy(instr, env):
+    mods = list(instr.mods)
+    if not mods or mods[0] != "fractional" or mods[-1] != "b64":
+        raise UnsupportedError(f"{instr.opcode}: supported: createpolicy.fractional.L2::primary{{.L2::secondary}}"
+                               f".b64 d{{, fraction}} (not .range or .cvt)")
+    prio = mods[1:-1]
+    if not 1 <= len(prio) <= 2 or any(p not in _PRIORITIES for p in prio):
+        raise UnsupportedError(f"{instr.opcode}: eviction priorities must be one or two of "
+                               f"{', '.join('.' + p for p in _PRIORITIES)}")
+    primary, secondary = prio[0], prio[1] if len(prio) > 1 else "L2::evict_unchanged"
+    if secondary not in ("L2::evict_unchanged", "L2::evict_first"):
+        raise UnsupportedError(f"{instr.opcode}: the secondary priority must be .L2::evict_unchanged or "
+                               f".L2::evict_first")
+    if len(instr.operands) not in (1, 2):
+        raise OperandError(f"{instr.opcode}: takes d and an optional fraction, found {len(instr.operands)} operands")
+    fraction = 1.0
+    if len(instr.operands) == 2:
+        f = instr.operands[1]
+        if not isinstance(f, Imm):
+            raise UnsupportedError(f"{instr.opcode}: the fraction must be an immediate, found {f}")
+        fraction = float(np.uint32(f.value).view(np.float32)) if f.kind == "f32" else float(f.value)
+        if not 0.0 < fraction <= 1.0:
+            raise OperandError(f"{instr.opcode}: the fraction must be in (0, 1], found {fraction}")
+    d = dst(env, instr.operands[0], "b64", instr)
+    bits = np.full(32, policy_bits(primary, secondary, fraction), np.uint64)
+    return lambda warp, mask: d(warp, bits, mask)
+
+
+@executor("isspacep")
+def compile_isspacep(instr, env):
+    q = split_mods(instr, {"space": {"global", "shared", "shared::cta", "local", "const", "param"}})
+    if "space" not in q or len(instr.operands) != 2:
+        raise OperandError(f"{instr.opcode}: needs a state space and 2 operands (p, a)")
+    space = q["space"]
+    read = src(env, instr.operands[1], "u64", instr)
+    d = dst(env, instr.operands[0], "pred", instr)
+
+    def run(warp, mask):
+        a = read(warp).astype(np.int64)
+        shared = (a >= 0) & (a < warp.smem.size)
+        local = np.zeros(32, bool)
+        bases = getattr(warp, "local_bases", None)
+        size = getattr(warp, "local_size", 0)
+        if bases is not None and size:
+            rel = a - bases.astype(np.int64)
+            local = (rel >= 0) & (rel < size)
+        if space in ("shared", "shared::cta"):
+            r = shared
+        elif space == "local":
+            r = local
+        elif space == "param":
+            r = np.zeros(32, bool)
+        else:
+            r = ~shared & ~local
+        d(warp, r, mask)
     return run

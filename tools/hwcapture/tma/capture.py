@@ -167,11 +167,13 @@ def _tma_case(rng, op, limit):
         span = {0: 256, 1: 32, 2: 64, 3: 128}[swz]
         inner_max = max(16 // es, min(256, span // es if swz else 256))
         b0 = int(rng.integers(1, inner_max + 1))
-        if swz and rng.random() < 0.7:
-            b0 = span // es
+        if swz:
+            b0 = span // es                 # the H100 faults when the inner box is narrower than the swizzle
         b0 = max(16 // es, (b0 * es + 15) // 16 * 16 // es)
         box = [b0] + [int(rng.integers(1, 9)) if rng.random() < 0.7 else int(rng.integers(1, 40))
                       for _ in range(rank - 1)]
+        if swz and rank > 1:
+            box[1] = 8 * int(rng.integers(1, 5))   # whole swizzle atoms of 8 rows (probes test the rest)
         estr = [1] * rank
         if rng.random() < 0.2:
             for i in range(rank):
@@ -233,10 +235,39 @@ def capture_encode(dev, outdir, meta, n=3000):
     _save(outdir, "tensormap_encode.npz", d, meta)
 
 
+def probe(dtype, dims, box, coords, swz=0, estr=None, oob=0, stride0=None, k=0):
+    """A hand-made case that tests one rule (see PROBES)."""
+    es = ESIZE[dtype]
+    rank = len(dims)
+    estr = estr or [1] * rank
+    strides, acc = [], stride0 or -(-dims[0] * es // 16) * 16
+    for i in range(rank - 1):
+        strides.append(acc)
+        acc = acc * dims[i + 1]
+    tx = int(np.prod([-(-b // e) for b, e in zip(box, estr)])) * es
+    return dict(dtype=dtype, rank=rank, off=65536 * (k + 1), dims=list(dims), strides=strides, box=list(box),
+                estr=list(estr), inter=0, swz=swz, l2=0, oob=oob, coords=list(coords) + [0] * (5 - rank), tx=tx,
+                extent=max(acc, dims[0] * es), red="")
+
+
+PROBES = [   # what the H100 accepts: swizzle rows, odd strides, negative coordinates, element strides, NaN fill
+    (6, [64, 16], [64, 4], [0, 0], 3), (6, [64, 16], [64, 7], [0, 0], 3),
+    (6, [165, 15], [64, 8], [54, 0], 3, None, 0, 368), (6, [64, 16], [64, 8], [0, -6], 3),
+    (6, [64, 15, 8], [64, 7, 8], [0, 0, 0], 3), (7, [100], [8], [0], 0, [3]),
+    (7, [40, 40], [8, 8], [1, 1], 1, [2, 2]), (0, [64, 20], [32, 8], [-5, -3], 1),
+    (7, [20, 20], [4, 4], [-2, 18], 0, None, 1), (6, [64, 16], [16, 8], [0, 0], 2),
+    (7, [64, 16], [32, 8], [0, 0], 3), (9, [8, 3, 3, 3, 3], [8, 2, 2, 2, 2], [0, 1, 1, 1, 1], 0),
+    (7, [64, 9], [32, 9], [0, 0], 3), (2, [50, 50], [8, 8], [45, 45], 1, [1, 3]),
+]
+
+
 def copy_cases(op, n, limit, red_pairs=None):
-    """The deterministic list of copy cases of one kind (None where a drawn case was unusable)."""
+    """The deterministic list of copy cases of one kind (None where a drawn case was unusable); loads and
+    stores start with the probes."""
     rng = np.random.default_rng({"load": 1, "store": 2, "reduce": 3}[op])
-    out = []
+    out = [] if op == "reduce" else [probe(*p[:5], *(list(p[5:]) + [None, 0, None][len(p) - 5:]), k=i)
+                                     for i, p in enumerate(PROBES)]
+    n -= len(out)
     for k in range(n):
         c = _tma_case(rng, op, limit)
         c["red"] = ""
@@ -250,15 +281,17 @@ def copy_cases(op, n, limit, red_pairs=None):
     return out
 
 
-def run_copies(dev, op, cases, k0, k1, results):
+def run_copies(dev, op, cases, k0, k1, results, deadline=None):
     """Run cases k0..k1-1 in this process; results[k] = (tensormap, status, output). Raises on a fault
     (after recording the faulting case as status 'fault')."""
     cp = dev.cp
     mod = dev.module(os.path.join(DATA, "tma_kernels.ptx"))
-    gbuf = cp.asarray(gpattern(GBUF if op == "load" else 32768))
+    gbuf = cp.asarray(gpattern(GBUF if op == "load" else 1 << 20))
     base = int(gbuf.data.ptr)
     host_pat = gpattern(gbuf.size)
     for k in range(k0, k1):
+        if deadline is not None and time.time() > deadline:
+            return k
         c = cases[k]
         if c is None:
             continue
@@ -284,17 +317,21 @@ def run_copies(dev, op, cases, k0, k1, results):
             dev.launch(mod.get_function(name), (1, 1, 1), (128, 1, 1), SMEM + 64, [tm] + coords + [("u32", nbytes)])
             res = cp.asnumpy(gbuf[c["off"]:c["off"] + c["extent"]])
         c["nbytes"] = nbytes
-        results[k] = (tm, "ok", res)
+        ok = "ok" if op != "load" or res[4] == 1 else "timeout"
+        results[k] = (tm, ok, res)
+    return k1
 
 
-def worker(op, n, limit, k0, k1, path):
-    """Run cases [k0, k1) until done or a fault; save what ran (a fault ends the process's context)."""
+def worker(op, n, limit, k0, k1, path, deadline):
+    """Run cases [k0, k1) until done, the deadline or a fault; save what ran (a fault ends the context)."""
     cases = copy_cases(op, n, limit, RED_PAIRS if op == "reduce" else None)
     results = {}
     nxt = k1
     try:
         dev = Driver()
-        run_copies(dev, op, cases, k0, k1, results)
+        nxt = run_copies(dev, op, cases, k0, k1, results, deadline)
+        if nxt < k1:
+            nxt = 1 << 40                       # the deadline passed: do not restart
     except Exception as e:              # noqa: BLE001 - the context is gone; keep what ran
         nxt = (max(results) if results else k0) + 1
         print("fault", op, nxt - 1, type(e).__name__, flush=True)
@@ -305,15 +342,18 @@ def worker(op, n, limit, k0, k1, path):
              nbytes=np.array([cases[k].get("nbytes", 0) for k in ks], np.int64))
 
 
-def capture_copies(dev, outdir, meta, op, n, limit, workers=14):
+def capture_copies(dev, outdir, meta, op, n, limit, workers=14, seconds=30):
     """Shard the cases over worker processes; a worker that faults is restarted after the faulting case."""
     import subprocess
     import tempfile
     t0 = time.time()
+    deadline = t0 + seconds
     cases = copy_cases(op, n, limit, RED_PAIRS if op == "reduce" else None)
     tmp = tempfile.mkdtemp()
-    bounds = np.linspace(0, n, workers + 1).astype(int)
-    todo = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+    first = len(PROBES) if op != "reduce" else 0
+    bounds = np.linspace(first, n, workers + 1).astype(int)
+    todo = [(k, k + 1) for k in range(first)]            # every probe in a process of its own
+    todo += [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
     merged = {}
     part = 0
     while todo:
@@ -322,7 +362,7 @@ def capture_copies(dev, outdir, meta, op, n, limit, workers=14):
             path = os.path.join(tmp, f"p{part}.npz")
             part += 1
             procs.append((a, b, path, subprocess.Popen([sys.executable, __file__, "--worker", op, str(n), str(limit),
-                                                        str(a), str(b), path])))
+                                                        str(a), str(b), path, str(deadline)])))
         todo = []
         for a, b, path, p in procs:
             p.wait()
@@ -331,12 +371,16 @@ def capture_copies(dev, outdir, meta, op, n, limit, workers=14):
                 k = int(k)
                 out = z[f"out_{k}"] if f"out_{k}" in z.files else None
                 merged[k] = (z["maps"][i], str(z["status"][i]), out, int(z["nbytes"][i]))
-            if int(z["next"]) < b:
+            if int(z["next"]) < b and time.time() < deadline:
                 todo.append((int(z["next"]), b))
     ks = sorted(k for k in merged if cases[k] is not None)
+    if not ks:
+        print(op, "nothing ran before the deadline", flush=True)
+        return
     use = [cases[k] for k in ks]
     for k, c in zip(ks, use):
         c["nbytes"] = merged[k][3]
+        c["addr"] = c["off"]                 # relative to the buffer (the replay uploads its own)
     d = _pack(use)
     for key in ("off", "tx", "nbytes", "extent"):
         d[key] = np.array([c[key] for c in use], np.int64)
@@ -421,18 +465,18 @@ RED_PAIRS = [("add", [2, 3, 4, 6, 7, 9]), ("min", [2, 3, 6, 9]), ("max", [2, 3, 
 
 def main():
     if sys.argv[1] == "--worker":
-        op, n, limit, a, b, path = sys.argv[2:8]
-        return worker(op, int(n), int(limit), int(a), int(b), path)
+        op, n, limit, a, b, path, deadline = sys.argv[2:9]
+        return worker(op, int(n), int(limit), int(a), int(b), path, float(deadline))
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
     dev = Driver()
     meta = _meta(dev)
-    steps = [("encode", lambda: capture_encode(dev, outdir, meta)),
-             ("load", lambda: capture_copies(dev, outdir, meta, "load", 1400, 16384)),
-             ("store", lambda: capture_copies(dev, outdir, meta, "store", 120, 8192)),
-             ("reduce", lambda: capture_copies(dev, outdir, meta, "reduce", 200, 8192)),
-             ("ws_ring", lambda: capture_ws_ring(dev, outdir, meta)),
-             ("triton", lambda: capture_triton(dev, outdir, meta))]
+    steps = [("ws_ring", lambda: capture_ws_ring(dev, outdir, meta)),
+             ("triton", lambda: capture_triton(dev, outdir, meta)),
+             ("load", lambda: capture_copies(dev, outdir, meta, "load", 1400, 16384, seconds=36)),
+             ("store", lambda: capture_copies(dev, outdir, meta, "store", 160, 8192, seconds=12)),
+             ("reduce", lambda: capture_copies(dev, outdir, meta, "reduce", 200, 8192, seconds=12)),
+             ("encode", lambda: capture_encode(dev, outdir, meta))]
     only = sys.argv[2].split(",") if len(sys.argv) > 2 else None
     for name, fn in steps:
         if only and name not in only:

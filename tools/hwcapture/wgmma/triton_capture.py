@@ -39,6 +39,48 @@ def matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
     tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty))
 
 
+@triton.jit
+def attention(q_ptr, k_ptr, v_ptr, o_ptr, seq, scale, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    """One head of flash attention (online softmax): S = Q K^T (wgmma, A and B from shared memory),
+    P V (wgmma with P in registers)."""
+    pid = tl.program_id(0)
+    rm = pid * BM + tl.arange(0, BM)
+    rd = tl.arange(0, D)
+    q = tl.load(q_ptr + rm[:, None] * D + rd[None, :])
+    m_i = tl.full((BM,), float("-inf"), tl.float32)
+    l_i = tl.zeros((BM,), tl.float32)
+    acc = tl.zeros((BM, D), tl.float32)
+    for start in range(0, seq, BN):
+        rn = start + tl.arange(0, BN)
+        k = tl.load(k_ptr + rn[None, :] * D + rd[:, None])
+        s = tl.dot(q, k) * scale
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.math.exp2(s - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = tl.load(v_ptr + rn[:, None] * D + rd[None, :])
+        acc = tl.dot(p.to(tl.float16), v, acc)
+        m_i = m_new
+    tl.store(o_ptr + rm[:, None] * D + rd[None, :], acc / l_i[:, None])
+
+
+def attention_main(out, meta, rng):
+    for name, nw, BM, BN, D, seq in (("attn_w4", 4, 64, 64, 64, 128), ("attn_w8", 8, 128, 64, 64, 256)):
+        q, k, v = (torch.from_numpy(rng.standard_normal((seq, D)).astype(np.float32)).to(torch.float16)
+                   for _ in range(3))
+        o = torch.zeros((seq, D), dtype=torch.float32)
+        qg, kg, vg, og = q.cuda(), k.cuda(), v.cuda(), o.cuda()
+        kern = attention[(seq // BM,)](qg, kg, vg, og, seq, 0.125, D=D, BM=BM, BN=BN, num_warps=nw, num_stages=2)
+        torch.cuda.synchronize()
+        raw = lambda t: t.cpu().contiguous().view(torch.uint8).numpy()  # noqa: E731
+        out[f"{name}_q"], out[f"{name}_k"], out[f"{name}_v"], out[f"{name}_o"] = raw(q), raw(k), raw(v), raw(og)
+        out[f"{name}_ptx"] = np.frombuffer(kern.asm["ptx"].encode(), np.uint8)
+        meta["attention"].append(dict(name=name, num_warps=nw, grid=[seq // BM, 1], seq=seq, D=D, BM=BM, BN=BN,
+                                      shared=int(kern.metadata.shared), entry=kern.metadata.name, scale=0.125))
+        print(name, "ok", flush=True)
+
+
 CONFIGS = [  # name, in dtype, out dtype, precision, num_warps, BM, BN, BK, M, N, K
     ("f16_f32_w4", "float16", "float32", "ieee", 4, 64, 64, 32, 64, 64, 128),
     ("f16_f32_w8", "float16", "float32", "ieee", 8, 128, 64, 32, 128, 64, 64),
@@ -52,10 +94,10 @@ CONFIGS = [  # name, in dtype, out dtype, precision, num_warps, BM, BN, BK, M, N
 ]
 
 
-def main(path):
+def main(path, only_attention=False):
     rng = np.random.default_rng(1234)
     out, meta = {}, {"device": torch.cuda.get_device_name(), "triton": triton.__version__, "kernels": []}
-    for name, din, dout, prec, nw, BM, BN, BK, M, N, K in CONFIGS:
+    for name, din, dout, prec, nw, BM, BN, BK, M, N, K in ([] if only_attention else CONFIGS):
         tin, tout = getattr(torch, din), getattr(torch, dout)
         if din == "int8":
             a = torch.randint(-128, 128, (M, K), dtype=torch.int8)
@@ -78,8 +120,10 @@ def main(path):
                                     sizes=[M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                                            c.stride(0), c.stride(1)]))
         print(name, "ok", flush=True)
+    meta["attention"] = []
+    attention_main(out, meta, rng)
     np.savez_compressed(path, meta=json.dumps(meta), **out)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], "--attention" in sys.argv)

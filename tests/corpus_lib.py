@@ -1,0 +1,213 @@
+"""The corpus of compiler-written PTX (tests/data/corpus): loading a case and replaying it on the emulator.
+
+Each case is PTX text exactly as Triton or nvcc wrote it, the launch configuration, the input arrays, and the
+output arrays an H100 produced from that same text (``tools/hwcapture/corpus``). ``replay`` runs the case
+on the emulator from those bytes alone; the tests compare every output byte.
+
+``CANNOT_RUN`` lists the cases the emulator does not run yet, each with the reason; a test fails as soon as
+one of them runs and matches the H100, so the list stays true.
+"""
+from __future__ import annotations
+
+import glob
+import io
+import json
+import os
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "tests", "data", "corpus")
+
+_MUFU = "MUFU approximate math is not modelled yet"
+_FP8 = "packed fp8 conversions are not modelled yet"
+_TF32 = "cvt.rna.tf32.f32 is not modelled yet"
+_WGMMA = "warpgroup MMA (wgmma) is not modelled yet"
+_TMA = "TMA, tensor maps and mbarrier are not modelled yet"
+_WMMA = "the WMMA API instructions (wmma.load/mma/store) are not modelled"
+_NAN2 = ("add.f64 of two NaNs: the H100 returns the payload of the NaN converted from f16, the emulator the first "
+         "operand's")
+_CONTRACT = ("ptxas contracts the bare mul.f16x2 + sub.f16x2 pair into one fma (one rounding); the emulator rounds "
+             "each PTX instruction (docs/kernels.md)")
+
+# case -> why it cannot run yet: "refused: line L, column C: <construct>" (the first instruction the emulator
+# refuses, as its error names it) or "differs: <outputs>" (it runs, but not bit for bit like the H100)
+CANNOT_RUN: dict[str, str] = {
+    "nvcc_conversions_G":
+        f"differs: d (4 bytes) -- {_NAN2}",
+    "nvcc_conversions_sm80":
+        f"differs: d (4 bytes) -- {_NAN2}",
+    "nvcc_conversions_sm90a":
+        f"differs: d (4 bytes) -- {_NAN2}",
+    "nvcc_float_math_fastmath":
+        f"refused: line 689, column 2: div.approx.ftz.f32 -- {_MUFU}",
+    "nvcc_half_math_sm80":
+        f"differs: o (29 bytes) -- {_CONTRACT}",
+    "nvcc_half_math_sm90a":
+        f"differs: o (29 bytes) -- {_CONTRACT}",
+    "nvcc_wmma_f16_G":
+        f"refused: line 9901, column 2: wmma.load.a.sync.aligned.row.m16n16k16.f16 -- {_WMMA}",
+    "nvcc_wmma_f16_sm80":
+        f"refused: line 76, column 2: wmma.load.a.sync.aligned.row.m16n16k16.global.f16 -- {_WMMA}",
+    "nvcc_wmma_f16_sm90a":
+        f"refused: line 76, column 2: wmma.load.a.sync.aligned.row.m16n16k16.global.f16 -- {_WMMA}",
+    "nvcc_wmma_s8_sm80":
+        f"refused: line 587, column 2: wmma.load.a.sync.aligned.row.m16n16k16.global.s8 -- {_WMMA}",
+    "nvcc_wmma_s8_sm90a":
+        f"refused: line 587, column 2: wmma.load.a.sync.aligned.row.m16n16k16.global.s8 -- {_WMMA}",
+    "nvcc_wmma_tf32_sm80":
+        f"refused: line 227, column 2: wmma.load.a.sync.aligned.row.m16n16k8.tf32 -- {_WMMA}",
+    "nvcc_wmma_tf32_sm90a":
+        f"refused: line 227, column 2: wmma.load.a.sync.aligned.row.m16n16k8.tf32 -- {_WMMA}",
+    "triton_convert_fp8_sm90a":
+        f"refused: line 67, column 2: cvt.rn.satfinite.e4m3x2 -- {_FP8}",
+    "triton_dropout_sm80":
+        f"refused: line 303, column 2: div.full.f32 -- {_MUFU}",
+    "triton_dropout_sm90a":
+        f"refused: line 303, column 2: div.full.f32 -- {_MUFU}",
+    "triton_flash_attention_sm80":
+        f"refused: line 316, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
+    "triton_flash_attention_sm90a":
+        f"refused: line 316, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
+    "triton_layernorm_sm80":
+        f"refused: line 144, column 2: div.full.f32 -- {_MUFU}",
+    "triton_layernorm_sm90a":
+        f"refused: line 144, column 2: div.full.f32 -- {_MUFU}",
+    "triton_math_div_sm80":
+        f"refused: line 55, column 2: div.full.f32 -- {_MUFU}",
+    "triton_math_div_sm90a":
+        f"refused: line 55, column 2: div.full.f32 -- {_MUFU}",
+    "triton_math_erf_sm80":
+        f"refused: line 86, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
+    "triton_math_erf_sm90a":
+        f"refused: line 86, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
+    "triton_math_exp2_log2_sm80":
+        f"refused: line 101, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
+    "triton_math_exp2_log2_sm90a":
+        f"refused: line 101, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
+    "triton_math_exp_sm80":
+        f"refused: line 55, column 2: ex2.approx.f32 -- {_MUFU}",
+    "triton_math_exp_sm90a":
+        f"refused: line 55, column 2: ex2.approx.f32 -- {_MUFU}",
+    "triton_math_libdevice_exp_sm80":
+        f"refused: line 69, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
+    "triton_math_libdevice_exp_sm90a":
+        f"refused: line 69, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
+    "triton_math_pow_sm80":
+        f"refused: line 71, column 2: rcp.approx.ftz.f32 -- {_MUFU}",
+    "triton_math_pow_sm90a":
+        f"refused: line 71, column 2: rcp.approx.ftz.f32 -- {_MUFU}",
+    "triton_math_rsqrt_sm80":
+        f"refused: line 55, column 2: rsqrt.approx.ftz.f32 -- {_MUFU}",
+    "triton_math_rsqrt_sm90a":
+        f"refused: line 55, column 2: rsqrt.approx.ftz.f32 -- {_MUFU}",
+    "triton_math_sigmoid_sm80":
+        f"refused: line 60, column 2: ex2.approx.f32 -- {_MUFU}",
+    "triton_math_sigmoid_sm90a":
+        f"refused: line 60, column 2: ex2.approx.f32 -- {_MUFU}",
+    "triton_math_sqrt_sm80":
+        f"refused: line 56, column 2: sqrt.approx.ftz.f32 -- {_MUFU}",
+    "triton_math_sqrt_sm90a":
+        f"refused: line 56, column 2: sqrt.approx.ftz.f32 -- {_MUFU}",
+    "triton_math_tanh_sm80":
+        f"refused: line 72, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
+    "triton_math_tanh_sm90a":
+        f"refused: line 72, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
+    "triton_matmul_fp8e4_sm90a":
+        f"refused: line 252, column 1: cvt.rn.e4m3x2 -- {_FP8}",
+    "triton_matmul_fp8e5_sm90a":
+        f"refused: line 251, column 2: cvt.rn.e5m2x2 -- {_FP8}",
+    "triton_relu_gelu_sm80":
+        f"refused: line 97, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
+    "triton_relu_gelu_sm90a":
+        f"refused: line 97, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
+    "triton_rmsnorm_f16_sm80":
+        f"refused: line 147, column 2: div.full.f32 -- {_MUFU}",
+    "triton_rmsnorm_f16_sm90a":
+        f"refused: line 147, column 2: div.full.f32 -- {_MUFU}",
+    "triton_softmax_sm80":
+        f"refused: line 138, column 2: ex2.approx.f32 -- {_MUFU}",
+    "triton_softmax_sm90a":
+        f"refused: line 138, column 2: ex2.approx.f32 -- {_MUFU}",
+}
+
+
+def _files():
+    return sorted(glob.glob(os.path.join(DATA, "*.npz")))
+
+
+def load_all():
+    """{case: {"ptx": str, "config": dict, "in": {arg: array}, "out": {arg: array}}} of every committed case."""
+    cases = {}
+    for path in _files():
+        with np.load(path, allow_pickle=False) as z:
+            for key in z.files:
+                name, kind, *rest = key.split("__")
+                c = cases.setdefault(name, {"in": {}, "out": {}, "file": os.path.basename(path)})
+                a = z[key]
+                if kind == "ptx":
+                    c["ptx"] = a.tobytes().decode()
+                elif kind == "config":
+                    c["config"] = json.loads(str(a))
+                else:
+                    c[kind][rest[0]] = a
+    for c in cases.values():
+        resolve(c, cases)
+    return cases
+
+
+def resolve(case, cases):
+    """Fill in a case's PTX when it shares its module with another case, and type its arrays."""
+    if "ptx" not in case and case["config"].get("ptx_from"):
+        case["ptx"] = cases[case["config"]["ptx_from"]]["ptx"]
+    return typed(case)
+
+
+def typed(case):
+    """View raw-stored arrays (bfloat16, float8) as the dtype the config names."""
+    import ml_dtypes
+    for kind in ("in", "out"):
+        for k, a in case[kind].items():
+            name = case["config"].get("dtypes", {}).get(k)
+            if name and name != a.dtype.name:
+                case[kind][k] = a.view(getattr(ml_dtypes, name))
+    return case
+
+
+def replay(case, arch=None):
+    """Run a case on the emulator; returns ({output name: array}, LaunchResult, printf text)."""
+    from emulator import GlobalMemory, load_ptx
+    cfg = case["config"]
+    module = load_ptx(case["ptx"], arch=arch)
+    g = GlobalMemory()
+    addrs, args = {}, []
+    nprog = int(np.prod(cfg["grid"]))
+    for a in cfg["args"]:
+        if a[0] == "array":
+            arr = case["in"][a[1]]
+            addrs[a[1]] = (g.upload(arr), arr)
+            args.append(addrs[a[1]][0])
+        elif a[0] == "bytes":
+            args.append(bytes.fromhex(a[1]))
+        else:
+            args.append(np.array(a[2]).astype(a[1]).item() if a[1] != "bfloat16" else a[2])
+    if cfg["source"] == "triton":
+        args.append(g.alloc(cfg["scratch"] * nprog) if cfg.get("scratch") else 0)
+        args.append(0)
+    out = io.StringIO()
+    res = module.launch(cfg["kernel"], cfg["grid"], cfg["block"], args, gmem=g, out=out,
+                        shared_bytes=cfg.get("shared", 0), **({"cluster": tuple(cfg["cluster"])}
+                                                               if cfg.get("cluster") else {}))
+    got = {k: g.download(addrs[k][0], addrs[k][1].nbytes).view(addrs[k][1].dtype).reshape(addrs[k][1].shape)
+           for k in cfg["outputs"]}
+    return got, res, out.getvalue()
+
+
+def mismatches(case, got):
+    """[(output, first differing byte offsets)] against the H100's outputs."""
+    bad = []
+    for k, want in case["out"].items():
+        d = np.flatnonzero(got[k].view(np.uint8).reshape(-1) != want.view(np.uint8).reshape(-1))
+        if d.size:
+            bad.append((k, d[:8].tolist(), int(d.size)))
+    return bad
