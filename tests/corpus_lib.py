@@ -20,25 +20,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "corpus")
 
 _MUFU = "MUFU approximate math is not modelled yet"
-_FP8 = "packed fp8 conversions are not modelled yet"
-_TF32 = "cvt.rna.tf32.f32 is not modelled yet"
 _WGMMA = "warpgroup MMA (wgmma) is not modelled yet"
 _TMA = "TMA, tensor maps and mbarrier are not modelled yet"
 _WMMA = "the WMMA API instructions (wmma.load/mma/store) are not modelled"
-_NAN2 = ("add.f64 of two NaNs: the H100 returns the payload of the NaN converted from f16, the emulator the first "
-         "operand's")
 _CONTRACT = ("ptxas contracts the bare mul.f16x2 + sub.f16x2 pair into one fma (one rounding); the emulator rounds "
              "each PTX instruction (docs/kernels.md)")
 
 # case -> why it cannot run yet: "refused: line L, column C: <construct>" (the first instruction the emulator
 # refuses, as its error names it) or "differs: <outputs>" (it runs, but not bit for bit like the H100)
 CANNOT_RUN: dict[str, str] = {
-    "nvcc_conversions_G":
-        f"differs: d (4 bytes) -- {_NAN2}",
-    "nvcc_conversions_sm80":
-        f"differs: d (4 bytes) -- {_NAN2}",
-    "nvcc_conversions_sm90a":
-        f"differs: d (4 bytes) -- {_NAN2}",
     "nvcc_float_math_fastmath":
         f"refused: line 689, column 2: div.approx.ftz.f32 -- {_MUFU}",
     "nvcc_half_math_sm80":
@@ -59,8 +49,6 @@ CANNOT_RUN: dict[str, str] = {
         f"refused: line 227, column 2: wmma.load.a.sync.aligned.row.m16n16k8.tf32 -- {_WMMA}",
     "nvcc_wmma_tf32_sm90a":
         f"refused: line 227, column 2: wmma.load.a.sync.aligned.row.m16n16k8.tf32 -- {_WMMA}",
-    "triton_convert_fp8_sm90a":
-        f"refused: line 67, column 2: cvt.rn.satfinite.e4m3x2 -- {_FP8}",
     "triton_dropout_sm80":
         f"refused: line 303, column 2: div.full.f32 -- {_MUFU}",
     "triton_dropout_sm90a":
@@ -113,10 +101,6 @@ CANNOT_RUN: dict[str, str] = {
         f"refused: line 72, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
     "triton_math_tanh_sm90a":
         f"refused: line 72, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
-    "triton_matmul_fp8e4_sm90a":
-        f"refused: line 252, column 1: cvt.rn.e4m3x2 -- {_FP8}",
-    "triton_matmul_fp8e5_sm90a":
-        f"refused: line 251, column 2: cvt.rn.e5m2x2 -- {_FP8}",
     "triton_relu_gelu_sm80":
         f"refused: line 97, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
     "triton_relu_gelu_sm90a":

@@ -56,3 +56,15 @@ def test_triton_flash_attention_bit_exact(name):
     load_ptx(ptx).launch(entry.group(1), grid=(k["grid"][0], 1, 1), block=(32 * k["num_warps"], 1, 1),
                          args=[q, kk, v, o, k["seq"], float(k["scale"]), 0, 0], gmem=g, shared_bytes=k["shared"])
     assert g.download(o, DATA[f"{name}_o"].size).tobytes() == DATA[f"{name}_o"].tobytes()
+
+
+def test_nvcc_gmma_sw128_k_and_mn_major():
+    """nvcc's PTX of tools/hwcapture/wgmma/gmma_sw128.cu (the CuTe Hopper tutorial's shared layouts: A K-major,
+    B MN-major, both 128-byte swizzled; four k16 steps by descriptor arithmetic) equals the H100."""
+    z, _ = wc.load("h100_nvcc_gmma.npz")
+    g = GlobalMemory()
+    a, b = g.upload(z["A"]), g.upload(z["B"])
+    c = g.alloc(z["C"].nbytes)
+    load_ptx(bytes(z["ptx"]).decode()).launch("gmma_sw128", grid=(1, 1, 1), block=(128, 1, 1), args=[a, b, c],
+                                              gmem=g)
+    assert g.download(c, z["C"].nbytes).tobytes() == z["C"].tobytes()

@@ -19,7 +19,7 @@ DATA = os.path.join(os.path.dirname(__file__), "data", "wgmma")
 def load(name):
     path = os.path.join(DATA, name)
     z = np.load(path, allow_pickle=False)
-    return {k: z[k] for k in z.files}, json.loads(str(z["meta"]))
+    return {k: z[k] for k in z.files}, json.loads(str(z["meta"])) if "meta" in z.files else {}
 
 
 def replay_cta(f, inp, j, base=0, compute=None):

@@ -91,6 +91,8 @@ def round_to(x, fmt, mode="rn", e=None, ftz=False, sat=False, overflow=None):
     x = np.asarray(x, np.float64)
     dt, ut, cnan, tiny = FORMATS[fmt]
     nbits = np.dtype(ut).itemsize * 8
+    if ftz and fmt != "f64":
+        x, e = _ftz_tiny(x, e, fmt, mode)
     if fmt == "f64":
         r = x.copy()                     # x is already the nearest float64 of x + e
         if e is not None and mode != "rn":
@@ -99,8 +101,8 @@ def round_to(x, fmt, mode="rn", e=None, ftz=False, sat=False, overflow=None):
             big = np.finfo(np.float64).max
             keep_inf = (mode == "rm") & (r < 0) | (mode == "rp") & (r > 0)
             r = np.where(overflow & ~keep_inf, np.copysign(big, r), r)
-        if sat:
-            r = np.where(np.isnan(r), 0.0, np.clip(r, 0, 1))
+        if sat:                          # [0, 1]; NaN and -0 give +0 (H100)
+            r = np.where(np.isnan(r) | (r == 0), 0.0, np.clip(r, 0, 1))
         if ftz:
             r = flush(r, fmt)
         return canon_nan(r, fmt)
@@ -125,11 +127,32 @@ def round_to(x, fmt, mode="rn", e=None, ftz=False, sat=False, overflow=None):
             up = np.ones_like(step)
         if step.any():
             r = np.where(step, _bits_step(r.view(ut), up, nbits).view(dt), r)
-    if sat:
-        r = np.where(np.isnan(r), np.zeros_like(r), np.clip(r, 0, 1).astype(dt))
+    if sat:                              # [0, 1]; NaN and -0 give +0 (H100)
+        rf = r.astype(np.float64)
+        r = np.where(np.isnan(rf) | (rf == 0), np.zeros_like(r), np.clip(r, 0, 1).astype(dt))
     if ftz:
         r = flush(r, fmt)
     return canon_nan(r, fmt)
+
+
+def _ftz_tiny(x, e, fmt, mode):
+    """.ftz: a result that is tiny after rounding *with an unbounded exponent* becomes a zero of its sign
+    (H100: 2047 * 2^-25 in f16 flushes although rounding to the subnormal grid reaches the smallest normal;
+    -2^-14 + 1.5 * 2^-28 does not flush because it rounds to -2^-14)."""
+    tiny = FORMATS[fmt][3]
+    with np.errstate(invalid="ignore"):
+        small = (np.abs(x) < 2 * tiny) & (x != 0)
+    if not small.any():
+        return x, e
+    scale = 2.0 ** 20 if fmt == "f16" else 2.0 ** 100       # moves the subnormal range into the normal one
+    xs = np.where(small, x * scale, 0.0)
+    es = None if e is None else np.where(small, e * scale, 0.0)
+    r = round_to(xs, fmt, mode, es).astype(np.float64)
+    flushed = small & (np.abs(r) < tiny * scale)
+    x = np.where(flushed, np.copysign(0.0, x), x)
+    if e is not None:
+        e = np.where(flushed, 0.0, e)
+    return x, e
 
 
 def _directed_f64(x, e, mode):

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import ml_dtypes
 import numpy as np
 
 from isa.types import TYPES
 from ..errors import OperandError, UnsupportedError
 from .registry import executor
+from .cvt_narrow import compile_narrow
 from .common import NP, UINT, dst, split_mods, src, width
 from ..numerics.fround import FORMATS, canon_nan, flush, round_exact, round_to
 
@@ -22,6 +24,7 @@ FRND = {"rn", "rz", "rm", "rp"}
 IRND = {"rni", "rzi", "rmi", "rpi"}
 INT_TYPES = {"u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64"}
 FLOATS = {"f16", "bf16", "f32", "f64"}
+NARROW = {"tf32", "e4m3x2", "e5m2x2"}
 CVT_TYPES = INT_TYPES | FLOATS | {"f16x2", "bf16x2", "b16", "b32", "b64", "b8"}
 _INT_ROUND = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}
 
@@ -38,35 +41,19 @@ def _to_int_bits(vals, t):
     return np.array([int(v) & m for v in vals], np.uint64).astype(UINT[w]).view(NP[t])
 
 
-def _cvt_rna_tf32(instr, env):
-    """cvt.rna.tf32.f32: round to nearest, ties away from zero, onto 10 fraction bits; the low 13 bits of the
-    32-bit result are zero (Triton's tf32x3 relies on it: it subtracts the result from the f32 value).
-    Infinities pass; a NaN becomes the canonical 0x7FFFFFFF (NaN is not captured on hardware yet)."""
-    if len(instr.operands) != 2:
-        raise OperandError(f"{instr.opcode}: takes 2 operands, found {len(instr.operands)}")
-    read = src(env, instr.operands[1], "b32", instr)
-    write = dst(env, instr.operands[0], "b32", instr)
-
-    def run(warp, mask):
-        x = read(warp).astype(np.uint64)
-        special = (x & 0x7F800000) == 0x7F800000
-        r = ((x + 0x1000) & 0xFFFFE000).astype(np.uint32)                   # RNA on the magnitude
-        r = np.where(special, np.where(x & 0x7FFFFF, np.uint32(0x7FFFFFFF), x.astype(np.uint32)), r)
-        write(warp, r.astype(np.uint32), mask)
-    return run
-
-
 @executor("cvt")
 def compile_cvt(instr, env):
-    if instr.mods and set(instr.mods) == {"rna", "tf32", "f32"} and instr.mods.index("tf32") < instr.mods.index("f32"):
-        return _cvt_rna_tf32(instr, env)
-    types = [m for m in instr.mods if m in CVT_TYPES]
-    others = [m for m in instr.mods if m not in CVT_TYPES]
+    types = [m for m in instr.mods if m in CVT_TYPES or m in NARROW]
+    others = [m for m in instr.mods if m not in CVT_TYPES and m not in NARROW]
     q = split_mods(type(instr)(".".join(["cvt"] + others), ()), {
-        "rnd": FRND | IRND, "ftz": {"ftz"}, "sat": {"sat"}, "relu": {"relu"}, "satfinite": {"satfinite"}})
+        "rnd": FRND | IRND | {"rna"}, "ftz": {"ftz"}, "sat": {"sat"}, "relu": {"relu"}, "satfinite": {"satfinite"}})
     if len(types) != 2:
         raise OperandError(f"{instr.opcode}: cvt needs a destination and a source type (cvt.dtype.atype)")
     dtype, atype = types
+    if dtype in NARROW or atype in NARROW:
+        return compile_narrow(instr, env, dtype, atype, q)
+    if q.get("rnd") == "rna":
+        raise OperandError(f"{instr.opcode}: .rna is defined for cvt.rna.tf32.f32 only")
     for t in types:
         if t in ("b8", "b16", "b32", "b64"):
             raise UnsupportedError(f"{instr.opcode}: cvt takes typed operands (.u/.s/.f), not .{t}")
@@ -130,13 +117,12 @@ def compile_cvt(instr, env):
                 r = round_to(np.array(v, np.float64), dtype, rnd, ftz=ftz, sat=sat)
             else:
                 r = round_exact([Fraction(x) for x in v], dtype, rnd)
+                r = np.where(r == 0, 0.0, r)                # an integer zero converts to +0 in every mode
                 r = round_to(r.astype(np.float64), dtype, "rn", ftz=ftz, sat=sat)
             write(warp, r, mask)
         return run
 
     # float -> float
-    narrowing = width(dtype) < width(atype) or (dtype == "bf16" and atype == "f16") or \
-        (dtype == "f16" and atype == "bf16")
     if rnd in IRND:
         if dtype != atype:
             raise OperandError(f"{text}: an integer rounding (.{rnd}) needs equal float types")
@@ -151,25 +137,59 @@ def compile_cvt(instr, env):
                 r = round_to(r.astype(np.float64), dtype, sat=True)
             write(warp, flush(r, dtype) if ftz else r, mask)
         return run
-    if narrowing and rnd not in FRND:
-        raise OperandError(f"{text}: a narrowing float conversion needs .rn/.rz/.rm/.rp")
-    if not narrowing and rnd and dtype != atype:
-        raise OperandError(f"{text}: a widening float conversion is exact and takes no rounding modifier")
+    # ptxas accepts a narrowing conversion without a rounding modifier (it rounds to nearest) and a widening
+    # one with a modifier (which changes nothing: the conversion is exact)
     mode = rnd or "rn"
-
-    keep_payload = "f64" in (atype, dtype)   # H100: F2F to/from .f64 keeps the NaN payload (quieted)
+    relu, satfinite = "relu" in q, "satfinite" in q
+    if (relu or satfinite) and dtype not in ("f16", "bf16"):
+        raise UnsupportedError(f"{text}: .relu and .satfinite are defined for .f16/.bf16 destinations")
+    big = float(np.finfo(np.float16).max) if dtype == "f16" else float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)
 
     def run(warp, mask):
         v = read(warp)
-        if ftz and atype == "f32":
+        if ftz and atype == "f32" and dtype != "f16":
             v = canon_nan(flush(v, "f32"), "f32")   # H100: the .ftz path also canonicalises a NaN operand
         r = round_to(v.astype(np.float64), dtype, mode, ftz=ftz and dtype == "f32", sat=sat)
-        if keep_payload:
-            nan = np.isnan(v)
-            if nan.any():
-                r = np.where(nan, v.astype(NP[dtype]), r)
+        if satfinite:                               # infinities and overflows clamp to the largest finite value
+            rf = r.astype(np.float64)
+            r = np.where(np.isinf(rf), np.copysign(big, rf).astype(r.dtype), r)
+        if relu:                                    # negative values and -0 give +0; a NaN stays canonical
+            rf = r.astype(np.float64)
+            r = np.where(np.isnan(rf) | (rf > 0), r, np.zeros_like(r))
+        nan = np.isnan(v.astype(np.float64))
+        if nan.any() and not sat:
+            r = np.where(nan, nan_convert(v, atype, dtype, ftz, rnd).view(NP[dtype]), r)
         write(warp, r, mask)
     return run
+
+
+_FBITS = {"f16": (16, 10), "bf16": (16, 7), "f32": (32, 23), "f64": (64, 52)}
+
+
+def nan_convert(v, atype, dtype, ftz=False, rnd=None):
+    """Raw bits of the NaN that cvt.dtype.atype makes of the NaN lanes of ``v`` (measured on the H100):
+
+    * to or from .f64: the sign and the leading payload bits are kept and the NaN is quieted;
+    * .f32 -> .f32 and .f64 -> .f64 without modifiers, and .bf16 -> .f32 without .ftz: the bits unchanged
+      (a signalling NaN stays signalling);
+    * every other conversion (and the .ftz forms, which canonicalise first): the canonical NaN of ``dtype``.
+    """
+    aw, af = _FBITS[atype]
+    dw, df = _FBITS[dtype]
+    u = v.view(UINT[aw]).astype(np.uint64)
+    if atype == dtype and atype in ("f32", "f64") and not ftz and rnd is None:
+        return u.astype(UINT[dw])
+    if atype == "bf16" and dtype == "f32" and not ftz:
+        return (u << np.uint64(16)).astype(np.uint32)
+    if "f64" in (atype, dtype) and not (ftz and atype == "f32" and dtype == "f32"):
+        if ftz and atype == "f32":
+            u = np.full_like(u, 0x7FFFFFFF)
+        sign = (u >> np.uint64(aw - 1)) << np.uint64(dw - 1)
+        pay = u & np.uint64((1 << af) - 1)
+        pay = pay << np.uint64(df - af) if df > af else pay >> np.uint64(af - df)
+        exp = np.uint64(((1 << (dw - 1 - df)) - 1) << df)
+        return (sign | exp | pay | np.uint64(1 << (df - 1))).astype(UINT[dw])
+    return np.full(u.shape, FORMATS[dtype][2], UINT[dw])
 
 
 def _cvt_pack(instr, env, dtype, atype, q):

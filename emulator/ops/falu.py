@@ -48,7 +48,8 @@ class _Operands:
     def __init__(self, instr, env, ptype, ftz, n_src):
         if len(instr.operands) != n_src + 1:
             raise OperandError(f"{instr.opcode}: takes {n_src + 1} operands, found {len(instr.operands)}")
-        self.ptype, self.fmt, self.ftz = ptype, _ELEM[ptype], ftz
+        # .ftz has no effect on .f64 (rcp.rn.ftz.f64 is accepted; the H100 keeps f64 subnormals)
+        self.ptype, self.fmt, self.ftz = ptype, _ELEM[ptype], ftz and ptype != "f64"
         self.dt, self.ut = FORMATS[self.fmt][0], FORMATS[self.fmt][1]
         raw = _BITS[ptype]
         self.readers = [src(env, op, raw, instr) for op in instr.operands[1:]]
@@ -64,6 +65,20 @@ class _Operands:
 
     def f64(self, warp, i):
         return self.values(warp, i).astype(np.float64)
+
+    def f64_nan(self, warp, r, order):
+        """.f64: where an operand is a NaN, the result is the first NaN operand in ``order`` (operand indices),
+        quieted, with its own sign and payload (measured on the H100); NaNs made from numbers stay as they are."""
+        if self.ptype != "f64":
+            return r
+        raw = [self.readers[i](warp).view(np.uint64) for i in order]
+        out = r.view(np.uint64).copy()
+        taken = ~np.isnan(r)                # only NaN results take an operand's NaN
+        for v in raw:
+            nan = ((v & np.uint64(0x7FFFFFFFFFFFFFFF)) > np.uint64(0x7FF0000000000000)) & ~taken
+            out = np.where(nan, v | np.uint64(1 << 51), out)
+            taken |= nan
+        return out.view(np.float64)
 
     def write(self, warp, r, mask):
         bits = np.ascontiguousarray(r.astype(self.dt, copy=False)).view(self.ut)
@@ -117,7 +132,7 @@ def _compile_addmul(instr, env):
                 r = round_exact(qs, "f64", mode).reshape(a.shape)
                 with np.errstate(all="ignore"):
                     r = np.where(exact_zero(qs), a * b, r)   # exact zeros: the sign of the product
-                ops.write(warp, r, mask)
+                ops.write(warp, ops.f64_nan(warp, r, (1, 0)), mask)
                 return
             with np.errstate(invalid="ignore", over="ignore"):
                 s, e = a * b, None          # exact in float64 for 16/32-bit formats
@@ -126,7 +141,8 @@ def _compile_addmul(instr, env):
             s = zero_sum_sign(s, a, b, mode)
             if f64:
                 ovf = np.isinf(s) & np.isfinite(a) & np.isfinite(b)
-        ops.write(warp, _finish(ops, s, mode, e, sat, overflow=ovf), mask)
+        r = _finish(ops, s, mode, e, sat, overflow=ovf)
+        ops.write(warp, ops.f64_nan(warp, r, (1, 0)), mask)
     return run
 
 
@@ -154,6 +170,10 @@ def _compile_fma(instr, env):
                            f"mad.rnd.{ptype} is fma.rnd.{ptype}")
     ops = _Operands(instr, env, ptype, "ftz" in q, 3)
     mode, sat, relu = _mode(instr, q), "sat" in q, "relu" in q
+    if ptype == "bf16x2" and mode != "rn":
+        mode = "rn"         # ptxas 13 (sm_90) emits the round-to-nearest HFMA2.BF16 for every rounding mode
+    if ptype == "bf16" and mode != "rn":
+        return _fma_bf16_directed(ops, mode)
 
     def run(warp, mask):
         a, b, c = ops.f64(warp, 0), ops.f64(warp, 1), ops.f64(warp, 2)
@@ -164,11 +184,26 @@ def _compile_fma(instr, env):
             r = round_exact(qs, "f64", mode).reshape(a.shape)
             with np.errstate(all="ignore"):
                 r = np.where(exact_zero(qs), zero_sum_sign(p + c, p, c, mode), r)
-            ops.write(warp, r, mask)
+            ops.write(warp, ops.f64_nan(warp, r, (1, 2, 0)), mask)
             return
         s, e = two_sum(p, c)
         s = zero_sum_sign(s, p, c, mode)
         ops.write(warp, _finish(ops, s, mode, e, sat, relu), mask)
+    return run
+
+
+def _fma_bf16_directed(ops, mode):
+    """fma.{rz,rm,rp}{.relu}.bf16 as ptxas 13 compiles it for sm_90: the three operands are read as *f16*
+    (HADD2.F32), fused in f32 with the rounding mode (FFMA.RZ/RM/RP), and the sum is rounded to *f16* to
+    nearest (F2FP.F16.F32); .relu is dropped. The H100 runs exactly that, so the emulator does too."""
+    def run(warp, mask):
+        a, b, c = (ops.readers[i](warp).view(np.uint16).view(np.float16).astype(np.float64) for i in range(3))
+        with np.errstate(invalid="ignore", over="ignore"):
+            p = a * b                           # exact in float64 (and in f32: 11 + 11 bits)
+        s, e = two_sum(p, c)
+        s = zero_sum_sign(s, p, c, mode)
+        f32 = round_to(s, "f32", mode, e)
+        ops.writer(warp, round_to(f32.astype(np.float64), "f16", "rn").view(np.uint16), mask)
     return run
 
 
@@ -265,9 +300,11 @@ def _compile_minmax(instr, env):
             sgn = (ua ^ ub) & sign
             a, b = (ua & ~sign).view(ops.dt), (ub & ~sign).view(ops.dt)
             r = pick(a, b)
-            ops.write(warp, ((r.view(ops.ut) & ~sign) | sgn).view(ops.dt), mask)
+            out = ((r.view(ops.ut) & ~sign) | sgn).view(ops.dt)
+            ops.write(warp, np.where(np.isnan(r.astype(np.float64)), r, out), mask)   # a NaN keeps sign 0
             return
-        ops.write(warp, pick(a, b), mask)
+        r = pick(a, b)
+        ops.write(warp, ops.f64_nan(warp, r, (1, 0)), mask)      # f64: two NaNs give b, quieted
 
     def pick(a, b):
         fa, fb = a.astype(np.float64), b.astype(np.float64)
@@ -296,9 +333,11 @@ def _compile_negabs(instr, env):
     def run(warp, mask):
         v = ops.values(warp, 0).view(ops.ut)
         r = ((v ^ sign) if neg else (v & ~sign)).view(ops.dt)
-        if ptype == "f32":                  # H100: neg.f32 / abs.f32 of a NaN give the canonical NaN
-            r = canon_nan(r, "f32")
-        ops.write(warp, r, mask)
+        if ptype == "f64":                  # H100: a NaN comes back quieted, its sign untouched
+            ops.write(warp, ops.f64_nan(warp, r, (0,)), mask)
+            return
+        # H100: neg/abs of a NaN give the canonical NaN (.f32 0x7FFFFFFF, .f16/.bf16 0x7FFF in each half)
+        ops.write(warp, canon_nan(r, ops.fmt), mask)
     return run
 
 
@@ -337,8 +376,8 @@ def compile_testp(instr, env):
 
     def run(warp, mask):
         v = read(warp).astype(np.float64)
-        if op == "normal":
-            r = np.isfinite(v) & (np.abs(v) >= tiny)
+        if op == "normal":          # H100: zeros count as normal (finite and not subnormal)
+            r = np.isfinite(v) & ((np.abs(v) >= tiny) | (v == 0))
         elif op == "subnormal":
             r = (np.abs(v) < tiny) & (v != 0)
         else:
