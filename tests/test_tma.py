@@ -155,7 +155,7 @@ def test_timeline_shows_phases_and_copies():
     ready = sorted(t.barriers)[:3]
     assert [sum(e[1] == "phase" for e in t.barriers[a]) for a in ready] == [3, 2, 2]
     svg = t.svg()
-    assert svg.startswith("<svg") and svg.count("<rect") > 100
+    assert svg.startswith("<svg") and svg.count("<rect") > 50 and "phase 2 (parity 0)" in svg
     with pytest.raises(EmulatorError, match="timeline=True"):
         run_ring(x, 1)[1].timeline()
 
@@ -221,3 +221,12 @@ def test_deadlock_in_ring_names_every_waiting_warp():
     for w in (1, 2):
         assert f"warp {w} lanes 0-31" in msg
     assert "0 of 1 arrival(s) pending, tx-count 1024" in msg
+
+
+def test_cli_timeline(tmp_path, capsys):
+    from emulator.cli import main
+    out = tmp_path / "ring.svg"
+    rc = main(["run", os.path.join(DATA, "ws_ring.ptx"), "--kernel", "ws_ring", "--block", "96", "--arg",
+               "zeros:f32:768", "--arg", "zeros:f32:6", "--arg", "3", "--timeline", str(out), "--schedule", "4"])
+    assert rc in (0, None)
+    assert out.read_text().startswith("<svg") and "wrote" in capsys.readouterr().out

@@ -48,6 +48,10 @@ def add_parser(subparsers):
                                                              "conflicts of every shared-memory instruction, per warp")
     p.add_argument("--arch", default=None, help="the machine emulated: sm_80, sm_86, sm_89, sm_90 (default: sm_90, the H100, whatever "
                                               "the module's .target)")
+    p.add_argument("--timeline", metavar="FILE", help="draw CTA 0's timeline (warps' instructions, mbarrier phases, "
+                                                     "bulk copies) to FILE.svg or FILE.html")
+    p.add_argument("--schedule", metavar="SEED", type=int, default=None,
+                   help="interleave warps in a seeded random order (shakes out races); default: round-robin")
     p.add_argument("--cp-async", choices=("deferred", "eager"), default="deferred",
                    help="when cp.async copies land in shared memory (default: at the wait that retires them)")
     p.set_defaults(func=_cmd_run)
@@ -122,8 +126,14 @@ def _cmd_run(a):
     args, arrays = _parse_args(module, entry, a.arg, g)
     res = module.launch(entry, grid=_dims(a.grid, "grid"), block=_dims(a.block, "block"), args=args, gmem=g,
                         shared_bytes=a.shared, options=WarpOptions(cp_async=a.cp_async),
-                        trace=sys.stdout if a.trace else None)
+                        trace=sys.stdout if a.trace else None, timeline=bool(a.timeline),
+                        schedule=None if a.schedule is None else ("random", a.schedule))
     print(f"{entry}: {len(res.ctas)} CTA(s), {res.instructions} warp instructions issued")
+    if a.timeline:
+        if not a.timeline.endswith((".svg", ".html")):
+            raise OperandError(f"--timeline: {a.timeline!r} must end in .svg or .html")
+        res.timeline().save(a.timeline)
+        print(f"wrote {a.timeline}")
     if a.bank_report:
         for ctaid, w in res.warps():
             recs = w.bank_report()

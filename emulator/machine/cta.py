@@ -124,6 +124,8 @@ class CTA:
             w, lanes, reason = rec
             if reason.ready():
                 w.waiting[lanes] = False
+                if self.async_unit.record:
+                    self.async_unit.events.append(("wake", self.async_unit.step, w.warp_id, ""))
             else:
                 keep.append(rec)
         self.stalls = keep
@@ -309,6 +311,8 @@ class CTA:
         if stall is not None:
             w.waiting |= stall[0]
             self.stalls.append([w, stall[0], stall[1]])
+            if self.async_unit.record:
+                self.async_unit.events.append(("stall", self.async_unit.step, w.warp_id, stall[1].describe()))
         w._last_yield = why if why is not None else (stall[1] if stall else None)
         if self.trace is not None:
             self._trace(w, op, shown)
