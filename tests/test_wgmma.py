@@ -281,3 +281,44 @@ def test_show_wgmma_and_descriptor_pictures():
     assert d.cell(1, 0) == "0x90" and d.cell(1, 1) == "0x80" and d.cell(8, 0) == "0x400"
     m = descriptor_view((64, True), rows=64)
     assert m.cell(2, 0) == "0x90" and m.cell(0, 4) == "0x400"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**64 - 1), st.sampled_from(["wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16",
+                                                  "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2",
+                                                  "wgmma.mma_async.sync.aligned.m64n16k256.s32.b1.b1.and.popc"]),
+       st.booleans())
+def test_fuzz_descriptor_reads(bits, instr, trans):
+    """Any 64-bit descriptor either reads inside shared memory or raises MemoryAccessError naming it."""
+    from emulator.ops.wgmma import get_wgmma
+    op = get_wgmma(instr)
+    smem = np.arange(48 * 1024, dtype=np.uint32).astype(np.uint8)
+    trans = trans and op.variant.can_transpose
+    try:
+        tile, idx = op.read(smem, bits, "B", trans, instr, op.n)
+    except MemoryAccessError as e:
+        assert "descriptor" in str(e) and "outside shared memory" in str(e)
+        return
+    assert tile.shape == (op.n, op.k) and idx.max() < smem.size
+
+
+@pytest.mark.parametrize("name", ["Layout_K_INTER_Atom", "Layout_K_SW32_Atom", "Layout_K_SW64_Atom",
+                                  "Layout_K_SW128_Atom", "Layout_MN_INTER_Atom", "Layout_MN_SW32_Atom",
+                                  "Layout_MN_SW64_Atom", "Layout_MN_SW128_Atom"])
+def test_cute_gmma_atoms_are_what_the_hardware_reads(name):
+    from emulator.layouts.gmma import check_atom
+    for eb in ((1, 2, 4) if "_K_" in name else (2,)):
+        assert check_atom(name, eb) == [], (name, eb)
+
+
+@pytest.mark.parametrize("w", [32, 64, 128])
+def test_triton_nvmma_is_what_the_hardware_reads(w):
+    from emulator.layouts.gmma import check_nvmma
+    assert check_nvmma(w) == []
+    assert check_nvmma(w, elem_bytes=1) == []
+
+
+def test_atom_check_can_fail(monkeypatch):
+    from emulator.layouts.gmma import check_atom
+    monkeypatch.setattr(D, "swizzle", lambda a, w, b=0: a)
+    assert len(check_atom("Layout_K_SW128_Atom")) > 0
