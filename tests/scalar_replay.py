@@ -11,14 +11,16 @@ import numpy as np
 from emulator import Warp
 from emulator.errors import EmulatorError
 
-DATA = os.path.join(os.path.dirname(__file__), "data", "scalar", "scalar_sm90.npz")
+DATA_DIR = os.path.join(os.path.dirname(__file__), "data", "scalar")
+DATA = os.path.join(DATA_DIR, "scalar_sm90.npz")
+CAPTURES = ("scalar_sm90", "scalar_sm90_extra")     # the register forms; immediates, cvt.pack, SIMD video
 MASK = {16: 0xFFFF, 32: 0xFFFFFFFF, 64: 0xFFFFFFFFFFFFFFFF}
 UDT = {16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
-@lru_cache(maxsize=1)
-def capture():
-    z = np.load(DATA, allow_pickle=False)
+@lru_cache(maxsize=None)
+def capture(name="scalar_sm90"):
+    z = np.load(os.path.join(DATA_DIR, name + ".npz"), allow_pickle=False)
     forms = json.loads(str(z["forms"]))
     inputs = {k[3:]: z[k] for k in z.files if k.startswith("in_")}
     results = [z[f"r{i}"] for i in range(len(forms))]
@@ -49,9 +51,9 @@ def run_form(form, inputs, lanes):
     return np.stack(outs)
 
 
-def compare(i, lanes):
+def compare(i, lanes, name="scalar_sm90"):
     """(refusal message or None, lanes that differ, emulator bits, H100 bits) for form i."""
-    forms, inputs, results, _ = capture()
+    forms, inputs, results, _ = capture(name)
     form = forms[i]
     want = results[i][:, lanes].astype(np.uint64)
     try:
@@ -62,9 +64,9 @@ def compare(i, lanes):
     return None, np.asarray(lanes)[bad], got, want
 
 
-def describe(i, lane):
+def describe(i, lane, name="scalar_sm90"):
     """A readable line for one mismatching lane of form i."""
-    forms, inputs, results, _ = capture()
+    forms, inputs, results, _ = capture(name)
     form = forms[i]
     ins = ", ".join(f"{reg}=0x{int(inputs[kind][k][lane]):x}" for k, (reg, _, kind) in enumerate(form["srcs"]))
     want = ", ".join(f"0x{int(x):x}" for x in results[i][:, lane])

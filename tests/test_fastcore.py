@@ -287,12 +287,57 @@ def test_random_kernels_are_identical_on_both_engines(seed, nthreads):
         assert fast["fast_executed"] > 0
 
 
+MMAS = ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%r0, %r1, %r2, %r3}, {A4}, {%r4, %r5}, {%r0, %r1, %r2, %r3};",
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%r2, %r3, %r0, %r1}, {A4}, {%r5, %r4}, {%r0, %r1, %r2, %r3};",
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%r0, %r1, %r2, %r3}, {A4}, {%r4, %r5}, {%r3, %r2, %r1, %r0};",
+        "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%r0, %r1}, {A4}, {%r4, %r5}, {%r2, %r3};",
+        "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 {%r0, %r1, %r2, %r3}, {A4}, {%r4, %r5}, {%r0, %r1, %r2, %r3};")
+LDSM = ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r0, %r1, %r2, %r3}, [%s1];",
+        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%r2, %r3, %r4, %r5}, [%s1+16];",
+        "ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%r1, %r5}, [%s1];",
+        "ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%r3}, [%s1];",
+        "ldmatrix.sync.aligned.x2.trans.m8n8.shared.b16 {%r0, %r4}, [%s1+32];")
+
+
+def tensor_kernel(rng, n=8):
+    """Random mma.sync (f16, bf16, tf32, f16 accumulators, fp8) and ldmatrix (every shape, row addresses
+    permuted across lanes) over registers holding random and special values."""
+    body = ["st.shared.v4.b32 [%s0], {%r0, %r1, %r2, %r3};", "st.shared.v4.b32 [%s0+512], {%r4, %r5, %r0, %r1};",
+            f"xor.b32 %s1, %t0, {int(rng.integers(0, 32))}; and.b32 %s1, %s1, 31; shl.b32 %s1, %s1, 4;"]
+    for _ in range(n):
+        if rng.random() < 0.5:
+            regs = ", ".join(f"%r{int(i)}" for i in rng.permutation(6)[:4])
+            body.append(str(rng.choice(MMAS)).replace("{A4}", "{" + regs + "}"))
+        else:
+            body.append(str(rng.choice(LDSM)))
+        if rng.random() < 0.3:
+            body.append(_instruction(rng))
+    return random_kernel(rng, 0).replace("    ret;\n}", "    " + "\n    ".join(body) + "\n    ret;\n}").replace(
+        "shl.b32 %s0, %t0, 4;", "shl.b32 %s0, %t0, 4;").replace(".reg .b32 %s<1>;", ".reg .b32 %s<2>;").replace("buf[1024]", "buf[2048]")
+
+
+@settings(max_examples=max(EXAMPLES // 3, 10), deadline=None, derandomize=EXAMPLES <= 100,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2 ** 32 - 1), nthreads=st.sampled_from([32, 64, 48]))
+def test_random_tensor_core_kernels_are_identical_on_both_engines(seed, nthreads):
+    rng = np.random.default_rng(seed)
+    text = tensor_kernel(rng)
+    ref, fast, diffs = compare_engines(load_ptx(text), "k", 1, nthreads, random_inputs(rng, nthreads))
+    assert not diffs, (diffs, text)
+    if nthreads != 48:
+        assert "error" not in ref, ref["error"]
+        assert fast["fast_executed"] > 0
+
+
 def test_every_translated_opcode_is_exercised_by_the_random_kernels():
     """The random kernels reach every opcode of the fast engine (else the fuzz would prove nothing)."""
     seen = set()
     rng = np.random.default_rng(1)
     for _ in range(30):
         tr = translation(load_ptx(random_kernel(rng, 60)).program("k"))
+        seen |= {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
+    for _ in range(5):
+        tr = translation(load_ptx(tensor_kernel(rng)).program("k"))
         seen |= {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
     assert set(T.NAMES.values()) - seen == set()
 

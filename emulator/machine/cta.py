@@ -57,6 +57,14 @@ class CTA:
         nthreads = block[0] * block[1] * block[2]
         nwarps = -(-nthreads // LANES)
         self.warps = []
+        # special registers equal in every warp of the CTA: one array each, shared (sources are read-only)
+        same = {"%laneid": np.arange(LANES, dtype=np.uint32), "%nwarpid": np.full(LANES, nwarps, np.uint32),
+                "%dynamic_smem_size": np.full(LANES, smem_size - prog.shared_static, np.uint32),
+                "%total_smem_size": np.full(LANES, smem_size, np.uint32)}
+        for c, k in zip("xyz", range(3)):
+            same[f"%ntid.{c}"] = np.full(LANES, block[k], np.uint32)
+            same[f"%ctaid.{c}"] = np.full(LANES, ctaid[k], np.uint32)
+            same[f"%nctaid.{c}"] = np.full(LANES, grid[k], np.uint32)
         for w in range(nwarps):
             tids = np.arange(w * LANES, (w + 1) * LANES)
             bases = local_bases[tids]
@@ -68,15 +76,8 @@ class CTA:
             sv["%tid.x"] = (tid % block[0]).astype(np.uint32)
             sv["%tid.y"] = ((tid // block[0]) % block[1]).astype(np.uint32)
             sv["%tid.z"] = (tid // (block[0] * block[1])).astype(np.uint32)
-            for c, k in zip("xyz", range(3)):
-                sv[f"%ntid.{c}"] = np.full(LANES, block[k], np.uint32)
-                sv[f"%ctaid.{c}"] = np.full(LANES, ctaid[k], np.uint32)
-                sv[f"%nctaid.{c}"] = np.full(LANES, grid[k], np.uint32)
-            sv["%laneid"] = np.arange(LANES, dtype=np.uint32)
+            sv.update(same)
             sv["%warpid"] = np.full(LANES, w, np.uint32)
-            sv["%nwarpid"] = np.full(LANES, nwarps, np.uint32)
-            sv["%dynamic_smem_size"] = np.full(LANES, smem_size - prog.shared_static, np.uint32)
-            sv["%total_smem_size"] = np.full(LANES, smem_size, np.uint32)
             if fast is not None:
                 kw.fast = fast.attach(kw)
             self.warps.append(kw)

@@ -16,7 +16,8 @@ How (the contract, also in docs/speed.md):
   the error (and the memory left behind) is exactly the serial run's.
 
 ``result.ctas`` holds, for CTAs run by a worker, a :class:`WorkerWarp` per warp: the warp's registers,
-shared memory and counters as the worker left them (``read``/``get_reg`` as on a warp).
+shared memory and counters as the worker left them (``read``/``get_reg`` as on a warp); their shared-memory
+access records are not sent back (bank reports need ``workers=1``).
 """
 from __future__ import annotations
 
@@ -36,13 +37,24 @@ class WorkerWarp:
 
     def __init__(self, w):
         self.warp_id = w.warp_id
-        self.regs = {n: np.array(w.get_reg(n)) for n in w.regs}
+        # registers packed by dtype (one array each: pickling thousands of small arrays is slow)
+        groups = {}
+        for n in w.regs:
+            v = w.get_reg(n)
+            groups.setdefault(v.dtype.str, ([], []))
+            groups[v.dtype.str][0].append(n)
+            groups[v.dtype.str][1].append(v)
+        self._packed = [(names, np.stack(vals)) for names, vals in groups.values()]
         self.smem = w.smem.copy()
         self.pc = w.pc.copy()
         self.exited = w.exited.copy()
         self.issued = w.issued
         self.clock = w.clock
-        self._smem_log = list(w._smem_log)
+        self._smem_log = []             # bank reports: run with workers=1
+
+    @property
+    def regs(self):
+        return {n: v for names, arr in self._packed for n, v in zip(names, arr)}
 
     def get_reg(self, name, instr="read"):
         return self.regs[name]

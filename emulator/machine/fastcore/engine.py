@@ -141,8 +141,9 @@ class FastWarp:
         st[T.S_SMEM_SIZE] = w.smem.size
         st[T.S_PARAM_PTR] = self.param.ctypes.data
         st[T.S_PARAM_SIZE] = self.param.shape[1]
-        fl._run(fl.tr.code, fl.tr.imm, self.arena, w.pc, w.exited, w.waiting, w.smem_inflight, fl.gtab, st,
-                fl.log_pc, fl.log_addr, fl.log_mask)
+        tr = fl.tr
+        fl._run(tr.code, tr.imm, self.arena, w.pc, w.exited, w.waiting, w.smem_inflight, fl.gtab, st,
+                fl.log_pc, fl.log_addr, fl.log_mask, tr.mma_regs, tr.mma_maps, tr.mma_prm, *tr.mma_luts, tr.mma_lutidx)
         budget[0] = int(st[T.S_BUDGET])
         w.clock = w.issued = int(st[T.S_ISSUED])
         self.executed += int(st[T.S_EXECUTED])
@@ -166,6 +167,10 @@ def _records(code, tcode, pcs, masks, addrs):
     out = []
     for p, m, a in zip(pcs.tolist(), masks.tolist(), addrs):
         row = tcode[p]
-        out.append(SmemAccess(str(code[p].instr.text), "ld" if row[T.OP] == T.LD else "st", a,
-                              int(row[T.Y] * row[T.Z]), ((m >> lanes) & 1).astype(np.bool_), 0, None))
+        mask = ((m >> lanes) & 1).astype(np.bool_)
+        if row[T.OP] == T.LDMATRIX:
+            out.append(SmemAccess(str(code[p].instr.text), "ldmatrix", a, 16, mask, int(row[T.Y]), None))
+        else:
+            out.append(SmemAccess(str(code[p].instr.text), "ld" if row[T.OP] == T.LD else "st", a,
+                                  int(row[T.Y] * row[T.Z]), mask, 0, None))
     return out

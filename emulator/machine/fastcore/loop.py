@@ -11,6 +11,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from . import table as T
+from ...numerics.gemm_fast import tc_batch
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -598,7 +599,91 @@ def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
 
 
 @njit(cache=True)
-def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask):
+def _lut(kind, i, l1, l256, l64k):
+    if kind == 0:
+        return l1[i]
+    if kind == 1:
+        return l256[i]
+    return l64k[i]
+
+
+@njit(cache=True)
+def _mma(row, mregs, mmaps, mprm, l1, l256, l64k, mlutidx, a32):
+    """mma.sync of a tensor-core family through the same kernel as ``ops.mma`` (numerics.gemm_fast)."""
+    k = row[T.X]
+    nd, na, nb, nc = row[T.V0], row[T.V0 + 1], row[T.V0 + 2], row[T.V0 + 3]
+    regs = mregs[k]
+    a = np.empty((1, na, LANES), np.uint32)
+    b = np.empty((1, nb, LANES), np.uint32)
+    c = np.empty((1, nc, LANES), np.uint32)
+    d = np.empty((1, nd, LANES), np.uint32)
+    for i in range(na):
+        e = regs[4 + i] & IDX
+        for lane in range(LANES):
+            a[0, i, lane] = a32[e + lane]
+    for i in range(nb):
+        e = regs[8 + i] & IDX
+        for lane in range(LANES):
+            b[0, i, lane] = a32[e + lane]
+    for i in range(nc):
+        e = regs[12 + i] & IDX
+        for lane in range(LANES):
+            c[0, i, lane] = a32[e + lane]
+    li = mlutidx[k]
+    tc_batch(a, b, c, d, mmaps[k], mprm[k], _lut(li[0], li[1], l1, l256, l64k), _lut(li[2], li[3], l1, l256, l64k))
+    for i in range(nd):
+        if regs[i] >= 0:
+            e = regs[i] & IDX
+            for lane in range(LANES):
+                a32[e + lane] = d[0, i, lane]
+
+
+@njit(cache=True)
+def _ldmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr, out):
+    """ldmatrix as ``ops.datamove`` defines it (lane 8j+r: row r of matrix j); False when a used lane's row
+    address breaks a rule (the reference then raises)."""
+    nmat = row[T.Y]
+    trans = row[T.Z] == 1
+    off = np.int64(imrow[T.IMM_OFFSET])
+    if row[T.A] == -1:
+        for lane in range(LANES):
+            addrs[lane] = off
+    else:
+        _gather(row[T.A], 64, 0, xr, a8, a16, a32, a64, imrow)
+        for lane in range(LANES):
+            addrs[lane] = np.int64(xr[lane]) + off
+    size = state[T.S_SMEM_SIZE]
+    for lane in range(8 * nmat):
+        a = addrs[lane]
+        if a % 16 != 0 or a < 0 or a + 16 > size:
+            return False
+        if state[T.S_INFLIGHT] > 0:
+            for b in range(16):
+                if inflight[a + b] != 0:
+                    return False
+    base = state[T.S_SMEM_PTR]
+    for j in range(nmat):
+        for lane in range(LANES):
+            g, t = lane >> 2, lane & 3
+            if trans:
+                lo = _peek16(base + addrs[8 * j + 2 * t] + 2 * g)
+                hi = _peek16(base + addrs[8 * j + 2 * t + 1] + 2 * g)
+            else:
+                lo = _peek16(base + addrs[8 * j + g] + 4 * t)
+                hi = _peek16(base + addrs[8 * j + g] + 4 * t + 2)
+            out[j, lane] = np.uint32(lo | (hi << np.uint64(16)))
+    for j in range(nmat):
+        e = row[T.V0 + j]
+        if e >= 0:
+            i = e & IDX
+            for lane in range(LANES):
+                a32[i + lane] = out[j, lane]
+    return True
+
+
+@njit(cache=True)
+def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmaps,
+        mprm, l1, l256, l64k, mlutidx):
     """Run the warp from its current state. Returns (through ``state``) why it stopped."""
     a8 = arena
     a16 = arena.view(np.uint16)
@@ -614,6 +699,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     xc = np.zeros(LANES, np.uint64)
     xr = np.zeros(LANES, np.uint64)
     xq = np.zeros(LANES, np.uint64)
+    mtmp = np.zeros((4, LANES), np.uint32)
     live = 0
     for lane in range(LANES):
         if not exited[lane] and not waiting[lane]:
@@ -719,6 +805,31 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     for lane in range(LANES):
                         log_addr[nlog, lane] = addrs[lane]
                     nlog += 1
+        elif opc == T.MMA:
+            if em != 0xFFFFFFFF:                   # .sync.aligned: all 32 lanes (the reference names who is missing)
+                budget += 1
+                issued -= 1
+                executed -= 1
+                state[T.S_STATUS] = T.ST_SLOW
+                state[T.S_PC] = p
+                state[T.S_MASK] = m
+                break
+            _mma(row, mregs, mmaps, mprm, l1, l256, l64k, mlutidx, a32)
+        elif opc == T.LDMATRIX:
+            if em != 0xFFFFFFFF or nlog >= log_pc.shape[0] or not _ldmatrix(row, imrow, a8, a16, a32, a64,
+                                                                            inflight, state, addrs, xr, mtmp):
+                budget += 1
+                issued -= 1
+                executed -= 1
+                state[T.S_STATUS] = T.ST_SLOW
+                state[T.S_PC] = p
+                state[T.S_MASK] = m
+                break
+            log_pc[nlog] = p
+            log_mask[nlog] = (1 << (8 * row[T.Y])) - 1
+            for lane in range(LANES):
+                log_addr[nlog, lane] = addrs[lane]
+            nlog += 1
         elif opc == T.SHFL and em != 0:
             if not _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
                 budget += 1

@@ -78,9 +78,39 @@ class Translation:
             op.instr.base == "cp" and "bulk" in op.instr.mods and "global" in op.instr.mods[:6] and
             op.instr.mods.index("global") < next((i for i, m in enumerate(op.instr.mods) if m.startswith("shared")),
                                                  99))) for op in prog.code)
+        self._mma = []           # (MmaOp, [D, A, B, C] register operands) per translated mma
         for pc, op in enumerate(prog.code):
             self._translate(pc, op)
+        self._mma_tables()
         self.coverage = float(self.fast.mean()) if n else 1.0
+
+    def _mma_tables(self):
+        """Per translated mma: its registers, fragment maps, parameters and operand decode tables."""
+        from ...numerics import gemm_fast
+        k = max(len(self._mma), 1)
+        self.mma_regs = np.full((k, 16), -1, np.int64)
+        self.mma_maps = np.zeros((k, max([op._maps.size for op, _ in self._mma] + [1])), np.int64)
+        self.mma_prm = np.zeros((k, max([op._prm.size for op, _ in self._mma] + [1])), np.int64)
+        if any(lut.shape[0] not in (1, 256, 65536) for op, _ in self._mma for lut in op._extra):
+            raise AssertionError("an mma decode table of unexpected size")
+        # decode tables by row count (1: formats decoded arithmetically, 256: 8-bit, 65536: 16-bit): the
+        # kernel picks LUT or arithmetic decoding from the table's shape, so tables are never padded
+        self.mma_lutidx = np.zeros((k, 4), np.int64)          # (kind, index) for A, then for B
+        luts = {1: [], 256: [], 65536: []}
+        for i, (op, regs) in enumerate(self._mma):
+            self.mma_regs[i, :len(regs)] = regs
+            self.mma_maps[i, :op._maps.size] = op._maps
+            self.mma_prm[i, :op._prm.size] = op._prm
+            for j, lut in enumerate(op._extra):
+                group = luts[lut.shape[0]]
+                n = next((n for n, known in enumerate(group) if known is lut), None)
+                if n is None:
+                    n = len(group)
+                    group.append(lut)
+                self.mma_lutidx[i, 2 * j:2 * j + 2] = ((1, 256, 65536).index(lut.shape[0]), n)
+        self.mma_luts = tuple(np.ascontiguousarray(np.stack(g)) if g else np.zeros((1, rows, 4), np.int64)
+                              for rows, g in luts.items())
+        assert all(op._kern is gemm_fast.tc_batch for op, _ in self._mma)
 
     # -- registers ---------------------------------------------------------------------------------
     def _slot(self, name, width, special=False):
@@ -506,9 +536,54 @@ def r_shfl(t, env, instr, row, imm):
     row[T.OP] = T.SHFL
 
 
+def r_mma(t, env, instr, row, imm):
+    from ...numerics import gemm_fast
+    from ...ops.mma import get_mma
+    op = get_mma(instr.opcode, env.arch)
+    if op._kern is not gemm_fast.tc_batch or len(instr.operands) != 4 or instr.guard is not None:
+        raise _Slow
+    regs = [-1] * 16
+    for g, (opnd, n) in enumerate(zip(instr.operands, (op.n_d, op.n_a, op.n_b, op.n_c))):
+        items = opnd.items if isinstance(opnd, Vec) else (opnd,)
+        if len(items) != n or n > 4:
+            raise _Slow
+        for i, it in enumerate(items):
+            name = t._reg(env, it)
+            if name == "_" and g == 0:
+                continue
+            if env.reg_width(name) != 32:
+                raise _Slow
+            regs[4 * g + i] = t._dst(env, it) if g == 0 else t._src(env, it, "b32", imm, 0)
+            if regs[4 * g + i] < 0:
+                raise _Slow
+    row[T.X] = len(t._mma)
+    row[T.V0:T.V0 + 4] = (op.n_d, op.n_a, op.n_b, op.n_c)
+    t._mma.append((op, regs))
+    row[T.OP] = T.MMA
+
+
+def r_ldmatrix(t, env, instr, row, imm):
+    from ...ops.datamove import _matrix_op
+    spec = _matrix_op(instr)
+    if spec.op != "ldmatrix" or len(instr.operands) != 2 or instr.guard is not None:
+        raise _Slow
+    d, a = instr.operands
+    items = d.items if isinstance(d, Vec) else (d,)
+    if len(items) != spec.nmat:
+        raise _Slow
+    _address(t, env, a, row, imm, T.SHARED)
+    for i, it in enumerate(items):
+        if env.reg_width(t._reg(env, it)) != 32:
+            raise _Slow
+        row[T.V0 + i] = t._dst(env, it)
+    row[T.Y], row[T.Z] = spec.nmat, int(spec.trans)
+    row[T.OP] = T.LDMATRIX
+
+
 _RULES = {
     "mov": r_mov, "add": r_addsub, "sub": r_addsub, "mul": r_mul, "mad": r_mad, "fma": r_mad,
     "shl": r_shift, "shr": r_shift, "and": r_logic, "or": r_logic, "xor": r_logic, "not": r_logic,
     "min": r_minmax, "max": r_minmax, "neg": r_negabs, "abs": r_negabs, "setp": r_setp, "selp": r_selp,
     "cvt": r_cvt, "ld": r_ld, "ldu": r_ld, "st": r_st, "membar": r_nop, "fence": r_nop, "shfl": r_shfl,
+    "mma": r_mma, "ldmatrix": r_ldmatrix,
 }

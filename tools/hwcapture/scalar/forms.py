@@ -272,6 +272,88 @@ def cvt_forms():
     return out
 
 
+def _imm_form(text, dst, srcs):
+    """A form whose instruction names immediates: ``dst`` (register, width), ``srcs`` the register sources."""
+    return Form(text, (dst,), tuple(srcs))
+
+
+def immediate_forms():
+    """Forms with immediate operands, which ptxas folds or specialises: division by a constant zero, shifts and
+    bit fields by constant amounts, constant NaN operands."""
+    out = []
+    for t in INTS:
+        w = WIDTH[t]
+        r, k = f"{PREFIX[w]}", f"i{w}"
+        for op in ("div", "rem"):
+            for c in ("0", "1", "7"):
+                out.append(_imm_form(f"{op}.{t} {r}10, {r}1, {c};", (f"{r}10", w), [(f"{r}1", w, k)]))
+            out.append(_imm_form(f"{op}.{t} {r}10, 0, {r}2;", (f"{r}10", w), [(f"{r}2", w, k)]))
+    for t in ("b16", "b32", "b64", "s32", "s64", "u32"):
+        w = WIDTH[t]
+        r, k = f"{PREFIX[w]}", f"i{w}"
+        for op in ("shl", "shr"):
+            for c in (0, 1, w - 1, w, w + 1, 255, 256):
+                out.append(_imm_form(f"{op}.{t} {r}10, {r}1, {c};", (f"{r}10", w), [(f"{r}1", w, k)]))
+    for t in ("u32", "s32", "u64", "s64"):
+        w = WIDTH[t]
+        r, k = f"{PREFIX[w]}", f"i{w}"
+        for pos, ln in ((0, 0), (3, 5), (w - 1, 1), (w - 4, 8), (w, 1), (0, w), (0, w + 1), (100, 100), (255, 255),
+                        (256, 4), (4, 256)):
+            out.append(_imm_form(f"bfe.{t} {r}10, {r}1, {pos}, {ln};", (f"{r}10", w), [(f"{r}1", w, k)]))
+    for t in ("b32", "b64"):
+        w = WIDTH[t]
+        r, k = f"{PREFIX[w]}", f"i{w}"
+        for pos, ln in ((0, 0), (3, 5), (w - 4, 8), (w, 1), (0, w + 1), (255, 255), (256, 4)):
+            out.append(_imm_form(f"bfi.{t} {r}10, {r}1, {r}2, {pos}, {ln};", (f"{r}10", w),
+                                 [(f"{r}1", w, k), (f"{r}2", w, k)]))
+    for c in ("0x3210", "0x7654", "0x0000", "0x8888", "0xfedc", "0x1357", "0x4567"):
+        out.append(_imm_form(f"prmt.b32 %r10, %r1, %r2, {c};", ("%r10", 32), [("%r1", 32, "i32"), ("%r2", 32, "i32")]))
+    for t, nan in (("f32", "0f7FC00000"), ("f32", "0fFF800001"), ("f64", "0d7FF0000000000001"),
+                   ("f64", "0dFFF8000000000000")):
+        w = WIDTH[t]
+        r = PREFIX[w]
+        for op in ("add", "mul", "min", "max", "sub"):
+            out.append(_imm_form(f"{op}.{t} {r}10, {r}1, {nan};", (f"{r}10", w), [(f"{r}1", w, t)]))
+            out.append(_imm_form(f"{op}.{t} {r}10, {nan}, {r}1;", (f"{r}10", w), [(f"{r}1", w, t)]))
+        out.append(_imm_form(f"fma.rn.{t} {r}10, {r}1, {r}2, {nan};", (f"{r}10", w), [(f"{r}1", w, t), (f"{r}2", w, t)]))
+    return out
+
+
+def pack_forms():
+    """cvt.pack.sat (integer packing with saturation) and the SIMD video instructions on bytes and halves."""
+    out = []
+    for d in ("u16", "s16"):
+        for a in ("s32", "u32"):
+            out.append(F(f"cvt.pack.sat.{d}.{a}", ["b32"], [a, a]))
+    for d in ("u8", "s8"):
+        for a in ("s32", "u32"):
+            out.append(F(f"cvt.pack.sat.{d}.{a}.b32", ["b32"], [a, a, "b32"]))
+    for op in ("vadd", "vsub", "vavrg", "vabsdiff", "vmin", "vmax"):
+        for n in ("2", "4"):
+            for t in ("u32", "s32"):
+                for sat in ("", ".sat"):
+                    out.append(F(f"{op}{n}{sat}.{t}.{t}.{t}", ["b32"], ["b32", "b32", "b32"]))
+                out.append(F(f"{op}{n}.add.{t}.{t}.{t}", ["b32"], ["b32", "b32", "b32"]))
+    for n in ("2", "4"):
+        for t in ("u32", "s32"):
+            for c in ("eq", "lt", "ge"):
+                out.append(F(f"vset{n}.{t}.{t}.{c}", ["b32"], ["b32", "b32", "b32"]))
+    return out
+
+
+def extra_candidates():
+    return _dedup(immediate_forms() + pack_forms())
+
+
+def _dedup(forms):
+    seen, out = set(), []
+    for f in forms:
+        if f.text not in seen:
+            seen.add(f.text)
+            out.append(f)
+    return out
+
+
 def candidates():
     seen, out = set(), []
     for f in integer_forms() + float_forms() + cmp_forms() + cvt_forms():
@@ -358,8 +440,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ptxas", default="ptxas")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--set", choices=("main", "extra"), default="main",
+                    help="main: the scalar forms over registers; extra: immediates, cvt.pack, SIMD video")
     args = ap.parse_args()
-    cands = candidates()
+    cands = candidates() if args.set == "main" else extra_candidates()
     ok = accepted(cands, args.ptxas)
     print(f"{len(cands)} candidates, {len(ok)} accepted by ptxas", file=sys.stderr)
     json.dump([f.to_json() for f in ok], open(args.out, "w"), indent=0)

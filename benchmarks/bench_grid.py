@@ -1,0 +1,44 @@
+"""A grid on every core: the same launch with workers=1 and workers=N (default: every core), timed in one
+process, results compared byte for byte.
+
+    python benchmarks/bench_grid.py [N]
+"""
+import os
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from emulator import GlobalMemory, load_ptx  # noqa: E402
+
+
+def main(workers):
+    M = N = 512
+    K = 64
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((M, K)).astype(np.float16)
+    B = rng.standard_normal((K, N)).astype(np.float16)
+    module = load_ptx(open(os.path.join(ROOT, "tests", "data", "kernels", "gemm_tiled.ptx")).read())
+
+    def run(w):
+        g = GlobalMemory()
+        pa, pb, pc = g.upload(A), g.upload(B), g.upload(np.zeros((M, N), np.float32))
+        t = time.perf_counter()
+        r = module.launch("gemm_tiled", grid=(N // 64, M // 64, 1), block=(128, 1, 1), args=[pa, pb, pc, M, N, K],
+                          gmem=g, workers=w, progress=False)
+        return time.perf_counter() - t, r.instructions, g.download(pc, M * N * 4)
+
+    run(1)
+    t1, n, out1 = run(1)
+    tn, _, outn = run(workers)
+    print(f"nvcc gemm_tiled {M}x{N}x{K}: {(N // 64) * (M // 64)} CTAs of 4 warps, {n:,} warp-instructions")
+    print(f"  workers=1: {t1:.2f} s ({n / t1:,.0f} warp-instr/s)")
+    print(f"  workers={workers}: {tn:.2f} s ({n / tn:,.0f} warp-instr/s), {t1 / tn:.2f}x, "
+          f"{'identical' if out1.tobytes() == outn.tobytes() else 'DIFFERENT'} result; cores: {os.cpu_count()}")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else os.cpu_count())
