@@ -8,13 +8,13 @@ The package is layered (docs/architecture.md); each layer imports only from the 
 modules (``tiles``, ``cute``) < ``cli``.
 """
 from .errors import (AlignmentError, AsyncHazardError, DeviceAssertError, EmulatorError, MBarrierError,
-                     MemoryAccessError, OperandError, ProxyError, PTXSyntaxError, TensorMapError, UnsupportedError,
+                     MemoryAccessError, OperandError, ProxyError, PTXSyntaxError, PTXValidationError, TensorMapError, UnsupportedError,
                      WarpSyncError)
 from .machine.warp import Warp, WarpOptions
 from .memory import GlobalMemory, SmemAccess
 from .memory.tensormap import TensorMap
 
-__all__ = ["Warp", "WarpOptions", "GlobalMemory", "SmemAccess", "EmulatorError", "PTXSyntaxError",
+__all__ = ["Warp", "WarpOptions", "GlobalMemory", "SmemAccess", "EmulatorError", "PTXSyntaxError", "PTXValidationError",
            "UnsupportedError", "OperandError", "MemoryAccessError", "AlignmentError", "AsyncHazardError",
            "WarpSyncError", "ProxyError", "MBarrierError", "TensorMapError", "TensorMap", "DeviceAssertError", "mma",
            "gemm", "wgmma", "load_ptx", "check_layout"]

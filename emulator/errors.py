@@ -21,6 +21,14 @@ class OperandError(EmulatorError):
     """Wrong operand count, kind or width for an instruction."""
 
 
+class PTXValidationError(PTXSyntaxError, OperandError):
+    """PTX that parses but that ptxas rejects: an undeclared register, a register whose type does not fit the
+    instruction, a wrong operand count or kind, a state space the instruction does not allow, a bad immediate,
+    an unknown label or name, a bad directive. The message gives line, column and the rule; the rules are
+    ptxas's own (docs/kernels.md, "Validation"). It is both a :class:`PTXSyntaxError` (the text is not valid
+    PTX) and an :class:`OperandError`."""
+
+
 class MemoryAccessError(EmulatorError):
     """An address outside shared memory or outside every global allocation."""
 

@@ -19,6 +19,8 @@ LINKAGE = {".extern", ".visible", ".weak", ".common"}
 STARTERS = {".version", ".target", ".address_size", ".extern", ".visible", ".weak", ".common", ".entry",
             ".func", ".global", ".const", ".shared", ".local", ".file", ".section", ".alias"}
 SPACES = {".global", ".const", ".shared", ".local", ".param"}
+PERF_VALUES = {".maxntid", ".reqntid", ".minnctapersm", ".maxnctapersm", ".maxnreg", ".reqnctapercluster",
+               ".maxclusterrank"}
 PERF = {".maxntid", ".reqntid", ".minnctapersm", ".maxnctapersm", ".maxnreg", ".noreturn", ".pragma",
         ".explicitcluster", ".reqnctapercluster", ".maxclusterrank", ".blocksareclusters"}
 
@@ -175,6 +177,8 @@ def parse_module(text: str) -> ModuleInfo:
                     if last and i < len(stmts) and isinstance(stmts[i], ptx.Block):
                         fn.body = stmts[i]
                         i += 1
+                        if any(t.text == ".extern" for t in ch):
+                            _err(ch[0], f".extern {fn.name} has a body: an .extern function is defined elsewhere")
                     old = info.functions.get(fn.name)
                     if old is None or fn.body is not None:
                         info.functions[fn.name] = fn
@@ -221,7 +225,26 @@ def _parse_header(toks):
     while j < len(s):
         if s[j].kind == "name" and s[j].text.startswith(".") and s[j].text not in PERF:
             _err(s[j], f"unexpected {s[j].text} in the header of {name}")
+        if s[j].text in PERF_VALUES:
+            if kind == "func" and s[j].text not in (".noreturn", ".maxnreg"):
+                _err(s[j], f"{s[j].text} applies to kernels (.entry), not to the .func {name}")
+            j += 1
+            n = 0
+            while j < len(s) and (s[j].kind == "num" or s[j].text in (",", "-") or
+                                  (s[j].kind == "name" and not s[j].text.startswith("."))):
+                if s[j].text != ",":
+                    if s[j].kind != "num" or not s[j].text.isdigit() or int(s[j].text) <= 0:
+                        _err(s[j], f"{PERF_VALUES[0] if False else 'a performance directive'} needs positive "
+                                   f"integers, found {s[j].text!r}")
+                    n += 1
+                j += 1
+            if n == 0:
+                _err(s[j - 1], "a performance directive needs a value")
+            continue
         j += 1
+    if kind == "func" and any(t.text == ".ptr" for t in s):
+        _err(next(t for t in s if t.text == ".ptr"), f".ptr qualifies kernel (.entry) parameters, not those of "
+                                                    f"the .func {name}")
     return Function(name, kind, params, returns, None, kind_tok.line, kind_tok.col)
 
 
@@ -310,7 +333,11 @@ def parse_variable(toks):
     name, ptype, count, align, j = _decl(s[1:], space_tok)
     rest = s[1 + j:]
     init = None
+    if count == 0 and not extern and not (rest and rest[0].text == "="):
+        _err(space_tok, f"{name}[]: an array without a size must be .extern or initialised")
     if rest:
+        if rest[0].text == "=" and space not in ("global", "const"):
+            _err(rest[0], f"{name}: a .{space} variable cannot have an initial value")
         if rest[0].text == ",":
             raise UnsupportedError(f"line {rest[0].line}, column {rest[0].col}: declare one variable per "
                                    f"statement (as nvcc does)")
@@ -343,6 +370,8 @@ def _initializer(toks, ptype, count, at):
         _err(at, f"initializer has {len(vals)} values for {count} elements")
     out = bytearray(w * max(count, 1))
     for k, imm in enumerate(vals):
+        if kind == "f" and imm.kind == "int":
+            _err(at, f"integer initializer {imm.text} for a .{ptype} variable (write a float)")
         if kind == "f" and imm.kind in ("int", "float"):
             raw = np.array(float(imm.value), {2: np.float16, 4: np.float32, 8: np.float64}[w]).tobytes()
         elif imm.kind == "float":

@@ -5,8 +5,9 @@ import numpy as np
 
 from isa.targets import DEFAULT_ARCH, parse_target
 from isa.types import TYPES
-from ..errors import (OperandError, UnsupportedError)
+from ..errors import (OperandError, PTXSyntaxError, PTXValidationError, UnsupportedError)
 from ..frontend.module import parse_module
+from ..frontend.validate import validate_module
 from ..memory import LANES, GlobalMemory
 from .warp import ARCHS, WarpOptions
 from .cta import CTA
@@ -28,7 +29,13 @@ class Module:
 
     def __init__(self, text: str, arch: str | None = None):
         self.text = text
-        self.info = parse_module(text)
+        try:
+            self.info = parse_module(text)
+            validate_module(self.info)
+        except PTXSyntaxError as e:        # everything ptxas refuses at load is a PTXValidationError
+            if isinstance(e, PTXValidationError):
+                raise
+            raise PTXValidationError(str(e)) from None
         self.target = None
         if self.info.target:
             try:

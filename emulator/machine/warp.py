@@ -11,6 +11,7 @@ import numpy as np
 
 from isa.types import SPECIAL_REGISTERS, name_width, type_width
 from ..frontend import ptx
+from ..frontend.validate import validate_statements
 from ..errors import EmulatorError, OperandError, PTXSyntaxError, UnsupportedError
 from ..memory import LANES, GlobalMemory, SmemAccess  # noqa: F401 (SmemAccess: re-exported)
 
@@ -210,7 +211,12 @@ class Warp:
             fn(self, ALL_LANES)
 
     def _compile(self, text):
-        return self._compile_statements(ptx.parse(text, newline_terminates=True))
+        statements = ptx.parse(text, newline_terminates=True)
+        prog = self._compile_statements(statements)
+        # ptxas's rules (frontend.validate), after the executors' own checks so that their messages come first;
+        # undeclared registers are typed from nvcc's naming
+        validate_statements(statements, self.reg_types)
+        return prog
 
     def _compile_statements(self, statements):
         from ..ops import compile_instruction
