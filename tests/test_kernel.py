@@ -9,7 +9,7 @@ from emulator import (AlignmentError, EmulatorError, GlobalMemory, MemoryAccessE
                       PTXSyntaxError, UnsupportedError, WarpSyncError, load_ptx)
 
 HEAD = ".version 8.0\n.target sm_90\n.address_size 64\n"
-REGS = ".reg .pred %p<8>;\n.reg .b32 %r<64>;\n.reg .b64 %rd<32>;\n.reg .f64 %fd<4>;\n"
+REGS = ".reg .pred %p<8>;\n.reg .b32 %r<64>;\n.reg .b64 %rd<32>;\n.reg .f32 %f<8>;\n.reg .f64 %fd<4>;\n"
 
 
 def kernel(body, extra="", params=".param .u64 out", name="k"):

@@ -343,6 +343,8 @@ def parse_variable(toks):
                                    f"statement (as nvcc does)")
         if rest[0].text != "=":
             _err(rest[0], f"unexpected {rest[0].text!r} after the variable {name}")
+        if count == 0:          # 'x[] = {...}': the initializer gives the size
+            count = sum(1 for t in rest[1:] if t.kind == "num")
         init = _initializer(rest[1:], ptype, count, rest[0])
     return Variable(name, space, ptype, count, align, init, extern, space_tok.line, space_tok.col)
 

@@ -211,7 +211,7 @@ OPCODES = set(MODS) | {
 SPECIAL_PREFIXES = ("%tid", "%ntid", "%laneid", "%warpid", "%nwarpid", "%ctaid", "%nctaid", "%smid", "%nsmid",
                     "%gridid", "%lanemask_", "%clock", "%pm", "%envreg", "%globaltimer", "%total_smem_size",
                     "%dynamic_smem_size", "%aggr_smem_size", "%reserved_smem_offset", "%cluster_", "%clusterid",
-                    "%nclusterid", "%is_explicit_cluster", "%current_graph_exec", "%warpsz")
+                    "%nclusterid", "%is_explicit_cluster", "%current_graph_exec")
 READ_ONLY = SPECIAL_PREFIXES
 
 _NAME_RE = re.compile(r"^(.*?)(\d+)$")
@@ -290,8 +290,9 @@ def _fail(node, rule):
 # the checker
 
 class Checker:
-    def __init__(self, target_sm=90, functions=(), lenient=False):
+    def __init__(self, target_sm=90, functions=(), lenient=False, target_name=""):
         self.target_sm = target_sm
+        self.target_name = target_name
         self.functions = set(functions)
         self.lenient = lenient          # Warp.run: names and labels are not checked
 
@@ -382,6 +383,12 @@ class Checker:
             rt = self.rtype(scope, name, instr)
             if rt == "_":
                 _fail(instr, f"{instr.opcode}: the sink '_' is not a source")
+            if name.startswith(SPECIAL_PREFIXES):
+                if instr.base not in ("mov", "cvt") and not self.lenient:
+                    _fail(instr, f"{instr.opcode}: special register {name} may only be read by mov or cvt")
+                if TYPES[want][1] in ("f", "p") or TYPES[want][0] > TYPES[rt][0]:
+                    _fail(instr, f"{instr.opcode}: special register {name} (.{rt}) does not fit a .{want} operand")
+                return
             if kind == "u":
                 if rt not in ("b32", "u32", "s32"):
                     _fail(instr, f"{instr.opcode}: register {name} (.{rt}) does not fit a .u32 operand")
@@ -529,6 +536,11 @@ class Checker:
             return self._matrix(scope, instr)
         if base == "mma":
             return self._mma(scope, instr)
+        if base == "wgmma" and mods[:1] not in (("fence",), ("commit_group",), ("wait_group",), ("mma_async",),
+                                                ("mma_async_sp",)):
+            _fail(instr, f"{instr.opcode}: unknown wgmma instruction")
+        if base in ("wgmma", "setmaxnreg") and self.target_name and not self.target_name.endswith("a"):
+            _fail(instr, f"{instr.opcode}: {base} needs an arch-specific target (.target {self.target_name}a)")
         if base == "wgmma" and mods[:1] == ("mma_async",):
             from isa.wgmma import VARIANTS as WG
             if not any(instr.opcode.startswith(v) and instr.opcode[len(v):] in ("", ".satfinite") for v in WG) \
@@ -561,6 +573,11 @@ class Checker:
             _fail(instr, f"{instr.opcode}: takes {len(kinds)} operands, found {len(ops)}")
         for k, (op, kind) in enumerate(zip(ops, kinds)):
             self.operand(scope, instr, op, kind, t, k)
+            if kind == "u" and base in ("bfe", "bfi") and isinstance(op, ptx.Imm) and not 0 <= op.value <= 255:
+                _fail(instr, f"{instr.opcode}: operand {k + 1} ({op}) out of range [0..255]")
+        if base == "shf" and (sum(m in mods for m in ("l", "r")) != 1 or
+                              sum(m in mods for m in ("clamp", "wrap")) != 1):
+            _fail(instr, f"{instr.opcode}: needs shf.{{l,r}}.{{clamp,wrap}}.b32")
 
     def _target(self, instr, base, mods):
         """Instructions and qualifiers newer than the module's .target."""
@@ -666,6 +683,8 @@ class Checker:
             _fail(instr, f"{instr.opcode}: sqrt.approx does not take .f64")
         if base == "ex2" and t in ("bf16", "bf16x2") and "ftz" not in mods:
             _fail(instr, f"{instr.opcode}: ex2 of .{t} needs .ftz")
+        if base == "ex2" and t in ("f16", "f16x2") and "ftz" in mods:
+            _fail(instr, f"{instr.opcode}: .ftz does not apply to ex2.{t}")
         if "ftz" in mods and t in ("bf16", "bf16x2") and base != "ex2":
             _fail(instr, f"{instr.opcode}: .ftz does not apply to .{t}")
 
@@ -706,6 +725,10 @@ class Checker:
             _fail(instr, f"{instr.opcode}: .v{n}.{t} is wider than a vector access may be")
         if "nc" in mods and (base != "ld" or space != "global"):
             _fail(instr, f"{instr.opcode}: .nc needs ld.global")
+        if "nc" in mods and "volatile" in mods:
+            _fail(instr, f"{instr.opcode}: .volatile cannot be combined with .nc")
+        if space not in (None, "global") and any(m.startswith(("L1::", "L2::")) for m in mods):
+            _fail(instr, f"{instr.opcode}: cache eviction hints apply to .global (or generic) addresses only")
         sems = [m for m in mods if m in ("relaxed", "acquire", "release", "weak", "mmio", "volatile")]
         scopes = [m for m in mods if m in ("cta", "gpu", "sys", "cluster")]
         if len(sems) > 1:
@@ -797,6 +820,8 @@ class Checker:
         n = 3 if packed else 2
         if len(ops) != n:
             _fail(instr, f"{instr.opcode}: takes {n} operands, found {len(ops)}")
+        if d.endswith("x2") and not packed and not (d == "f16x2" and s.endswith("x2")):
+            _fail(instr, f"{instr.opcode}: .{d} is made from two .f32 values (or a packed fp8 pair)")
         if packed:
             self.operand(scope, instr, ops[0], "D", "b16" if d.startswith(("e", "ue")) else "b32", 0)
             self.operand(scope, instr, ops[1], "S", s, 1)
@@ -810,8 +835,9 @@ class Checker:
             return
         if d in ("f16x2", "bf16x2", "e4m3x2", "e5m2x2") or s in ("f16x2", "bf16x2", "e4m3x2", "e5m2x2"):
             return
-        self.operand(scope, instr, ops[0], "D", d, 0)
-        self.operand(scope, instr, ops[1], "S", s, 1)
+        strict = "bf16" in (d, s)          # ptxas takes no wider register next to a .bf16
+        self.operand(scope, instr, ops[0], "d" if strict else "D", d, 0)
+        self.operand(scope, instr, ops[1], "s" if strict else "S", s, 1)
 
     def _mov(self, scope, instr):
         types, other = MODS["mov"]
@@ -860,10 +886,6 @@ class Checker:
         kinds = ["p", "s", "s"] + (["q"] if boolop else [])
         if len(ops) != len(kinds):
             _fail(instr, f"{instr.opcode}: takes {len(kinds)} operands, found {len(ops)}")
-        if t in ("f16x2", "bf16x2"):
-            if not isinstance(ops[0], ptx.Pair):
-                _fail(instr, f"{instr.opcode}: .{t} compares two halves into a pair of predicates p|q")
-            kinds[0] = "p"
         for k2, (op, kind) in enumerate(zip(ops, kinds)):
             self.operand(scope, instr, op, kind, t, k2)
 
@@ -1011,6 +1033,9 @@ class Checker:
             if ops:
                 _fail(instr, f"{instr.opcode}: takes no operands")
             return
+        if "bulk" not in mods and "reduce" not in mods and "mbarrier" not in mods and op not in (
+                "async.commit_group", "async.wait_all", "async.wait_group"):
+            _fail(instr, f"{instr.opcode}: cp.async needs .ca or .cg (or .bulk)")
         if op in ("async.wait_group", "async.bulk.wait_group", "async.bulk.wait_group.read"):
             if len(ops) != 1 or not isinstance(ops[0], ptx.Imm) or ops[0].kind != "int":
                 _fail(instr, f"{instr.opcode}: takes one integer constant")
@@ -1099,7 +1124,7 @@ class Checker:
         else:
             self.operand(scope, instr, d, "d", "b32", 0)
         for k in range(1, n):
-            self.operand(scope, instr, ops[k], "s", "b32", k)
+            self.operand(scope, instr, ops[k], "u" if k == 4 else "s", "b32", k)
 
     def _vote(self, scope, instr):
         mods = instr.mods
@@ -1354,7 +1379,7 @@ def validate_module(info, text_statements=None):
             if (a, b) < need:
                 raise PTXValidationError(f"line 1, column 1: .version {v} does not support .target {target_name} "
                                          f"(needs {need[0]}.{need[1]} or later)")
-    checker = Checker(sm, info.functions)
+    checker = Checker(sm, info.functions, target_name=target_name)
     module_scope = Scope()
     for v in info.variables.values():
         if v.ptype not in VAR_TYPES or v.ptype == "pred":
