@@ -280,7 +280,7 @@ def random_inputs(rng, nthreads):
 def test_random_kernels_are_identical_on_both_engines(seed, nthreads):
     rng = np.random.default_rng(seed)
     text = random_kernel(rng, n=int(rng.integers(10, 60)))
-    module = load_ptx(text)
+    module = load_ptx(text, validate=False)    # the generator also writes forms only the emulator takes
     ref, fast, diffs = compare_engines(module, "k", 1, nthreads, random_inputs(rng, nthreads))
     assert not diffs, (diffs, text)
     if "error" not in ref:
@@ -322,7 +322,7 @@ def tensor_kernel(rng, n=8):
 def test_random_tensor_core_kernels_are_identical_on_both_engines(seed, nthreads):
     rng = np.random.default_rng(seed)
     text = tensor_kernel(rng)
-    ref, fast, diffs = compare_engines(load_ptx(text), "k", 1, nthreads, random_inputs(rng, nthreads))
+    ref, fast, diffs = compare_engines(load_ptx(text, validate=False), "k", 1, nthreads, random_inputs(rng, nthreads))
     assert not diffs, (diffs, text)
     if nthreads != 48:
         assert "error" not in ref, ref["error"]
@@ -334,10 +334,10 @@ def test_every_translated_opcode_is_exercised_by_the_random_kernels():
     seen = set()
     rng = np.random.default_rng(1)
     for _ in range(30):
-        tr = translation(load_ptx(random_kernel(rng, 60)).program("k"))
+        tr = translation(load_ptx(random_kernel(rng, 60), validate=False).program("k"))
         seen |= {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
     for _ in range(5):
-        tr = translation(load_ptx(tensor_kernel(rng)).program("k"))
+        tr = translation(load_ptx(tensor_kernel(rng), validate=False).program("k"))
         seen |= {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
     assert set(T.NAMES.values()) - seen == set()
 

@@ -445,8 +445,8 @@ class Checker:
             rt = self.rtype(scope, name, instr)
             if rt in ("pred", "_") or _rkind(rt) == "f":
                 _fail(instr, f"{instr.opcode}: address register {name} (.{rt}) must be an integer or bit register")
-            if TYPES[rt][0] == 32 and (space is None or space == "global") and instr.base in ("ld", "st", "atom",
-                                                                                              "red", "ldu"):
+            if TYPES[rt][0] == 32 and (space is None or space == "global") and not self.lenient \
+                    and instr.base in ("ld", "st", "atom", "red", "ldu"):
                 _fail(instr, f"{instr.opcode}: a 32-bit address register ({name}) is a 32-bit address, which "
                              f"sm_90 does not support in the {space or 'generic'} space")
             return
@@ -1076,6 +1076,8 @@ class Checker:
             if len(instr.operands) != 1:
                 _fail(instr, f"{instr.opcode}: takes a membermask")
             self.operand(scope, instr, instr.operands[0], "s", "b32", 0)
+            return
+        if "cluster" in mods:           # barrier.cluster.arrive/wait: unchecked
             return
         kinds = [m for m in mods if m in ("sync", "arrive", "red")]
         if len(kinds) != 1:

@@ -18,20 +18,24 @@ from .result import LaunchResult
 ENGINES = ("fast", "reference")
 
 
-def load_ptx(text: str, arch: str | None = None) -> "Module":
+def load_ptx(text: str, arch: str | None = None, validate: bool = True) -> "Module":
     """Parse a PTX module (``nvcc -ptx`` output) and return a :class:`Module`. ``arch`` is the machine emulated:
-    the H100 (``"sm_90"``) unless named, whatever the module's ``.target``."""
-    return Module(text, arch)
+    the H100 (``"sm_90"``) unless named, whatever the module's ``.target``.
+    ``validate``: check the whole module as ptxas does and raise :class:`PTXValidationError` for what ptxas
+    rejects (docs/kernels.md, "Validation"). ``False`` skips those rules, for PTX the emulator can run although
+    ptxas refuses it (the executors still refuse what they cannot run)."""
+    return Module(text, arch, validate)
 
 
 class Module:
     """A loaded PTX module: its kernels, functions and module variables."""
 
-    def __init__(self, text: str, arch: str | None = None):
+    def __init__(self, text: str, arch: str | None = None, validate: bool = True):
         self.text = text
         try:
             self.info = parse_module(text)
-            validate_module(self.info)
+            if validate:
+                validate_module(self.info)
         except PTXSyntaxError as e:        # everything ptxas refuses at load is a PTXValidationError
             if isinstance(e, PTXValidationError):
                 raise
