@@ -644,9 +644,10 @@ class Checker:
         if sum(m in mods for m in ("lo", "hi", "wide")) > 1:
             _fail(instr, f"{instr.opcode}: .lo, .hi and .wide exclude each other")
         if k != "f":
-            if rnd or any(m in ("ftz", "approx", "full", "NaN", "xorsign", "relu", "noftz") for m in mods):
+            if rnd or any(m in ("ftz", "approx", "full", "NaN", "xorsign", "noftz") for m in mods) or \
+                    ("relu" in mods and not (base in ("min", "max") and t in ("s32", "s16x2"))):
                 bad = next(m for m in mods if m in ROUND_F or m in ("ftz", "approx", "full", "NaN", "xorsign",
-                                                                    "relu", "noftz"))
+                                                                    "relu", "noftz"))  # noqa: E127
                 _fail(instr, f"{instr.opcode}: .{bad} needs a floating-point type, not .{t}")
             if "wide" in mods and t not in ("u16", "u32", "s16", "s32"):
                 _fail(instr, f"{instr.opcode}: .wide needs a 16- or 32-bit integer type")
@@ -673,9 +674,9 @@ class Checker:
         if ("approx" in mods or "full" in mods) and rnd:
             _fail(instr, f"{instr.opcode}: .approx/.full and a rounding qualifier exclude each other")
         if "ftz" in mods and t != "f32" and base not in ("fma", "add", "sub", "mul", "min", "max", "ex2", "abs",
-                                                          "neg", "setp", "set", "cvt"):
+                                                          "neg", "setp", "set", "cvt", "rcp"):
             _fail(instr, f"{instr.opcode}: .ftz needs .f32")
-        if "ftz" in mods and t == "f64" and not (base == "rcp" and "approx" in mods):
+        if "ftz" in mods and t == "f64" and base != "rcp":
             _fail(instr, f"{instr.opcode}: .ftz is not allowed with .f64")
         if base == "rcp" and t == "f64" and "approx" in mods and "ftz" not in mods:
             _fail(instr, f"{instr.opcode}: rcp.approx.f64 needs .ftz")
@@ -798,7 +799,7 @@ class Checker:
                 _fail(instr, f"{instr.opcode}: a narrowing float conversion needs a rounding qualifier")
             if d == s and rnd and rnd[0] in ROUND_F:
                 _fail(instr, f"{instr.opcode}: .{rnd[0]} between equal float types (use .rni/.rzi/.rmi/.rpi)")
-            if dw > sw and rnd and rnd[0] in ROUND_F and not s.endswith("x2"):
+            if dw > sw and rnd and rnd[0] in ROUND_F and not s.endswith("x2") and s != "bf16":
                 _fail(instr, f"{instr.opcode}: a widening float conversion takes no rounding qualifier")
         elif dk == "f":
             if not rnd or rnd[0] in ROUND_I:
@@ -812,7 +813,7 @@ class Checker:
             _fail(instr, f"{instr.opcode}: .ftz needs an .f32 operand")
         if "rna" in rnd and d != "tf32":
             _fail(instr, f"{instr.opcode}: .rna is only for conversions to .tf32")
-        if s.endswith("x2") and d != "f16x2":
+        if s.endswith("x2") and d != "f16x2" and not (s == "f16x2" and d in ("e4m3x2", "e5m2x2")):
             _fail(instr, f"{instr.opcode}: a .{s} source converts to .f16x2 only")
         ops = instr.operands
         packed = d in ("f16x2", "bf16x2", "e4m3x2", "e5m2x2", "e2m1x2", "e2m3x2", "e3m2x2", "ue8m0x2") and \
@@ -820,12 +821,17 @@ class Checker:
         n = 3 if packed else 2
         if len(ops) != n:
             _fail(instr, f"{instr.opcode}: takes {n} operands, found {len(ops)}")
-        if d.endswith("x2") and not packed and not (d == "f16x2" and s.endswith("x2")):
+        if d.endswith("x2") and not packed and not (d == "f16x2" and s.endswith("x2")) \
+                and not (s == "f16x2" and d in ("e4m3x2", "e5m2x2")):
             _fail(instr, f"{instr.opcode}: .{d} is made from two .f32 values (or a packed fp8 pair)")
         if packed:
             self.operand(scope, instr, ops[0], "D", "b16" if d.startswith(("e", "ue")) else "b32", 0)
             self.operand(scope, instr, ops[1], "S", s, 1)
             self.operand(scope, instr, ops[2], "S", s, 2)
+            return
+        if s == "f16x2" and d in ("e4m3x2", "e5m2x2"):
+            self.operand(scope, instr, ops[0], "d", "b16", 0)
+            self.operand(scope, instr, ops[1], "s", "b32", 1)
             return
         if s.endswith("x2") and d == "f16x2":
             self.operand(scope, instr, ops[0], "d", "b32", 0)
@@ -878,8 +884,8 @@ class Checker:
             _fail(instr, f"{instr.opcode}: .{c} is an unsigned-integer comparison")
         if k in ("s",) and c in ("lo", "ls", "hi", "hs"):
             _fail(instr, f"{instr.opcode}: .{c} is an unsigned-integer comparison")
-        if "ftz" in mods and t != "f32":
-            _fail(instr, f"{instr.opcode}: .ftz needs .f32")
+        if "ftz" in mods and t not in ("f32", "f16", "f16x2", "bf16", "bf16x2"):
+            _fail(instr, f"{instr.opcode}: .ftz needs .f32 (or a half type)")
         if len(boolop) > 1:
             _fail(instr, f"{instr.opcode}: more than one boolean operation")
         ops = instr.operands
