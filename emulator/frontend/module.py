@@ -17,7 +17,7 @@ from ..errors import PTXSyntaxError, UnsupportedError
 
 LINKAGE = {".extern", ".visible", ".weak", ".common"}
 STARTERS = {".version", ".target", ".address_size", ".extern", ".visible", ".weak", ".common", ".entry",
-            ".func", ".global", ".const", ".shared", ".local", ".file", ".section", ".alias"}
+            ".func", ".global", ".const", ".shared", ".local", ".file", ".section", ".alias", ".param"}
 SPACES = {".global", ".const", ".shared", ".local", ".param"}
 PERF_VALUES = {".maxntid", ".reqntid", ".minnctapersm", ".maxnctapersm", ".maxnreg", ".reqnctapercluster",
                ".maxclusterrank"}
@@ -48,6 +48,7 @@ class Param:
     ptype: str          # element type ('u64', 'b8', ...)
     count: int          # array length (1 for scalars)
     align: int
+    unsized: bool = False   # declared 'name[]'
 
     @property
     def size(self):
@@ -270,7 +271,7 @@ def _param_list(s, j):
         if not g or g[0].text not in (".param", ".reg"):
             _err(g[0] if g else s[j], "a parameter must start with .param")
         v = _decl(g[1:], g[0])
-        params.append(Param(v[0], v[1], max(v[2], 1), v[3]))
+        params.append(Param(v[0], v[1], max(v[2], 1), v[3], v[2] == 0))
     return params, j + 1
 
 

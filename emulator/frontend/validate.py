@@ -124,7 +124,7 @@ MODS = {
     "prmt": ({"b32"}, {"f4e", "b4e", "rc8", "ecl", "ecr", "rc16"}),
     "sad": (INT, set()),
     "mov": (BITS | INT | F | {"pred", "b128"}, set()),
-    "selp": (BITS | INT | F | {"f16", "f16x2"} - {"f16", "f16x2"}, set()),
+    "selp": (BITS | INT | F, set()),
     "slct": (BITS | INT | F, {"ftz"}),
     "setp": (BITS | INT | F | HALF, CMP | BOOL | {"ftz"}),
     "set": (BITS | INT | F | HALF, CMP | BOOL | {"ftz"}),
@@ -168,10 +168,6 @@ def _sig_mul(mods, t, ts):
 
 def _sig_mad(mods, t, ts):
     return ["w", "s", "s", "W"] if "wide" in mods else ["d", "s", "s", "s"]
-
-
-def _sig_minmax(mods, t, ts):
-    return None         # 2 or 3 sources (sm_100 f32 three-input): left to the count check below
 
 
 def _sig_shift(mods, t, ts):
@@ -367,6 +363,8 @@ class Checker:
             if want is None:
                 _fail(instr, f"{instr.opcode}: .wide needs a 16- or 32-bit integer type, not .{t}")
             if isinstance(op, ptx.Imm):
+                if want in ("f16x2", "bf16x2"):
+                    _fail(instr, f"{instr.opcode}: a .{want} operand cannot be a constant")
                 if kind == "q":
                     if op.kind != "int":
                         _fail(instr, f"{instr.opcode}: predicate operand {op} must be a predicate or an integer")
@@ -564,6 +562,8 @@ class Checker:
         sig = SIGS.get(base)
         kinds = sig(mods, t, None) if sig else None
         if base in ("min", "max"):
+            if "abs" in mods and "xorsign" not in mods:
+                _fail(instr, f"{instr.opcode}: .abs needs .xorsign")
             if len(ops) == 4 and self.target_sm < 100:
                 _fail(instr, f"{instr.opcode}: three-input {base} needs .target sm_100 or higher")
             kinds = ["d"] + ["s"] * max(len(ops) - 1, 2) if len(ops) == 4 else ["d", "s", "s"]
@@ -811,6 +811,8 @@ class Checker:
             _fail(instr, f"{instr.opcode}: an int-to-int conversion takes no rounding qualifier")
         if "ftz" in mods and ("f32" not in ts or d.endswith("x2")):
             _fail(instr, f"{instr.opcode}: .ftz needs an .f32 operand")
+        if d == "tf32" and not rnd:
+            _fail(instr, f"{instr.opcode}: a conversion to .tf32 needs a rounding qualifier (.rna, .rn, .rz)")
         if "rna" in rnd and d != "tf32":
             _fail(instr, f"{instr.opcode}: .rna is only for conversions to .tf32")
         if s.endswith("x2") and d != "f16x2" and not (s == "f16x2" and d in ("e4m3x2", "e5m2x2")):
@@ -1031,6 +1033,11 @@ class Checker:
             t = {"D": var.dtype, "A": var.atype, "B": var.btype, "C": var.ctype}[which]
             rt = t if t in ("f32", "f64", "s32") else "b32"
             self.vector(scope, instr, op, var.n_regs(which), rt, k, which == "D")
+            if rt == "b32":             # packed fragments: untyped 32-bit registers only
+                for it in op.items:
+                    name = self.reg_of(scope, it)
+                    if name is not None and self.rtype(scope, name, instr) not in ("b32", "_"):
+                        _fail(instr, f"{instr.opcode}: packed {which} fragment register {name} must be .b32")
 
     def _cp_other(self, scope, instr):
         mods, ops = instr.mods, instr.operands
@@ -1099,7 +1106,8 @@ class Checker:
             self.operand(scope, instr, ops[-1], "q", "pred", len(ops) - 1)
             ops = ops[1:-1]
         if not 1 <= len(ops) <= 2 or (kinds[0] == "arrive" and len(ops) != 2):
-            _fail(instr, f"{instr.opcode}: takes a barrier number{' and a thread count' if kinds[0] == 'arrive' else ' and an optional thread count'}, found {len(ops)} operands")
+            count = " and a thread count" if kinds[0] == "arrive" else " and an optional thread count"
+            _fail(instr, f"{instr.opcode}: takes a barrier number{count}, found {len(ops)} operands")
         for k, op in enumerate(ops):
             if isinstance(op, ptx.Imm):
                 if op.kind != "int":
@@ -1360,7 +1368,7 @@ _MIN_VERSION = {50: (4, 0), 52: (4, 1), 53: (4, 2), 60: (5, 0), 61: (5, 0), 62: 
                 103: (8, 8), 110: (9, 0), 120: (8, 7), 121: (8, 8)}
 
 
-def validate_module(info, text_statements=None):
+def validate_module(info):
     """Check a parsed module (``frontend.module.ModuleInfo``) as ptxas does; raise PTXValidationError."""
     from isa.targets import parse_target
     sm = 90
@@ -1395,6 +1403,10 @@ def validate_module(info, text_statements=None):
                                      f"not a variable type")
         module_scope.names[v.name] = v.space
     for fn in info.functions.values():
+        for k, p in enumerate(fn.params):
+            if p.unsized and (fn.kind == "entry" or k != len(fn.params) - 1):
+                raise PTXValidationError(f"line {fn.line}, column {fn.col}: parameter {p.name} of {fn.name}: an "
+                                         f"array without a size is allowed only as the last .func parameter")
         for p in list(fn.params) + list(fn.returns):
             if p.ptype not in PARAM_TYPES:
                 raise PTXValidationError(f"line {fn.line}, column {fn.col}: parameter {p.name} of {fn.name}: "

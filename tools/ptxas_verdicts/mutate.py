@@ -244,7 +244,8 @@ def mutate_directive(rng, line):
     if s.startswith(".version"):
         choices += [f".version {rng.choice(['1.0', '7.0', '8.0', '9.9', '10.0', '8', 'x'])}"]
     if s.startswith(".target"):
-        choices += [f".target {rng.choice(['sm_70', 'sm_89', 'sm_100a', 'sm_90', 'sm_90a', 'sm_20', 'foo', 'sm_80, texmode_independent'])}"]
+        targets = ["sm_70", "sm_89", "sm_100a", "sm_90", "sm_90a", "sm_20", "foo", "sm_80, texmode_independent"]
+        choices += [f".target {rng.choice(targets)}"]
     if s.startswith(".address_size"):
         choices += [f".address_size {rng.choice(['32', '16', '128'])}"]
     if ".align" in s:
