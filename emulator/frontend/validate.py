@@ -128,7 +128,7 @@ MODS = {
     "slct": (BITS | INT | F, {"ftz"}),
     "setp": (BITS | INT | F | HALF, CMP | BOOL | {"ftz"}),
     "set": (BITS | INT | F | HALF, CMP | BOOL | {"ftz"}),
-    "cvt": (ALL_TYPES - {"b8", "b16", "b32", "b64", "b128", "pred"} | {"e2m1x2", "e2m3x2", "e3m2x2", "ue8m0x2"},
+    "cvt": (ALL_TYPES - {"b8", "b16", "b32", "b64", "b128", "pred"},
             ROUND_F | ROUND_I | {"rna", "rs", "ftz", "sat", "relu", "satfinite"}),
     "cvta": ({"u32", "u64"}, {"to", "global", "shared", "shared::cta", "shared::cluster", "local", "const",
                               "param", "param::entry"}),
