@@ -628,8 +628,6 @@ class Checker:
         if len(found) != n:
             _fail(instr, f"{instr.opcode}: needs {n} instruction type(s); found "
                          f"{', '.join('.' + f for f in found) or 'none'}")
-        if len(set(m for m in instr.mods if m not in types)) != len([m for m in instr.mods if m not in types]):
-            _fail(instr, f"{instr.opcode}: a qualifier is repeated")
         return found
 
     def _rounding(self, instr, base, t, mods):
