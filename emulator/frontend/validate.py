@@ -672,9 +672,9 @@ class Checker:
         if ("approx" in mods or "full" in mods) and rnd:
             _fail(instr, f"{instr.opcode}: .approx/.full and a rounding qualifier exclude each other")
         if "ftz" in mods and t != "f32" and base not in ("fma", "add", "sub", "mul", "min", "max", "ex2", "abs",
-                                                          "neg", "setp", "set", "cvt", "rcp"):
+                                                          "neg", "setp", "set", "cvt", "rcp", "rsqrt"):
             _fail(instr, f"{instr.opcode}: .ftz needs .f32")
-        if "ftz" in mods and t == "f64" and base != "rcp":
+        if "ftz" in mods and t == "f64" and base not in ("rcp", "rsqrt"):
             _fail(instr, f"{instr.opcode}: .ftz is not allowed with .f64")
         if base == "rcp" and t == "f64" and "approx" in mods and "ftz" not in mods:
             _fail(instr, f"{instr.opcode}: rcp.approx.f64 needs .ftz")
