@@ -22,7 +22,6 @@ DATA = os.path.join(ROOT, "tests", "data", "corpus")
 _MUFU = "MUFU approximate math is not modelled yet"
 _WGMMA = "warpgroup MMA (wgmma) is not modelled yet"
 _TMA = "TMA, tensor maps and mbarrier are not modelled yet"
-_WMMA = "the WMMA API instructions (wmma.load/mma/store) are not modelled"
 _CONTRACT = ("ptxas contracts the bare mul.f16x2 + sub.f16x2 pair into one fma (one rounding); the emulator rounds "
              "each PTX instruction (docs/kernels.md)")
 
@@ -35,20 +34,6 @@ CANNOT_RUN: dict[str, str] = {
         f"differs: o (29 bytes) -- {_CONTRACT}",
     "nvcc_half_math_sm90a":
         f"differs: o (29 bytes) -- {_CONTRACT}",
-    "nvcc_wmma_f16_G":
-        f"refused: line 9901, column 2: wmma.load.a.sync.aligned.row.m16n16k16.f16 -- {_WMMA}",
-    "nvcc_wmma_f16_sm80":
-        f"refused: line 76, column 2: wmma.load.a.sync.aligned.row.m16n16k16.global.f16 -- {_WMMA}",
-    "nvcc_wmma_f16_sm90a":
-        f"refused: line 76, column 2: wmma.load.a.sync.aligned.row.m16n16k16.global.f16 -- {_WMMA}",
-    "nvcc_wmma_s8_sm80":
-        f"refused: line 587, column 2: wmma.load.a.sync.aligned.row.m16n16k16.global.s8 -- {_WMMA}",
-    "nvcc_wmma_s8_sm90a":
-        f"refused: line 587, column 2: wmma.load.a.sync.aligned.row.m16n16k16.global.s8 -- {_WMMA}",
-    "nvcc_wmma_tf32_sm80":
-        f"refused: line 227, column 2: wmma.load.a.sync.aligned.row.m16n16k8.tf32 -- {_WMMA}",
-    "nvcc_wmma_tf32_sm90a":
-        f"refused: line 227, column 2: wmma.load.a.sync.aligned.row.m16n16k8.tf32 -- {_WMMA}",
     "triton_dropout_sm80":
         f"refused: line 303, column 2: div.full.f32 -- {_MUFU}",
     "triton_dropout_sm90a":
