@@ -121,8 +121,14 @@ class WmmaMem:
 
     @property
     def stride_unit(self):
-        """Strides must be a multiple of this many elements (16 bytes; 128 bits for b1)."""
-        return max(1, 128 // self.elem_bits)
+        """Strides must be a multiple of this many elements: 8 bytes.  (PTX asks for 16 bytes; the GPU runs
+        8-byte multiples, e.g. the m32n8k16 .s8 B fragment's default stride of 8 and a stride of 24.)"""
+        return max(1, 64 // self.elem_bits)
+
+    @property
+    def capture_stride(self):
+        """The stride tools/hwcapture/wmma/capture.py used: the minimum plus 16 bytes."""
+        return self.min_stride + max(1, 128 // self.elem_bits)
 
     def fragment(self):
         return load_map(self.frag, self.layout, self.shape, self.type)

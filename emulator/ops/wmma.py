@@ -3,16 +3,18 @@
 The spellings, fragment layouts and the lowering onto ``mma.sync`` are the data of ``isa.wmma``; the
 arithmetic is that of the ``mma.sync`` steps (``ops.mma``) plus the conversions of ``numerics.wmma``.
 
-Memory rules: every lane gives the same address and stride; the stride, in elements, is a multiple of 16 bytes
-(PTX ISA / CUDA C++ Programming Guide); the address is 16-byte aligned.  The documents ask for 256-bit
-alignment, but ptxas lowers the fragments to accesses of at most 16 bytes, the H100 runs 16-byte-aligned
-fragments, and real kernels rely on it (nvcc's int8 WMMA GEMM steps k by 16 bytes).  Without a stride
+Memory rules: every lane gives the same address and stride; the address is 16-byte aligned and the stride (in
+elements) a multiple of 8 bytes.  PTX and the CUDA C++ Programming Guide ask for more (a 256-bit aligned
+address, a stride of 16-byte multiples), but the GPU runs these (ptxas lowers a fragment to accesses of at most
+16 bytes) and real code relies on it: nvcc's int8 WMMA GEMM steps k by 16 bytes, and the default stride of
+the m32n8k16 .s8 B fragment is 8 bytes.  Without a stride
 operand the stride is the extent of the contiguous dimension (measured on the H100).  Generic addresses are
 shared or global as for ``ld``/``st``.
 """
 from __future__ import annotations
 
 import difflib
+import functools
 
 import numpy as np
 
@@ -32,8 +34,16 @@ _ELEM_DT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 BASE_ALIGN = 16
 
 
+@functools.lru_cache(maxsize=256)
+def _near(spelling, kind):
+    table = MEM_FORMS if kind == "mem" else MMA_FORMS
+    head = ".".join(spelling.split(".")[:3])
+    pool = [s for s in table if s.startswith(head)] or list(table)
+    return tuple(difflib.get_close_matches(spelling, pool, n=3, cutoff=0.6))
+
+
 def _nearest(spelling, table, what):
-    near = difflib.get_close_matches(spelling, list(table), n=3, cutoff=0.6)
+    near = _near(spelling, "mem" if table is MEM_FORMS else "mma")
     hint = f"; did you mean {' or '.join(near)}?" if near else ""
     return f"{what}{hint} (every supported spelling: isa/wmma.py, docs/kernels.md)"
 
@@ -135,6 +145,8 @@ def _compile_mem(instr, env):
     form = MEM_FORMS.get(spelling) if spelling else None
     if form is None:
         what = f"unsupported wmma.{instr.mods[0]} form"
+        if spelling and any(spelling.endswith(t) for t in (".s4", ".u4", ".b1")):
+            what += " (sub-byte fragments: A is .row and B is .col only)"
         fail(UnsupportedError, instr.opcode, _nearest(spelling or instr.opcode, MEM_FORMS, what))
     _check_arch(instr, env, form)
     is_load = form.op == "load"
@@ -185,7 +197,7 @@ def _compile_mem(instr, env):
             stride = int(s[0])
             if stride % unit:
                 fail(AlignmentError, text, f"stride {stride} is not a multiple of {unit} {form.type} elements "
-                     f"(16 bytes)")
+                     f"(8 bytes)")
         return base, stride
 
     def elem_offsets(stride, r, e):

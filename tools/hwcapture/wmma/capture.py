@@ -175,7 +175,7 @@ def mma_kernel(name, sp, cnt=None, bits=None):
 def mem_geometry(sp, variant):
     f = MEM_FORMS[sp]
     rows, cols = f.tile
-    stride = f.min_stride + (f.stride_unit if variant != "nostride" else 0)
+    stride = f.capture_stride if variant != "nostride" else f.min_stride
     outer = rows if f.layout == "row" else cols
     nelem = outer * stride
     nbytes = -(-nelem * f.elem_bits // 8 // 128) * 128 + 128

@@ -1,0 +1,359 @@
+"""WMMA (wmma.load / wmma.store / wmma.mma) against the sm_90 capture (tools/hwcapture/wmma/capture.py), and
+its error rules.
+
+The capture holds, for every load and store form (every space, with and without a stride operand), the
+registers or memory the GPU produced from iota matrices, and for every wmma.mma form the D registers of
+random fragments (4 data sets each).  Loads and stores replay through ``Warp.run`` (the executor), the mma
+forms through ``get_wmma`` and, for a sample, through ``Warp.run`` too.
+"""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from emulator import GlobalMemory, Warp
+from emulator.errors import AlignmentError, EmulatorError, MemoryAccessError, OperandError, UnsupportedError, \
+    WarpSyncError
+from emulator.ops.mma import get_mma
+from emulator.ops.wmma import get_wmma
+from isa.wmma import MEM_FORMS, MMA_FORMS, load_map
+
+DATA = os.path.join(os.path.dirname(__file__), "data", "wmma", "sm90_wmma.npz")
+Z = np.load(DATA, allow_pickle=False)
+META = json.loads(str(Z["meta"]))
+INFO = json.loads(str(Z["info"]))
+LOADS = [m for m in META if m["name"].startswith("m") and MEM_FORMS[m["spelling"]].op == "load"]
+STORES = [m for m in META if m["name"].startswith("m") and MEM_FORMS[m["spelling"]].op == "store"]
+MMAS = [m for m in META if m["name"].startswith("x")]
+EXTRA = [m for m in META if m["name"].startswith("e")]
+
+
+def _sample(cases):
+    """The default run: the .global forms with a stride operand; -m slow: every space and variant."""
+    return [pytest.param(m, id=f"{m['spelling']}:{m['variant']}",
+                         marks=() if (".global." in m["spelling"] and m["variant"] == "stride")
+                         else pytest.mark.slow) for m in cases]
+
+
+def test_capture_provenance():
+    assert INFO["cc"] == "9.0" and "H" in INFO["gpu"]
+    assert len(LOADS) == 352 and len(STORES) == 104 and len(MMAS) == len(MMA_FORMS) == 138
+
+
+def _regs(prefix, n):
+    return "{" + ", ".join(f"{prefix}{20 + i}" for i in range(n)) + "}"
+
+
+def _prefix(form):
+    return "%rd" if form.reg_bits == 64 else "%r"
+
+
+def _digits_memory(m, p):
+    """The capture's input for run ``p``: memory element j holds digit p of j (base 2**min(w, 16))."""
+    f = MEM_FORMS[m["spelling"]]
+    w = f.elem_bits
+    wd = min(w, 16)
+    j = np.arange(m["nelem"], dtype=np.uint64)
+    vals = j if w > 16 else (j >> np.uint64(p * wd)) & np.uint64((1 << wd) - 1)
+    mem = np.zeros(m["nbytes"], np.uint8)
+    if w >= 8:
+        b = vals.astype({8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[w]).view(np.uint8)
+    else:
+        per = 8 // w
+        v = np.concatenate([vals, np.zeros((-len(vals)) % per, np.uint64)]).reshape(-1, per)
+        b = np.bitwise_or.reduce(v << (np.arange(per, dtype=np.uint64) * np.uint64(w)), axis=1).astype(np.uint8)
+    mem[:len(b)] = b
+    return mem
+
+
+def _warp_at(form, mem):
+    """A warp whose %rd1 / %r1 addresses ``mem`` in the form's space."""
+    g = GlobalMemory()
+    w = Warp(gmem=g)
+    if form.space in ("shared", "shared::cta"):
+        w.smem[:len(mem)] = mem
+        w.write("%r1", 0)
+        return w, "%r1"
+    w.write("%rd1", g.upload(mem))
+    return w, "%rd1"
+
+
+def _stride_arg(m):
+    return "" if m["variant"] == "nostride" else f", {m['stride']}"
+
+
+def run_load(m, p, form=None):
+    f = form or MEM_FORMS[m["spelling"]]
+    w, a = _warp_at(f, _digits_memory(m, p))
+    w.run(f"{m['spelling']} {_regs(_prefix(f), f.n_regs)}, [{a}]{_stride_arg(m)};")
+    dt = np.uint64 if f.reg_bits == 64 else np.uint32
+    return np.stack([w.read(f"{_prefix(f)}{20 + i}").astype(dt) for i in range(f.n_regs)], axis=1)   # (32, n)
+
+
+@pytest.mark.parametrize("m", _sample(LOADS))
+def test_load_matches_capture(m):
+    f = MEM_FORMS[m["spelling"]]
+    dt = np.uint64 if f.reg_bits == 64 else np.uint32
+    for p in range(m["runs"]):
+        hw = Z[f"{m['name']}_out{p}"].view(dt).reshape(32, f.n_regs)
+        got = run_load(m, p)
+        assert np.array_equal(got, hw), f"{m['spelling']} run {p}: {(got != hw).sum()} registers differ"
+
+
+@pytest.mark.parametrize("m", _sample(STORES))
+def test_store_matches_capture(m):
+    f = MEM_FORMS[m["spelling"]]
+    epr = f.reg_bits // f.elem_bits
+    vals = np.arange(32 * f.n_regs * epr, dtype=np.uint64)
+    edt = {16: np.uint16, 32: np.uint32, 64: np.uint64}[f.elem_bits]
+    regs = vals.astype(edt).view(np.uint64 if f.reg_bits == 64 else np.uint32).reshape(32, f.n_regs)
+    mem = np.full(m["nbytes"], 0xFF, np.uint8)
+    w, a = _warp_at(f, mem)
+    for i in range(f.n_regs):
+        w.write(f"{_prefix(f)}{20 + i}", regs[:, i])
+    w.run(f"{m['spelling']} [{a}], {_regs(_prefix(f), f.n_regs)}{_stride_arg(m)};")
+    if f.space in ("shared", "shared::cta"):
+        got = w.smem[:m["nbytes"]]
+    else:
+        got = w.gmem.download(int(w.read("%rd1")[0]), m["nbytes"])
+    hw = Z[f"{m['name']}_out"]
+    assert np.array_equal(got, hw), f"{m['spelling']}: {(got != hw).sum()} bytes differ"
+
+
+def test_fragment_layout_ignores_memory_layout_and_space():
+    """What the capture showed: a fragment's registers are the same for .row and .col and every space; only
+    the addresses differ.  And the 16-bit A/B fragments of the m16n16k16-class shapes hold every element twice."""
+    f = load_map("a", "row", "m16n16k16", "f16")
+    assert f.shape == (8, 32, 2, 2) and np.array_equal(f[4:], f[:4])
+    assert load_map("b", "row", "m32n8k16", "f16").shape[0] == 8
+    assert np.array_equal(load_map("b", "row", "m32n8k16", "f16")[2:4], load_map("b", "row", "m32n8k16", "f16")[:2])
+
+
+def test_load_replay_detects_a_wrong_layout():
+    """The comparison has teeth: the f16 A fragment without its duplicate registers, or the .col layout's
+    addresses for a .row load, mismatch."""
+    m = next(x for x in LOADS if x["spelling"] == "wmma.load.a.sync.aligned.row.m16n16k16.global.f16"
+             and x["variant"] == "stride")
+    hw = Z[f"{m['name']}_out0"].view(np.uint32).reshape(32, 8)
+    good = run_load(m, 0)
+    assert np.array_equal(good, hw)
+    wrong = MEM_FORMS["wmma.load.a.sync.aligned.col.m16n16k16.global.f16"]
+    got = run_load(dict(m, spelling=wrong.spelling), 0, wrong)
+    assert (got != hw).sum() > 200
+
+
+def _mma_inputs(m, w):
+    return [np.ascontiguousarray(Z[f"{m['name']}_{op}"][w].T) for op in "abc"]
+
+
+@pytest.mark.parametrize("m", MMAS, ids=[m["spelling"] for m in MMAS])
+def test_mma_matches_capture(m):
+    op = get_wmma(m["spelling"])
+    hw = Z[f"{m['name']}_d"]
+    for w in range(hw.shape[0]):
+        d = op.execute(*_mma_inputs(m, w))
+        assert np.array_equal(d.T, hw[w]), f"{m['spelling']} data set {w}: {(d.T != hw[w]).sum()} registers differ"
+
+
+def test_mma_replay_detects_a_wrong_model():
+    """With the A and B roles of the m8n32k16 steps not swapped, or the tf32 k-steps fused into one
+    m16n8k8 instruction (ptxas emits two chained m16n8k4), the results differ from the capture."""
+    import dataclasses
+    from emulator.ops.wmma import WmmaMmaOp
+    m = next(x for x in MMAS if x["spelling"] == "wmma.mma.sync.aligned.row.col.m8n32k16.f32.f32")
+    op = get_wmma(m["spelling"])
+    wrong = WmmaMmaOp(op.form, "sm_90")
+    wrong.steps = [(dataclasses.replace(st, swap=False, a=st.a + st.a, b=st.b[:2]), o) for st, o in op.steps]
+    a, b, c = _mma_inputs(m, 0)
+    assert not np.array_equal(wrong.execute(a, b, c).T, Z[f"{m['name']}_d"][0])
+    m = next(x for x in MMAS if x["spelling"] == "wmma.mma.sync.aligned.row.col.m16n16k8.f32.tf32.tf32.f32")
+    a, b, c = _mma_inputs(m, 0)
+    fused = get_mma("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32")
+    d = np.concatenate([fused.execute(a, b[[2 * h, 2 * h + 1]], c[4 * h:4 * h + 4]) for h in range(2)])
+    hw = Z[f"{m['name']}_d"][0].T
+    assert np.array_equal(get_wmma(m["spelling"]).execute(a, b, c), hw)
+    assert not np.array_equal(d, hw)
+
+
+@pytest.mark.parametrize("spelling", ["wmma.mma.sync.aligned.row.col.m16n16k16.f16.f32",
+                                      "wmma.mma.sync.aligned.col.row.m8n32k16.s32.u8.u8.s32.satfinite",
+                                      "wmma.mma.sync.aligned.row.col.m8n8k4.rz.f64.f64.f64.f64",
+                                      "wmma.mma.xor.popc.sync.aligned.row.col.m8n8k128.s32.b1.b1.s32"])
+def test_mma_through_the_executor(spelling):
+    m = next(x for x in MMAS if x["spelling"] == spelling)
+    f = MMA_FORMS[spelling]
+    w = Warp()
+    names = {}
+    for op, base in zip("dabc", (0, 10, 20, 30)):
+        pfx = "%rd" if f.reg_bits(op) == 64 else "%r"
+        names[op] = [f"{pfx}{base + i}" for i in range(f.n_regs(op))]
+    for op in "abc":
+        data = Z[f"{m['name']}_{op}"][1]
+        for i, n in enumerate(names[op]):
+            w.write(n, data[:, i])
+    w.run(f"{spelling} " + ", ".join("{" + ", ".join(names[op]) + "}" for op in "dabc") + ";")
+    got = np.stack([w.read(n) for n in names["d"]], axis=1)
+    assert np.array_equal(got, Z[f"{m['name']}_d"][1])
+
+
+@pytest.mark.parametrize("m", EXTRA, ids=[m["spelling"] for m in EXTRA])
+def test_register_level_forms_match_capture(m):
+    """mma.sync m8n8k16 s8/u8, m8n8k32 s4/u4, the .b1 forms, and movmatrix."""
+    hw = Z[f"{m['name']}_d"]
+    if m["spelling"].startswith("movmatrix"):
+        for wi in range(hw.shape[0]):
+            w = Warp()
+            w.write("%r10", Z[f"{m['name']}_a"][wi][:, 0])
+            w.run(f"{m['spelling']} %r1, %r10;")
+            assert np.array_equal(w.read("%r1"), hw[wi][:, 0])
+        return
+    op = get_mma(m["spelling"])
+    a, b, c = (np.ascontiguousarray(Z[f"{m['name']}_{x}"].transpose(0, 2, 1)) for x in "abc")
+    assert np.array_equal(op.execute_batch(a, b, c), hw.transpose(0, 2, 1))
+
+
+def test_b128_moves_match_capture():
+    a, hw = Z["q0_a"], Z["q0_d"]
+    g = GlobalMemory()
+    w = Warp(gmem=g)
+    w.write("%rd1", g.upload(a))
+    out = g.alloc(32 * 32)
+    w.write("%rd2", out)
+    w.run("""
+    .reg .b128 %q<4>;
+    mov.u32 %r1, %laneid;
+    mul.wide.u32 %rd3, %r1, 16;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.b128 %q1, [%rd4];
+    mov.b128 {%rd5, %rd6}, %q1;
+    mul.wide.u32 %rd7, %r1, 32;
+    add.s64 %rd8, %rd2, %rd7;
+    st.global.b64 [%rd8], %rd5;
+    st.global.b64 [%rd8+8], %rd6;
+    mov.b128 %q2, {%rd6, %rd5};
+    st.global.b128 [%rd8+16], %q2;
+    """)
+    assert np.array_equal(g.download(out, 32 * 32), hw)
+
+
+# ------------------------------------------------------------------------------------------------
+# errors
+
+A16 = "wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7}"
+
+
+def _gwarp(nbytes=4096):
+    g = GlobalMemory()
+    w = Warp(gmem=g)
+    w.write("%rd1", g.alloc(nbytes))
+    return w
+
+
+def test_misaligned_address():
+    w = _gwarp()
+    w.write("%rd2", w.read("%rd1") + 8)
+    with pytest.raises(AlignmentError, match="not 16-byte aligned"):
+        w.run(f"{A16}, [%rd2], 16;")
+
+
+def test_stride_not_a_multiple_of_8_bytes():
+    w = _gwarp()
+    with pytest.raises(AlignmentError, match="stride 18 is not a multiple of 4 f16 elements"):
+        w.run(f"{A16}, [%rd1], 18;")
+
+
+def test_lanes_must_agree_on_address_and_stride():
+    w = _gwarp()
+    w.write("%rd2", w.read("%rd1") + 32 * (np.arange(32) == 5))
+    with pytest.raises(OperandError, match="lane 5.*same address"):
+        w.run(f"{A16}, [%rd2], 16;")
+    w.write("%r9", 16 + 8 * (np.arange(32) == 3))
+    with pytest.raises(OperandError, match="lane 3.*same stride"):
+        w.run(f"{A16}, [%rd1], %r9;")
+
+
+def test_out_of_range_addresses():
+    w = _gwarp(256)                                 # 16 rows x stride 16 halves = 512 bytes: past the end
+    with pytest.raises(MemoryAccessError, match="outside every global allocation"):
+        w.run(f"{A16}, [%rd1], 16;")
+    w = Warp(smem_bytes=256)
+    w.write("%r9", 0)
+    with pytest.raises(MemoryAccessError, match="outside shared memory"):
+        w.run("wmma.store.d.sync.aligned.row.m16n16k16.shared.f32 [%r9], "
+              "{%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7}, 16;")
+
+
+def test_wrong_register_count_and_width():
+    w = _gwarp()
+    with pytest.raises(OperandError, match="must have 8 registers, it has 4"):
+        w.run("wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r0, %r1, %r2, %r3}, [%rd1], 16;")
+    with pytest.raises(OperandError, match="64-bit; f16 fragments are 32-bit"):
+        w.run("wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%rd2, %r1, %r2, %r3, %r4, %r5, %r6, %r7}, "
+              "[%rd1], 16;")
+    with pytest.raises(OperandError, match="c fragment must have 8 registers"):
+        w.run("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32 {%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7}, "
+              "{%r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7}, {%r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7}, {%f0, %f1};")
+    with pytest.raises(OperandError, match="takes 4 operands"):
+        w.run("wmma.mma.sync.aligned.row.col.m8n8k4.f64.f64.f64.f64 {%fd0, %fd1}, {%fd2}, {%fd3};")
+
+
+def test_unsupported_forms_name_the_nearest_spellings():
+    w = _gwarp()
+    with pytest.raises(UnsupportedError, match=r"A is \.row.*did you mean .*wmma\.load\.a\.sync\.aligned\.row\.m8n8k32\.global\.s4"):
+        w.run("wmma.load.a.sync.aligned.col.m8n8k32.global.s4 {%r0}, [%rd1], 32;")      # sub-byte A is .row only
+    with pytest.raises(UnsupportedError, match="removed in PTX ISA 6.5"):
+        w.run("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32.satfinite {%f0, %f1, %f2, %f3, %f4, %f5, %f6, "
+              "%f7}, {%r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7}, {%r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7}, "
+              "{%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7};")
+    with pytest.raises(UnsupportedError, match="unsupported wmma.mma form") as e:
+        get_wmma("wmma.mma.sync.aligned.row.col.m16n16k16.s32.s8.u8.s32")     # A and B types must agree
+    assert len(str(e.value)) < 400
+    with pytest.raises(UnsupportedError, match="unknown wmma instruction"):
+        w.run("wmma.fill.sync.aligned.m16n16k16.f32 {%f0}, 0;")
+
+
+def test_partial_warp_is_refused():
+    from emulator import load_ptx
+    ptx = """
+.version 8.3
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+ .reg .b32 %r<12>; .reg .b64 %rd<4>; .reg .pred %p1;
+ ld.param.u64 %rd1, [p];
+ mov.u32 %r10, %laneid;
+ setp.lt.u32 %p1, %r10, 16;
+ @%p1 bra $Ldone;
+ wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7}, [%rd1], 16;
+$Ldone:
+ ret;
+}
+"""
+    g = GlobalMemory()
+    a = g.alloc(4096)
+    with pytest.raises(WarpSyncError, match="needs all 32 lanes"):
+        load_ptx(ptx).launch("k", grid=(1, 1, 1), block=(32, 1, 1), args=[a], gmem=g)
+
+
+def test_every_error_is_an_emulator_error():
+    """Fuzz the spellings a little: a qualifier dropped or repeated (with operands that fit no form) gives an
+    EmulatorError, never a crash."""
+    rng = np.random.default_rng(5)
+    spellings = list(MEM_FORMS)[::23] + list(MMA_FORMS)[::7]
+    w = _gwarp()
+    for sp in spellings:
+        parts = sp.split(".")
+        for _ in range(2):
+            q = list(parts)
+            i = int(rng.integers(1, len(q)))
+            if rng.random() < 0.5:
+                del q[i]
+            else:
+                q.insert(i, q[int(rng.integers(1, len(q)))])
+            text = ".".join(q)
+            operand = "{%r0}, [%rd1], 16" if ".load." in text else "[%rd1], {%r0}" if ".store." in text \
+                else "{%r0}, {%r1}, {%r2}, {%r3}"
+            with pytest.raises(EmulatorError):
+                w.run(f"{text} {operand};")
