@@ -357,3 +357,46 @@ def test_every_error_is_an_emulator_error():
                 else "{%r0}, {%r1}, {%r2}, {%r3}"
             with pytest.raises(EmulatorError):
                 w.run(f"{text} {operand};")
+
+
+# ------------------------------------------------------------------------------------------------
+# .b128 and movmatrix: the rules around them
+
+@pytest.mark.parametrize("body, match", [
+    ("mov.b32 %x, 1;", "128-bit register and cannot be a .b32 operand"),
+    ("add.u32 %r1, %x, 1;", "only ld, st and mov .b128 take a 128-bit register"),
+    ("mov.b128 %x, 5;", "must be a 128-bit register, found 5"),
+    ("st.global.b128 [%rd1], %r1;", "%r1 is a 32-bit register; a .b128 operand needs a 128-bit one"),
+    ("ld.global.v2.b128 {%x, %y}, [%rd1];", "exceed the 128 bits one lane may access"),
+    ("mov.b128 {%r1, %r2}, %x;", "two 64-bit registers"),
+    ("mov.b128 {%rd1, %rd2, %rd3}, %x;", "two .b64 registers"),
+])
+def test_b128_misuse_is_refused(body, match):
+    w = Warp()
+    with pytest.raises(OperandError if "exceed" not in match else UnsupportedError, match=match):
+        w.run(".reg .b128 %x, %y;\n" + body)
+
+
+def test_b128_register_values():
+    w = Warp()
+    w.run(".reg .b128 %x;")
+    w.write("%x", 3 << 64 | 5)
+    assert w.read("%x").shape == (32, 2) and (w.read("%x") == [5, 3]).all()
+    w.run(".reg .b128 %y;\nmov.b128 %y, %x;\nmov.b128 {%rd1, %rd2}, %y;")
+    assert (w.read("%rd1") == 5).all() and (w.read("%rd2") == 3).all()
+    with pytest.raises(OperandError, match="128-bit register takes"):
+        w.write("%x", -1)
+
+
+def test_movmatrix_reference_equals_fast_path_and_errors():
+    from emulator.ops.datamove.matrix import movmatrix_fast, movmatrix_reference
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        a = rng.integers(0, 2 ** 32, 32, dtype=np.uint64).astype(np.uint32)
+        assert movmatrix_reference(a) == movmatrix_fast(a).tolist()
+        assert np.array_equal(movmatrix_fast(movmatrix_fast(a)), a)          # a transpose twice
+    w = Warp()
+    with pytest.raises(UnsupportedError, match="supported: movmatrix.sync.aligned.m8n8.trans.b16"):
+        w.run("movmatrix.sync.aligned.m8n8.b16 %r1, %r2;")
+    with pytest.raises(OperandError, match="must be a 32-bit register"):
+        w.run("movmatrix.sync.aligned.m8n8.trans.b16 %rd1, %r2;")

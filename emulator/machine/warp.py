@@ -16,7 +16,26 @@ from ..memory import LANES, GlobalMemory, SmemAccess  # noqa: F401 (SmemAccess: 
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 
-_UINT = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+_UINT = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64, 128: np.uint64}
+
+
+def _zeros(width):
+    """A register's 32 lane values: (32,) of its width; a 128-bit register is (32, 2) uint64 (low, high)."""
+    return np.zeros((LANES, 2) if width == 128 else LANES, _UINT[width])
+
+
+def _b128_values(name, values):
+    if isinstance(values, int):
+        values = [values] * LANES
+    v = np.asarray(values, dtype=object if not isinstance(values, np.ndarray) else None)
+    if v.shape == (LANES, 2) and v.dtype.kind in "ui":
+        return v.astype(np.uint64)
+    if v.shape == (LANES,) and v.dtype.kind == "u":
+        return np.stack([v.astype(np.uint64), np.zeros(LANES, np.uint64)], axis=1)
+    if v.shape == (LANES,) and v.dtype == object and all(isinstance(x, int) and 0 <= x < 1 << 128 for x in v):
+        return np.array([[x & (2**64 - 1), x >> 64] for x in v], np.uint64)
+    raise OperandError(f"write {name}: a 128-bit register takes (32, 2) uint64 (low, high), 32 ints in "
+                       f"[0, 2**128) or one such int")
 ALL_LANES = np.ones(LANES, np.bool_)
 
 
@@ -118,10 +137,12 @@ class Warp:
             self.reg_types[n] = ptype
 
     def write(self, name: str, values) -> None:
-        """Set a register in every lane: 32 values or one scalar; raw bits, not converted."""
+        """Set a register in every lane: 32 values or one scalar; raw bits, not converted.  A 128-bit register
+        takes (32, 2) uint64 (low half first), 32 Python ints or one int."""
         width = self.reg_width(name)
         if width == 128:
-            raise UnsupportedError(f"write {name}: 128-bit registers are not supported")
+            self.regs[name] = _b128_values(name, values)
+            return
         dt = _UINT[width]
         v = np.asarray(values)
         if v.dtype.kind == "f":
@@ -150,8 +171,7 @@ class Warp:
             return self.special(name)
         if self.options.uninitialized == "error":
             raise OperandError(f"{instr}: register {name} is read before it is written")
-        width = self.reg_width(name)
-        return np.zeros(LANES, _UINT[width])
+        return _zeros(self.reg_width(name))
 
     def set_reg(self, name: str, values: np.ndarray, mask: np.ndarray) -> None:
         """Write raw bits (already of the register's dtype) to the active lanes."""
@@ -159,10 +179,11 @@ class Warp:
             return
         cur = self.regs.get(name)
         if cur is None:
+            width = self.reg_width(name)
             if mask.all():
-                self.regs[name] = np.array(values, dtype=_UINT[self.reg_width(name)], copy=True)
+                self.regs[name] = np.array(values, dtype=_UINT[width], copy=True).reshape(_zeros(width).shape)
                 return
-            cur = self.regs[name] = np.zeros(LANES, _UINT[self.reg_width(name)])
+            cur = self.regs[name] = _zeros(width)
         if mask.all():
             cur[:] = values
         else:

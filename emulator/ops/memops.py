@@ -14,7 +14,7 @@ from ..errors import AsyncHazardError, OperandError, UnsupportedError, fail
 from ..memory import check_alignment, check_bounds, gather, global_gather, global_scatter, scatter
 from ..frontend.ptx import Imm, Mem, Reg, Vec
 from .registry import executor
-from .common import NP, UINT, address, dst, split_mods, src, width
+from .common import NP, UINT, address, dst, reg_name, split_mods, src, width
 
 SPACES = ("shared", "shared::cta", "global", "local", "param", "const")
 
@@ -162,9 +162,15 @@ def compile_ld(instr, env):
     addr = address(env, a, instr)
     regs = _reg_list(env, d, n, instr)
     writers = [dst(env, r, ptype, instr) for r in regs]
-    dt = UINT[ew * 8]
     nbytes = ew * n
     text = instr.text
+    if ptype == "b128":                 # a 128-bit register holds (32, 2) uint64, low half first
+        def run128(warp, mask):
+            vals = load(warp, text, space, addr(warp), mask, nbytes, nbytes).view(np.uint64).reshape(32, n, 2)
+            for i, wr in enumerate(writers):
+                wr(warp, vals[:, i].copy(), mask)
+        return run128
+    dt = UINT[ew * 8]
 
     def run(warp, mask):
         raw = load(warp, text, space, addr(warp), mask, nbytes, nbytes)
@@ -182,9 +188,15 @@ def compile_st(instr, env):
         raise OperandError(f"{instr.opcode}: the destination must be an address [..], found {a}")
     addr = address(env, a, instr)
     readers = [src(env, r, ptype, instr) for r in _reg_list(env, s, n, instr)]
-    dt = UINT[ew * 8]
     nbytes = ew * n
     text = instr.text
+    if ptype == "b128":
+        def run128(warp, mask):
+            vals = np.stack([np.asarray(r(warp), np.uint64).reshape(32, 2) for r in readers], axis=1)
+            store(warp, text, space, addr(warp), mask, np.ascontiguousarray(vals).view(np.uint8).reshape(32, nbytes),
+                  nbytes)
+        return run128
+    dt = UINT[ew * 8]
 
     def run(warp, mask):
         vals = np.stack([r(warp).view(dt) for r in readers], axis=1)
@@ -198,18 +210,45 @@ def compile_st(instr, env):
 
 @executor("mov")
 def compile_mov(instr, env):
-    q = split_mods(instr, {"type": set(TYPES) - {"b128"}})
+    q = split_mods(instr, {"type": set(TYPES)})
     if "type" not in q:
         raise OperandError(f"{instr.opcode}: missing the type (e.g. .u32)")
     ptype = q["type"]
     if len(instr.operands) != 2:
         raise OperandError(f"{instr.opcode}: mov takes 2 operands, found {len(instr.operands)}")
     d, s = instr.operands
+    if ptype == "b128" and (isinstance(d, Vec) or isinstance(s, Vec)):
+        return _mov_pack128(instr, env, d, s)
     if isinstance(d, Vec) or isinstance(s, Vec):
         return _mov_pack(instr, env, ptype, d, s)
     read = src(env, s, ptype, instr)
     write = dst(env, d, ptype, instr)
     return lambda warp, mask: write(warp, read(warp), mask)
+
+
+def _mov_pack128(instr, env, d, s):
+    """mov.b128 %q, {%rd0, %rd1} and mov.b128 {%rd0, %rd1}, %q: the first element is the low half."""
+    vec = s if isinstance(s, Vec) else d
+    if isinstance(d, Vec) and isinstance(s, Vec):
+        raise OperandError(f"{instr.opcode}: vector operands on both sides")
+    if len(vec.items) != 2:
+        raise OperandError(f"{instr.opcode}: the vector operand of mov.b128 has two .b64 registers, found {vec}")
+    for it in vec.items:
+        n = reg_name(env, it, instr) if not isinstance(it, Imm) else None
+        if n is None or (n != "_" and env.reg_width(n) != 64):
+            raise OperandError(f"{instr.opcode}: the vector operand of mov.b128 has two 64-bit registers, found {it}")
+    if isinstance(s, Vec):
+        readers = [src(env, it, "b64", instr) for it in s.items]
+        write = dst(env, d, "b128", instr)
+        return lambda warp, mask: write(warp, np.stack([r(warp) for r in readers], axis=1), mask)
+    read = src(env, s, "b128", instr)
+    writers = [dst(env, it, "b64", instr) for it in d.items]
+
+    def unpack(warp, mask):
+        v = np.asarray(read(warp), np.uint64).reshape(32, 2)
+        for i, wr in enumerate(writers):
+            wr(warp, v[:, i].copy(), mask)
+    return unpack
 
 
 def _mov_pack(instr, env, ptype, d, s):
