@@ -273,11 +273,13 @@ def _variants():
     # the m8n8 integer shapes (Turing's): one 8x8 tile, exact
     for k, a_types in ((16, ("s8", "u8")), (32, ("s4", "u4"))):
         for a, b, sat in product(a_types, a_types, (False, True)):
-            out.append(_v((8, 8, k), "s32", a, b, "s32", AMPERE, sat=sat, sass="IMMA.88" + str(k)))
+            out.append(_v((8, 8, k), "s32", a, b, "s32", AMPERE, sat=sat,
+                          sass="IMMA.8816" if k == 16 else "2 x IMMA.8816 (s4/u4 unpacked to 8 bits)"))
     # single-bit: C + popc(a AND/XOR b) over k (sm_90: BMMA.AND.POPC; XOR as popc(a & ~b) + popc(~a & b))
     for shape in ((8, 8, 128), (16, 8, 128), (16, 8, 256)):
         for bop in ("xor", "and"):
-            out.append(_v(shape, "s32", "b1", "b1", "s32", AMPERE, sass="BMMA.AND.POPC", bop=bop))
+            out.append(_v(shape, "s32", "b1", "b1", "s32", AMPERE, bop=bop,
+                          sass="BMMA.AND.POPC" if bop == "and" else "2 x BMMA.AND.POPC (a & ~b, ~a & b)"))
     # fp8 (sm_89+; on sm_90 a software sequence)
     for k in (16, 32):
         for a, b in product(("e4m3", "e5m2"), repeat=2):
