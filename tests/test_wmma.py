@@ -211,6 +211,13 @@ def test_register_level_forms_match_capture(m):
     op = get_mma(m["spelling"])
     a, b, c = (np.ascontiguousarray(Z[f"{m['name']}_{x}"].transpose(0, 2, 1)) for x in "abc")
     assert np.array_equal(op.execute_batch(a, b, c), hw.transpose(0, 2, 1))
+    # the readable reference (numerics.reference, on whole tiles) agrees, data set 0
+    from emulator.numerics.reference import mma_tiles
+    from isa.fragments import pack, unpack
+    v = op.variant
+    tiles = [unpack(v, x, r[0]).astype(np.int64).tolist() for x, r in zip("ABC", (a, b, c))]
+    d = pack(v, "D", np.array(mma_tiles(v, *tiles), np.uint64))
+    assert np.array_equal(d, hw[0].T)
 
 
 def test_b128_moves_match_capture():
