@@ -407,3 +407,40 @@ def test_movmatrix_reference_equals_fast_path_and_errors():
         w.run("movmatrix.sync.aligned.m8n8.b16 %r1, %r2;")
     with pytest.raises(OperandError, match="must be a 32-bit register"):
         w.run("movmatrix.sync.aligned.m8n8.trans.b16 %rd1, %r2;")
+
+
+def test_fuzzed_addresses_and_strides_never_crash():
+    """Random forms, spaces, base offsets and strides: the load/store either runs or raises an EmulatorError,
+    and a load that runs puts the element the address rule names in each register slot."""
+    rng = np.random.default_rng(11)
+    forms = list(MEM_FORMS.values())
+    for _ in range(60):
+        f = forms[int(rng.integers(len(forms)))]
+        g = GlobalMemory()
+        w = Warp(gmem=g, smem_bytes=8192)
+        mem = rng.integers(0, 256, 8192, dtype=np.uint64).astype(np.uint8)
+        shared = f.space in ("shared", "shared::cta")
+        base = int(rng.choice([0, 8, 16, 48, 256, 4000, 8192 - 64]))
+        if shared:
+            w.smem[:] = mem
+            w.write("%r1", base)
+            a = "%r1"
+        else:
+            w.write("%rd1", g.upload(mem) + base)
+            a = "%rd1"
+        stride = int(rng.choice([f.min_stride, f.capture_stride, f.min_stride + 1, 0, 2 ** 20]))
+        regs = _regs(_prefix(f), f.n_regs)
+        text = (f"{f.spelling} {regs}, [{a}], {stride};" if f.op == "load" else
+                f"{f.spelling} [{a}], {regs}, {stride};")
+        try:
+            w.run(text)
+        except EmulatorError:
+            continue
+        if f.op == "load" and f.elem_bits >= 8:
+            fr, eb = f.fragment(), f.elem_bits // 8
+            r, lane, e = int(rng.integers(f.n_regs)), int(rng.integers(32)), int(rng.integers(fr.shape[2]))
+            row, col = fr[r, lane, e]
+            off = base + eb * (row * stride + col if f.layout == "row" else col * stride + row)
+            want = int.from_bytes(mem[off:off + eb].tobytes(), "little")
+            got = (int(w.read(f"{_prefix(f)}{20 + r}")[lane]) >> (e * f.elem_bits)) & ((1 << f.elem_bits) - 1)
+            assert got == want, (text, r, lane, e)

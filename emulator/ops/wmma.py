@@ -45,7 +45,7 @@ def _near(spelling, kind):
 def _nearest(spelling, table, what):
     near = _near(spelling, "mem" if table is MEM_FORMS else "mma")
     hint = f"; did you mean {' or '.join(near)}?" if near else ""
-    return f"{what}{hint} (every supported spelling: isa/wmma.py, docs/kernels.md)"
+    return f"{what}{hint} (every supported form: docs/wmma.md, isa/wmma.py)"
 
 
 def canonical_mem(opcode):
