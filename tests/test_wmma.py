@@ -444,3 +444,14 @@ def test_fuzzed_addresses_and_strides_never_crash():
             want = int.from_bytes(mem[off:off + eb].tobytes(), "little")
             got = (int(w.read(f"{_prefix(f)}{20 + r}")[lane]) >> (e * f.elem_bits)) & ((1 << f.elem_bits) - 1)
             assert got == want, (text, r, lane, e)
+
+
+def test_show_draws_wmma_fragments():
+    from emulator.layouts.show import mma_cells, mma_view
+    sp = "wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32"
+    lane, reg, elem, epr = mma_cells(sp, "A")
+    assert lane.shape == (16, 16) and reg.max() == 3 and epr == 2           # the copies (a4..a7) are not drawn
+    assert (lane[0, 0], reg[0, 0], lane[9, 10], reg[9, 10]) == (0, 0, 5, 3)
+    assert "T0:c4" in str(mma_view(sp, "C"))
+    with pytest.raises(UnsupportedError, match="not a supported wmma.mma form"):
+        mma_view("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f64", "A")

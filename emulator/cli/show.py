@@ -27,7 +27,7 @@ def _cmd(args):
             obj = descriptor_view((int(parts[2]) if len(parts) > 2 else 128, parts[1].upper() == "MN"), args.rows,
                                   elem_bytes=args.elem_bytes)
         return _render(obj, args)
-    if what.startswith("mma") or what.startswith("wgmma"):
+    if what.startswith(("mma", "wgmma", "wmma.mma")):
         obj = mma_view(what, args.operand) if args.operand else mma_figure(what)
     elif _MATRIX.match(what):
         addrs = None

@@ -63,7 +63,7 @@ def trace(lines):
     """Tensor-core instructions with their operands' first registers named after the PTX registers."""
     regmap, mmas = {}, []
     for ln in lines:
-        m = re.match(r"LDG\.E(\.64)? (R\d+), desc\[UR\d+\]\[R\d+\.64(?:\+0x([0-9a-f]+))?\]", ln)
+        m = re.match(r"LDG\.E(\.64)? (R\d+), (?:desc\[UR\d+\])?\[R\d+\.64(?:\+0x([0-9a-f]+))?\]", ln)
         if m:
             regmap[int(m.group(2)[1:])] = _name(int(m.group(3) or "0", 16))
             continue
