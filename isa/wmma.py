@@ -10,7 +10,10 @@ Spellings are keyed canonically:
 
 The table is what ptxas 13.0 accepts for sm_80 and sm_90 (``tools/hwcapture/wmma/probe.py`` re-derives it and
 checks this module against ptxas): the operand types of A and B must be equal, the sub-byte forms (s4/u4, b1)
-are ``.row.col`` only, and ``.satfinite`` on floating-point ``wmma.mma`` was removed in PTX ISA 6.5.
+are ``.row.col`` only, and ``.satfinite`` on floating-point ``wmma.mma`` was removed in PTX ISA 6.5.  Two
+things ptxas accepts beyond the PTX ISA: ``.f32`` C/D loads and stores for m8n8k32/m8n8k128 (kept: the same
+SASS as ``.s32``), and ``.f64`` ``wmma.mma`` with other shapes than m8n8k4 (left out: ptxas emits no
+arithmetic for them, D is undefined; ``F64_SHAPE_QUIRK``).
 
 Fragments.  A WMMA fragment is opaque in PTX; the hardware's layout is what ptxas lowers the instructions to.
 ``load_map(matrix, layout, shape, type)`` gives, for every (register, lane, element) of a fragment, the
@@ -58,6 +61,9 @@ for _t in ("s8", "u8"):
 _REGS.update({("a", "m16n16k8", "tf32"): 4, ("b", "m16n16k8", "tf32"): 4, ("c", "m16n16k8", "f32"): 8,
               ("a", "m8n8k4", "f64"): 1, ("b", "m8n8k4", "f64"): 1, ("c", "m8n8k4", "f64"): 2,
               ("c", "m8n8k32", "s32"): 2, ("c", "m8n8k128", "s32"): 2, ("a", "m8n8k128", "b1"): 1,
+              # not in the PTX ISA, but ptxas 13.0 accepts .f32 C/D for these shapes and emits the same SASS
+              # as for .s32 (tools/hwcapture/wmma/probe.py): a 32-bit move with the .s32 fragment
+              ("c", "m8n8k32", "f32"): 2, ("c", "m8n8k128", "f32"): 2,
               ("b", "m8n8k128", "b1"): 1})
 for _t in ("s4", "u4"):
     _REGS.update({("a", "m8n8k32", _t): 1, ("b", "m8n8k32", _t): 1})
@@ -65,6 +71,10 @@ del _s, _t
 
 # which layouts a load of a/b may use (sub-byte A is row-major, B column-major)
 _SUBBYTE = ("s4", "u4", "b1")
+
+
+F64_SHAPE_QUIRK = (".f64 wmma.mma is m8n8k4 only in the PTX ISA; ptxas 13.0 accepts some other shapes but emits "
+                   "no arithmetic for them (D is undefined)")
 
 
 def reg_bits(type_):
@@ -286,6 +296,8 @@ def lowering(shape, atype, dtype, ctype, satfinite=False, bop=None):
 
 def _representative(matrix, shape, type_):
     """A wmma.mma form whose lowering fixes the fragment of (matrix, shape, type)."""
+    if matrix == "c" and shape in ("m8n8k32", "m8n8k128"):
+        return {"m8n8k32": "s4", "m8n8k128": "b1"}[shape], "s32", "s32"
     if matrix in "ab":
         at = type_
         ct = {"f16": "f32", "bf16": "f32", "tf32": "f32", "f64": "f64"}.get(type_, "s32")

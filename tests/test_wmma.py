@@ -455,3 +455,17 @@ def test_show_draws_wmma_fragments():
     assert "T0:c4" in str(mma_view(sp, "C"))
     with pytest.raises(UnsupportedError, match="not a supported wmma.mma form"):
         mma_view("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f64", "A")
+
+
+def test_what_ptxas_accepts_beyond_the_ptx_isa():
+    """.f32 C/D of m8n8k32/m8n8k128 is the .s32 move (ptxas emits the same SASS); .f64 with a shape other
+    than m8n8k4 is refused (ptxas emits no arithmetic for it)."""
+    assert np.array_equal(load_map("c", "row", "m8n8k32", "f32"), load_map("c", "row", "m8n8k32", "s32"))
+    g = GlobalMemory()
+    w = Warp(gmem=g)
+    w.write("%rd1", g.upload(np.arange(64, dtype=np.uint32)))
+    w.run("wmma.load.c.sync.aligned.row.m8n8k128.global.f32 {%f0, %f1}, [%rd1];")
+    lane = np.arange(32)
+    assert np.array_equal(w.read("%f0"), 8 * (lane // 4) + 2 * (lane % 4))
+    with pytest.raises(UnsupportedError, match="m8n8k4 only in the PTX ISA.*no arithmetic"):
+        get_wmma("wmma.mma.sync.aligned.row.col.m16n16k16.f64.f64.f64.f64")

@@ -18,7 +18,7 @@ import functools
 
 import numpy as np
 
-from isa.wmma import MEM_FORMS, MMA_FORMS, SHAPES
+from isa.wmma import F64_SHAPE_QUIRK, MEM_FORMS, MMA_FORMS, SHAPES
 from .common import address, require_full_warp, src, vec_regs
 from .memops import load, store
 from .mma import get_mma
@@ -295,6 +295,8 @@ def get_wmma(opcode, arch="sm_90"):
             extra = ""
             if spelling and "satfinite" in spelling and any(t in spelling for t in (".f16", ".f32", ".bf16")):
                 extra = " (.satfinite on floating-point wmma.mma was removed in PTX ISA 6.5)"
+            elif spelling and ".f64" in spelling and ".m8n8k4." not in spelling:
+                extra = f" ({F64_SHAPE_QUIRK})"
             fail(UnsupportedError, opcode, _nearest(spelling or opcode, MMA_FORMS, "unsupported wmma.mma form" + extra))
         a = {"sm_90a": "sm_90"}.get(arch, arch)
         if a not in form.archs:

@@ -2,7 +2,8 @@
 
 Every spelling of the table is compiled in a one-instruction kernel (it must be accepted), and so is a grid of
 neighbouring spellings that the table leaves out (other shapes, types, layouts, mixed A/B types, .satfinite on
-float forms, rounding modes on non-f64 forms): each must be rejected with every plausible register count.
+float forms, rounding modes on non-f64 forms): ptxas must reject each for its spelling, not merely for its
+operands ("Argument vector size mismatch" / "Arguments mismatch" alone would mean the spelling exists).
 
     python tools/hwcapture/wmma/probe.py [--ptxas PATH] [--arch sm_90a]     # exits 1 on a disagreement
 """
@@ -14,8 +15,14 @@ import tempfile
 from itertools import product
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-from isa.wmma import (BIG, ELEM_BITS, LAYOUTS, MEM_FORMS, MMA_FORMS, SHAPES, WmmaMem, WmmaMma,  # noqa: E402
+from isa.wmma import (ELEM_BITS, LAYOUTS, MEM_FORMS, MMA_FORMS, SHAPES, WmmaMem, WmmaMma,  # noqa: E402
                       reg_bits)
+
+
+def known_quirk(spelling):
+    """Spellings ptxas accepts that the table leaves out on purpose: .f64 wmma.mma with other shapes than
+    m8n8k4 (ptxas emits no arithmetic for them; isa.wmma.F64_SHAPE_QUIRK)."""
+    return spelling.startswith("wmma.mma") and ".f64" in spelling and ".m8n8k4." not in spelling
 
 HEAD = ".version 8.0\n.target {arch}\n.address_size 64\n"
 
@@ -43,6 +50,18 @@ def mma_ptx(spelling, counts, bits):
 def kernel(arch, body):
     return HEAD.format(arch=arch) + (".visible .entry k(.param .u64 p)\n{\n .reg .b32 %r<80>;\n .reg .b64 %rd<80>;\n"
                                      " ld.param.u64 %rd70, [p];\n mov.u32 %r60, 64;\n " + body + "\n ret;\n}\n")
+
+
+OPERAND_ERRORS = ("Argument vector size mismatch", "Arguments mismatch")
+
+
+def verdict(ptxas, arch, body):
+    """'ok', 'operands' (only the operand counts or widths are wrong: the spelling itself exists) or 'no'."""
+    ok, err = accepts(ptxas, arch, body)
+    if ok:
+        return "ok"
+    errs = [ln for ln in err.splitlines() if "error" in ln and "fatal" not in ln]
+    return "operands" if errs and all(any(e in ln for e in OPERAND_ERRORS) for ln in errs) else "no"
 
 
 def accepts(ptxas, arch, body):
@@ -88,48 +107,52 @@ def main():
     ap.add_argument("--ptxas", default="ptxas")
     ap.add_argument("--arch", default="sm_90a")
     args = ap.parse_args()
-    bad = []
-    seen = set()
-    n_acc = n_rej = 0
+    jobs, seen = [], set()          # (spelling, in the table?, body)
     for f in mem_candidates():
-        if f.spelling in seen:
-            continue
-        seen.add(f.spelling)
-        bits = reg_bits(f.type)
-        if f.spelling in MEM_FORMS:
-            ok, err = accepts(args.ptxas, args.arch, mem_ptx(f.spelling, MEM_FORMS[f.spelling].n_regs, bits))
-            ok2, _ = accepts(args.ptxas, args.arch,
-                             mem_ptx(f.spelling, MEM_FORMS[f.spelling].n_regs, bits, stride=False))
-            if not (ok and ok2):
-                bad.append(f"table has {f.spelling} but ptxas rejects it: {err}")
-            n_acc += 1
-        else:
-            for n in (1, 2, 4, 8):
-                if accepts(args.ptxas, args.arch, mem_ptx(f.spelling, n, bits))[0]:
-                    bad.append(f"ptxas accepts {f.spelling} with {n} registers; the table lacks it")
-                    break
-            n_rej += 1
+        if f.spelling not in seen:
+            seen.add(f.spelling)
+            form = MEM_FORMS.get(f.spelling)
+            n = form.n_regs if form else 1
+            jobs.append((f.spelling, form is not None, mem_ptx(f.spelling, n, reg_bits(f.type))))
+            if form:
+                jobs.append((f.spelling, True, mem_ptx(f.spelling, n, reg_bits(f.type), stride=False)))
     for f in mma_candidates():
-        if f.spelling in seen:
-            continue
-        seen.add(f.spelling)
-        if f.spelling in MMA_FORMS:
-            g = MMA_FORMS[f.spelling]
-            counts = [g.n_regs(op) for op in "dabc"]
-            ok, err = accepts(args.ptxas, args.arch, mma_ptx(f.spelling, counts, [g.reg_bits(op) for op in "dabc"]))
-            if not ok:
-                bad.append(f"table has {f.spelling} but ptxas rejects it: {err}")
-            n_acc += 1
-        else:
+        if f.spelling not in seen:
+            seen.add(f.spelling)
+            g = MMA_FORMS.get(f.spelling)
+            counts = [g.n_regs(op) for op in "dabc"] if g else [1, 1, 1, 1]
             bits = [reg_bits(t) for t in (f.dtype, f.atype, f.btype, f.ctype)]
-            for counts in product((1, 2, 4, 8), repeat=4):
-                if counts[0] != counts[3]:
-                    continue
-                if accepts(args.ptxas, args.arch, mma_ptx(f.spelling, counts, bits))[0]:
-                    bad.append(f"ptxas accepts {f.spelling} with registers {counts}; the table lacks it")
-                    break
-            n_rej += 1
-    print(f"{args.arch}: {n_acc} table spellings, {n_rej} neighbours checked; {len(bad)} disagreements")
+            jobs.append((f.spelling, g is not None, mma_ptx(f.spelling, counts, bits)))
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(4) as ex:
+        verdicts = list(ex.map(lambda j: verdict(args.ptxas, args.arch, j[2]), jobs))
+    # a neighbour refused for its operands only (ptxas checks them before some spelling rules) is tried again
+    # with every plausible register count; it disagrees with the table if any is accepted
+    retry = {}
+    for (sp, in_table, _), v in zip(jobs, verdicts):
+        if not in_table and v == "operands":
+            if sp.startswith("wmma.mma"):
+                f = next(x for x in mma_candidates() if x.spelling == sp)
+                bits = [reg_bits(t) for t in (f.dtype, f.atype, f.btype, f.ctype)]
+                retry[sp] = [mma_ptx(sp, (c, a, b, c), bits) for a, b, c in product((1, 2, 4, 8), repeat=3)]
+            else:
+                t = sp.rsplit(".", 1)[1]
+                retry[sp] = [mem_ptx(sp, n, reg_bits(t)) for n in (1, 2, 4, 8)]
+    flat = [(sp, b) for sp, bs in retry.items() for b in bs]
+    with ThreadPoolExecutor(4) as ex:
+        again = list(ex.map(lambda j: accepts(args.ptxas, args.arch, j[1])[0], flat))
+    accepted = {sp for (sp, _), ok in zip(flat, again) if ok}
+    bad, quirks = [], []
+    for (sp, in_table, _), v in zip(jobs, verdicts):
+        if in_table and v != "ok":
+            bad.append(f"table has {sp} but ptxas rejects it")
+        elif not in_table and (v == "ok" or sp in accepted):
+            (quirks if known_quirk(sp) else bad).append(sp)
+    bad = [b if b.startswith("table") else f"ptxas accepts {b}; the table lacks it" for b in bad]
+    n_tab = sum(1 for j in jobs if j[1])
+    print(f"{args.arch}: {n_tab} table checks (spellings, with and without stride), {len(jobs) - n_tab} neighbouring "
+          f"spellings ({len(retry)} retried with other register counts); {len(quirks)} known ptxas quirks refused on "
+          f"purpose; {len(bad)} disagreements")
     for b in bad:
         print("  " + b)
     return 1 if bad else 0
