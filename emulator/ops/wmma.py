@@ -153,7 +153,7 @@ def _compile_mem(instr, env):
     ops = instr.operands
     if len(ops) not in (2, 3):
         raise OperandError(f"{instr.opcode}: takes 2 or 3 operands ({'d, [p]' if is_load else '[p], s'}"
-                           f"{', stride'}), found {len(ops)}")
+                           f"{{, stride}}), found {len(ops)}")
     regs_op, addr_op = (ops[0], ops[1]) if is_load else (ops[1], ops[0])
     if not isinstance(addr_op, Mem):
         raise OperandError(f"{instr.opcode}: the address must be [..], found {addr_op}")
@@ -170,10 +170,9 @@ def _compile_mem(instr, env):
     epr = f.shape[2]
     w = form.elem_bits
     nbytes = max(1, w // 8)
-    rows, cols = form.tile
     row_major = form.layout == "row"
     unit = form.stride_unit
-    space = None if form.space is None else form.space
+    space = form.space
     text = instr.text
     rdt = _UINT[form.reg_bits]
 
