@@ -366,3 +366,37 @@ def load_map(matrix, layout, shape, type_):
 def store_map(shape, type_):
     """wmma.store.d: the accumulator fragment, one register slot per element."""
     return load_map("c", "row", shape, type_)
+
+
+class FragmentView:
+    """A wmma.mma form seen as an ``isa.mma`` variant by the code that packs whole tiles into registers
+    (``isa.fragments.pack``/``unpack``) or draws fragments: operands "A".."D", the wmma fragments.
+    ``copies=False`` leaves out the trailing registers that repeat earlier ones (for pictures)."""
+
+    def __init__(self, form, copies=True):
+        self.form, self.copies = form, copies
+        self.spelling = form.spelling
+        self.atype, self.btype, self.ctype, self.dtype = form.atype, form.btype, form.ctype, form.dtype
+        self.satfinite = form.satfinite
+
+    def _type(self, op):
+        return {"A": self.atype, "B": self.btype, "C": self.ctype, "D": self.dtype}[op]
+
+    def fragment(self, op):
+        f = load_map("c" if op in "CD" else op.lower(), "row", self.form.shape, self._type(op))
+        if self.copies:
+            return f
+        n = next((r for r in range(1, f.shape[0]) if np.array_equal(f[r], f[0])), f.shape[0])
+        return f[:n]
+
+    def tile_shape(self, op):
+        return tile_shape(op.lower(), self.form.shape)
+
+    def elem_bits(self, op):
+        return ELEM_BITS[self._type(op)]
+
+    def reg_bits(self, op):
+        return reg_bits(self._type(op))
+
+    def n_regs(self, op):
+        return self.fragment(op).shape[0]

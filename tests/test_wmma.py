@@ -469,3 +469,33 @@ def test_what_ptxas_accepts_beyond_the_ptx_isa():
     assert np.array_equal(w.read("%f0"), 8 * (lane // 4) + 2 * (lane % 4))
     with pytest.raises(UnsupportedError, match="m8n8k4 only in the PTX ISA.*no arithmetic"):
         get_wmma("wmma.mma.sync.aligned.row.col.m16n16k16.f64.f64.f64.f64")
+
+
+def test_whole_tiles_through_wmma():
+    """emulator.mma takes wmma.mma forms: m16n16k16 is two m16n8k16 halves, m8n32k16 the transposed product
+    (equal here: every element is its own dot product), integers are exact."""
+    from emulator import mma
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((16, 16)).astype(np.float16)
+    B = rng.standard_normal((16, 16)).astype(np.float16)
+    C = rng.standard_normal((16, 16)).astype(np.float32)
+    D = mma("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32", A, B, C)
+    half = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+    want = np.concatenate([mma(half, A, B[:, :8], C[:, :8]), mma(half, A, B[:, 8:], C[:, 8:])], axis=1)
+    assert np.array_equal(D.view(np.uint32), want.view(np.uint32))
+    A8, B8 = rng.standard_normal((8, 16)).astype(np.float16), rng.standard_normal((16, 32)).astype(np.float16)
+    C8 = rng.standard_normal((8, 32)).astype(np.float32)
+    D8 = mma("wmma.mma.sync.aligned.col.row.m8n32k16.f32.f32", A8, B8, C8)
+    want8 = np.concatenate([mma(half, np.vstack([A8, A8]), B8[:, 8 * j:8 * j + 8], np.vstack([C8, C8])[:, 8 * j:8 * j + 8])[:8]
+                            for j in range(4)], axis=1)
+    assert np.array_equal(D8.view(np.uint32), want8.view(np.uint32))
+    Ai = rng.integers(-8, 8, (8, 32)).astype(np.int8)
+    Bi = rng.integers(-8, 8, (32, 8)).astype(np.int8)
+    Ci = rng.integers(-1000, 1000, (8, 8)).astype(np.int32)
+    Di = mma("wmma.mma.sync.aligned.row.col.m8n8k32.s32.s4.s4.s32", Ai, Bi, Ci)
+    assert np.array_equal(Di, Ci + Ai.astype(np.int32) @ Bi.astype(np.int32))
+    Ab, Bb = rng.integers(0, 2, (8, 128)).astype(np.uint8), rng.integers(0, 2, (128, 8)).astype(np.uint8)
+    Db = mma("wmma.mma.xor.popc.sync.aligned.row.col.m8n8k128.s32.b1.b1.s32", Ab, Bb, np.zeros((8, 8), np.int32))
+    assert np.array_equal(Db, (Ab[:, :, None] ^ Bb[None]).sum(1))
+    with pytest.raises(EmulatorError, match="other than 0 and 1"):
+        mma("wmma.mma.and.popc.sync.aligned.row.col.m8n8k128.s32.b1.b1.s32", Ab * 2, Bb, np.zeros((8, 8), np.int32))

@@ -83,45 +83,16 @@ CUTE_SM90 = {
 }
 
 
-class WmmaFragments:
-    """A wmma.mma form seen as an mma variant (for the pictures): A, B, C/D fragments as ``isa.wmma.load_map``
-    gives them, without the trailing registers that repeat earlier ones (the 16-bit A/B fragments)."""
-
-    def __init__(self, form):
-        self.form = form
-        self.spelling = form.spelling
-        self.atype, self.btype, self.ctype, self.dtype = form.atype, form.btype, form.ctype, form.dtype
-
-    def _key(self, op):
-        t = {"A": self.atype, "B": self.btype, "C": self.ctype, "D": self.dtype}[op]
-        return ("c" if op in "CD" else op.lower()), t
-
-    def fragment(self, op):
-        from isa.wmma import load_map
-        mat, t = self._key(op)
-        f = load_map(mat, "row", self.form.shape, t)
-        n = next((r for r in range(1, f.shape[0]) if np.array_equal(f[r], f[0])), f.shape[0])
-        return f[:n]
-
-    def tile_shape(self, op):
-        from isa.wmma import tile_shape
-        return tile_shape(op.lower(), self.form.shape)
-
-    def elem_bits(self, op):
-        from isa.wmma import ELEM_BITS
-        return ELEM_BITS[self._key(op)[1]]
-
-
 def variant(instr):
     """The ``isa.mma`` (or ``isa.wgmma``, or ``isa.wmma``) entry for a spelling (modifiers in any order ptxas
     accepts)."""
     if instr.strip().startswith("wmma"):
-        from isa.wmma import MMA_FORMS
+        from isa.wmma import MMA_FORMS, FragmentView
         from ..ops.wmma import canonical_mma
         form = MMA_FORMS.get(canonical_mma(instr.strip()) or "") if instr.strip().startswith("wmma.mma") else None
         if form is None:
             fail(UnsupportedError, instr, "not a supported wmma.mma form (see docs/wmma.md)")
-        return WmmaFragments(form)
+        return FragmentView(form, copies=False)
     if instr.strip().startswith("wgmma"):
         from isa.wgmma import VARIANTS as WG
         from ..ops.wgmma.op import canonical_spelling as wg_spelling
