@@ -6,8 +6,8 @@ Each instruction is its own IEEE operation rounded once (``.rn``/``.rz``/``.rm``
 and ``mul.f32`` are never fused here (ptxas may contract them into FFMA in SASS, the PTX semantics are
 per instruction; nvcc marks uncontractable ones ``.rn``). ``.ftz`` flushes subnormal inputs and results
 of .f32 to zero of the same sign; ``.sat`` clamps to [0, 1] (NaN -> +0). NaN results are the canonical
-NaN (``0x7FFFFFFF`` for .f32). The ``.approx`` forms (and ``div.full``) depend on the hardware's
-approximation tables and are refused rather than guessed.
+NaN (``0x7FFFFFFF`` for .f32). The ``.approx`` forms (and ``div.full``) run on the MUFU unit: they are
+compiled by ``ops/mufu.py``.
 """
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ import numpy as np
 from ..errors import OperandError, UnsupportedError
 from .registry import executor
 from .common import dst, split_mods, src
+from .mufu import compile_mufu, is_mufu
 from ..numerics.fround import (FORMATS, MODES, canon_nan, exact, exact_zero, flush, round_exact, round_to, two_sum,
                      zero_sum_sign)
 
 FLOAT_TYPES = {"f32", "f64", "f16", "f16x2", "bf16", "bf16x2"}
 _ELEM = {"f32": "f32", "f64": "f64", "f16": "f16", "f16x2": "f16", "bf16": "bf16", "bf16x2": "bf16"}
 _BITS = {"f32": "b32", "f64": "b64", "f16": "b16", "f16x2": "b32", "bf16": "b16", "bf16x2": "b32"}
-_APPROX_NOTE = ("the .approx forms (and div.full) follow the GPU's approximation hardware, which the emulator "
-                "does not model bit-exactly")
+_APPROX_NOTE = "the .approx forms (and div.full) are compiled by ops/mufu.py"
 
 
 def _mods(instr, extra=None):
@@ -386,16 +386,6 @@ def compile_testp(instr, env):
     return run
 
 
-_APPROX_ONLY = ("ex2", "lg2", "sin", "cos", "rsqrt", "tanh")
-
-
-@executor(*_APPROX_ONLY)
-def compile_approx_only(instr, env):
-    raise UnsupportedError(f"{instr.opcode}: {instr.base} exists only as .approx in PTX, and {_APPROX_NOTE}; "
-                           f"supported float instructions: add, sub, mul, fma, mad, div.rnd, rcp.rnd, sqrt.rnd, "
-                           f"min, max, neg, abs, copysign, testp")
-
-
 @executor("fma")
 def compile_fma(instr, env):
     return _compile_fma(instr, env)
@@ -403,6 +393,8 @@ def compile_fma(instr, env):
 
 @executor("div")
 def compile_div(instr, env):
+    if is_mufu(instr):
+        return compile_mufu(instr, env)
     if any(m.startswith(("f", "bf")) for m in instr.mods):
         return _compile_div(instr, env)
     from .intx import compile_intdiv
@@ -411,11 +403,15 @@ def compile_div(instr, env):
 
 @executor("rcp")
 def compile_rcp(instr, env):
+    if is_mufu(instr):
+        return compile_mufu(instr, env)
     return _compile_div(instr, env)
 
 
 @executor("sqrt")
 def compile_sqrt(instr, env):
+    if is_mufu(instr):
+        return compile_mufu(instr, env)
     return _compile_sqrt(instr, env)
 
 
