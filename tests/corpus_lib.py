@@ -19,22 +19,11 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "corpus")
 
-_MUFU = "MUFU approximate math is not modelled yet"
-_WGMMA = "warpgroup MMA (wgmma) is not modelled yet"
-_TMA = "TMA, tensor maps and mbarrier are not modelled yet"
 _WMMA = "the WMMA API instructions (wmma.load/mma/store) are not modelled"
-_CONTRACT = ("ptxas contracts the bare mul.f16x2 + sub.f16x2 pair into one fma (one rounding); the emulator rounds "
-             "each PTX instruction (docs/kernels.md)")
 
 # case -> why it cannot run yet: "refused: line L, column C: <construct>" (the first instruction the emulator
 # refuses, as its error names it) or "differs: <outputs>" (it runs, but not bit for bit like the H100)
 CANNOT_RUN: dict[str, str] = {
-    "nvcc_float_math_fastmath":
-        f"refused: line 689, column 2: div.approx.ftz.f32 -- {_MUFU}",
-    "nvcc_half_math_sm80":
-        f"differs: o (29 bytes) -- {_CONTRACT}",
-    "nvcc_half_math_sm90a":
-        f"differs: o (29 bytes) -- {_CONTRACT}",
     "nvcc_wmma_f16_G":
         f"refused: line 9901, column 2: wmma.load.a.sync.aligned.row.m16n16k16.f16 -- {_WMMA}",
     "nvcc_wmma_f16_sm80":
@@ -49,70 +38,6 @@ CANNOT_RUN: dict[str, str] = {
         f"refused: line 227, column 2: wmma.load.a.sync.aligned.row.m16n16k8.tf32 -- {_WMMA}",
     "nvcc_wmma_tf32_sm90a":
         f"refused: line 227, column 2: wmma.load.a.sync.aligned.row.m16n16k8.tf32 -- {_WMMA}",
-    "triton_dropout_sm80":
-        f"refused: line 303, column 2: div.full.f32 -- {_MUFU}",
-    "triton_dropout_sm90a":
-        f"refused: line 303, column 2: div.full.f32 -- {_MUFU}",
-    "triton_flash_attention_sm80":
-        f"refused: line 316, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
-    "triton_flash_attention_sm90a":
-        f"refused: line 316, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
-    "triton_layernorm_sm80":
-        f"refused: line 144, column 2: div.full.f32 -- {_MUFU}",
-    "triton_layernorm_sm90a":
-        f"refused: line 144, column 2: div.full.f32 -- {_MUFU}",
-    "triton_math_div_sm80":
-        f"refused: line 55, column 2: div.full.f32 -- {_MUFU}",
-    "triton_math_div_sm90a":
-        f"refused: line 55, column 2: div.full.f32 -- {_MUFU}",
-    "triton_math_erf_sm80":
-        f"refused: line 86, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
-    "triton_math_erf_sm90a":
-        f"refused: line 86, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
-    "triton_math_exp2_log2_sm80":
-        f"refused: line 101, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
-    "triton_math_exp2_log2_sm90a":
-        f"refused: line 101, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
-    "triton_math_exp_sm80":
-        f"refused: line 55, column 2: ex2.approx.f32 -- {_MUFU}",
-    "triton_math_exp_sm90a":
-        f"refused: line 55, column 2: ex2.approx.f32 -- {_MUFU}",
-    "triton_math_libdevice_exp_sm80":
-        f"refused: line 69, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
-    "triton_math_libdevice_exp_sm90a":
-        f"refused: line 69, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
-    "triton_math_pow_sm80":
-        f"refused: line 71, column 2: rcp.approx.ftz.f32 -- {_MUFU}",
-    "triton_math_pow_sm90a":
-        f"refused: line 71, column 2: rcp.approx.ftz.f32 -- {_MUFU}",
-    "triton_math_rsqrt_sm80":
-        f"refused: line 55, column 2: rsqrt.approx.ftz.f32 -- {_MUFU}",
-    "triton_math_rsqrt_sm90a":
-        f"refused: line 55, column 2: rsqrt.approx.ftz.f32 -- {_MUFU}",
-    "triton_math_sigmoid_sm80":
-        f"refused: line 60, column 2: ex2.approx.f32 -- {_MUFU}",
-    "triton_math_sigmoid_sm90a":
-        f"refused: line 60, column 2: ex2.approx.f32 -- {_MUFU}",
-    "triton_math_sqrt_sm80":
-        f"refused: line 56, column 2: sqrt.approx.ftz.f32 -- {_MUFU}",
-    "triton_math_sqrt_sm90a":
-        f"refused: line 56, column 2: sqrt.approx.ftz.f32 -- {_MUFU}",
-    "triton_math_tanh_sm80":
-        f"refused: line 72, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
-    "triton_math_tanh_sm90a":
-        f"refused: line 72, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
-    "triton_relu_gelu_sm80":
-        f"refused: line 97, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
-    "triton_relu_gelu_sm90a":
-        f"refused: line 97, column 2: ex2.approx.ftz.f32 -- {_MUFU}",
-    "triton_rmsnorm_f16_sm80":
-        f"refused: line 147, column 2: div.full.f32 -- {_MUFU}",
-    "triton_rmsnorm_f16_sm90a":
-        f"refused: line 147, column 2: div.full.f32 -- {_MUFU}",
-    "triton_softmax_sm80":
-        f"refused: line 138, column 2: ex2.approx.f32 -- {_MUFU}",
-    "triton_softmax_sm90a":
-        f"refused: line 138, column 2: ex2.approx.f32 -- {_MUFU}",
 }
 
 

@@ -25,7 +25,8 @@ SAMPLE = [
     "nvcc_saxpy_fastmath", "nvcc_reduce_sum_G", "nvcc_int_math_lineinfo", "nvcc_float_math_sm80",
     "nvcc_calls_and_switch_sm90a", "nvcc_cache_hints_sm90a", "nvcc_policy_values_sm90a", "nvcc_pipeline_copy_G",
     "nvcc_warp_collectives_sm90a", "nvcc_dyn_smem_scan_G", "cute_hgemm_tn_sm80", "cute_swizzle_transpose_sm90a",
-    "cute_sgemm_nt_sm90a", "cute_wgmma_tn_sm90a",
+    "cute_sgemm_nt_sm90a", "cute_wgmma_tn_sm90a", "triton_softmax_sm90a", "triton_math_exp_sm80",
+    "triton_flash_attention_sm90a", "triton_math_tanh_sm90a",
 ]
 
 

@@ -7,6 +7,7 @@ import numpy as np
 from isa.types import SPECIAL_REGISTERS, TYPES, name_width, type_width
 from ..frontend import ptx
 from ..errors import (EmulatorError, OperandError, PTXSyntaxError, UnsupportedError)
+from ..frontend.contract import contract
 from ..frontend.module import Function, Variable, parse_variable
 from ..memory import LANES
 
@@ -217,6 +218,12 @@ class Program:
             if isinstance(st, ptx.Directive):
                 self._declare(st, syms, suffix)
         env = _Env(self.arch, self.reg_types, syms)
+        if suffix is not None:
+            statements = [ptx.Instruction(st.opcode, tuple(_rename(o, suffix) for o in st.operands),
+                                          (_rename(st.guard[0], suffix), st.guard[1]) if st.guard else None,
+                                          st.line, st.col, st.text) if isinstance(st, ptx.Instruction) else st
+                          for st in statements]
+        contract(statements)              # ptxas's mul/add -> fma contraction (frontend/contract.py)
         for st in statements:
             if isinstance(st, ptx.Directive):
                 continue
@@ -229,10 +236,6 @@ class Program:
                 self._flatten(st.statements, syms, suffix, labels, fixups, called, pending_calls, is_entry)
                 continue
             instr = st
-            if suffix is not None:
-                instr = ptx.Instruction(st.opcode, tuple(_rename(o, suffix) for o in st.operands),
-                                        (_rename(st.guard[0], suffix), st.guard[1]) if st.guard else None,
-                                        st.line, st.col, st.text)
             guard = (instr.guard[0].name, instr.guard[1]) if instr.guard else None
             base = instr.base
             if base in ("bra", "brx"):

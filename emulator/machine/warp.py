@@ -214,7 +214,9 @@ class Warp:
 
     def _compile_statements(self, statements):
         from ..ops import compile_instruction
+        from ..frontend.contract import contract
         prog = []
+        contract(statements)              # ptxas fuses unrounded mul/add pairs (frontend/contract.py)
         for st in statements:
             if isinstance(st, ptx.Instruction):
                 prog.append(compile_instruction(st, self))

@@ -450,6 +450,32 @@ def ptx_f32_div(xp, form, a, b, T=None):
     return fmul(xp, mufu_rcp(xp, b3, T), a3)
 
 
+def div_factors(xp, form, a, b, T=None):
+    """The two factors of the final FMUL of ptxas's division sequence (rcp(b'), a'), for the forms in
+    F32_DIV: ptxas fuses that FMUL with an unrounded add/sub reading the quotient (frontend/contract.py)."""
+    T = T or tables(xp)
+    a, b = _u32(xp, a), _u32(xp, b)
+    ftz = ".ftz." in form
+    if form.startswith("div.approx"):
+        if ftz:
+            return mufu_rcp(xp, b, T), flush(xp, a)
+        p = _abs_ge(xp, b, F32_MIN_NORMAL)
+        b2 = xp.where(p, b, fmul(xp, b, 0x4B800000))
+        a2 = xp.where(p, a, fmul(xp, a, 0x4B800000))
+        return mufu_rcp(xp, b2, T), a2
+    large = ((b & 0x7FFFFFFF) > 0x7E800000) & ~_is_nan(xp, b)
+    if ftz:
+        b2 = xp.where(large, fmul(xp, b, 0x3E800000, ftz=True), b)
+        a2 = xp.where(large, fmul(xp, a, 0x3E800000, ftz=True), flush(xp, a))
+        return mufu_rcp(xp, b2, T), a2
+    b2 = xp.where(large, fmul(xp, b, 0x3E800000), b)
+    a2 = xp.where(large, fmul(xp, a, 0x3E800000), a)
+    small = ~_abs_ge(xp, b2, F32_MIN_NORMAL)
+    b3 = xp.where(small, fmul(xp, b2, 0x4B800000), b2)
+    a3 = xp.where(small, fmul(xp, a2, 0x4B800000), a2)
+    return mufu_rcp(xp, b3, T), a3
+
+
 # ------------------------------------------------------------------------------------ f64 and half forms
 def _fields64(xp, hi):
     hi = xp.asarray(hi).astype(xp.uint32)

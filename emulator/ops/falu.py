@@ -114,6 +114,8 @@ def compile_float(instr, env):
 
 
 def _compile_addmul(instr, env):
+    if getattr(instr, "contract", None) is not None:
+        return _compile_contracted(instr, env, instr.contract)
     q = _mods(instr)
     ptype = q["type"]
     ops = _Operands(instr, env, ptype, "ftz" in q, 2)
@@ -143,6 +145,46 @@ def _compile_addmul(instr, env):
                 ovf = np.isinf(s) & np.isfinite(a) & np.isfinite(b)
         r = _finish(ops, s, mode, e, sat, overflow=ovf)
         ops.write(warp, ops.f64_nan(warp, r, (1, 0)), mask)
+    return run
+
+
+def _compile_contracted(instr, env, info):
+    """An add/sub that ptxas fused with the multiply producing one of its sources (frontend/contract.py):
+    one rounding of a*b + c, as FFMA/DFMA/HFMA2 compute it."""
+    q = _mods(instr)
+    ptype = q["type"]
+    prod = info.producer
+    ops = _Operands(instr, env, ptype, "ftz" in q, 2)
+    fac = _Operands(prod, env, ptype, "ftz" in q, 2)
+    div = prod.base == "div"
+    form = ".".join(("div",) + prod.mods)
+
+    def run(warp, mask):
+        if div:                         # the last FMUL of the division: rcp(b') * a'
+            from ..numerics import mufu as MU
+            ra, rb = (fac.readers[i](warp).view(np.uint32) for i in (0, 1))
+            r_, a_ = MU.div_factors(np, form, ra, rb)
+            a = MU.f32_to_f64(np, r_)
+            b = MU.f32_to_f64(np, a_)
+        else:
+            a, b = fac.f64(warp, 0), fac.f64(warp, 1)
+        c = ops.values(warp, 1 - info.index).astype(np.float64)
+        if info.negate_product:
+            a = -a
+        if info.negate_other:
+            c = -c
+        with np.errstate(invalid="ignore", over="ignore"):
+            p = a * b
+        if ptype == "f64":
+            qs = _exact_lanes(_fma_exact, a, b, c)
+            r = round_exact(qs, "f64", "rn").reshape(a.shape)
+            with np.errstate(all="ignore"):
+                r = np.where(exact_zero(qs), zero_sum_sign(p + c, p, c, "rn"), r)
+            ops.write(warp, canon_nan(r, "f64"), mask)
+            return
+        s, e = two_sum(p, c)
+        s = zero_sum_sign(s, p, c, "rn")
+        ops.write(warp, canon_nan(_finish(ops, s, "rn", e), ops.fmt), mask)
     return run
 
 

@@ -196,8 +196,8 @@ class Translation:
                     row[T.GUARD] = self._slot(g, 1)
                     row[T.GNEG] = int(instr.guard[1])
                 fn = _RULES.get(instr.base)
-                if fn is None:
-                    raise _Slow
+                if fn is None or getattr(instr, "contract", None) is not None:
+                    raise _Slow         # fused by ptxas (frontend/contract.py): the executor computes it
                 fn(self, env, instr, row, imm)
             else:
                 raise _Slow
