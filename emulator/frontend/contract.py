@@ -21,6 +21,9 @@ result. The rule, checked against the SASS of the corpus kernels and their H100 
   ``{ }`` blocks are entered, since nvcc wraps each half-precision intrinsic in one),
   with neither the product nor its factors written again in between. Every such consumer is fused, also
   when the product has other readers (ptxas then keeps the multiply for them).
+
+A module whose ``.target`` carries ``debug`` (``nvcc -G``) is compiled without optimisation: nothing is
+fused there (``machine/program.py``).
 """
 from __future__ import annotations
 

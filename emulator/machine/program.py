@@ -98,6 +98,9 @@ class Program:
     def __init__(self, module, entry: Function, arch):
         self.module = module
         self.arch = arch
+        # ptxas optimises (and contracts mul/add pairs) unless the module targets debugging (nvcc -G)
+        target = getattr(getattr(module, "info", None), "target", "") or ""
+        self.contract = "debug" not in [t.strip() for t in target.split(",")[1:]]
         self.code: list[Op] = []
         self.reg_types: dict[str, str] = {}
         self.entries: dict[str, int] = {}
@@ -223,7 +226,8 @@ class Program:
                                           (_rename(st.guard[0], suffix), st.guard[1]) if st.guard else None,
                                           st.line, st.col, st.text) if isinstance(st, ptx.Instruction) else st
                           for st in statements]
-        contract(statements)              # ptxas's mul/add -> fma contraction (frontend/contract.py)
+        if self.contract:
+            contract(statements)          # ptxas's mul/add -> fma contraction (frontend/contract.py)
         for st in statements:
             if isinstance(st, ptx.Directive):
                 continue
