@@ -28,7 +28,10 @@ _CONTRACT = ("ptxas contracts the bare mul.f16x2 + sub.f16x2 pair into one fma (
 
 # case -> why it cannot run yet: "refused: line L, column C: <construct>" (the first instruction the emulator
 # refuses, as its error names it) or "differs: <outputs>" (it runs, but not bit for bit like the H100)
+_ADDRS = ("raw shared-memory addresses: the H100's shared window starts at 0x400 and a CTA's addresses carry its "
+          "cluster rank in bits 24-31; the emulator's start at 0 (emulator/memory/dsmem.py, docs/tma.md)")
 CANNOT_RUN: dict[str, str] = {
+    "nvcc_cluster_addr_probe_sm90a": f"differs: out (147 bytes) -- {_ADDRS}",
     "nvcc_float_math_fastmath":
         f"refused: line 689, column 2: div.approx.ftz.f32 -- {_MUFU}",
     "nvcc_half_math_sm80":

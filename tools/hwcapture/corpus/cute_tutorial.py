@@ -21,13 +21,13 @@ import sys
 
 import numpy as np
 
-FLAGS = ["-std=c++17", "-arch=sm_90a"]
+FLAGS = ["-arch=sm_90a"]           # with -std=c++17, as every CuTe case
 TUTORIAL = "examples/cute/tutorial/hopper/wgmma_tma_sm90.cu"
 
 
 def compile_ptx(cutlass_root):
     """The tutorial's PTX, compiled from the checkout (relative file names, as the corpus keeps them)."""
-    out = subprocess.run(["nvcc", "-ptx", *FLAGS, "-Iinclude", "-Itools/util/include", TUTORIAL, "-o", "-"],
+    out = subprocess.run(["nvcc", "-ptx", "-std=c++17", *FLAGS, "-Iinclude", "-Itools/util/include", TUTORIAL, "-o", "-"],
                          cwd=cutlass_root, check=True, capture_output=True, text=True).stdout
     return out
 
