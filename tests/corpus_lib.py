@@ -161,7 +161,8 @@ def typed(case):
     return case
 
 
-def replay(case, arch=None):
+def replay(case, arch=None, **launch):
+    """Run a case on the emulator (``launch``: extra ``Module.launch`` arguments, e.g. a schedule)."""
     """Run a case on the emulator; returns ({output name: array}, LaunchResult, printf text)."""
     from emulator import GlobalMemory, load_ptx
     cfg = case["config"]
@@ -191,7 +192,7 @@ def replay(case, arch=None):
     out = io.StringIO()
     res = module.launch(cfg["kernel"], cfg["grid"], cfg["block"], args, gmem=g, out=out,
                         shared_bytes=cfg.get("shared", 0), **({"cluster": tuple(cfg["cluster"])}
-                                                               if cfg.get("cluster") else {}))
+                                                               if cfg.get("cluster") else {}), **launch)
     got = {k: g.download(addrs[k][0], addrs[k][1].nbytes).view(addrs[k][1].dtype).reshape(addrs[k][1].shape)
            for k in cfg["outputs"]}
     return got, res, out.getvalue()
