@@ -205,4 +205,9 @@ def cases(kinds):
             raise RuntimeError("set CUTLASS_DIR to a CUTLASS checkout's include folder to build the CuTe cases")
         for src, items in cute_cases(rng):
             res.update(_build(src, "cute", items, source="cute", include=(inc,)))
+        # CUTLASS's CuTe TMA tutorial on a 2-CTA cluster: its launches as recorded on the GPU (cute_tutorial.py)
+        import cute_tutorial
+        dump = open(os.path.join(HERE, "cute", "tutorial_launches.txt")).read()
+        ptx = cute_tutorial.compile_ptx(os.path.dirname(os.path.normpath(inc)))
+        res.update(cute_tutorial.cases(dump, ptx, np.random.default_rng(92)))
     return res
