@@ -283,3 +283,26 @@ def test_tma_multicast_reaches_every_cta_of_the_mask():
     # a CTA whose barrier expects bytes that never come: the deadlock report names it
     with pytest.raises(WarpSyncError, match=r"CTA \(1, 0, 0\) \(rank 1\): warp 0 lanes 0-31 .*tx-count 1024"):
         load_ptx(MULTICAST).launch("mc", grid=2, block=32, args=[tm, out, 1], gmem=g, cluster=(2, 1, 1))
+
+
+def test_dsmem_encoding_is_the_h100s_minus_the_own_base():
+    from emulator.memory import dsmem
+    for own in range(16):
+        for target in range(16):
+            for off in (0, 0x10, 0x414, 0xFFFFF0):
+                a = dsmem.encode(target, own, off)
+                assert dsmem.target_rank(a, own) == target and dsmem.offset(a) == off
+                assert a == ((target << 24 | off) - (own << 24)) % (1 << 32)      # H100: target << 24 | off
+
+
+def test_fuzz_cluster_shapes():
+    rng = np.random.default_rng(11)
+    for _ in range(6):
+        cd = (int(rng.choice([1, 2, 4])), int(rng.choice([1, 2])), 1)
+        grid = (cd[0] * int(rng.integers(1, 3)), cd[1] * int(rng.integers(1, 3)), 1)
+        v = _sregs(grid, cd)
+        for y in range(grid[1]):
+            for x in range(grid[0]):
+                cx, cy = x % cd[0], y % cd[1]
+                assert v[y, x].tolist() == [cx, cy, cd[0], cd[1], x // cd[0], y // cd[1], grid[0] // cd[0],
+                                            cx + cd[0] * cy, cd[0] * cd[1], 1], (cd, grid, x, y)
