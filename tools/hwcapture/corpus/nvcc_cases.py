@@ -139,7 +139,11 @@ def cluster_cases(rng):
     out.append(("cluster_dsmem", ("sm90a",), (8,), (128,), 0,
                 [("a", "in", rng.integers(0, 2**32, 8 * 256, dtype=np.uint64).astype(np.uint32)),
                  ("a", "out", np.zeros(8 * 1024, np.uint32)), ("tensormap", "src", (bytes(tm), src)),
-                 ("a", "tiles", np.zeros(8 * 1024, np.float32))], ["out", "tiles"]))
+                 ("a", "tiles", np.zeros(8 * 1024, np.float32))], ["out", "tiles"],
+                {"nondeterministic": {"out": [[906 * 4, 908 * 4], [5002 * 4, 5004 * 4]],
+                                      "why": "atom.max.u64 through generic addresses into another CTA's shared "
+                                             "memory: four H100 runs left four different values there, not always "
+                                             "the maximum"}}))
     return out
 
 
