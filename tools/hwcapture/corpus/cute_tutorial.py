@@ -27,8 +27,8 @@ TUTORIAL = "examples/cute/tutorial/hopper/wgmma_tma_sm90.cu"
 
 def compile_ptx(cutlass_root):
     """The tutorial's PTX, compiled from the checkout (relative file names, as the corpus keeps them)."""
-    out = subprocess.run(["nvcc", "-ptx", "-std=c++17", *FLAGS, "-Iinclude", "-Itools/util/include", TUTORIAL, "-o", "-"],
-                         cwd=cutlass_root, check=True, capture_output=True, text=True).stdout
+    cmd = ["nvcc", "-ptx", "-std=c++17", *FLAGS, "-Iinclude", "-Itools/util/include", TUTORIAL, "-o", "-"]
+    out = subprocess.run(cmd, cwd=cutlass_root, check=True, capture_output=True, text=True).stdout
     return out
 
 
