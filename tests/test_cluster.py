@@ -306,3 +306,26 @@ def test_fuzz_cluster_shapes():
                 cx, cy = x % cd[0], y % cd[1]
                 assert v[y, x].tolist() == [cx, cy, cd[0], cd[1], x // cd[0], y // cd[1], grid[0] // cd[0],
                                             cx + cd[0] * cy, cd[0] * cd[1], 1], (cd, grid, x, y)
+
+
+def test_access_to_an_exited_cta_is_an_error():
+    """Rank 0 exits at once (it runs first); rank 1 then stores into its shared memory: on the GPU that memory
+    may already belong to another CTA."""
+    text = HEAD + """
+.visible .entry k()
+{
+    .reg .b32 %r<4>;
+    .reg .pred %p<2>;
+    .shared .align 4 .b8 v[4];
+    mov.u32 %r1, %cluster_ctarank;
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 ret;
+    mov.u32 %r2, v;
+    mapa.shared::cluster.u32 %r3, %r2, 0;
+    st.shared::cluster.u32 [%r3], 7;
+    ret;
+}
+"""
+    with pytest.raises(MemoryAccessError, match=r"CTA \(0, 0, 0\) \(rank 0\) of the cluster, whose threads have all "
+                                                 r"exited"):
+        load_ptx(text).launch("k", grid=2, block=32, cluster=2)

@@ -88,7 +88,13 @@ class KernelWarp(Warp):
             return self
         ctas = self._cta.cluster.ctas
         if 0 <= rank < len(ctas):
-            return ctas[rank].warps[0]
+            other = ctas[rank]
+            if all(w.exited.all() for w in other.warps):
+                from ..errors import MemoryAccessError, fail
+                fail(MemoryAccessError, instr, f"reaches the shared memory of CTA {other.ctaid} (rank {rank}) of the "
+                     f"cluster, whose threads have all exited: its shared memory is gone (a CTA must not exit "
+                     f"while others may still access it; barrier.cluster before exiting)", lane)
+            return other.warps[0]
         return super().peer(instr, rank, lane, addr)
 
     def tensormap_bytes(self, instr, space, addr, lane):
