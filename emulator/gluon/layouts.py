@@ -184,7 +184,7 @@ class BlockedLayout(DistributedLayout):
         ll = identity_nd(r, "register", self.size_per_thread, self.order)
         ll = product(ll, identity_nd(r, "lane", self.threads_per_warp, self.order))
         ll = product(ll, identity_nd(r, "warp", self.warps_per_cta, self.order))
-        return fit_to_shape(ll, shape)
+        return fit_to_shape(ll, shape, drop_registers=True)
 
 
 # ---- slice ------------------------------------------------------------------------------------------
@@ -412,7 +412,10 @@ class SharedLayout:
         return {"offset": [list(map(int, b)) for b in self._offset_bases(shape)], "block": []}
 
     def _check(self, shape):
-        return check_shape(self, shape, len(shape) if self.rank is None else self.rank)
+        shape = check_shape(self, shape, len(shape) if self.rank is None else self.rank)
+        if int(np.prod(shape)) < 2:
+            fail(self, f"shape {shape}: a shared buffer of one element has no offset bits (Triton refuses it)")
+        return shape
 
     def offsets(self, shape):
         """Element offset of every element: an int array of ``shape`` (the inverse of ``to_linear``)."""

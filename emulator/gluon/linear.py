@@ -111,9 +111,13 @@ def ensure_not_smaller(ll, shape):
     return ll
 
 
-def ensure_not_larger(ll, shape):
-    """Zero the largest basis components of every output dimension that exceeds ``shape`` (replication)."""
+def ensure_not_larger(ll, shape, drop_registers=False):
+    """Zero the largest basis components of every output dimension that exceeds ``shape`` (replication).
+    With ``drop_registers`` a register basis that would be zeroed is dropped instead, so that a thread keeps
+    no two registers holding the same element (what Triton does for blocked layouts; its mma layouts keep
+    the zero register basis)."""
     ll = ll.copy()
+    dropped = set()
     for d in ll.out_order:
         have, want = ll.out_size(d), shape[d]
         if have <= want:
@@ -123,17 +127,22 @@ def ensure_not_larger(ll, shape):
         for val, k, i in items:
             if have <= want:
                 break
-            v = list(ll.bases[k][i])
-            v[d] = 0
-            ll.bases[k][i] = tuple(v)
+            if k == "register" and drop_registers:
+                dropped.add(i)
+            else:
+                v = list(ll.bases[k][i])
+                v[d] = 0
+                ll.bases[k][i] = tuple(v)
             have >>= 1
+    if dropped:
+        ll.bases["register"] = [v for i, v in enumerate(ll.bases["register"]) if i not in dropped]
     return ll
 
 
-def fit_to_shape(ll, shape):
+def fit_to_shape(ll, shape, drop_registers=False):
     """Triton's ``combineCtaCgaWithShape`` for one CTA: repeat, then clip; ``block`` gets no bases."""
     ll = ensure_not_smaller(ll, shape)
-    ll = ensure_not_larger(ll, shape)
+    ll = ensure_not_larger(ll, shape, drop_registers)
     ll.bases.setdefault("block", [])
     return ll
 
