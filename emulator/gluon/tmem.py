@@ -65,6 +65,23 @@ class TensorMemoryLayout:
         cols = [(0, 0)] * log2(self.col_stride) + [(0, 1 << i) for i in range(log2(bn))] + m_blocks + n_blocks
         return {"row": [list(r) for r in rows], "col": [list(c) for c in cols]}
 
+    def lanes(self, shape):
+        """The TMEM lane (0..127) holding each element (the lowest, where lanes hold copies): an int array of
+        ``shape``."""
+        import numpy as np
+        from .linear import apply
+        b = self.to_linear(shape)
+        nr, nc = len(b["row"]), len(b["col"])
+        row, col = np.meshgrid(np.arange(1 << nr), np.arange(1 << nc), indexing="ij")
+        c = apply(b, 2, ("row", "col"), {"row": row, "col": col})
+        out = np.full(shape, 1 << 30, np.int64)
+        np.minimum.at(out, (c[0].ravel(), c[1].ravel()), row.ravel())
+        return out
+
+    def upper_half_empty(self, shape):
+        """M = 64 with a single block: TMEM lanes 16-31 of each sub-partition hold nothing of their own."""
+        return not any(self.to_linear(shape)["row"][4])
+
     def columns(self, shape):
         """32-bit TMEM columns the tensor occupies."""
         return 1 << len(self.to_linear(shape)["col"])
