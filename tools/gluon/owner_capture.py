@@ -143,7 +143,7 @@ def pack(bundle, results, out):
     meta = json.loads(str(z["meta"]))
     arrays = {f"case{i}": r[f"case{i}"].astype(np.int32) for i in range(len(meta["cases"]))}
     meta["device"] = str(r["device"])
-    np.savez_compressed(out, meta=json.dumps(meta), **arrays)
+    np.savez_compressed(out, meta=json.dumps(meta), ptx=z["ptx"], **arrays)
 
 
 if __name__ == "__main__":
