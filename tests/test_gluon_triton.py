@@ -7,7 +7,7 @@ import pathlib
 import pytest
 
 from emulator.gluon import GluonLayoutError, parse_layout
-from emulator.gluon.utils import tmem_32x32b_reg_layout
+from emulator.gluon.utils import get_nvmma_layout, tmem_32x32b_reg_layout
 
 DATA = pathlib.Path(__file__).parent / "data" / "gluon" / "triton_layouts.json.gz"
 
@@ -18,6 +18,11 @@ def load():
 
 
 def ours(layout, shape):
+    if layout.startswith("nvmma_default:"):          # the seed's get_nvmma_layout against Triton's default
+        _, dt, tr = layout.split(":")
+        n = get_nvmma_layout(shape, dt, order=[0, 1] if tr == "True" else [1, 0])
+        return {"swizzle_byte_width": n.swizzle_byte_width, "element_bitwidth": n.element_bitwidth,
+                "transposed": n.transposed}
     if layout.startswith("tmem_reg:"):
         _, text, nw = layout.split(":")
         return tmem_32x32b_reg_layout(parse_layout(text), shape, int(nw)).to_linear(shape)
@@ -44,7 +49,7 @@ def test_every_triton_case_matches():
     doc = load()
     assert doc["triton_version"].startswith("3.")
     good, bad = compare(doc)
-    assert len(doc["cases"]) > 900
+    assert len(doc["cases"]) > 1100
     msg = "\n".join(f"{c['layout']} {c['shape']}:\n  triton {c.get('linear', c.get('error'))}\n  ours   {g}"
                     for c, g in bad[:5])
     assert not bad, f"{len(bad)} of {len(doc['cases'])} differ:\n{msg}"
@@ -62,4 +67,5 @@ def test_the_comparison_can_fail():
 def test_kinds_covered():
     kinds = {c["layout"].split("(")[0].split(":")[0] for c in load()["cases"]}
     assert {"BlockedLayout", "SliceLayout", "DotOperandLayout", "NVMMADistributedLayout", "NVMMASharedLayout",
-            "SwizzledSharedLayout", "DistributedLinearLayout", "TensorMemoryLayout", "tmem_reg"} <= kinds
+            "SwizzledSharedLayout", "DistributedLinearLayout", "TensorMemoryLayout", "tmem_reg",
+            "nvmma_default"} <= kinds

@@ -99,6 +99,16 @@ def cases():
         sw, bits, tr = rng.choice([0, 32, 64, 128]), rng.choice([8, 16, 32]), rng.choice([False, True])
         out.append((f"NVMMASharedLayout(swizzle_byte_width={sw}, element_bitwidth={bits}, rank=2, "
                     f"transposed={tr})", _shape2(rng, 2, 8)))
+    for _ in range(80):                        # shapes at least one swizzle tile large
+        sw, bits, tr = rng.choice([32, 64, 128]), rng.choice([8, 16, 32, 64]), rng.choice([False, True])
+        contig = (8 * sw // bits) << rng.randint(0, 2)
+        other = 8 << rng.randint(0, 3)
+        out.append((f"NVMMASharedLayout(swizzle_byte_width={sw}, element_bitwidth={bits}, rank=2, "
+                    f"transposed={tr})", [contig, other] if tr else [other, contig]))
+    # Triton's default swizzle choice (NVMMASharedLayout.get_default_for), the seed's get_nvmma_layout rule
+    for _ in range(80):
+        dt, tr = rng.choice(["float8e4nv", "float16", "bfloat16", "float32"]), rng.choice([False, True])
+        out.append((f"nvmma_default:{dt}:{tr}", _shape2(rng, 0, 8)))
     for _ in range(100):
         v, pp, mp = rng.choice([1, 2, 4, 8]), rng.choice([1, 2, 4]), rng.choice([1, 2, 4, 8])
         out.append((f"SwizzledSharedLayout({v}, {pp}, {mp}, {rng.choice([[1, 0], [0, 1]])})", _shape2(rng, 0, 7)))
@@ -143,7 +153,12 @@ def bases(r):
 for line in sys.stdin:
     lay, shape = json.loads(line)
     try:
-        if lay.startswith("tmem_reg:"):
+        if lay.startswith("nvmma_default:"):
+            _, dt, tr = lay.split(":")
+            d = gl.NVMMASharedLayout.get_default_for(shape, getattr(gl, dt), transposed=tr == "True")
+            res = {"linear": {"swizzle_byte_width": d.swizzle_byte_width, "element_bitwidth": d.element_bitwidth,
+                              "transposed": d.transposed}}
+        elif lay.startswith("tmem_reg:"):
             _, text, nw = lay.split(":")
             t = tensor_memory_descriptor_type(gl.float32, shape, eval(text, ns), shape)
             res = {"linear": bases(t.get_reg_layout(int(nw)))}
@@ -196,7 +211,8 @@ def main(argv):
     os.makedirs(os.path.dirname(out_path), exist_ok=True)
     doc = {"triton_version": triton.__version__,
            "how": "tools/gluon/triton_layouts.py: GluonOpBuilder.to_linear_layout (gl.to_linear_layout), "
-                  "tensor_memory_descriptor_type.get_reg_layout for tmem_reg: cases",
+                  "tensor_memory_descriptor_type.get_reg_layout for tmem_reg: cases, "
+                  "NVMMASharedLayout.get_default_for for nvmma_default: cases",
            "cases": records}
     with gzip.open(out_path, "wt") as f:
         json.dump(doc, f, separators=(",", ":"))
