@@ -277,3 +277,65 @@ def test_cli_show_gluon(tmp_path):
                           "--convert", "BlockedLayout([1,8],[4,8],[4,1],[1,0])"],
                          capture_output=True, text=True, check=True).stdout
     assert "across warps" in out and "conflicts" in out
+
+
+def test_fuzz_bad_input_is_a_clear_error():
+    """Random constructor texts and shapes: either a layout that answers, or a GluonLayoutError, nothing else."""
+    rng = np.random.default_rng(7)
+    ctors = ["BlockedLayout", "SliceLayout", "NVMMADistributedLayout", "DotOperandLayout", "NVMMASharedLayout",
+             "SwizzledSharedLayout", "TensorMemoryLayout", "DistributedLinearLayout"]
+
+    def arg(depth):
+        k = rng.integers(0, 6)
+        if k == 0 and depth < 2:
+            return f"{rng.choice(ctors)}({', '.join(arg(depth + 1) for _ in range(rng.integers(0, 5)))})"
+        if k in (1, 2):
+            return "[" + ", ".join(str(int(2 ** rng.integers(0, 6))) for _ in range(rng.integers(0, 4))) + "]"
+        if k == 3:
+            return str(int(rng.integers(-2, 300)))
+        if k == 4:
+            return "[[0, 1], [1, 0]]"
+        return rng.choice(["True", "'x'", "1.5", "(64, 64)", "None"])
+    valid = ["BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])", "NVMMASharedLayout(128, 16)",
+             "NVMMADistributedLayout([3, 0], [4, 1], [16, 64, 16])", "SwizzledSharedLayout(8, 2, 4, [1, 0])",
+             "DotOperandLayout(0, NVMMADistributedLayout([2, 0], [2, 2], [16, 8]), 2)", "TensorMemoryLayout((64, 64), 1)",
+             "SliceLayout(1, BlockedLayout([2, 2], [8, 4], [2, 2], [0, 1]))"]
+    import re
+
+    def mutate(t):
+        nums = list(re.finditer(r"\d+", t))
+        m = nums[int(rng.integers(len(nums)))]
+        return t[:m.start()] + str(int(rng.choice([0, 1, 2, 3, 4, 8, 16, 32, 64]))) + t[m.end():]
+    answered = 0
+    for i in range(600):
+        if i % 2:
+            text = mutate(str(rng.choice(valid)))
+        else:
+            text = f"{rng.choice(ctors)}({', '.join(arg(1) for _ in range(rng.integers(0, 6)))})"
+        shape = [int(2 ** rng.integers(0, 8)) for _ in range(rng.integers(1, 3))]
+        try:
+            L = parse_layout(text)
+            L.to_linear(shape)
+            if hasattr(L, "owner"):
+                L.owner(shape)
+            answered += 1
+        except GluonLayoutError:
+            pass
+    assert answered > 0
+
+
+def test_fuzz_convert_counts():
+    rng = np.random.default_rng(3)
+    for _ in range(12):
+        ls = []
+        for _ in range(2):
+            t0 = int(2 ** rng.integers(0, 6))
+            w0 = int(2 ** rng.integers(0, 3))
+            ls.append(BlockedLayout([int(2 ** rng.integers(0, 3)), int(2 ** rng.integers(0, 3))], [t0, 32 // t0],
+                                    [w0, 4 // w0], list(rng.permutation(2))))
+        shape = [int(2 ** rng.integers(3, 7)) for _ in range(2)]
+        r = explain_convert(ls[0], ls[1], shape, elem_bits=int(rng.choice([8, 16, 32])))
+        assert sum(r.counts.values()) == 4 * 32 * ls[1].registers(shape)
+        assert (r.counts["across warps"] > 0) == bool(r.stores)
+        for rec in r.stores + r.loads:
+            assert rec.wavefronts >= rec.phases and rec.conflicts == rec.wavefronts - rec.phases

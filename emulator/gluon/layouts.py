@@ -27,7 +27,7 @@ WARP = 32
 def _ints(x, what, layout):
     try:
         return [int(v) for v in x]
-    except TypeError:
+    except (TypeError, ValueError):
         fail(layout, f"{what} must be a list of integers, got {x!r}")
 
 
@@ -246,6 +246,8 @@ class NVMMADistributedLayout(DistributedLayout):
         self.warps_per_cta = _ints(warps_per_cta, "warps_per_cta", "NVMMADistributedLayout")
         self.instr_shape = _ints(instr_shape, "instr_shape", "NVMMADistributedLayout")
         self.cga_layout = _no_cga(self, list(cga_layout))
+        if not self.version:
+            fail(self, "version must be [major, minor], e.g. [2, 0] (mma.sync) or [3, 0] (wgmma)")
         v = self.version[0]
         if v not in (2, 3):
             fail(self, f"version {self.version}: only mma v2 (mma.sync) and v3 (wgmma) are modelled here; "
@@ -526,6 +528,8 @@ class SwizzledSharedLayout(SharedLayout):
         self.cga_layout = _no_cga(self, list(cga_layout))
         for v in (self.vec, self.per_phase, self.max_phase):
             log2(v, "vec/per_phase/max_phase")
+        if sorted(self.order) != list(range(len(self.order))) or not self.order:
+            fail(self, f"order {self.order} is not a permutation of 0..{len(self.order) - 1}")
 
     @property
     def rank(self):

@@ -91,8 +91,12 @@ def get_tmem_32x32b_reg_layout(instr_shape, shape, num_warps):
       warps, warps 4-7 reach the same lanes again, so they take half of the columns (``[1, N / 2]``,
       ``warps_per_cta = [4, 2]``), or, when the tile has a second 128-row block (rows > 128), that block
       (``warps_per_cta = [8, 1]``).
-    * **M = 64:** a 64-row block uses lanes 0-15 of each warp's 32 (16 rows per warp), and Gluon stores the
-      next block (or the second half of the columns) in lanes 16-31: ``threads_per_warp = [16, 2]``.
+    * **M = 64:** a 64-row block uses TMEM lanes 0-15 of each warp's 32 (16 rows per warp), so lanes 16-31
+      of each warp get the same 16 rows, second half of the columns: ``threads_per_warp = [16, 2]`` (the
+      ``16x32bx2`` shape of ``tcgen05.ld``: two column halves of 16 lanes). With several 64-row blocks this
+      helper keeps that split, whereas Triton 3.9's ``TensorMemoryLayout`` stores the next block in TMEM lanes
+      16-31 (its own register layout is :func:`tmem_32x32b_reg_layout`); tests/test_gluon.py pins where the
+      two differ.
     * ``order = [0, 1]``: consecutive threads walk rows (lanes), registers walk columns.
     """
     if len(shape) != 2:
