@@ -263,20 +263,24 @@ def test_fuzz_owner_is_consistent():
             assert tuple(c[w, l, r]) == (i, j)
 
 
-def test_cli_show_gluon(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "emulator", "show", "--gluon",
-                          "BlockedLayout([1,4],[4,8],[4,1],[1,0])", "--shape", "16x16"],
-                         capture_output=True, text=True, check=True).stdout
-    assert "T0:r0" in out.splitlines()[2]
+def test_cli_show_gluon(tmp_path, capsys):
+    from emulator.cli import main
+    assert main(["show", "--gluon", "BlockedLayout([1,4],[4,8],[4,1],[1,0])", "--shape", "16x16"]) == 0
+    assert "T0:r0" in capsys.readouterr().out.splitlines()[2]
     svg = tmp_path / "b.svg"
-    subprocess.run([sys.executable, "-m", "emulator", "show", "--gluon", "NVMMASharedLayout(128, 16)", "--shape",
-                    "8x64", "--svg", str(svg)], check=True, capture_output=True)
+    assert main(["show", "--gluon", "NVMMASharedLayout(128, 16)", "--shape", "8x64", "--svg", str(svg)]) == 0
     assert svg.read_text().startswith("<svg")
-    out = subprocess.run([sys.executable, "-m", "emulator", "show", "--gluon",
-                          "NVMMADistributedLayout(version=[2,0], warps_per_cta=[2,2], instr_shape=[16,8])",
-                          "--convert", "BlockedLayout([1,8],[4,8],[4,1],[1,0])"],
-                         capture_output=True, text=True, check=True).stdout
+    assert main(["show", "--gluon", "NVMMADistributedLayout(version=[2,0], warps_per_cta=[2,2], instr_shape=[16,8])",
+                 "--convert", "BlockedLayout([1,8],[4,8],[4,1],[1,0])"]) == 0
+    out = capsys.readouterr().out
     assert "across warps" in out and "conflicts" in out
+
+
+def test_cli_show_gluon_as_a_command():
+    out = subprocess.run([sys.executable, "-m", "emulator", "show", "--gluon",
+                          "BlockedLayout([1,4],[4,8],[4,1],[1,0])", "--shape", "64x64"],
+                         capture_output=True, text=True, check=True).stdout
+    assert len(out.splitlines()) == 64 + 3
 
 
 def test_fuzz_bad_input_is_a_clear_error():
