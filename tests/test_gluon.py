@@ -343,3 +343,11 @@ def test_fuzz_convert_counts():
         assert (r.counts["across warps"] > 0) == bool(r.stores)
         for rec in r.stores + r.loads:
             assert rec.wavefronts >= rec.phases and rec.conflicts == rec.wavefronts - rec.phases
+
+
+def test_tmem_view():
+    from emulator.gluon.show import tmem_view
+    t = tmem_view(TensorMemoryLayout((64, 8), 1), [128, 8]).text().splitlines()
+    assert t[2].split()[2:4] == ["0,0", "0,1"] and t[18].split()[2] == "64,0"    # lane 16: the second block
+    t = tmem_view(TensorMemoryLayout((64, 8), 1), [64, 8]).text().splitlines()
+    assert t[18].split()[2] == "-"                                             # one block: lanes 16-31 empty

@@ -120,9 +120,37 @@ def shared_view(layout, shape, elem_bits=None, rows=None, title=None):
                 colour=bank_colour, note=note)
 
 
+def tmem_view(layout, shape, title=None):
+    """Tensor memory (modelled, not measured): one row per TMEM lane, one column per column slot, each cell
+    the (row, col) of the tensor element stored there (``-`` where nothing of its own is)."""
+    from .linear import apply
+    b = layout.to_linear(shape)
+    nr, nc = len(b["row"]), len(b["col"])
+    row, col = np.meshgrid(np.arange(1 << nr), np.arange(1 << nc), indexing="ij")
+    c = apply(b, 2, ("row", "col"), {"row": row, "col": col})
+    labels, keys = [], np.zeros(row.shape, np.int64)
+    seen = set()
+    for i in range(row.shape[0]):
+        line = []
+        for j in range(row.shape[1]):
+            e = (int(c[0][i, j]), int(c[1][i, j]))
+            line.append("-" if e in seen else f"{e[0]},{e[1]}")
+            keys[i, j] = -1 if e in seen else i % 32
+            seen.add(e)
+        labels.append(line)
+    t = title or f"{layout!r} on {list(shape)}: tensor memory lanes x columns (modelled, not measured)"
+    return Grid(t, labels, keys, [f"lane {i}" for i in range(row.shape[0])],
+                [f"col {j}" for j in range(row.shape[1])],
+                note="cell: the tensor element (row,col) in this TMEM lane and column slot; '-': a copy or empty; "
+                     "warp w reaches lanes 32*(w%4) .. 32*(w%4)+31")
+
+
 def figure(layout, shape, **kw):
     """owner_view (distributed) or shared_view (shared) of a layout: what ``python -m emulator show --gluon``
     draws."""
     if isinstance(layout, SharedLayout):
         return shared_view(layout, shape, **kw)
+    from .tmem import TensorMemoryLayout
+    if isinstance(layout, TensorMemoryLayout):
+        return tmem_view(layout, shape)
     return Figure([owner_view(layout, shape)])
