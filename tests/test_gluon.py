@@ -225,7 +225,8 @@ def test_owner_view_text():
     ("DotOperandLayout(1, NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], "
      "instr_shape=[16, 64, 16]), 2)", "shared memory"),
     ("NVMMASharedLayout(96, 16)", "0, 32, 64 or 128"),
-    ("BlockedLayout([1], [32], [4], [0], cga_layout=[[1]])", "cga_layout"),
+    ("BlockedLayout([1], [32], [4], [0], cga_layout=[[3]])", "cga_layout basis"),
+    ("BlockedLayout([1], [32], [4], [0], cga_layout=4)", "cga_layout 4"),
     ("Foo(1)", "unknown constructor"),
     ("BlockedLayout(__import__('os'))", "unknown constructor '__import__'"),
     ("BlockedLayout(x, [32], [4], [0])", "only layout constructors"),
@@ -303,7 +304,10 @@ def test_fuzz_bad_input_is_a_clear_error():
     valid = ["BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])", "NVMMASharedLayout(128, 16)",
              "NVMMADistributedLayout([3, 0], [4, 1], [16, 64, 16])", "SwizzledSharedLayout(8, 2, 4, [1, 0])",
              "DotOperandLayout(0, NVMMADistributedLayout([2, 0], [2, 2], [16, 8]), 2)", "TensorMemoryLayout((64, 64), 1)",
-             "SliceLayout(1, BlockedLayout([2, 2], [8, 4], [2, 2], [0, 1]))"]
+             "SliceLayout(1, BlockedLayout([2, 2], [8, 4], [2, 2], [0, 1]))",
+             "BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0], cga_layout=[[1, 0]])",
+             "NVMMASharedLayout(128, 16, cga_layout=[[0, 1], [1, 0]])",
+             "DotOperandLayout(1, NVMMADistributedLayout([2, 0], [2, 2], [16, 8], cga_layout=[[1, 0]]), 2)"]
     import re
 
     def mutate(t):
@@ -351,3 +355,18 @@ def test_tmem_view():
     assert t[2].split()[2:4] == ["0,0", "0,1"] and t[18].split()[2] == "64,0"    # lane 16: the second block
     t = tmem_view(TensorMemoryLayout((64, 8), 1), [64, 8]).text().splitlines()
     assert t[18].split()[2] == "-"                                             # one block: lanes 16-31 empty
+
+
+def test_several_ctas():
+    L = BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0], cga_layout=[[1, 0]])
+    b = L.to_linear([64, 64])
+    assert b["block"] == [[32, 0]]                  # CTA 1 holds rows 32-63
+    o = L.owner([64, 64])
+    assert (o.block[:32, :, 0] == 0).all() and (o.block[32:, :, 0] == 1).all()
+    assert "B1:T0:r0" in owner_view(L, [64, 64]).text()
+    S = NVMMASharedLayout(128, 16, cga_layout=[[0, 1]])
+    assert (S.blocks([64, 128])[:, 64:] == 1).all() and S.offsets([64, 128]).max() == 64 * 64 - 1
+    with pytest.raises(GluonLayoutError, match="one CTA"):
+        explain_convert(L, BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0]), [64, 64])
+    with pytest.raises(GluonLayoutError, match="power of two"):
+        BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0], cga_layout=[[3, 0]])

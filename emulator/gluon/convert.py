@@ -137,6 +137,9 @@ def explain_convert(src, dst, shape, elem_bits=16, scratch=None):
         if not isinstance(L, DistributedLayout):
             fail(L, "convert_layout converts between distributed (register) layouts")
     shape = check_shape(src, shape, src.rank)
+    for L in (src, dst):
+        if any(any(b) for b in L.to_linear(shape)["block"]):
+            fail(L, "the explainer covers one CTA; this layout splits the tensor between CTAs (cga_layout)")
     if dst.rank != src.rank:
         fail(dst, f"rank {dst.rank} differs from the source layout's {src.rank}")
     if src.num_warps() != dst.num_warps():

@@ -10,7 +10,8 @@ Distributed layouts (a tensor spread over the registers of the threads of a CTA)
 Shared layouts (``NVMMASharedLayout``, ``SwizzledSharedLayout``) answer ``to_linear(shape)`` (``{"offset":
 [...], "block": [...]}``: element offset bit -> coordinate) and ``byte_offset(shape)`` (row, col) -> byte.
 
-Everything here is one CTA (``cga_layout=[]``, so ``block`` is always empty): multi-CTA layouts raise.
+``cga_layout`` (several CTAs of a cluster sharing a tensor) is accepted as in Gluon: bases in units of one
+CTA's share (``[[1, 0]]``: CTA 1 holds the second half along dim 0); it fills the ``block`` bases.
 ``TensorMemoryLayout`` (Blackwell's tensor memory) is in :mod:`emulator.gluon.tmem`.
 """
 import ast
@@ -18,7 +19,7 @@ import math
 
 import numpy as np
 
-from .linear import (GluonLayoutError, LinearLayout, apply, check_shape, fail, fit_to_shape, identity1d,
+from .linear import (GluonLayoutError, LinearLayout, apply, cga_split, check_shape, fail, fit_to_shape, identity1d,
                      identity_nd, log2, product)
 
 WARP = 32
@@ -31,11 +32,19 @@ def _ints(x, what, layout):
         fail(layout, f"{what} must be a list of integers, got {x!r}")
 
 
-def _no_cga(layout, cga_layout):
-    if cga_layout:
-        fail(layout, "cga_layout (several CTAs per cluster) is not modelled; only single-CTA layouts "
-                     "(cga_layout=[]) are")
-    return []
+def _cga(layout, cga_layout, rank):
+    """Check ``cga_layout``: a list of bases of ``rank`` entries, each 0 or a power of two."""
+    name = type(layout).__name__
+    out = []
+    try:
+        bases = [[int(x) for x in b] for b in (cga_layout or [])]
+    except (TypeError, ValueError):
+        fail(name, f"cga_layout {cga_layout!r} is not a list of lists of integers")
+    for b in bases:
+        if len(b) != rank or any(x < 0 or x & (x - 1) for x in b):
+            fail(name, f"cga_layout basis {b} must have {rank} entries, each 0 or a power of two")
+        out.append(b)
+    return out
 
 
 # ---- ownership --------------------------------------------------------------------------------------
@@ -141,8 +150,8 @@ class BlockedLayout(DistributedLayout):
         self.threads_per_warp = _ints(threads_per_warp, "threads_per_warp", self._name())
         self.warps_per_cta = _ints(warps_per_cta, "warps_per_cta", self._name())
         self.order = _ints(order, "order", self._name())
-        self.cga_layout = _no_cga(self, list(cga_layout))
         r = len(self.order)
+        self.cga_layout = _cga(self, cga_layout, r)
         if not (len(self.size_per_thread) == len(self.threads_per_warp) == len(self.warps_per_cta) == r):
             fail(self, "size_per_thread, threads_per_warp, warps_per_cta and order must have the same length")
         if sorted(self.order) != list(range(r)):
@@ -159,8 +168,9 @@ class BlockedLayout(DistributedLayout):
         return "BlockedLayout"
 
     def __repr__(self):
+        cga = f", cga_layout={self.cga_layout}" if self.cga_layout else ""
         return (f"BlockedLayout({self.size_per_thread}, {self.threads_per_warp}, {self.warps_per_cta}, "
-                f"{self.order})")
+                f"{self.order}{cga})")
 
     def __eq__(self, o):
         return isinstance(o, BlockedLayout) and repr(self) == repr(o)
@@ -184,7 +194,7 @@ class BlockedLayout(DistributedLayout):
         ll = identity_nd(r, "register", self.size_per_thread, self.order)
         ll = product(ll, identity_nd(r, "lane", self.threads_per_warp, self.order))
         ll = product(ll, identity_nd(r, "warp", self.warps_per_cta, self.order))
-        return fit_to_shape(ll, shape, drop_registers=True)
+        return fit_to_shape(ll, shape, drop_registers=True, cga=self.cga_layout)
 
 
 # ---- slice ------------------------------------------------------------------------------------------
@@ -245,7 +255,7 @@ class NVMMADistributedLayout(DistributedLayout):
         self.version = _ints(version, "version", "NVMMADistributedLayout")
         self.warps_per_cta = _ints(warps_per_cta, "warps_per_cta", "NVMMADistributedLayout")
         self.instr_shape = _ints(instr_shape, "instr_shape", "NVMMADistributedLayout")
-        self.cga_layout = _no_cga(self, list(cga_layout))
+        self.cga_layout = _cga(self, cga_layout, len(self.warps_per_cta))
         if not self.version:
             fail(self, "version must be [major, minor], e.g. [2, 0] (mma.sync) or [3, 0] (wgmma)")
         v = self.version[0]
@@ -267,8 +277,9 @@ class NVMMADistributedLayout(DistributedLayout):
                 fail(self, f"mma v3 needs whole warpgroups (a multiple of 4 warps), got {self.warps_per_cta}")
 
     def __repr__(self):
+        cga = f", cga_layout={self.cga_layout}" if self.cga_layout else ""
         return f"NVMMADistributedLayout(version={self.version}, warps_per_cta={self.warps_per_cta}, " \
-               f"instr_shape={self.instr_shape})"
+               f"instr_shape={self.instr_shape}{cga})"
 
     def __eq__(self, o):
         return isinstance(o, NVMMADistributedLayout) and repr(self) == repr(o)
@@ -298,7 +309,7 @@ class NVMMADistributedLayout(DistributedLayout):
             w = identity_nd(2, "warp", self.warps_per_cta, [0, 1])
             w.out_order = [1, 0]
             ll = product(ll, w)
-        return fit_to_shape(ll, shape)
+        return fit_to_shape(ll, shape, cga=self.cga_layout)
 
 
 class DotOperandLayout(DistributedLayout):
@@ -352,7 +363,9 @@ class DotOperandLayout(DistributedLayout):
             mw = [(0, 0)] * log2(wm)
             nw = [(0, 8 << i) for i in range(log2(wn))]
         ll.bases["warp"] = (nw + mw) if self.parent.version[0] == 2 else (mw + nw)
-        return fit_to_shape(ll, shape)
+        k_dim = 1 if self.operand_index == 0 else 0          # CTAs that split K hold the same operand
+        cga = [[0 if d == k_dim else x for d, x in enumerate(b)] for b in self.parent.cga_layout]
+        return fit_to_shape(ll, shape, cga=cga)
 
 
 # ---- explicit linear -------------------------------------------------------------------------------
@@ -373,7 +386,6 @@ class DistributedLinearLayout(DistributedLayout):
                     fail(self, f"{k} basis {b} does not have rank {len(self.shape)}")
         if len(self.bases["lane"]) != 5:
             fail(self, f"lane_bases must have 5 entries (32 lanes), got {len(self.bases['lane'])}")
-        _no_cga(self, self.bases["block"])
 
     def __repr__(self):
         b = self.bases
@@ -407,11 +419,19 @@ class SharedLayout:
 
     element_bitwidth = None
 
+    def _linear(self, shape):
+        """(offset bases over one CTA's share, block bases) for ``shape``."""
+        cga_ll, cta_shape = cga_split(len(shape), self.cga_layout, shape)
+        off = self._offset_bases(cta_shape)
+        block = [tuple(int(v[d]) * cta_shape[d] for d in range(len(shape))) for v in cga_ll.bases["block"]]
+        return off, block
+
     def to_linear(self, shape):
-        """Triton's shared linear layout: ``{"offset": [...], "block": []}``, bit i of the element offset
-        -> coordinate."""
+        """Triton's shared linear layout: ``{"offset": [...], "block": [...]}``, bit i of the element offset
+        (of the CTA id) -> coordinate."""
         shape = self._check(shape)
-        return {"offset": [list(map(int, b)) for b in self._offset_bases(shape)], "block": []}
+        off, block = self._linear(shape)
+        return {"offset": [list(map(int, b)) for b in off], "block": [list(map(int, b)) for b in block]}
 
     def _check(self, shape):
         shape = check_shape(self, shape, len(shape) if self.rank is None else self.rank)
@@ -420,22 +440,37 @@ class SharedLayout:
         return shape
 
     def offsets(self, shape):
-        """Element offset of every element: an int array of ``shape`` (the inverse of ``to_linear``)."""
+        """Element offset of every element inside its CTA's buffer: an int array of ``shape`` (the inverse of
+        ``to_linear``; with a ``cga_layout``, :meth:`blocks` says which CTA)."""
+        return self._invert(shape)[0]
+
+    def blocks(self, shape):
+        """The CTA (``block``) whose buffer holds each element (all 0 without a ``cga_layout``)."""
+        return self._invert(shape)[1]
+
+    def _invert(self, shape):
         shape = self._check(shape)
-        bases = self._offset_bases(shape)
-        n = 1 << len(bases)
+        bases, block = self._linear(shape)
+        nb = len(block)
+        n = 1 << (len(bases) + nb)
         if n != int(np.prod(shape)):
-            fail(self, f"shape {shape}: {n} offsets for {int(np.prod(shape))} elements")
-        off = np.arange(n, dtype=np.int64)
-        coords = apply({"offset": bases}, len(shape), ("offset",), {"offset": off})
+            fail(self, f"shape {shape}: {n} (offset, block) pairs for {int(np.prod(shape))} elements: "
+                       "some CTAs would hold copies")
+        flat_in = np.arange(n, dtype=np.int64)
+        off = flat_in & ((1 << len(bases)) - 1)
+        blk = flat_in >> len(bases)
+        coords = apply({"offset": bases, "block": block}, len(shape), ("offset", "block"),
+                       {"offset": off, "block": blk})
         flat = np.zeros(n, np.int64)
         for d in range(len(shape)):
             flat = flat * shape[d] + coords[d]
         out = np.full(n, -1, np.int64)
         out[flat] = off
+        bout = np.zeros(n, np.int64)
+        bout[flat] = blk
         if (out < 0).any():
             fail(self, f"shape {shape}: the swizzle is not a bijection")
-        return out.reshape(shape)
+        return out.reshape(shape), bout.reshape(shape)
 
     def byte_offset(self, shape, elem_bits=None):
         """Byte offset of every element (offset * element bytes); 16-bit elements unless the layout says."""
@@ -458,7 +493,7 @@ class NVMMASharedLayout(SharedLayout):
         self.rank = int(rank)
         self.transposed = bool(transposed)
         self.fp4_padded = bool(fp4_padded)
-        self.cga_layout = _no_cga(self, list(cga_layout))
+        self.cga_layout = _cga(self, cga_layout, self.rank)
         if self.swizzle_byte_width not in (0, 32, 64, 128):
             fail(self, f"swizzle_byte_width must be 0, 32, 64 or 128, got {self.swizzle_byte_width}")
         if self.element_bitwidth not in (8, 16, 32, 64):
@@ -469,8 +504,9 @@ class NVMMASharedLayout(SharedLayout):
             fail(self, "only rank-2 NVMMA shared layouts are modelled")
 
     def __repr__(self):
+        cga = f", cga_layout={self.cga_layout}" if self.cga_layout else ""
         return (f"NVMMASharedLayout(swizzle_byte_width={self.swizzle_byte_width}, element_bitwidth="
-                f"{self.element_bitwidth}, rank={self.rank}, transposed={self.transposed})")
+                f"{self.element_bitwidth}, rank={self.rank}, transposed={self.transposed}{cga})")
 
     def __eq__(self, o):
         return isinstance(o, NVMMASharedLayout) and repr(self) == repr(o)
@@ -525,7 +561,7 @@ class SwizzledSharedLayout(SharedLayout):
     def __init__(self, vec, per_phase, max_phase, order, cga_layout=()):
         self.vec, self.per_phase, self.max_phase = int(vec), int(per_phase), int(max_phase)
         self.order = _ints(order, "order", "SwizzledSharedLayout")
-        self.cga_layout = _no_cga(self, list(cga_layout))
+        self.cga_layout = _cga(self, cga_layout, len(self.order))
         for v in (self.vec, self.per_phase, self.max_phase):
             log2(v, "vec/per_phase/max_phase")
         if sorted(self.order) != list(range(len(self.order))) or not self.order:
@@ -536,7 +572,8 @@ class SwizzledSharedLayout(SharedLayout):
         return len(self.order)
 
     def __repr__(self):
-        return f"SwizzledSharedLayout({self.vec}, {self.per_phase}, {self.max_phase}, {self.order})"
+        cga = f", cga_layout={self.cga_layout}" if self.cga_layout else ""
+        return f"SwizzledSharedLayout({self.vec}, {self.per_phase}, {self.max_phase}, {self.order}{cga})"
 
     def __eq__(self, o):
         return isinstance(o, SwizzledSharedLayout) and repr(self) == repr(o)

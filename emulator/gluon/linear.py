@@ -139,12 +139,23 @@ def ensure_not_larger(ll, shape, drop_registers=False):
     return ll
 
 
-def fit_to_shape(ll, shape, drop_registers=False):
-    """Triton's ``combineCtaCgaWithShape`` for one CTA: repeat, then clip; ``block`` gets no bases."""
-    ll = ensure_not_smaller(ll, shape)
-    ll = ensure_not_larger(ll, shape, drop_registers)
+def cga_split(rank, cga, shape):
+    """The CTA-tiling part of Triton's ``combineCtaCgaWithShape``: the ``cga_layout`` bases (in units of one
+    CTA's share: ``[1, 0]`` = the second half along dim 0) clipped to ``shape``, and the shape each CTA
+    holds: ``(cga LinearLayout over "block", per-CTA shape)``."""
+    cga_ll = LinearLayout(rank, {"block": [tuple(int(x) for x in b) for b in cga]}, list(range(rank)))
+    cga_ll = ensure_not_larger(cga_ll, shape)
+    return cga_ll, [max(1, shape[d] // cga_ll.out_size(d)) for d in range(rank)]
+
+
+def fit_to_shape(ll, shape, drop_registers=False, cga=()):
+    """Triton's ``combineCtaCgaWithShape``: split the shape between the CTAs of ``cga``, repeat the CTA layout
+    up to its share, clip it, then append the ``block`` bases (shifted past one CTA's share)."""
+    cga_ll, cta_shape = cga_split(ll.rank, cga, shape)
+    ll = ensure_not_smaller(ll, cta_shape)
+    ll = ensure_not_larger(ll, cta_shape, drop_registers)
     ll.bases.setdefault("block", [])
-    return ll
+    return product(ll, cga_ll)
 
 
 def check_shape(layout, shape, rank):

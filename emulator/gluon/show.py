@@ -31,7 +31,9 @@ def owner_view(layout, shape, title=None):
     gs = _grid_shape(shape)
     reg, thr, lane = reg.reshape(gs), thr.reshape(gs), lane.reshape(gs)
     rep = o.replication
-    labels = [[f"T{thr[i, j]}:r{reg[i, j]}" for j in range(gs[1])] for i in range(gs[0])]
+    blk = o.block[..., 0].reshape(gs)
+    pre = (lambda i, j: f"B{blk[i, j]}:") if o.block.max() > 0 else (lambda i, j: "")
+    labels = [[f"{pre(i, j)}T{thr[i, j]}:r{reg[i, j]}" for j in range(gs[1])] for i in range(gs[0])]
     t = title or f"{layout!r} on {list(shape)}"
     note = (f"T<thread = 32*warp + lane>:r<register>; {layout.registers(shape)} registers per thread, "
             f"{layout.num_warps()} warps" + (f"; every element is held by {rep} threads/registers (the first "

@@ -112,6 +112,33 @@ def cases():
     for _ in range(100):
         v, pp, mp = rng.choice([1, 2, 4, 8]), rng.choice([1, 2, 4]), rng.choice([1, 2, 4, 8])
         out.append((f"SwizzledSharedLayout({v}, {pp}, {mp}, {rng.choice([[1, 0], [0, 1]])})", _shape2(rng, 0, 7)))
+    # several CTAs (cga_layout): the block bases
+    cgas = [[[1, 0]], [[0, 1]], [[0, 1], [1, 0]], [[1, 0], [0, 1]], [[0, 1], [0, 0]], [[1, 0], [2, 0]], [[0, 0]]]
+    for _ in range(30):
+        c = rng.choice(cgas)
+        b = blocked[rng.randrange(len(blocked))][:-1] + f", cga_layout={c})"
+        out.append((b, _shape2(rng, 1, 8)))
+    for _ in range(12):
+        c = rng.choice(cgas)
+        p = f"BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0], cga_layout={c})"
+        out.append((f"SliceLayout({rng.choice([0, 1])}, {p})", [1 << rng.randint(0, 8)]))
+    for _ in range(24):
+        c, w = rng.choice(cgas), rng.choice(v2w)
+        p = f"NVMMADistributedLayout(version=[2, 0], warps_per_cta={w}, instr_shape=[16, 8], cga_layout={c})"
+        out.append((p if rng.random() < 0.4 else f"DotOperandLayout({rng.choice([0, 1])}, {p}, 2)",
+                    _shape2(rng, 3, 8)))
+    for _ in range(12):
+        c, w = rng.choice(cgas), rng.choice(v3w)
+        out.append((f"NVMMADistributedLayout(version=[3, 0], warps_per_cta={w}, instr_shape=[16, 64, 16], "
+                    f"cga_layout={c})", _shape2(rng, 5, 8)))
+    for _ in range(24):
+        c, sw, bits = rng.choice(cgas), rng.choice([0, 32, 64, 128]), rng.choice([8, 16, 32])
+        out.append((f"NVMMASharedLayout(swizzle_byte_width={sw}, element_bitwidth={bits}, rank=2, "
+                    f"transposed={rng.choice([False, True])}, cga_layout={c})", _shape2(rng, 4, 8)))
+    for _ in range(12):
+        c = rng.choice(cgas)
+        out.append((f"SwizzledSharedLayout({rng.choice([1, 4, 8])}, {rng.choice([1, 2])}, {rng.choice([1, 4, 8])}, "
+                    f"{rng.choice([[1, 0], [0, 1]])}, cga_layout={c})", _shape2(rng, 2, 7)))
     # tensor memory
     for _ in range(60):
         m, n, cs = rng.choice([64, 128]), rng.choice([16, 32, 64, 128, 256]), rng.choice([1, 2, 4])
