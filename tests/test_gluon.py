@@ -303,7 +303,8 @@ def test_fuzz_bad_input_is_a_clear_error():
         return rng.choice(["True", "'x'", "1.5", "(64, 64)", "None"])
     valid = ["BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])", "NVMMASharedLayout(128, 16)",
              "NVMMADistributedLayout([3, 0], [4, 1], [16, 64, 16])", "SwizzledSharedLayout(8, 2, 4, [1, 0])",
-             "DotOperandLayout(0, NVMMADistributedLayout([2, 0], [2, 2], [16, 8]), 2)", "TensorMemoryLayout((64, 64), 1)",
+             "DotOperandLayout(0, NVMMADistributedLayout([2, 0], [2, 2], [16, 8]), 2)",
+             "TensorMemoryLayout((64, 64), 1)",
              "SliceLayout(1, BlockedLayout([2, 2], [8, 4], [2, 2], [0, 1]))",
              "BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0], cga_layout=[[1, 0]])",
              "NVMMASharedLayout(128, 16, cga_layout=[[0, 1], [1, 0]])",

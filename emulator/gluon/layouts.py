@@ -19,8 +19,8 @@ import math
 
 import numpy as np
 
-from .linear import (GluonLayoutError, LinearLayout, apply, cga_split, check_shape, fail, fit_to_shape, identity1d,
-                     identity_nd, log2, product)
+from .linear import (GluonLayoutError, LinearLayout, apply, cga_split, check_shape, fail, fit_to_shape,
+                     identity1d, identity_nd, log2, product)
 
 WARP = 32
 

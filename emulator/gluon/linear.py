@@ -75,10 +75,6 @@ def identity1d(rank, size, in_dim, out_dim):
     return LinearLayout(rank, {in_dim: b}, [out_dim])
 
 
-def zeros1d(rank, size, in_dim, out_dim):
-    return LinearLayout(rank, {in_dim: [tuple([0] * rank)] * log2(size)}, [out_dim])
-
-
 def product(a, b):
     """Triton's ``a * b``: b's bases are shifted past a's extent in each output dimension they share;
     input dimensions present in both are concatenated (a's bits first)."""

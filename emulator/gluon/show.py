@@ -9,7 +9,7 @@
 """
 import numpy as np
 
-from ..layouts.draw import Figure, Grid, bank_colour, lane_colour
+from ..layouts.draw import Figure, Grid, bank_colour
 from ..memory.banks import SmemAccess, analyze
 from .layouts import DistributedLayout, SharedLayout
 from .linear import fail

@@ -110,7 +110,8 @@ def build(out):
             fn = owner1d
         sig = {"out_ptr": "*i32", **{k: "constexpr" for k in consts}}
         src = ASTSource(fn, sig, consts, {(0,): [["tt.divisibility", 16]]})
-        k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": nw, "ptx_version": 90})   # the H100 driver (580) reads PTX up to 9.0
+        # ptx_version 90: the H100's driver (580) reads PTX up to ISA 9.0; Triton 3.9 would write 9.4
+        k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": nw, "ptx_version": 90})
         ptxs.append(k.asm["ptx"])
         meta.append({"layout": text, "shape": shape, "num_warps": nw, "registers": R, "name": k.metadata.name,
                      "shared": k.metadata.shared, "scratch": getattr(k.metadata, "global_scratch_size", 0)})
