@@ -1,6 +1,6 @@
 """Measure, on a GPU, which thread and register hold each element of a tensor in a Gluon layout.
 
-    python tools/gluon/owner_capture.py build OUT.npz    # here: Gluon (Triton 3.9) -> PTX for sm_90a, no GPU
+    PYTHONPATH=. python tools/gluon/owner_capture.py build OUT.npz   # Gluon (Triton 3.9) -> sm_90a PTX, no GPU
     python tools/gluon/owner_capture.py run OUT.npz RES.npz   # on the H100: load each PTX with CuPy, run it
     python tools/gluon/owner_capture.py pack OUT.npz RES.npz tests/data/gluon/h100_owners.npz
 
