@@ -78,6 +78,7 @@ class Function:
     body: object = None                        # ptx.Block, or None for a declaration
     line: int = 0
     col: int = 0
+    perf: dict = field(default_factory=dict)   # header directives: '.reqnctapercluster' -> [4, 1, 1], ...
 
 
 @dataclass
@@ -218,11 +219,16 @@ def _parse_header(toks):
     params = []
     if j < len(s) and s[j].text == "(":
         params, j = _param_list(s, j)
+    perf, cur = {}, None
     while j < len(s):
-        if s[j].kind == "name" and s[j].text.startswith(".") and s[j].text not in PERF:
-            _err(s[j], f"unexpected {s[j].text} in the header of {name}")
+        if s[j].kind == "name" and s[j].text.startswith("."):
+            if s[j].text not in PERF:
+                _err(s[j], f"unexpected {s[j].text} in the header of {name}")
+            cur = perf.setdefault(s[j].text, [])
+        elif cur is not None and s[j].kind == "num" and _INT_RE.fullmatch(s[j].text):
+            cur.append(_int(s[j], s[j].text))
         j += 1
-    return Function(name, kind, params, returns, None, kind_tok.line, kind_tok.col)
+    return Function(name, kind, params, returns, None, kind_tok.line, kind_tok.col, perf)
 
 
 def _param_list(s, j):

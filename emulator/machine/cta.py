@@ -41,8 +41,14 @@ class CTA:
     """One CTA's execution: warps, barriers, the scheduler."""
 
     def __init__(self, module, prog, ctaid, grid, block, smem_size, gmem, param_init, var_addrs, local_bases,
-                 options, trace, out, result, budget, fast=None, schedule=None, timeline=False):
+                 options, trace, out, result, budget, fast=None, schedule=None, timeline=False, cluster=None,
+                 rank=0):
         self.module, self.prog, self.ctaid = module, prog, ctaid
+        if cluster is None:                     # a launch without clusters: each CTA is a cluster of one
+            from .cluster import Cluster
+            cluster = Cluster(ctaid, (1, 1, 1), False)
+            cluster.ctas.append(self)
+        self.cluster, self.rank = cluster, rank
         self.smem = np.zeros(smem_size, np.uint8)
         self.async_unit = AsyncUnit(smem_size)
         self.async_unit.record = bool(timeline)
@@ -61,10 +67,18 @@ class CTA:
         same = {"%laneid": np.arange(LANES, dtype=np.uint32), "%nwarpid": np.full(LANES, nwarps, np.uint32),
                 "%dynamic_smem_size": np.full(LANES, smem_size - prog.shared_static, np.uint32),
                 "%total_smem_size": np.full(LANES, smem_size, np.uint32)}
+        cdims = cluster.dims
         for c, k in zip("xyz", range(3)):
             same[f"%ntid.{c}"] = np.full(LANES, block[k], np.uint32)
             same[f"%ctaid.{c}"] = np.full(LANES, ctaid[k], np.uint32)
             same[f"%nctaid.{c}"] = np.full(LANES, grid[k], np.uint32)
+            same[f"%cluster_ctaid.{c}"] = np.full(LANES, ctaid[k] % cdims[k], np.uint32)
+            same[f"%cluster_nctaid.{c}"] = np.full(LANES, cdims[k], np.uint32)
+            same[f"%clusterid.{c}"] = np.full(LANES, ctaid[k] // cdims[k], np.uint32)
+            same[f"%nclusterid.{c}"] = np.full(LANES, grid[k] // cdims[k], np.uint32)
+        same["%cluster_ctarank"] = np.full(LANES, rank, np.uint32)
+        same["%cluster_nctarank"] = np.full(LANES, cluster.size, np.uint32)
+        same["%is_explicit_cluster"] = np.full(LANES, cluster.explicit, np.bool_)
         for w in range(nwarps):
             tids = np.arange(w * LANES, (w + 1) * LANES)
             bases = local_bases[tids]
@@ -78,6 +92,8 @@ class CTA:
             sv["%tid.z"] = (tid // (block[0] * block[1])).astype(np.uint32)
             sv.update(same)
             sv["%warpid"] = np.full(LANES, w, np.uint32)
+            kw.cl_arrived = np.zeros(LANES, np.bool_)       # barrier.cluster: arrived, not yet waited
+            kw.cl_phase = np.zeros(LANES, np.int64)         # the cluster barrier's phase at the arrival
             if fast is not None:
                 kw.fast = fast.attach(kw)
             self.warps.append(kw)
@@ -130,15 +146,26 @@ class CTA:
                 keep.append(rec)
         self.stalls = keep
 
-    def cluster_targets(self, warp, cta_mask):
-        if int(cta_mask) & ~1:
-            raise UnsupportedError(f"multicast to CTAs {int(cta_mask):#x} of a cluster: clusters of more than one "
-                                   f"CTA are not supported")
-        return [warp]
-
     @staticmethod
     def _runnable(w):
         return bool((~w.exited & ~w.waiting).any())
+
+    def _deadlock_parts(self):
+        """What each waiting warp of this CTA waits for (the deadlock report)."""
+        parts = []
+        for w, lanes, reason in self.stalls:
+            parts.append(f"warp {w.warp_id} lanes {format_lanes(np.flatnonzero(lanes))} (pc {int(w.pc[lanes].min())}) "
+                         f"{reason.describe()}")
+        for w in self.warps:
+            if self._runnable(w):
+                why = w._last_yield
+                parts.append(f"warp {w.warp_id} spins: " + (why.describe() if hasattr(why, "describe") else
+                                                            "it keeps yielding without anything changing"))
+        for bid, b in self.barriers.items():
+            waiting = sum(int(m.sum()) for _, m in b["waiters"])
+            who = ", ".join(f"warp {w.warp_id} lanes {format_lanes(np.flatnonzero(m))}" for w, m in b["waiters"])
+            parts.append(f"barrier {bid}: {waiting} thread(s) waiting ({who}), {self._expected(b)} expected")
+        return parts
 
     def _deadlock(self):
         parts = []

@@ -104,14 +104,14 @@ class Module:
         ``schedule``: None (round-robin: each warp runs until it waits) or ``("random", seed)`` (warps in a
         seeded random order, preempted after random instruction counts, copies completing at random points).
         ``timeline``: record every instruction, mbarrier event and bulk copy for ``result.timeline()``.
-        ``cluster``: cluster dimensions; only clusters of one CTA are supported.
+        ``cluster``: cluster dimensions (x, y, z), as CUTLASS passes them to ``cudaLaunchKernelEx`` at run time;
+        a kernel whose PTX says ``.reqnctapercluster`` gets those without it. The CTAs of a cluster run together
+        (``machine.cluster``); clusters run one after the other.
         A seeded schedule or a timeline runs the reference engine (they act between any two instructions).
         ``workers``: processes that run the grid's CTAs (``machine.grid`` says how the results stay those of
         the serial run, and which kernels run serially anyway). ``progress``: a progress bar on stderr
         (default: for grids of 64 CTAs or more when stderr is a terminal)."""
         schedule = _schedule(schedule)
-        if cluster is not None and tuple(_dim3(cluster, "cluster")) != (1, 1, 1):
-            raise UnsupportedError(f"launch: clusters of more than one CTA ({cluster}) are not supported yet")
         if engine not in ENGINES:
             raise OperandError(f"launch: engine must be one of {', '.join(map(repr, ENGINES))}, not {engine!r}")
         grid, block = _dim3(grid, "grid"), _dim3(block, "block")
@@ -123,6 +123,7 @@ class Module:
         gmem = gmem if gmem is not None else GlobalMemory()
         prog = self.program(kernel)
         entry = prog.entry
+        cdims, explicit = _cluster_dims(entry, cluster, grid)
         param_init = np.zeros(max(prog.layout.param, 1), np.uint8)
         _fill_params(entry, prog.kernel_params, list(args), param_init)
         var_addrs = self._variables(gmem)
@@ -147,6 +148,10 @@ class Module:
         from . import grid as gridmod
         if progress is None:
             progress = len(ctaids) >= 64
+        if cdims != (1, 1, 1) or explicit:
+            return self._launch_clusters(prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init,
+                                         var_addrs, local_bases, options, trace, out, result, budget, fast,
+                                         schedule, timeline, max_instructions)
         if workers > 1 and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
                 gridmod.serial_only(prog) is None:
             def run_ctas(chunk, out_):
@@ -172,6 +177,60 @@ class Module:
             bar.close()
         result.instructions = int(max_instructions) - budget[0]
         return result
+
+
+    def _launch_clusters(self, prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init, var_addrs,
+                         local_bases, options, trace, out, result, budget, fast, schedule, timeline, max_instructions):
+        """Cluster after cluster (cluster id x fastest); the CTAs of a cluster run together."""
+        from .cluster import Cluster
+        ncl = tuple(g // c for g, c in zip(grid, cdims))
+        for cz in range(ncl[2]):
+            for cy in range(ncl[1]):
+                for cx in range(ncl[0]):
+                    cl = Cluster((cx, cy, cz), cdims, explicit)
+                    for z in range(cdims[2]):
+                        for y in range(cdims[1]):
+                            for x in range(cdims[0]):
+                                cid = (cx * cdims[0] + x, cy * cdims[1] + y, cz * cdims[2] + z)
+                                cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
+                                          local_bases, options, trace, out, result, budget, fast, schedule, timeline,
+                                          cluster=cl, rank=len(cl.ctas))
+                                cl.ctas.append(cta)
+                    rng = None
+                    if schedule is not None:
+                        rng = np.random.default_rng([int(schedule[1]), 1 << 20, cx, cy, cz])
+                    all_warps = cl.run(rng) if cl.size > 1 else [cl.ctas[0].run()]
+                    for cta, warps in zip(cl.ctas, all_warps):
+                        result.async_units.append(cta.async_unit)
+                        result.ctas.append((cta.ctaid, warps))
+        result.instructions = int(max_instructions) - budget[0]
+        return result
+
+
+def _cluster_dims(entry, cluster, grid):
+    """The launch's cluster dimensions and whether the kernel runs on explicit clusters (%is_explicit_cluster):
+    the ``cluster`` argument, or the PTX's ``.reqnctapercluster``; they must agree and divide the grid."""
+    req = entry.perf.get(".reqnctapercluster")
+    if req is not None:
+        req = tuple(req) + (1,) * (3 - len(req))
+    dims = _dim3(cluster, "cluster") if cluster is not None else req
+    if req is not None and dims != req:
+        raise OperandError(f"launch {entry.name}: cluster dimensions {dims} differ from the kernel's "
+                           f".reqnctapercluster {req}")
+    explicit = dims is not None or ".explicitcluster" in entry.perf
+    dims = dims or (1, 1, 1)
+    if any(c < 1 for c in dims):
+        raise OperandError(f"launch: cluster dimensions must be >= 1, got {dims}")
+    n = dims[0] * dims[1] * dims[2]
+    if n > 16:
+        raise OperandError(f"launch: a cluster of {n} CTAs; the H100 runs at most 16 (8 portably)")
+    most = entry.perf.get(".maxclusterrank")
+    if most and n > most[0]:
+        raise OperandError(f"launch {entry.name}: a cluster of {n} CTAs exceeds the kernel's .maxclusterrank "
+                           f"{most[0]}")
+    if any(g % c for g, c in zip(grid, dims)):
+        raise OperandError(f"launch: the grid {grid} is not a whole number of clusters {dims}")
+    return dims, explicit
 
 
 def _plain_name(mangled: str) -> str:

@@ -201,7 +201,9 @@ class Warp:
             return lane + np.uint32(32 * self.warp_id)
         if name in ("%ntid.x",):
             return np.full(LANES, 32, np.uint32)
-        if name in ("%ntid.y", "%ntid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z", "%nwarpid"):
+        if name in ("%ntid.y", "%ntid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z", "%nwarpid", "%cluster_nctarank",
+                    "%cluster_nctaid.x", "%cluster_nctaid.y", "%cluster_nctaid.z", "%nclusterid.x",
+                    "%nclusterid.y", "%nclusterid.z"):
             return np.ones(LANES, np.uint32)
         if name in ("%warpid",):
             return np.full(LANES, self.warp_id, np.uint32)
@@ -235,7 +237,9 @@ class Warp:
 
     def _compile_statements(self, statements):
         from ..ops import compile_instruction
+        from ..frontend.contract import contract
         prog = []
+        contract(statements)              # ptxas fuses unrounded mul/add pairs (frontend/contract.py)
         for st in statements:
             if isinstance(st, ptx.Instruction):
                 prog.append(compile_instruction(st, self))
@@ -268,8 +272,25 @@ class Warp:
     def yield_turn(self, reason=None):
         """Let other warps run (a failed test_wait in a spin loop); nothing to do for a lone warp."""
 
-    def cluster_targets(self, cta_mask):
-        return [self]
+    # -- thread-block clusters (a lone warp is CTA rank 0 of a cluster of one) -------------------------
+    cluster_rank = 0
+    cluster_size = 1
+
+    def peer(self, instr, rank, lane=None, addr=None):
+        """The warp through which shared memory of CTA ``rank`` of the cluster is reached (this warp for
+        its own CTA); an error for a rank outside the cluster."""
+        if rank == self.cluster_rank:
+            return self
+        from ..errors import MemoryAccessError, fail
+        what = f"shared::cluster address {addr:#x} names" if addr is not None else "names"
+        fail(MemoryAccessError, instr, f"{what} CTA rank {rank} of the cluster, but the cluster has "
+             f"{self.cluster_size} CTA(s) (ranks 0-{self.cluster_size - 1}); this CTA is rank {self.cluster_rank}",
+             lane)
+
+    def cluster_targets(self, cta_mask, instr="multicast", lane=None):
+        """The warps (one per CTA) a multicast with ``cta_mask`` reaches."""
+        m = int(cta_mask)
+        return [self.peer(instr, r, lane) for r in range(16) if m >> r & 1]
 
     def tensormap_bytes(self, instr, space, addr, lane):
         """A copy of the 128 bytes of a tensor map at ``addr`` (generic when ``space`` is None)."""
@@ -298,8 +319,8 @@ class Warp:
     def cvta(self, space, values, to):
         """cvta / cvta.to: the shared window starts at generic address 0 and global addresses are generic
         addresses, so both conversions are the identity."""
-        if space in ("shared", "shared::cta", "global"):
-            return values
+        if space in ("shared", "shared::cta", "shared::cluster", "global"):
+            return values                       # shared::cluster: emulator.memory.dsmem
         raise UnsupportedError(f"cvta.{space}: the .{space} window exists only in kernels run through load_ptx")
 
     def space_load(self, instr, space, addrs, mask, nbytes, align):

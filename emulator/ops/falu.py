@@ -6,8 +6,8 @@ Each instruction is its own IEEE operation rounded once (``.rn``/``.rz``/``.rm``
 and ``mul.f32`` are never fused here (ptxas may contract them into FFMA in SASS, the PTX semantics are
 per instruction; nvcc marks uncontractable ones ``.rn``). ``.ftz`` flushes subnormal inputs and results
 of .f32 to zero of the same sign; ``.sat`` clamps to [0, 1] (NaN -> +0). NaN results are the canonical
-NaN (``0x7FFFFFFF`` for .f32). The ``.approx`` forms (and ``div.full``) depend on the hardware's
-approximation tables and are refused rather than guessed.
+NaN (``0x7FFFFFFF`` for .f32). The ``.approx`` forms (and ``div.full``) run on the MUFU unit: they are
+compiled by ``ops/mufu.py``.
 """
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ import numpy as np
 from ..errors import OperandError, UnsupportedError
 from .registry import executor
 from .common import dst, split_mods, src
+from .mufu import compile_mufu, is_mufu
 from ..numerics.fround import (FORMATS, MODES, canon_nan, exact, exact_zero, flush, round_exact, round_to, two_sum,
                      zero_sum_sign)
 
 FLOAT_TYPES = {"f32", "f64", "f16", "f16x2", "bf16", "bf16x2"}
 _ELEM = {"f32": "f32", "f64": "f64", "f16": "f16", "f16x2": "f16", "bf16": "bf16", "bf16x2": "bf16"}
 _BITS = {"f32": "b32", "f64": "b64", "f16": "b16", "f16x2": "b32", "bf16": "b16", "bf16x2": "b32"}
-_APPROX_NOTE = ("the .approx forms (and div.full) follow the GPU's approximation hardware, which the emulator "
-                "does not model bit-exactly")
+_APPROX_NOTE = "the .approx forms (and div.full) are compiled by ops/mufu.py"
 
 
 def _mods(instr, extra=None):
@@ -114,6 +114,8 @@ def compile_float(instr, env):
 
 
 def _compile_addmul(instr, env):
+    if getattr(instr, "contract", None) is not None:
+        return _compile_contracted(instr, env, instr.contract)
     q = _mods(instr)
     ptype = q["type"]
     ops = _Operands(instr, env, ptype, "ftz" in q, 2)
@@ -143,6 +145,46 @@ def _compile_addmul(instr, env):
                 ovf = np.isinf(s) & np.isfinite(a) & np.isfinite(b)
         r = _finish(ops, s, mode, e, sat, overflow=ovf)
         ops.write(warp, ops.f64_nan(warp, r, (1, 0)), mask)
+    return run
+
+
+def _compile_contracted(instr, env, info):
+    """An add/sub that ptxas fused with the multiply producing one of its sources (frontend/contract.py):
+    one rounding of a*b + c, as FFMA/DFMA/HFMA2 compute it."""
+    q = _mods(instr)
+    ptype = q["type"]
+    prod = info.producer
+    ops = _Operands(instr, env, ptype, "ftz" in q, 2)
+    fac = _Operands(prod, env, ptype, "ftz" in q, 2)
+    div = prod.base == "div"
+    form = ".".join(("div",) + prod.mods)
+
+    def run(warp, mask):
+        if div:                         # the last FMUL of the division: rcp(b') * a'
+            from ..numerics import mufu as MU
+            ra, rb = (fac.readers[i](warp).view(np.uint32) for i in (0, 1))
+            r_, a_ = MU.div_factors(np, form, ra, rb)
+            a = MU.f32_to_f64(np, r_)
+            b = MU.f32_to_f64(np, a_)
+        else:
+            a, b = fac.f64(warp, 0), fac.f64(warp, 1)
+        c = ops.values(warp, 1 - info.index).astype(np.float64)
+        if info.negate_product:
+            a = -a
+        if info.negate_other:
+            c = -c
+        with np.errstate(invalid="ignore", over="ignore"):
+            p = a * b
+        if ptype == "f64":
+            qs = _exact_lanes(_fma_exact, a, b, c)
+            r = round_exact(qs, "f64", "rn").reshape(a.shape)
+            with np.errstate(all="ignore"):
+                r = np.where(exact_zero(qs), zero_sum_sign(p + c, p, c, "rn"), r)
+            ops.write(warp, canon_nan(r, "f64"), mask)
+            return
+        s, e = two_sum(p, c)
+        s = zero_sum_sign(s, p, c, "rn")
+        ops.write(warp, canon_nan(_finish(ops, s, "rn", e), ops.fmt), mask)
     return run
 
 
@@ -386,16 +428,6 @@ def compile_testp(instr, env):
     return run
 
 
-_APPROX_ONLY = ("ex2", "lg2", "sin", "cos", "rsqrt", "tanh")
-
-
-@executor(*_APPROX_ONLY)
-def compile_approx_only(instr, env):
-    raise UnsupportedError(f"{instr.opcode}: {instr.base} exists only as .approx in PTX, and {_APPROX_NOTE}; "
-                           f"supported float instructions: add, sub, mul, fma, mad, div.rnd, rcp.rnd, sqrt.rnd, "
-                           f"min, max, neg, abs, copysign, testp")
-
-
 @executor("fma")
 def compile_fma(instr, env):
     return _compile_fma(instr, env)
@@ -403,6 +435,8 @@ def compile_fma(instr, env):
 
 @executor("div")
 def compile_div(instr, env):
+    if is_mufu(instr):
+        return compile_mufu(instr, env)
     if any(m.startswith(("f", "bf")) for m in instr.mods):
         return _compile_div(instr, env)
     from .intx import compile_intdiv
@@ -411,11 +445,15 @@ def compile_div(instr, env):
 
 @executor("rcp")
 def compile_rcp(instr, env):
+    if is_mufu(instr):
+        return compile_mufu(instr, env)
     return _compile_div(instr, env)
 
 
 @executor("sqrt")
 def compile_sqrt(instr, env):
+    if is_mufu(instr):
+        return compile_mufu(instr, env)
     return _compile_sqrt(instr, env)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from isa.types import TYPES
 from ...frontend.ptx import Imm, Mem, Not, Pair, Reg, Sym, Vec
+from isa.types import SPECIAL_REGISTERS
 from ...ops.common import imm_bits
 from . import table as T
 
@@ -25,7 +26,8 @@ SPACE = {None: T.GENERIC, "shared": T.SHARED, "shared::cta": T.SHARED, "global":
 # special registers whose value is fixed for the whole launch (they get an arena slot filled at warp setup)
 CONST_SPECIALS = {f"%{r}.{c}" for r in ("tid", "ntid", "ctaid", "nctaid") for c in "xyz"} | {
     "%laneid", "%warpid", "%nwarpid", "%lanemask_eq", "%lanemask_lt", "%lanemask_le", "%lanemask_gt",
-    "%lanemask_ge", "%dynamic_smem_size", "%total_smem_size"}
+    "%lanemask_ge", "%dynamic_smem_size", "%total_smem_size", "%cluster_ctarank", "%cluster_nctarank"} | {
+    f"%{r}.{c}" for r in ("cluster_ctaid", "cluster_nctaid", "clusterid", "nclusterid") for c in "xyz"}
 NOPS = {"membar", "fence"}
 
 
@@ -145,8 +147,8 @@ class Translation:
         if name.startswith("%") and name in CONST_SPECIALS:
             return self._slot(name, 32, special=True)
         if name == "_" or name.startswith(("%clock", "%globaltimer", "%envreg", "%pm", "%smid", "%nsmid",
-                                           "%gridid")):
-            raise _Slow
+                                           "%gridid")) or name in SPECIAL_REGISTERS:
+            raise _Slow              # the other special registers (%is_explicit_cluster, ...) stay with the reference
         return self._slot(name, env.reg_width(name))
 
     def _dst(self, env, op):
@@ -196,8 +198,8 @@ class Translation:
                     row[T.GUARD] = self._slot(g, 1)
                     row[T.GNEG] = int(instr.guard[1])
                 fn = _RULES.get(instr.base)
-                if fn is None:
-                    raise _Slow
+                if fn is None or getattr(instr, "contract", None) is not None:
+                    raise _Slow         # fused by ptxas (frontend/contract.py): the executor computes it
                 fn(self, env, instr, row, imm)
             else:
                 raise _Slow
