@@ -233,6 +233,124 @@ def _fixups(abits, bbits, cbits, spa, spb, redo, fa, fb, fc, fd, L, F, e_zero, m
                                           mode)
 
 
+# ------------------------------------------------------------------------------------------------
+# f32-accumulator GEMMs (D rounded toward zero to binary32 after every step, as every sm_80/sm_90 form with
+# an f32 D does): the same arithmetic carried in binary64, where each piece of it is exact.
+#   * an operand of at most 24 significant bits is a binary64 value; a product of two is exact (<= 48 bits);
+#   * multiplying by s = 2**(F - emax) only moves the exponent, so trunc(p * s) is the reference's term
+#     (|p| aligned F bits below 2**emax, truncated toward zero, sign restored), an integer below 2**(F+2);
+#   * the step's sum of L + 1 such integers stays far below 2**53: exact in any order;
+#   * acc * 2**(emax - F) is exact, and clearing the fraction bits below binary32's last place (the
+#     subnormal grid 2**-149 below 2**-126) is the reference's rounding toward zero.
+# Each loop runs over a row of columns with no branch, so the compiler vectorises it.
+_FBR, _FBC = 16, 128     # rows x columns of one parallel task
+
+
+@njit(cache=True)
+def _f32_state(bits, v, t, bad):
+    """binary32 C bits -> value (binary64), nominal exponent (ZQ for zeros), and inf/NaN flags."""
+    R, C = bits.shape
+    for r in range(R):
+        for c in range(C):
+            kk, ss, mm, qq, tt = decode(np.int64(bits[r, c]), 3)
+            if kk != NUM:
+                bad[r, c] = True
+                v[r, c] = 0.0
+                t[r, c] = ZQ
+            else:
+                v[r, c] = np.ldexp(np.float64(-mm if ss else mm), qq) if mm else 0.0
+                t[r, c] = tt if mm else ZQ
+
+
+@njit(cache=True)
+def _operand_values(S, q, v):
+    R, C = S.shape
+    for r in range(R):
+        for c in range(C):
+            v[r, c] = np.ldexp(np.float64(S[r, c]), q[r, c]) if S[r, c] != 0 else 0.0
+
+
+@njit(cache=True)
+def _block_f32(m0, m1, n0, n1, av, at, bv, bt, cv0, ct0, L, F, e_zero, out, redo):
+    """Rows m0..m1, columns n0..n1, every K step; the block's accumulators stay in binary64 between steps,
+    and each step's slice of B is reused by every row of the block while it is in cache."""
+    K = bv.shape[0]
+    R = m1 - m0
+    W = n1 - n0
+    cvb = np.empty((R, W), np.int64)
+    cv = cvb.view(np.float64)
+    ct = np.empty((R, W), np.int64)
+    for i in range(R):
+        for n in range(W):
+            cv[i, n] = cv0[m0 + i, n0 + n]
+            ct[i, n] = ct0[m0 + i, n0 + n]
+    emax = np.empty(W, np.int64)
+    sb = np.empty(W, np.int64)
+    s = sb.view(np.float64)
+    acc = np.empty(W, np.int64)
+    vb = np.empty(W, np.int64)
+    vv = vb.view(np.float64)
+    ovf = np.empty(W, np.bool_)
+    for k0 in range(0, K, L):
+        for i in range(R):
+            m = m0 + i
+            cvi = cv[i]
+            cbi = cvb[i]
+            cti = ct[i]
+            for n in range(W):
+                x = cti[n]
+                emax[n] = x if x > e_zero else e_zero
+            for j in range(L):
+                ea = at[m, k0 + j]
+                btr = bt[k0 + j, n0:n1]
+                for n in range(W):
+                    e = ea + btr[n]
+                    emax[n] = e if e > emax[n] else emax[n]
+            for n in range(W):
+                sb[n] = (F - emax[n] + 1023) << 52
+                acc[n] = np.int64(cvi[n] * s[n])
+            for j in range(L):
+                a = av[m, k0 + j]
+                bvr = bv[k0 + j, n0:n1]
+                for n in range(W):
+                    acc[n] += np.int64(a * bvr[n] * s[n])
+            for n in range(W):
+                sb[n] = (emax[n] - F + 1023) << 52
+                vv[n] = np.float64(acc[n]) * s[n]
+            any_ovf = False
+            for n in range(W):
+                bits = vb[n]
+                E = ((bits >> 52) & 0x7FF) - 1023
+                drop = 29 if E >= -126 else min(-97 - E, 63)
+                zero = E < -149
+                cbi[n] = 0 if zero else bits & ~((np.int64(1) << drop) - 1)
+                cti[n] = ZQ if zero else (E if E > -126 else -126)
+                ovf[n] = E > 127
+                any_ovf |= E > 127
+            if any_ovf:
+                for n in range(W):
+                    if ovf[n]:
+                        redo[m, n0 + n] = True
+    f = np.empty(1, np.float32)
+    fu = f.view(np.uint32)
+    for i in range(R):
+        for n in range(W):
+            f[0] = np.float32(cv[i, n])
+            out[m0 + i, n0 + n] = np.uint64(fu[0]) if cvb[i, n] != 0 else np.uint64(0)
+
+
+@njit(cache=True, parallel=True)
+def _gemm_f32_par(av, at, bv, bt, cv0, ct0, L, F, e_zero, out, redo):
+    M = av.shape[0]
+    N = bv.shape[1]
+    nrb = (M + _FBR - 1) // _FBR
+    ncb = (N + _FBC - 1) // _FBC
+    for blk in prange(nrb * ncb):
+        m0 = (blk // ncb) * _FBR
+        n0 = (blk % ncb) * _FBC
+        _block_f32(m0, min(M, m0 + _FBR), n0, min(N, n0 + _FBC), av, at, bv, bt, cv0, ct0, L, F, e_zero, out, redo)
+
+
 _LUTS = {}
 
 
@@ -242,8 +360,10 @@ def lut(fmt):
     return _LUTS[fmt]
 
 
-def tc_gemm(abits, bbits, cbits, op):
-    """D bits (M, N) of the GEMM built from the tensor-core instruction ``op`` (an MmaOp)."""
+def tc_gemm(abits, bbits, cbits, op, fast_f32=True):
+    """D bits (M, N) of the GEMM built from the tensor-core instruction ``op`` (an MmaOp). ``fast_f32``:
+    f32-accumulator forms take the binary64 path (``_gemm_f32_par``); False runs the integer path (the
+    tests compare the two)."""
     prm = op._prm
     fa, fb, fc, fd = (int(x) for x in prm[3:7])
     L, F, e_zero, mode = (int(x) for x in prm[15:19])
@@ -260,7 +380,17 @@ def tc_gemm(abits, bbits, cbits, op):
     _decode_matrix(bbits, fb, bS, bq, bt, spb, False, lut(op.variant.btype))
     out = np.empty((M, N), np.uint64)
     redo = np.zeros((M, N), np.bool_)
-    _gemm_par(aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo)
+    if fast_f32 and fc == 3 and fd == 3 and mode == fast.RZ and int(prm[19]) == 0:
+        av = np.empty((M, K), np.float64)
+        bv = np.empty((K, N), np.float64)
+        _operand_values(aS, aq, av)
+        _operand_values(bS, bq, bv)
+        cv = np.empty((M, N), np.float64)
+        ct = np.empty((M, N), np.int64)
+        _f32_state(cbits, cv, ct, redo)
+        _gemm_f32_par(av, at, bv, bt, cv, ct, L, F, e_zero, out, redo)
+    else:
+        _gemm_par(aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo)
     if spa.any() or spb.any() or redo.any():
         _fixups(abits, np.ascontiguousarray(bbits), cbits, spa, spb, redo, fa, fb, fc, fd, L, F, e_zero, mode, out)
     return out
