@@ -600,6 +600,78 @@ def _tc_one(a, b, c, d, i, maps, prm, luta, lutb, araw, braw, craw, zeros, aS, a
             d[i, r, lane] = word
 
 
+@njit(cache=True)
+def tc_one_noalloc(a, b, c, d, maps, prm, luta, lutb, u64, i64, flags):
+    """``tc_batch`` for one instruction (index 0) without allocating: every temporary is carved out of the
+    caller's ``u64`` / ``i64`` / ``flags`` (``tc_noalloc_sizes``), so code compiled without numba's
+    reference-counting runtime can call it. Returns False, with ``d`` untouched, when an operand is an inf
+    or NaN, C is one, or an accumulator overflows: the caller then runs the reference executor."""
+    M, N, K = prm[0], prm[1], prm[2]
+    fa, fb, fc, fd = prm[3], prm[4], prm[5], prm[6]
+    L, F, e_zero, mode, groups = prm[15], prm[16], prm[17], prm[18], prm[19]
+    mk, kn, mn = M * K, K * N, M * N
+    araw = u64[0:mk].reshape((M, K))
+    braw = u64[mk:mk + kn].reshape((K, N))
+    craw = u64[mk + kn:mk + kn + mn].reshape((M, N))
+    out = u64[mk + kn + mn:mk + kn + 2 * mn].reshape((M, N))
+    aS = i64[0:mk].reshape((M, K))
+    aq = i64[mk:2 * mk].reshape((M, K))
+    at = i64[2 * mk:3 * mk].reshape((M, K))
+    o = 3 * mk
+    bS = i64[o:o + kn].reshape((K, N))
+    bq = i64[o + kn:o + 2 * kn].reshape((K, N))
+    bt = i64[o + 2 * kn:o + 3 * kn].reshape((K, N))
+    spa = flags[0:M]
+    spb = flags[M:M + N]
+    redo = flags[M + N:M + N + mn]
+    fast._gather(a, 0, maps, prm[20], prm[7], prm[11], araw.reshape(mk))
+    fast._gather(b, 0, maps, prm[21], prm[8], prm[12], braw.reshape(kn))
+    fast._gather(c, 0, maps, prm[22], prm[9], prm[13], craw.reshape(mn))
+    spa[:] = False
+    spb[:] = False
+    redo[:] = False
+    _decode_matrix(araw, fa, aS, aq, at, spa, True, luta)
+    _decode_matrix(braw, fb, bS, bq, bt, spb, False, lutb)
+    for m in range(M):
+        if spa[m]:
+            return False
+    for n in range(N):
+        if spb[n]:
+            return False
+    if groups == 1:                      # sm_90 fp8: the HMMA steps start from +0, C is added last
+        c0 = out
+        c0[:, :] = 0
+    else:
+        c0 = craw
+    _tile_n8(M, N, K, aS.reshape(mk), aq.reshape(mk), at.reshape(mk), bS.reshape(kn), bq.reshape(kn),
+             bt.reshape(kn), c0.reshape(mn), fd if groups == 1 else fc, fd, L, F, e_zero, mode, out.reshape(mn), redo)
+    for k in range(mn):
+        if redo[k]:
+            return False
+    if groups == 1:
+        for m in range(M):
+            for n in range(N):
+                out[m, n] = fast.ieee_add_bits(np.int64(craw[m, n]), np.int64(out[m, n]), fd)
+    nreg = d.shape[1]
+    epr, w = prm[10], prm[14]
+    flat = out.reshape(mn)
+    j = prm[23]
+    for r in range(nreg):
+        for lane in range(32):
+            word = np.uint64(0)
+            for e in range(epr):
+                word |= flat[maps[j]] << np.uint64(e * w)
+                j += 1
+            d[0, r, lane] = word
+    return True
+
+
+def tc_noalloc_sizes(prm):
+    """(u64, i64, flags) element counts ``tc_one_noalloc`` needs for an instruction with parameters prm."""
+    M, N, K = (int(x) for x in prm[:3])
+    return M * K + K * N + 2 * M * N, 3 * (M * K + K * N), M + N + M * N
+
+
 @njit(cache=True, inline="always")
 def _tc_scratch(prm):
     M, N, K = prm[0], prm[1], prm[2]

@@ -101,6 +101,7 @@ class FastLaunch:
         self.log_addr = np.zeros((LOG_CAP, 32), np.int64)
         self.log_mask = np.zeros(LOG_CAP, np.int64)
         self.lanes = np.arange(32, dtype=np.int64)
+        self.scratch = np.zeros((12, 32), np.uint64)
         # constant special registers: one fancy-indexed store per warp fills them all
         names = [n for n in tr.specials]
         self.special_names = names
@@ -143,7 +144,8 @@ class FastWarp:
         st[T.S_PARAM_SIZE] = self.param.shape[1]
         tr = fl.tr
         fl._run(tr.code, tr.imm, self.arena, w.pc, w.exited, w.waiting, w.smem_inflight, fl.gtab, st,
-                fl.log_pc, fl.log_addr, fl.log_mask, tr.mma_regs, tr.mma_maps, tr.mma_prm, *tr.mma_luts, tr.mma_lutidx)
+                fl.log_pc, fl.log_addr, fl.log_mask, tr.mma_regs, tr.mma_maps, tr.mma_prm, *tr.mma_luts, tr.mma_lutidx, fl.scratch,
+                tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags)
         budget[0] = int(st[T.S_BUDGET])
         w.clock = w.issued = int(st[T.S_ISSUED])
         self.executed += int(st[T.S_EXECUTED])

@@ -111,6 +111,12 @@ class Translation:
         self.mma_luts = tuple(np.ascontiguousarray(np.stack(g)) if g else np.zeros((1, rows, 4), np.int64)
                               for rows, g in luts.items())
         assert all(op._kern is gemm_fast.tc_batch for op, _ in self._mma)
+        # scratch for the allocation-free mma (numerics.gemm_fast.tc_one_noalloc), sized for the largest
+        sizes = [gemm_fast.tc_noalloc_sizes(op._prm) for op, _ in self._mma] or [(1, 1, 1)]
+        self.mma_buf = np.zeros((16, 32), np.uint32)
+        self.mma_u64 = np.zeros(max(x[0] for x in sizes), np.uint64)
+        self.mma_i64 = np.zeros(max(x[1] for x in sizes), np.int64)
+        self.mma_flags = np.zeros(max(x[2] for x in sizes), np.bool_)
 
     # -- registers ---------------------------------------------------------------------------------
     def _slot(self, name, width, special=False):
