@@ -81,6 +81,10 @@ SLOW_OPS = ("popc.b32 {r32}, {r32b};", "brev.b32 {r32}, {r32b};", "bfe.u32 {r32}
             "mul.lo.s64 {r64}, {r64b}, {r64c};", "testp.notanumber.f32 {p}, {r32};", "mov.u32 {r32}, %clock;")
 
 
+BARS = ("bar.sync 0;", "barrier.sync 1;", "bar.arrive 2;", "barrier.sync.aligned 0;", "bar.cta.sync 3;",
+        "barrier.arrive 1;", "bar.sync 2;")
+
+
 def _imm(rng, w):
     k = rng.integers(4)
     if k == 0:
@@ -194,6 +198,8 @@ def _instruction(rng):
         c = str(rng.choice(["0x1f", "0x0", "0x181f", "0x1c1f", "0x1f00", "7"])) if rng.random() < 0.8 else pick(REGS[32])
         mask = "%t1" if rng.random() < 0.9 else "0xffffffff"
         return f"activemask.b32 %t1; shfl.sync.{mode}.b32 {d}, {pick(REGS[32])}, {b}, {c}, {mask};"
+    if fam == 20 and rng.random() < 0.25:    # CTA barriers (run by the fast engine's CTA loop)
+        return str(rng.choice(BARS))
     if fam in (18, 19):
         return str(rng.choice(SLOW_OPS)).format(
             r32=pick(REGS[32]), r32b=pick(REGS[32]), r32c=pick(REGS[32]), r16=pick(REGS[16]),

@@ -81,6 +81,8 @@ class CTA:
             if fast is not None:
                 kw.fast = fast.attach(kw)
             self.warps.append(kw)
+        # the fast engine's CTA loop (barriers included), when the kernel allows it
+        self.fast_cta = fast.attach_cta(self) if fast is not None and self._rng is None and not timeline else None
 
     # -- scheduler ---------------------------------------------------------------------------------
     def run(self):
@@ -88,6 +90,11 @@ class CTA:
             return self._run()
 
     def _run(self):
+        if self.fast_cta is not None:
+            self.fast_cta.run(self)
+            self.async_unit.pump()
+            check_wgmma_end(self)
+            return self.warps
         au = self.async_unit
         rng = self._rng
         while True:

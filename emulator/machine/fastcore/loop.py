@@ -688,7 +688,7 @@ def _ldmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr, out):
 @njit(cache=True, _nrt=False)
 def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmaps,
         mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags):
-    """Run the warp from its current state. Returns (through ``state``) why it stopped. Compiled without
+    """Run the warp from its current state (state S_CTA: 1 inside run_cta, which executes the barriers). Returns (through ``state``) why it stopped. Compiled without
     the reference-counting runtime (``_nrt=False``): no atomic increments on every array view and call;
     ``scratch`` (uint64[12, 32], from the caller) holds every temporary."""
     a8 = arena
@@ -731,6 +731,8 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     m |= 1 << lane
         row = code[p]
         opc = row[T.OP]
+        if opc == T.BAR and state[T.S_CTA] == 0:
+            opc = T.SLOW
         if opc == T.SLOW or budget <= 0 or (opc == T.LD or opc == T.ST) and nlog >= log_pc.shape[0]:
             state[T.S_STATUS] = T.ST_SLOW if (opc == T.SLOW or budget <= 0) else T.ST_LOG
             state[T.S_PC] = p
@@ -760,6 +762,30 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                         pc[lane] += 1
             if em != 0:
                 state[T.S_STATUS] = T.ST_EXITED
+                break
+            p = p + 1 if together else -1
+            continue
+        if opc == T.BAR:
+            if em != 0 and row[T.Z] == 1:
+                nonexited = 0
+                for lane in range(LANES):
+                    if not exited[lane]:
+                        nonexited |= 1 << lane
+                if nonexited & ~em:              # .aligned with lanes missing: the reference raises
+                    budget += 1
+                    issued -= 1
+                    executed -= 1
+                    state[T.S_STATUS] = T.ST_SLOW
+                    state[T.S_PC] = p
+                    state[T.S_MASK] = m
+                    break
+            for lane in range(LANES):
+                if (m >> lane) & 1:
+                    pc[lane] += 1
+            if em != 0:
+                state[T.S_STATUS] = T.ST_BAR
+                state[T.S_PC] = p
+                state[T.S_MASK] = em
                 break
             p = p + 1 if together else -1
             continue
@@ -865,3 +891,102 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     state[T.S_ISSUED] = issued
     state[T.S_NLOG] = nlog
     state[T.S_EXECUTED] += executed
+
+
+@njit(cache=True, _nrt=False)
+def _check_bars(exited, waiting, wbid, bar_arrived, bar_seq):
+    """machine.cta.CTA._check_barriers: release every barrier all non-exited threads arrived at."""
+    nw = exited.shape[0]
+    expected = 0
+    for w in range(nw):
+        for lane in range(LANES):
+            if not exited[w, lane]:
+                expected += 1
+    for bid in range(16):
+        if bar_seq[bid] != 0 and bar_arrived[bid] != 0 and bar_arrived[bid] >= expected:
+            for w in range(nw):
+                for lane in range(LANES):
+                    if waiting[w, lane] and wbid[w, lane] == bid:
+                        waiting[w, lane] = False
+                        wbid[w, lane] = -1
+            bar_arrived[bid] = 0
+            bar_seq[bid] = 0
+
+
+@njit(cache=True, _nrt=False)
+def _runnable(exited, waiting, w):
+    for lane in range(LANES):
+        if not exited[w, lane] and not waiting[w, lane]:
+            return True
+    return False
+
+
+@njit(cache=True, _nrt=False)
+def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, log_warp,
+            mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, cst, issued, executed,
+            param_ptrs, wbid, bar_arrived, bar_seq):
+    """A whole CTA as machine.cta.CTA._run schedules it: warp 0, 1, ... in turn, each until none of its lanes
+    can run; barriers (BAR rows) arrive and release here. Returns (cst[C_STATUS]) when every thread exited,
+    when warp cst[C_WARP] needs Python for the instruction at state S_PC (lanes S_MASK) or a full log, or
+    when no warp can go on (a deadlock, which Python reports). Resumes where it returned."""
+    nw = arenas.shape[0]
+    state[T.S_CTA] = 1
+    _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)    # an exit run by Python may release one
+    while True:
+        w = cst[T.C_WARP]
+        if w >= nw:
+            done = True
+            for i in range(nw):
+                for lane in range(LANES):
+                    if not exited[i, lane]:
+                        done = False
+            if done:
+                cst[T.C_STATUS] = T.CTA_DONE
+                return
+            if cst[T.C_PROGRESSED] != 0:
+                cst[T.C_PROGRESSED] = 0
+                cst[T.C_WARP] = 0
+                continue
+            cst[T.C_STATUS] = T.CTA_DEADLOCK
+            return
+        if cst[T.C_INWARP] == 0:
+            if not _runnable(exited, waiting, w):
+                _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)
+                cst[T.C_WARP] = w + 1
+                continue
+            cst[T.C_INWARP] = 1
+        state[T.S_ISSUED] = issued[w]
+        state[T.S_PARAM_PTR] = param_ptrs[w]
+        state[T.S_EXECUTED] = 0
+        n0 = state[T.S_NLOG]
+        run(code, imm, arenas[w], pcs[w], exited[w], waiting[w], inflight, gtab, state, log_pc, log_addr, log_mask,
+            mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags)
+        issued[w] = state[T.S_ISSUED]
+        executed[w] += state[T.S_EXECUTED]
+        for k in range(n0, state[T.S_NLOG]):
+            log_warp[k] = w
+        st = state[T.S_STATUS]
+        if st == T.ST_IDLE:
+            cst[T.C_INWARP] = 0
+            cst[T.C_PROGRESSED] = 1
+            _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)
+            cst[T.C_WARP] = w + 1
+        elif st == T.ST_EXITED:
+            _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)
+        elif st == T.ST_BAR:
+            row = code[state[T.S_PC]]
+            bid = row[T.X]
+            em = state[T.S_MASK]
+            if bar_seq[bid] == 0:
+                cst[T.C_SEQ] += 1
+                bar_seq[bid] = cst[T.C_SEQ]
+            for lane in range(LANES):
+                if (em >> lane) & 1:
+                    bar_arrived[bid] += 1
+                    if row[T.Y] == 0:
+                        waiting[w, lane] = True
+                        wbid[w, lane] = bid
+            _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)
+        else:
+            cst[T.C_STATUS] = T.CTA_SLOW
+            return

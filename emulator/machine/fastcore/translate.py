@@ -83,6 +83,30 @@ class Translation:
             self._translate(pc, op)
         self._mma_tables()
         self.coverage = float(self.fast.mean()) if n else 1.0
+        # the CTA loop (run_cta) runs the whole CTA when every barrier is translated and nothing can stall a
+        # warp, yield its turn, or call a function (per-lane call stacks stay with the Python scheduler)
+        self.cta_ok = not self.async_readers and all(
+            (op.kind != "bar" or self.fast[pc]) and
+            (op.kind != "call" or op.call.callee == "vprintf") and
+            (op.kind != "op" or (op.instr.base not in ("mbarrier", "wgmma", "setmaxnreg", "tensormap") and
+                                 "bulk" not in op.instr.mods))
+            for pc, op in enumerate(prog.code))
+
+    def _bar(self, op, env, row):
+        bid_r, cnt_r, red, kind, aligned = op.fn
+        ops = op.instr.operands
+        if red is not None or cnt_r is not None or kind not in ("sync", "arrive") or len(ops) != 1 or \
+                not isinstance(ops[0], Imm) or not isinstance(ops[0].value, int) or not 0 <= ops[0].value <= 15:
+            raise _Slow
+        if op.guard is not None:
+            if env.reg_width(op.guard[0]) != 1:
+                raise _Slow
+            row[T.GUARD] = self._slot(op.guard[0], 1)
+            row[T.GNEG] = int(op.guard[1])
+        row[T.X] = ops[0].value
+        row[T.Y] = int(kind == "arrive")
+        row[T.Z] = int(bool(aligned))
+        row[T.OP] = T.BAR
 
     def _mma_tables(self):
         """Per translated mma: its registers, fragment maps, parameters and operand decode tables."""
@@ -193,6 +217,8 @@ class Translation:
                         raise _Slow
                 row[T.X] = op.target
                 row[T.OP] = T.BRA
+            elif op.kind == "bar" and env is not None:
+                self._bar(op, env, row)
             elif op.kind == "op" and env is not None:
                 instr = op.instr
                 if instr.guard is not None:
