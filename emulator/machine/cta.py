@@ -58,26 +58,20 @@ class CTA:
         nwarps = -(-nthreads // LANES)
         self.warps = []
         # special registers equal in every warp of the CTA: one array each, shared (sources are read-only)
-        same = {"%laneid": np.arange(LANES, dtype=np.uint32), "%nwarpid": np.full(LANES, nwarps, np.uint32),
-                "%dynamic_smem_size": np.full(LANES, smem_size - prog.shared_static, np.uint32),
-                "%total_smem_size": np.full(LANES, smem_size, np.uint32)}
+        # the launch's constant special registers (built once per launch shape, read-only, shared), and %ctaid
+        same, per_warp = _launch_specials(block, grid, smem_size, prog.shared_static, nwarps)
+        same = dict(same)
         for c, k in zip("xyz", range(3)):
-            same[f"%ntid.{c}"] = np.full(LANES, block[k], np.uint32)
             same[f"%ctaid.{c}"] = np.full(LANES, ctaid[k], np.uint32)
-            same[f"%nctaid.{c}"] = np.full(LANES, grid[k], np.uint32)
+        symbols = {n: ("global", a) for n, a in var_addrs.items()}
         for w in range(nwarps):
-            tids = np.arange(w * LANES, (w + 1) * LANES)
-            bases = local_bases[tids]
+            bases = local_bases[w * LANES:(w + 1) * LANES]
             kw = KernelWarp(self, prog, w, nthreads - w * LANES, self.smem, gmem, prog.arch, options, param_init,
                             bases, prog.layout.local, trace)
-            kw.symbols = {n: ("global", a) for n, a in var_addrs.items()}
+            kw.symbols = dict(symbols)
             sv = kw.special_values
-            tid = np.minimum(tids, nthreads - 1)
-            sv["%tid.x"] = (tid % block[0]).astype(np.uint32)
-            sv["%tid.y"] = ((tid // block[0]) % block[1]).astype(np.uint32)
-            sv["%tid.z"] = (tid // (block[0] * block[1])).astype(np.uint32)
+            sv.update(per_warp[w])
             sv.update(same)
-            sv["%warpid"] = np.full(LANES, w, np.uint32)
             if fast is not None:
                 kw.fast = fast.attach(kw)
             self.warps.append(kw)
@@ -465,6 +459,37 @@ class CTA:
         self.trace.write(f"cta({cta}) w{w.warp_id} pc{w.cur_pc:>4} "
                          f"lanes {lanes}: {txt}" + (f"  -> {' '.join(parts)}" if parts else "") + "\n")
         w._written = None
+
+
+_SPECIALS = {}
+
+
+def _launch_specials(block, grid, smem_size, shared_static, nwarps):
+    """({name: lanes} equal in every warp, [{name: lanes} of warp w]) for a launch shape; cached, read-only."""
+    key = (tuple(block), tuple(grid), smem_size, shared_static, nwarps)
+    got = _SPECIALS.get(key)
+    if got is not None:
+        return got
+    nthreads = block[0] * block[1] * block[2]
+    same = {"%laneid": np.arange(LANES, dtype=np.uint32), "%nwarpid": np.full(LANES, nwarps, np.uint32),
+            "%dynamic_smem_size": np.full(LANES, smem_size - shared_static, np.uint32),
+            "%total_smem_size": np.full(LANES, smem_size, np.uint32)}
+    for c, k in zip("xyz", range(3)):
+        same[f"%ntid.{c}"] = np.full(LANES, block[k], np.uint32)
+        same[f"%nctaid.{c}"] = np.full(LANES, grid[k], np.uint32)
+    per_warp = []
+    for w in range(nwarps):
+        tid = np.minimum(np.arange(w * LANES, (w + 1) * LANES), nthreads - 1)
+        per_warp.append({"%tid.x": (tid % block[0]).astype(np.uint32),
+                         "%tid.y": ((tid // block[0]) % block[1]).astype(np.uint32),
+                         "%tid.z": (tid // (block[0] * block[1])).astype(np.uint32),
+                         "%warpid": np.full(LANES, w, np.uint32)})
+    for arr in list(same.values()) + [a for d in per_warp for a in d.values()]:
+        arr.flags.writeable = False
+    if len(_SPECIALS) > 64:
+        _SPECIALS.clear()
+    _SPECIALS[key] = (same, per_warp)
+    return same, per_warp
 
 
 def _fmt_val(x):
