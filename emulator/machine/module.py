@@ -94,7 +94,7 @@ class Module:
     def launch(self, kernel: str, grid=(1, 1, 1), block=(32, 1, 1), args=(), gmem: GlobalMemory | None = None,
                shared_bytes: int = 0, options: WarpOptions | None = None, trace=None, out=None,
                max_instructions: int = 20_000_000, engine: str = "fast", schedule=None, timeline: bool = False,
-               cluster=None, workers: int = 1, progress=None) -> LaunchResult:
+               cluster=None, workers: int = 1, progress=None, executor=None) -> LaunchResult:
         """Run ``kernel`` on a grid of CTAs. ``args`` follow the kernel's ``.param`` list (addresses and
         integers as Python ints, floats as Python/numpy floats, byte arrays for aggregate parameters).
         ``trace``: a writable stream that receives one line per executed instruction.
@@ -108,7 +108,9 @@ class Module:
         A seeded schedule or a timeline runs the reference engine (they act between any two instructions).
         ``workers``: processes that run the grid's CTAs (``machine.grid`` says how the results stay those of
         the serial run, and which kernels run serially anyway). ``progress``: a progress bar on stderr
-        (default: for grids of 64 CTAs or more when stderr is a terminal)."""
+        (default: for grids of 64 CTAs or more when stderr is a terminal). ``executor``: a
+        ``concurrent.futures.Executor`` (a process pool, or a cluster's: Dask's ``Client.get_executor()``,
+        Ray's ``RayExecutor``) that runs the chunks of CTAs instead of forked workers; same results."""
         schedule = _schedule(schedule)
         if cluster is not None and tuple(_dim3(cluster, "cluster")) != (1, 1, 1):
             raise UnsupportedError(f"launch: clusters of more than one CTA ({cluster}) are not supported yet")
@@ -147,7 +149,14 @@ class Module:
         from . import grid as gridmod
         if progress is None:
             progress = len(ctaids) >= 64
-        if workers > 1 and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
+        if executor is not None and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
+                gridmod.serial_only(prog) is None:
+            spec = gridmod.LaunchSpec(self.text, self.arch, kernel, grid, block, list(args), int(shared_bytes), options,
+                                      int(max_instructions), engine, local_bases, var_addrs)
+            if gridmod.run_executor(executor, spec, ctaids, gmem, max(workers, 2), result, out, int(max_instructions),
+                                    progress):
+                return result
+        elif workers > 1 and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
                 gridmod.serial_only(prog) is None:
             def run_ctas(chunk, out_):
                 part = LaunchResult(entry.name, grid, block)
@@ -172,6 +181,27 @@ class Module:
             bar.close()
         result.instructions = int(max_instructions) - budget[0]
         return result
+
+
+    def _run_chunk(self, spec, gmem, chunk, out):
+        """The CTAs ``chunk`` of the launch ``spec`` (machine.grid.LaunchSpec), on this process: what a cluster
+        worker runs. Local depots and module variables keep the addresses the launching process gave them."""
+        self._globals[id(gmem)] = (gmem, dict(spec.var_addrs))
+        prog = self.program(spec.kernel)
+        param_init = np.zeros(max(prog.layout.param, 1), np.uint8)
+        _fill_params(prog.entry, prog.kernel_params, list(spec.args), param_init)
+        smem_size = prog.shared_static + (-(-int(spec.shared_bytes) // 16) * 16)
+        result = LaunchResult(prog.entry.name, spec.grid, spec.block)
+        budget = [int(spec.max_instructions)]
+        fast = None
+        if spec.engine == "fast" and (spec.options is None or spec.options.uninitialized == "zero"):
+            from .fastcore import FastLaunch
+            fast = FastLaunch(prog, gmem)
+        for cid in chunk:
+            cta = CTA(self, prog, cid, spec.grid, spec.block, smem_size, gmem, param_init, spec.var_addrs,
+                      spec.local_bases, spec.options, None, out, result, budget, fast, None, False)
+            result.ctas.append((cid, cta.run()))
+        return {"ctas": result.ctas, "stdout": result.stdout, "instructions": int(spec.max_instructions) - budget[0]}
 
 
 def _plain_name(mangled: str) -> str:
