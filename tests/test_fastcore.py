@@ -198,6 +198,13 @@ def _instruction(rng):
         c = str(rng.choice(["0x1f", "0x0", "0x181f", "0x1c1f", "0x1f00", "7"])) if rng.random() < 0.8 else pick(REGS[32])
         mask = "%t1" if rng.random() < 0.9 else "0xffffffff"
         return f"activemask.b32 %t1; shfl.sync.{mode}.b32 {d}, {pick(REGS[32])}, {b}, {c}, {mask};"
+    if fam == 21 and rng.random() < 0.5:     # bit-field extract: every type, immediate or register fields
+        bw = int(rng.choice([32, 64]))
+        ty = f"{rng.choice(['u', 's'])}{bw}"
+        f = lambda: str(int(rng.choice([0, 1, 7, 8, 13, 31, 32, 33, 63, 64, 65, 200, 255, 256, 300])))  # noqa: E731
+        pos = f() if rng.random() < 0.6 else pick(REGS[32])
+        ln = f() if rng.random() < 0.6 else pick(REGS[32])
+        return f"bfe.{ty} {pick(REGS[bw])}, {pick(REGS[bw])}, {pos}, {ln};"
     if fam == 20 and rng.random() < 0.25:    # CTA barriers (run by the fast engine's CTA loop)
         return str(rng.choice(BARS))
     if fam in (18, 19):

@@ -460,6 +460,25 @@ def _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32,
         for lane in range(LANES):
             x = xa[lane]
             xr[lane] = ((U0 - x) & mk) if np.int64(_sext(x, w)) < 0 else x
+    elif opc == T.BFE:                            # ops.intx.compile_bfe
+        _gather(eb, 32, 0, xb, a8, a16, a32, a64, imrow)
+        _gather(ec, 32, 0, xc, a8, a16, a32, a64, imrow)
+        for lane in range(LANES):
+            pos = np.int64(xb[lane])
+            ln = np.int64(xc[lane])
+            if w == 32:
+                pos &= 0xFF
+                ln &= 0xFF
+            else:
+                pos = min(pos, 255)
+                ln = min(ln, 255)
+            x = xa[lane]
+            k = 0 if pos >= w else min(ln, w - pos)
+            keep = U0 if k == 0 else ALL >> np.uint64(64 - k)
+            field = (x >> np.uint64(pos if pos < 64 else 0)) & keep
+            if sgn and ln != 0 and (x >> np.uint64(min(pos + ln - 1, w - 1))) & U1:
+                field |= ~keep & mk
+            xr[lane] = field
     elif opc == T.SHL or opc == T.SHR:
         _gather(eb, 32, 0, xb, a8, a16, a32, a64, imrow)
         uw = np.uint64(w)

@@ -40,6 +40,7 @@ MMA = 33          # mma.sync of the tensor-core families (X: index into the tran
 LDMATRIX = 34     # ldmatrix.sync.aligned.m8n8{.x1,.x2,.x4}{.trans}.shared.b16 (Y: matrices, Z: .trans)
 EXIT = 32         # ret / exit while no lane is inside a call: the guarded lanes exit
 SHFL = 31         # shfl.sync.{up,down,bfly,idx}.b32 (X: mode; membermask operand in V0)
+BFE = 36          # bfe.{u32,s32,u64,s64} (A: value, B: position, C: length, both read as u32)
 BAR = 35          # bar{.cta}.sync/.arrive, barrier{.cta}{.aligned}.sync/.arrive with an immediate barrier number
                   # and no thread count (X: barrier, Y: 1 = arrive, Z: 1 = .aligned); run by the CTA loop
                   # (run_cta), handed back like SLOW when a warp runs alone

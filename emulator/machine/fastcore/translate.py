@@ -568,6 +568,18 @@ def r_shfl(t, env, instr, row, imm):
     row[T.OP] = T.SHFL
 
 
+def r_bfe(t, env, instr, row, imm):
+    q = _classify(instr.mods, {"type": {"u32", "u64", "s32", "s64"}})
+    ptype = q.get("type")
+    if ptype is None:
+        raise _Slow
+    d, a, b, c = _ops(instr, 4)
+    _set_type(row, ptype)
+    row[T.D], row[T.A] = t._dst(env, d), t._src(env, a, ptype, imm, 0)
+    row[T.B], row[T.C] = t._src(env, b, "u32", imm, 1), t._src(env, c, "u32", imm, 2)
+    row[T.OP] = T.BFE
+
+
 def r_mma(t, env, instr, row, imm):
     from ...numerics import gemm_fast
     from ...ops.mma import get_mma
@@ -617,5 +629,5 @@ _RULES = {
     "shl": r_shift, "shr": r_shift, "and": r_logic, "or": r_logic, "xor": r_logic, "not": r_logic,
     "min": r_minmax, "max": r_minmax, "neg": r_negabs, "abs": r_negabs, "setp": r_setp, "selp": r_selp,
     "cvt": r_cvt, "ld": r_ld, "ldu": r_ld, "st": r_st, "membar": r_nop, "fence": r_nop, "shfl": r_shfl,
-    "mma": r_mma, "ldmatrix": r_ldmatrix,
+    "mma": r_mma, "ldmatrix": r_ldmatrix, "bfe": r_bfe,
 }
