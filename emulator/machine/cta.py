@@ -64,6 +64,8 @@ class CTA:
         for c, k in zip("xyz", range(3)):
             same[f"%ctaid.{c}"] = np.full(LANES, ctaid[k], np.uint32)
         symbols = {n: ("global", a) for n, a in var_addrs.items()}
+        # the fast engine's CTA loop (barriers included), when the kernel allows it: its arrays hold every warp's
+        fast_cta = fast.cta_arrays(nwarps) if fast is not None and self._rng is None and not timeline else None
         for w in range(nwarps):
             bases = local_bases[w * LANES:(w + 1) * LANES]
             kw = KernelWarp(self, prog, w, nthreads - w * LANES, self.smem, gmem, prog.arch, options, param_init,
@@ -73,10 +75,9 @@ class CTA:
             sv.update(per_warp[w])
             sv.update(same)
             if fast is not None:
-                kw.fast = fast.attach(kw)
+                kw.fast = fast.attach(kw, fast_cta.arenas[w] if fast_cta is not None else None)
             self.warps.append(kw)
-        # the fast engine's CTA loop (barriers included), when the kernel allows it
-        self.fast_cta = fast.attach_cta(self) if fast is not None and self._rng is None and not timeline else None
+        self.fast_cta = fast_cta.bind(self) if fast_cta is not None else None
 
     # -- scheduler ---------------------------------------------------------------------------------
     def run(self):

@@ -102,6 +102,7 @@ class FastLaunch:
         self.log_mask = np.zeros(LOG_CAP, np.int64)
         self.lanes = np.arange(32, dtype=np.int64)
         self.scratch = np.zeros((12, 32), np.uint64)
+        self.log_warp = np.zeros(LOG_CAP, np.int64)
         # constant special registers: one fancy-indexed store per warp fills them all
         names = [n for n in tr.specials]
         self.special_names = names
@@ -112,9 +113,10 @@ class FastLaunch:
     def attach(self, warp, arena=None):
         return FastWarp(self, warp, arena)
 
-    def attach_cta(self, cta):
-        """The CTA loop for ``cta`` when the translation allows it (``Translation.cta_ok``), else None."""
-        return FastCTA(self, cta) if self.tr.cta_ok else None
+    def cta_arrays(self, nwarps):
+        """A CTA loop's arrays for ``nwarps`` warps (``FastCTA``; ``bind`` it once the warps exist) when the
+        translation allows the CTA loop (``Translation.cta_ok``), else None."""
+        return FastCTA(self, nwarps) if self.tr.cta_ok else None
 
 
 class FastWarp:
@@ -173,29 +175,28 @@ class FastCTA:
     in (warps, ...) arrays whose rows are the warps' own arrays, so Python (which runs the instructions the
     loop hands back) and the loop see the same state."""
 
-    def __init__(self, launch, cta):
+    def __init__(self, launch, nw):
         self.launch = launch
-        tr = launch.tr
-        ws = cta.warps
-        nw = len(ws)
-        self.arenas = np.zeros((nw, max(tr.arena_bytes, 8)), np.uint8)
+        self.arenas = np.zeros((nw, max(launch.tr.arena_bytes, 8)), np.uint8)
         self.pcs = np.zeros((nw, 32), np.int64)
         self.exited = np.zeros((nw, 32), np.bool_)
         self.waiting = np.zeros((nw, 32), np.bool_)
-        for i, w in enumerate(ws):
-            self.pcs[i], self.exited[i], self.waiting[i] = w.pc, w.exited, w.waiting
-            w.pc, w.exited, w.waiting = self.pcs[i], self.exited[i], self.waiting[i]
-            self.arenas[i] = w.fast.arena
-            w.fast.arena = w.regs.arena = self.arenas[i]
-            w.regs.views.clear()
-        self.issued = np.array([w.issued for w in ws], np.int64)
+        self.issued = np.zeros(nw, np.int64)
         self.executed = np.zeros(nw, np.int64)
-        self.param_ptrs = np.array([w.param.ctypes.data for w in ws], np.int64)
         self.wbid = np.full((nw, 32), -1, np.int64)
         self.bar_arrived = np.zeros(16, np.int64)
         self.bar_seq = np.zeros(16, np.int64)
         self.cst = np.zeros(T.NCSTATE, np.int64)
-        self.log_warp = np.zeros(LOG_CAP, np.int64)
+        self.log_warp = launch.log_warp
+
+    def bind(self, cta):
+        """Make the warps' PCs, exit and wait masks rows of the loop's arrays (their arenas already are)."""
+        for i, w in enumerate(cta.warps):
+            self.pcs[i], self.exited[i], self.waiting[i] = w.pc, w.exited, w.waiting
+            w.pc, w.exited, w.waiting = self.pcs[i], self.exited[i], self.waiting[i]
+            self.issued[i] = w.issued
+        self.param_ptrs = np.array([w.param.__array_interface__["data"][0] for w in cta.warps], np.int64)
+        return self
 
     def run(self, cta):
         """Run the CTA to its end; the instructions the loop hands back run through ``cta._step``."""
