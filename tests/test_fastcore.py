@@ -408,3 +408,26 @@ def test_engine_argument_is_checked():
     from emulator import EmulatorError
     with pytest.raises(EmulatorError, match="engine"):
         module.launch("k", 1, 32, [0, 0], engine="jit")
+
+
+def test_auto_engine_switches_to_the_fast_engine_between_ctas(monkeypatch):
+    """engine="auto" while the loops compile in the background: the first CTAs run on the reference executors,
+    the rest on the fast engine once it is ready; the launch's result is the one both engines give."""
+    from emulator.machine.fastcore import warmup
+    rng = np.random.default_rng(7)
+    text = random_kernel(rng, 30).replace("mov.u32 %t0, %tid.x;", "mov.u32 %t0, %tid.x; mov.u32 %c0, %ctaid.x; "
+                                          "mad.lo.u32 %t0, %c0, %ntid.x, %t0;")
+    module = load_ptx(text)
+    arrays = random_inputs(rng, 4 * 32)
+    ref = launch_outcome(module, "k", 4, 32, arrays, engine="reference")
+    calls = []
+
+    def ready(start=True):
+        calls.append(1)
+        return len(calls) > 2                       # not ready at the launch and before CTA 0, then ready
+    monkeypatch.setattr(warmup, "ready", ready)
+    monkeypatch.setattr(warmup, "wait", lambda: None)
+    auto = launch_outcome(module, "k", 4, 32, arrays, engine="auto")
+    assert not differences(ref, auto)
+    if "error" not in ref:
+        assert auto["fast_executed"] > 0

@@ -14,7 +14,7 @@ from .program import Program
 from .result import LaunchResult
 
 
-ENGINES = ("fast", "reference")
+ENGINES = ("auto", "fast", "reference")
 
 
 def load_ptx(text: str, arch: str | None = None) -> "Module":
@@ -93,14 +93,15 @@ class Module:
     # -- launch ------------------------------------------------------------------------------------
     def launch(self, kernel: str, grid=(1, 1, 1), block=(32, 1, 1), args=(), gmem: GlobalMemory | None = None,
                shared_bytes: int = 0, options: WarpOptions | None = None, trace=None, out=None,
-               max_instructions: int = 20_000_000, engine: str = "fast", schedule=None, timeline: bool = False,
+               max_instructions: int = 20_000_000, engine: str = "auto", schedule=None, timeline: bool = False,
                cluster=None, workers: int = 1, progress=None, executor=None) -> LaunchResult:
         """Run ``kernel`` on a grid of CTAs. ``args`` follow the kernel's ``.param`` list (addresses and
         integers as Python ints, floats as Python/numpy floats, byte arrays for aggregate parameters).
         ``trace``: a writable stream that receives one line per executed instruction.
-        ``engine``: ``"fast"`` (default: common instructions in a jitted loop, the rest through the
-        reference executors) or ``"reference"`` (every instruction through the readable executors); both
-        give the same bits. A trace, or ``WarpOptions(uninitialized="error")``, runs the reference.
+        ``engine``: ``"fast"`` (common instructions in jitted loops, the rest through the reference
+        executors), ``"reference"`` (every instruction through the readable executors) or ``"auto"`` (the
+        default: ``"fast"`` once its loops are compiled; until a background process has compiled them the
+        CTAs run on the reference executors, see ``machine.fastcore.warmup``); all give the same bits. A trace, or ``WarpOptions(uninitialized="error")``, runs the reference.
         ``schedule``: None (round-robin: each warp runs until it waits) or ``("random", seed)`` (warps in a
         seeded random order, preempted after random instruction counts, copies completing at random points).
         ``timeline``: record every instruction, mbarrier event and bulk copy for ``result.timeline()``.
@@ -138,10 +139,17 @@ class Module:
         out = out if out is not None else sys.stdout
         budget = [int(max_instructions)]
         fast = None
-        if engine == "fast" and trace is None and (options is None or options.uninitialized == "zero") and \
-                schedule is None and not timeline:
-            from .fastcore import FastLaunch
-            fast = FastLaunch(prog, gmem)
+        pending = False          # "auto" while the fast engine's loops compile in the background
+        if engine in ("fast", "auto") and trace is None and (options is None or options.uninitialized == "zero") \
+                and schedule is None and not timeline:
+            from .fastcore import FastLaunch, warmup
+            if engine == "fast" or warmup.ready():
+                if engine == "fast":
+                    warmup.wait()
+                fast = FastLaunch(prog, gmem)
+                engine = "fast"
+            else:
+                pending = True
         ctaids = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
         workers = int(workers)
         if workers < 1:
@@ -170,6 +178,8 @@ class Module:
                 return result
         bar = gridmod._Progress(len(ctaids)) if progress else None
         for cid in ctaids:
+            if pending and warmup.ready():
+                fast, pending = FastLaunch(prog, gmem), False
             cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
                       local_bases, options, trace, out, result, budget, fast, schedule, timeline)
             warps = cta.run()
@@ -194,7 +204,7 @@ class Module:
         result = LaunchResult(prog.entry.name, spec.grid, spec.block)
         budget = [int(spec.max_instructions)]
         fast = None
-        if spec.engine == "fast" and (spec.options is None or spec.options.uninitialized == "zero"):
+        if spec.engine in ("fast", "auto") and (spec.options is None or spec.options.uninitialized == "zero"):
             from .fastcore import FastLaunch
             fast = FastLaunch(prog, gmem)
         for cid in chunk:
