@@ -120,6 +120,7 @@ class LaunchSpec(NamedTuple):
     engine: str
     local_bases: np.ndarray
     var_addrs: dict
+    loader: object          # load_ptx (pickled by name), so that this module needs no upward import
 
 
 _MODULES = {}        # module text -> Module, in a cluster worker (one parse per worker and module)
@@ -129,7 +130,6 @@ def run_chunk_job(spec, gmem, chunk):
     """One task of an executor: run ``chunk`` (CTA ids) of the launch ``spec`` on ``gmem`` (the launch's global
     memory as the task received it); returns what a forked worker returns (``_work``)."""
     from ..memory import GlobalMemory
-    from .module import load_ptx
     own = GlobalMemory()                  # a private copy: a task may share the caller's process (thread pools)
     own.__dict__.update(gmem.__dict__)
     own._bases, own._bufs = list(gmem._bases), [b.copy() for b in gmem._bufs]
@@ -139,7 +139,7 @@ def run_chunk_job(spec, gmem, chunk):
     if module is None:
         if len(_MODULES) > 8:
             _MODULES.clear()
-        module = _MODULES[key] = load_ptx(spec.text, spec.arch)
+        module = _MODULES[key] = spec.loader(spec.text, spec.arch)
     global _JOB
     _JOB = (lambda part, out: module._run_chunk(spec, gmem, part, out), gmem)
     try:

@@ -160,7 +160,7 @@ class Module:
         if executor is not None and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
                 gridmod.serial_only(prog) is None:
             spec = gridmod.LaunchSpec(self.text, self.arch, kernel, grid, block, list(args), int(shared_bytes), options,
-                                      int(max_instructions), engine, local_bases, var_addrs)
+                                      int(max_instructions), engine, local_bases, var_addrs, load_ptx)
             if gridmod.run_executor(executor, spec, ctaids, gmem, max(workers, 2), result, out, int(max_instructions),
                                     progress):
                 return result

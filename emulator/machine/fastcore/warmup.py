@@ -6,7 +6,7 @@ read-only; ``NUMBA_CACHE_DIR`` chooses) and later processes load them in a fract
 
 ``launch(..., engine="auto")`` (the default) asks :func:`ready`: when the loops are compiled in this process
 or valid in the cache, the launch runs on the fast engine. Otherwise a background process compiles them
-(one at a time, ``python -m emulator.machine.fastcore.warmup``) while the launch runs its CTAs on the
+(``MAIN``, one at a time) while the launch runs its CTAs on the
 reference executors, which give the same bits, and switches to the fast engine between two CTAs as soon as
 the background compile has finished. ``WARPEMU_BACKGROUND_COMPILE=0`` compiles in the launching process
 instead (the first launch then waits for it).
@@ -55,7 +55,7 @@ def ready(start=True) -> bool:
     if start:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
-        _STATE["proc"] = subprocess.Popen([sys.executable, "-m", "emulator.machine.fastcore.warmup"], env=env,
+        _STATE["proc"] = subprocess.Popen([sys.executable, "-c", MAIN], env=env,
                                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                           stderr=subprocess.DEVNULL)
     return False
@@ -111,19 +111,15 @@ KERNEL = """
 """
 
 
-def main():
-    """Compile (and cache) the loops by running two tiny launches: one the CTA loop runs, one it cannot."""
-    import numpy as np
-
-    from ...memory import GlobalMemory
-    from ..module import load_ptx
-    m = load_ptx(KERNEL)
-    g = GlobalMemory()
-    a = g.alloc(64 * 4)
-    m.launch("k", 1, 64, [a, 0], gmem=g, engine="fast")
-    m.launch("kc", 1, 32, [a], gmem=g, engine="fast")
-    assert (g.download(a, 128).view(np.uint32) == 2 * np.arange(32)).all()
-
-
-if __name__ == "__main__":
-    main()
+# the background process: two tiny launches, one the CTA loop runs and one it cannot (a call)
+MAIN = """
+import numpy as np
+from emulator import GlobalMemory, load_ptx
+from emulator.machine.fastcore.warmup import KERNEL
+m = load_ptx(KERNEL)
+g = GlobalMemory()
+a = g.alloc(64 * 4)
+m.launch("k", 1, 64, [a, 0], gmem=g, engine="fast")
+m.launch("kc", 1, 32, [a], gmem=g, engine="fast")
+assert (g.download(a, 128).view(np.uint32) == 2 * np.arange(32)).all()
+"""
