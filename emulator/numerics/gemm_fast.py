@@ -380,7 +380,7 @@ def tc_gemm(abits, bbits, cbits, op, fast_f32=True):
     _decode_matrix(bbits, fb, bS, bq, bt, spb, False, lut(op.variant.btype))
     out = np.empty((M, N), np.uint64)
     redo = np.zeros((M, N), np.bool_)
-    if fast_f32 and fc == 3 and fd == 3 and mode == fast.RZ and int(prm[19]) == 0:
+    if fast_f32 and fc == 3 and fd == 3 and mode == fast.RZ and (len(prm) < 20 or int(prm[19]) == 0):
         av = np.empty((M, K), np.float64)
         bv = np.empty((K, N), np.float64)
         _operand_values(aS, aq, av)
