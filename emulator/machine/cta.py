@@ -57,14 +57,15 @@ class CTA:
         nthreads = block[0] * block[1] * block[2]
         nwarps = -(-nthreads // LANES)
         self.warps = []
-        # special registers equal in every warp of the CTA: one array each, shared (sources are read-only)
-        # the launch's constant special registers (built once per launch shape, read-only, shared), and %ctaid
+        # special registers: the launch's (built once per launch shape, read-only, shared by every warp and
+        # CTA) and this CTA's %ctaid
         same, per_warp = _launch_specials(block, grid, smem_size, prog.shared_static, nwarps)
         same = dict(same)
         for c, k in zip("xyz", range(3)):
             same[f"%ctaid.{c}"] = np.full(LANES, ctaid[k], np.uint32)
         symbols = {n: ("global", a) for n, a in var_addrs.items()}
-        # the fast engine's CTA loop (barriers included), when the kernel allows it: its arrays hold every warp's
+        # the fast engine's CTA loop (barriers included), when the kernel allows it; its arrays hold the state of
+        # every warp (arenas, PCs, exit and wait masks), which the warps' own attributes are views of
         fast_cta = fast.cta_arrays(nwarps) if fast is not None and self._rng is None and not timeline else None
         for w in range(nwarps):
             bases = local_bases[w * LANES:(w + 1) * LANES]
