@@ -41,7 +41,7 @@ class KernelWarp(Warp):
         self.pc = np.zeros(LANES, np.int64)
         self.exited = LANE >= nthreads_here
         self.present = ~self.exited.copy()
-        self.present_bits = int(np.sum(self.present.astype(np.uint64) << LANE.astype(np.uint64)))
+        self.present_bits = (1 << min(max(int(nthreads_here), 0), LANES)) - 1     # lanes 0..n-1
         self.waiting = np.zeros(LANES, np.bool_)
         self.stacks = [[] for _ in range(LANES)]
         self.depth = 0                     # number of lanes inside a call

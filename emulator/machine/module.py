@@ -14,7 +14,7 @@ from .program import Program
 from .result import LaunchResult
 
 
-ENGINES = ("fast", "reference")
+ENGINES = ("auto", "fast", "reference")
 
 
 def load_ptx(text: str, arch: str | None = None) -> "Module":
@@ -93,14 +93,15 @@ class Module:
     # -- launch ------------------------------------------------------------------------------------
     def launch(self, kernel: str, grid=(1, 1, 1), block=(32, 1, 1), args=(), gmem: GlobalMemory | None = None,
                shared_bytes: int = 0, options: WarpOptions | None = None, trace=None, out=None,
-               max_instructions: int = 20_000_000, engine: str = "fast", schedule=None, timeline: bool = False,
-               cluster=None, workers: int = 1, progress=None) -> LaunchResult:
+               max_instructions: int = 20_000_000, engine: str = "auto", schedule=None, timeline: bool = False,
+               cluster=None, workers: int = 1, progress=None, executor=None) -> LaunchResult:
         """Run ``kernel`` on a grid of CTAs. ``args`` follow the kernel's ``.param`` list (addresses and
         integers as Python ints, floats as Python/numpy floats, byte arrays for aggregate parameters).
         ``trace``: a writable stream that receives one line per executed instruction.
-        ``engine``: ``"fast"`` (default: common instructions in a jitted loop, the rest through the
-        reference executors) or ``"reference"`` (every instruction through the readable executors); both
-        give the same bits. A trace, or ``WarpOptions(uninitialized="error")``, runs the reference.
+        ``engine``: ``"fast"`` (common instructions in jitted loops, the rest through the reference
+        executors), ``"reference"`` (every instruction through the readable executors) or ``"auto"`` (the
+        default: ``"fast"`` once its loops are compiled; until a background process has compiled them the
+        CTAs run on the reference executors, see ``machine.fastcore.warmup``); all give the same bits. A trace, or ``WarpOptions(uninitialized="error")``, runs the reference.
         ``schedule``: None (round-robin: each warp runs until it waits) or ``("random", seed)`` (warps in a
         seeded random order, preempted after random instruction counts, copies completing at random points).
         ``timeline``: record every instruction, mbarrier event and bulk copy for ``result.timeline()``.
@@ -110,7 +111,9 @@ class Module:
         A seeded schedule or a timeline runs the reference engine (they act between any two instructions).
         ``workers``: processes that run the grid's CTAs (``machine.grid`` says how the results stay those of
         the serial run, and which kernels run serially anyway). ``progress``: a progress bar on stderr
-        (default: for grids of 64 CTAs or more when stderr is a terminal)."""
+        (default: for grids of 64 CTAs or more when stderr is a terminal). ``executor``: a
+        ``concurrent.futures.Executor`` (a process pool, or a cluster's: Dask's ``Client.get_executor()``,
+        Ray's ``RayExecutor``) that runs the chunks of CTAs instead of forked workers; same results."""
         schedule = _schedule(schedule)
         if engine not in ENGINES:
             raise OperandError(f"launch: engine must be one of {', '.join(map(repr, ENGINES))}, not {engine!r}")
@@ -137,10 +140,17 @@ class Module:
         out = out if out is not None else sys.stdout
         budget = [int(max_instructions)]
         fast = None
-        if engine == "fast" and trace is None and (options is None or options.uninitialized == "zero") and \
-                schedule is None and not timeline:
-            from .fastcore import FastLaunch
-            fast = FastLaunch(prog, gmem)
+        pending = False          # "auto" while the fast engine's loops compile in the background
+        if engine in ("fast", "auto") and trace is None and (options is None or options.uninitialized == "zero") \
+                and schedule is None and not timeline:
+            from .fastcore import FastLaunch, warmup
+            if engine == "fast" or warmup.ready():
+                if engine == "fast":
+                    warmup.wait()
+                fast = FastLaunch(prog, gmem)
+                engine = "fast"
+            else:
+                pending = True
         ctaids = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
         workers = int(workers)
         if workers < 1:
@@ -152,7 +162,14 @@ class Module:
             return self._launch_clusters(prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init,
                                          var_addrs, local_bases, options, trace, out, result, budget, fast,
                                          schedule, timeline, max_instructions)
-        if workers > 1 and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
+        if executor is not None and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
+                gridmod.serial_only(prog) is None:
+            spec = gridmod.LaunchSpec(self.text, self.arch, kernel, grid, block, list(args), int(shared_bytes), options,
+                                      int(max_instructions), engine, local_bases, var_addrs, load_ptx)
+            if gridmod.run_executor(executor, spec, ctaids, gmem, max(workers, 2), result, out, int(max_instructions),
+                                    progress):
+                return result
+        elif workers > 1 and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
                 gridmod.serial_only(prog) is None:
             def run_ctas(chunk, out_):
                 part = LaunchResult(entry.name, grid, block)
@@ -166,6 +183,8 @@ class Module:
                 return result
         bar = gridmod._Progress(len(ctaids)) if progress else None
         for cid in ctaids:
+            if pending and warmup.ready():
+                fast, pending = FastLaunch(prog, gmem), False
             cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
                       local_bases, options, trace, out, result, budget, fast, schedule, timeline)
             warps = cta.run()
@@ -231,6 +250,27 @@ def _cluster_dims(entry, cluster, grid):
     if any(g % c for g, c in zip(grid, dims)):
         raise OperandError(f"launch: the grid {grid} is not a whole number of clusters {dims}")
     return dims, explicit
+
+
+    def _run_chunk(self, spec, gmem, chunk, out):
+        """The CTAs ``chunk`` of the launch ``spec`` (machine.grid.LaunchSpec), on this process: what a cluster
+        worker runs. Local depots and module variables keep the addresses the launching process gave them."""
+        self._globals[id(gmem)] = (gmem, dict(spec.var_addrs))
+        prog = self.program(spec.kernel)
+        param_init = np.zeros(max(prog.layout.param, 1), np.uint8)
+        _fill_params(prog.entry, prog.kernel_params, list(spec.args), param_init)
+        smem_size = prog.shared_static + (-(-int(spec.shared_bytes) // 16) * 16)
+        result = LaunchResult(prog.entry.name, spec.grid, spec.block)
+        budget = [int(spec.max_instructions)]
+        fast = None
+        if spec.engine in ("fast", "auto") and (spec.options is None or spec.options.uninitialized == "zero"):
+            from .fastcore import FastLaunch
+            fast = FastLaunch(prog, gmem)
+        for cid in chunk:
+            cta = CTA(self, prog, cid, spec.grid, spec.block, smem_size, gmem, param_init, spec.var_addrs,
+                      spec.local_bases, spec.options, None, out, result, budget, fast, None, False)
+            result.ctas.append((cid, cta.run()))
+        return {"ctas": result.ctas, "stdout": result.stdout, "instructions": int(spec.max_instructions) - budget[0]}
 
 
 def _plain_name(mangled: str) -> str:
