@@ -78,7 +78,13 @@ SLOW_OPS = ("popc.b32 {r32}, {r32b};", "brev.b32 {r32}, {r32b};", "bfe.u32 {r32}
             "prmt.b32 {r32}, {r32b}, {r32c}, 0x3210;", "add.sat.s32 {r32}, {r32b}, {r32c};",
             "mov.b64 {{{r32}, {r32b}}}, {r64};", "mov.b32 {{{r16}, {r16b}}}, {r32};",
             "min.f32 {r32}, {r32b}, {r32c};", "cvt.rn.f32.s32 {r32}, {r32b};", "add.rz.f32 {r32}, {r32b}, {r32c};",
-            "mul.lo.s64 {r64}, {r64b}, {r64c};", "testp.notanumber.f32 {p}, {r32};", "mov.u32 {r32}, %clock;")
+            "mul.lo.s64 {r64}, {r64b}, {r64c};", "testp.notanumber.f32 {p}, {r32};", "mov.u32 {r32}, %clock;",
+            # forms ptxas specialises (immediates) and the packing/video instructions: executors only
+            "bfe.s32 {r32}, {r32b}, 40, 3;", "sub.f64 {r64}, {r64b}, 0d7FF0000000000001;",
+            "max.f64 {r64}, 0dFFF8000000000000, {r64b};", "cvt.pack.sat.s8.s32.b32 {r32}, {r32b}, {r32c}, {r32};",
+            "vabsdiff4.sat.s32.s32.s32 {r32}, {r32b}, {r32c}, {r32};",
+            "vset2.u32.s32.lt.add {r32}.h1, {r32b}, {r32c}, {r32};",
+            "vavrg2.s32.u32.s32 {r32}.h0, {r32b}.h21, {r32c}, {r32};")
 
 
 BARS = ("bar.sync 0;", "barrier.sync 1;", "bar.arrive 2;", "barrier.sync.aligned 0;", "bar.cta.sync 3;",

@@ -16,6 +16,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..errors import OperandError, UnsupportedError
+from ..frontend.ptx import Imm
 from .registry import executor
 from .common import dst, split_mods, src
 from .mufu import compile_mufu, is_mufu
@@ -105,6 +106,36 @@ def _exact_lanes(fn, *cols):
     return [fn(*vals) for vals in zip(*flat)]
 
 
+_SIGN64 = np.uint64(1 << 63)
+
+
+def _f64_slots(instr, ops):
+    """Where ptxas puts an ``.f64`` immediate (measured on the H100, and in the SASS of ptxas 13.0).
+
+    DADD/DMUL/DSETP/DFMA take a constant only as their *second* source, so for a and b (the operands of
+    add/sub/mul/min/max, the factors of fma/mad):
+
+    * an immediate ``a`` with a register ``b`` is swapped into the second slot (``sub`` becomes
+      ``-b + a``, the register negated by an operand modifier, which leaves a NaN's sign alone);
+    * ``sub`` with an immediate ``b`` becomes an add of the negated constant: ptxas flips the
+      immediate's sign bit, so a NaN immediate comes back with the opposite sign.
+
+    The register-form NaN rules then apply to the slots: of two NaNs, the second slot's wins. Returns
+    (operand index in the first slot, operand index in the second slot, whether ``sub`` negates the
+    second slot); ``ops.readers`` is updated for a negated immediate.
+    """
+    a_op, b_op = instr.operands[1], instr.operands[2]
+    if ops.ptype != "f64":
+        return 0, 1, True
+    if instr.base == "sub" and isinstance(b_op, Imm):
+        read = ops.readers[1]
+        ops.readers[1] = lambda warp: read(warp).view(np.uint64) ^ _SIGN64
+        return 0, 1, False
+    if isinstance(a_op, Imm) and not isinstance(b_op, Imm):
+        return 1, 0, True
+    return 0, 1, True
+
+
 # ----------------------------------------------------------------------------------------------
 # add / sub / mul / fma / mad
 
@@ -122,11 +153,13 @@ def _compile_addmul(instr, env):
     mode, sat = _mode(instr, q), "sat" in q
     base = instr.base
     f64 = ptype == "f64"
+    ia, ib, negate = _f64_slots(instr, ops)     # the DADD/DMUL slots of a and b (f64 immediates)
+    order = (ib, ia)                            # f64: of two NaNs, the second slot's
 
     def run(warp, mask):
-        a, b = ops.f64(warp, 0), ops.f64(warp, 1)
-        if base == "sub":
-            b = -b
+        a, b = ops.f64(warp, ia), ops.f64(warp, ib)
+        if base == "sub" and negate:        # a - b, or -b + a with the immediate a in the second slot
+            a, b = (-a, b) if ia == 1 else (a, -b)
         ovf = None
         if base == "mul":
             if f64 and mode != "rn":
@@ -134,7 +167,7 @@ def _compile_addmul(instr, env):
                 r = round_exact(qs, "f64", mode).reshape(a.shape)
                 with np.errstate(all="ignore"):
                     r = np.where(exact_zero(qs), a * b, r)   # exact zeros: the sign of the product
-                ops.write(warp, ops.f64_nan(warp, r, (1, 0)), mask)
+                ops.write(warp, ops.f64_nan(warp, r, order), mask)
                 return
             with np.errstate(invalid="ignore", over="ignore"):
                 s, e = a * b, None          # exact in float64 for 16/32-bit formats
@@ -144,7 +177,7 @@ def _compile_addmul(instr, env):
             if f64:
                 ovf = np.isinf(s) & np.isfinite(a) & np.isfinite(b)
         r = _finish(ops, s, mode, e, sat, overflow=ovf)
-        ops.write(warp, ops.f64_nan(warp, r, (1, 0)), mask)
+        ops.write(warp, ops.f64_nan(warp, r, order), mask)
     return run
 
 
@@ -216,9 +249,11 @@ def _compile_fma(instr, env):
         mode = "rn"         # ptxas 13 (sm_90) emits the round-to-nearest HFMA2.BF16 for every rounding mode
     if ptype == "bf16" and mode != "rn":
         return _fma_bf16_directed(ops, mode)
+    ia, ib, _ = _f64_slots(instr, ops)          # f64: an immediate factor goes to the DFMA's second slot
+    order = (ib, 2, ia)                         # f64: the first NaN of the second slot, c, the first slot
 
     def run(warp, mask):
-        a, b, c = ops.f64(warp, 0), ops.f64(warp, 1), ops.f64(warp, 2)
+        a, b, c = ops.f64(warp, ia), ops.f64(warp, ib), ops.f64(warp, 2)
         with np.errstate(invalid="ignore", over="ignore"):
             p = a * b                       # exact for 16/32-bit formats; its sign is right for f64 too
         if ptype == "f64":
@@ -226,7 +261,7 @@ def _compile_fma(instr, env):
             r = round_exact(qs, "f64", mode).reshape(a.shape)
             with np.errstate(all="ignore"):
                 r = np.where(exact_zero(qs), zero_sum_sign(p + c, p, c, mode), r)
-            ops.write(warp, ops.f64_nan(warp, r, (1, 2, 0)), mask)
+            ops.write(warp, ops.f64_nan(warp, r, order), mask)
             return
         s, e = two_sum(p, c)
         s = zero_sum_sign(s, p, c, mode)
@@ -334,9 +369,10 @@ def _compile_minmax(instr, env):
     xorsign = "xorsign" in q
     nbits = np.dtype(ops.ut).itemsize * 8
     sign = ops.ut(1 << (nbits - 1))
+    ia, ib, _ = _f64_slots(instr, ops)          # f64: an immediate goes to the DSETP's second slot
 
     def run(warp, mask):
-        a, b = ops.values(warp, 0), ops.values(warp, 1)
+        a, b = ops.values(warp, ia), ops.values(warp, ib)
         if xorsign:     # min/max of |a| and |b|; the result's sign is sign(a) XOR sign(b)
             ua, ub = a.view(ops.ut), b.view(ops.ut)
             sgn = (ua ^ ub) & sign
@@ -346,7 +382,7 @@ def _compile_minmax(instr, env):
             ops.write(warp, np.where(np.isnan(r.astype(np.float64)), r, out), mask)   # a NaN keeps sign 0
             return
         r = pick(a, b)
-        ops.write(warp, ops.f64_nan(warp, r, (1, 0)), mask)      # f64: two NaNs give b, quieted
+        ops.write(warp, ops.f64_nan(warp, r, (ib, ia)), mask)    # f64: two NaNs give the second slot, quieted
 
     def pick(a, b):
         fa, fb = a.astype(np.float64), b.astype(np.float64)
