@@ -576,6 +576,8 @@ def r_bfe(t, env, instr, row, imm):
     if ptype is None:
         raise _Slow
     d, a, b, c = _ops(instr, 4)
+    if isinstance(b, Imm) and isinstance(c, Imm):
+        raise _Slow         # ptxas folds immediate bit fields its own way (ops/intx.py): the executor has the rule
     _set_type(row, ptype)
     row[T.D], row[T.A] = t._dst(env, d), t._src(env, a, ptype, imm, 0)
     row[T.B], row[T.C] = t._src(env, b, "u32", imm, 1), t._src(env, c, "u32", imm, 2)
