@@ -225,6 +225,27 @@ class Module:
         result.instructions = int(max_instructions) - budget[0]
         return result
 
+    def _run_chunk(self, spec, gmem, chunk, out):
+        """The CTAs ``chunk`` of the launch ``spec`` (machine.grid.LaunchSpec), on this process: what a cluster
+        worker runs. Local depots and module variables keep the addresses the launching process gave them."""
+        self._globals[id(gmem)] = (gmem, dict(spec.var_addrs))
+        prog = self.program(spec.kernel)
+        param_init = np.zeros(max(prog.layout.param, 1), np.uint8)
+        _fill_params(prog.entry, prog.kernel_params, list(spec.args), param_init)
+        smem_size = prog.shared_static + (-(-int(spec.shared_bytes) // 16) * 16)
+        result = LaunchResult(prog.entry.name, spec.grid, spec.block)
+        budget = [int(spec.max_instructions)]
+        fast = None
+        if spec.engine in ("fast", "auto") and (spec.options is None or spec.options.uninitialized == "zero"):
+            from .fastcore import FastLaunch
+            fast = FastLaunch(prog, gmem)
+        for cid in chunk:
+            cta = CTA(self, prog, cid, spec.grid, spec.block, smem_size, gmem, param_init, spec.var_addrs,
+                      spec.local_bases, spec.options, None, out, result, budget, fast, None, False)
+            result.ctas.append((cid, cta.run()))
+        return {"ctas": result.ctas, "stdout": result.stdout, "instructions": int(spec.max_instructions) - budget[0]}
+
+
 
 def _cluster_dims(entry, cluster, grid):
     """The launch's cluster dimensions and whether the kernel runs on explicit clusters (%is_explicit_cluster):
@@ -250,27 +271,6 @@ def _cluster_dims(entry, cluster, grid):
     if any(g % c for g, c in zip(grid, dims)):
         raise OperandError(f"launch: the grid {grid} is not a whole number of clusters {dims}")
     return dims, explicit
-
-
-    def _run_chunk(self, spec, gmem, chunk, out):
-        """The CTAs ``chunk`` of the launch ``spec`` (machine.grid.LaunchSpec), on this process: what a cluster
-        worker runs. Local depots and module variables keep the addresses the launching process gave them."""
-        self._globals[id(gmem)] = (gmem, dict(spec.var_addrs))
-        prog = self.program(spec.kernel)
-        param_init = np.zeros(max(prog.layout.param, 1), np.uint8)
-        _fill_params(prog.entry, prog.kernel_params, list(spec.args), param_init)
-        smem_size = prog.shared_static + (-(-int(spec.shared_bytes) // 16) * 16)
-        result = LaunchResult(prog.entry.name, spec.grid, spec.block)
-        budget = [int(spec.max_instructions)]
-        fast = None
-        if spec.engine in ("fast", "auto") and (spec.options is None or spec.options.uninitialized == "zero"):
-            from .fastcore import FastLaunch
-            fast = FastLaunch(prog, gmem)
-        for cid in chunk:
-            cta = CTA(self, prog, cid, spec.grid, spec.block, smem_size, gmem, param_init, spec.var_addrs,
-                      spec.local_bases, spec.options, None, out, result, budget, fast, None, False)
-            result.ctas.append((cid, cta.run()))
-        return {"ctas": result.ctas, "stdout": result.stdout, "instructions": int(spec.max_instructions) - budget[0]}
 
 
 def _plain_name(mangled: str) -> str:
