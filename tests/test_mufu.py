@@ -176,3 +176,29 @@ def test_kernel_with_mufu_runs_on_both_engines():
     assert not differences(ref, fast)
     out = ref["memory"][0][1][:256].view(np.float32)
     assert np.allclose(out, x - x / (np.exp(x.astype(np.float64)) + 1), rtol=1e-5, atol=1e-6)   # sanity only
+
+
+SPELLINGS = sorted(__import__("isa.mufu", fromlist=["MUFU_SPELLINGS"]).MUFU_SPELLINGS)
+
+
+def test_fuzzed_spellings_and_operands_raise_only_emulator_errors():
+    """Mutated approximate-math statements: every one either runs or raises an EmulatorError."""
+    rng = np.random.default_rng(7)
+    quals = ["approx", "full", "ftz", "rn", "sat", "f32", "f64", "f16", "bf16", "f16x2", "bf16x2", "s32", "b32"]
+    regs = ["%r1", "%r2", "%fd1", "%h1", "%p1", "0f3F800000", "1", "%rd1", "[%r1]"]
+    w = Warp()
+    for i in range(400):
+        base = SPELLINGS[rng.integers(len(SPELLINGS))].split(".")
+        op = rng.integers(4)
+        if op == 0:
+            base.insert(int(rng.integers(1, len(base) + 1)), quals[rng.integers(len(quals))])
+        elif op == 1 and len(base) > 1:
+            del base[int(rng.integers(1, len(base)))]
+        elif op == 2:
+            base[-1] = quals[rng.integers(len(quals))]
+        nops = int(rng.integers(0, 5))
+        text = ".".join(base) + " " + ", ".join(regs[rng.integers(len(regs))] for _ in range(nops)) + ";"
+        try:
+            w.run(text)
+        except EmulatorError:
+            pass

@@ -196,7 +196,8 @@ def _compile_contracted(instr, env, info):
         if div:                         # the last FMUL of the division: rcp(b') * a'
             from ..numerics import mufu as MU
             ra, rb = (fac.readers[i](warp).view(np.uint32) for i in (0, 1))
-            r_, a_ = MU.div_factors(np, form, ra, rb)
+            with np.errstate(all="ignore"):
+                r_, a_ = MU.div_factors(np, form, ra, rb)
             a = MU.f32_to_f64(np, r_)
             b = MU.f32_to_f64(np, a_)
         else:

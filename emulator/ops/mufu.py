@@ -63,7 +63,9 @@ def compile_mufu(instr, env):
 
     def run(warp, mask):
         vals = [np.asarray(r(warp)).view(ut) for r in readers]
-        write(warp, np.asarray(fn(vals)).astype(ut), mask)
+        with np.errstate(all="ignore"):         # NaN and inf operands are part of the model
+            out = np.asarray(fn(vals)).astype(ut)
+        write(warp, out, mask)
     run.instr = instr
     return run
 
