@@ -3,8 +3,11 @@
 For each kernel (Triton 3.6 output committed in benchmarks/data/, and the repository's nvcc GEMM), it runs
 the same launch on ``engine="fast"`` and ``engine="reference"``, checks that both leave the same bytes in
 global memory, and prints warp-instructions per second of each, the speed-up, and the time numpy takes
-for the same computation (the baseline a user would otherwise run). Warm: every kernel runs once before it
-is timed, so numba's compilation is not counted (benchmarks/bench_coldstart.py measures that).
+for the same computation (the baseline a user would otherwise run), then gemm() 1024^3 f16->f32 next to numpy's
+float32 matmul. Warm: every kernel runs once before it is timed, so numba's compilation is not counted
+(benchmarks/bench_coldstart.py measures that). Times are CPU time of this process (``time.process_time``):
+on a machine shared with other jobs that is what one core gives, where wall time is not; gemm and numpy use
+every core, and their CPU time sums the cores.
 
     python benchmarks/bench_kernel.py            # all kernels
     python benchmarks/bench_kernel.py add int    # some
@@ -86,9 +89,9 @@ CASES = {"add": case_add, "int": case_int, "sum": case_sum, "cumsum": case_cumsu
 def run(module, kernel, grid, block, arrays, scalars, shared, engine):
     g = GlobalMemory()
     addrs = [g.upload(a) for a in arrays]
-    t = time.perf_counter()
+    t = time.process_time()
     r = module.launch(kernel, grid, block, addrs + scalars, gmem=g, shared_bytes=shared, engine=engine)
-    dt = time.perf_counter() - t
+    dt = time.process_time() - t
     return dt, r.instructions, [g.download(a, x.nbytes) for a, x in zip(addrs, arrays)]
 
 
@@ -99,12 +102,12 @@ def best(fn, n=3):
 
 def numpy_time(fn):
     fn()
-    t = time.perf_counter()
+    t = time.process_time()
     k = 0
-    while time.perf_counter() - t < 0.05:
+    while time.process_time() - t < 0.05:
         fn()
         k += 1
-    return (time.perf_counter() - t) / k
+    return (time.process_time() - t) / k
 
 
 def main(names):
@@ -135,6 +138,7 @@ def main(names):
               f"{tn * 1e3:>9.2f}ms{tf / tn:>11.0f}x" + ("" if same else "   ENGINES DIFFER"))
     sys.stdout.flush()
     gemm_tiled()
+    gemm_whole()
 
 
 def gemm_tiled():
@@ -153,6 +157,28 @@ def gemm_tiled():
     tn = numpy_time(lambda: Af @ Bf)
     print(f"{'gemm_nvcc':<10}{n:>11,}{n / tf:>14,.0f}{nr / tr:>12,.0f}{tr / tf:>9.1f}x"
           f"{tn * 1e3:>9.2f}ms{tf / tn:>11.0f}x" + ("" if same else "   ENGINES DIFFER"))
+
+
+def gemm_whole(n=1024):
+    """gemm() of the tensor-core form, 1024^3 f16 -> f32, next to numpy's float32 matmul (both use every core)."""
+    from emulator import gemm
+    instr = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+    A = rng.standard_normal((n, n)).astype(np.float16)
+    B = rng.standard_normal((n, n)).astype(np.float16)
+    C = np.zeros((n, n), np.float32)
+    gemm(A[:64, :64], B[:64, :64], C[:64, :64], instr=instr)
+    Af, Bf = A.astype(np.float32), B.astype(np.float32)
+    tg = min(_timed(lambda: gemm(A, B, C, instr=instr)) for _ in range(2))
+    tn = numpy_time(lambda: Af @ Bf)
+    wall = _timed(lambda: gemm(A, B, C, instr=instr), time.perf_counter)
+    print(f"gemm() {n}^3 f16->f32: {tg:.3f} s CPU ({n ** 3 / tg / 1e9:.2f} G MAC per CPU-second; wall {wall:.3f} s, "
+          f"{n ** 3 / wall / 1e9:.2f} G MAC/s); numpy float32 matmul {tn * 1e3:.1f} ms CPU: {tg / tn:.1f}x")
+
+
+def _timed(fn, clock=time.process_time):
+    t = clock()
+    fn()
+    return clock() - t
 
 
 if __name__ == "__main__":

@@ -16,6 +16,10 @@ def _elem_bits_of(x, t, what, spelling):
             pass
         else:
             fail(OperandError, spelling, f"{what} must be {want.name} for .{t}, got {x.dtype}")
+    if t == "b1":
+        if x.size and x.max() > 1:
+            fail(OperandError, spelling, f"{what} holds values other than 0 and 1 for .b1")
+        return x.astype(np.uint64)
     if t in ("s4", "u4"):
         lo, hi = (-8, 7) if t == "s4" else (0, 15)
         if x.size and (x.min() < lo or x.max() > hi):

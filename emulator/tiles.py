@@ -41,7 +41,10 @@ def mma(instr: str, A, B, C, arch: str = "sm_90"):
     The tiles are packed into lane registers with the instruction's fragments, the instruction runs on a
     ``Warp`` through ``Warp.run`` and D is unpacked.  For the m8n8k4 ``.f16`` forms the four quad pairs'
     products are stacked: A (32, 4), B (4, 32), C/D (32, 8); an (8, 4), (4, 8), (8, 8) problem is run on
-    every quad pair and one copy of D returned."""
+    every quad pair and one copy of D returned.  ``instr`` may also be a ``wmma.mma`` form (docs/wmma.md):
+    the tiles go into its fragments (A: M x K, B: K x N, C/D: M x N)."""
+    if instr.strip().startswith("wmma"):
+        return _wmma_tiles(instr, A, B, C, arch)
     op = get_mma(instr, arch)
     v = op.variant
     single_quad = False
@@ -63,6 +66,16 @@ def mma(instr: str, A, B, C, arch: str = "sm_90"):
     d = np.stack([np.asarray(w.read(name)) for name in names["D"]])
     D = _from_bits(unpack(v, "D", d), v.dtype)
     return D[:8] if single_quad else D
+
+
+def _wmma_tiles(instr, A, B, C, arch):
+    from isa.wmma import FragmentView
+    from .ops.wmma import get_wmma
+    op = get_wmma(instr.strip(), arch)
+    v = FragmentView(op.form)
+    a, b, c = _tiles_in(v, A, B, C)
+    d = op.execute(pack(v, "A", a), pack(v, "B", b), pack(v, "C", c))
+    return _from_bits(unpack(v, "D", d), v.dtype)
 
 
 def mma_registers(instr: str, A, B, C, arch: str = "sm_90"):

@@ -47,6 +47,10 @@ MATRIX_NEWER = {
     "m16n8": "the .m16n8 .b8 stmatrix shape needs sm_100+",
 }
 
+# movmatrix: transpose one 8x8 .b16 matrix held in registers (row r, columns 2c, 2c+1 in lane 4r + c, as
+# ldmatrix leaves it); sm_75+ (PTX ISA 7.8).  The only spelling ptxas 13.0 accepts.
+MOVMATRIX_OPS = {"movmatrix.sync.aligned.m8n8.trans.b16": "sm_75"}
+
 
 @dataclass(frozen=True)
 class CpAsyncOp:

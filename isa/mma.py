@@ -29,14 +29,14 @@ ARCHS = ("sm_80", "sm_86", "sm_90")
 ELEM = {
     "f16": (16, "f"), "bf16": (16, "f"), "tf32": (32, "f"), "f32": (32, "f"), "f64": (64, "f"),
     "e4m3": (8, "f"), "e5m2": (8, "f"), "s8": (8, "s"), "u8": (8, "u"), "s4": (4, "s"), "u4": (4, "u"),
-    "s32": (32, "s"),
+    "b1": (1, "u"), "s32": (32, "s"),
 }
 
 # numpy dtype a user hands to emulator.mma for each element type (4-bit ints travel as int8/uint8)
 NUMPY_DTYPE = {
     "f16": "float16", "bf16": "bfloat16", "tf32": "float32", "f32": "float32", "f64": "float64",
     "e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2", "s8": "int8", "u8": "uint8", "s4": "int8",
-    "u4": "uint8", "s32": "int32",
+    "u4": "uint8", "b1": "uint8", "s32": "int32",
 }
 
 
@@ -91,6 +91,19 @@ def _m8n8k4_f64(op):
     return np.stack([np.stack([g, 2 * t + i], -1) for i in range(2)]).reshape(2, 32, 1, 2)
 
 
+def _m8n8_int(op, epr):
+    """m8n8k16 (s8/u8), m8n8k32 (s4/u4), m8n8k128 (b1): A row g, k = epr*t + e; B k = epr*t + e, column g;
+    C/D element i at (g, 2t + i)."""
+    lane, g, t = _lanes()
+    if op in "AB":
+        f = np.zeros((1, 32, epr, 2), np.int64)
+        for e in range(epr):
+            mn, k = g, epr * t + e
+            f[0, :, e, 0], f[0, :, e, 1] = (mn, k) if op == "A" else (k, mn)
+        return f
+    return np.stack([np.stack([g, 2 * t + i], -1) for i in range(2)]).reshape(2, 32, 1, 2)
+
+
 def _m8n8k4_f16(op, ctype, layout="row"):
     """m8n8k4 .f16 (quad-pair form, tiles stacked by quad pair q = (lane>>2)&3, hi = 4*(lane>=16)).
     A .row: a_i at (8q + lane%4 + hi, k=i); B .col: b_i at (k=i, 8q + lane%4 + hi);
@@ -137,6 +150,7 @@ class MmaVariant:
     ctype: str
     archs: tuple          # architectures whose ptxas accepts the spelling
     sass: str = ""        # what ptxas 13.0 emits for sm_90 (documentation)
+    bop: str = ""         # .b1 forms: "xor" or "and" (then .popc)
     _frags: dict = field(default_factory=dict, compare=False, repr=False)
 
     # -- naming ----------------------------------------------------------------------------------
@@ -148,14 +162,17 @@ class MmaVariant:
     @property
     def spelling(self):
         sat = ".satfinite" if self.satfinite else ""
+        bop = f".{self.bop}.popc" if self.bop else ""
         return (f"mma.sync.aligned.{self.shape_name}.{self.alayout}.{self.blayout}{sat}."
-                f"{self.dtype}.{self.atype}.{self.btype}.{self.ctype}")
+                f"{self.dtype}.{self.atype}.{self.btype}.{self.ctype}{bop}")
 
     @property
     def family(self):
         """Which arithmetic runs it (see emulator.numerics)."""
         if self.atype == "f64":
-            return "f64"                       # chain of IEEE binary64 fma
+            return "f64"
+        if self.atype == "b1":
+            return "b1"                        # exact: C + popc(a AND b) or popc(a XOR b), wrapping                       # chain of IEEE binary64 fma
         if self.dtype == "s32":
             return "int"                       # exact integer, wrap or clamp
         if self.atype in ("e4m3", "e5m2"):
@@ -193,6 +210,8 @@ class MmaVariant:
                                self.alayout if op == "A" else self.blayout)
         if self.shape_name == "m8n8k4":
             return _m8n8k4_f64(op)
+        if m == 8:
+            return _m8n8_int(op, epr)
         if op == "A":
             return _m16n8_a(m * k // (32 * epr), epr)
         if op == "B":
@@ -230,8 +249,8 @@ class MmaVariant:
             assert ok, f"{self.spelling}: fragment {op} is not a bijection onto its {rows}x{cols} tile"
 
 
-def _v(shape, d, a, b, c, archs, sat=False, sass="", al="row", bl="col"):
-    return MmaVariant(shape, al, bl, sat, d, a, b, c, tuple(archs), sass)
+def _v(shape, d, a, b, c, archs, sat=False, sass="", al="row", bl="col", bop=""):
+    return MmaVariant(shape, al, bl, sat, d, a, b, c, tuple(archs), sass, bop)
 
 
 AMPERE = ("sm_80", "sm_86", "sm_90")
@@ -251,6 +270,16 @@ def _variants():
     for k, a_types in ((16, ("s8", "u8")), (32, ("s8", "u8")), (32, ("s4", "u4")), (64, ("s4", "u4"))):
         for a, b, sat in product(a_types, a_types, (False, True)):
             out.append(_v((16, 8, k), "s32", a, b, "s32", AMPERE, sat=sat, sass="IMMA"))
+    # the m8n8 integer shapes (Turing's): one 8x8 tile, exact
+    for k, a_types in ((16, ("s8", "u8")), (32, ("s4", "u4"))):
+        for a, b, sat in product(a_types, a_types, (False, True)):
+            out.append(_v((8, 8, k), "s32", a, b, "s32", AMPERE, sat=sat,
+                          sass="IMMA.8816" if k == 16 else "2 x IMMA.8816 (s4/u4 unpacked to 8 bits)"))
+    # single-bit: C + popc(a AND/XOR b) over k (sm_90: BMMA.AND.POPC; XOR as popc(a & ~b) + popc(~a & b))
+    for shape in ((8, 8, 128), (16, 8, 128), (16, 8, 256)):
+        for bop in ("xor", "and"):
+            out.append(_v(shape, "s32", "b1", "b1", "s32", AMPERE, bop=bop,
+                          sass="BMMA.AND.POPC" if bop == "and" else "2 x BMMA.AND.POPC (a & ~b, ~a & b)"))
     # fp8 (sm_89+; on sm_90 a software sequence)
     for k in (16, 32):
         for a, b in product(("e4m3", "e5m2"), repeat=2):

@@ -22,6 +22,9 @@ SPECIAL_REGISTERS = {
     "%lanemask_le": 32, "%lanemask_gt": 32, "%lanemask_ge": 32, "%dynamic_smem_size": 32,
     "%total_smem_size": 32,
     **{f"%{r}.{c}": 32 for r in ("tid", "ntid", "ctaid", "nctaid") for c in "xyz"},
+    # thread-block clusters (sm_90)
+    **{f"%{r}.{c}": 32 for r in ("cluster_ctaid", "cluster_nctaid", "clusterid", "nclusterid") for c in "xyz"},
+    "%cluster_ctarank": 32, "%cluster_nctarank": 32, "%is_explicit_cluster": 1,
 }
 
 

@@ -78,7 +78,17 @@ SLOW_OPS = ("popc.b32 {r32}, {r32b};", "brev.b32 {r32}, {r32b};", "bfe.u32 {r32}
             "prmt.b32 {r32}, {r32b}, {r32c}, 0x3210;", "add.sat.s32 {r32}, {r32b}, {r32c};",
             "mov.b64 {{{r32}, {r32b}}}, {r64};", "mov.b32 {{{r16}, {r16b}}}, {r32};",
             "min.f32 {r32}, {r32b}, {r32c};", "cvt.rn.f32.s32 {r32}, {r32b};", "add.rz.f32 {r32}, {r32b}, {r32c};",
-            "mul.lo.s64 {r64}, {r64b}, {r64c};", "testp.notanumber.f32 {p}, {r32};", "mov.u32 {r32}, %clock;")
+            "mul.lo.s64 {r64}, {r64b}, {r64c};", "testp.notanumber.f32 {p}, {r32};", "mov.u32 {r32}, %clock;",
+            # forms ptxas specialises (immediates) and the packing/video instructions: executors only
+            "bfe.s32 {r32}, {r32b}, 40, 3;", "sub.f64 {r64}, {r64b}, 0d7FF0000000000001;",
+            "max.f64 {r64}, 0dFFF8000000000000, {r64b};", "cvt.pack.sat.s8.s32.b32 {r32}, {r32b}, {r32c}, {r32};",
+            "vabsdiff4.sat.s32.s32.s32 {r32}, {r32b}, {r32c}, {r32};",
+            "vset2.u32.s32.lt.add {r32}.h1, {r32b}, {r32c}, {r32};",
+            "vavrg2.s32.u32.s32 {r32}.h0, {r32b}.h21, {r32c}, {r32};")
+
+
+BARS = ("bar.sync 0;", "barrier.sync 1;", "bar.arrive 2;", "barrier.sync.aligned 0;", "bar.cta.sync 3;",
+        "barrier.arrive 1;", "bar.sync 2;")
 
 
 def _imm(rng, w):
@@ -194,6 +204,15 @@ def _instruction(rng):
         c = str(rng.choice(["0x1f", "0x0", "0x181f", "0x1c1f", "0x1f00", "7"])) if rng.random() < 0.8 else pick(REGS[32])
         mask = "%t1" if rng.random() < 0.9 else "0xffffffff"
         return f"activemask.b32 %t1; shfl.sync.{mode}.b32 {d}, {pick(REGS[32])}, {b}, {c}, {mask};"
+    if fam == 21 and rng.random() < 0.5:     # bit-field extract: every type, immediate or register fields
+        bw = int(rng.choice([32, 64]))
+        ty = f"{rng.choice(['u', 's'])}{bw}"
+        f = lambda: str(int(rng.choice([0, 1, 7, 8, 13, 31, 32, 33, 63, 64, 65, 200, 255, 256, 300])))  # noqa: E731
+        pos = f() if rng.random() < 0.6 else pick(REGS[32])
+        ln = f() if rng.random() < 0.6 else pick(REGS[32])
+        return f"bfe.{ty} {pick(REGS[bw])}, {pick(REGS[bw])}, {pos}, {ln};"
+    if fam == 20 and rng.random() < 0.25:    # CTA barriers (run by the fast engine's CTA loop)
+        return str(rng.choice(BARS))
     if fam in (18, 19):
         return str(rng.choice(SLOW_OPS)).format(
             r32=pick(REGS[32]), r32b=pick(REGS[32]), r32c=pick(REGS[32]), r16=pick(REGS[16]),
@@ -395,3 +414,26 @@ def test_engine_argument_is_checked():
     from emulator import EmulatorError
     with pytest.raises(EmulatorError, match="engine"):
         module.launch("k", 1, 32, [0, 0], engine="jit")
+
+
+def test_auto_engine_switches_to_the_fast_engine_between_ctas(monkeypatch):
+    """engine="auto" while the loops compile in the background: the first CTAs run on the reference executors,
+    the rest on the fast engine once it is ready; the launch's result is the one both engines give."""
+    from emulator.machine.fastcore import warmup
+    rng = np.random.default_rng(7)
+    text = random_kernel(rng, 30).replace("mov.u32 %t0, %tid.x;", "mov.u32 %t0, %tid.x; mov.u32 %c0, %ctaid.x; "
+                                          "mad.lo.u32 %t0, %c0, %ntid.x, %t0;")
+    module = load_ptx(text, validate=False)    # a random kernel (forms only the emulator takes)
+    arrays = random_inputs(rng, 4 * 32)
+    ref = launch_outcome(module, "k", 4, 32, arrays, engine="reference")
+    calls = []
+
+    def ready(start=True):
+        calls.append(1)
+        return len(calls) > 2                       # not ready at the launch and before CTA 0, then ready
+    monkeypatch.setattr(warmup, "ready", ready)
+    monkeypatch.setattr(warmup, "wait", lambda: None)
+    auto = launch_outcome(module, "k", 4, 32, arrays, engine="auto")
+    assert not differences(ref, auto)
+    if "error" not in ref:
+        assert auto["fast_executed"] > 0

@@ -116,3 +116,23 @@ def test_errors_and_the_budget_are_the_serial_runs(kw):
 def test_workers_argument_is_checked():
     with pytest.raises(EmulatorError, match="workers"):
         _launch(load_ptx(KERNEL), 64, 1, 0)
+
+
+def test_an_executor_runs_the_chunks_with_the_serial_results():
+    """The cluster interface: any concurrent.futures-style executor (here a local process pool; Dask's
+    Client.get_executor() and Ray's executors plug in the same way) gets picklable tasks."""
+    import concurrent.futures
+    import multiprocessing
+    module = load_ptx(KERNEL)
+    n = 64 * 11 - 3
+    g1, r1, o1 = _launch(module, n, 11, 1)
+    with concurrent.futures.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as ex:
+        g2, r2, o2 = _launch(module, n, 11, 3, executor=ex)
+    with concurrent.futures.ThreadPoolExecutor(2) as ex:
+        g3, r3, o3 = _launch(module, n, 11, 2, executor=ex)
+    for g, r, o in ((g2, r2, o2), (g3, r3, o3)):
+        assert [b.tobytes() for b in g1._bufs] == [b.tobytes() for b in g._bufs]
+        assert o1 == o and r1.stdout == r.stdout and r1.instructions == r.instructions
+        assert [c for c, _ in r1.ctas] == [c for c, _ in r.ctas]
+        assert isinstance(r.ctas[0][1][0], G.WorkerWarp)
+        assert r.ctas[4][1][1].read("%r6").tobytes() == r1.ctas[4][1][1].read("%r6").tobytes()

@@ -15,9 +15,11 @@ def test_table_covers_the_issue_list():
     fams = {}
     for v in VARIANTS.values():
         fams.setdefault(v.family, []).append(v)
-    assert len(VARIANTS) == 72
+    assert len(VARIANTS) == 94
     assert {v.shape_name for v in fams["tc"]} == {"m16n8k4", "m16n8k8", "m16n8k16"}
-    assert len(fams["int"]) == 32 and len(fams["fp8"]) == 16 and len(fams["f64"]) == 4
+    assert len(fams["int"]) == 48 and len(fams["fp8"]) == 16 and len(fams["f64"]) == 4
+    assert {v.shape_name for v in fams["int"] if v.shape[0] == 8} == {"m8n8k16", "m8n8k32"}
+    assert len(fams["b1"]) == 6 and {v.bop for v in fams["b1"]} == {"xor", "and"}
     assert len(fams["m8n8k4_f16"]) == 12
 
 
@@ -42,6 +44,13 @@ def test_register_counts_and_widths():
     assert (op.n_a, op.n_b, op.n_c, op.n_d) == (2, 2, 4, 8)
     op = get_mma("mma.sync.aligned.m16n8k64.row.col.s32.u4.s4.s32")
     assert (op.n_a, op.n_b, op.n_c, op.n_d) == (4, 2, 4, 4)
+    op = get_mma("mma.sync.aligned.m8n8k16.row.col.s32.s8.u8.s32")
+    assert (op.n_a, op.n_b, op.n_c, op.n_d) == (1, 1, 2, 2)
+    op = get_mma("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.xor.popc")
+    assert (op.n_a, op.n_b, op.n_c, op.n_d) == (4, 2, 4, 4)
+    assert get_mma("mma.sync.aligned.m8n8k128.row.col.s32.b1.b1.s32.and.popc").family == "b1"
+    with pytest.raises(UnsupportedError):
+        get_mma("mma.sync.aligned.m8n8k128.row.col.s32.b1.b1.s32.xor")           # .popc is required
 
 
 def test_unsupported_spelling_lists_supported():

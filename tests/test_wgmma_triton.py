@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import wgmma_captures as wc
-from emulator import GlobalMemory, UnsupportedError, load_ptx
+from emulator import GlobalMemory, load_ptx
 
 DATA, META = wc.load("h100_triton.npz")
 KERNELS = {k["name"]: k for k in META["kernels"]}
@@ -40,9 +40,6 @@ def test_triton_matmul_bit_exact(name):
 ATTN = {k["name"]: k for k in META["attention"]}
 
 
-# The softmax needs ex2.approx.ftz.f32 (the MUFU work, not in this tree yet): strict, so that the marker
-# must go as soon as MUFU lands; a wrong result is an AssertionError and fails at once.
-@pytest.mark.xfail(raises=UnsupportedError, strict=True, reason="ex2.approx.ftz.f32 is not emulated yet")
 @pytest.mark.parametrize("name", sorted(ATTN))
 def test_triton_flash_attention_bit_exact(name):
     """Online-softmax attention: Q K^T from shared memory, P V with P in registers (the "rs" form), the

@@ -40,6 +40,8 @@ def add_parser(subparsers):
     p.add_argument("--grid", default="1", help="X[,Y[,Z]] CTAs (default 1)")
     p.add_argument("--block", default="32", help="X[,Y[,Z]] threads per CTA (default 32)")
     p.add_argument("--arg", action="append", default=[], metavar="VALUE", help="kernel argument (repeat, in order)")
+    p.add_argument("--cluster", default=None, help="X[,Y[,Z]] CTAs per cluster (default: the kernel's "
+                                                    ".reqnctapercluster, or none)")
     p.add_argument("--shared", type=int, default=0, metavar="BYTES", help="dynamic shared memory per CTA")
     p.add_argument("--out", metavar="DIR", help="write every array argument back as DIR/<name>.npy")
     p.add_argument("--trace", action="store_true", help="print each executed instruction, its lanes and the "
@@ -127,7 +129,8 @@ def _cmd_run(a):
     res = module.launch(entry, grid=_dims(a.grid, "grid"), block=_dims(a.block, "block"), args=args, gmem=g,
                         shared_bytes=a.shared, options=WarpOptions(cp_async=a.cp_async),
                         trace=sys.stdout if a.trace else None, timeline=bool(a.timeline),
-                        schedule=None if a.schedule is None else ("random", a.schedule))
+                        schedule=None if a.schedule is None else ("random", a.schedule),
+                        cluster=None if a.cluster is None else _dims(a.cluster, "cluster"))
     print(f"{entry}: {len(res.ctas)} CTA(s), {res.instructions} warp instructions issued")
     if a.timeline:
         if not a.timeline.endswith((".svg", ".html")):

@@ -15,7 +15,31 @@ def _render(obj, args):
     return 0
 
 
+def _gluon(args):
+    from ..gluon import parse_layout
+    from ..gluon.show import figure
+    layout = parse_layout(args.gluon)
+    try:
+        shape = [int(x) for x in args.shape.lower().replace(",", "x").split("x")]
+    except ValueError:
+        raise SystemExit(f"--shape {args.shape!r}: expected sizes like 64x64")
+    if args.convert:
+        from ..gluon.convert import explain_convert
+        rep = explain_convert(layout, parse_layout(args.convert), shape, elem_bits=8 * args.elem_bytes)
+        print(rep)
+        if args.svg:
+            with open(args.svg, "w") as f:
+                f.write(rep.view().svg())
+            print(f"wrote {args.svg}")
+        return 0
+    return _render(figure(layout, shape), args)
+
+
 def _cmd(args):
+    if args.gluon:
+        return _gluon(args)
+    if not args.what:
+        raise SystemExit("show: give WHAT, or --gluon LAYOUT --shape MxN")
     what = args.what.strip()
     if what.startswith("gmma:"):                     # gmma:K:128 / gmma:MN:64 / gmma:0x<descriptor>
         from ..layouts.show import descriptor_view
@@ -27,7 +51,7 @@ def _cmd(args):
             obj = descriptor_view((int(parts[2]) if len(parts) > 2 else 128, parts[1].upper() == "MN"), args.rows,
                                   elem_bytes=args.elem_bytes)
         return _render(obj, args)
-    if what.startswith("mma") or what.startswith("wgmma"):
+    if what.startswith(("mma", "wgmma", "wmma.mma")):
         obj = mma_view(what, args.operand) if args.operand else mma_figure(what)
     elif _MATRIX.match(what):
         addrs = None
@@ -47,8 +71,14 @@ def add_parser(subparsers):
                     "a wgmma.mma_async spelling (--operand A/D), 'gmma:K:128' or 'gmma:MN:64' (a canonical descriptor's byte map, "
                     "with --rows/--elem-bytes) or 'gmma:0x<descriptor>[:MN]', an ldmatrix/stmatrix spelling, 'Swizzle<B,M,S>', 'nvmma:32|64|128' (with --rows/--cols/"
                     "--elem-bytes), 'threadblock:N' (with --tiles M,N), 'conflicts', or a rank-2 CuTe layout "
-                    "'shape:stride' (with --swizzle B,M,S and --elem-bytes).")
-    p.add_argument("what")
+                    "'shape:stride' (with --swizzle B,M,S and --elem-bytes); or --gluon LAYOUT --shape MxN.")
+    p.add_argument("what", nargs="?")
+    p.add_argument("--gluon", metavar="LAYOUT", help="a Gluon layout, e.g. 'BlockedLayout([1,4],[4,8],[4,1],[1,0])' "
+                   "or 'NVMMASharedLayout(128, 16)': draw who owns each element (or, shared, where each chunk "
+                   "lives and its banks); with --shape")
+    p.add_argument("--shape", default="64x64", help="--gluon: tensor shape, e.g. 64x64 or 128")
+    p.add_argument("--convert", metavar="LAYOUT", help="--gluon: explain convert_layout to this layout "
+                   "(what moves across lanes/warps, bank conflicts of the shared-memory round trip; --elem-bytes)")
     p.add_argument("--operand", choices=list("ABCD"))
     p.add_argument("--svg", metavar="FILE", help="write an SVG picture instead of printing text")
     p.add_argument("--row-stride", type=int, help="ldmatrix/stmatrix: bytes between the rows of each matrix "

@@ -81,6 +81,7 @@ class Function:
     body: object = None                        # ptx.Block, or None for a declaration
     line: int = 0
     col: int = 0
+    perf: dict = field(default_factory=dict)   # header directives: '.reqnctapercluster' -> [4, 1, 1], ...
 
 
 @dataclass
@@ -223,30 +224,37 @@ def _parse_header(toks):
     params = []
     if j < len(s) and s[j].text == "(":
         params, j = _param_list(s, j)
+    perf, cur = {}, None
     while j < len(s):
-        if s[j].kind == "name" and s[j].text.startswith(".") and s[j].text not in PERF:
-            _err(s[j], f"unexpected {s[j].text} in the header of {name}")
-        if s[j].text in PERF_VALUES:
-            if kind == "func" and s[j].text not in (".noreturn", ".maxnreg"):
-                _err(s[j], f"{s[j].text} applies to kernels (.entry), not to the .func {name}")
-            j += 1
-            n = 0
-            while j < len(s) and (s[j].kind == "num" or s[j].text in (",", "-") or
-                                  (s[j].kind == "name" and not s[j].text.startswith("."))):
-                if s[j].text != ",":
-                    if s[j].kind != "num" or not s[j].text.isdigit() or int(s[j].text) <= 0:
-                        _err(s[j], f"{PERF_VALUES[0] if False else 'a performance directive'} needs positive "
-                                   f"integers, found {s[j].text!r}")
-                    n += 1
+        t = s[j]
+        if t.kind == "name" and t.text.startswith("."):
+            if t.text not in PERF:
+                _err(t, f"unexpected {t.text} in the header of {name}")
+            if t.text in PERF_VALUES:
+                if kind == "func" and t.text not in (".noreturn", ".maxnreg"):
+                    _err(t, f"{t.text} applies to kernels (.entry), not to the .func {name}")
                 j += 1
-            if n == 0:
-                _err(s[j - 1], "a performance directive needs a value")
-            continue
+                vals = []
+                while j < len(s) and (s[j].kind == "num" or s[j].text in (",", "-") or
+                                      (s[j].kind == "name" and not s[j].text.startswith("."))):
+                    if s[j].text != ",":
+                        if s[j].kind != "num" or not _INT_RE.fullmatch(s[j].text) or _int(s[j], t.text) <= 0:
+                            _err(s[j], f"{t.text} needs positive integers, found {s[j].text!r}")
+                        vals.append(_int(s[j], t.text))
+                    j += 1
+                if not vals:
+                    _err(t, f"{t.text} needs a value")
+                perf[t.text] = vals
+                cur = None
+                continue
+            cur = perf.setdefault(t.text, [])
+        elif cur is not None and t.kind == "num" and _INT_RE.fullmatch(t.text):
+            cur.append(_int(t, t.text))
         j += 1
     if kind == "func" and any(t.text == ".ptr" for t in s):
         _err(next(t for t in s if t.text == ".ptr"), f".ptr qualifies kernel (.entry) parameters, not those of "
                                                     f"the .func {name}")
-    return Function(name, kind, params, returns, None, kind_tok.line, kind_tok.col)
+    return Function(name, kind, params, returns, None, kind_tok.line, kind_tok.col, perf)
 
 
 def _param_list(s, j):

@@ -84,7 +84,15 @@ CUTE_SM90 = {
 
 
 def variant(instr):
-    """The ``isa.mma`` (or ``isa.wgmma``) entry for a spelling (modifiers in any order ptxas accepts)."""
+    """The ``isa.mma`` (or ``isa.wgmma``, or ``isa.wmma``) entry for a spelling (modifiers in any order ptxas
+    accepts)."""
+    if instr.strip().startswith("wmma"):
+        from isa.wmma import MMA_FORMS, FragmentView
+        from ..ops.wmma import canonical_mma
+        form = MMA_FORMS.get(canonical_mma(instr.strip()) or "") if instr.strip().startswith("wmma.mma") else None
+        if form is None:
+            fail(UnsupportedError, instr, "not a supported wmma.mma form (see docs/wmma.md)")
+        return FragmentView(form, copies=False)
     if instr.strip().startswith("wgmma"):
         from isa.wgmma import VARIANTS as WG
         from ..ops.wgmma.op import canonical_spelling as wg_spelling

@@ -41,8 +41,14 @@ class CTA:
     """One CTA's execution: warps, barriers, the scheduler."""
 
     def __init__(self, module, prog, ctaid, grid, block, smem_size, gmem, param_init, var_addrs, local_bases,
-                 options, trace, out, result, budget, fast=None, schedule=None, timeline=False):
+                 options, trace, out, result, budget, fast=None, schedule=None, timeline=False, cluster=None,
+                 rank=0):
         self.module, self.prog, self.ctaid = module, prog, ctaid
+        if cluster is None:                     # a launch without clusters: each CTA is a cluster of one
+            from .cluster import Cluster
+            cluster = Cluster(ctaid, (1, 1, 1), False)
+            cluster.ctas.append(self)
+        self.cluster, self.rank = cluster, rank
         self.smem = np.zeros(smem_size, np.uint8)
         self.async_unit = AsyncUnit(smem_size)
         self.async_unit.record = bool(timeline)
@@ -57,30 +63,40 @@ class CTA:
         nthreads = block[0] * block[1] * block[2]
         nwarps = -(-nthreads // LANES)
         self.warps = []
-        # special registers equal in every warp of the CTA: one array each, shared (sources are read-only)
-        same = {"%laneid": np.arange(LANES, dtype=np.uint32), "%nwarpid": np.full(LANES, nwarps, np.uint32),
-                "%dynamic_smem_size": np.full(LANES, smem_size - prog.shared_static, np.uint32),
-                "%total_smem_size": np.full(LANES, smem_size, np.uint32)}
+        # special registers: the launch's (built once per launch shape, read-only, shared by every warp and
+        # CTA), this CTA's %ctaid and its place in its cluster
+        same, per_warp = _launch_specials(block, grid, smem_size, prog.shared_static, nwarps)
+        same = dict(same)
+        cdims = cluster.dims
         for c, k in zip("xyz", range(3)):
-            same[f"%ntid.{c}"] = np.full(LANES, block[k], np.uint32)
             same[f"%ctaid.{c}"] = np.full(LANES, ctaid[k], np.uint32)
-            same[f"%nctaid.{c}"] = np.full(LANES, grid[k], np.uint32)
+            same[f"%cluster_ctaid.{c}"] = np.full(LANES, ctaid[k] % cdims[k], np.uint32)
+            same[f"%cluster_nctaid.{c}"] = np.full(LANES, cdims[k], np.uint32)
+            same[f"%clusterid.{c}"] = np.full(LANES, ctaid[k] // cdims[k], np.uint32)
+            same[f"%nclusterid.{c}"] = np.full(LANES, grid[k] // cdims[k], np.uint32)
+        same["%cluster_ctarank"] = np.full(LANES, rank, np.uint32)
+        same["%cluster_nctarank"] = np.full(LANES, cluster.size, np.uint32)
+        same["%is_explicit_cluster"] = np.full(LANES, cluster.explicit, np.bool_)
+        symbols = {n: ("global", a) for n, a in var_addrs.items()}
+        # the fast engine's CTA loop (barriers included), when the kernel allows it; its arrays hold the state of
+        # every warp (arenas, PCs, exit and wait masks), which the warps' own attributes are views of. The CTAs of
+        # a cluster wait on each other, so they step warp by warp under the cluster's scheduler instead.
+        fast_cta = fast.cta_arrays(nwarps) if (fast is not None and self._rng is None and not timeline
+                                               and cluster.size == 1) else None
         for w in range(nwarps):
-            tids = np.arange(w * LANES, (w + 1) * LANES)
-            bases = local_bases[tids]
+            bases = local_bases[w * LANES:(w + 1) * LANES]
             kw = KernelWarp(self, prog, w, nthreads - w * LANES, self.smem, gmem, prog.arch, options, param_init,
                             bases, prog.layout.local, trace)
-            kw.symbols = {n: ("global", a) for n, a in var_addrs.items()}
+            kw.symbols = dict(symbols)
             sv = kw.special_values
-            tid = np.minimum(tids, nthreads - 1)
-            sv["%tid.x"] = (tid % block[0]).astype(np.uint32)
-            sv["%tid.y"] = ((tid // block[0]) % block[1]).astype(np.uint32)
-            sv["%tid.z"] = (tid // (block[0] * block[1])).astype(np.uint32)
+            sv.update(per_warp[w])
             sv.update(same)
-            sv["%warpid"] = np.full(LANES, w, np.uint32)
+            kw.cl_arrived = np.zeros(LANES, np.bool_)       # barrier.cluster: arrived, not yet waited
+            kw.cl_phase = np.zeros(LANES, np.int64)         # the cluster barrier's phase at the arrival
             if fast is not None:
-                kw.fast = fast.attach(kw)
+                kw.fast = fast.attach(kw, fast_cta.arenas[w] if fast_cta is not None else None)
             self.warps.append(kw)
+        self.fast_cta = fast_cta.bind(self) if fast_cta is not None else None
 
     # -- scheduler ---------------------------------------------------------------------------------
     def run(self):
@@ -88,6 +104,11 @@ class CTA:
             return self._run()
 
     def _run(self):
+        if self.fast_cta is not None:
+            self.fast_cta.run(self)
+            self.async_unit.pump()
+            check_wgmma_end(self)
+            return self.warps
         au = self.async_unit
         rng = self._rng
         while True:
@@ -130,15 +151,26 @@ class CTA:
                 keep.append(rec)
         self.stalls = keep
 
-    def cluster_targets(self, warp, cta_mask):
-        if int(cta_mask) & ~1:
-            raise UnsupportedError(f"multicast to CTAs {int(cta_mask):#x} of a cluster: clusters of more than one "
-                                   f"CTA are not supported")
-        return [warp]
-
     @staticmethod
     def _runnable(w):
         return bool((~w.exited & ~w.waiting).any())
+
+    def _deadlock_parts(self):
+        """What each waiting warp of this CTA waits for (the deadlock report)."""
+        parts = []
+        for w, lanes, reason in self.stalls:
+            parts.append(f"warp {w.warp_id} lanes {format_lanes(np.flatnonzero(lanes))} (pc {int(w.pc[lanes].min())}) "
+                         f"{reason.describe()}")
+        for w in self.warps:
+            if self._runnable(w):
+                why = w._last_yield
+                parts.append(f"warp {w.warp_id} spins: " + (why.describe() if hasattr(why, "describe") else
+                                                            "it keeps yielding without anything changing"))
+        for bid, b in self.barriers.items():
+            waiting = sum(int(m.sum()) for _, m in b["waiters"])
+            who = ", ".join(f"warp {w.warp_id} lanes {format_lanes(np.flatnonzero(m))}" for w, m in b["waiters"])
+            parts.append(f"barrier {bid}: {waiting} thread(s) waiting ({who}), {self._expected(b)} expected")
+        return parts
 
     def _deadlock(self):
         parts = []
@@ -458,6 +490,37 @@ class CTA:
         self.trace.write(f"cta({cta}) w{w.warp_id} pc{w.cur_pc:>4} "
                          f"lanes {lanes}: {txt}" + (f"  -> {' '.join(parts)}" if parts else "") + "\n")
         w._written = None
+
+
+_SPECIALS = {}
+
+
+def _launch_specials(block, grid, smem_size, shared_static, nwarps):
+    """({name: lanes} equal in every warp, [{name: lanes} of warp w]) for a launch shape; cached, read-only."""
+    key = (tuple(block), tuple(grid), smem_size, shared_static, nwarps)
+    got = _SPECIALS.get(key)
+    if got is not None:
+        return got
+    nthreads = block[0] * block[1] * block[2]
+    same = {"%laneid": np.arange(LANES, dtype=np.uint32), "%nwarpid": np.full(LANES, nwarps, np.uint32),
+            "%dynamic_smem_size": np.full(LANES, smem_size - shared_static, np.uint32),
+            "%total_smem_size": np.full(LANES, smem_size, np.uint32)}
+    for c, k in zip("xyz", range(3)):
+        same[f"%ntid.{c}"] = np.full(LANES, block[k], np.uint32)
+        same[f"%nctaid.{c}"] = np.full(LANES, grid[k], np.uint32)
+    per_warp = []
+    for w in range(nwarps):
+        tid = np.minimum(np.arange(w * LANES, (w + 1) * LANES), nthreads - 1)
+        per_warp.append({"%tid.x": (tid % block[0]).astype(np.uint32),
+                         "%tid.y": ((tid // block[0]) % block[1]).astype(np.uint32),
+                         "%tid.z": (tid // (block[0] * block[1])).astype(np.uint32),
+                         "%warpid": np.full(LANES, w, np.uint32)})
+    for arr in list(same.values()) + [a for d in per_warp for a in d.values()]:
+        arr.flags.writeable = False
+    if len(_SPECIALS) > 64:
+        _SPECIALS.clear()
+    _SPECIALS[key] = (same, per_warp)
+    return same, per_warp
 
 
 def _fmt_val(x):

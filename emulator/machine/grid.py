@@ -26,6 +26,7 @@ import multiprocessing
 import os
 import sys
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -104,6 +105,71 @@ def _work(chunk):
     return ("ok", changes, out.getvalue(), done["stdout"], ctas, done["instructions"])
 
 
+class LaunchSpec(NamedTuple):
+    """Everything a process needs to run some CTAs of a launch, picklable: the module's text, the launch's
+    arguments, and the addresses the launching process gave the local depots and the module variables."""
+    text: str
+    arch: str
+    kernel: str
+    grid: tuple
+    block: tuple
+    args: list
+    shared_bytes: int
+    options: object
+    max_instructions: int
+    engine: str
+    local_bases: np.ndarray
+    var_addrs: dict
+    loader: object          # load_ptx (pickled by name), so that this module needs no upward import
+
+
+_MODULES = {}        # module text -> Module, in a cluster worker (one parse per worker and module)
+
+
+def run_chunk_job(spec, gmem, chunk):
+    """One task of an executor: run ``chunk`` (CTA ids) of the launch ``spec`` on ``gmem`` (the launch's global
+    memory as the task received it); returns what a forked worker returns (``_work``)."""
+    from ..memory import GlobalMemory
+    own = GlobalMemory()                  # a private copy: a task may share the caller's process (thread pools)
+    own.__dict__.update(gmem.__dict__)
+    own._bases, own._bufs = list(gmem._bases), [b.copy() for b in gmem._bufs]
+    gmem = own
+    key = (spec.text, spec.arch)
+    module = _MODULES.get(key)
+    if module is None:
+        if len(_MODULES) > 8:
+            _MODULES.clear()
+        module = _MODULES[key] = spec.loader(spec.text, spec.arch)
+    global _JOB
+    _JOB = (lambda part, out: module._run_chunk(spec, gmem, part, out), gmem)
+    try:
+        return _work(chunk)
+    finally:
+        _JOB = None
+
+
+def run_executor(executor, spec, ctaids, gmem, workers, result, out, max_instructions, progress=False):
+    """``run_parallel`` through any ``concurrent.futures.Executor``-like object (``submit(fn, *args)`` returning
+    futures with ``result()``): each task gets the launch spec, the launch's global memory and its chunk, and
+    sends back the bytes its CTAs changed; the merge is ``run_parallel``'s, in CTA order."""
+    parts = chunks(ctaids, workers)
+    futures = [executor.submit(run_chunk_job, spec, gmem, part) for part in parts]
+    bar = _Progress(len(ctaids)) if progress else None
+    merged = []
+    try:
+        for part, fut in zip(parts, futures):
+            res = fut.result()
+            if res[0] == "error":
+                return False
+            merged.append(res)
+            if bar:
+                bar.update(len(part))
+    finally:
+        if bar:
+            bar.close()
+    return _merge(merged, gmem, result, out, max_instructions)
+
+
 def run_parallel(run_cta, ctaids, gmem, workers, result, out, max_instructions, progress=False):
     """Run ``run_cta(chunk, out) -> {'ctas', 'stdout', 'instructions'}`` on chunks of ``ctaids`` in worker
     processes and merge in CTA order. Returns False, with global memory untouched, when the serial run must
@@ -126,6 +192,11 @@ def run_parallel(run_cta, ctaids, gmem, workers, result, out, max_instructions, 
         _JOB = None
         if bar:
             bar.close()
+    return _merge(merged, gmem, result, out, max_instructions)
+
+
+def _merge(merged, gmem, result, out, max_instructions):
+    """Apply the chunks' changes in CTA order (the later CTA wins a byte two chunks wrote)."""
     if sum(res[5] for res in merged) > max_instructions:
         return False
     for _, changes, text, stdout, ctas, n in merged:

@@ -41,7 +41,7 @@ class KernelWarp(Warp):
         self.pc = np.zeros(LANES, np.int64)
         self.exited = LANE >= nthreads_here
         self.present = ~self.exited.copy()
-        self.present_bits = int(np.sum(self.present.astype(np.uint64) << LANE.astype(np.uint64)))
+        self.present_bits = (1 << min(max(int(nthreads_here), 0), LANES)) - 1     # lanes 0..n-1
         self.waiting = np.zeros(LANES, np.bool_)
         self.stacks = [[] for _ in range(LANES)]
         self.depth = 0                     # number of lanes inside a call
@@ -70,8 +70,32 @@ class KernelWarp(Warp):
     def yield_turn(self, reason=None):
         self._yield = reason or True
 
-    def cluster_targets(self, cta_mask):
-        return self._cta.cluster_targets(self, cta_mask)
+    # -- the cluster ------------------------------------------------------------------------------------
+    @property
+    def cluster(self):
+        return self._cta.cluster
+
+    @property
+    def cluster_rank(self):
+        return self._cta.rank
+
+    @property
+    def cluster_size(self):
+        return self._cta.cluster.size
+
+    def peer(self, instr, rank, lane=None, addr=None):
+        if rank == self._cta.rank:
+            return self
+        ctas = self._cta.cluster.ctas
+        if 0 <= rank < len(ctas):
+            other = ctas[rank]
+            if all(w.exited.all() for w in other.warps):
+                from ..errors import MemoryAccessError, fail
+                fail(MemoryAccessError, instr, f"reaches the shared memory of CTA {other.ctaid} (rank {rank}) of the "
+                     f"cluster, whose threads have all exited: its shared memory is gone (a CTA must not exit "
+                     f"while others may still access it; barrier.cluster before exiting)", lane)
+            return other.warps[0]
+        return super().peer(instr, rank, lane, addr)
 
     def tensormap_bytes(self, instr, space, addr, lane):
         if space == "param" or (space is None and PARAM_BASE <= addr < PARAM_BASE + self.param.shape[1]):

@@ -15,7 +15,7 @@ from .program import Program
 from .result import LaunchResult
 
 
-ENGINES = ("fast", "reference")
+ENGINES = ("auto", "fast", "reference")
 
 
 def load_ptx(text: str, arch: str | None = None, validate: bool = True) -> "Module":
@@ -27,11 +27,17 @@ def load_ptx(text: str, arch: str | None = None, validate: bool = True) -> "Modu
     return Module(text, arch, validate)
 
 
+def _load_unvalidated(text, arch=None):
+    """``load_ptx(..., validate=False)`` by name (what the workers of a launch of such a module load)."""
+    return Module(text, arch, False)
+
+
 class Module:
     """A loaded PTX module: its kernels, functions and module variables."""
 
     def __init__(self, text: str, arch: str | None = None, validate: bool = True):
         self.text = text
+        self._validate = validate
         try:
             self.info = parse_module(text)
             if validate:
@@ -104,25 +110,28 @@ class Module:
     # -- launch ------------------------------------------------------------------------------------
     def launch(self, kernel: str, grid=(1, 1, 1), block=(32, 1, 1), args=(), gmem: GlobalMemory | None = None,
                shared_bytes: int = 0, options: WarpOptions | None = None, trace=None, out=None,
-               max_instructions: int = 20_000_000, engine: str = "fast", schedule=None, timeline: bool = False,
-               cluster=None, workers: int = 1, progress=None) -> LaunchResult:
+               max_instructions: int = 20_000_000, engine: str = "auto", schedule=None, timeline: bool = False,
+               cluster=None, workers: int = 1, progress=None, executor=None) -> LaunchResult:
         """Run ``kernel`` on a grid of CTAs. ``args`` follow the kernel's ``.param`` list (addresses and
         integers as Python ints, floats as Python/numpy floats, byte arrays for aggregate parameters).
         ``trace``: a writable stream that receives one line per executed instruction.
-        ``engine``: ``"fast"`` (default: common instructions in a jitted loop, the rest through the
-        reference executors) or ``"reference"`` (every instruction through the readable executors); both
-        give the same bits. A trace, or ``WarpOptions(uninitialized="error")``, runs the reference.
+        ``engine``: ``"fast"`` (common instructions in jitted loops, the rest through the reference
+        executors), ``"reference"`` (every instruction through the readable executors) or ``"auto"`` (the
+        default: ``"fast"`` once its loops are compiled; until a background process has compiled them the
+        CTAs run on the reference executors, see ``machine.fastcore.warmup``); all give the same bits. A trace, or ``WarpOptions(uninitialized="error")``, runs the reference.
         ``schedule``: None (round-robin: each warp runs until it waits) or ``("random", seed)`` (warps in a
         seeded random order, preempted after random instruction counts, copies completing at random points).
         ``timeline``: record every instruction, mbarrier event and bulk copy for ``result.timeline()``.
-        ``cluster``: cluster dimensions; only clusters of one CTA are supported.
+        ``cluster``: cluster dimensions (x, y, z), as CUTLASS passes them to ``cudaLaunchKernelEx`` at run time;
+        a kernel whose PTX says ``.reqnctapercluster`` gets those without it. The CTAs of a cluster run together
+        (``machine.cluster``); clusters run one after the other.
         A seeded schedule or a timeline runs the reference engine (they act between any two instructions).
         ``workers``: processes that run the grid's CTAs (``machine.grid`` says how the results stay those of
         the serial run, and which kernels run serially anyway). ``progress``: a progress bar on stderr
-        (default: for grids of 64 CTAs or more when stderr is a terminal)."""
+        (default: for grids of 64 CTAs or more when stderr is a terminal). ``executor``: a
+        ``concurrent.futures.Executor`` (a process pool, or a cluster's: Dask's ``Client.get_executor()``,
+        Ray's ``RayExecutor``) that runs the chunks of CTAs instead of forked workers; same results."""
         schedule = _schedule(schedule)
-        if cluster is not None and tuple(_dim3(cluster, "cluster")) != (1, 1, 1):
-            raise UnsupportedError(f"launch: clusters of more than one CTA ({cluster}) are not supported yet")
         if engine not in ENGINES:
             raise OperandError(f"launch: engine must be one of {', '.join(map(repr, ENGINES))}, not {engine!r}")
         grid, block = _dim3(grid, "grid"), _dim3(block, "block")
@@ -134,6 +143,7 @@ class Module:
         gmem = gmem if gmem is not None else GlobalMemory()
         prog = self.program(kernel)
         entry = prog.entry
+        cdims, explicit = _cluster_dims(entry, cluster, grid)
         param_init = np.zeros(max(prog.layout.param, 1), np.uint8)
         _fill_params(entry, prog.kernel_params, list(args), param_init)
         var_addrs = self._variables(gmem)
@@ -147,10 +157,17 @@ class Module:
         out = out if out is not None else sys.stdout
         budget = [int(max_instructions)]
         fast = None
-        if engine == "fast" and trace is None and (options is None or options.uninitialized == "zero") and \
-                schedule is None and not timeline:
-            from .fastcore import FastLaunch
-            fast = FastLaunch(prog, gmem)
+        pending = False          # "auto" while the fast engine's loops compile in the background
+        if engine in ("fast", "auto") and trace is None and (options is None or options.uninitialized == "zero") \
+                and schedule is None and not timeline:
+            from .fastcore import FastLaunch, warmup
+            if engine == "fast" or warmup.ready():
+                if engine == "fast":
+                    warmup.wait()
+                fast = FastLaunch(prog, gmem)
+                engine = "fast"
+            else:
+                pending = True
         ctaids = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
         workers = int(workers)
         if workers < 1:
@@ -158,7 +175,19 @@ class Module:
         from . import grid as gridmod
         if progress is None:
             progress = len(ctaids) >= 64
-        if workers > 1 and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
+        if cdims != (1, 1, 1) or explicit:
+            return self._launch_clusters(prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init,
+                                         var_addrs, local_bases, options, trace, out, result, budget, fast,
+                                         schedule, timeline, max_instructions)
+        if executor is not None and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
+                gridmod.serial_only(prog) is None:
+            spec = gridmod.LaunchSpec(self.text, self.arch, kernel, grid, block, list(args), int(shared_bytes), options,
+                                      int(max_instructions), engine, local_bases, var_addrs,
+                                      load_ptx if self._validate else _load_unvalidated)
+            if gridmod.run_executor(executor, spec, ctaids, gmem, max(workers, 2), result, out, int(max_instructions),
+                                    progress):
+                return result
+        elif workers > 1 and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
                 gridmod.serial_only(prog) is None:
             def run_ctas(chunk, out_):
                 part = LaunchResult(entry.name, grid, block)
@@ -172,6 +201,8 @@ class Module:
                 return result
         bar = gridmod._Progress(len(ctaids)) if progress else None
         for cid in ctaids:
+            if pending and warmup.ready():
+                fast, pending = FastLaunch(prog, gmem), False
             cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
                       local_bases, options, trace, out, result, budget, fast, schedule, timeline)
             warps = cta.run()
@@ -183,6 +214,81 @@ class Module:
             bar.close()
         result.instructions = int(max_instructions) - budget[0]
         return result
+
+
+    def _launch_clusters(self, prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init, var_addrs,
+                         local_bases, options, trace, out, result, budget, fast, schedule, timeline, max_instructions):
+        """Cluster after cluster (cluster id x fastest); the CTAs of a cluster run together."""
+        from .cluster import Cluster
+        ncl = tuple(g // c for g, c in zip(grid, cdims))
+        for cz in range(ncl[2]):
+            for cy in range(ncl[1]):
+                for cx in range(ncl[0]):
+                    cl = Cluster((cx, cy, cz), cdims, explicit)
+                    for z in range(cdims[2]):
+                        for y in range(cdims[1]):
+                            for x in range(cdims[0]):
+                                cid = (cx * cdims[0] + x, cy * cdims[1] + y, cz * cdims[2] + z)
+                                cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
+                                          local_bases, options, trace, out, result, budget, fast, schedule, timeline,
+                                          cluster=cl, rank=len(cl.ctas))
+                                cl.ctas.append(cta)
+                    rng = None
+                    if schedule is not None:
+                        rng = np.random.default_rng([int(schedule[1]), 1 << 20, cx, cy, cz])
+                    all_warps = cl.run(rng) if cl.size > 1 else [cl.ctas[0].run()]
+                    for cta, warps in zip(cl.ctas, all_warps):
+                        result.async_units.append(cta.async_unit)
+                        result.ctas.append((cta.ctaid, warps))
+        result.instructions = int(max_instructions) - budget[0]
+        return result
+
+    def _run_chunk(self, spec, gmem, chunk, out):
+        """The CTAs ``chunk`` of the launch ``spec`` (machine.grid.LaunchSpec), on this process: what a cluster
+        worker runs. Local depots and module variables keep the addresses the launching process gave them."""
+        self._globals[id(gmem)] = (gmem, dict(spec.var_addrs))
+        prog = self.program(spec.kernel)
+        param_init = np.zeros(max(prog.layout.param, 1), np.uint8)
+        _fill_params(prog.entry, prog.kernel_params, list(spec.args), param_init)
+        smem_size = prog.shared_static + (-(-int(spec.shared_bytes) // 16) * 16)
+        result = LaunchResult(prog.entry.name, spec.grid, spec.block)
+        budget = [int(spec.max_instructions)]
+        fast = None
+        if spec.engine in ("fast", "auto") and (spec.options is None or spec.options.uninitialized == "zero"):
+            from .fastcore import FastLaunch
+            fast = FastLaunch(prog, gmem)
+        for cid in chunk:
+            cta = CTA(self, prog, cid, spec.grid, spec.block, smem_size, gmem, param_init, spec.var_addrs,
+                      spec.local_bases, spec.options, None, out, result, budget, fast, None, False)
+            result.ctas.append((cid, cta.run()))
+        return {"ctas": result.ctas, "stdout": result.stdout, "instructions": int(spec.max_instructions) - budget[0]}
+
+
+
+def _cluster_dims(entry, cluster, grid):
+    """The launch's cluster dimensions and whether the kernel runs on explicit clusters (%is_explicit_cluster):
+    the ``cluster`` argument, or the PTX's ``.reqnctapercluster``; they must agree and divide the grid."""
+    req = entry.perf.get(".reqnctapercluster")
+    if req is not None:
+        req = tuple(req) + (1,) * (3 - len(req))
+    dims = _dim3(cluster, "cluster") if cluster is not None else req
+    if req is not None and dims != req:
+        raise OperandError(f"launch {entry.name}: cluster dimensions {dims} differ from the kernel's "
+                           f".reqnctapercluster {req}")
+    explicit = dims is not None or ".explicitcluster" in entry.perf
+    dims = dims or (1, 1, 1)
+    if any(c < 1 for c in dims):
+        raise OperandError(f"launch: cluster dimensions must be >= 1, got {dims}")
+    n = dims[0] * dims[1] * dims[2]
+    if n > 16:
+        raise OperandError(f"launch: a cluster of {n} CTAs; the H100 runs at most 16 (8 portably)")
+    most = entry.perf.get(".maxclusterrank")
+    if most and n > most[0]:
+        raise OperandError(f"launch {entry.name}: a cluster of {n} CTAs exceeds the kernel's .maxclusterrank "
+                           f"{most[0]}")
+    if any(g % c for g, c in zip(grid, dims)):
+        raise OperandError(f"launch: the grid {grid} is not a whole number of clusters {dims}")
+    return dims, explicit
 
 
 def _plain_name(mangled: str) -> str:

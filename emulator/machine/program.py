@@ -7,6 +7,7 @@ import numpy as np
 from isa.types import SPECIAL_REGISTERS, TYPES, name_width, type_width
 from ..frontend import ptx
 from ..errors import (EmulatorError, OperandError, PTXSyntaxError, UnsupportedError)
+from ..frontend.contract import contract
 from ..frontend.module import Function, Variable, parse_variable
 from ..memory import LANES
 
@@ -97,6 +98,9 @@ class Program:
     def __init__(self, module, entry: Function, arch):
         self.module = module
         self.arch = arch
+        # ptxas optimises (and contracts mul/add pairs) unless the module targets debugging (nvcc -G)
+        target = getattr(getattr(module, "info", None), "target", "") or ""
+        self.contract = "debug" not in [t.strip() for t in target.split(",")[1:]]
         self.code: list[Op] = []
         self.reg_types: dict[str, str] = {}
         self.entries: dict[str, int] = {}
@@ -196,15 +200,16 @@ class Program:
         if is_entry:
             self.kernel_params = params
         self.formals[fn.name] = (params, rets)
-        labels: dict[str, int] = {}
-        fixups = []       # (Op, label, instr)
+        labels: list[dict] = [{}]   # the scopes around a statement, innermost first (labels are block-scoped)
+        fixups = []       # (Op, label, instr, scopes)
         called = []
         self._flatten(fn.body.statements, syms, suffix, labels, fixups, called, pending_calls, is_entry)
-        for op, label, instr in fixups:
-            if label not in labels:
+        for op, label, instr, scopes in fixups:
+            hit = next((sc[label] for sc in scopes if label in sc), None)
+            if hit is None:
                 raise PTXSyntaxError(f"line {instr.line}, column {instr.col}: {instr.opcode}: unknown label "
                                      f"{label}")
-            op.target = labels[label]
+            op.target = hit
         # falling off the end of a body returns
         self.code.append(Op("ret", ptx.Instruction("ret", (), None, fn.body.line, fn.body.col, "ret")))
         return called
@@ -217,22 +222,25 @@ class Program:
             if isinstance(st, ptx.Directive):
                 self._declare(st, syms, suffix)
         env = _Env(self.arch, self.reg_types, syms)
+        if suffix is not None:
+            statements = [ptx.Instruction(st.opcode, tuple(_rename(o, suffix) for o in st.operands),
+                                          (_rename(st.guard[0], suffix), st.guard[1]) if st.guard else None,
+                                          st.line, st.col, st.text) if isinstance(st, ptx.Instruction) else st
+                          for st in statements]
+        if self.contract:
+            contract(statements)          # ptxas's mul/add -> fma contraction (frontend/contract.py)
         for st in statements:
             if isinstance(st, ptx.Directive):
                 continue
             if isinstance(st, ptx.Label):
-                if st.name in labels:
+                if st.name in labels[0]:
                     raise PTXSyntaxError(f"line {st.line}, column {st.col}: label {st.name} defined twice")
-                labels[st.name] = len(self.code)
+                labels[0][st.name] = len(self.code)
                 continue
-            if isinstance(st, ptx.Block):
-                self._flatten(st.statements, syms, suffix, labels, fixups, called, pending_calls, is_entry)
+            if isinstance(st, ptx.Block):     # a { } block: its labels are its own (inline asm repeats them)
+                self._flatten(st.statements, syms, suffix, [{}] + labels, fixups, called, pending_calls, is_entry)
                 continue
             instr = st
-            if suffix is not None:
-                instr = ptx.Instruction(st.opcode, tuple(_rename(o, suffix) for o in st.operands),
-                                        (_rename(st.guard[0], suffix), st.guard[1]) if st.guard else None,
-                                        st.line, st.col, st.text)
             guard = (instr.guard[0].name, instr.guard[1]) if instr.guard else None
             base = instr.base
             if base in ("bra", "brx"):
@@ -243,7 +251,7 @@ class Program:
                 if len(instr.operands) != 1 or not isinstance(instr.operands[0], ptx.Sym):
                     raise OperandError(f"line {instr.line}, column {instr.col}: {instr.opcode}: takes one label")
                 op = Op("bra", instr, guard=guard, env=env)
-                fixups.append((op, instr.operands[0].name, instr))
+                fixups.append((op, instr.operands[0].name, instr, labels))
             elif base in ("ret", "exit"):
                 _check_mods(instr, {"uni"})
                 if instr.operands:
@@ -254,6 +262,8 @@ class Program:
                 if op.call.callee not in BUILTINS:
                     called.append(op.call.callee)
                     pending_calls.append(op)
+            elif base == "barrier" and "cluster" in instr.mods:        # ops.cluster: it stalls like try_wait
+                op = Op("op", instr, fn=compile_instruction(instr, env))
             elif base in ("bar", "barrier"):
                 op = self._compile_bar(instr, env, guard)
             else:

@@ -17,7 +17,26 @@ from ..memory import LANES, GlobalMemory, SmemAccess  # noqa: F401 (SmemAccess: 
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 
-_UINT = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+_UINT = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64, 128: np.uint64}
+
+
+def _zeros(width):
+    """A register's 32 lane values: (32,) of its width; a 128-bit register is (32, 2) uint64 (low, high)."""
+    return np.zeros((LANES, 2) if width == 128 else LANES, _UINT[width])
+
+
+def _b128_values(name, values):
+    if isinstance(values, int):
+        values = [values] * LANES
+    v = np.asarray(values, dtype=object if not isinstance(values, np.ndarray) else None)
+    if v.shape == (LANES, 2) and v.dtype.kind in "ui":
+        return v.astype(np.uint64)
+    if v.shape == (LANES,) and v.dtype.kind == "u":
+        return np.stack([v.astype(np.uint64), np.zeros(LANES, np.uint64)], axis=1)
+    if v.shape == (LANES,) and v.dtype == object and all(isinstance(x, int) and 0 <= x < 1 << 128 for x in v):
+        return np.array([[x & (2**64 - 1), x >> 64] for x in v], np.uint64)
+    raise OperandError(f"write {name}: a 128-bit register takes (32, 2) uint64 (low, high), 32 ints in "
+                       f"[0, 2**128) or one such int")
 ALL_LANES = np.ones(LANES, np.bool_)
 
 
@@ -119,10 +138,12 @@ class Warp:
             self.reg_types[n] = ptype
 
     def write(self, name: str, values) -> None:
-        """Set a register in every lane: 32 values or one scalar; raw bits, not converted."""
+        """Set a register in every lane: 32 values or one scalar; raw bits, not converted.  A 128-bit register
+        takes (32, 2) uint64 (low half first), 32 Python ints or one int."""
         width = self.reg_width(name)
         if width == 128:
-            raise UnsupportedError(f"write {name}: 128-bit registers are not supported")
+            self.regs[name] = _b128_values(name, values)
+            return
         dt = _UINT[width]
         v = np.asarray(values)
         if v.dtype.kind == "f":
@@ -151,8 +172,7 @@ class Warp:
             return self.special(name)
         if self.options.uninitialized == "error":
             raise OperandError(f"{instr}: register {name} is read before it is written")
-        width = self.reg_width(name)
-        return np.zeros(LANES, _UINT[width])
+        return _zeros(self.reg_width(name))
 
     def set_reg(self, name: str, values: np.ndarray, mask: np.ndarray) -> None:
         """Write raw bits (already of the register's dtype) to the active lanes."""
@@ -160,10 +180,11 @@ class Warp:
             return
         cur = self.regs.get(name)
         if cur is None:
+            width = self.reg_width(name)
             if mask.all():
-                self.regs[name] = np.array(values, dtype=_UINT[self.reg_width(name)], copy=True)
+                self.regs[name] = np.array(values, dtype=_UINT[width], copy=True).reshape(_zeros(width).shape)
                 return
-            cur = self.regs[name] = np.zeros(LANES, _UINT[self.reg_width(name)])
+            cur = self.regs[name] = _zeros(width)
         if mask.all():
             cur[:] = values
         else:
@@ -181,7 +202,9 @@ class Warp:
             return lane + np.uint32(32 * self.warp_id)
         if name in ("%ntid.x",):
             return np.full(LANES, 32, np.uint32)
-        if name in ("%ntid.y", "%ntid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z", "%nwarpid"):
+        if name in ("%ntid.y", "%ntid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z", "%nwarpid", "%cluster_nctarank",
+                    "%cluster_nctaid.x", "%cluster_nctaid.y", "%cluster_nctaid.z", "%nclusterid.x",
+                    "%nclusterid.y", "%nclusterid.z"):
             return np.ones(LANES, np.uint32)
         if name in ("%warpid",):
             return np.full(LANES, self.warp_id, np.uint32)
@@ -220,7 +243,9 @@ class Warp:
 
     def _compile_statements(self, statements):
         from ..ops import compile_instruction
+        from ..frontend.contract import contract
         prog = []
+        contract(statements)              # ptxas fuses unrounded mul/add pairs (frontend/contract.py)
         for st in statements:
             if isinstance(st, ptx.Instruction):
                 prog.append(compile_instruction(st, self))
@@ -253,8 +278,25 @@ class Warp:
     def yield_turn(self, reason=None):
         """Let other warps run (a failed test_wait in a spin loop); nothing to do for a lone warp."""
 
-    def cluster_targets(self, cta_mask):
-        return [self]
+    # -- thread-block clusters (a lone warp is CTA rank 0 of a cluster of one) -------------------------
+    cluster_rank = 0
+    cluster_size = 1
+
+    def peer(self, instr, rank, lane=None, addr=None):
+        """The warp through which shared memory of CTA ``rank`` of the cluster is reached (this warp for
+        its own CTA); an error for a rank outside the cluster."""
+        if rank == self.cluster_rank:
+            return self
+        from ..errors import MemoryAccessError, fail
+        what = f"shared::cluster address {addr:#x} names" if addr is not None else "names"
+        fail(MemoryAccessError, instr, f"{what} CTA rank {rank} of the cluster, but the cluster has "
+             f"{self.cluster_size} CTA(s) (ranks 0-{self.cluster_size - 1}); this CTA is rank {self.cluster_rank}",
+             lane)
+
+    def cluster_targets(self, cta_mask, instr="multicast", lane=None):
+        """The warps (one per CTA) a multicast with ``cta_mask`` reaches."""
+        m = int(cta_mask)
+        return [self.peer(instr, r, lane) for r in range(16) if m >> r & 1]
 
     def tensormap_bytes(self, instr, space, addr, lane):
         """A copy of the 128 bytes of a tensor map at ``addr`` (generic when ``space`` is None)."""
@@ -283,8 +325,8 @@ class Warp:
     def cvta(self, space, values, to):
         """cvta / cvta.to: the shared window starts at generic address 0 and global addresses are generic
         addresses, so both conversions are the identity."""
-        if space in ("shared", "shared::cta", "global"):
-            return values
+        if space in ("shared", "shared::cta", "shared::cluster", "global"):
+            return values                       # shared::cluster: emulator.memory.dsmem
         raise UnsupportedError(f"cvta.{space}: the .{space} window exists only in kernels run through load_ptx")
 
     def space_load(self, instr, space, addrs, mask, nbytes, align):

@@ -233,6 +233,125 @@ def _fixups(abits, bbits, cbits, spa, spb, redo, fa, fb, fc, fd, L, F, e_zero, m
                                           mode)
 
 
+# ------------------------------------------------------------------------------------------------
+# f32-accumulator GEMMs (D rounded toward zero to binary32 after every step, as every sm_80/sm_90 form with
+# an f32 D does): the same arithmetic carried in binary64, where each piece of it is exact.
+#   * an operand of at most 24 significant bits is a binary64 value; a product of two is exact (<= 48 bits);
+#   * multiplying by s = 2**(F - emax) only moves the exponent, so trunc(p * s) is the reference's term
+#     (|p| aligned F bits below 2**emax, truncated toward zero, sign restored), an integer below 2**(F+2);
+#   * the step's sum of L + 1 such integers stays far below 2**53: exact in any order;
+#   * acc * 2**(emax - F) is exact, and clearing the fraction bits below binary32's last place (the
+#     subnormal grid 2**-149 below 2**-126) is the reference's rounding toward zero.
+# Each loop runs over a row of columns with no branch, so the compiler vectorises it.
+_FBR, _FBC = 32, 256     # rows x columns of one parallel task (measured best of 8..128 x 64..256)
+
+
+@njit(cache=True)
+def _f32_state(bits, v, t, bad):
+    """binary32 C bits -> value (binary64), nominal exponent (ZQ for zeros), and inf/NaN flags."""
+    R, C = bits.shape
+    for r in range(R):
+        for c in range(C):
+            kk, ss, mm, qq, tt = decode(np.int64(bits[r, c]), 3)
+            if kk != NUM:
+                bad[r, c] = True
+                v[r, c] = 0.0
+                t[r, c] = ZQ
+            else:
+                v[r, c] = np.ldexp(np.float64(-mm if ss else mm), qq) if mm else 0.0
+                t[r, c] = tt if mm else ZQ
+
+
+@njit(cache=True)
+def _operand_values(S, q, v):
+    R, C = S.shape
+    for r in range(R):
+        for c in range(C):
+            v[r, c] = np.ldexp(np.float64(S[r, c]), q[r, c]) if S[r, c] != 0 else 0.0
+
+
+@njit(cache=True)
+def _block_f32(m0, m1, n0, n1, av, at, bv, bt, cv0, ct0, L, F, e_zero, out, redo):
+    """Rows m0..m1, columns n0..n1, every K step; the block's accumulators stay in binary64 between steps,
+    and each step's slice of B is reused by every row of the block while it is in cache."""
+    K = bv.shape[0]
+    R = m1 - m0
+    W = n1 - n0
+    cvb = np.empty((R, W), np.int64)
+    cv = cvb.view(np.float64)
+    ct = np.empty((R, W), np.int64)
+    for i in range(R):
+        for n in range(W):
+            cv[i, n] = cv0[m0 + i, n0 + n]
+            ct[i, n] = ct0[m0 + i, n0 + n]
+    emax = np.empty(W, np.float32)         # exponents are small integers: exact in binary32, 8 to a vector
+    ez = np.float32(e_zero)
+    sb = np.empty(W, np.int64)
+    s = sb.view(np.float64)
+    acc = np.empty(W, np.int64)
+    vb = np.empty(W, np.int64)
+    vv = vb.view(np.float64)
+    ovf = np.empty(W, np.bool_)
+    for k0 in range(0, K, L):
+        for i in range(R):
+            m = m0 + i
+            cvi = cv[i]
+            cbi = cvb[i]
+            cti = ct[i]
+            for n in range(W):
+                x = np.float32(cti[n])
+                emax[n] = x if x > ez else ez
+            for j in range(L):
+                ea = at[m, k0 + j]
+                btr = bt[k0 + j, n0:n1]
+                for n in range(W):
+                    e = ea + btr[n]
+                    emax[n] = e if e > emax[n] else emax[n]
+            for n in range(W):
+                sb[n] = (F - np.int64(emax[n]) + 1023) << 52
+                acc[n] = np.int64(cvi[n] * s[n])
+            for j in range(L):
+                a = av[m, k0 + j]
+                bvr = bv[k0 + j, n0:n1]
+                for n in range(W):
+                    acc[n] += np.int64(a * bvr[n] * s[n])
+            for n in range(W):
+                sb[n] = (np.int64(emax[n]) - F + 1023) << 52
+                vv[n] = np.float64(acc[n]) * s[n]
+            any_ovf = False
+            for n in range(W):
+                bits = vb[n]
+                E = ((bits >> 52) & 0x7FF) - 1023
+                drop = 29 if E >= -126 else min(-97 - E, 63)
+                zero = E < -149
+                cbi[n] = 0 if zero else bits & ~((np.int64(1) << drop) - 1)
+                cti[n] = ZQ if zero else (E if E > -126 else -126)
+                ovf[n] = E > 127
+                any_ovf |= E > 127
+            if any_ovf:
+                for n in range(W):
+                    if ovf[n]:
+                        redo[m, n0 + n] = True
+    f = np.empty(1, np.float32)
+    fu = f.view(np.uint32)
+    for i in range(R):
+        for n in range(W):
+            f[0] = np.float32(cv[i, n])
+            out[m0 + i, n0 + n] = np.uint64(fu[0]) if cvb[i, n] != 0 else np.uint64(0)
+
+
+@njit(cache=True, parallel=True)
+def _gemm_f32_par(av, at, bv, bt, cv0, ct0, L, F, e_zero, out, redo):
+    M = av.shape[0]
+    N = bv.shape[1]
+    nrb = (M + _FBR - 1) // _FBR
+    ncb = (N + _FBC - 1) // _FBC
+    for blk in prange(nrb * ncb):
+        m0 = (blk // ncb) * _FBR
+        n0 = (blk % ncb) * _FBC
+        _block_f32(m0, min(M, m0 + _FBR), n0, min(N, n0 + _FBC), av, at, bv, bt, cv0, ct0, L, F, e_zero, out, redo)
+
+
 _LUTS = {}
 
 
@@ -242,8 +361,10 @@ def lut(fmt):
     return _LUTS[fmt]
 
 
-def tc_gemm(abits, bbits, cbits, op):
-    """D bits (M, N) of the GEMM built from the tensor-core instruction ``op`` (an MmaOp)."""
+def tc_gemm(abits, bbits, cbits, op, fast_f32=True):
+    """D bits (M, N) of the GEMM built from the tensor-core instruction ``op`` (an MmaOp). ``fast_f32``:
+    f32-accumulator forms take the binary64 path (``_gemm_f32_par``); False runs the integer path (the
+    tests compare the two)."""
     prm = op._prm
     fa, fb, fc, fd = (int(x) for x in prm[3:7])
     L, F, e_zero, mode = (int(x) for x in prm[15:19])
@@ -260,7 +381,17 @@ def tc_gemm(abits, bbits, cbits, op):
     _decode_matrix(bbits, fb, bS, bq, bt, spb, False, lut(op.variant.btype))
     out = np.empty((M, N), np.uint64)
     redo = np.zeros((M, N), np.bool_)
-    _gemm_par(aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo)
+    if fast_f32 and fc == 3 and fd == 3 and mode == fast.RZ and (len(prm) < 20 or int(prm[19]) == 0):
+        av = np.empty((M, K), np.float64)
+        bv = np.empty((K, N), np.float64)
+        _operand_values(aS, aq, av)
+        _operand_values(bS, bq, bv)
+        cv = np.empty((M, N), np.float64)
+        ct = np.empty((M, N), np.int64)
+        _f32_state(cbits, cv, ct, redo)
+        _gemm_f32_par(av, at.astype(np.float32), bv, bt.astype(np.float32), cv, ct, L, F, e_zero, out, redo)
+    else:
+        _gemm_par(aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo)
     if spa.any() or spb.any() or redo.any():
         _fixups(abits, np.ascontiguousarray(bbits), cbits, spa, spb, redo, fa, fb, fc, fd, L, F, e_zero, mode, out)
     return out
@@ -468,6 +599,78 @@ def _tc_one(a, b, c, d, i, maps, prm, luta, lutb, araw, braw, craw, zeros, aS, a
                 word |= flat[maps[j]] << np.uint64(e * w)
                 j += 1
             d[i, r, lane] = word
+
+
+@njit(cache=True)
+def tc_one_noalloc(a, b, c, d, maps, prm, luta, lutb, u64, i64, flags):
+    """``tc_batch`` for one instruction (index 0) without allocating: every temporary is carved out of the
+    caller's ``u64`` / ``i64`` / ``flags`` (``tc_noalloc_sizes``), so code compiled without numba's
+    reference-counting runtime can call it. Returns False, with ``d`` untouched, when an operand is an inf
+    or NaN, C is one, or an accumulator overflows: the caller then runs the reference executor."""
+    M, N, K = prm[0], prm[1], prm[2]
+    fa, fb, fc, fd = prm[3], prm[4], prm[5], prm[6]
+    L, F, e_zero, mode, groups = prm[15], prm[16], prm[17], prm[18], prm[19]
+    mk, kn, mn = M * K, K * N, M * N
+    araw = u64[0:mk].reshape((M, K))
+    braw = u64[mk:mk + kn].reshape((K, N))
+    craw = u64[mk + kn:mk + kn + mn].reshape((M, N))
+    out = u64[mk + kn + mn:mk + kn + 2 * mn].reshape((M, N))
+    aS = i64[0:mk].reshape((M, K))
+    aq = i64[mk:2 * mk].reshape((M, K))
+    at = i64[2 * mk:3 * mk].reshape((M, K))
+    o = 3 * mk
+    bS = i64[o:o + kn].reshape((K, N))
+    bq = i64[o + kn:o + 2 * kn].reshape((K, N))
+    bt = i64[o + 2 * kn:o + 3 * kn].reshape((K, N))
+    spa = flags[0:M]
+    spb = flags[M:M + N]
+    redo = flags[M + N:M + N + mn]
+    fast._gather(a, 0, maps, prm[20], prm[7], prm[11], araw.reshape(mk))
+    fast._gather(b, 0, maps, prm[21], prm[8], prm[12], braw.reshape(kn))
+    fast._gather(c, 0, maps, prm[22], prm[9], prm[13], craw.reshape(mn))
+    spa[:] = False
+    spb[:] = False
+    redo[:] = False
+    _decode_matrix(araw, fa, aS, aq, at, spa, True, luta)
+    _decode_matrix(braw, fb, bS, bq, bt, spb, False, lutb)
+    for m in range(M):
+        if spa[m]:
+            return False
+    for n in range(N):
+        if spb[n]:
+            return False
+    if groups == 1:                      # sm_90 fp8: the HMMA steps start from +0, C is added last
+        c0 = out
+        c0[:, :] = 0
+    else:
+        c0 = craw
+    _tile_n8(M, N, K, aS.reshape(mk), aq.reshape(mk), at.reshape(mk), bS.reshape(kn), bq.reshape(kn),
+             bt.reshape(kn), c0.reshape(mn), fd if groups == 1 else fc, fd, L, F, e_zero, mode, out.reshape(mn), redo)
+    for k in range(mn):
+        if redo[k]:
+            return False
+    if groups == 1:
+        for m in range(M):
+            for n in range(N):
+                out[m, n] = fast.ieee_add_bits(np.int64(craw[m, n]), np.int64(out[m, n]), fd)
+    nreg = d.shape[1]
+    epr, w = prm[10], prm[14]
+    flat = out.reshape(mn)
+    j = prm[23]
+    for r in range(nreg):
+        for lane in range(32):
+            word = np.uint64(0)
+            for e in range(epr):
+                word |= flat[maps[j]] << np.uint64(e * w)
+                j += 1
+            d[0, r, lane] = word
+    return True
+
+
+def tc_noalloc_sizes(prm):
+    """(u64, i64, flags) element counts ``tc_one_noalloc`` needs for an instruction with parameters prm."""
+    M, N, K = (int(x) for x in prm[:3])
+    return M * K + K * N + 2 * M * N, 3 * (M * K + K * N), M + N + M * N
 
 
 @njit(cache=True, inline="always")

@@ -267,6 +267,12 @@ def int_dot(a_bits, b_bits, c_bits, atype, btype, satfinite):
     return s & 0xFFFFFFFF
 
 
+def b1_dot(a_bits, b_bits, c_bits, bop):
+    """Single-bit mma: D = C + popc(a AND b) or C + popc(a XOR b) over k, wrapping mod 2**32."""
+    op = (lambda x, y: x & y) if bop == "and" else (lambda x, y: x ^ y)
+    return (int(c_bits) + sum(op(int(x) & 1, int(y) & 1) for x, y in zip(a_bits, b_bits))) & 0xFFFFFFFF
+
+
 # ------------------------------------------------------------------------------------------------
 def mma_tiles(variant, A, B, C, arch="sm_90"):
     """Reference D tile (raw bits) from raw-bit tiles A (M,K), B (K,N), C (M,N) of one instruction."""
@@ -294,6 +300,8 @@ def mma_tiles(variant, A, B, C, arch="sm_90"):
                 D[m][n] = fp8_dot(a, b, c, v.atype, v.btype, v.dtype, p)
             elif fam == "int":
                 D[m][n] = int_dot(a, b, c, v.atype, v.btype, v.satfinite)
+            elif fam == "b1":
+                D[m][n] = b1_dot(a, b, c, v.bop)
             elif fam == "f64":
                 D[m][n] = f64_dot(a, b, c)
             else:

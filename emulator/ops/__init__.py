@@ -7,5 +7,6 @@ between a factory, its environment and the compiled ``fn(warp, mask)``.
 from .registry import EXECUTORS, compile_instruction, executor  # noqa: F401
 
 # Import the family modules so that they register themselves.
-from . import alu, carry, cvt, datamove, falu, intx, memops, mma, simd, warpops, wgmma  # noqa: E402,F401
-from . import bulk, mbarrier  # noqa: E402,F401  (after datamove and warpops: they extend 'cp' and 'fence')
+from . import alu, carry, cvt, datamove, falu, intx, memops, mma, mufu, simd, warpops, wgmma  # noqa: E402,F401
+from . import wmma  # noqa: E402,F401  (after mma)
+from . import bulk, cluster, mbarrier  # noqa: E402,F401  (after datamove and warpops: they extend 'cp' and 'fence')

@@ -18,6 +18,8 @@ from ..memory.asyncunit import AsyncCopy
 from ..memory.tensormap import TensorMap
 from ..memory.tma import (global_read, global_write, reduce_values, smem_addresses, tile_load,
                           tile_store_targets)
+from ..memory import dsmem
+from .cluster import resolve_one
 from .common import address, src
 from .datamove import compile_cp as _compile_cp_async
 from .memops import check_inflight
@@ -75,6 +77,14 @@ def _groups(instr, env):
 
 def _mbar_lane(warp, text, a, lane):
     return warp.async_unit.mbarriers.get(text, int(a), lane)
+
+
+def _cluster_dst(warp, text, space, addr, lane):
+    """(warp of the CTA, offset) of a shared destination or mbarrier: a .shared::cluster address names a CTA
+    of the cluster (emulator.memory.dsmem); this CTA's own addresses are plain offsets."""
+    if space == "shared::cluster":
+        return resolve_one(warp, text, int(addr), lane)
+    return warp, int(addr)
 
 
 def _shared_idx(warp, text, addr, nbytes, lane):
@@ -143,16 +153,23 @@ def _bulk(instr, env):
                 fail(MemoryAccessError, text, f"bulk copies move multiples of 16 bytes between 16-byte aligned "
                      f"addresses (size {nb}, dst {int(da[lane]):#x}, src {int(sa[lane]):#x})", lane)
             if to_shared:
-                idx = _shared_idx(warp, text, int(da[lane]), nb, lane)
+                tw, doff = _cluster_dst(warp, text, spaces[0], da[lane], lane)
+                mw, moff = _cluster_dst(warp, text, spaces[0], mb[lane], lane)
+                if mw is not tw:
+                    fail(MemoryAccessError, text, f"the destination (CTA rank {tw.cluster_rank}) and the mbarrier "
+                         f"(CTA rank {mw.cluster_rank}) must be in the same CTA", lane)
+                idx = _shared_idx(tw, text, doff, nb, lane)
                 if from_shared:
-                    data = warp.smem[_shared_idx(warp, text, int(sa[lane]), nb, lane)].copy()
+                    sidx = _shared_idx(warp, text, int(sa[lane]), nb, lane)
+                    u.check_async_read(text, sidx, "the bulk copy")
+                    data = warp.smem[sidx].copy()
                 else:
                     m = np.zeros(32, np.bool_)
                     m[lane] = True
                     data = global_gather(warp.gmem, text, sa.astype(np.uint64), m, nb)[lane]
-                _mbar_lane(warp, text, mb[lane], lane)
-                _start_load(warp, text, lane, idx, data, int(mb[lane]), nb,
-                            {"bytes": nb, "dst": int(da[lane]), "mbar": int(mb[lane])})
+                _mbar_lane(tw, text, moff, lane)
+                _start_load(tw, text, lane, idx, data, moff, nb,
+                            {"bytes": nb, "dst": doff, "mbar": moff, "cta": tw.cluster_rank})
             else:
                 sidx = _shared_idx(warp, text, int(sa[lane]), nb, lane)
                 u.check_async_read(text, sidx, "the bulk copy")
@@ -246,20 +263,30 @@ def _tensor(instr, env):
                 fail(MemoryAccessError, text, f"the shared-memory box address {base:#x} must be 128-byte aligned",
                      lane)
             if to_shared:
+                if cta_mask is None:       # the destination and mbarrier name one CTA (this one, usually)
+                    tw, doff = _cluster_dst(warp, text, spaces[0], base, lane)
+                    mw, moff = _cluster_dst(warp, text, spaces[0], mb[lane], lane)
+                    if mw is not tw:
+                        fail(MemoryAccessError, text, f"the destination (CTA rank {tw.cluster_rank}) and the mbarrier "
+                             f"(CTA rank {mw.cluster_rank}) must be in the same CTA", lane)
+                    targets = [(tw, moff)]
+                else:                      # the same offsets in every CTA of ctaMask
+                    doff = dsmem.offset(base)
+                    targets = [(tw, dsmem.offset(mb[lane]))
+                               for tw in warp.cluster_targets(cta_mask(warp)[lane], text, lane)]
                 off, data = tile_load(tm, c, warp.gmem, text)
-                idx = smem_addresses(base, off, es, tm.swizzle)
+                idx = smem_addresses(doff, off, es, tm.swizzle)
                 bound = np.zeros(32, np.bool_)
                 bound[lane] = True
-                check_bounds(text, np.full(32, base, np.int64), bound, int(off[-1]) + es if off.size else 0,
-                             warp.smem.size)
-                if int(idx.max(initial=0)) >= warp.smem.size:
-                    fail(MemoryAccessError, text, f"the box runs past shared memory ({warp.smem.size} bytes)", lane)
-                _mbar_lane(warp, text, mb[lane], lane)
-                targets = [warp] if cta_mask is None else warp.cluster_targets(cta_mask(warp)[lane])
-                for tw in targets:
-                    _start_load(tw, text, lane, idx, data, int(mb[lane]), tm.box_bytes,
-                                {"bytes": tm.box_bytes, "dst": base, "mbar": int(mb[lane]), "coords": c,
-                                 "box": list(tm.box_dim)})
+                for tw, moff in targets:
+                    check_bounds(text, np.full(32, doff, np.int64), bound, int(off[-1]) + es if off.size else 0,
+                                 tw.smem.size)
+                    if int(idx.max(initial=0)) >= tw.smem.size:
+                        fail(MemoryAccessError, text, f"the box runs past shared memory ({tw.smem.size} bytes)", lane)
+                    _mbar_lane(tw, text, moff, lane)
+                    _start_load(tw, text, lane, idx, data, moff, tm.box_bytes,
+                                {"bytes": tm.box_bytes, "dst": doff, "mbar": moff, "coords": c,
+                                 "box": list(tm.box_dim), "cta": tw.cluster_rank})
             else:
                 addr, inside, off = tile_store_targets(tm, c, text)
                 sidx = smem_addresses(base, off, es, tm.swizzle)

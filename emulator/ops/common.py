@@ -81,8 +81,33 @@ def _float_bits(x, ptype):
     return int(np.array(x, NP[ptype]).view(UINT[width(ptype)]))
 
 
+B128_USE = "only ld, st and mov .b128 take a 128-bit register"
+
+
+def _b128_name(env, op, instr, ptype):
+    """The register of a .b128 operand (a 128-bit register), or OperandError."""
+    if isinstance(op, Imm):
+        raise OperandError(f"{instr.opcode}: a .{ptype} operand must be a 128-bit register, found {op}")
+    name = reg_name(env, op, instr)
+    if name != "_" and env.reg_width(name) != 128:
+        raise OperandError(f"{instr.opcode}: {name} is a {env.reg_width(name)}-bit register; a .b128 operand "
+                           f"needs a 128-bit one (.reg .b128)")
+    return name
+
+
+def _no_b128(env, name, ptype, instr):
+    if name != "_" and env.is_register(name) and env.reg_width(name) == 128:
+        raise OperandError(f"{instr.opcode}: {name} is a 128-bit register and cannot be a .{ptype} operand; "
+                           f"{B128_USE}")
+
+
 def src(env, op, ptype, instr, allow_imm=True):
-    """Compile a reader: ``read(warp) -> np.ndarray`` of 32 lane values with numpy dtype NP[ptype]."""
+    """Compile a reader: ``read(warp) -> np.ndarray`` of 32 lane values with numpy dtype NP[ptype]
+    (for .b128: raw bits as (32, 2) uint64, low half first)."""
+    if ptype == "b128":
+        name = _b128_name(env, op, instr, ptype)
+        text = instr.text
+        return lambda warp: warp.get_reg(name, text)
     w = width(ptype)
     signed = TYPES[ptype][1] == "s"
     dt = NP[ptype]
@@ -99,6 +124,7 @@ def src(env, op, ptype, instr, allow_imm=True):
         addr = symbol_address(env, op, instr)
         return lambda warp: fit(addr(warp), w).view(dt)
     name = reg_name(env, op, instr)
+    _no_b128(env, name, ptype, instr)
     text = instr.text
 
     def read(warp):
@@ -108,9 +134,13 @@ def src(env, op, ptype, instr, allow_imm=True):
 
 def dst(env, op, ptype, instr):
     """Compile a writer: ``write(warp, values, mask)``; values are numpy values of NP[ptype] (or raw bits)."""
+    if ptype == "b128":
+        name = _b128_name(env, op, instr, ptype)
+        return lambda warp, values, mask: warp.set_reg(name, values, mask)
     name = reg_name(env, op, instr)
     if name == "_":
         return lambda warp, values, mask: None
+    _no_b128(env, name, ptype, instr)
     rw = env.reg_width(name)
     w = width(ptype)
     signed = TYPES[ptype][1] == "s"

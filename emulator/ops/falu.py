@@ -6,8 +6,8 @@ Each instruction is its own IEEE operation rounded once (``.rn``/``.rz``/``.rm``
 and ``mul.f32`` are never fused here (ptxas may contract them into FFMA in SASS, the PTX semantics are
 per instruction; nvcc marks uncontractable ones ``.rn``). ``.ftz`` flushes subnormal inputs and results
 of .f32 to zero of the same sign; ``.sat`` clamps to [0, 1] (NaN -> +0). NaN results are the canonical
-NaN (``0x7FFFFFFF`` for .f32). The ``.approx`` forms (and ``div.full``) depend on the hardware's
-approximation tables and are refused rather than guessed.
+NaN (``0x7FFFFFFF`` for .f32). The ``.approx`` forms (and ``div.full``) run on the MUFU unit: they are
+compiled by ``ops/mufu.py``.
 """
 from __future__ import annotations
 
@@ -16,16 +16,17 @@ from fractions import Fraction
 import numpy as np
 
 from ..errors import OperandError, UnsupportedError
+from ..frontend.ptx import Imm
 from .registry import executor
 from .common import dst, split_mods, src
+from .mufu import compile_mufu, is_mufu
 from ..numerics.fround import (FORMATS, MODES, canon_nan, exact, exact_zero, flush, round_exact, round_to, two_sum,
                      zero_sum_sign)
 
 FLOAT_TYPES = {"f32", "f64", "f16", "f16x2", "bf16", "bf16x2"}
 _ELEM = {"f32": "f32", "f64": "f64", "f16": "f16", "f16x2": "f16", "bf16": "bf16", "bf16x2": "bf16"}
 _BITS = {"f32": "b32", "f64": "b64", "f16": "b16", "f16x2": "b32", "bf16": "b16", "bf16x2": "b32"}
-_APPROX_NOTE = ("the .approx forms (and div.full) follow the GPU's approximation hardware, which the emulator "
-                "does not model bit-exactly")
+_APPROX_NOTE = "the .approx forms (and div.full) are compiled by ops/mufu.py"
 
 
 def _mods(instr, extra=None):
@@ -105,6 +106,36 @@ def _exact_lanes(fn, *cols):
     return [fn(*vals) for vals in zip(*flat)]
 
 
+_SIGN64 = np.uint64(1 << 63)
+
+
+def _f64_slots(instr, ops):
+    """Where ptxas puts an ``.f64`` immediate (measured on the H100, and in the SASS of ptxas 13.0).
+
+    DADD/DMUL/DSETP/DFMA take a constant only as their *second* source, so for a and b (the operands of
+    add/sub/mul/min/max, the factors of fma/mad):
+
+    * an immediate ``a`` with a register ``b`` is swapped into the second slot (``sub`` becomes
+      ``-b + a``, the register negated by an operand modifier, which leaves a NaN's sign alone);
+    * ``sub`` with an immediate ``b`` becomes an add of the negated constant: ptxas flips the
+      immediate's sign bit, so a NaN immediate comes back with the opposite sign.
+
+    The register-form NaN rules then apply to the slots: of two NaNs, the second slot's wins. Returns
+    (operand index in the first slot, operand index in the second slot, whether ``sub`` negates the
+    second slot); ``ops.readers`` is updated for a negated immediate.
+    """
+    a_op, b_op = instr.operands[1], instr.operands[2]
+    if ops.ptype != "f64":
+        return 0, 1, True
+    if instr.base == "sub" and isinstance(b_op, Imm):
+        read = ops.readers[1]
+        ops.readers[1] = lambda warp: read(warp).view(np.uint64) ^ _SIGN64
+        return 0, 1, False
+    if isinstance(a_op, Imm) and not isinstance(b_op, Imm):
+        return 1, 0, True
+    return 0, 1, True
+
+
 # ----------------------------------------------------------------------------------------------
 # add / sub / mul / fma / mad
 
@@ -114,17 +145,21 @@ def compile_float(instr, env):
 
 
 def _compile_addmul(instr, env):
+    if getattr(instr, "contract", None) is not None:
+        return _compile_contracted(instr, env, instr.contract)
     q = _mods(instr)
     ptype = q["type"]
     ops = _Operands(instr, env, ptype, "ftz" in q, 2)
     mode, sat = _mode(instr, q), "sat" in q
     base = instr.base
     f64 = ptype == "f64"
+    ia, ib, negate = _f64_slots(instr, ops)     # the DADD/DMUL slots of a and b (f64 immediates)
+    order = (ib, ia)                            # f64: of two NaNs, the second slot's
 
     def run(warp, mask):
-        a, b = ops.f64(warp, 0), ops.f64(warp, 1)
-        if base == "sub":
-            b = -b
+        a, b = ops.f64(warp, ia), ops.f64(warp, ib)
+        if base == "sub" and negate:        # a - b, or -b + a with the immediate a in the second slot
+            a, b = (-a, b) if ia == 1 else (a, -b)
         ovf = None
         if base == "mul":
             if f64 and mode != "rn":
@@ -132,7 +167,7 @@ def _compile_addmul(instr, env):
                 r = round_exact(qs, "f64", mode).reshape(a.shape)
                 with np.errstate(all="ignore"):
                     r = np.where(exact_zero(qs), a * b, r)   # exact zeros: the sign of the product
-                ops.write(warp, ops.f64_nan(warp, r, (1, 0)), mask)
+                ops.write(warp, ops.f64_nan(warp, r, order), mask)
                 return
             with np.errstate(invalid="ignore", over="ignore"):
                 s, e = a * b, None          # exact in float64 for 16/32-bit formats
@@ -142,7 +177,48 @@ def _compile_addmul(instr, env):
             if f64:
                 ovf = np.isinf(s) & np.isfinite(a) & np.isfinite(b)
         r = _finish(ops, s, mode, e, sat, overflow=ovf)
-        ops.write(warp, ops.f64_nan(warp, r, (1, 0)), mask)
+        ops.write(warp, ops.f64_nan(warp, r, order), mask)
+    return run
+
+
+def _compile_contracted(instr, env, info):
+    """An add/sub that ptxas fused with the multiply producing one of its sources (frontend/contract.py):
+    one rounding of a*b + c, as FFMA/DFMA/HFMA2 compute it."""
+    q = _mods(instr)
+    ptype = q["type"]
+    prod = info.producer
+    ops = _Operands(instr, env, ptype, "ftz" in q, 2)
+    fac = _Operands(prod, env, ptype, "ftz" in q, 2)
+    div = prod.base == "div"
+    form = ".".join(("div",) + prod.mods)
+
+    def run(warp, mask):
+        if div:                         # the last FMUL of the division: rcp(b') * a'
+            from ..numerics import mufu as MU
+            ra, rb = (fac.readers[i](warp).view(np.uint32) for i in (0, 1))
+            with np.errstate(all="ignore"):
+                r_, a_ = MU.div_factors(np, form, ra, rb)
+            a = MU.f32_to_f64(np, r_)
+            b = MU.f32_to_f64(np, a_)
+        else:
+            a, b = fac.f64(warp, 0), fac.f64(warp, 1)
+        c = ops.values(warp, 1 - info.index).astype(np.float64)
+        if info.negate_product:
+            a = -a
+        if info.negate_other:
+            c = -c
+        with np.errstate(invalid="ignore", over="ignore"):
+            p = a * b
+        if ptype == "f64":
+            qs = _exact_lanes(_fma_exact, a, b, c)
+            r = round_exact(qs, "f64", "rn").reshape(a.shape)
+            with np.errstate(all="ignore"):
+                r = np.where(exact_zero(qs), zero_sum_sign(p + c, p, c, "rn"), r)
+            ops.write(warp, canon_nan(r, "f64"), mask)
+            return
+        s, e = two_sum(p, c)
+        s = zero_sum_sign(s, p, c, "rn")
+        ops.write(warp, canon_nan(_finish(ops, s, "rn", e), ops.fmt), mask)
     return run
 
 
@@ -174,9 +250,11 @@ def _compile_fma(instr, env):
         mode = "rn"         # ptxas 13 (sm_90) emits the round-to-nearest HFMA2.BF16 for every rounding mode
     if ptype == "bf16" and mode != "rn":
         return _fma_bf16_directed(ops, mode)
+    ia, ib, _ = _f64_slots(instr, ops)          # f64: an immediate factor goes to the DFMA's second slot
+    order = (ib, 2, ia)                         # f64: the first NaN of the second slot, c, the first slot
 
     def run(warp, mask):
-        a, b, c = ops.f64(warp, 0), ops.f64(warp, 1), ops.f64(warp, 2)
+        a, b, c = ops.f64(warp, ia), ops.f64(warp, ib), ops.f64(warp, 2)
         with np.errstate(invalid="ignore", over="ignore"):
             p = a * b                       # exact for 16/32-bit formats; its sign is right for f64 too
         if ptype == "f64":
@@ -184,7 +262,7 @@ def _compile_fma(instr, env):
             r = round_exact(qs, "f64", mode).reshape(a.shape)
             with np.errstate(all="ignore"):
                 r = np.where(exact_zero(qs), zero_sum_sign(p + c, p, c, mode), r)
-            ops.write(warp, ops.f64_nan(warp, r, (1, 2, 0)), mask)
+            ops.write(warp, ops.f64_nan(warp, r, order), mask)
             return
         s, e = two_sum(p, c)
         s = zero_sum_sign(s, p, c, mode)
@@ -292,9 +370,10 @@ def _compile_minmax(instr, env):
     xorsign = "xorsign" in q
     nbits = np.dtype(ops.ut).itemsize * 8
     sign = ops.ut(1 << (nbits - 1))
+    ia, ib, _ = _f64_slots(instr, ops)          # f64: an immediate goes to the DSETP's second slot
 
     def run(warp, mask):
-        a, b = ops.values(warp, 0), ops.values(warp, 1)
+        a, b = ops.values(warp, ia), ops.values(warp, ib)
         if xorsign:     # min/max of |a| and |b|; the result's sign is sign(a) XOR sign(b)
             ua, ub = a.view(ops.ut), b.view(ops.ut)
             sgn = (ua ^ ub) & sign
@@ -304,7 +383,7 @@ def _compile_minmax(instr, env):
             ops.write(warp, np.where(np.isnan(r.astype(np.float64)), r, out), mask)   # a NaN keeps sign 0
             return
         r = pick(a, b)
-        ops.write(warp, ops.f64_nan(warp, r, (1, 0)), mask)      # f64: two NaNs give b, quieted
+        ops.write(warp, ops.f64_nan(warp, r, (ib, ia)), mask)    # f64: two NaNs give the second slot, quieted
 
     def pick(a, b):
         fa, fb = a.astype(np.float64), b.astype(np.float64)
@@ -386,16 +465,6 @@ def compile_testp(instr, env):
     return run
 
 
-_APPROX_ONLY = ("ex2", "lg2", "sin", "cos", "rsqrt", "tanh")
-
-
-@executor(*_APPROX_ONLY)
-def compile_approx_only(instr, env):
-    raise UnsupportedError(f"{instr.opcode}: {instr.base} exists only as .approx in PTX, and {_APPROX_NOTE}; "
-                           f"supported float instructions: add, sub, mul, fma, mad, div.rnd, rcp.rnd, sqrt.rnd, "
-                           f"min, max, neg, abs, copysign, testp")
-
-
 @executor("fma")
 def compile_fma(instr, env):
     return _compile_fma(instr, env)
@@ -403,6 +472,8 @@ def compile_fma(instr, env):
 
 @executor("div")
 def compile_div(instr, env):
+    if is_mufu(instr):
+        return compile_mufu(instr, env)
     if any(m.startswith(("f", "bf")) for m in instr.mods):
         return _compile_div(instr, env)
     from .intx import compile_intdiv
@@ -411,11 +482,15 @@ def compile_div(instr, env):
 
 @executor("rcp")
 def compile_rcp(instr, env):
+    if is_mufu(instr):
+        return compile_mufu(instr, env)
     return _compile_div(instr, env)
 
 
 @executor("sqrt")
 def compile_sqrt(instr, env):
+    if is_mufu(instr):
+        return compile_mufu(instr, env)
     return _compile_sqrt(instr, env)
 
 

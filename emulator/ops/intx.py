@@ -8,7 +8,7 @@ import numpy as np
 
 from isa.types import TYPES
 from ..errors import OperandError, UnsupportedError
-from ..frontend.ptx import Pair
+from ..frontend.ptx import Imm, Pair
 from .registry import executor
 from .common import NP, UINT, dst, reg_name, split_mods, src, width
 from ..numerics.fround import flush
@@ -116,6 +116,18 @@ def _field(v, w):
     return v & 0xFF if w == 32 else min(v, 0xFF)
 
 
+def _bfe_folds_to_ones(instr, ptype):
+    """ptxas 13.0 folds ``bfe.s32 d, a, pos, len`` with a register ``a`` and immediate ``pos`` >= 32 and
+    ``len`` >= 1 into ``MOV d, 0xffffffff``, whatever ``a`` holds (the PTX ISA gives the replicated sign
+    bit of a, and so does the form with a register position or length). Measured on the H100."""
+    _, a, pos, ln = instr.operands
+    if ptype != "s32" or isinstance(a, Imm) or not (isinstance(pos, Imm) and isinstance(ln, Imm)):
+        return False
+    if pos.kind != "int" or ln.kind != "int":
+        return False
+    return _field(pos.value & 0xFFFFFFFF, 32) >= 32 and _field(ln.value & 0xFFFFFFFF, 32) >= 1
+
+
 @executor("bfe")
 def compile_bfe(instr, env):
     q = _typed(instr, {"u32", "u64", "s32", "s64"}, 4)
@@ -126,6 +138,9 @@ def compile_bfe(instr, env):
     b = src(env, instr.operands[2], "u32", instr)
     c = src(env, instr.operands[3], "u32", instr)
     d = dst(env, instr.operands[0], ptype, instr)
+    if _bfe_folds_to_ones(instr, ptype):
+        ones = np.full(32, -1, np.int32)
+        return lambda warp, mask: d(warp, ones, mask)
 
     def run(warp, mask):
         out = []

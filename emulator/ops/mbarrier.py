@@ -12,6 +12,8 @@ import numpy as np
 from ..errors import MBarrierError, OperandError, UnsupportedError, fail
 from ..frontend.ptx import Imm, Mem, Reg
 from ..memory.tensormap import replace_field
+from ..memory import dsmem
+from .cluster import resolve_one
 from .common import address, dst, src
 from .registry import executor
 from .warpops import compile_nop
@@ -22,13 +24,13 @@ LANE = np.arange(32)
 class MBarrierWait:
     """Why lanes stall: a wait for an mbarrier phase (what the deadlock report and the timeline name)."""
 
-    def __init__(self, unit, text, addrs, parity=None, states=None):
+    def __init__(self, unit, text, addrs, parity=None, states=None, units=None):
         self.unit, self.text, self.addrs, self.parity, self.states = unit, text, addrs, parity, states
+        self.units = units or [unit] * len(addrs)     # the async unit of the CTA each barrier lives in
 
     def ready(self):
-        live = self.unit.mbarriers.live
         for i, a in enumerate(self.addrs):
-            b = live.get(a)
+            b = self.units[i].mbarriers.live.get(a)
             if b is None:
                 continue
             if self.parity is not None and (b.phase & 1) != self.parity[i]:
@@ -39,8 +41,12 @@ class MBarrierWait:
 
     def describe(self):
         parts = []
-        for i, a in enumerate(dict.fromkeys(self.addrs)):
-            b = self.unit.mbarriers.live.get(a)
+        seen = set()
+        for i, a in enumerate(self.addrs):
+            if (id(self.units[i]), a) in seen:
+                continue
+            seen.add((id(self.units[i]), a))
+            b = self.units[i].mbarriers.live.get(a)
             want = (f"the phase of parity {self.parity[i]}" if self.parity is not None
                     else f"phase {self.states[i] >> 32} to complete")
             parts.append(f"{want} of " + (b.describe() if b else f"the (invalidated) mbarrier at {a:#x}"))
@@ -96,12 +102,23 @@ def _unit(warp):
     return warp.async_unit
 
 
+def _target(warp, text, space, addr, lane):
+    """(async unit, shared offset) of the mbarrier at ``addr``: a shared::cluster (or generic) address may
+    name a barrier in another CTA of the cluster (``mbarrier.arrive.shared::cluster`` on a remote barrier)."""
+    a = int(addr)
+    if space == "shared::cluster" or (space is None and a >= 1 << dsmem.SHIFT):
+        tw, off = resolve_one(warp, text, a, lane)
+        return tw.async_unit, off
+    return warp.async_unit, a
+
+
 @executor("mbarrier")
 def compile_mbarrier(instr, env):
     q = _mods(instr)
     op = q["op"]
     ops = list(instr.operands)
     text = instr.text or instr.opcode
+    space = q.get("space")
     if op == "init":
         if len(ops) != 2:
             raise OperandError(f"{instr.opcode}: mbarrier.init [addr], count")
@@ -109,20 +126,20 @@ def compile_mbarrier(instr, env):
         count = src(env, ops[1], "u32", instr)
 
         def run(warp, mask):
-            u = _unit(warp)
             a, c = addr(warp), count(warp)
             for lane in _lanes(mask):
-                u.mbarriers.init(text, int(a[lane]), int(c[lane]), lane)
+                u, off = _target(warp, text, space, a[lane], lane)
+                u.mbarriers.init(text, off, int(c[lane]), lane)
         return run
     if op == "inval":
         addr = _smem_addr(env, ops[0], instr)
 
         def run(warp, mask):
-            u = _unit(warp)
             a = addr(warp)
             for lane in _lanes(mask):
-                if int(a[lane]) in u.mbarriers.live:
-                    u.mbarriers.inval(text, int(a[lane]), lane)
+                u, off = _target(warp, text, space, a[lane], lane)
+                if off in u.mbarriers.live:
+                    u.mbarriers.inval(text, off, lane)
         return run
     if op in ("expect_tx", "complete_tx"):
         if len(ops) != 2:
@@ -131,10 +148,10 @@ def compile_mbarrier(instr, env):
         cnt = src(env, ops[1], "u32", instr)
 
         def run(warp, mask):
-            u = _unit(warp)
             a, c = addr(warp), cnt(warp)
             for lane in _lanes(mask):
-                getattr(u.mbarriers, op)(text, int(a[lane]), int(c[lane]), lane)
+                u, off = _target(warp, text, space, a[lane], lane)
+                getattr(u.mbarriers, op)(text, off, int(c[lane]), lane)
         return run
     if op in ("arrive", "arrive_drop"):
         # [state,] [addr] {, count | txCount}
@@ -157,19 +174,19 @@ def compile_mbarrier(instr, env):
         drop = op == "arrive_drop"
 
         def run(warp, mask):
-            u = _unit(warp)
             a = addr(warp)
             e = extra(warp) if extra is not None else None
             out = np.zeros(32, np.uint64)
             for lane in _lanes(mask):
+                u, off = _target(warp, text, space, a[lane], lane)
                 if expect:
-                    u.mbarriers.expect_tx(text, int(a[lane]), int(e[lane]), lane)
+                    u.mbarriers.expect_tx(text, off, int(e[lane]), lane)
                     n = 1
                 else:
                     n = int(e[lane]) if e is not None else 1
                     if e is not None and not 1 <= n < 1 << 20:
                         fail(MBarrierError, text, f"arrive count {n} must be 1..{(1 << 20) - 1}", lane)
-                out[lane] = u.mbarriers.arrive(text, int(a[lane]), n, drop, lane)
+                out[lane] = u.mbarriers.arrive(text, off, n, drop, lane)
             if state_w is not None:
                 state_w(warp, out, mask)
         return run
@@ -188,17 +205,20 @@ def compile_mbarrier(instr, env):
             a = addr(warp)
             v = val(warp)
             done = np.zeros(32, np.bool_)
+            where = {}
             for lane in _lanes(mask):
+                tu, off = where[lane] = _target(warp, text, space, a[lane], lane)
                 if parity:
-                    done[lane] = u.mbarriers.phase_done(text, int(a[lane]), int(v[lane]) & 1, lane)
+                    done[lane] = tu.mbarriers.phase_done(text, off, int(v[lane]) & 1, lane)
                 else:
-                    done[lane] = u.mbarriers.state_done(text, int(a[lane]), int(v[lane]), lane)
+                    done[lane] = tu.mbarriers.state_done(text, off, int(v[lane]), lane)
             waiting = mask & ~done
             if waiting.any():
                 lanes = _lanes(waiting)
-                reason = MBarrierWait(u, text, [int(a[i]) for i in lanes],
+                reason = MBarrierWait(u, text, [where[i][1] for i in lanes],
                                       parity=[int(v[i]) & 1 for i in lanes] if parity else None,
-                                      states=None if parity else [int(v[i]) for i in lanes])
+                                      states=None if parity else [int(v[i]) for i in lanes],
+                                      units=[where[i][0] for i in lanes])
                 if blocking and warp.stall(waiting, reason):
                     pw(warp, done, mask & done)
                     return

@@ -11,12 +11,14 @@ from isa.datamove import LD_ST
 from isa.types import TYPES
 from .wgmma.state import check_smem_write as check_wgmma_reads
 from ..errors import AsyncHazardError, OperandError, UnsupportedError, fail
+from ..memory.dsmem import target_rank as dsmem_rank
 from ..memory import check_alignment, check_bounds, gather, global_gather, global_scatter, scatter
 from ..frontend.ptx import Imm, Mem, Reg, Vec
 from .registry import executor
-from .common import NP, UINT, address, dst, split_mods, src, width
+from .cluster import cluster_groups, generic_window
+from .common import NP, UINT, address, dst, reg_name, split_mods, src, width
 
-SPACES = ("shared", "shared::cta", "global", "local", "param", "const")
+SPACES = ("shared", "shared::cta", "shared::cluster", "global", "local", "param", "const")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -63,22 +65,40 @@ def shared_store(warp, instr, addrs, mask, data, align, op="st", log=True):
 
 
 def _generic_split(warp, addrs, mask):
-    shared = mask & (addrs >= 0) & (addrs < warp.smem.size)
-    return shared, mask & ~shared
+    """Generic addresses: this CTA's shared window, other CTAs' shared windows (the cluster), the rest."""
+    shared, remote = generic_window(warp, addrs, mask)
+    return shared, remote, mask & ~shared & ~remote
+
+
+def cluster_load(warp, instr, addrs, mask, nbytes, align):
+    """A shared::cluster load: each lane reads the CTA its address names (this CTA's bytes as a shared load)."""
+    out = np.zeros((32, nbytes), np.uint8)
+    for tw, off, lanes in cluster_groups(warp, instr, addrs, mask):
+        out[lanes] = shared_load(tw, instr, off, lanes, nbytes, align, log=tw is warp)[lanes]
+    return out
+
+
+def cluster_store(warp, instr, addrs, mask, data, align):
+    for tw, off, lanes in cluster_groups(warp, instr, addrs, mask):
+        shared_store(tw, instr, off, lanes, data, align, log=tw is warp)
 
 
 def load(warp, instr, space, addrs, mask, nbytes, align):
     """Bytes (32, nbytes) from any state space."""
     if space in ("shared", "shared::cta"):
         return shared_load(warp, instr, addrs, mask, nbytes, align)
+    if space == "shared::cluster":
+        return cluster_load(warp, instr, addrs, mask, nbytes, align)
     if space == "global":
         check_alignment(instr, addrs, mask, align)
         return global_gather(warp.gmem, instr, addrs, mask, nbytes)
     if space is None:
-        sh, gl = _generic_split(warp, addrs, mask)
+        sh, dsm, gl = _generic_split(warp, addrs, mask)
         out = np.zeros((32, nbytes), np.uint8)
         if sh.any():
             out[sh] = shared_load(warp, instr, addrs, sh, nbytes, align)[sh]
+        if dsm.any():
+            out[dsm] = cluster_load(warp, instr, addrs, dsm, nbytes, align)[dsm]
         if gl.any():
             check_alignment(instr, addrs, gl, align)
             out[gl] = global_gather(warp.gmem, instr, addrs, gl, nbytes)[gl]
@@ -89,16 +109,20 @@ def load(warp, instr, space, addrs, mask, nbytes, align):
 def store(warp, instr, space, addrs, mask, data, align):
     if space in ("shared", "shared::cta"):
         return shared_store(warp, instr, addrs, mask, data, align)
+    if space == "shared::cluster":
+        return cluster_store(warp, instr, addrs, mask, data, align)
     if space == "global":
         check_alignment(instr, addrs, mask, align)
         return global_scatter(warp.gmem, instr, addrs, mask, data)
     if space is None:
-        sh, gl = _generic_split(warp, addrs, mask)
+        sh, dsm, gl = _generic_split(warp, addrs, mask)
         if gl.any():
             check_alignment(instr, addrs, gl, align)
             global_scatter(warp.gmem, instr, addrs, gl, data)
         if sh.any():
             shared_store(warp, instr, addrs, sh, data, align)
+        if dsm.any():
+            cluster_store(warp, instr, addrs, dsm, data, align)
         return None
     return warp.space_store(instr, space, addrs, mask, data, align)
 
@@ -162,9 +186,15 @@ def compile_ld(instr, env):
     addr = address(env, a, instr)
     regs = _reg_list(env, d, n, instr)
     writers = [dst(env, r, ptype, instr) for r in regs]
-    dt = UINT[ew * 8]
     nbytes = ew * n
     text = instr.text
+    if ptype == "b128":                 # a 128-bit register holds (32, 2) uint64, low half first
+        def run128(warp, mask):
+            vals = load(warp, text, space, addr(warp), mask, nbytes, nbytes).view(np.uint64).reshape(32, n, 2)
+            for i, wr in enumerate(writers):
+                wr(warp, vals[:, i].copy(), mask)
+        return run128
+    dt = UINT[ew * 8]
 
     def run(warp, mask):
         raw = load(warp, text, space, addr(warp), mask, nbytes, nbytes)
@@ -182,9 +212,15 @@ def compile_st(instr, env):
         raise OperandError(f"{instr.opcode}: the destination must be an address [..], found {a}")
     addr = address(env, a, instr)
     readers = [src(env, r, ptype, instr) for r in _reg_list(env, s, n, instr)]
-    dt = UINT[ew * 8]
     nbytes = ew * n
     text = instr.text
+    if ptype == "b128":
+        def run128(warp, mask):
+            vals = np.stack([np.asarray(r(warp), np.uint64).reshape(32, 2) for r in readers], axis=1)
+            store(warp, text, space, addr(warp), mask, np.ascontiguousarray(vals).view(np.uint8).reshape(32, nbytes),
+                  nbytes)
+        return run128
+    dt = UINT[ew * 8]
 
     def run(warp, mask):
         vals = np.stack([r(warp).view(dt) for r in readers], axis=1)
@@ -198,18 +234,45 @@ def compile_st(instr, env):
 
 @executor("mov")
 def compile_mov(instr, env):
-    q = split_mods(instr, {"type": set(TYPES) - {"b128"}})
+    q = split_mods(instr, {"type": set(TYPES)})
     if "type" not in q:
         raise OperandError(f"{instr.opcode}: missing the type (e.g. .u32)")
     ptype = q["type"]
     if len(instr.operands) != 2:
         raise OperandError(f"{instr.opcode}: mov takes 2 operands, found {len(instr.operands)}")
     d, s = instr.operands
+    if ptype == "b128" and (isinstance(d, Vec) or isinstance(s, Vec)):
+        return _mov_pack128(instr, env, d, s)
     if isinstance(d, Vec) or isinstance(s, Vec):
         return _mov_pack(instr, env, ptype, d, s)
     read = src(env, s, ptype, instr)
     write = dst(env, d, ptype, instr)
     return lambda warp, mask: write(warp, read(warp), mask)
+
+
+def _mov_pack128(instr, env, d, s):
+    """mov.b128 %q, {%rd0, %rd1} and mov.b128 {%rd0, %rd1}, %q: the first element is the low half."""
+    vec = s if isinstance(s, Vec) else d
+    if isinstance(d, Vec) and isinstance(s, Vec):
+        raise OperandError(f"{instr.opcode}: vector operands on both sides")
+    if len(vec.items) != 2:
+        raise OperandError(f"{instr.opcode}: the vector operand of mov.b128 has two .b64 registers, found {vec}")
+    for it in vec.items:
+        n = reg_name(env, it, instr) if not isinstance(it, Imm) else None
+        if n is None or (n != "_" and env.reg_width(n) != 64):
+            raise OperandError(f"{instr.opcode}: the vector operand of mov.b128 has two 64-bit registers, found {it}")
+    if isinstance(s, Vec):
+        readers = [src(env, it, "b64", instr) for it in s.items]
+        write = dst(env, d, "b128", instr)
+        return lambda warp, mask: write(warp, np.stack([r(warp) for r in readers], axis=1), mask)
+    read = src(env, s, "b128", instr)
+    writers = [dst(env, it, "b64", instr) for it in d.items]
+
+    def unpack(warp, mask):
+        v = np.asarray(read(warp), np.uint64).reshape(32, 2)
+        for i, wr in enumerate(writers):
+            wr(warp, v[:, i].copy(), mask)
+    return unpack
 
 
 def _mov_pack(instr, env, ptype, d, s):
@@ -306,7 +369,7 @@ def compile_createpolicy(instr, env):
 
 @executor("isspacep")
 def compile_isspacep(instr, env):
-    q = split_mods(instr, {"space": {"global", "shared", "shared::cta", "local", "const", "param"}})
+    q = split_mods(instr, {"space": {"global", "shared", "shared::cta", "shared::cluster", "local", "const", "param"}})
     if "space" not in q or len(instr.operands) != 2:
         raise OperandError(f"{instr.opcode}: needs a state space and 2 operands (p, a)")
     space = q["space"]
@@ -315,7 +378,11 @@ def compile_isspacep(instr, env):
 
     def run(warp, mask):
         a = read(warp).astype(np.int64)
-        shared = (a >= 0) & (a < warp.smem.size)
+        shared, remote = generic_window(warp, a, np.ones(32, np.bool_))
+        if remote.any():             # an address of a CTA rank outside the cluster is in no space
+            for lane in np.flatnonzero(remote):
+                if dsmem_rank(int(a[lane]), warp.cluster_rank) >= warp.cluster_size:
+                    remote[lane] = False
         local = np.zeros(32, bool)
         bases = getattr(warp, "local_bases", None)
         size = getattr(warp, "local_size", 0)
@@ -324,11 +391,13 @@ def compile_isspacep(instr, env):
             local = (rel >= 0) & (rel < size)
         if space in ("shared", "shared::cta"):
             r = shared
+        elif space == "shared::cluster":
+            r = shared | remote
         elif space == "local":
             r = local
         elif space == "param":
             r = np.zeros(32, bool)
         else:
-            r = ~shared & ~local
+            r = ~shared & ~local & ~generic_window(warp, a, np.ones(32, np.bool_))[1]
         d(warp, r, mask)
     return run

@@ -21,7 +21,7 @@ from ..numerics.params import ARCH_ALIASES, FORMATS, tc_params
 MODEL_ARCHS = {"tc": ("sm_80", "sm_86", "sm_90"), "int": ("sm_80", "sm_86", "sm_90"),
                "f64": ("sm_80", "sm_86", "sm_90"), "fp8": ("sm_90",),
                # ptxas 13.0 emits the same CUDA-core sequence for sm_80/sm_86 (tests/data/mma/sass_sm8*.json)
-               "m8n8k4_f16": ("sm_80", "sm_86", "sm_90")}
+               "m8n8k4_f16": ("sm_80", "sm_86", "sm_90"), "b1": ("sm_80", "sm_86", "sm_90")}
 
 _LAYOUTS = ("row", "col")
 WIDE_BATCH = 32         # tensor-core batches at least this large run vectorised across instructions
@@ -35,9 +35,11 @@ def canonical_spelling(opcode: str) -> str:
     parts = opcode.strip().split(".")
     if not parts or parts[0] != "mma":
         fail(UnsupportedError, opcode, "not an mma instruction")
-    shape, layouts, types, flags, other = None, [], [], set(), []
+    shape, layouts, types, flags, other, bop = None, [], [], set(), [], ""
     for p in parts[1:]:
-        if p in ("sync", "aligned", "satfinite"):
+        if p in ("xor", "and") and not bop:
+            bop = p
+        elif p in ("sync", "aligned", "satfinite", "popc"):
             if p in flags:
                 fail(UnsupportedError, opcode, f"modifier .{p} given twice")
             flags.add(p)
@@ -51,8 +53,11 @@ def canonical_spelling(opcode: str) -> str:
             other.append(p)
     if other or shape is None or len(layouts) != 2 or len(types) != 4 or not {"sync", "aligned"} <= flags:
         return None
+    if bool(bop) != ("popc" in flags):
+        return None
     sat = ".satfinite" if "satfinite" in flags else ""
-    return f"mma.sync.aligned.{shape}.{layouts[0]}.{layouts[1]}{sat}.{'.'.join(types)}"
+    tail = f".{bop}.popc" if bop else ""
+    return f"mma.sync.aligned.{shape}.{layouts[0]}.{layouts[1]}{sat}.{'.'.join(types)}{tail}"
 
 
 def supported_spellings(arch: str | None = None):
@@ -118,6 +123,17 @@ class MmaOp:
             prm = [M, N, K, epr[0], epr[1], w[0], w[1], int(v.atype[0] == "s"), int(v.btype[0] == "s"),
                    int(v.satfinite)]
             self._kern = fast.int_batch
+        elif fam == "b1":
+            # exact: AND is the product of bits; XOR as popc(a & ~b) + popc(~a & b), as the H100 runs it
+            prm = [M, N, K, epr[0], epr[1], 1, 1, 0, 0, 0]
+            if v.bop == "and":
+                self._kern = fast.int_batch
+            else:
+                def _xor(a, b, c, d, maps, prm_):
+                    t = np.empty_like(d)
+                    fast.int_batch(a, ~b, c, t, maps, prm_)
+                    fast.int_batch(~a, b, t, d, maps, prm_)
+                self._kern = _xor
         elif fam == "f64":
             prm = [M, N, K]
             self._kern = fast.f64_batch

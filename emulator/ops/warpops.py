@@ -17,6 +17,7 @@ from .registry import executor
 from .common import NP, UINT, address, dst, format_lanes, split_mods, src, width
 from ..numerics.fround import round_to, two_sum
 from .memops import check_inflight
+from .cluster import cluster_groups, generic_window
 
 LANE = np.arange(32, dtype=np.uint32)
 
@@ -306,7 +307,7 @@ def _float_add(ptype, old, b):
 
 @executor("atom", "red")
 def compile_atom(instr, env):
-    groups = {"space": {"shared", "shared::cta", "global"}, "op": _ATOM_OPS, "type": _ATOM_TYPES,
+    groups = {"space": {"shared", "shared::cta", "shared::cluster", "global"}, "op": _ATOM_OPS, "type": _ATOM_TYPES,
               "sem": {"relaxed", "acquire", "release", "acq_rel", "sc"},
               "scope": {"cta", "gpu", "sys", "cluster"}, "ftz": {"noftz"}}
     q = split_mods(instr, groups)
@@ -339,15 +340,28 @@ def compile_atom(instr, env):
     def run(warp, mask):
         a = addr(warp)
         check_alignment(text, a, mask, nbytes)
-        shared = mask & ((a >= 0) & (a < warp.smem.size)) if space is None else \
-            (mask if space.startswith("shared") else np.zeros(32, np.bool_))
-        glob = mask & ~shared
+        if space is None:
+            shared, remote = generic_window(warp, a, mask)
+        elif space == "shared::cluster":
+            shared, remote = np.zeros(32, np.bool_), mask
+        else:
+            shared = mask if space.startswith("shared") else np.zeros(32, np.bool_)
+            remote = np.zeros(32, np.bool_)
+        glob = mask & ~shared & ~remote
         if shared.any():
             if space is not None:
                 check_bounds(text, a, shared, nbytes, warp.smem.size)
             check_inflight(warp, text, a, shared, nbytes, True)
             warp.log_smem(text, "atom", a, nbytes, shared)
         cells = {}
+        if remote.any():               # shared memory of a CTA of the cluster (this one too, through its rank)
+            for tw, off, lanes in cluster_groups(warp, text, a, remote):
+                check_bounds(text, off, lanes, nbytes, tw.smem.size)
+                check_inflight(tw, text, off, lanes, nbytes, True)
+                if tw is warp:
+                    warp.log_smem(text, "atom", off, nbytes, lanes)
+                for lane in np.flatnonzero(lanes):
+                    cells[lane] = (tw.smem, int(off[lane]))
         for lane in np.flatnonzero(glob):
             cells[lane] = warp.gmem._locate(int(a[lane]), nbytes, text, int(lane))
         bv = rb(warp).view(ut)

@@ -101,6 +101,8 @@ class FastLaunch:
         self.log_addr = np.zeros((LOG_CAP, 32), np.int64)
         self.log_mask = np.zeros(LOG_CAP, np.int64)
         self.lanes = np.arange(32, dtype=np.int64)
+        self.scratch = np.zeros((12, 32), np.uint64)
+        self.log_warp = np.zeros(LOG_CAP, np.int64)
         # constant special registers: one fancy-indexed store per warp fills them all
         names = [n for n in tr.specials]
         self.special_names = names
@@ -108,18 +110,23 @@ class FastLaunch:
             np.arange(32, dtype=np.int64)
         assert all(tr.specials[n][0] == T.R32 for n in names)
 
-    def attach(self, warp):
-        return FastWarp(self, warp)
+    def attach(self, warp, arena=None):
+        return FastWarp(self, warp, arena)
+
+    def cta_arrays(self, nwarps):
+        """A CTA loop's arrays for ``nwarps`` warps (``FastCTA``; ``bind`` it once the warps exist) when the
+        translation allows the CTA loop (``Translation.cta_ok``), else None."""
+        return FastCTA(self, nwarps) if self.tr.cta_ok else None
 
 
 class FastWarp:
     """One warp's arena and counters."""
     IDLE, SLOW, LOG, EXITED = T.ST_IDLE, T.ST_SLOW, T.ST_LOG, T.ST_EXITED
 
-    def __init__(self, launch, warp):
+    def __init__(self, launch, warp, arena=None):
         tr = launch.tr
         self.launch = launch
-        self.arena = arena = np.zeros(max(tr.arena_bytes, 8), np.uint8)
+        self.arena = arena = np.zeros(max(tr.arena_bytes, 8), np.uint8) if arena is None else arena
         warp.regs = ArenaRegs(arena, tr.slots, warp.regs)
         if launch.special_names:
             arena.view(np.uint32)[launch.special_index] = [warp.get_reg(n) for n in launch.special_names]
@@ -141,9 +148,11 @@ class FastWarp:
         st[T.S_SMEM_SIZE] = w.smem.size
         st[T.S_PARAM_PTR] = self.param.ctypes.data
         st[T.S_PARAM_SIZE] = self.param.shape[1]
+        st[T.S_CTA] = 0
         tr = fl.tr
         fl._run(tr.code, tr.imm, self.arena, w.pc, w.exited, w.waiting, w.smem_inflight, fl.gtab, st,
-                fl.log_pc, fl.log_addr, fl.log_mask, tr.mma_regs, tr.mma_maps, tr.mma_prm, *tr.mma_luts, tr.mma_lutidx)
+                fl.log_pc, fl.log_addr, fl.log_mask, tr.mma_regs, tr.mma_maps, tr.mma_prm, *tr.mma_luts, tr.mma_lutidx, fl.scratch,
+                tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags)
         budget[0] = int(st[T.S_BUDGET])
         w.clock = w.issued = int(st[T.S_ISSUED])
         self.executed += int(st[T.S_EXECUTED])
@@ -159,6 +168,96 @@ class FastWarp:
         fl = self.launch
         w._smem_pending.append(partial(_records, w.program.code, fl.tr.code, fl.log_pc[:n].copy(),
                                        fl.log_mask[:n].copy(), fl.log_addr[:n].copy()))
+
+
+class FastCTA:
+    """A CTA run by the jitted CTA loop (``loop.run_cta``): the warps' arenas, PCs, exit and wait masks live
+    in (warps, ...) arrays whose rows are the warps' own arrays, so Python (which runs the instructions the
+    loop hands back) and the loop see the same state."""
+
+    def __init__(self, launch, nw):
+        self.launch = launch
+        self.arenas = np.zeros((nw, max(launch.tr.arena_bytes, 8)), np.uint8)
+        self.pcs = np.zeros((nw, 32), np.int64)
+        self.exited = np.zeros((nw, 32), np.bool_)
+        self.waiting = np.zeros((nw, 32), np.bool_)
+        self.issued = np.zeros(nw, np.int64)
+        self.executed = np.zeros(nw, np.int64)
+        self.wbid = np.full((nw, 32), -1, np.int64)
+        self.bar_arrived = np.zeros(16, np.int64)
+        self.bar_seq = np.zeros(16, np.int64)
+        self.cst = np.zeros(T.NCSTATE, np.int64)
+        self.log_warp = launch.log_warp
+
+    def bind(self, cta):
+        """Make the warps' PCs, exit and wait masks rows of the loop's arrays (their arenas already are)."""
+        for i, w in enumerate(cta.warps):
+            self.pcs[i], self.exited[i], self.waiting[i] = w.pc, w.exited, w.waiting
+            w.pc, w.exited, w.waiting = self.pcs[i], self.exited[i], self.waiting[i]
+            self.issued[i] = w.issued
+        self.param_ptrs = np.array([w.param.__array_interface__["data"][0] for w in cta.warps], np.int64)
+        return self
+
+    def run(self, cta):
+        """Run the CTA to its end; the instructions the loop hands back run through ``cta._step``."""
+        from .loop import run_cta
+        fl = self.launch
+        tr = fl.tr
+        st = fl.state
+        ws = cta.warps
+        while True:
+            st[T.S_BUDGET] = cta.budget[0]
+            st[T.S_INFLIGHT] = cta.inflight_n
+            st[T.S_NLOG] = 0
+            st[T.S_SMEM_PTR] = cta.smem.ctypes.data
+            st[T.S_SMEM_SIZE] = cta.smem.size
+            st[T.S_PARAM_SIZE] = ws[0].param.shape[1]
+            run_cta(tr.code, tr.imm, self.arenas, self.pcs, self.exited, self.waiting, cta.smem_inflight, fl.gtab,
+                    st, fl.log_pc, fl.log_addr, fl.log_mask, self.log_warp, tr.mma_regs, tr.mma_maps, tr.mma_prm,
+                    *tr.mma_luts, tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags,
+                    self.cst, self.issued, self.executed, self.param_ptrs, self.wbid, self.bar_arrived, self.bar_seq)
+            cta.budget[0] = int(st[T.S_BUDGET])
+            n = int(st[T.S_NLOG])
+            if n:
+                self._flush(ws, n)
+            for w, k in zip(ws, self.issued.tolist()):
+                w.clock = w.issued = k
+            status = int(self.cst[T.C_STATUS])
+            if status == T.CTA_DONE:
+                break
+            if status == T.CTA_DEADLOCK:
+                self._report_deadlock(cta)
+            if int(st[T.S_STATUS]) == T.ST_LOG:
+                continue
+            k = int(self.cst[T.C_WARP])
+            w = ws[k]
+            mask = ((int(st[T.S_MASK]) >> fl.lanes) & 1).astype(np.bool_)
+            try:
+                cta._step(w, int(st[T.S_PC]), mask, False)
+            finally:
+                self.issued[k] = w.issued
+        for w, k in zip(ws, self.executed.tolist()):
+            w.fast.executed += k
+
+    def _flush(self, ws, n):
+        fl = self.launch
+        who = self.log_warp[:n]
+        for k, w in enumerate(ws):
+            sel = np.flatnonzero(who == k)
+            if sel.size:
+                w._smem_pending.append(partial(_records, w.program.code, fl.tr.code, fl.log_pc[sel],
+                                               fl.log_mask[sel], fl.log_addr[sel]))
+
+    def _report_deadlock(self, cta):
+        """Hand the loop's barrier state to the scheduler's report (machine.cta), which raises."""
+        order = sorted((int(self.bar_seq[b]), b) for b in range(16) if self.bar_seq[b])
+        cta.barriers = {}
+        for _, b in order:
+            waiters = [(w, (self.wbid[k] == b) & w.waiting) for k, w in enumerate(cta.warps)]
+            cta.barriers[b] = {"arrived": int(self.bar_arrived[b]), "waiters": [x for x in waiters if x[1].any()],
+                               "count": None, "red": []}
+        cta._deadlock()
+        raise AssertionError("the CTA loop reported a deadlock the scheduler does not see")
 
 
 def _records(code, tcode, pcs, masks, addrs):

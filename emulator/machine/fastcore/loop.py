@@ -11,7 +11,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from . import table as T
-from ...numerics.gemm_fast import tc_batch
+from ...numerics.gemm_fast import tc_one_noalloc
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -101,7 +101,7 @@ def _cwidth(c):
     return 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _rd(e, lane, a8, a16, a32, a64, im):
     if e < -1:
         return im[-2 - e]
@@ -116,7 +116,7 @@ def _rd(e, lane, a8, a16, a32, a64, im):
     return np.uint64(a8[i])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _rdf(e, lane, tw, sgn, a8, a16, a32, a64, im):
     """A source read as a tw-bit typed value (``ops.common.src``: truncate, or extend a narrower register)."""
     raw = _rd(e, lane, a8, a16, a32, a64, im)
@@ -130,7 +130,7 @@ def _rdf(e, lane, tw, sgn, a8, a16, a32, a64, im):
     return raw & _mask(tw)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _wrf(e, lane, v, tw, sgn, a8, a16, a32, a64):
     """Write a tw-bit value into a register (``ops.common.dst``: truncate, or extend by signedness)."""
     if e < 0:
@@ -151,7 +151,7 @@ def _wrf(e, lane, v, tw, sgn, a8, a16, a32, a64):
         a16[i] = np.uint16(v & np.uint64(0xFFFF))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _mulhi_u64(a, b):
     m32 = np.uint64(0xFFFFFFFF)
     s32 = np.uint64(32)
@@ -165,7 +165,7 @@ def _mulhi_u64(a, b):
     return p11 + (p01 >> s32) + (p10 >> s32) + (mid >> s32)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _mulhi(a, b, w, sgn):
     if w == 64:
         h = _mulhi_u64(a, b)
@@ -181,7 +181,7 @@ def _mulhi(a, b, w, sgn):
     return ((a * b) >> np.uint64(w)) & _mask(w)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _cmp(code, a, b, w, sgn, flt, fu32, ff32, fu64, ff64):
     if flt:
         if flt == 1:
@@ -237,7 +237,7 @@ def _cmp(code, a, b, w, sgn, flt, fu32, ff32, fu64, ff64):
     return a >= b
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _bool(op, r, c):
     if op == 1:
         return r and c
@@ -248,7 +248,7 @@ def _bool(op, r, c):
     return r
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _f32bits(x, fu32, ff32):
     ff32[2] = x
     if x != x:
@@ -256,7 +256,7 @@ def _f32bits(x, fu32, ff32):
     return np.uint64(fu32[2])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _ffma32(a, b, c, fu64, ff64):
     """fma.rn.f32 as the reference computes it: exact product in binary64, two-sum with c, the error folded
     in by rounding to odd, one rounding to binary32."""
@@ -278,7 +278,7 @@ def _ffma32(a, b, c, fu64, ff64):
     return np.float32(s)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _find(gtab, addr, nbytes):
     """Index of the allocation holding [addr, addr + nbytes), or -1."""
     lo, hi = 0, gtab.shape[0] - 1
@@ -295,7 +295,7 @@ def _find(gtab, addr, nbytes):
     return k
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _mem_plan(row, imrow, m, a8, a16, a32, a64, inflight, gtab, state, addrs, ptrs):
     """Addresses of every lane and, for the active ones, the raw host address of the access (``ptrs``).
     Returns the lanes that access shared memory, or -1 when an active lane needs the reference's checks
@@ -348,7 +348,7 @@ def _mem_plan(row, imrow, m, a8, a16, a32, a64, inflight, gtab, state, addrs, pt
     return shared
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _gather(e, tw, sgn, out, a8, a16, a32, a64, im):
     """All 32 lanes of a source read as tw-bit typed values (``ops.common.src``)."""
     if e < -1:
@@ -386,7 +386,7 @@ def _gather(e, tw, sgn, out, a8, a16, a32, a64, im):
             out[lane] &= mk
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64):
     """Write tw-bit values to the lanes in ``em`` of a register (``ops.common.dst``)."""
     if e < 0:
@@ -413,7 +413,7 @@ def _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64):
                 a16[i + lane] = np.uint16(v & np.uint64(0xFFFF))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64):
     """One ALU instruction on the lanes in ``em``: gather the sources, compute every lane, write back."""
     w = row[T.W]
@@ -460,6 +460,25 @@ def _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32,
         for lane in range(LANES):
             x = xa[lane]
             xr[lane] = ((U0 - x) & mk) if np.int64(_sext(x, w)) < 0 else x
+    elif opc == T.BFE:                            # ops.intx.compile_bfe
+        _gather(eb, 32, 0, xb, a8, a16, a32, a64, imrow)
+        _gather(ec, 32, 0, xc, a8, a16, a32, a64, imrow)
+        for lane in range(LANES):
+            pos = np.int64(xb[lane])
+            ln = np.int64(xc[lane])
+            if w == 32:
+                pos &= 0xFF
+                ln &= 0xFF
+            else:
+                pos = min(pos, 255)
+                ln = min(ln, 255)
+            x = xa[lane]
+            k = 0 if pos >= w else min(ln, w - pos)
+            keep = U0 if k == 0 else ALL >> np.uint64(64 - k)
+            field = (x >> np.uint64(pos if pos < 64 else 0)) & keep
+            if sgn and ln != 0 and (x >> np.uint64(min(pos + ln - 1, w - 1))) & U1:
+                field |= ~keep & mk
+            xr[lane] = field
     elif opc == T.SHL or opc == T.SHR:
         _gather(eb, 32, 0, xb, a8, a16, a32, a64, imrow)
         uw = np.uint64(w)
@@ -554,7 +573,7 @@ def _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32,
     _scatter(row[T.D], xr, em, tw, sgn, a8, a16, a32, a64)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
     """shfl.sync as ``ops.warpops`` defines it; False (nothing written) when a lane breaks a rule."""
     _gather(row[T.V0], 32, 0, xr, a8, a16, a32, a64, imrow)      # membermask, per lane
@@ -598,7 +617,7 @@ def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _lut(kind, i, l1, l256, l64k):
     if kind == 0:
         return l1[i]
@@ -607,16 +626,17 @@ def _lut(kind, i, l1, l256, l64k):
     return l64k[i]
 
 
-@njit(cache=True)
-def _mma(row, mregs, mmaps, mprm, l1, l256, l64k, mlutidx, a32):
-    """mma.sync of a tensor-core family through the same kernel as ``ops.mma`` (numerics.gemm_fast)."""
+@njit(cache=True, _nrt=False)
+def _mma(row, mregs, mmaps, mprm, l1, l256, l64k, mlutidx, a32, mbuf, mu64, mi64, mflags):
+    """mma.sync of a tensor-core family through the same arithmetic as ``ops.mma`` (numerics.gemm_fast);
+    False (nothing written) when a special value needs the reference."""
     k = row[T.X]
     nd, na, nb, nc = row[T.V0], row[T.V0 + 1], row[T.V0 + 2], row[T.V0 + 3]
     regs = mregs[k]
-    a = np.empty((1, na, LANES), np.uint32)
-    b = np.empty((1, nb, LANES), np.uint32)
-    c = np.empty((1, nc, LANES), np.uint32)
-    d = np.empty((1, nd, LANES), np.uint32)
+    a = mbuf[0:na].reshape((1, na, LANES))
+    b = mbuf[4:4 + nb].reshape((1, nb, LANES))
+    c = mbuf[8:8 + nc].reshape((1, nc, LANES))
+    d = mbuf[12:12 + nd].reshape((1, nd, LANES))
     for i in range(na):
         e = regs[4 + i] & IDX
         for lane in range(LANES):
@@ -630,15 +650,18 @@ def _mma(row, mregs, mmaps, mprm, l1, l256, l64k, mlutidx, a32):
         for lane in range(LANES):
             c[0, i, lane] = a32[e + lane]
     li = mlutidx[k]
-    tc_batch(a, b, c, d, mmaps[k], mprm[k], _lut(li[0], li[1], l1, l256, l64k), _lut(li[2], li[3], l1, l256, l64k))
+    if not tc_one_noalloc(a, b, c, d, mmaps[k], mprm[k], _lut(li[0], li[1], l1, l256, l64k),
+                          _lut(li[2], li[3], l1, l256, l64k), mu64, mi64, mflags):
+        return False
     for i in range(nd):
         if regs[i] >= 0:
             e = regs[i] & IDX
             for lane in range(LANES):
                 a32[e + lane] = d[0, i, lane]
+    return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _ldmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr, out):
     """ldmatrix as ``ops.datamove`` defines it (lane 8j+r: row r of matrix j); False when a used lane's row
     address breaks a rule (the reference then raises)."""
@@ -681,25 +704,27 @@ def _ldmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr, out):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmaps,
-        mprm, l1, l256, l64k, mlutidx):
-    """Run the warp from its current state. Returns (through ``state``) why it stopped."""
+        mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags):
+    """Run the warp from its current state (state S_CTA: 1 inside run_cta, which executes the barriers). Returns (through ``state``) why it stopped. Compiled without
+    the reference-counting runtime (``_nrt=False``): no atomic increments on every array view and call;
+    ``scratch`` (uint64[12, 32], from the caller) holds every temporary."""
     a8 = arena
     a16 = arena.view(np.uint16)
     a32 = arena.view(np.uint32)
     a64 = arena.view(np.uint64)
-    fu32 = np.zeros(4, np.uint32)
+    fu32 = scratch[0].view(np.uint32)
     ff32 = fu32.view(np.float32)
-    fu64 = np.zeros(4, np.uint64)
+    fu64 = scratch[1]
     ff64 = fu64.view(np.float64)
-    addrs = np.zeros(LANES, np.int64)
-    xa = np.zeros(LANES, np.uint64)
-    xb = np.zeros(LANES, np.uint64)
-    xc = np.zeros(LANES, np.uint64)
-    xr = np.zeros(LANES, np.uint64)
-    xq = np.zeros(LANES, np.uint64)
-    mtmp = np.zeros((4, LANES), np.uint32)
+    addrs = scratch[2].view(np.int64)
+    xa = scratch[3]
+    xb = scratch[4]
+    xc = scratch[5]
+    xr = scratch[6]
+    xq = scratch[7]
+    mtmp = scratch[8:10].reshape(64).view(np.uint32).reshape((4, LANES))
     live = 0
     for lane in range(LANES):
         if not exited[lane] and not waiting[lane]:
@@ -725,6 +750,8 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     m |= 1 << lane
         row = code[p]
         opc = row[T.OP]
+        if opc == T.BAR and state[T.S_CTA] == 0:
+            opc = T.SLOW
         if opc == T.SLOW or budget <= 0 or (opc == T.LD or opc == T.ST) and nlog >= log_pc.shape[0]:
             state[T.S_STATUS] = T.ST_SLOW if (opc == T.SLOW or budget <= 0) else T.ST_LOG
             state[T.S_PC] = p
@@ -754,6 +781,30 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                         pc[lane] += 1
             if em != 0:
                 state[T.S_STATUS] = T.ST_EXITED
+                break
+            p = p + 1 if together else -1
+            continue
+        if opc == T.BAR:
+            if em != 0 and row[T.Z] == 1:
+                nonexited = 0
+                for lane in range(LANES):
+                    if not exited[lane]:
+                        nonexited |= 1 << lane
+                if nonexited & ~em:              # .aligned with lanes missing: the reference raises
+                    budget += 1
+                    issued -= 1
+                    executed -= 1
+                    state[T.S_STATUS] = T.ST_SLOW
+                    state[T.S_PC] = p
+                    state[T.S_MASK] = m
+                    break
+            for lane in range(LANES):
+                if (m >> lane) & 1:
+                    pc[lane] += 1
+            if em != 0:
+                state[T.S_STATUS] = T.ST_BAR
+                state[T.S_PC] = p
+                state[T.S_MASK] = em
                 break
             p = p + 1 if together else -1
             continue
@@ -814,7 +865,14 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                 state[T.S_PC] = p
                 state[T.S_MASK] = m
                 break
-            _mma(row, mregs, mmaps, mprm, l1, l256, l64k, mlutidx, a32)
+            if not _mma(row, mregs, mmaps, mprm, l1, l256, l64k, mlutidx, a32, mbuf, mu64, mi64, mflags):
+                budget += 1
+                issued -= 1
+                executed -= 1
+                state[T.S_STATUS] = T.ST_SLOW
+                state[T.S_PC] = p
+                state[T.S_MASK] = m
+                break
         elif opc == T.LDMATRIX:
             if em != 0xFFFFFFFF or nlog >= log_pc.shape[0] or not _ldmatrix(row, imrow, a8, a16, a32, a64,
                                                                             inflight, state, addrs, xr, mtmp):
@@ -852,3 +910,102 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     state[T.S_ISSUED] = issued
     state[T.S_NLOG] = nlog
     state[T.S_EXECUTED] += executed
+
+
+@njit(cache=True, _nrt=False)
+def _check_bars(exited, waiting, wbid, bar_arrived, bar_seq):
+    """machine.cta.CTA._check_barriers: release every barrier all non-exited threads arrived at."""
+    nw = exited.shape[0]
+    expected = 0
+    for w in range(nw):
+        for lane in range(LANES):
+            if not exited[w, lane]:
+                expected += 1
+    for bid in range(16):
+        if bar_seq[bid] != 0 and bar_arrived[bid] != 0 and bar_arrived[bid] >= expected:
+            for w in range(nw):
+                for lane in range(LANES):
+                    if waiting[w, lane] and wbid[w, lane] == bid:
+                        waiting[w, lane] = False
+                        wbid[w, lane] = -1
+            bar_arrived[bid] = 0
+            bar_seq[bid] = 0
+
+
+@njit(cache=True, _nrt=False)
+def _runnable(exited, waiting, w):
+    for lane in range(LANES):
+        if not exited[w, lane] and not waiting[w, lane]:
+            return True
+    return False
+
+
+@njit(cache=True, _nrt=False)
+def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, log_warp,
+            mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, cst, issued, executed,
+            param_ptrs, wbid, bar_arrived, bar_seq):
+    """A whole CTA as machine.cta.CTA._run schedules it: warp 0, 1, ... in turn, each until none of its lanes
+    can run; barriers (BAR rows) arrive and release here. Returns (cst[C_STATUS]) when every thread exited,
+    when warp cst[C_WARP] needs Python for the instruction at state S_PC (lanes S_MASK) or a full log, or
+    when no warp can go on (a deadlock, which Python reports). Resumes where it returned."""
+    nw = arenas.shape[0]
+    state[T.S_CTA] = 1
+    _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)    # an exit run by Python may release one
+    while True:
+        w = cst[T.C_WARP]
+        if w >= nw:
+            done = True
+            for i in range(nw):
+                for lane in range(LANES):
+                    if not exited[i, lane]:
+                        done = False
+            if done:
+                cst[T.C_STATUS] = T.CTA_DONE
+                return
+            if cst[T.C_PROGRESSED] != 0:
+                cst[T.C_PROGRESSED] = 0
+                cst[T.C_WARP] = 0
+                continue
+            cst[T.C_STATUS] = T.CTA_DEADLOCK
+            return
+        if cst[T.C_INWARP] == 0:
+            if not _runnable(exited, waiting, w):
+                _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)
+                cst[T.C_WARP] = w + 1
+                continue
+            cst[T.C_INWARP] = 1
+        state[T.S_ISSUED] = issued[w]
+        state[T.S_PARAM_PTR] = param_ptrs[w]
+        state[T.S_EXECUTED] = 0
+        n0 = state[T.S_NLOG]
+        run(code, imm, arenas[w], pcs[w], exited[w], waiting[w], inflight, gtab, state, log_pc, log_addr, log_mask,
+            mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags)
+        issued[w] = state[T.S_ISSUED]
+        executed[w] += state[T.S_EXECUTED]
+        for k in range(n0, state[T.S_NLOG]):
+            log_warp[k] = w
+        st = state[T.S_STATUS]
+        if st == T.ST_IDLE:
+            cst[T.C_INWARP] = 0
+            cst[T.C_PROGRESSED] = 1
+            _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)
+            cst[T.C_WARP] = w + 1
+        elif st == T.ST_EXITED:
+            _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)
+        elif st == T.ST_BAR:
+            row = code[state[T.S_PC]]
+            bid = row[T.X]
+            em = state[T.S_MASK]
+            if bar_seq[bid] == 0:
+                cst[T.C_SEQ] += 1
+                bar_seq[bid] = cst[T.C_SEQ]
+            for lane in range(LANES):
+                if (em >> lane) & 1:
+                    bar_arrived[bid] += 1
+                    if row[T.Y] == 0:
+                        waiting[w, lane] = True
+                        wbid[w, lane] = bid
+            _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)
+        else:
+            cst[T.C_STATUS] = T.CTA_SLOW
+            return

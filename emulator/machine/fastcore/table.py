@@ -40,6 +40,10 @@ MMA = 33          # mma.sync of the tensor-core families (X: index into the tran
 LDMATRIX = 34     # ldmatrix.sync.aligned.m8n8{.x1,.x2,.x4}{.trans}.shared.b16 (Y: matrices, Z: .trans)
 EXIT = 32         # ret / exit while no lane is inside a call: the guarded lanes exit
 SHFL = 31         # shfl.sync.{up,down,bfly,idx}.b32 (X: mode; membermask operand in V0)
+BFE = 36          # bfe.{u32,s32,u64,s64} (A: value, B: position, C: length, both read as u32)
+BAR = 35          # bar{.cta}.sync/.arrive, barrier{.cta}{.aligned}.sync/.arrive with an immediate barrier number
+                  # and no thread count (X: barrier, Y: 1 = arrive, Z: 1 = .aligned); run by the CTA loop
+                  # (run_cta), handed back like SLOW when a warp runs alone
 
 NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
 
@@ -87,8 +91,14 @@ ST_IDLE = 0       # no lane of the warp can run (exited, or waiting at a barrier
 ST_SLOW = 1       # the next instruction (state PC, MASK) needs the reference executor
 ST_LOG = 2        # the shared-memory access log is full
 ST_EXITED = 3     # lanes exited: the scheduler checks the barriers, then runs the warp on
+ST_BAR = 4        # lanes S_MASK arrived at barrier S_PC's X (their PCs already advanced)
 
 # -- fields of the state vector ----------------------------------------------------------------------------
 (S_STATUS, S_PC, S_MASK, S_BUDGET, S_ISSUED, S_INFLIGHT, S_NLOG, S_EXECUTED, S_SMEM_PTR, S_SMEM_SIZE,
- S_PARAM_PTR, S_PARAM_SIZE, S_LASTALLOC) = range(13)
-NSTATE = 13
+ S_PARAM_PTR, S_PARAM_SIZE, S_LASTALLOC, S_CTA) = range(14)
+NSTATE = 14        # S_CTA: 1 when the CTA loop (run_cta) runs the warp: BAR is executed, not handed back
+
+# -- the CTA loop's own state (run_cta), kept between its calls --------------------------------------------
+C_STATUS, C_WARP, C_INWARP, C_PROGRESSED, C_SEQ = range(5)
+NCSTATE = 5
+CTA_DONE, CTA_SLOW, CTA_DEADLOCK = 0, 1, 2   # C_STATUS: every thread exited / warp C_WARP needs Python / stuck

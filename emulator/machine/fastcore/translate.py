@@ -12,6 +12,7 @@ import numpy as np
 
 from isa.types import TYPES
 from ...frontend.ptx import Imm, Mem, Not, Pair, Reg, Sym, Vec
+from isa.types import SPECIAL_REGISTERS
 from ...ops.common import imm_bits
 from . import table as T
 
@@ -25,7 +26,8 @@ SPACE = {None: T.GENERIC, "shared": T.SHARED, "shared::cta": T.SHARED, "global":
 # special registers whose value is fixed for the whole launch (they get an arena slot filled at warp setup)
 CONST_SPECIALS = {f"%{r}.{c}" for r in ("tid", "ntid", "ctaid", "nctaid") for c in "xyz"} | {
     "%laneid", "%warpid", "%nwarpid", "%lanemask_eq", "%lanemask_lt", "%lanemask_le", "%lanemask_gt",
-    "%lanemask_ge", "%dynamic_smem_size", "%total_smem_size"}
+    "%lanemask_ge", "%dynamic_smem_size", "%total_smem_size", "%cluster_ctarank", "%cluster_nctarank"} | {
+    f"%{r}.{c}" for r in ("cluster_ctaid", "cluster_nctaid", "clusterid", "nclusterid") for c in "xyz"}
 NOPS = {"membar", "fence"}
 
 
@@ -83,6 +85,30 @@ class Translation:
             self._translate(pc, op)
         self._mma_tables()
         self.coverage = float(self.fast.mean()) if n else 1.0
+        # the CTA loop (run_cta) runs the whole CTA when every barrier is translated and nothing can stall a
+        # warp, yield its turn, or call a function (per-lane call stacks stay with the Python scheduler)
+        self.cta_ok = not self.async_readers and all(
+            (op.kind != "bar" or self.fast[pc]) and
+            (op.kind != "call" or op.call.callee == "vprintf") and
+            (op.kind != "op" or (op.instr.base not in ("mbarrier", "wgmma", "setmaxnreg", "tensormap") and
+                                 "bulk" not in op.instr.mods))
+            for pc, op in enumerate(prog.code))
+
+    def _bar(self, op, env, row):
+        bid_r, cnt_r, red, kind, aligned = op.fn
+        ops = op.instr.operands
+        if red is not None or cnt_r is not None or kind not in ("sync", "arrive") or len(ops) != 1 or \
+                not isinstance(ops[0], Imm) or not isinstance(ops[0].value, int) or not 0 <= ops[0].value <= 15:
+            raise _Slow
+        if op.guard is not None:
+            if env.reg_width(op.guard[0]) != 1:
+                raise _Slow
+            row[T.GUARD] = self._slot(op.guard[0], 1)
+            row[T.GNEG] = int(op.guard[1])
+        row[T.X] = ops[0].value
+        row[T.Y] = int(kind == "arrive")
+        row[T.Z] = int(bool(aligned))
+        row[T.OP] = T.BAR
 
     def _mma_tables(self):
         """Per translated mma: its registers, fragment maps, parameters and operand decode tables."""
@@ -111,6 +137,12 @@ class Translation:
         self.mma_luts = tuple(np.ascontiguousarray(np.stack(g)) if g else np.zeros((1, rows, 4), np.int64)
                               for rows, g in luts.items())
         assert all(op._kern is gemm_fast.tc_batch for op, _ in self._mma)
+        # scratch for the allocation-free mma (numerics.gemm_fast.tc_one_noalloc), sized for the largest
+        sizes = [gemm_fast.tc_noalloc_sizes(op._prm) for op, _ in self._mma] or [(1, 1, 1)]
+        self.mma_buf = np.zeros((16, 32), np.uint32)
+        self.mma_u64 = np.zeros(max(x[0] for x in sizes), np.uint64)
+        self.mma_i64 = np.zeros(max(x[1] for x in sizes), np.int64)
+        self.mma_flags = np.zeros(max(x[2] for x in sizes), np.bool_)
 
     # -- registers ---------------------------------------------------------------------------------
     def _slot(self, name, width, special=False):
@@ -145,8 +177,8 @@ class Translation:
         if name.startswith("%") and name in CONST_SPECIALS:
             return self._slot(name, 32, special=True)
         if name == "_" or name.startswith(("%clock", "%globaltimer", "%envreg", "%pm", "%smid", "%nsmid",
-                                           "%gridid")):
-            raise _Slow
+                                           "%gridid")) or name in SPECIAL_REGISTERS:
+            raise _Slow              # the other special registers (%is_explicit_cluster, ...) stay with the reference
         return self._slot(name, env.reg_width(name))
 
     def _dst(self, env, op):
@@ -187,6 +219,8 @@ class Translation:
                         raise _Slow
                 row[T.X] = op.target
                 row[T.OP] = T.BRA
+            elif op.kind == "bar" and env is not None:
+                self._bar(op, env, row)
             elif op.kind == "op" and env is not None:
                 instr = op.instr
                 if instr.guard is not None:
@@ -196,8 +230,8 @@ class Translation:
                     row[T.GUARD] = self._slot(g, 1)
                     row[T.GNEG] = int(instr.guard[1])
                 fn = _RULES.get(instr.base)
-                if fn is None:
-                    raise _Slow
+                if fn is None or getattr(instr, "contract", None) is not None:
+                    raise _Slow         # fused by ptxas (frontend/contract.py): the executor computes it
                 fn(self, env, instr, row, imm)
             else:
                 raise _Slow
@@ -536,6 +570,20 @@ def r_shfl(t, env, instr, row, imm):
     row[T.OP] = T.SHFL
 
 
+def r_bfe(t, env, instr, row, imm):
+    q = _classify(instr.mods, {"type": {"u32", "u64", "s32", "s64"}})
+    ptype = q.get("type")
+    if ptype is None:
+        raise _Slow
+    d, a, b, c = _ops(instr, 4)
+    if isinstance(b, Imm) and isinstance(c, Imm):
+        raise _Slow         # ptxas folds immediate bit fields its own way (ops/intx.py): the executor has the rule
+    _set_type(row, ptype)
+    row[T.D], row[T.A] = t._dst(env, d), t._src(env, a, ptype, imm, 0)
+    row[T.B], row[T.C] = t._src(env, b, "u32", imm, 1), t._src(env, c, "u32", imm, 2)
+    row[T.OP] = T.BFE
+
+
 def r_mma(t, env, instr, row, imm):
     from ...numerics import gemm_fast
     from ...ops.mma import get_mma
@@ -585,5 +633,5 @@ _RULES = {
     "shl": r_shift, "shr": r_shift, "and": r_logic, "or": r_logic, "xor": r_logic, "not": r_logic,
     "min": r_minmax, "max": r_minmax, "neg": r_negabs, "abs": r_negabs, "setp": r_setp, "selp": r_selp,
     "cvt": r_cvt, "ld": r_ld, "ldu": r_ld, "st": r_st, "membar": r_nop, "fence": r_nop, "shfl": r_shfl,
-    "mma": r_mma, "ldmatrix": r_ldmatrix,
+    "mma": r_mma, "ldmatrix": r_ldmatrix, "bfe": r_bfe,
 }

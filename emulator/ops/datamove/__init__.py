@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from isa.datamove import (CP_ASYNC_GROUP_OPS, CP_ASYNC_HINTS, CP_ASYNC_OPS, CP_ASYNC_PREFETCH, MATRIX_NEWER,
-                          MATRIX_OPS, MATRIX_QUALIFIERS)
-from .matrix import ldmatrix_fast, stmatrix_fast
+                          MATRIX_OPS, MATRIX_QUALIFIERS, MOVMATRIX_OPS)
+from .matrix import ldmatrix_fast, movmatrix_fast, stmatrix_fast
 from ...errors import AsyncHazardError, OperandError, UnsupportedError, fail
 from ...memory import check_alignment, check_bounds, global_gather
 from ...frontend.ptx import Imm, Mem
@@ -51,6 +51,30 @@ def _matrix_op(instr):
                 raise OperandError(f"{instr.opcode}: missing required qualifier {'/'.join('.' + x for x in g)}")
         raise UnsupportedError(f"{instr.opcode}: not a supported spelling; supported: {what}")
     return spec
+
+
+@executor("movmatrix")
+def compile_movmatrix(instr, env):
+    """movmatrix.sync.aligned.m8n8.trans.b16 d, a: transpose the 8x8 .b16 matrix the warp holds in ``a``."""
+    parts = instr.opcode.split(".")
+    spelling = next((s for s in MOVMATRIX_OPS if sorted(s.split(".")[1:]) == sorted(parts[1:])), None)
+    if spelling is None:
+        raise UnsupportedError(f"{instr.opcode}: unsupported movmatrix form; supported: {', '.join(MOVMATRIX_OPS)}")
+    _require_arch(instr, env, MOVMATRIX_OPS[spelling])
+    if len(instr.operands) != 2:
+        raise OperandError(f"{instr.opcode}: takes 2 operands (d, a), found {len(instr.operands)}")
+    d, a = (vec_regs(env, op, instr, 1, what)[0] for op, what in zip(instr.operands, ("destination", "source")))
+    for n in (d, a):
+        if n != "_" and env.reg_width(n) != 32:
+            raise OperandError(f"{instr.opcode}: {n} must be a 32-bit register")
+    text = instr.text
+
+    def run(warp, mask):
+        require_full_warp(instr, mask)
+        out = movmatrix_fast(warp.get_reg(a, text).astype(np.uint32))
+        if d != "_":
+            warp.regs[d] = out
+    return run
 
 
 @executor("ldmatrix", "stmatrix")

@@ -95,3 +95,21 @@ def stmatrix_fast(smem, row_addrs, nmat, trans, regs):
             smem[a0 + 1] = np.uint8(lo >> np.uint32(8))
             smem[a1] = np.uint8(hi & np.uint32(0xFF))
             smem[a1 + 1] = np.uint8(hi >> np.uint32(8))
+
+
+# ------------------------------------------------------------------------------------------------
+# movmatrix .m8n8.trans.b16: lane 4r + c holds row r, columns 2c (low half) and 2c + 1 (high half)
+
+def movmatrix_reference(regs):
+    """Readable rule: d of lane 4r + c holds A[2c][r] (low half) and A[2c + 1][r] (high half)."""
+    a = [[0] * 8 for _ in range(8)]
+    for lane in range(32):
+        r, c = divmod(lane, 4)
+        a[r][2 * c], a[r][2 * c + 1] = int(regs[lane]) & 0xFFFF, int(regs[lane]) >> 16
+    return [a[2 * (lane % 4)][lane // 4] | (a[2 * (lane % 4) + 1][lane // 4] << 16) for lane in range(32)]
+
+
+def movmatrix_fast(regs):
+    """The same on a (32,) uint32 array: the 8x8 halves transposed."""
+    h = np.ascontiguousarray(regs, np.uint32).view(np.uint16).reshape(8, 8)
+    return np.ascontiguousarray(h.T).view(np.uint32).reshape(32)

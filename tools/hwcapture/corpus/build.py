@@ -80,13 +80,13 @@ def nvcc_cases(kinds):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out")
-    p.add_argument("--only", default="triton,nvcc,cute")
+    p.add_argument("--only", default="triton,nvcc,cute", help="triton, nvcc, cute; cluster: only cuda/cluster.cu")
     a = p.parse_args()
     kinds = a.only.split(",")
     allc = {}
     if "triton" in kinds:
         allc.update(triton_cases())
-    if "nvcc" in kinds or "cute" in kinds:
+    if "nvcc" in kinds or "cute" in kinds or "cluster" in kinds:
         allc.update(nvcc_cases(kinds))
     res, first = {}, {}
     for name, (ptx, cfg, inputs) in allc.items():

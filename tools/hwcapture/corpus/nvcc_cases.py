@@ -117,10 +117,41 @@ def mma_cases(rng):
     return out
 
 
+def cluster_cases(rng):
+    """Thread-block clusters (cuda/cluster.cu): special registers under runtime cluster dimensions (and none),
+    and a 4-CTA cluster using distributed shared memory, barrier.cluster, remote mbarriers, TMA multicast."""
+    import sys
+    sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "..", "..")))
+    from emulator import TensorMap
+    out = []
+    for cl, grid, block in (((2, 2, 1), (4, 2, 2), (32, 2)), ((4, 1, 2), (8, 1, 2), (64,)), (None, (3, 2), (32,))):
+        ncta = int(np.prod(grid))
+        tag = "c" + "".join(map(str, cl)) if cl else "nocluster"
+        extra = {"name": f"cluster_sregs_{tag}"}
+        if cl:
+            extra["cluster"] = list(cl)
+        out.append(("cluster_sregs", ("sm90a",), grid, block, 0, [("a", "out", np.zeros(ncta * 32, np.uint32))],
+                    ["out"], extra))
+    out.append(("cluster_addr_probe", ("sm90a",), (4,), (64,), 0, [("a", "out", np.zeros(64, np.uint64))], ["out"],
+                {"cluster": [4, 1, 1]}))
+    src = rng.standard_normal((128, 32)).astype(np.float32)
+    tm = TensorMap.encode_tiled("FLOAT32", 2, 0, [32, 128], [128], [32, 32])
+    out.append(("cluster_dsmem", ("sm90a",), (8,), (128,), 0,
+                [("a", "in", rng.integers(0, 2**32, 8 * 256, dtype=np.uint64).astype(np.uint32)),
+                 ("a", "out", np.zeros(8 * 1024, np.uint32)), ("tensormap", "src", (bytes(tm), src)),
+                 ("a", "tiles", np.zeros(8 * 1024, np.float32))], ["out", "tiles"],
+                {"nondeterministic": {"out": [[906 * 4, 908 * 4], [5002 * 4, 5004 * 4]],
+                                      "why": "atom.max.u64 through generic addresses into another CTA's shared "
+                                             "memory: four H100 runs left four different values there, not always "
+                                             "the maximum"}}))
+    return out
+
+
 def _build(src, prefix, items, source="nvcc", include=()):
     res = {}
     cache = {}
-    for kernel, flagsets, grid, block, shared, args, outputs in items:
+    for kernel, flagsets, grid, block, shared, args, outputs, *extra in items:
+        extra = dict(extra[0]) if extra else {}
         for fs in flagsets:
             if fs not in cache:
                 cache[fs] = nvcc_ptx(src, FLAGS[fs], include)
@@ -131,7 +162,8 @@ def _build(src, prefix, items, source="nvcc", include=()):
                 if not m:
                     raise RuntimeError(f"{kernel} not found in the PTX of {src}")
                 entry = m.group(1)
-            name = (kernel if kernel.startswith(prefix + "_") else f"{prefix}_{kernel}") + f"_{fs}"
+            label = extra.get("name", kernel)
+            name = (label if label.startswith(prefix + "_") else f"{prefix}_{label}") + f"_{fs}"
             arglist, inputs = [], {}
             for kind, aname, v in args:
                 if kind == "a":
@@ -139,11 +171,15 @@ def _build(src, prefix, items, source="nvcc", include=()):
                     inputs[aname] = v
                 elif kind == "bytes":
                     arglist.append(["bytes", v.hex()])
+                elif kind == "tensormap":          # (bytes, array described): the address is written at launch
+                    arglist.append(["tensormap", aname, v[0].hex(), 0])
+                    inputs[aname] = v[1]
                 else:
                     arglist.append(["scalar", aname, v])
             cfg = dict(source=source, tool=_nvcc_version(), flags=" ".join(FLAGS[fs]),
                        target=FLAGS[fs][0].split("=")[1], kernel=entry, grid=list(grid) + [1] * (3 - len(grid)),
-                       block=list(block) + [1] * (3 - len(block)), shared=shared, args=arglist, outputs=outputs)
+                       block=list(block) + [1] * (3 - len(block)), shared=shared, args=arglist, outputs=outputs,
+                       **{k: v for k, v in extra.items() if k != "name"})
             res[name] = (ptx, cfg, inputs)       # the whole module as nvcc wrote it
     return res
 
@@ -164,6 +200,8 @@ def cases(kinds):
     if "nvcc" in kinds:
         res.update(_build(os.path.join(HERE, "cuda", "basic.cu"), "nvcc", basic_cases(rng)))
         res.update(_build(os.path.join(HERE, "cuda", "mma.cu"), "nvcc", mma_cases(rng)))
+    if "nvcc" in kinds or "cluster" in kinds:
+        res.update(_build(os.path.join(HERE, "cuda", "cluster.cu"), "nvcc", cluster_cases(np.random.default_rng(91))))
     if "cute" in kinds:
         from cute_cases import cute_cases
         inc = os.environ.get("CUTLASS_DIR")
@@ -171,4 +209,9 @@ def cases(kinds):
             raise RuntimeError("set CUTLASS_DIR to a CUTLASS checkout's include folder to build the CuTe cases")
         for src, items in cute_cases(rng):
             res.update(_build(src, "cute", items, source="cute", include=(inc,)))
+        # CUTLASS's CuTe TMA tutorial on a 2-CTA cluster: its launches as recorded on the GPU (cute_tutorial.py)
+        import cute_tutorial
+        dump = open(os.path.join(HERE, "cute", "tutorial_launches.txt")).read()
+        ptx = cute_tutorial.compile_ptx(os.path.dirname(os.path.normpath(inc)))
+        res.update(cute_tutorial.cases(dump, ptx, np.random.default_rng(92)))
     return res

@@ -1,0 +1,142 @@
+"""Thread-block clusters: the CTAs of a cluster run together, interleaved by one scheduler, because they wait on
+each other (``barrier.cluster``, mbarriers in another CTA's shared memory, multicast copies).
+
+* A launch with cluster dimensions (``launch(..., cluster=(x, y, z))`` or ``.reqnctapercluster`` in the PTX)
+  runs cluster after cluster (cluster id x fastest). Inside a cluster the CTAs are ranked x fastest
+  (``%cluster_ctarank = x + y * nx + z * nx * ny``, measured on the H100).
+* The scheduler visits the CTAs in rank order and, inside each, its warps in order; each warp runs until it
+  waits (round-robin, the default), or, with ``schedule=("random", seed)``, the (CTA, warp) pairs are visited
+  in a seeded random order and preempted after random instruction counts. The same seed gives the same run.
+* Bulk copies complete when nobody in the cluster can move (or at random points under a seeded schedule).
+* ``barrier.cluster.arrive`` / ``wait``: a thread's wait returns once every thread of the cluster has arrived
+  (threads that exited count as arrived). A cluster in which no warp can go on, with no copy in flight, stops
+  with a ``WarpSyncError`` that names every CTA, warp, lane range and what it waits for.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import WarpSyncError, fail
+from ..ops.common import format_lanes
+from ..ops.wgmma.state import check_cta_end as check_wgmma_end
+
+
+class Cluster:
+    """The CTAs of one cluster (rank order) and the state they share: the cluster barrier."""
+
+    def __init__(self, cid, dims, explicit):
+        self.cid, self.dims, self.explicit = tuple(cid), tuple(dims), bool(explicit)
+        self.size = int(np.prod(dims))
+        self.ctas = []
+        self.phase = 0              # barrier.cluster: completed phases
+        self.version = 0
+
+    # -- barrier.cluster -------------------------------------------------------------------------
+    def _complete(self):
+        """Advance the cluster barrier if every non-exited thread has arrived in the current phase."""
+        for c in self.ctas:
+            for w in c.warps:
+                if (~w.exited & ~(w.cl_arrived & (w.cl_phase == self.phase))).any():
+                    return False
+        self.phase += 1
+        self.version += 1
+        return True
+
+    def arrive(self, w, mask, text):
+        again = mask & w.cl_arrived
+        if again.any():
+            fail(WarpSyncError, text, "barrier.cluster.arrive again before this thread's barrier.cluster.wait "
+                 "(each arrive must be followed by a wait)", int(np.flatnonzero(again)[0]))
+        w.cl_arrived |= mask
+        w.cl_phase[mask] = self.phase
+        self.version += 1
+        self._complete()
+
+    def wait(self, w, mask, text):
+        missing = mask & ~w.cl_arrived
+        if missing.any():
+            fail(WarpSyncError, text, "barrier.cluster.wait by a thread that has not arrived (barrier.cluster.arrive "
+                 "first); it would wait forever", int(np.flatnonzero(missing)[0]))
+        done = mask & (w.cl_phase < self.phase)
+        if not (mask & ~done).any() or self._complete():
+            done = mask
+        w.cl_arrived[done] = False
+        waiting = mask & ~done
+        if waiting.any():
+            w.stall(waiting, ClusterWait(self, w, waiting, text))
+        return done
+
+    def missing(self):
+        """Warps and lanes that have not arrived in the current phase (and have not exited)."""
+        out = []
+        for c in self.ctas:
+            for w in c.warps:
+                m = ~w.exited & ~(w.cl_arrived & (w.cl_phase == self.phase))
+                if m.any():
+                    out.append(f"CTA {c.ctaid} (rank {c.rank}) warp {w.warp_id} lanes "
+                               f"{format_lanes(np.flatnonzero(m))} (pc {int(w.pc[m].min())})")
+        return out
+
+    # -- the scheduler ---------------------------------------------------------------------------
+    def run(self, rng=None):
+        with np.errstate(all="ignore"):
+            return self._run(rng)
+
+    def _run(self, rng):
+        ctas = self.ctas
+        pairs = [(c, w) for c in ctas for w in c.warps]
+        for c in ctas:
+            c._rng = rng
+        while True:
+            progressed = False
+            version = self.version + sum(c.async_unit.mbarriers.version for c in ctas)
+            order = pairs if rng is None else [pairs[i] for i in rng.permutation(len(pairs))]
+            for c, w in order:
+                c._wake()
+                if c._runnable(w):
+                    if c._run_warp(w) != "spin":
+                        progressed = True
+                c._check_barriers()
+                if rng is not None and rng.random() < 0.3:
+                    for cc in ctas:
+                        if cc.async_unit.pending:
+                            cc.async_unit.pump(lambda _: rng.random() < 0.5)
+            if all(w.exited.all() for c in ctas for w in c.warps):
+                for c in ctas:
+                    c.async_unit.pump()
+                break
+            if progressed or self.version + sum(c.async_unit.mbarriers.version for c in ctas) != version:
+                continue
+            if any(c.async_unit.pending for c in ctas):
+                for c in ctas:
+                    c.async_unit.pump()
+                continue
+            for c in ctas:
+                c._wake()
+            if not any(c._runnable(w) for c, w in pairs) or not progressed:
+                parts = []
+                for c in ctas:
+                    p = c._deadlock_parts()
+                    if p:
+                        parts.append(f"CTA {c.ctaid} (rank {c.rank}): " + "; ".join(p))
+                raise WarpSyncError(f"cluster {self.cid} ({self.size} CTAs): deadlock: no warp of the cluster can "
+                                    f"go on and no copy is in flight; " + " | ".join(parts))
+        for c in ctas:
+            check_wgmma_end(c)
+        return [c.warps for c in ctas]
+
+
+class ClusterWait:
+    """Why lanes stall at barrier.cluster.wait (what the deadlock report names)."""
+
+    def __init__(self, cluster, warp, lanes, text):
+        self.cluster, self.warp, self.text = cluster, warp, text
+        self.phase = int(warp.cl_phase[lanes].max())
+
+    def ready(self):
+        return self.cluster.phase > self.phase or self.cluster._complete()
+
+    def describe(self):
+        miss = self.cluster.missing()
+        return (f"{self.text}: waits for every thread of the cluster to arrive (barrier.cluster phase {self.phase}); "
+                f"not arrived: " + (", ".join(miss) if miss else "none"))

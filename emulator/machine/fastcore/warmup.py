@@ -1,0 +1,125 @@
+"""Compiling the fast engine's loops without making the first launch wait for it.
+
+The jitted loops (``loop.run_cta``, ``loop.run``) take numba tens of seconds to compile the first time; numba
+then keeps them in its cache (next to the sources, or in the user's cache directory when those are
+read-only; ``NUMBA_CACHE_DIR`` chooses) and later processes load them in a fraction of a second.
+
+``launch(..., engine="auto")`` (the default) asks :func:`ready`: when the loops are compiled in this process
+or valid in the cache, the launch runs on the fast engine. Otherwise a background process compiles them
+(``MAIN``, one at a time) while the launch runs its CTAs on the
+reference executors, which give the same bits, and switches to the fast engine between two CTAs as soon as
+the background compile has finished. ``WARPEMU_BACKGROUND_COMPILE=0`` compiles in the launching process
+instead (the first launch then waits for it).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+_STATE = {"ready": False, "proc": None}
+
+
+def _cached(disp):
+    """True when numba's cache holds a valid compilation of ``disp`` for this machine."""
+    try:
+        cache = disp._cache
+        index = cache._cache_file._load_index()
+        codegen = disp.targetctx.codegen()
+        return any(cache._index_key(key[0], codegen) == key for key in index)
+    except Exception:                      # an unreadable or foreign cache: treat as absent
+        return False
+
+
+def _loops():
+    from . import loop
+    return loop.run_cta, loop.run
+
+
+def ready(start=True) -> bool:
+    """Whether the fast engine can run now without compiling; starts the background compile when not."""
+    if _STATE["ready"]:
+        return True
+    proc = _STATE["proc"]
+    if proc is not None:
+        if proc.poll() is None:
+            return False
+        _STATE["ready"] = True             # compiled (or failed: then the first call compiles here)
+        return True
+    if all(d.signatures or _cached(d) for d in _loops()):
+        _STATE["ready"] = True
+        return True
+    if os.environ.get("WARPEMU_BACKGROUND_COMPILE", "1") == "0":
+        _STATE["ready"] = True             # compile here, at the first call
+        return True
+    if start:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+        _STATE["proc"] = subprocess.Popen([sys.executable, "-c", MAIN], env=env,
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL)
+    return False
+
+
+def wait():
+    """Block until a background compile started by :func:`ready` has finished."""
+    proc = _STATE["proc"]
+    if proc is not None:
+        proc.wait()
+    _STATE["ready"] = True
+
+
+KERNEL = """
+.version 8.0
+.target sm_90
+.address_size 64
+.func (.param .b32 r) twice(.param .b32 x)
+{
+    .reg .b32 %a<2>;
+    ld.param.b32 %a0, [x];
+    add.s32 %a1, %a0, %a0;
+    st.param.b32 [r], %a1;
+    ret;
+}
+.visible .entry k(.param .u64 p, .param .u32 call)
+{
+    .reg .b32 %r<4>; .reg .b64 %rd<4>; .reg .pred %p<2>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    bar.sync 0;
+    st.global.u32 [%rd3], %r1;
+    ret;
+}
+.visible .entry kc(.param .u64 p)
+{
+    .reg .b32 %r<4>; .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, %tid.x;
+    {
+    .param .b32 x; st.param.b32 [x], %r1;
+    .param .b32 r;
+    call.uni (r), twice, (x);
+    ld.param.b32 %r2, [r];
+    }
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r2;
+    ret;
+}
+"""
+
+
+# the background process: two tiny launches, one the CTA loop runs and one it cannot (a call)
+MAIN = """
+import numpy as np
+from emulator import GlobalMemory, load_ptx
+from emulator.machine.fastcore.warmup import KERNEL
+m = load_ptx(KERNEL)
+g = GlobalMemory()
+a = g.alloc(64 * 4)
+m.launch("k", 1, 64, [a, 0], gmem=g, engine="fast")
+m.launch("kc", 1, 32, [a], gmem=g, engine="fast")
+assert (g.download(a, 128).view(np.uint32) == 2 * np.arange(32)).all()
+"""
