@@ -246,8 +246,11 @@ class CTA:
         w.cur_pc = p
         budget[0] -= 1
         if budget[0] < 0:
-            raise EmulatorError(f"{op.instr.text or op.instr.opcode}: instruction limit reached "
-                                f"(max_instructions); an endless loop?")
+            total = budget[1] if len(budget) > 1 else "max_instructions"
+            raise EmulatorError(f"line {op.instr.line}, column {op.instr.col}: {op.instr.text or op.instr.opcode}: "
+                                f"the instruction limit ({total} warp instructions, max_instructions / "
+                                f"--max-instructions) was reached here, in CTA {self.ctaid} warp {w.warp_id} lanes "
+                                f"{format_lanes(np.flatnonzero(mask))}; an endless loop?")
         w.clock = w.issued = w.issued + 1
         au = self.async_unit
         au.mbarriers.step += 1

@@ -8,7 +8,7 @@ from isa.types import SPECIAL_REGISTERS, TYPES, name_width, type_width
 from ..frontend import ptx
 from ..errors import (EmulatorError, OperandError, PTXSyntaxError, UnsupportedError)
 from ..frontend.module import Function, Variable, parse_variable
-from ..memory import LANES
+from ..memory import LANES, MAX_LOCAL_BYTES, MAX_SHARED_BYTES
 
 # functions a module may declare without a body: the CUDA runtime provides them on the device
 BUILTINS = {"vprintf": 2,            # printf(format, argument buffer)
@@ -91,6 +91,9 @@ class _Layout:
         return off
 
 
+MAX_REGS = 1 << 18          # registers declared in one program (every function it calls included)
+
+
 class Program:
     """One entry point and every function it can call, as flat code with per-function registers."""
 
@@ -128,6 +131,12 @@ class Program:
         for op in pending_calls:
             op.target = self.entries.get(op.call.callee, -1)
         self.shared_static = -(-self.layout.shared // 16) * 16
+        if self.shared_static > MAX_SHARED_BYTES:
+            raise UnsupportedError(f"{entry.name}: {self.shared_static} bytes of static .shared memory; a CTA of "
+                                   f"the H100 has at most {MAX_SHARED_BYTES}")
+        if self.layout.local > MAX_LOCAL_BYTES:
+            raise UnsupportedError(f"{entry.name}: {self.layout.local} bytes of .local memory per thread; the H100 "
+                                   f"allows at most {MAX_LOCAL_BYTES}")
 
     # -- declarations --------------------------------------------------------------------------------
     def _place_shared(self, v: Variable, syms):
@@ -149,9 +158,9 @@ class Program:
             if ptype not in TYPES:
                 raise PTXSyntaxError(f"line {d.line}, column {d.col}: .reg: unknown type .{ptype}; supported: "
                                      f"{', '.join('.' + t for t in TYPES)}")
-            if len(names) > 1 << 16:
-                raise UnsupportedError(f"line {d.line}, column {d.col}: .reg declares {len(names)} registers "
-                                       f"(at most 65536 per statement are supported)")
+            if len(names) + len(self.reg_types) > MAX_REGS:
+                raise UnsupportedError(f"line {d.line}, column {d.col}: .reg: more than {MAX_REGS} registers "
+                                       f"declared in one program")
             for n in names:
                 self.reg_types[n + suffix if suffix and n.startswith("%") else n] = ptype
             return

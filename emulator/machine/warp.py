@@ -12,12 +12,72 @@ import numpy as np
 from isa.types import SPECIAL_REGISTERS, name_width, type_width
 from ..frontend import ptx
 from ..errors import EmulatorError, OperandError, PTXSyntaxError, UnsupportedError
-from ..memory import LANES, GlobalMemory, SmemAccess  # noqa: F401 (SmemAccess: re-exported)
+from ..memory import LANES, MAX_SHARED_BYTES, GlobalMemory, SmemAccess  # noqa: F401 (SmemAccess: re-exported)
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 
 _UINT = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 ALL_LANES = np.ones(LANES, np.bool_)
+_NAME_TYPES = (("%rd", "b64"), ("%fd", "f64"), ("%rs", "b16"), ("%h", "f16"), ("%p", "pred"), ("%f", "f32"))
+_FLOAT_NP = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+
+def _to_bits(name, ptype, width, values):
+    """32 lanes of raw register bits from what ``Warp.write`` was given (its docstring states the rule)."""
+    what = f"write {name} (.{ptype})"
+    if isinstance(values, (str, bytes)) or values is None:
+        raise OperandError(f"{what}: expected numbers, got {type(values).__name__}")
+    try:
+        v = np.asarray(values)
+    except (ValueError, TypeError) as e:
+        raise OperandError(f"{what}: cannot make an array of the values ({e})") from None
+    if v.ndim == 0:
+        v = np.full(LANES, v, dtype=v.dtype)
+    if v.shape != (LANES,):
+        raise OperandError(f"{what}: expected 32 per-lane values or one scalar, got shape {v.shape}")
+    if v.dtype == object:                       # Python ints beyond 64 bits, or a mix
+        if not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v):
+            raise OperandError(f"{what}: the values must all be ints, or all floats")
+        ints = [int(x) for x in v]
+        bad = [x for x in ints if not -(1 << (width - 1)) <= x < (1 << width)]
+        if bad:
+            raise OperandError(f"{what}: {bad[0]} does not fit {width} bits")
+        return np.array([x & ((1 << width) - 1) for x in ints], np.uint64).astype(_UINT[width])
+    kind = v.dtype.kind
+    if width == 1:
+        if kind == "b":
+            return v.astype(np.bool_)
+        if kind in "iu" and ((v == 0) | (v == 1)).all():
+            return v.astype(np.bool_)
+        raise OperandError(f"{what}: a predicate takes bools or the ints 0 and 1")
+    dt = _UINT[width]
+    if kind == "b":
+        return v.astype(dt)
+    if kind in "iu":
+        if kind == "i":
+            lo, hi = int(v.min()), int(v.max())
+        else:
+            lo, hi = 0, int(v.max())
+        if lo < -(1 << (width - 1)) or hi >= (1 << width):
+            bad = lo if lo < -(1 << (width - 1)) else hi
+            raise OperandError(f"{what}: {bad} does not fit {width} bits (integers are raw bits; they must fit "
+                               f"the register as unsigned or two's-complement signed numbers)")
+        return (v.astype(np.int64).view(np.uint64) if kind == "i" else v.astype(np.uint64)).astype(dt)
+    if kind == "f" or v.dtype.name in ("bfloat16",):
+        fdt = _FLOAT_NP.get(ptype)
+        if ptype == "bf16":
+            import ml_dtypes
+            fdt = ml_dtypes.bfloat16
+        if fdt is not None:
+            if v.dtype == fdt:
+                return v.view(dt).copy()
+            with np.errstate(all="ignore"):
+                return v.astype(np.float64 if v.dtype.itemsize <= 8 else v.dtype).astype(fdt).view(dt)
+        if v.dtype.itemsize * 8 == width and isinstance(values, np.ndarray | np.floating):
+            return v.view(dt).copy()
+        raise OperandError(f"{what}: a {v.dtype.name} value for a register that is not a float register of its "
+                           f"width; pass an int (raw bits) or a numpy float of {width} bits")
+    raise OperandError(f"{what}: values of dtype {v.dtype} cannot be written to a register")
 
 
 @dataclass(frozen=True)
@@ -86,6 +146,11 @@ class Warp:
         self.arch = arch
         self.gmem = gmem if gmem is not None else GlobalMemory()
         self.options = options or WarpOptions()
+        if smem is None:
+            if isinstance(smem_bytes, (bool, np.bool_)) or not isinstance(smem_bytes, (int, np.integer)) or \
+                    not 0 <= smem_bytes <= MAX_SHARED_BYTES:
+                raise OperandError(f"Warp: smem_bytes must be an integer 0..{MAX_SHARED_BYTES} (the H100's shared "
+                                   f"memory per CTA), not {smem_bytes!r}")
         self.smem = smem if smem is not None else np.zeros(int(smem_bytes), np.uint8)
         self.warp_id = warp_id
         self.regs: dict[str, np.ndarray] = {}
@@ -117,32 +182,47 @@ class Warp:
         for n in names:
             self.reg_types[n] = ptype
 
+    def reg_type(self, name: str) -> str:
+        """The PTX type of a register: its ``.reg`` declaration, else nvcc's naming (``%p`` pred, ``%f`` f32,
+        ``%fd`` f64, ``%h`` f16, ``%rd`` b64, ``%rs`` b16, any other name b32)."""
+        t = self.reg_types.get(name)
+        if t is not None:
+            return t
+        if name in SPECIAL_REGISTERS:
+            return {32: "u32", 64: "u64"}[SPECIAL_REGISTERS[name]]
+        for prefix, ptype in _NAME_TYPES:
+            if name.startswith(prefix):
+                return ptype
+        return "b32"
+
     def write(self, name: str, values) -> None:
-        """Set a register in every lane: 32 values or one scalar; raw bits, not converted."""
+        """Set a register in every lane: 32 per-lane values or one scalar.
+
+        How values become bits (docs/api.md, "Writing registers"):
+
+        * integers (Python ``int``, numpy integer scalars and arrays, lists of ints) are raw bits: each must
+          fit the register's width as an unsigned or a two's-complement signed number, else OperandError;
+        * floats (Python ``float``, numpy float scalars and arrays, lists of floats) written to a float
+          register (declared ``.f16``/``.bf16``/``.f32``/``.f64``, or named ``%h``/``%f``/``%fd``) are
+          converted to that format, rounding to nearest even; written to any other register, a numpy float
+          whose width equals the register's is taken as raw bits (``np.float32`` into ``%r1``), anything
+          else raises OperandError (say which bits you mean: ``np.float32(x)`` or an int);
+        * a predicate takes bools, or the ints 0 and 1.
+        Anything else (strings, None, nested or object arrays, a shape other than () or (32,)) raises."""
+        if not isinstance(name, str):
+            raise OperandError(f"write: the register name must be a string, not {name!r}")
         width = self.reg_width(name)
-        if width == 128:
-            raise UnsupportedError(f"write {name}: 128-bit registers are not supported")
-        dt = _UINT[width]
-        v = np.asarray(values)
-        if v.dtype.kind == "f":
-            v = v.view(np.dtype(f"u{v.dtype.itemsize}"))
-        if v.ndim == 0:
-            v = np.full(LANES, v)
-        if v.shape != (LANES,):
-            raise OperandError(f"write {name}: expected 32 per-lane values or one scalar, got shape {v.shape}")
-        if dt is np.bool_:
-            self.regs[name] = v.astype(np.bool_)
-        else:
-            if v.dtype.kind == "i":
-                v = v.astype(np.int64).view(np.uint64) if v.dtype.itemsize == 8 else v.astype(np.int64).astype(np.uint64)
-            self.regs[name] = (v.astype(np.uint64) & np.uint64((1 << width) - 1)).astype(dt) \
-                if v.dtype.itemsize * 8 > width else v.astype(dt)
+        if width not in _UINT:
+            raise UnsupportedError(f"write {name}: {width}-bit registers are not supported")
+        self.regs[name] = _to_bits(name, self.reg_type(name), width, values)
 
     def read(self, name: str) -> np.ndarray:
         """A copy of a register's 32 per-lane raw values (uint16/32/64 or bool)."""
         return self.get_reg(name, "read").copy()
 
     def get_reg(self, name: str, instr="read") -> np.ndarray:
+        if not isinstance(name, str):
+            raise OperandError(f"{instr}: the register name must be a string, not {name!r}")
         r = self.regs.get(name)
         if r is not None:
             return r
@@ -203,6 +283,8 @@ class Warp:
     # -- execution ---------------------------------------------------------------------------------
     def run(self, text: str) -> None:
         """Execute PTX instructions (separated by ';' and/or line breaks) on all 32 lanes."""
+        if not isinstance(text, str):
+            raise OperandError(f"Warp.run: expected PTX text (a str), not {type(text).__name__}")
         prog = self._programs.get(text)
         if prog is None:
             prog = self._programs[text] = self._compile(text)

@@ -13,6 +13,11 @@ from ..errors import AlignmentError, MemoryAccessError, fail
 
 LANES = 32
 
+# Sizes the H100 allows, checked before anything is allocated.
+MAX_SHARED_BYTES = 227 * 1024          # shared memory of one CTA (static + dynamic, the opt-in maximum)
+MAX_LOCAL_BYTES = 512 * 1024           # .local memory of one thread
+MAX_ALLOC_BYTES = 1 << 34              # one global allocation (16 GiB; the host has to hold it)
+
 
 class GlobalMemory:
     """Device global memory as a set of allocations.
@@ -37,9 +42,17 @@ class GlobalMemory:
         nbytes = int(nbytes)
         if nbytes < 0:
             raise MemoryAccessError(f"GlobalMemory.alloc: size {nbytes} is negative")
+        if nbytes > MAX_ALLOC_BYTES:
+            raise MemoryAccessError(f"GlobalMemory.alloc: {nbytes} bytes is more than one allocation may take "
+                                    f"({MAX_ALLOC_BYTES} bytes)")
+        try:
+            buf = (np.zeros(nbytes, np.uint8) if fill == 0 else np.full(nbytes, fill, dtype=np.uint8)) \
+                if nbytes else np.zeros(0, np.uint8)
+        except MemoryError:
+            raise MemoryAccessError(f"GlobalMemory.alloc: the host cannot hold {nbytes} bytes") from None
         addr = self._next
         self._bases.append(addr)
-        self._bufs.append(np.full(max(nbytes, 1), fill, dtype=np.uint8)[:nbytes] if nbytes else np.zeros(0, np.uint8))
+        self._bufs.append(buf)
         span = -(-max(nbytes, 1) // self.ALIGN) * self.ALIGN
         self._next = addr + span + self.GAP
         return addr

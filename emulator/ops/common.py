@@ -29,7 +29,9 @@ def width(ptype):
 
 def fit(bits, to_w, signed=False):
     """Resize raw bits to ``to_w`` bits: truncate, or zero/sign-extend."""
-    dt = UINT[to_w]
+    dt = UINT.get(to_w)
+    if dt is None:
+        raise UnsupportedError(f"{to_w}-bit registers are not supported by this instruction")
     if bits.dtype == dt:
         return bits
     if to_w == 1:
@@ -61,12 +63,16 @@ def imm_bits(imm: Imm, ptype, instr):
             return bool(imm.value)
         return imm.value & ((1 << w) - 1)
     if imm.kind == "f32":
-        if ptype == "f32" or (w == 32 and kind != "f"):
+        if ptype in ("f32", "f16x2", "bf16x2", "tf32") or (w == 32 and kind != "f"):
             return imm.value
+        if kind != "f":
+            raise OperandError(f"{instr.opcode}: the 32-bit float literal {imm.text} does not fit a .{ptype} operand")
         return _float_bits(float(np.uint32(imm.value).view(np.float32)), ptype)
     if imm.kind == "f64":
         if ptype == "f64" or (w == 64 and kind != "f"):
             return imm.value
+        if kind != "f":
+            raise OperandError(f"{instr.opcode}: the 64-bit float literal {imm.text} does not fit a .{ptype} operand")
         return _float_bits(float(np.uint64(imm.value).view(np.float64)), ptype)
     if kind != "f":
         raise OperandError(f"{instr.opcode}: floating-point literal {imm.text} for a .{ptype} operand")
@@ -78,14 +84,19 @@ def _float_bits(x, ptype):
         return f32_bits(x)
     if ptype == "f64":
         return f64_bits(x)
-    return int(np.array(x, NP[ptype]).view(UINT[width(ptype)]))
+    if ptype not in ("f16", "bf16"):
+        raise OperandError(f"a floating-point number cannot be written as a .{ptype} immediate; give its bits")
+    with np.errstate(all="ignore"):
+        return int(np.array(x, NP[ptype]).view(UINT[width(ptype)]))
 
 
 def src(env, op, ptype, instr, allow_imm=True):
     """Compile a reader: ``read(warp) -> np.ndarray`` of 32 lane values with numpy dtype NP[ptype]."""
     w = width(ptype)
     signed = TYPES[ptype][1] == "s"
-    dt = NP[ptype]
+    dt = NP.get(ptype)
+    if dt is None or w not in UINT:
+        raise UnsupportedError(f"{instr.opcode}: .{ptype} operands are not supported by this instruction")
     if isinstance(op, Imm):
         if not allow_imm:
             raise OperandError(f"{instr.opcode}: operand {op} must be a register")
@@ -114,6 +125,9 @@ def dst(env, op, ptype, instr):
     rw = env.reg_width(name)
     w = width(ptype)
     signed = TYPES[ptype][1] == "s"
+    if rw not in UINT or w not in UINT:
+        raise UnsupportedError(f"{instr.opcode}: register {name} is {rw} bits wide; {rw}-bit values are not "
+                               f"supported by this instruction")
     if rw == 1 and w != 1:
         raise OperandError(f"{instr.opcode}: predicate register {name} cannot hold a .{ptype} value")
 
@@ -140,6 +154,8 @@ def symbol_address(env, op, instr):
     """Reader of the address of a variable (``sym`` or ``sym+off``), as uint64 lane values."""
     name = op.name if isinstance(op, Sym) else op.base.name
     off = 0 if isinstance(op, Sym) else op.offset
+    if not isinstance(op, Sym):
+        _check_offset(op, instr, 32)
     if name not in env.symbols:
         raise OperandError(f"{instr.opcode}: unknown name {name}")
 
@@ -151,12 +167,21 @@ def symbol_address(env, op, instr):
     return read
 
 
+def _check_offset(op, instr, bits):
+    """An address offset must fit the address arithmetic: ``bits``-bit signed or unsigned."""
+    if not -(1 << (bits - 1)) <= op.offset < (1 << bits):
+        raise OperandError(f"{instr.opcode}: address offset {op.offset} in {op} does not fit {bits} bits")
+
+
 def address(env, op, instr):
     """Compile an address operand ``[reg+off]`` / ``[var+off]`` / ``[imm]`` into ``addr(warp) -> int64[32]``."""
     if not isinstance(op, Mem):
         raise OperandError(f"{instr.opcode}: expected an address [..], found {op}")
     off = op.offset
+    _check_offset(op, instr, 64)
     if op.base is None:
+        if off < 0:
+            raise OperandError(f"{instr.opcode}: absolute address {op} is negative")
         const = np.full(32, off, np.int64)
         return lambda warp: const
     if isinstance(op.base, Sym) and not env.is_register(op.base.name):
@@ -166,6 +191,7 @@ def address(env, op, instr):
     rw = env.reg_width(name)
     if rw not in (32, 64):
         raise OperandError(f"{instr.opcode}: address register {name} must be 32 or 64 bits wide, not {rw}")
+    _check_offset(op, instr, rw)
     text = instr.text
     if off == 0:
         return lambda warp: warp.get_reg(name, text).astype(np.int64)
