@@ -35,6 +35,20 @@ from ..ops.wgmma.state import busy as wgmma_busy, check_cta_end as check_wgmma_e
 from .kernel_warp import KernelWarp
 
 PARK = "park"          # _step's answer when an executor stalled lanes or yielded the warp's turn
+SPIN_CHECK = 64        # every SPIN_CHECK-th backward branch a warp takes, the scheduler looks for a spin
+
+
+class SpinWait:
+    """Why lanes were held back or a warp yielded: a loop that repeats without changing anything."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def describe(self):
+        return self.text
+
+    def ready(self):
+        return True
 
 
 class CTA:
@@ -97,7 +111,7 @@ class CTA:
             for w in order:
                 self._wake()
                 if self._runnable(w):
-                    if self._run_warp(w) != "spin":
+                    if self._run_warp(w) != "spin" or self._yield_changed(w):
                         progressed = True
                 self._check_barriers()
                 if rng is not None and au.pending and rng.random() < 0.3:
@@ -111,10 +125,20 @@ class CTA:
                 au.pump()
                 continue
             self._wake()
-            if not any(self._runnable(w) for w in self.warps) or not progressed:
+            if not any(self._can_run(w) for w in self.warps) or not progressed:
                 self._deadlock()
         check_wgmma_end(self)
         return self.warps
+
+    @staticmethod
+    def _yield_changed(w):
+        """A warp that yielded made progress unless its registers and PCs are those of its previous yield
+        (a spin loop whose iteration changes nothing waits for someone else)."""
+        d = w.state_digest()
+        if d == w._yield_digest:
+            return False
+        w._yield_digest = d
+        return True
 
     def _wake(self):
         if not self.stalls:
@@ -138,18 +162,34 @@ class CTA:
 
     @staticmethod
     def _runnable(w):
-        return bool((~w.exited & ~w.waiting).any())
+        """Whether some lane of ``w`` can run; lane groups held back by a spin get their turn again when
+        nothing else in the warp can go on."""
+        if (~w.exited & ~w.waiting).any():
+            return True
+        if w.held.any():
+            w.waiting &= ~w.held
+            w.held[:] = False
+            return True
+        return False
+
+    @staticmethod
+    def _can_run(w):
+        return bool((~w.exited & ~w.waiting).any() or w.held.any())
 
     def _deadlock(self):
         parts = []
         for w, lanes, reason in self.stalls:
             parts.append(f"warp {w.warp_id} lanes {format_lanes(np.flatnonzero(lanes))} (pc {int(w.pc[lanes].min())}) "
                          f"{reason.describe()}")
-        spinning = [w for w in self.warps if self._runnable(w)]
+        spinning = [w for w in self.warps if self._can_run(w)]
         for w in spinning:
             why = w._last_yield
-            parts.append(f"warp {w.warp_id} spins: " + (why.describe() if hasattr(why, "describe") else
-                                                        "it keeps yielding without anything changing"))
+            if w.spins:
+                parts.extend(f"warp {w.warp_id} lanes {format_lanes(np.flatnonzero(lanes))} spin: {how}"
+                             for lanes, how in w.spins.values())
+            else:
+                parts.append(f"warp {w.warp_id} spins: " + (why.describe() if hasattr(why, "describe") else
+                                                            "it keeps yielding without anything changing"))
         if self.stalls or spinning:
             waits = [f"barrier {bid}: {sum(int(m.sum()) for _, m in b['waiters'])} thread(s) waiting, "
                      f"{self._expected(b)} expected" for bid, b in self.barriers.items()]
@@ -250,7 +290,9 @@ class CTA:
             raise EmulatorError(f"line {op.instr.line}, column {op.instr.col}: {op.instr.text or op.instr.opcode}: "
                                 f"the instruction limit ({total} warp instructions, max_instructions / "
                                 f"--max-instructions) was reached here, in CTA {self.ctaid} warp {w.warp_id} lanes "
-                                f"{format_lanes(np.flatnonzero(mask))}; an endless loop?")
+                                f"{format_lanes(np.flatnonzero(mask))}; an endless loop?"
+                                + "".join(f"; lanes {format_lanes(np.flatnonzero(lanes))} spin: {how}"
+                                          for lanes, how in w.spins.values()))
         w.clock = w.issued = w.issued + 1
         au = self.async_unit
         au.mbarriers.step += 1
@@ -280,6 +322,10 @@ class CTA:
             taken = mask & self._guard(w, op, mask)
             pc[taken] = op.target
             pc[mask & ~taken] += 1
+            if op.target <= p and taken.any():
+                w.back_taken += 1
+                if w.back_taken % SPIN_CHECK < 2 and self._spin_check(w, p, taken, op):
+                    return PARK if w._spin_yield else None
             if together:
                 if not taken.any():
                     nxt = (p + 1, mask)
@@ -305,6 +351,44 @@ class CTA:
             self._trace(w, op, shown)
         return nxt
 
+    def _spin_check(self, w, p, taken, op):
+        """Called at two consecutive backward branches taken (every SPIN_CHECK-th and the next): when the lanes
+        that loop came back with the same registers, the loop waits for someone else (independent thread
+        scheduling lets the other lane groups of the warp run, and the other warps). Returns True when the
+        scheduler acted: lanes held back, or the warp yields (``w._spin_yield``)."""
+        w._spin_yield = False
+        snap = (p, taken.tobytes(), w.state_digest())
+        if w.back_taken % SPIN_CHECK == 0:
+            w._spin_snap = snap
+            return False
+        if w._spin_snap != snap:
+            return False
+        w._spin_snap = None
+        instr = self.prog.code[p].instr
+        loop = self.prog.code[op.target].instr
+        w.spins[p] = (taken.copy(), f"the loop from line {loop.line} ({' '.join((loop.text or loop.opcode).split())}) "
+                                    f"to line {instr.line} repeats with unchanged registers (it waits for memory "
+                                    f"that no other thread writes)")
+        return self._hold_or_yield(w, taken, SpinWait(w.spins[p][1]))
+
+    def _hold_or_yield(self, w, lanes, why):
+        """Lanes ``lanes`` of ``w`` wait for someone else: let the warp's other lane groups run (the lanes are
+        held back until nothing else in the warp can run), or, when none can, give the other warps a turn."""
+        others = ~w.exited & ~w.waiting & ~lanes
+        w._last_yield = why
+        if others.any():
+            w.held |= lanes
+            w.waiting |= lanes
+            w._spin_yield = False
+            return True
+        if w.held.any():                  # the groups held earlier run next time; these lanes wait
+            w.waiting &= ~w.held
+            w.held[:] = False
+            w.held |= lanes
+            w.waiting |= lanes
+        w._spin_yield = True
+        return True
+
     def _park(self, w, op, mask, shown):
         """An executor stalled some lanes (they re-execute the instruction when woken) or yielded the turn."""
         stall, w._stall = w._stall, None
@@ -317,6 +401,11 @@ class CTA:
             if self.async_unit.record:
                 self.async_unit.events.append(("stall", self.async_unit.step, w.warp_id, stall[1].describe()))
         w._last_yield = why if why is not None else (stall[1] if stall else None)
+        if stall is None and getattr(why, "lane_yield", False):      # nanosleep: the lanes step aside
+            self._hold_or_yield(w, mask, why)
+            if self.trace is not None:
+                self._trace(w, op, shown)
+            return PARK if w._spin_yield else None
         if self.trace is not None:
             self._trace(w, op, shown)
         return PARK

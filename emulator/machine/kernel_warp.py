@@ -61,6 +61,13 @@ class KernelWarp(Warp):
         self._stall = None                 # (lanes, reason) set by an executor that cannot go on
         self._yield = None                 # set by an executor that lets the other warps run
         self._last_yield = None
+        # spin detection (machine.cta): backward branches taken, the last snapshot, lanes held back
+        self.held = np.zeros(LANES, np.bool_)
+        self.back_taken = 0
+        self.spins = {}                    # pc of the backward branch -> (lanes, what the loop waits for)
+        self._spin_snap = None
+        self._spin_yield = False
+        self._yield_digest = None
 
     # -- the scheduler protocol (see machine.cta) ----------------------------------------------------
     def stall(self, mask, reason):
@@ -69,6 +76,19 @@ class KernelWarp(Warp):
 
     def yield_turn(self, reason=None):
         self._yield = reason or True
+
+    def state_digest(self):
+        """A digest of everything a lane's next steps depend on besides memory: registers, PCs, exits."""
+        import hashlib
+        h = hashlib.blake2b(digest_size=16)
+        regs = self.regs
+        for name in sorted(regs):
+            h.update(name.encode())
+            h.update(np.ascontiguousarray(regs[name]).tobytes())
+        h.update(self.pc.tobytes())
+        h.update(self.exited.tobytes())
+        h.update(self.param.tobytes())
+        return h.digest()
 
     def cluster_targets(self, cta_mask):
         return self._cta.cluster_targets(self, cta_mask)

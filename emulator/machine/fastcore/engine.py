@@ -134,6 +134,7 @@ class FastWarp:
         st = fl.state
         st[T.S_BUDGET] = budget[0]
         st[T.S_ISSUED] = w.issued
+        st[T.S_BACK] = w.back_taken
         st[T.S_INFLIGHT] = w._inflight_n
         st[T.S_NLOG] = 0
         st[T.S_EXECUTED] = 0
@@ -146,6 +147,7 @@ class FastWarp:
                 fl.log_pc, fl.log_addr, fl.log_mask, tr.mma_regs, tr.mma_maps, tr.mma_prm, *tr.mma_luts, tr.mma_lutidx)
         budget[0] = int(st[T.S_BUDGET])
         w.clock = w.issued = int(st[T.S_ISSUED])
+        w.back_taken = int(st[T.S_BACK])
         self.executed += int(st[T.S_EXECUTED])
         if st[T.S_NLOG]:
             self._flush(w, int(st[T.S_NLOG]))
