@@ -157,9 +157,17 @@ def _cmd_run(a):
     if a.bank_report:
         for ctaid, w in res.warps():
             recs = w.bank_report()
-            print(f"cta {ctaid} warp {w.warp_id}: {len(recs)} shared-memory instruction(s)")
+            more = getattr(w, "smem_log_dropped", 0)
+            print(f"cta {ctaid} warp {w.warp_id}: {len(recs)} shared-memory instruction(s)" +
+                  (f" recorded, {more} more not recorded (the log keeps the first {len(recs)})" if more else ""))
+            summary = {}                   # one line per instruction, however often it ran
             for r in recs:
-                print(f"  {' '.join(str(r.instruction).split())}: wavefronts {r.wavefronts}, conflicts {r.conflicts}")
+                s = summary.setdefault(' '.join(str(r.instruction).split()), [0, 0, 0])
+                s[0] += 1
+                s[1] += r.wavefronts
+                s[2] += r.conflicts
+            for text, (n, wf, cf) in summary.items():
+                print(f"  {text}: wavefronts {wf}, conflicts {cf}" + (f" (over {n} executions)" if n > 1 else ""))
     for name, addr, arr in arrays:
         out = g.download(addr, arr.nbytes).view(arr.dtype).reshape(arr.shape)
         if a.out:

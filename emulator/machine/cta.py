@@ -96,6 +96,11 @@ class CTA:
                 kw.fast = fast.attach(kw)
             self.warps.append(kw)
 
+    def __repr__(self):
+        done = sum(bool(w.exited.all()) for w in self.warps)
+        return (f"<CTA {tuple(self.ctaid)} of {self.prog.entry.name}: {len(self.warps)} warp(s) ({done} finished), "
+                f"{self.smem.size} bytes of shared memory>")
+
     # -- scheduler ---------------------------------------------------------------------------------
     def run(self):
         with np.errstate(all="ignore"):          # IEEE exceptions are results here, not warnings

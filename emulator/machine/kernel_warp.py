@@ -69,6 +69,21 @@ class KernelWarp(Warp):
         self._spin_yield = False
         self._yield_digest = None
 
+    def __repr__(self):
+        from ..ops.common import format_lanes
+        live = ~self.exited & self.present
+        state = []
+        if self.exited[self.present].all():
+            state.append("exited")
+        else:
+            run = live & ~self.waiting
+            if run.any():
+                state.append(f"lanes {format_lanes(np.flatnonzero(run))} at pc {sorted(set(self.pc[run].tolist()))[:4]}")
+            if (live & self.waiting).any():
+                state.append(f"lanes {format_lanes(np.flatnonzero(live & self.waiting))} waiting")
+        return (f"<KernelWarp CTA {tuple(self._cta.ctaid)} warp {self.warp_id} ({self.arch}): "
+                f"{int(self.present.sum())} thread(s), {'; '.join(state)}, {self.issued} instructions issued>")
+
     # -- the scheduler protocol (see machine.cta) ----------------------------------------------------
     def stall(self, mask, reason):
         self._stall = (mask.copy(), reason)

@@ -45,6 +45,13 @@ class Module:
         self._globals = {}                # id(gmem) -> (gmem, {name: address})
         self._function_vars = set()
 
+    def __repr__(self):
+        ks = self.kernels
+        shown = ", ".join(ks[:4]) + (f", ... ({len(ks)} in all)" if len(ks) > 4 else "")
+        return (f"<Module {self.arch}" + (f" (.target {self.info.target})" if self.info.target else "") +
+                f": kernel(s) {shown or 'none'}; {len(self.info.functions)} function(s), "
+                f"{len(self.info.variables)} module variable(s)>")
+
     # -- names -------------------------------------------------------------------------------------
     @property
     def kernels(self):

@@ -88,15 +88,22 @@ class WarpOptions:
                group, and touching its destination before then raises AsyncHazardError;
                'eager' — the copy lands at issue (permissive; hides missing waits).
     uninitialized: what a register never written reads as: 'zero' (default) or 'error'.
+    bank_log:  how many shared-memory instructions each warp records for ``bank_report`` (default 10,000;
+               None: all). Later ones are only counted, in ``warp.smem_log_dropped``, so that a long kernel
+               runs in bounded memory.
     """
     cp_async: str = "deferred"
     uninitialized: str = "zero"
+    bank_log: int | None = 10_000
 
     def __post_init__(self):
-        if self.cp_async not in ("deferred", "eager"):
+        if not isinstance(self.cp_async, str) or self.cp_async not in ("deferred", "eager"):
             raise EmulatorError(f"WarpOptions: cp_async must be 'deferred' or 'eager', not {self.cp_async!r}")
-        if self.uninitialized not in ("zero", "error"):
+        if not isinstance(self.uninitialized, str) or self.uninitialized not in ("zero", "error"):
             raise EmulatorError(f"WarpOptions: uninitialized must be 'zero' or 'error', not {self.uninitialized!r}")
+        if self.bank_log is not None and (isinstance(self.bank_log, bool) or
+                                          not isinstance(self.bank_log, (int, np.integer)) or self.bank_log < 0):
+            raise EmulatorError(f"WarpOptions: bank_log must be None or an int >= 0, not {self.bank_log!r}")
 
 
 class _CpAsyncState:
@@ -145,7 +152,12 @@ class Warp:
             raise UnsupportedError(f"Warp: architecture {arch!r} is not supported; supported: {', '.join(ARCHS)}")
         self.arch = arch
         self.gmem = gmem if gmem is not None else GlobalMemory()
+        if options is not None and not isinstance(options, WarpOptions):
+            raise OperandError(f"Warp: options must be a WarpOptions, not {options!r}")
         self.options = options or WarpOptions()
+        self.smem_log_cap = self.options.bank_log if self.options.bank_log is not None else 1 << 62
+        self.smem_log_dropped = 0              # shared-memory instructions beyond the cap, not recorded
+        self._smem_n = 0
         if smem is None:
             if isinstance(smem_bytes, (bool, np.bool_)) or not isinstance(smem_bytes, (int, np.integer)) or \
                     not 0 <= smem_bytes <= MAX_SHARED_BYTES:
@@ -165,6 +177,10 @@ class Warp:
         self._programs: dict[str, list] = {}
         self.clock = 0
         self._async = None                      # the async unit (mbarriers, bulk copies), made on first use
+
+    def __repr__(self):
+        return (f"<Warp {self.arch}: 32 lanes, {len(self.regs)} register(s) written, {self.smem.size} bytes of "
+                f"shared memory, {len(self._smem_log)} shared-memory access(es) logged>")
 
     # -- registers ---------------------------------------------------------------------------------
     def reg_width(self, name: str) -> int:
@@ -371,11 +387,16 @@ class Warp:
 
     # -- shared-memory traffic -----------------------------------------------------------------------
     def log_smem(self, instruction, op, addrs, width, mask, nmat=0, src=None):
+        if self._smem_n >= self.smem_log_cap:
+            self.smem_log_dropped += 1
+            return
+        self._smem_n += 1
         self._smem_log.append(SmemAccess(str(instruction), op, np.asarray(addrs, np.int64).copy(), int(width),
                                          np.asarray(mask, np.bool_).copy(), int(nmat),
                                          None if src is None else np.asarray(src).astype(np.int64)))
 
     def bank_report(self):
-        """One record (instruction, wavefronts, conflicts) per shared-memory instruction executed so far."""
+        """One record (instruction, wavefronts, conflicts) per shared-memory instruction executed so far (the
+        first ``WarpOptions.bank_log`` of them; ``smem_log_dropped`` counts the rest)."""
         from ..memory.banks import analyze
         return [analyze(rec) for rec in self._smem_log]

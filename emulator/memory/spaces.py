@@ -36,6 +36,9 @@ class GlobalMemory:
         self._bufs: list[np.ndarray] = []
         self._next = self.BASE
 
+    def __repr__(self):
+        return f"<GlobalMemory: {len(self._bufs)} allocation(s), {sum(b.size for b in self._bufs)} bytes>"
+
     # -- allocation ------------------------------------------------------------------------------
     def alloc(self, nbytes: int, fill: int = 0) -> int:
         """Reserve ``nbytes`` of zero-filled (or ``fill``-filled) memory; returns its address."""

@@ -159,6 +159,12 @@ class FastWarp:
 
     def _flush(self, w, n):
         fl = self.launch
+        keep = min(n, max(w.smem_log_cap - w._smem_n, 0))
+        w.smem_log_dropped += n - keep
+        w._smem_n += keep
+        n = keep
+        if not n:
+            return
         w._smem_pending.append(partial(_records, w.program.code, fl.tr.code, fl.log_pc[:n].copy(),
                                        fl.log_mask[:n].copy(), fl.log_addr[:n].copy()))
 
