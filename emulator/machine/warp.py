@@ -73,10 +73,10 @@ def _to_bits(name, ptype, width, values):
                 return v.view(dt).copy()
             with np.errstate(all="ignore"):
                 return v.astype(np.float64 if v.dtype.itemsize <= 8 else v.dtype).astype(fdt).view(dt)
-        if v.dtype.itemsize * 8 == width and isinstance(values, np.ndarray | np.floating):
-            return v.view(dt).copy()
-        raise OperandError(f"{what}: a {v.dtype.name} value for a register that is not a float register of its "
-                           f"width; pass an int (raw bits) or a numpy float of {width} bits")
+        if v.dtype.itemsize * 8 <= width and isinstance(values, (np.ndarray, np.generic)):
+            return v.view(_UINT[v.dtype.itemsize * 8]).astype(dt)         # its bits, zero-extended
+        raise OperandError(f"{what}: a {v.dtype.name} value for a register that is not a float register; pass "
+                           f"an int (raw bits) or a numpy float of at most {width} bits (its bits)")
     raise OperandError(f"{what}: values of dtype {v.dtype} cannot be written to a register")
 
 
@@ -144,7 +144,7 @@ class _CpAsyncState:
 
 
 class Warp:
-    """One warp of 32 lanes (see ``shared/API.md``: Memory and the warp)."""
+    """One warp of 32 lanes (see docs/api.md: Memory and the warp, Writing registers)."""
 
     def __init__(self, smem_bytes: int = 48 * 1024, gmem: GlobalMemory | None = None, arch: str = "sm_90",
                  options: WarpOptions | None = None, *, smem: np.ndarray | None = None, warp_id: int = 0):
@@ -221,8 +221,9 @@ class Warp:
         * floats (Python ``float``, numpy float scalars and arrays, lists of floats) written to a float
           register (declared ``.f16``/``.bf16``/``.f32``/``.f64``, or named ``%h``/``%f``/``%fd``) are
           converted to that format, rounding to nearest even; written to any other register, a numpy float
-          whose width equals the register's is taken as raw bits (``np.float32`` into ``%r1``), anything
-          else raises OperandError (say which bits you mean: ``np.float32(x)`` or an int);
+          (scalar or array) no wider than the register gives its raw bits, zero-extended (``np.float32``
+          into ``%r1``), anything else raises OperandError (a Python float has no width: say which bits
+          you mean with ``np.float32(x)`` or an int);
         * a predicate takes bools, or the ints 0 and 1.
         Anything else (strings, None, nested or object arrays, a shape other than () or (32,)) raises."""
         if not isinstance(name, str):
