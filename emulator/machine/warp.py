@@ -248,6 +248,9 @@ class Warp:
         if self.options.uninitialized == "error":
             raise OperandError(f"{instr}: register {name} is read before it is written")
         width = self.reg_width(name)
+        if width not in _UINT:
+            raise UnsupportedError(f"{instr}: register {name} is {width} bits wide; {width}-bit registers are not "
+                                   f"supported here")
         return np.zeros(LANES, _UINT[width])
 
     def set_reg(self, name: str, values: np.ndarray, mask: np.ndarray) -> None:
@@ -256,6 +259,9 @@ class Warp:
             return
         cur = self.regs.get(name)
         if cur is None:
+            if self.reg_width(name) not in _UINT:
+                raise UnsupportedError(f"register {name} is {self.reg_width(name)} bits wide; such registers are "
+                                       f"not supported here")
             if mask.all():
                 self.regs[name] = np.array(values, dtype=_UINT[self.reg_width(name)], copy=True)
                 return

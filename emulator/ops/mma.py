@@ -186,7 +186,7 @@ def get_mma(opcode: str, arch: str = "sm_90") -> MmaOp:
     v = VARIANTS.get(spelling)
     if v is None:
         fail(UnsupportedError, opcode, "unsupported mma variant; " +
-             did_you_mean(spelling, VARIANTS, "docs/supported.md"))
+             did_you_mean(spelling or opcode, VARIANTS, "docs/supported.md"))
     ak = _arch_key(arch)
     if ak not in ARCHS:
         fail(UnsupportedError, opcode, f"no mma.sync model for {arch}; modelled: {', '.join(ARCHS)} "
