@@ -33,9 +33,9 @@ from ..memory.asyncunit import AsyncUnit
 from ..ops.common import format_lanes
 from ..ops.wgmma.state import busy as wgmma_busy, check_cta_end as check_wgmma_end
 from .kernel_warp import KernelWarp
+from .spin import SPIN_CHECK
 
 PARK = "park"          # _step's answer when an executor stalled lanes or yielded the warp's turn
-SPIN_CHECK = 64        # every SPIN_CHECK-th backward branch a warp takes, the scheduler looks for a spin
 
 
 class SpinWait:

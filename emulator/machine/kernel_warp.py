@@ -97,6 +97,9 @@ class KernelWarp(Warp):
         import hashlib
         h = hashlib.blake2b(digest_size=16)
         regs = self.regs
+        if self.fast is not None:          # the fast engine's registers: one arena, and a few others
+            h.update(self.fast.arena)
+            regs = regs.other
         for name in sorted(regs):
             h.update(name.encode())
             h.update(np.ascontiguousarray(regs[name]).tobytes())

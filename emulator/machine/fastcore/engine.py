@@ -13,6 +13,7 @@ import numpy as np
 
 from ...memory import SmemAccess
 from . import table as T
+from ..spin import SPIN_CHECK
 from .translate import Translation
 
 _DTYPE = {T.PRED: np.bool_, T.R16: np.uint16, T.R32: np.uint32, T.R64: np.uint64}
@@ -135,6 +136,7 @@ class FastWarp:
         st[T.S_BUDGET] = budget[0]
         st[T.S_ISSUED] = w.issued
         st[T.S_BACK] = w.back_taken
+        st[T.S_SPIN_CHECK] = SPIN_CHECK
         st[T.S_INFLIGHT] = w._inflight_n
         st[T.S_NLOG] = 0
         st[T.S_EXECUTED] = 0

@@ -713,6 +713,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     issued = state[T.S_ISSUED]
     nlog = state[T.S_NLOG]
     back = state[T.S_BACK]
+    spin_check = state[T.S_SPIN_CHECK]
     executed = 0
     while True:
         if p < 0:                      # pick: the smallest PC among the runnable lanes, and its lanes
@@ -761,7 +762,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
         if opc == T.BRA:
             tgt = row[T.X]
             if tgt <= p and em != 0:            # a loop: every SPIN_CHECK-th time the scheduler looks for a spin
-                if (back + 1) % T.SPIN_CHECK < 2:
+                if (back + 1) % spin_check < 2:
                     budget += 1
                     issued -= 1
                     executed -= 1

@@ -90,6 +90,5 @@ ST_EXITED = 3     # lanes exited: the scheduler checks the barriers, then runs t
 
 # -- fields of the state vector ----------------------------------------------------------------------------
 (S_STATUS, S_PC, S_MASK, S_BUDGET, S_ISSUED, S_INFLIGHT, S_NLOG, S_EXECUTED, S_SMEM_PTR, S_SMEM_SIZE,
- S_PARAM_PTR, S_PARAM_SIZE, S_LASTALLOC, S_BACK) = range(14)
-NSTATE = 14
-SPIN_CHECK = 64   # the scheduler's spin check (machine.cta.SPIN_CHECK): such backward branches go back to it
+ S_PARAM_PTR, S_PARAM_SIZE, S_LASTALLOC, S_BACK, S_SPIN_CHECK) = range(15)
+NSTATE = 15       # S_BACK: backward branches the warp took; S_SPIN_CHECK: machine.cta.SPIN_CHECK
