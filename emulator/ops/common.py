@@ -180,8 +180,8 @@ def address(env, op, instr):
     off = op.offset
     _check_offset(op, instr, 64)
     if op.base is None:
-        if off < 0:
-            raise OperandError(f"{instr.opcode}: absolute address {op} is negative")
+        if not 0 <= off < 1 << 63:
+            raise OperandError(f"{instr.opcode}: absolute address {op} is outside 0..2^63-1")
         const = np.full(32, off, np.int64)
         return lambda warp: const
     if isinstance(op.base, Sym) and not env.is_register(op.base.name):
@@ -198,7 +198,7 @@ def address(env, op, instr):
     if rw == 32:        # a 32-bit address wraps at 2^32: '[%r13+24]' with %r13 = -8 is address 16
         o32 = np.uint32(off & 0xFFFFFFFF)
         return lambda warp: (warp.get_reg(name, text) + o32).astype(np.int64)
-    o = np.int64(off)
+    o = np.int64(off - (1 << 64) if off >= 1 << 63 else off)        # 64-bit address arithmetic wraps
     return lambda warp: warp.get_reg(name, text).astype(np.int64) + o
 
 
