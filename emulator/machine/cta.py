@@ -16,6 +16,11 @@ How a launch runs
 * The scheduler runs warp 0, 1, ... in turn, each until it finishes or waits at a barrier; ``bar.sync`` /
   ``barrier.sync`` release when every non-exited thread of the CTA (or the thread count given) arrived.
   A barrier nobody can reach raises an error (deadlock).
+* Spin loops: every SPIN_CHECK-th backward branch a warp takes (and the next), the lanes that took it are
+  compared with their previous time round; unchanged registers and PCs mean they wait for someone else.
+  They are held back while other lanes of the warp can run (independent thread scheduling), else the warp
+  yields. A yield is progress unless the warp's state equals that of its previous yield; a round of warps
+  that only spin without progress is a deadlock, reported with each warp's spinning lane groups.
 * ``.local`` memory (``__local_depot``) is private per thread; its generic addresses (``cvta.local``)
   are distinct per thread. ``.global`` / ``.const`` module variables live in the launch's GlobalMemory,
   allocated on first launch and kept across launches with the same GlobalMemory, like a loaded module.
