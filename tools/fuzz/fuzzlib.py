@@ -219,27 +219,35 @@ def _random_operand(rng):
 def gen_warp_text(rng):
     _, lines = seeds()
     out = []
-    for _ in range(int(rng.integers(0, 3))):
+    for _ in range(int(rng.integers(0, 3)) if rng.random() < 0.3 else 0):
         out.append(f".reg .{pick(rng, TYPES)} {pick(rng, REG_FORMS).format(int(rng.integers(0, 8)))}"
                    + (f"<{int(pick(rng, [1, 4, 70000, 100000000]))}>" if rng.random() < 0.2 else "") + ";")
     for _ in range(int(rng.integers(1, 5))):
+        if rng.random() < 0.2:                             # a made-up instruction: any opcode, any qualifiers
+            opc = ".".join([str(pick(rng, OPCODES))] + [str(pick(rng, MODS + TYPES + SPACES))
+                                                        for _ in range(int(rng.integers(0, 5)))])
+            out.append(f"{opc} " + ", ".join(_random_operand(rng) for _ in range(int(rng.integers(0, 6)))) + ";")
+            continue
         line = str(pick(rng, lines))
         m = re.match(r"(@!?%\w+\s+)?(\S+)\s*(.*?);?$", line)
         guard, opc, rest = m.group(1) or "", m.group(2), m.group(3)
         ops = [o.strip() for o in re.split(r",(?![^{]*})", rest)] if rest else []
+        # variables of the seed module do not exist here: their addresses become registers
+        ops = [re.sub(r"\[[A-Za-z_$][\w$.]*(\+\d+)?\]", lambda mm: "[%rd0" + (mm.group(1) or "") + "]", o)
+               for o in ops]
         r = rng.random()
-        if r < 0.5 and ops:                                # operands replaced
+        if r < 0.6:                                        # a valid instruction: registers renumbered only
+            ops = [re.sub(r"(%[a-z]+)\d+", lambda mm: mm.group(1) + str(int(rng.integers(0, 8))), o) for o in ops]
+        elif r < 0.7 and ops:                              # operands replaced
             for _ in range(int(rng.integers(1, len(ops) + 1))):
                 ops[int(rng.integers(len(ops)))] = _random_operand(rng)
-        elif r < 0.65:                                     # an operand dropped or added
+        elif r < 0.8:                                      # an operand dropped or added
             if ops and rng.random() < 0.5:
                 del ops[int(rng.integers(len(ops)))]
             else:
                 ops.insert(int(rng.integers(len(ops) + 1)), _random_operand(rng))
-        elif r < 0.85:
+        else:
             opc = _nearby(rng, opc if "." in opc else opc + ".b32")
-        else:                                              # operands renamed to small register numbers
-            ops = [re.sub(r"(%[a-z]+)\d+", lambda mm: mm.group(1) + str(int(rng.integers(0, 8))), o) for o in ops]
         out.append(f"{guard}{opc} {', '.join(ops)};")
     return "\n".join(out)
 
