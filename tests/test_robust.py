@@ -339,3 +339,30 @@ def test_cli_exit_status_for_a_spin_deadlock(tmp_path):
                         "--arg", "zeros:i32:64", "--arg", "zeros:i32:1"], capture_output=True, text=True, cwd=ROOT,
                        env={**os.environ, "PYTHONPATH": ROOT})
     assert r.returncode == 1 and "deadlock" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_held_lanes_meet_the_others_at_a_barrier():
+    # lanes 1-31 spin until lane 0 has written the flag; everyone then meets at bar.sync and reads it
+    body = """
+    .reg .b32 %r<8>; .reg .pred %p<4>;
+    .shared .align 4 .b8 flag[4];
+    mov.u32 %r1, %laneid;
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 bra WRITER;
+SPIN:
+    ld.volatile.shared.u32 %r2, [flag];
+    setp.eq.u32 %p2, %r2, 0;
+    @%p2 bra SPIN;
+    bra JOIN;
+WRITER:
+    mov.u32 %r3, 5;
+    st.volatile.shared.u32 [flag], %r3;
+JOIN:
+    bar.sync 0;
+    ld.shared.u32 %r4, [flag];
+    shfl.sync.idx.b32 %r5, %r4, 0, 31, -1;"""
+    m = load_ptx(kernel(body))
+    ref, fast, diffs = compare_engines(m, "k", (1, 1, 1), (64, 1, 1), [], max_instructions=100_000)
+    assert "error" not in ref and not diffs, (ref.get("error"), diffs)
+    for regs, *_ in ref["warps"].values():
+        assert (regs["%r5"] == 5).all()

@@ -235,8 +235,8 @@ class CTA:
             del self.barriers[bid]
 
     # -- one warp ----------------------------------------------------------------------------------
-    def _run_warp(self, w: KernelWarp):
-        if w.fast is not None and not wgmma_busy(self):
+    def _run_warp(self, w: KernelWarp, reference=False):
+        if w.fast is not None and not reference and not wgmma_busy(self):
             return self._run_warp_fast(w)
         pc = w.pc
         nxt = None          # (pc, mask) known without a search: the whole runnable warp moves together
@@ -267,6 +267,8 @@ class CTA:
         """The fast engine runs the warp until an instruction it hands back, which the reference executes."""
         fast = w.fast
         while True:
+            if w.held.any():                # lanes held back by a spin: the reference steps until they are back
+                return self._run_warp(w, reference=True)
             if w.depth:
                 live = ~w.exited & ~w.waiting
                 if not live.any():
@@ -293,6 +295,12 @@ class CTA:
         budget = self.budget
         nxt = None
         op = self.prog.code[p]
+        if w.held.any() and _sync_point(op):
+            # lanes held back by a spin must meet the others at a warp-synchronous instruction: they run
+            # first (the smallest PC), and the instruction issues when the lanes have come together
+            w.waiting &= ~w.held
+            w.held[:] = False
+            return None
         w.cur_pc = p
         budget[0] -= 1
         if budget[0] < 0:
@@ -560,6 +568,18 @@ class CTA:
         self.trace.write(f"cta({cta}) w{w.warp_id} pc{w.cur_pc:>4} "
                          f"lanes {lanes}: {txt}" + (f"  -> {' '.join(parts)}" if parts else "") + "\n")
         w._written = None
+
+
+def _sync_point(op):
+    """Whether the lanes of a warp must meet at ``op``: barriers, and instructions with .sync or .aligned."""
+    sp = getattr(op, "_sync_point", None)
+    if sp is None:
+        sp = op.kind == "bar" or (op.kind == "op" and any(m in ("sync", "aligned") for m in op.instr.mods))
+        try:
+            op._sync_point = sp
+        except AttributeError:
+            pass
+    return sp
 
 
 def _fmt_val(x):
