@@ -475,7 +475,30 @@ def _api_cli(rng):
     return run, f"cli {argv}"
 
 
-API_GENERATORS = [(_api_write, 0.35), (_api_launch, 0.25), (_api_mma, 0.12), (_api_misc, 0.2), (_api_cli, 0.08)]
+LAYOUT_TOKENS = list("()_,:0123456789 -x[]") + ["_16", "_8", "(_4,_8)", ":", "((", "))", "_0", "-1"]
+LAYOUT_ARGS = [0, 1, 5, -1, 10 ** 30, "x", None, (), (0,), (8,), (8, 4), ((4, 8), 2), (1, "a"), 1.5, True, ((),)]
+
+
+def _api_layout(rng):
+    from emulator.cute import Layout, crd2idx, idx2crd
+    text = "".join(pick(rng, LAYOUT_TOKENS) for _ in range(int(rng.integers(0, 20))))
+    args = [pick(rng, LAYOUT_ARGS) for _ in range(3)]
+    which = rng.random()
+
+    def run():
+        if which < 0.5:
+            lay = Layout.parse(text)
+            str(lay)
+            lay(args[0])
+        elif which < 0.75:
+            idx2crd(*args[:2 + int(rng.integers(0, 2))])
+        else:
+            crd2idx(*args[:2 + int(rng.integers(0, 2))])
+    return run, f"layout {text!r} {args!r}"
+
+
+API_GENERATORS = [(_api_write, 0.33), (_api_launch, 0.24), (_api_mma, 0.11), (_api_misc, 0.18), (_api_cli, 0.08),
+                  (_api_layout, 0.06)]
 
 
 def gen_api(rng):
