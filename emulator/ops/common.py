@@ -5,7 +5,7 @@ import ml_dtypes
 import numpy as np
 
 from isa.types import TYPES
-from ..errors import OperandError, UnsupportedError, fail
+from ..errors import OperandError, UnsupportedError, did_you_mean, fail
 from ..frontend.ptx import Imm, Mem, Not, Reg, Sym, Vec, f32_bits, f64_bits
 
 UINT = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
@@ -218,6 +218,9 @@ def split_mods(instr, known_groups):
                 break
         else:
             allowed = sorted({v for vals in known_groups.values() for v in vals})
+            if len(allowed) > 16:               # a long list: the nearest few, the rest in the docs
+                raise UnsupportedError(f"{instr.opcode}: unsupported qualifier .{m}; " + did_you_mean(
+                    f".{m}", ["." + a for a in allowed], f"docs/kernels.md, Supported PTX"))
             raise UnsupportedError(f"{instr.opcode}: unsupported qualifier .{m}; supported: "
                                    f"{', '.join('.' + a for a in allowed)}")
     return out
