@@ -116,13 +116,16 @@ class CTA:
         rng = self._rng
         while True:
             progressed = False
+            yielded = False                 # a warp yielded with its state changed since its previous yield
             version = au.mbarriers.version
             order = self.warps if rng is None else [self.warps[i] for i in rng.permutation(len(self.warps))]
             for w in order:
                 self._wake()
                 if self._runnable(w):
-                    if self._run_warp(w) != "spin" or self._yield_changed(w):
+                    if self._run_warp(w) != "spin":
                         progressed = True
+                    elif self._yield_changed(w):
+                        yielded = True
                 self._check_barriers()
                 if rng is not None and au.pending and rng.random() < 0.3:
                     au.pump(lambda c: rng.random() < 0.5)
@@ -133,6 +136,8 @@ class CTA:
                 continue
             if au.pending:                          # nobody can go on by itself: the async unit moves
                 au.pump()
+                continue
+            if yielded:                             # spinning warps whose state still changes: not stuck yet
                 continue
             self._wake()
             if not any(self._can_run(w) for w in self.warps) or not progressed:
