@@ -366,3 +366,29 @@ JOIN:
     assert "error" not in ref and not diffs, (ref.get("error"), diffs)
     for regs, *_ in ref["warps"].values():
         assert (regs["%r5"] == 5).all()
+
+
+@pytest.mark.parametrize("op", ["try_wait", "test_wait"])
+def test_failed_mbarrier_waits_let_the_other_lanes_of_the_warp_run(op):
+    # lanes 1-31 poll an mbarrier (the smaller PC) that lane 0 of the same warp arrives on
+    body = f"""
+    .reg .b32 %r<4>; .reg .pred %p<4>; .reg .b64 %rd<4>;
+    .shared .align 8 .b64 bar;
+    mov.u32 %r1, %laneid;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra SKIP;
+    mbarrier.init.shared.b64 [bar], 1;
+SKIP:
+    bar.warp.sync -1;
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 bra ARRIVE;
+WAIT:
+    mbarrier.{op}.parity.shared.b64 %p2, [bar], 0;
+    @!%p2 bra WAIT;
+    bra DONE;
+ARRIVE:
+    mbarrier.arrive.shared.b64 %rd1, [bar];
+DONE:"""
+    m = load_ptx(kernel(body))
+    ref, fast, diffs = compare_engines(m, "k", (1, 1, 1), (32, 1, 1), [], max_instructions=10_000)
+    assert "error" not in ref and not diffs, (ref.get("error"), diffs)

@@ -20,7 +20,9 @@ LANE = np.arange(32)
 
 
 class MBarrierWait:
-    """Why lanes stall: a wait for an mbarrier phase (what the deadlock report and the timeline name)."""
+    """Why lanes stall: a wait for an mbarrier phase (what the deadlock report and the timeline name).
+    Lanes whose test_wait/try_wait failed step aside for the other lanes of their warp (``lane_yield``)."""
+    lane_yield = True
 
     def __init__(self, unit, text, addrs, parity=None, states=None):
         self.unit, self.text, self.addrs, self.parity, self.states = unit, text, addrs, parity, states
