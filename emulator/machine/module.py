@@ -20,6 +20,10 @@ ENGINES = ("fast", "reference")
 def load_ptx(text: str, arch: str | None = None) -> "Module":
     """Parse a PTX module (``nvcc -ptx`` output) and return a :class:`Module`. ``arch`` is the machine emulated:
     the H100 (``"sm_90"``) unless named, whatever the module's ``.target``."""
+    if not isinstance(text, str):
+        raise OperandError(f"load_ptx: expected the PTX text (a str), not {type(text).__name__}")
+    if arch is not None and not isinstance(arch, str):
+        raise UnsupportedError(f"load_ptx: arch must be a string such as 'sm_90', not {arch!r}")
     return Module(text, arch)
 
 

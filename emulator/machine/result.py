@@ -26,6 +26,9 @@ class LaunchResult:
         """The timeline of one CTA (launch with ``timeline=True``): each warp's instructions along the step
         axis, each mbarrier's phases and tx-count, each bulk copy from issue to completion."""
         from .timeline import Timeline
+        from ..errors import OperandError
+        if isinstance(cta, bool) or not isinstance(cta, int) or not 0 <= cta < len(self.async_units):
+            raise OperandError(f"timeline: cta must be 0..{len(self.async_units) - 1}, not {cta!r}")
         return Timeline.from_unit(self.async_units[cta], self.ctas[cta][0])
 
     def warps(self):

@@ -151,6 +151,8 @@ class Warp:
         if arch not in ARCHS:
             raise UnsupportedError(f"Warp: architecture {arch!r} is not supported; supported: {', '.join(ARCHS)}")
         self.arch = arch
+        if gmem is not None and not isinstance(gmem, GlobalMemory):
+            raise OperandError(f"Warp: gmem must be a GlobalMemory, not {type(gmem).__name__}")
         self.gmem = gmem if gmem is not None else GlobalMemory()
         if options is not None and not isinstance(options, WarpOptions):
             raise OperandError(f"Warp: options must be a WarpOptions, not {options!r}")
@@ -195,6 +197,11 @@ class Warp:
         return name.startswith("%") or name in self.reg_types
 
     def declare(self, ptype: str, names):
+        from isa.types import TYPES
+        if ptype not in TYPES:
+            raise UnsupportedError(f"declare: unknown type .{ptype}; types: {', '.join(TYPES)}")
+        if isinstance(names, str):
+            raise OperandError("declare: names is a list of register names, not one string")
         for n in names:
             self.reg_types[n] = ptype
 

@@ -497,8 +497,35 @@ def _api_layout(rng):
     return run, f"layout {text!r} {args!r}"
 
 
-API_GENERATORS = [(_api_write, 0.33), (_api_launch, 0.24), (_api_mma, 0.11), (_api_misc, 0.18), (_api_cli, 0.08),
-                  (_api_layout, 0.06)]
+def _api_memory(rng):
+    vals = ODD_VALUES + [np.arange(8, dtype=np.float32), b"abcd", bytearray(3), np.zeros((2, 3), np.int16)]
+    a, b = pick(rng, vals), pick(rng, vals)
+    which = int(rng.integers(7))
+    text = str(pick(rng, ["", ".version 8.0", None, b".version", KERNEL, KERNEL[:200]]))
+    arch = pick(rng, [None, "sm_90", "sm_70", 5, "", "sm_90a"])
+
+    def run():
+        g = GlobalMemory()
+        base = g.alloc(64)
+        if which == 0:
+            g.upload(a)
+        elif which == 1:
+            g.download(base if rng.random() < 0.5 else a, b)
+        elif which == 2:
+            g.write(base if rng.random() < 0.5 else a, b)
+        elif which == 3:
+            g.alloc(a, fill=b if isinstance(b, int) else 0)
+        elif which == 4:
+            g.view(base, a)
+        elif which == 5:
+            load_ptx(text, arch=arch)
+        else:
+            Warp(gmem=pick(rng, [g, "x", None, 5])).declare(pick(rng, ["f32", "f99", 5]), pick(rng, [["%x"], "%x", [5]]))
+    return run, f"memory op {which} {a!r:.60} {b!r:.60}"
+
+
+API_GENERATORS = [(_api_write, 0.30), (_api_launch, 0.22), (_api_mma, 0.10), (_api_misc, 0.16), (_api_cli, 0.08),
+                  (_api_layout, 0.06), (_api_memory, 0.08)]
 
 
 def gen_api(rng):
