@@ -493,8 +493,9 @@ def _parse_cached(text, newline_terminates):
 MAX_REGS_PER_STATEMENT = 1 << 16     # a .reg statement declaring more is refused before any name is made
 
 
-def expand_reg_directive(d: Directive):
-    """``.reg .b32 %r<4>, %x;`` -> ('b32', ['%r0', '%r1', '%r2', '%r3', '%x'])."""
+def expand_reg_directive(d: Directive, room=None):
+    """``.reg .b32 %r<4>, %x;`` -> ('b32', ['%r0', '%r1', '%r2', '%r3', '%x']). ``room``: how many more
+    registers the caller can take (checked, like the per-statement limit, before names are made)."""
     toks = d.tokens
     if not toks:
         _err(Token("name", d.name, d.line, d.col), ".reg needs a type and names")
@@ -523,6 +524,9 @@ def expand_reg_directive(d: Directive):
             if len(toks[i + 2].text) > 12 or len(names) + int(toks[i + 2].text) > MAX_REGS_PER_STATEMENT:
                 raise UnsupportedError(f"line {d.line}, column {d.col}: .reg declares {toks[i + 2].text} registers "
                                        f"(at most {MAX_REGS_PER_STATEMENT} per statement are supported)")
+            if room is not None and len(names) + int(toks[i + 2].text) > room:
+                raise UnsupportedError(f"line {d.line}, column {d.col}: .reg: more registers than the program may "
+                                       f"declare here (room for {room} more)")
             names.extend(f"{t.text}{k}" for k in range(int(toks[i + 2].text)))
             i += 4
         else:

@@ -152,15 +152,15 @@ class Program:
     def _declare(self, d: ptx.Directive, syms, suffix):
         if d.name == ".reg":
             try:
-                ptype, names = ptx.expand_reg_directive(d)
+                ptype, names = ptx.expand_reg_directive(d, room=MAX_REGS - len(self.reg_types))
             except ValueError as e:
                 raise PTXSyntaxError(f"line {d.line}, column {d.col}: .reg: malformed number ({e})") from None
             if ptype not in TYPES:
                 raise PTXSyntaxError(f"line {d.line}, column {d.col}: .reg: unknown type .{ptype}; supported: "
                                      f"{', '.join('.' + t for t in TYPES)}")
             if len(names) + len(self.reg_types) > MAX_REGS:
-                raise UnsupportedError(f"line {d.line}, column {d.col}: .reg: more than {MAX_REGS} registers "
-                                       f"declared in one program")
+                raise UnsupportedError(f"line {d.line}, column {d.col}: .reg: more registers than the program may "
+                                       f"declare ({MAX_REGS} in all)")
             for n in names:
                 self.reg_types[n + suffix if suffix and n.startswith("%") else n] = ptype
             return
