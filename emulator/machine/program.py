@@ -92,6 +92,8 @@ class _Layout:
 
 
 MAX_REGS = 1 << 18          # registers declared in one program (every function it calls included)
+MAX_KERNEL_PARAM_BYTES = 32764      # kernel parameters the H100 accepts (CUDA 12.1 and later)
+MAX_PARAM_BYTES = 1 << 20           # .param space of a program: kernel parameters and call arguments
 
 
 class Program:
@@ -134,6 +136,13 @@ class Program:
         if self.shared_static > MAX_SHARED_BYTES:
             raise UnsupportedError(f"{entry.name}: {self.shared_static} bytes of static .shared memory; a CTA of "
                                    f"the H100 has at most {MAX_SHARED_BYTES}")
+        kparams = sum(p.size for p, _ in self.kernel_params)
+        if kparams > MAX_KERNEL_PARAM_BYTES:
+            raise UnsupportedError(f"{entry.name}: {kparams} bytes of kernel parameters; the H100 takes at most "
+                                   f"{MAX_KERNEL_PARAM_BYTES}")
+        if self.layout.param > MAX_PARAM_BYTES:
+            raise UnsupportedError(f"{entry.name}: {self.layout.param} bytes of .param space (parameters and call "
+                                   f"arguments); at most {MAX_PARAM_BYTES} are supported")
         if self.layout.local > MAX_LOCAL_BYTES:
             raise UnsupportedError(f"{entry.name}: {self.layout.local} bytes of .local memory per thread; the H100 "
                                    f"allows at most {MAX_LOCAL_BYTES}")
