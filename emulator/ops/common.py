@@ -104,6 +104,8 @@ def src(env, op, ptype, instr, allow_imm=True):
             np.full(32, bool(imm_bits(op, ptype, instr)))
         return lambda warp: const
     if isinstance(op, Not):
+        if np.dtype(dt).kind not in "biu":
+            raise OperandError(f"{instr.opcode}: '!' negates predicates and integers, not a .{ptype} operand")
         inner = src(env, op.item, ptype, instr, allow_imm)
         return lambda warp: ~inner(warp)
     if isinstance(op, (Sym, Mem)) and not (isinstance(op, Sym) and env.is_register(op.name)):
