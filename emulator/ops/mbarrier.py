@@ -263,6 +263,9 @@ def compile_tensormap(instr, env):
             if len(ops) != 3 or not isinstance(ops[1], Imm):
                 raise OperandError(f"{instr.opcode}: takes [tensormap], ordinal, value")
             ordinal = ops[1].value
+            top = 3 if field == "global_stride" else 4          # a tensor map has 1..5 dimensions
+            if not isinstance(ordinal, int) or not 0 <= ordinal <= top:
+                raise OperandError(f"{instr.opcode}: the ordinal must be 0..{top}, not {ops[1]}")
         elif len(ops) != 2:
             raise OperandError(f"{instr.opcode}: takes [tensormap], value")
         vtype = "b64" if field in ("global_address", "global_stride") else "b32"
