@@ -66,3 +66,11 @@ def fail(cls, instr, rule, lane=None):
     """Raise ``cls`` with the standard message: instruction, lane, rule."""
     where = f": lane {int(lane)}" if lane is not None else ""
     raise cls(f"{instr}{where}: {rule}")
+
+
+def did_you_mean(word, candidates, where, n=3):
+    """'did you mean a, b, c? (the full list: where)': the ``n`` candidates nearest to ``word``."""
+    import difflib
+    cands = list(candidates)
+    near = difflib.get_close_matches(str(word), cands, n=n, cutoff=0.0) if cands else []
+    return (f"did you mean {', '.join(near)}? " if near else "") + f"(all {len(cands)} supported: {where})"

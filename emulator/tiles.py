@@ -36,7 +36,7 @@ def _reg_names(v, op, base):
 
 
 def mma(instr: str, A, B, C, arch: str = "sm_90"):
-    """One instruction on whole tiles: A (M, K), B (K, N), C (M, N) -> D (M, N) (API.md).
+    """One instruction on whole tiles: A (M, K), B (K, N), C (M, N) -> D (M, N) (docs/api.md).
 
     The tiles are packed into lane registers with the instruction's fragments, the instruction runs on a
     ``Warp`` through ``Warp.run`` and D is unpacked.  For the m8n8k4 ``.f16`` forms the four quad pairs'

@@ -11,7 +11,7 @@ TYPES = {
     "e4m3": (8, "f"), "e5m2": (8, "f"), "e4m3x2": (16, "f"), "e5m2x2": (16, "f"),
 }
 
-# Register widths by nvcc's naming, first match wins (API.md: %p predicate, %rd/%fd 64-bit,
+# Register widths by nvcc's naming, first match wins (docs/api.md: %p predicate, %rd/%fd 64-bit,
 # %rs/%h 16-bit, every other name 32-bit).
 NAME_WIDTHS = (("%rd", 64), ("%fd", 64), ("%rs", 16), ("%h", 16), ("%p", 1))
 

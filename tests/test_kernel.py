@@ -358,8 +358,15 @@ S:
 
 
 def test_endless_loop_hits_the_instruction_limit():
-    with pytest.raises(EmulatorError, match="instruction limit"):
-        run(kernel(PROLOGUE + "L:\n    bra L;\n"), max_instructions=1000)
+    # a loop that changes a register each time round: only the budget stops it, at a named line
+    with pytest.raises(EmulatorError, match=r"line 1[78], column \d+: (add|bra).*the instruction limit \(1000 warp"):
+        run(kernel(PROLOGUE + "L:\n    add.u32 %r9, %r9, 1;\n    bra L;\n"), max_instructions=1000)
+
+
+def test_loop_that_changes_nothing_is_a_deadlock():
+    # 'L: bra L' can never end: reported as a spin that waits for nobody, long before the budget
+    with pytest.raises(WarpSyncError, match=r"deadlock: .*warp 0 lanes 0-31 spin: the loop from line 17"):
+        run(kernel(PROLOGUE + "L:\n    bra L;\n"), max_instructions=100000)
 
 
 def test_recursion_is_refused():

@@ -55,7 +55,7 @@ def test_stmatrix_needs_sm90():
     ("cp.async.ca.shared.global.L2::512B [%r8], [%rd1], 16;", UnsupportedError, r"unsupported qualifier \.L2::512B"),
     ("cp.async.ca.shared.global [%r8], [%rd1];", OperandError, "found 2 operands"),
     ("cp.async.bulk.shared.global [%r8], [%rd1], 16;", OperandError, "completes on an mbarrier"),
-    ("frobnicate.b32 %r1, %r2;", UnsupportedError, "unknown or unsupported instruction 'frobnicate'; supported: .*ldmatrix"),
+    ("frobnicate.b32 %r1, %r2;", UnsupportedError, "unknown or unsupported instruction 'frobnicate'; did you mean .*docs/supported.md"),
     ("ld.shared.v4.u64 {%rd1, %rd2, %rd3, %rd4}, [%r8];", UnsupportedError, "exceed the 128 bits"),
     ("add.u32 %r1, %r2;", OperandError, "takes 3 operands"),
 ])

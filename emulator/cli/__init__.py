@@ -36,3 +36,6 @@ def main(argv=None):
     except EmulatorError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    except OSError as e:                # a file the command writes (--out, --svg, --timeline)
+        print(f"error: {e}", file=sys.stderr)
+        return 1

@@ -42,6 +42,8 @@ def add_parser(subparsers):
     p.add_argument("--arg", action="append", default=[], metavar="VALUE", help="kernel argument (repeat, in order)")
     p.add_argument("--cluster", default=None, help="X[,Y[,Z]] CTAs per cluster (default: the kernel's "
                                                     ".reqnctapercluster, or none)")
+    p.add_argument("--max-instructions", type=int, default=20_000_000, metavar="N",
+                   help="stop with an error after N warp instructions (default 20000000)")
     p.add_argument("--shared", type=int, default=0, metavar="BYTES", help="dynamic shared memory per CTA")
     p.add_argument("--out", metavar="DIR", help="write every array argument back as DIR/<name>.npy")
     p.add_argument("--trace", action="store_true", help="print each executed instruction, its lanes and the "
@@ -68,6 +70,19 @@ def add_parser(subparsers):
     return p
 
 
+def _read_text(path):
+    """The text of a PTX file, or an OperandError that names the file and what is wrong with it."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise OperandError(f"{path}: cannot read the file ({e.strerror or e})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise OperandError(f"{path}: not a PTX text file (byte {e.start} is not UTF-8)") from None
+
+
 def _dims(text, what):
     try:
         v = tuple(int(x) for x in text.split(","))
@@ -89,7 +104,12 @@ def _parse_args(module, entry, values, gmem):
     for k, (text, p) in enumerate(zip(values, params)):
         kind = TYPES[p.ptype][1]
         if text.endswith(".npy"):
-            arr = np.load(text, allow_pickle=False)
+            try:
+                arr = np.load(text, allow_pickle=False)
+            except (OSError, ValueError, EOFError) as e:
+                raise OperandError(f"--arg {text!r}: cannot load the array ({e})") from None
+            if not isinstance(arr, np.ndarray) or arr.dtype.hasobject:
+                raise OperandError(f"--arg {text!r}: not a single numeric array")
             addr = gmem.upload(arr)
             arrays.append((os.path.splitext(os.path.basename(text))[0], addr, arr))
             args.append(addr)
@@ -121,8 +141,7 @@ def _cmd_run(a):
     from ..machine.module import load_ptx
     from ..machine.warp import WarpOptions
     from ..memory import GlobalMemory
-    with open(a.ptx) as f:
-        module = load_ptx(f.read(), arch=a.arch)
+    module = load_ptx(_read_text(a.ptx), arch=a.arch)
     entry = module.resolve(a.kernel)
     g = GlobalMemory()
     args, arrays = _parse_args(module, entry, a.arg, g)
@@ -130,7 +149,8 @@ def _cmd_run(a):
                         shared_bytes=a.shared, options=WarpOptions(cp_async=a.cp_async),
                         trace=sys.stdout if a.trace else None, timeline=bool(a.timeline),
                         schedule=None if a.schedule is None else ("random", a.schedule),
-                        cluster=None if a.cluster is None else _dims(a.cluster, "cluster"))
+                        cluster=None if a.cluster is None else _dims(a.cluster, "cluster"),
+                        max_instructions=a.max_instructions)
     print(f"{entry}: {len(res.ctas)} CTA(s), {res.instructions} warp instructions issued")
     if a.timeline:
         if not a.timeline.endswith((".svg", ".html")):
@@ -140,9 +160,17 @@ def _cmd_run(a):
     if a.bank_report:
         for ctaid, w in res.warps():
             recs = w.bank_report()
-            print(f"cta {ctaid} warp {w.warp_id}: {len(recs)} shared-memory instruction(s)")
+            more = getattr(w, "smem_log_dropped", 0)
+            print(f"cta {ctaid} warp {w.warp_id}: {len(recs)} shared-memory instruction(s)" +
+                  (f" recorded, {more} more not recorded (the log keeps the first {len(recs)})" if more else ""))
+            summary = {}                   # one line per instruction, however often it ran
             for r in recs:
-                print(f"  {' '.join(str(r.instruction).split())}: wavefronts {r.wavefronts}, conflicts {r.conflicts}")
+                s = summary.setdefault(' '.join(str(r.instruction).split()), [0, 0, 0])
+                s[0] += 1
+                s[1] += r.wavefronts
+                s[2] += r.conflicts
+            for text, (n, wf, cf) in summary.items():
+                print(f"  {text}: wavefronts {wf}, conflicts {cf}" + (f" (over {n} executions)" if n > 1 else ""))
     for name, addr, arr in arrays:
         out = g.download(addr, arr.nbytes).view(arr.dtype).reshape(arr.shape)
         if a.out:

@@ -358,6 +358,9 @@ def parse_variable(toks):
     return Variable(name, space, ptype, count, align, init, extern, space_tok.line, space_tok.col)
 
 
+MAX_INITIALIZED_BYTES = 1 << 28       # a variable with an initializer is built in host memory at load
+
+
 def _initializer(toks, ptype, count, at):
     vals = []
     neg = False
@@ -379,6 +382,9 @@ def _initializer(toks, ptype, count, at):
     kind = TYPES[ptype][1]
     if len(vals) > max(count, 1):
         _err(at, f"initializer has {len(vals)} values for {count} elements")
+    if w * max(count, 1) > MAX_INITIALIZED_BYTES:
+        raise UnsupportedError(f"line {at.line}, column {at.col}: an initialized variable of {w * max(count, 1)} "
+                               f"bytes; at most {MAX_INITIALIZED_BYTES} are supported")
     out = bytearray(w * max(count, 1))
     for k, imm in enumerate(vals):
         if kind == "f" and imm.kind == "int":

@@ -10,7 +10,7 @@ import struct
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..errors import PTXSyntaxError
+from ..errors import PTXSyntaxError, UnsupportedError
 
 # ----------------------------------------------------------------------------------------------
 # Operands
@@ -490,8 +490,12 @@ def _parse_cached(text, newline_terminates):
 # ----------------------------------------------------------------------------------------------
 # Register declarations
 
-def expand_reg_directive(d: Directive):
-    """``.reg .b32 %r<4>, %x;`` -> ('b32', ['%r0', '%r1', '%r2', '%r3', '%x'])."""
+MAX_REGS_PER_STATEMENT = 1 << 16     # a .reg statement declaring more is refused before any name is made
+
+
+def expand_reg_directive(d: Directive, room=None):
+    """``.reg .b32 %r<4>, %x;`` -> ('b32', ['%r0', '%r1', '%r2', '%r3', '%x']). ``room``: how many more
+    registers the caller can take (checked, like the per-statement limit, before names are made)."""
     toks = d.tokens
     if not toks:
         _err(Token("name", d.name, d.line, d.col), ".reg needs a type and names")
@@ -517,6 +521,12 @@ def expand_reg_directive(d: Directive):
                 _err(toks[i + 1], "expected '<N>' in .reg")
             if not re.fullmatch(r"\d+", toks[i + 2].text):
                 _err(toks[i + 2], f"expected a decimal count in '<N>', found {toks[i + 2].text!r}")
+            if len(toks[i + 2].text) > 12 or len(names) + int(toks[i + 2].text) > MAX_REGS_PER_STATEMENT:
+                raise UnsupportedError(f"line {d.line}, column {d.col}: .reg declares {toks[i + 2].text} registers "
+                                       f"(at most {MAX_REGS_PER_STATEMENT} per statement are supported)")
+            if room is not None and len(names) + int(toks[i + 2].text) > room:
+                raise UnsupportedError(f"line {d.line}, column {d.col}: .reg: more registers than the program may "
+                                       f"declare here (room for {room} more)")
             names.extend(f"{t.text}{k}" for k in range(int(toks[i + 2].text)))
             i += 4
         else:
@@ -534,7 +544,10 @@ def f32_from_bits(b: int) -> float:
 
 
 def f32_bits(x: float) -> int:
-    return struct.unpack("<I", struct.pack("<f", x))[0]
+    try:
+        return struct.unpack("<I", struct.pack("<f", x))[0]
+    except OverflowError:                       # beyond the f32 range: rounds to infinity
+        return 0xFF800000 if x < 0 else 0x7F800000
 
 
 def f64_bits(x: float) -> int:

@@ -18,6 +18,8 @@ exactly as CuTe does. Names follow CuTe one for one (``crd2idx``, ``idx2crd``, `
 import math
 import re
 
+import numpy as np
+
 from ..errors import EmulatorError
 
 __all__ = ["Layout", "Swizzle", "ComposedLayout", "LayoutError", "make_layout", "crd2idx", "idx2crd",
@@ -92,35 +94,79 @@ def _shape_div(a, b):
 def crd2idx(crd, shape, stride=None):
     """Index of coordinate ``crd`` (int or hierarchical tuple) under ``shape:stride`` (compact
     column-major strides when ``stride`` is omitted)."""
+    _check_args("crd2idx", crd, shape, stride)
+    return _crd2idx(crd, shape, stride)
+
+
+def _crd2idx(crd, shape, stride=None):
     if stride is None:
         stride = prefix_product(shape)
     if is_tuple(crd):
         if not is_tuple(shape) or len(crd) != len(shape):
             _err(f"coordinate {_fmt(crd)} does not match shape {_fmt(shape)}")
-        return sum(crd2idx(c, s, d) for c, s, d in zip(crd, shape, stride))
+        return sum(_crd2idx(c, s, d) for c, s, d in zip(crd, shape, stride))
     if crd is None:
         _err("an unsliced coordinate (None) cannot be evaluated; use slice_and_offset")
     if is_tuple(shape):  # an integer split column-major over the modes; the last mode takes the rest
         idx = 0
         for s, d in zip(shape[:-1], stride[:-1]):
             n = product(s)
-            idx += crd2idx(crd % n, s, d)
+            idx += _crd2idx(crd % n, s, d)
             crd //= n
-        return idx + crd2idx(crd, shape[-1], stride[-1])
+        return idx + _crd2idx(crd, shape[-1], stride[-1])
+    _ints("crd2idx", crd, shape, stride)
     return crd * stride
 
 
 def idx2crd(idx, shape, stride=None):
     """The natural coordinate (congruent with ``shape``) of integer ``idx``, column-major like CuTe."""
+    _check_args("idx2crd", idx, shape, stride)
+    return _idx2crd(idx, shape, stride)
+
+
+def _idx2crd(idx, shape, stride=None):
     if stride is None:
         stride = prefix_product(shape)
     if is_tuple(idx):
         if not is_tuple(shape) or len(idx) != len(shape):
             _err(f"coordinate {_fmt(idx)} does not match shape {_fmt(shape)}")
-        return tuple(idx2crd(i, s, d) for i, s, d in zip(idx, shape, stride))
+        return tuple(_idx2crd(i, s, d) for i, s, d in zip(idx, shape, stride))
     if is_tuple(shape):
-        return tuple(idx2crd(idx, s, d) for s, d in zip(shape, stride))
+        return tuple(_idx2crd(idx, s, d) for s, d in zip(shape, stride))
+    _ints("idx2crd", idx, shape, stride)
+    if shape == 0 or stride == 0:
+        _err(f"idx2crd: a mode of shape {shape} and stride {stride} has no coordinates")
     return (idx // stride) % shape
+
+
+def _check_args(what, crd, shape, stride):
+    """Integers or non-empty nested tuples of them; the stride (when given) congruent with the shape."""
+    def tree(x, name, allow_none=False):
+        if is_tuple(x):
+            if not x:
+                _err(f"{what}: {name} has an empty tuple")
+            for e in x:
+                tree(e, name, allow_none)
+        elif not (allow_none and x is None):
+            _ints(what, x)
+
+    def congruent(a, b):
+        if is_tuple(a) != is_tuple(b) or (is_tuple(a) and (len(a) != len(b) or
+                                                           not all(congruent(x, y) for x, y in zip(a, b)))):
+            return False
+        return True
+    tree(shape, "the shape")
+    tree(crd, "the coordinate", allow_none=True)
+    if stride is not None:
+        tree(stride, "the stride")
+        if not congruent(shape, stride):
+            _err(f"{what}: stride {_fmt(stride)} is not congruent with shape {_fmt(shape)}")
+
+
+def _ints(what, *xs):
+    for x in xs:
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or is_tuple(x):
+            _err(f"{what}: expected integers or tuples of integers, got {x!r}")
 
 
 # ---- text form -----------------------------------------------------------------------------------

@@ -16,6 +16,11 @@ How a launch runs
 * The scheduler runs warp 0, 1, ... in turn, each until it finishes or waits at a barrier; ``bar.sync`` /
   ``barrier.sync`` release when every non-exited thread of the CTA (or the thread count given) arrived.
   A barrier nobody can reach raises an error (deadlock).
+* Spin loops: every SPIN_CHECK-th backward branch a warp takes (and the next), the lanes that took it are
+  compared with their previous time round; unchanged registers and PCs mean they wait for someone else.
+  They are held back while other lanes of the warp can run (independent thread scheduling), else the warp
+  yields. A yield is progress unless the warp's state equals that of its previous yield; a round of warps
+  that only spin without progress is a deadlock, reported with each warp's spinning lane groups.
 * ``.local`` memory (``__local_depot``) is private per thread; its generic addresses (``cvta.local``)
   are distinct per thread. ``.global`` / ``.const`` module variables live in the launch's GlobalMemory,
   allocated on first launch and kept across launches with the same GlobalMemory, like a loaded module.
@@ -33,8 +38,22 @@ from ..memory.asyncunit import AsyncUnit
 from ..ops.common import format_lanes
 from ..ops.wgmma.state import busy as wgmma_busy, check_cta_end as check_wgmma_end
 from .kernel_warp import KernelWarp
+from .spin import SPIN_CHECK
 
 PARK = "park"          # _step's answer when an executor stalled lanes or yielded the warp's turn
+
+
+class SpinWait:
+    """Why lanes were held back or a warp yielded: a loop that repeats without changing anything."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def describe(self):
+        return self.text
+
+    def ready(self):
+        return True
 
 
 class CTA:
@@ -81,8 +100,10 @@ class CTA:
         # the fast engine's CTA loop (barriers included), when the kernel allows it; its arrays hold the state of
         # every warp (arenas, PCs, exit and wait masks), which the warps' own attributes are views of. The CTAs of
         # a cluster wait on each other, so they step warp by warp under the cluster's scheduler instead.
+        # Spin loops are watched at backward branches by this scheduler (machine/spin.py), which the CTA loop does
+        # not do: kernels with a loop step warp by warp.
         fast_cta = fast.cta_arrays(nwarps) if (fast is not None and self._rng is None and not timeline
-                                               and cluster.size == 1) else None
+                                               and cluster.size == 1 and not _has_loops(prog)) else None
         for w in range(nwarps):
             bases = local_bases[w * LANES:(w + 1) * LANES]
             kw = KernelWarp(self, prog, w, nthreads - w * LANES, self.smem, gmem, prog.arch, options, param_init,
@@ -97,6 +118,11 @@ class CTA:
                 kw.fast = fast.attach(kw, fast_cta.arenas[w] if fast_cta is not None else None)
             self.warps.append(kw)
         self.fast_cta = fast_cta.bind(self) if fast_cta is not None else None
+
+    def __repr__(self):
+        done = sum(bool(w.exited.all()) for w in self.warps)
+        return (f"<CTA {tuple(self.ctaid)} of {self.prog.entry.name}: {len(self.warps)} warp(s) ({done} finished), "
+                f"{self.smem.size} bytes of shared memory>")
 
     # -- scheduler ---------------------------------------------------------------------------------
     def run(self):
@@ -113,6 +139,7 @@ class CTA:
         rng = self._rng
         while True:
             progressed = False
+            yielded = False                 # a warp yielded with its state changed since its previous yield
             version = au.mbarriers.version
             order = self.warps if rng is None else [self.warps[i] for i in rng.permutation(len(self.warps))]
             for w in order:
@@ -120,6 +147,8 @@ class CTA:
                 if self._runnable(w):
                     if self._run_warp(w) != "spin":
                         progressed = True
+                    elif self._yield_changed(w):
+                        yielded = True
                 self._check_barriers()
                 if rng is not None and au.pending and rng.random() < 0.3:
                     au.pump(lambda c: rng.random() < 0.5)
@@ -131,11 +160,23 @@ class CTA:
             if au.pending:                          # nobody can go on by itself: the async unit moves
                 au.pump()
                 continue
+            if yielded:                             # spinning warps whose state still changes: not stuck yet
+                continue
             self._wake()
-            if not any(self._runnable(w) for w in self.warps) or not progressed:
+            if not any(self._can_run(w) for w in self.warps) or not progressed:
                 self._deadlock()
         check_wgmma_end(self)
         return self.warps
+
+    @staticmethod
+    def _yield_changed(w):
+        """A warp that yielded made progress unless its registers and PCs are those of its previous yield
+        (a spin loop whose iteration changes nothing waits for someone else)."""
+        d = w.state_digest()
+        if d == w._yield_digest:
+            return False
+        w._yield_digest = d
+        return True
 
     def _wake(self):
         if not self.stalls:
@@ -153,7 +194,19 @@ class CTA:
 
     @staticmethod
     def _runnable(w):
-        return bool((~w.exited & ~w.waiting).any())
+        """Whether some lane of ``w`` can run; lane groups held back by a spin get their turn again when
+        nothing else in the warp can go on."""
+        if (~w.exited & ~w.waiting).any():
+            return True
+        if w.held.any():
+            w.waiting &= ~w.held
+            w.held[:] = False
+            return True
+        return False
+
+    @staticmethod
+    def _can_run(w):
+        return bool((~w.exited & ~w.waiting).any() or w.held.any())
 
     def _deadlock_parts(self):
         """What each waiting warp of this CTA waits for (the deadlock report)."""
@@ -177,11 +230,15 @@ class CTA:
         for w, lanes, reason in self.stalls:
             parts.append(f"warp {w.warp_id} lanes {format_lanes(np.flatnonzero(lanes))} (pc {int(w.pc[lanes].min())}) "
                          f"{reason.describe()}")
-        spinning = [w for w in self.warps if self._runnable(w)]
+        spinning = [w for w in self.warps if self._can_run(w)]
         for w in spinning:
             why = w._last_yield
-            parts.append(f"warp {w.warp_id} spins: " + (why.describe() if hasattr(why, "describe") else
-                                                        "it keeps yielding without anything changing"))
+            if w.spins:
+                parts.extend(f"warp {w.warp_id} lanes {format_lanes(np.flatnonzero(lanes))} spin: {how}"
+                             for lanes, how in w.spins.values())
+            else:
+                parts.append(f"warp {w.warp_id} spins: " + (why.describe() if hasattr(why, "describe") else
+                                                            "it keeps yielding without anything changing"))
         if self.stalls or spinning:
             waits = [f"barrier {bid}: {sum(int(m.sum()) for _, m in b['waiters'])} thread(s) waiting, "
                      f"{self._expected(b)} expected" for bid, b in self.barriers.items()]
@@ -217,8 +274,8 @@ class CTA:
             del self.barriers[bid]
 
     # -- one warp ----------------------------------------------------------------------------------
-    def _run_warp(self, w: KernelWarp):
-        if w.fast is not None and not wgmma_busy(self):
+    def _run_warp(self, w: KernelWarp, reference=False):
+        if w.fast is not None and not reference and not wgmma_busy(self):
             return self._run_warp_fast(w)
         pc = w.pc
         nxt = None          # (pc, mask) known without a search: the whole runnable warp moves together
@@ -249,6 +306,8 @@ class CTA:
         """The fast engine runs the warp until an instruction it hands back, which the reference executes."""
         fast = w.fast
         while True:
+            if w.held.any():                # lanes held back by a spin: the reference steps until they are back
+                return self._run_warp(w, reference=True)
             if w.depth:
                 live = ~w.exited & ~w.waiting
                 if not live.any():
@@ -275,11 +334,22 @@ class CTA:
         budget = self.budget
         nxt = None
         op = self.prog.code[p]
+        if w.held.any() and _sync_point(op):
+            # lanes held back by a spin must meet the others at a warp-synchronous instruction: they run
+            # first (the smallest PC), and the instruction issues when the lanes have come together
+            w.waiting &= ~w.held
+            w.held[:] = False
+            return None
         w.cur_pc = p
         budget[0] -= 1
         if budget[0] < 0:
-            raise EmulatorError(f"{op.instr.text or op.instr.opcode}: instruction limit reached "
-                                f"(max_instructions); an endless loop?")
+            total = budget[1] if len(budget) > 1 else "max_instructions"
+            raise EmulatorError(f"line {op.instr.line}, column {op.instr.col}: {op.instr.text or op.instr.opcode}: "
+                                f"the instruction limit ({total} warp instructions, max_instructions / "
+                                f"--max-instructions) was reached here, in CTA {self.ctaid} warp {w.warp_id} lanes "
+                                f"{format_lanes(np.flatnonzero(mask))}; an endless loop?"
+                                + "".join(f"; lanes {format_lanes(np.flatnonzero(lanes))} spin: {how}"
+                                          for lanes, how in w.spins.values()))
         w.clock = w.issued = w.issued + 1
         au = self.async_unit
         au.mbarriers.step += 1
@@ -309,6 +379,10 @@ class CTA:
             taken = mask & self._guard(w, op, mask)
             pc[taken] = op.target
             pc[mask & ~taken] += 1
+            if op.target <= p and taken.any():
+                w.back_taken += 1
+                if w.back_taken % SPIN_CHECK < 2 and self._spin_check(w, p, taken, op):
+                    return PARK if w._spin_yield else None
             if together:
                 if not taken.any():
                     nxt = (p + 1, mask)
@@ -334,6 +408,44 @@ class CTA:
             self._trace(w, op, shown)
         return nxt
 
+    def _spin_check(self, w, p, taken, op):
+        """Called at two consecutive backward branches taken (every SPIN_CHECK-th and the next): when the lanes
+        that loop came back with the same registers, the loop waits for someone else (independent thread
+        scheduling lets the other lane groups of the warp run, and the other warps). Returns True when the
+        scheduler acted: lanes held back, or the warp yields (``w._spin_yield``)."""
+        w._spin_yield = False
+        snap = (p, taken.tobytes(), w.state_digest())
+        if w.back_taken % SPIN_CHECK == 0:
+            w._spin_snap = snap
+            return False
+        if w._spin_snap != snap:
+            return False
+        w._spin_snap = None
+        instr = self.prog.code[p].instr
+        loop = self.prog.code[op.target].instr
+        w.spins[p] = (taken.copy(), f"the loop from line {loop.line} ({' '.join((loop.text or loop.opcode).split())}) "
+                                    f"to line {instr.line} repeats with unchanged registers (it waits for memory "
+                                    f"that no other thread writes)")
+        return self._hold_or_yield(w, taken, SpinWait(w.spins[p][1]))
+
+    def _hold_or_yield(self, w, lanes, why):
+        """Lanes ``lanes`` of ``w`` wait for someone else: let the warp's other lane groups run (the lanes are
+        held back until nothing else in the warp can run), or, when none can, give the other warps a turn."""
+        others = ~w.exited & ~w.waiting & ~lanes
+        w._last_yield = why
+        if others.any():
+            w.held |= lanes
+            w.waiting |= lanes
+            w._spin_yield = False
+            return True
+        if w.held.any():                  # the groups held earlier run next time; these lanes wait
+            w.waiting &= ~w.held
+            w.held[:] = False
+            w.held |= lanes
+            w.waiting |= lanes
+        w._spin_yield = True
+        return True
+
     def _park(self, w, op, mask, shown):
         """An executor stalled some lanes (they re-execute the instruction when woken) or yielded the turn."""
         stall, w._stall = w._stall, None
@@ -346,6 +458,11 @@ class CTA:
             if self.async_unit.record:
                 self.async_unit.events.append(("stall", self.async_unit.step, w.warp_id, stall[1].describe()))
         w._last_yield = why if why is not None else (stall[1] if stall else None)
+        if stall is None and getattr(why, "lane_yield", False):      # nanosleep: the lanes step aside
+            self._hold_or_yield(w, mask, why)
+            if self.trace is not None:
+                self._trace(w, op, shown)
+            return PARK if w._spin_yield else None
         if self.trace is not None:
             self._trace(w, op, shown)
         return PARK
@@ -521,6 +638,27 @@ def _launch_specials(block, grid, smem_size, shared_static, nwarps):
         _SPECIALS.clear()
     _SPECIALS[key] = (same, per_warp)
     return same, per_warp
+
+
+def _has_loops(prog):
+    """Whether the program has a backward branch (a loop that could spin)."""
+    got = getattr(prog, "_has_loops", None)
+    if got is None:
+        got = any(op.kind == "bra" and op.target <= pc for pc, op in enumerate(prog.code))
+        prog._has_loops = got
+    return got
+
+
+def _sync_point(op):
+    """Whether the lanes of a warp must meet at ``op``: barriers, and instructions with .sync or .aligned."""
+    sp = getattr(op, "_sync_point", None)
+    if sp is None:
+        sp = op.kind == "bar" or (op.kind == "op" and any(m in ("sync", "aligned") for m in op.instr.mods))
+        try:
+            op._sync_point = sp
+        except AttributeError:
+            pass
+    return sp
 
 
 def _fmt_val(x):

@@ -52,6 +52,7 @@ class WorkerWarp:
         self.issued = w.issued
         self.clock = w.clock
         self._smem_log = []             # bank reports: run with workers=1
+        self.smem_log_dropped = 0
 
     @property
     def regs(self):

@@ -61,6 +61,28 @@ class KernelWarp(Warp):
         self._stall = None                 # (lanes, reason) set by an executor that cannot go on
         self._yield = None                 # set by an executor that lets the other warps run
         self._last_yield = None
+        # spin detection (machine.cta): backward branches taken, the last snapshot, lanes held back
+        self.held = np.zeros(LANES, np.bool_)
+        self.back_taken = 0
+        self.spins = {}                    # pc of the backward branch -> (lanes, what the loop waits for)
+        self._spin_snap = None
+        self._spin_yield = False
+        self._yield_digest = None
+
+    def __repr__(self):
+        from ..ops.common import format_lanes
+        live = ~self.exited & self.present
+        state = []
+        if self.exited[self.present].all():
+            state.append("exited")
+        else:
+            run = live & ~self.waiting
+            if run.any():
+                state.append(f"lanes {format_lanes(np.flatnonzero(run))} at pc {sorted(set(self.pc[run].tolist()))[:4]}")
+            if (live & self.waiting).any():
+                state.append(f"lanes {format_lanes(np.flatnonzero(live & self.waiting))} waiting")
+        return (f"<KernelWarp CTA {tuple(self._cta.ctaid)} warp {self.warp_id} ({self.arch}): "
+                f"{int(self.present.sum())} thread(s), {'; '.join(state)}, {self.issued} instructions issued>")
 
     # -- the scheduler protocol (see machine.cta) ----------------------------------------------------
     def stall(self, mask, reason):
@@ -96,6 +118,25 @@ class KernelWarp(Warp):
                      f"while others may still access it; barrier.cluster before exiting)", lane)
             return other.warps[0]
         return super().peer(instr, rank, lane, addr)
+
+    def state_digest(self):
+        """A digest of everything a lane's next steps depend on besides memory: registers, PCs, exits."""
+        import hashlib
+        h = hashlib.blake2b(digest_size=16)
+        regs = self.regs
+        if self.fast is not None:          # the fast engine's registers: one arena, and a few others
+            h.update(self.fast.arena)
+            regs = regs.other
+        for name in sorted(regs):
+            h.update(name.encode())
+            h.update(np.ascontiguousarray(regs[name]).tobytes())
+        h.update(self.pc.tobytes())
+        h.update(self.exited.tobytes())
+        h.update(self.param.tobytes())
+        return h.digest()
+
+    def cluster_targets(self, cta_mask):
+        return self._cta.cluster_targets(self, cta_mask)
 
     def tensormap_bytes(self, instr, space, addr, lane):
         if space == "param" or (space is None and PARAM_BASE <= addr < PARAM_BASE + self.param.shape[1]):

@@ -8,7 +8,7 @@ from isa.types import TYPES
 from ..errors import (OperandError, PTXSyntaxError, PTXValidationError, UnsupportedError)
 from ..frontend.module import parse_module
 from ..frontend.validate import validate_module
-from ..memory import LANES, GlobalMemory
+from ..memory import LANES, MAX_SHARED_BYTES, GlobalMemory
 from .warp import ARCHS, WarpOptions
 from .cta import CTA
 from .program import Program
@@ -24,6 +24,10 @@ def load_ptx(text: str, arch: str | None = None, validate: bool = True) -> "Modu
     ``validate``: check the whole module as ptxas does and raise :class:`PTXValidationError` for what ptxas
     rejects (docs/kernels.md, "Validation"). ``False`` skips those rules, for PTX the emulator can run although
     ptxas refuses it (the executors still refuse what they cannot run)."""
+    if not isinstance(text, str):
+        raise OperandError(f"load_ptx: expected the PTX text (a str), not {type(text).__name__}")
+    if arch is not None and not isinstance(arch, str):
+        raise UnsupportedError(f"load_ptx: arch must be a string such as 'sm_90', not {arch!r}")
     return Module(text, arch, validate)
 
 
@@ -62,6 +66,13 @@ class Module:
         self._globals = {}                # id(gmem) -> (gmem, {name: address})
         self._function_vars = set()
 
+    def __repr__(self):
+        ks = self.kernels
+        shown = ", ".join(ks[:4]) + (f", ... ({len(ks)} in all)" if len(ks) > 4 else "")
+        return (f"<Module {self.arch}" + (f" (.target {self.info.target})" if self.info.target else "") +
+                f": kernel(s) {shown or 'none'}; {len(self.info.functions)} function(s), "
+                f"{len(self.info.variables)} module variable(s)>")
+
     # -- names -------------------------------------------------------------------------------------
     @property
     def kernels(self):
@@ -69,6 +80,8 @@ class Module:
 
     def resolve(self, name: str) -> str:
         """The entry name for a mangled or plain name (``ptx_mma_shared`` -> ``_Z14ptx_mma_shared...``)."""
+        if not isinstance(name, str):
+            raise OperandError(f"launch: the kernel name must be a string, not {name!r}")
         ks = self.kernels
         if name in ks:
             return name
@@ -132,7 +145,10 @@ class Module:
         ``concurrent.futures.Executor`` (a process pool, or a cluster's: Dask's ``Client.get_executor()``,
         Ray's ``RayExecutor``) that runs the chunks of CTAs instead of forked workers; same results."""
         schedule = _schedule(schedule)
-        if engine not in ENGINES:
+        max_instructions = _int_arg(max_instructions, "max_instructions")
+        if not 0 <= max_instructions < 1 << 62:
+            raise OperandError(f"launch: max_instructions must be 0..2^62-1, not {max_instructions}")
+        if not isinstance(engine, str) or engine not in ENGINES:
             raise OperandError(f"launch: engine must be one of {', '.join(map(repr, ENGINES))}, not {engine!r}")
         grid, block = _dim3(grid, "grid"), _dim3(block, "block")
         nthreads = block[0] * block[1] * block[2]
@@ -147,7 +163,14 @@ class Module:
         param_init = np.zeros(max(prog.layout.param, 1), np.uint8)
         _fill_params(entry, prog.kernel_params, list(args), param_init)
         var_addrs = self._variables(gmem)
-        smem_size = prog.shared_static + (-(-int(shared_bytes) // 16) * 16)
+        shared_bytes = _int_arg(shared_bytes, "shared_bytes")
+        if not 0 <= shared_bytes <= MAX_SHARED_BYTES:
+            raise OperandError(f"launch: shared_bytes must be 0..{MAX_SHARED_BYTES} (the H100's shared memory per "
+                               f"CTA), not {shared_bytes}")
+        smem_size = prog.shared_static + (-(-shared_bytes // 16) * 16)
+        if smem_size > MAX_SHARED_BYTES:
+            raise OperandError(f"launch: {prog.shared_static} bytes of static .shared plus {shared_bytes} dynamic "
+                               f"bytes exceed the {MAX_SHARED_BYTES} bytes of shared memory a CTA may have")
         nwarps = -(-nthreads // LANES)
         # one allocation per thread (separated by unmapped gaps), so that a generic access that runs off a
         # thread's .local depot is reported instead of landing in its neighbour's
@@ -155,7 +178,7 @@ class Module:
                                 for _ in range(nwarps * LANES)], np.uint64)
         result = LaunchResult(entry.name, grid, block)
         out = out if out is not None else sys.stdout
-        budget = [int(max_instructions)]
+        budget = [max_instructions, max_instructions]
         fast = None
         pending = False          # "auto" while the fast engine's loops compile in the background
         if engine in ("fast", "auto") and trace is None and (options is None or options.uninitialized == "zero") \
@@ -169,7 +192,7 @@ class Module:
             else:
                 pending = True
         ctaids = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
-        workers = int(workers)
+        workers = _int_arg(workers, "workers")
         if workers < 1:
             raise OperandError(f"launch: workers must be >= 1, not {workers}")
         from . import grid as gridmod
@@ -191,7 +214,7 @@ class Module:
                 gridmod.serial_only(prog) is None:
             def run_ctas(chunk, out_):
                 part = LaunchResult(entry.name, grid, block)
-                b = [int(max_instructions)]
+                b = [max_instructions, max_instructions]
                 for cid in chunk:
                     cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs, local_bases,
                               options, trace, out_, part, b, fast, schedule, timeline)
@@ -308,19 +331,31 @@ def _plain_name(mangled: str) -> str:
 
 
 def _schedule(s):
-    if s is None or s == "round_robin":
+    if s is None or (isinstance(s, str) and s == "round_robin"):
         return None
-    if isinstance(s, (tuple, list)) and len(s) == 2 and s[0] == "random":
+    if isinstance(s, (tuple, list)) and len(s) == 2 and isinstance(s[0], str) and s[0] == "random" and \
+            isinstance(s[1], (int, np.integer)) and not isinstance(s[1], bool) and 0 <= s[1] < 1 << 64:
         return ("random", int(s[1]))
     raise OperandError(f"launch: schedule must be None, 'round_robin' or ('random', seed), not {s!r}")
 
 
+def _int_arg(v, what):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise OperandError(f"launch: {what} must be an integer, not {v!r}")
+    return int(v)
+
+
 def _dim3(v, what):
-    if isinstance(v, (int, np.integer)):
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
         v = (int(v),)
+    if not isinstance(v, (tuple, list)) or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+                                                   for x in v):
+        raise OperandError(f"launch: {what} must be an int or a tuple of 1 to 3 ints, not {v!r}")
     v = tuple(int(x) for x in v)
     if not 1 <= len(v) <= 3:
         raise OperandError(f"launch: {what} must have 1 to 3 dimensions")
+    if any(x < 1 or x >= 1 << 31 for x in v):
+        raise OperandError(f"launch: {what} dimensions must be 1..2^31-1, got {v}")
     return v + (1,) * (3 - len(v))
 
 
@@ -331,6 +366,15 @@ def _fill_params(entry, params, args, buf):
     for (p, off), a in zip(params, args):
         kind = TYPES[p.ptype][1]
         w = TYPES[p.ptype][0] // 8
+        if isinstance(a, np.ndarray) and a.dtype.hasobject:
+            raise OperandError(f"launch {entry.name}: parameter {p.name}: an object array has no bytes to pass")
+        if not isinstance(a, (bytes, bytearray, np.ndarray, int, float, np.integer, np.floating)):
+            raise OperandError(f"launch {entry.name}: parameter {p.name} (.{p.ptype}) takes "
+                               f"{'bytes or an array' if p.count > 1 else 'a number, bytes or an array'}, "
+                               f"not {type(a).__name__} {a!r:.40}")
+        if p.count > 1 and not isinstance(a, (bytes, bytearray, np.ndarray)):
+            raise OperandError(f"launch {entry.name}: parameter {p.name} is an array of {p.size} bytes; pass bytes "
+                               f"or a numpy array, not {type(a).__name__}")
         if p.count > 1 or isinstance(a, (bytes, bytearray, np.ndarray)):
             raw = np.frombuffer(bytes(a), np.uint8) if isinstance(a, (bytes, bytearray)) else \
                 np.ascontiguousarray(a).view(np.uint8).reshape(-1)
@@ -339,6 +383,8 @@ def _fill_params(entry, params, args, buf):
         elif kind == "f":
             raw = np.array([float(a)], {2: np.float16, 4: np.float32, 8: np.float64}[w]).view(np.uint8)
         else:
+            if isinstance(a, (float, np.floating)) and not np.isfinite(a):
+                raise OperandError(f"launch {entry.name}: parameter {p.name} is .{p.ptype}, got the float {a}")
             if isinstance(a, (float, np.floating)) and not float(a).is_integer():
                 raise OperandError(f"launch {entry.name}: parameter {p.name} is .{p.ptype}, got the float {a}")
             iv = int(a)

@@ -9,7 +9,7 @@ from ..frontend import ptx
 from ..errors import (EmulatorError, OperandError, PTXSyntaxError, UnsupportedError)
 from ..frontend.contract import contract
 from ..frontend.module import Function, Variable, parse_variable
-from ..memory import LANES
+from ..memory import LANES, MAX_LOCAL_BYTES, MAX_SHARED_BYTES
 
 # functions a module may declare without a body: the CUDA runtime provides them on the device
 BUILTINS = {"vprintf": 2,            # printf(format, argument buffer)
@@ -92,6 +92,11 @@ class _Layout:
         return off
 
 
+MAX_REGS = 1 << 18          # registers declared in one program (every function it calls included)
+MAX_KERNEL_PARAM_BYTES = 32764      # kernel parameters the H100 accepts (CUDA 12.1 and later)
+MAX_PARAM_BYTES = 1 << 20           # .param space of a program: kernel parameters and call arguments
+
+
 class Program:
     """One entry point and every function it can call, as flat code with per-function registers."""
 
@@ -132,6 +137,19 @@ class Program:
         for op in pending_calls:
             op.target = self.entries.get(op.call.callee, -1)
         self.shared_static = -(-self.layout.shared // 16) * 16
+        if self.shared_static > MAX_SHARED_BYTES:
+            raise UnsupportedError(f"{entry.name}: {self.shared_static} bytes of static .shared memory; a CTA of "
+                                   f"the H100 has at most {MAX_SHARED_BYTES}")
+        kparams = sum(p.size for p, _ in self.kernel_params)
+        if kparams > MAX_KERNEL_PARAM_BYTES:
+            raise UnsupportedError(f"{entry.name}: {kparams} bytes of kernel parameters; the H100 takes at most "
+                                   f"{MAX_KERNEL_PARAM_BYTES}")
+        if self.layout.param > MAX_PARAM_BYTES:
+            raise UnsupportedError(f"{entry.name}: {self.layout.param} bytes of .param space (parameters and call "
+                                   f"arguments); at most {MAX_PARAM_BYTES} are supported")
+        if self.layout.local > MAX_LOCAL_BYTES:
+            raise UnsupportedError(f"{entry.name}: {self.layout.local} bytes of .local memory per thread; the H100 "
+                                   f"allows at most {MAX_LOCAL_BYTES}")
 
     # -- declarations --------------------------------------------------------------------------------
     def _place_shared(self, v: Variable, syms):
@@ -147,15 +165,15 @@ class Program:
     def _declare(self, d: ptx.Directive, syms, suffix):
         if d.name == ".reg":
             try:
-                ptype, names = ptx.expand_reg_directive(d)
+                ptype, names = ptx.expand_reg_directive(d, room=MAX_REGS - len(self.reg_types))
             except ValueError as e:
                 raise PTXSyntaxError(f"line {d.line}, column {d.col}: .reg: malformed number ({e})") from None
             if ptype not in TYPES:
                 raise PTXSyntaxError(f"line {d.line}, column {d.col}: .reg: unknown type .{ptype}; supported: "
                                      f"{', '.join('.' + t for t in TYPES)}")
-            if len(names) > 1 << 16:
-                raise UnsupportedError(f"line {d.line}, column {d.col}: .reg declares {len(names)} registers "
-                                       f"(at most 65536 per statement are supported)")
+            if len(names) + len(self.reg_types) > MAX_REGS:
+                raise UnsupportedError(f"line {d.line}, column {d.col}: .reg: more registers than the program may "
+                                       f"declare ({MAX_REGS} in all)")
             for n in names:
                 self.reg_types[n + suffix if suffix and n.startswith("%") else n] = ptype
             return

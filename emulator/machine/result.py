@@ -16,10 +16,19 @@ class LaunchResult:
     instructions: int = 0
     async_units: list = field(default_factory=list)  # per CTA: mbarriers, copies, events (timeline)
 
+    def __repr__(self):
+        nwarps = sum(len(ws) for _, ws in self.ctas)
+        return (f"LaunchResult(kernel={self.kernel!r}, grid={tuple(self.grid)}, block={tuple(self.block)}: "
+                f"{len(self.ctas)} CTA(s), {nwarps} warp(s), {self.instructions} warp instructions, "
+                f"{len(self.stdout)} printf line(s))")
+
     def timeline(self, cta: int = 0):
         """The timeline of one CTA (launch with ``timeline=True``): each warp's instructions along the step
         axis, each mbarrier's phases and tx-count, each bulk copy from issue to completion."""
         from .timeline import Timeline
+        from ..errors import OperandError
+        if isinstance(cta, bool) or not isinstance(cta, int) or not 0 <= cta < len(self.async_units):
+            raise OperandError(f"timeline: cta must be 0..{len(self.async_units) - 1}, not {cta!r}")
         return Timeline.from_unit(self.async_units[cta], self.ctas[cta][0])
 
     def warps(self):

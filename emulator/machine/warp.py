@@ -13,7 +13,7 @@ from isa.types import SPECIAL_REGISTERS, name_width, type_width
 from ..frontend import ptx
 from ..frontend.validate import validate_statements
 from ..errors import EmulatorError, OperandError, PTXSyntaxError, UnsupportedError
-from ..memory import LANES, GlobalMemory, SmemAccess  # noqa: F401 (SmemAccess: re-exported)
+from ..memory import LANES, MAX_SHARED_BYTES, GlobalMemory, SmemAccess  # noqa: F401 (SmemAccess: re-exported)
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 
@@ -38,6 +38,66 @@ def _b128_values(name, values):
     raise OperandError(f"write {name}: a 128-bit register takes (32, 2) uint64 (low, high), 32 ints in "
                        f"[0, 2**128) or one such int")
 ALL_LANES = np.ones(LANES, np.bool_)
+_NAME_TYPES = (("%rd", "b64"), ("%fd", "f64"), ("%rs", "b16"), ("%h", "f16"), ("%p", "pred"), ("%f", "f32"))
+_FLOAT_NP = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+
+def _to_bits(name, ptype, width, values):
+    """32 lanes of raw register bits from what ``Warp.write`` was given (its docstring states the rule)."""
+    what = f"write {name} (.{ptype})"
+    if isinstance(values, (str, bytes)) or values is None:
+        raise OperandError(f"{what}: expected numbers, got {type(values).__name__}")
+    try:
+        v = np.asarray(values)
+    except (ValueError, TypeError) as e:
+        raise OperandError(f"{what}: cannot make an array of the values ({e})") from None
+    if v.ndim == 0:
+        v = np.full(LANES, v, dtype=v.dtype)
+    if v.shape != (LANES,):
+        raise OperandError(f"{what}: expected 32 per-lane values or one scalar, got shape {v.shape}")
+    if v.dtype == object:                       # Python ints beyond 64 bits, or a mix
+        if not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v):
+            raise OperandError(f"{what}: the values must all be ints, or all floats")
+        ints = [int(x) for x in v]
+        bad = [x for x in ints if not -(1 << (width - 1)) <= x < (1 << width)]
+        if bad:
+            raise OperandError(f"{what}: {bad[0]} does not fit {width} bits")
+        return np.array([x & ((1 << width) - 1) for x in ints], np.uint64).astype(_UINT[width])
+    kind = v.dtype.kind
+    if width == 1:
+        if kind == "b":
+            return v.astype(np.bool_)
+        if kind in "iu" and ((v == 0) | (v == 1)).all():
+            return v.astype(np.bool_)
+        raise OperandError(f"{what}: a predicate takes bools or the ints 0 and 1")
+    dt = _UINT[width]
+    if kind == "b":
+        return v.astype(dt)
+    if kind in "iu":
+        if kind == "i":
+            lo, hi = int(v.min()), int(v.max())
+        else:
+            lo, hi = 0, int(v.max())
+        if lo < -(1 << (width - 1)) or hi >= (1 << width):
+            bad = lo if lo < -(1 << (width - 1)) else hi
+            raise OperandError(f"{what}: {bad} does not fit {width} bits (integers are raw bits; they must fit "
+                               f"the register as unsigned or two's-complement signed numbers)")
+        return (v.astype(np.int64).view(np.uint64) if kind == "i" else v.astype(np.uint64)).astype(dt)
+    if kind == "f" or v.dtype.name in ("bfloat16",):
+        fdt = _FLOAT_NP.get(ptype)
+        if ptype == "bf16":
+            import ml_dtypes
+            fdt = ml_dtypes.bfloat16
+        if fdt is not None:
+            if v.dtype == fdt:
+                return v.view(dt).copy()
+            with np.errstate(all="ignore"):
+                return v.astype(np.float64 if v.dtype.itemsize <= 8 else v.dtype).astype(fdt).view(dt)
+        if v.dtype.itemsize * 8 <= width and isinstance(values, (np.ndarray, np.generic)):
+            return v.view(_UINT[v.dtype.itemsize * 8]).astype(dt)         # its bits, zero-extended
+        raise OperandError(f"{what}: a {v.dtype.name} value for a register that is not a float register; pass "
+                           f"an int (raw bits) or a numpy float of at most {width} bits (its bits)")
+    raise OperandError(f"{what}: values of dtype {v.dtype} cannot be written to a register")
 
 
 @dataclass(frozen=True)
@@ -48,15 +108,22 @@ class WarpOptions:
                group, and touching its destination before then raises AsyncHazardError;
                'eager' — the copy lands at issue (permissive; hides missing waits).
     uninitialized: what a register never written reads as: 'zero' (default) or 'error'.
+    bank_log:  how many shared-memory instructions each warp records for ``bank_report`` (default 10,000;
+               None: all). Later ones are only counted, in ``warp.smem_log_dropped``, so that a long kernel
+               runs in bounded memory.
     """
     cp_async: str = "deferred"
     uninitialized: str = "zero"
+    bank_log: int | None = 10_000
 
     def __post_init__(self):
-        if self.cp_async not in ("deferred", "eager"):
+        if not isinstance(self.cp_async, str) or self.cp_async not in ("deferred", "eager"):
             raise EmulatorError(f"WarpOptions: cp_async must be 'deferred' or 'eager', not {self.cp_async!r}")
-        if self.uninitialized not in ("zero", "error"):
+        if not isinstance(self.uninitialized, str) or self.uninitialized not in ("zero", "error"):
             raise EmulatorError(f"WarpOptions: uninitialized must be 'zero' or 'error', not {self.uninitialized!r}")
+        if self.bank_log is not None and (isinstance(self.bank_log, bool) or
+                                          not isinstance(self.bank_log, (int, np.integer)) or self.bank_log < 0):
+            raise EmulatorError(f"WarpOptions: bank_log must be None or an int >= 0, not {self.bank_log!r}")
 
 
 class _CpAsyncState:
@@ -97,15 +164,27 @@ class _CpAsyncState:
 
 
 class Warp:
-    """One warp of 32 lanes (see ``shared/API.md``: Memory and the warp)."""
+    """One warp of 32 lanes (see docs/api.md: Memory and the warp, Writing registers)."""
 
     def __init__(self, smem_bytes: int = 48 * 1024, gmem: GlobalMemory | None = None, arch: str = "sm_90",
                  options: WarpOptions | None = None, *, smem: np.ndarray | None = None, warp_id: int = 0):
         if arch not in ARCHS:
             raise UnsupportedError(f"Warp: architecture {arch!r} is not supported; supported: {', '.join(ARCHS)}")
         self.arch = arch
+        if gmem is not None and not isinstance(gmem, GlobalMemory):
+            raise OperandError(f"Warp: gmem must be a GlobalMemory, not {type(gmem).__name__}")
         self.gmem = gmem if gmem is not None else GlobalMemory()
+        if options is not None and not isinstance(options, WarpOptions):
+            raise OperandError(f"Warp: options must be a WarpOptions, not {options!r}")
         self.options = options or WarpOptions()
+        self.smem_log_cap = self.options.bank_log if self.options.bank_log is not None else 1 << 62
+        self.smem_log_dropped = 0              # shared-memory instructions beyond the cap, not recorded
+        self._smem_n = 0
+        if smem is None:
+            if isinstance(smem_bytes, (bool, np.bool_)) or not isinstance(smem_bytes, (int, np.integer)) or \
+                    not 0 <= smem_bytes <= MAX_SHARED_BYTES:
+                raise OperandError(f"Warp: smem_bytes must be an integer 0..{MAX_SHARED_BYTES} (the H100's shared "
+                                   f"memory per CTA), not {smem_bytes!r}")
         self.smem = smem if smem is not None else np.zeros(int(smem_bytes), np.uint8)
         self.warp_id = warp_id
         self.regs: dict[str, np.ndarray] = {}
@@ -121,6 +200,10 @@ class Warp:
         self.clock = 0
         self._async = None                      # the async unit (mbarriers, bulk copies), made on first use
 
+    def __repr__(self):
+        return (f"<Warp {self.arch}: 32 lanes, {len(self.regs)} register(s) written, {self.smem.size} bytes of "
+                f"shared memory, {len(self._smem_log)} shared-memory access(es) logged>")
+
     # -- registers ---------------------------------------------------------------------------------
     def reg_width(self, name: str) -> int:
         t = self.reg_types.get(name)
@@ -134,37 +217,60 @@ class Warp:
         return name.startswith("%") or name in self.reg_types
 
     def declare(self, ptype: str, names):
+        from isa.types import TYPES
+        if ptype not in TYPES:
+            raise UnsupportedError(f"declare: unknown type .{ptype}; types: {', '.join(TYPES)}")
+        if isinstance(names, str):
+            raise OperandError("declare: names is a list of register names, not one string")
         for n in names:
             self.reg_types[n] = ptype
 
+    def reg_type(self, name: str) -> str:
+        """The PTX type of a register: its ``.reg`` declaration, else nvcc's naming (``%p`` pred, ``%f`` f32,
+        ``%fd`` f64, ``%h`` f16, ``%rd`` b64, ``%rs`` b16, any other name b32)."""
+        t = self.reg_types.get(name)
+        if t is not None:
+            return t
+        if name in SPECIAL_REGISTERS:
+            return {32: "u32", 64: "u64"}[SPECIAL_REGISTERS[name]]
+        for prefix, ptype in _NAME_TYPES:
+            if name.startswith(prefix):
+                return ptype
+        return "b32"
+
     def write(self, name: str, values) -> None:
-        """Set a register in every lane: 32 values or one scalar; raw bits, not converted.  A 128-bit register
-        takes (32, 2) uint64 (low half first), 32 Python ints or one int."""
+        """Set a register in every lane: 32 per-lane values or one scalar.
+
+        How values become bits (docs/api.md, "Writing registers"):
+
+        * integers (Python ``int``, numpy integer scalars and arrays, lists of ints) are raw bits: each must
+          fit the register's width as an unsigned or a two's-complement signed number, else OperandError;
+        * floats (Python ``float``, numpy float scalars and arrays, lists of floats) written to a float
+          register (declared ``.f16``/``.bf16``/``.f32``/``.f64``, or named ``%h``/``%f``/``%fd``) are
+          converted to that format, rounding to nearest even; written to any other register, a numpy float
+          (scalar or array) no wider than the register gives its raw bits, zero-extended (``np.float32``
+          into ``%r1``), anything else raises OperandError (a Python float has no width: say which bits
+          you mean with ``np.float32(x)`` or an int);
+        * a predicate takes bools, or the ints 0 and 1;
+        * a 128-bit register takes (32, 2) uint64 (low half first), 32 Python ints or one int.
+        Anything else (strings, None, nested or object arrays, a shape other than () or (32,)) raises."""
+        if not isinstance(name, str):
+            raise OperandError(f"write: the register name must be a string, not {name!r}")
         width = self.reg_width(name)
-        if width == 128:
+        if width == 128:                       # (32, 2) uint64, low half first; 32 Python ints or one int
             self.regs[name] = _b128_values(name, values)
             return
-        dt = _UINT[width]
-        v = np.asarray(values)
-        if v.dtype.kind == "f":
-            v = v.view(np.dtype(f"u{v.dtype.itemsize}"))
-        if v.ndim == 0:
-            v = np.full(LANES, v)
-        if v.shape != (LANES,):
-            raise OperandError(f"write {name}: expected 32 per-lane values or one scalar, got shape {v.shape}")
-        if dt is np.bool_:
-            self.regs[name] = v.astype(np.bool_)
-        else:
-            if v.dtype.kind == "i":
-                v = v.astype(np.int64).view(np.uint64) if v.dtype.itemsize == 8 else v.astype(np.int64).astype(np.uint64)
-            self.regs[name] = (v.astype(np.uint64) & np.uint64((1 << width) - 1)).astype(dt) \
-                if v.dtype.itemsize * 8 > width else v.astype(dt)
+        if width not in _UINT:
+            raise UnsupportedError(f"write {name}: {width}-bit registers are not supported")
+        self.regs[name] = _to_bits(name, self.reg_type(name), width, values)
 
     def read(self, name: str) -> np.ndarray:
         """A copy of a register's 32 per-lane raw values (uint16/32/64 or bool)."""
         return self.get_reg(name, "read").copy()
 
     def get_reg(self, name: str, instr="read") -> np.ndarray:
+        if not isinstance(name, str):
+            raise OperandError(f"{instr}: the register name must be a string, not {name!r}")
         r = self.regs.get(name)
         if r is not None:
             return r
@@ -172,7 +278,11 @@ class Warp:
             return self.special(name)
         if self.options.uninitialized == "error":
             raise OperandError(f"{instr}: register {name} is read before it is written")
-        return _zeros(self.reg_width(name))
+        width = self.reg_width(name)
+        if width not in _UINT:
+            raise UnsupportedError(f"{instr}: register {name} is {width} bits wide; {width}-bit registers are not "
+                                   f"supported here")
+        return _zeros(width)
 
     def set_reg(self, name: str, values: np.ndarray, mask: np.ndarray) -> None:
         """Write raw bits (already of the register's dtype) to the active lanes."""
@@ -181,6 +291,8 @@ class Warp:
         cur = self.regs.get(name)
         if cur is None:
             width = self.reg_width(name)
+            if width not in _UINT:
+                raise UnsupportedError(f"register {name} is {width} bits wide; such registers are not supported here")
             if mask.all():
                 self.regs[name] = np.array(values, dtype=_UINT[width], copy=True).reshape(_zeros(width).shape)
                 return
@@ -227,6 +339,8 @@ class Warp:
     # -- execution ---------------------------------------------------------------------------------
     def run(self, text: str) -> None:
         """Execute PTX instructions (separated by ';' and/or line breaks) on all 32 lanes."""
+        if not isinstance(text, str):
+            raise OperandError(f"Warp.run: expected PTX text (a str), not {type(text).__name__}")
         prog = self._programs.get(text)
         if prog is None:
             prog = self._programs[text] = self._compile(text)
@@ -337,11 +451,16 @@ class Warp:
 
     # -- shared-memory traffic -----------------------------------------------------------------------
     def log_smem(self, instruction, op, addrs, width, mask, nmat=0, src=None):
+        if self._smem_n >= self.smem_log_cap:
+            self.smem_log_dropped += 1
+            return
+        self._smem_n += 1
         self._smem_log.append(SmemAccess(str(instruction), op, np.asarray(addrs, np.int64).copy(), int(width),
                                          np.asarray(mask, np.bool_).copy(), int(nmat),
                                          None if src is None else np.asarray(src).astype(np.int64)))
 
     def bank_report(self):
-        """One record (instruction, wavefronts, conflicts) per shared-memory instruction executed so far."""
+        """One record (instruction, wavefronts, conflicts) per shared-memory instruction executed so far (the
+        first ``WarpOptions.bank_log`` of them; ``smem_log_dropped`` counts the rest)."""
         from ..memory.banks import analyze
         return [analyze(rec) for rec in self._smem_log]

@@ -13,6 +13,32 @@ from ..errors import AlignmentError, MemoryAccessError, fail
 
 LANES = 32
 
+# Sizes the H100 allows, checked before anything is allocated.
+MAX_SHARED_BYTES = 227 * 1024          # shared memory of one CTA (static + dynamic, the opt-in maximum)
+MAX_LOCAL_BYTES = 512 * 1024           # .local memory of one thread
+MAX_ALLOC_BYTES = 1 << 34              # one global allocation (16 GiB; the host has to hold it)
+
+
+def _int(v, where, what):
+    """An integer argument (a float with an integer value is accepted, as before), or MemoryAccessError."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer, float, np.floating)) or \
+            (isinstance(v, (float, np.floating)) and not float(v).is_integer()):
+        raise MemoryAccessError(f"{where}: {what} must be an integer, not {v!r:.40}")
+    return int(v)
+
+
+def _raw_bytes(data, where):
+    """The bytes of a numpy array (or of what np.asarray makes of ``data``): numbers, bools, bytes."""
+    if isinstance(data, (bytes, bytearray)):
+        return np.frombuffer(bytes(data), np.uint8)
+    try:
+        a = np.ascontiguousarray(data)
+    except (TypeError, ValueError) as e:
+        raise MemoryAccessError(f"{where}: cannot take the bytes of {type(data).__name__} ({e})") from None
+    if a.dtype.hasobject or a.dtype.kind == "U":
+        raise MemoryAccessError(f"{where}: an array of {a.dtype} has no device bytes; pass numbers")
+    return a.view(np.uint8).reshape(-1)
+
 
 class GlobalMemory:
     """Device global memory as a set of allocations.
@@ -31,22 +57,35 @@ class GlobalMemory:
         self._bufs: list[np.ndarray] = []
         self._next = self.BASE
 
+    def __repr__(self):
+        return f"<GlobalMemory: {len(self._bufs)} allocation(s), {sum(b.size for b in self._bufs)} bytes>"
+
     # -- allocation ------------------------------------------------------------------------------
     def alloc(self, nbytes: int, fill: int = 0) -> int:
         """Reserve ``nbytes`` of zero-filled (or ``fill``-filled) memory; returns its address."""
-        nbytes = int(nbytes)
+        nbytes = _int(nbytes, "GlobalMemory.alloc", "nbytes")
+        if _int(fill, "GlobalMemory.alloc", "fill") not in range(256):
+            raise MemoryAccessError(f"GlobalMemory.alloc: fill must be a byte value 0..255, not {fill}")
         if nbytes < 0:
             raise MemoryAccessError(f"GlobalMemory.alloc: size {nbytes} is negative")
+        if nbytes > MAX_ALLOC_BYTES:
+            raise MemoryAccessError(f"GlobalMemory.alloc: {nbytes} bytes is more than one allocation may take "
+                                    f"({MAX_ALLOC_BYTES} bytes)")
+        try:
+            buf = (np.zeros(nbytes, np.uint8) if fill == 0 else np.full(nbytes, fill, dtype=np.uint8)) \
+                if nbytes else np.zeros(0, np.uint8)
+        except MemoryError:
+            raise MemoryAccessError(f"GlobalMemory.alloc: the host cannot hold {nbytes} bytes") from None
         addr = self._next
         self._bases.append(addr)
-        self._bufs.append(np.full(max(nbytes, 1), fill, dtype=np.uint8)[:nbytes] if nbytes else np.zeros(0, np.uint8))
+        self._bufs.append(buf)
         span = -(-max(nbytes, 1) // self.ALIGN) * self.ALIGN
         self._next = addr + span + self.GAP
         return addr
 
     def upload(self, array) -> int:
         """Copy the bytes of ``array`` (any numpy array, C order) into a new allocation."""
-        raw = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
+        raw = _raw_bytes(array, "GlobalMemory.upload")
         addr = self.alloc(raw.size)
         self._bufs[-1][:] = raw
         return addr
@@ -66,19 +105,21 @@ class GlobalMemory:
 
     def download(self, addr: int, nbytes: int) -> np.ndarray:
         """A copy of ``nbytes`` bytes at ``addr`` as np.ndarray[uint8]."""
-        buf, off = self._locate(int(addr), int(nbytes), "GlobalMemory.download")
-        return buf[off:off + int(nbytes)].copy()
+        addr, nbytes = _int(addr, "GlobalMemory.download", "addr"), _int(nbytes, "GlobalMemory.download", "nbytes")
+        buf, off = self._locate(addr, nbytes, "GlobalMemory.download")
+        return buf[off:off + nbytes].copy()
 
     def write(self, addr: int, data) -> None:
         """Overwrite bytes at ``addr`` with the bytes of ``data``."""
-        raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
-        buf, off = self._locate(int(addr), raw.size, "GlobalMemory.write")
+        raw = _raw_bytes(data, "GlobalMemory.write")
+        buf, off = self._locate(_int(addr, "GlobalMemory.write", "addr"), raw.size, "GlobalMemory.write")
         buf[off:off + raw.size] = raw
 
     def view(self, addr: int, nbytes: int) -> np.ndarray:
         """A live uint8 view of ``nbytes`` at ``addr``."""
-        buf, off = self._locate(int(addr), int(nbytes), "GlobalMemory.view")
-        return buf[off:off + int(nbytes)]
+        addr, nbytes = _int(addr, "GlobalMemory.view", "addr"), _int(nbytes, "GlobalMemory.view", "nbytes")
+        buf, off = self._locate(addr, nbytes, "GlobalMemory.view")
+        return buf[off:off + nbytes]
 
     def allocations(self):
         """[(address, size)] of every allocation."""

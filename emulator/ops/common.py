@@ -5,7 +5,7 @@ import ml_dtypes
 import numpy as np
 
 from isa.types import TYPES
-from ..errors import OperandError, UnsupportedError, fail
+from ..errors import OperandError, UnsupportedError, did_you_mean, fail
 from ..frontend.ptx import Imm, Mem, Not, Reg, Sym, Vec, f32_bits, f64_bits
 
 UINT = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
@@ -29,7 +29,9 @@ def width(ptype):
 
 def fit(bits, to_w, signed=False):
     """Resize raw bits to ``to_w`` bits: truncate, or zero/sign-extend."""
-    dt = UINT[to_w]
+    dt = UINT.get(to_w)
+    if dt is None:
+        raise UnsupportedError(f"{to_w}-bit registers are not supported by this instruction")
     if bits.dtype == dt:
         return bits
     if to_w == 1:
@@ -61,12 +63,16 @@ def imm_bits(imm: Imm, ptype, instr):
             return bool(imm.value)
         return imm.value & ((1 << w) - 1)
     if imm.kind == "f32":
-        if ptype == "f32" or (w == 32 and kind != "f"):
+        if ptype in ("f32", "f16x2", "bf16x2", "tf32") or (w == 32 and kind != "f"):
             return imm.value
+        if kind != "f":
+            raise OperandError(f"{instr.opcode}: the 32-bit float literal {imm.text} does not fit a .{ptype} operand")
         return _float_bits(float(np.uint32(imm.value).view(np.float32)), ptype)
     if imm.kind == "f64":
         if ptype == "f64" or (w == 64 and kind != "f"):
             return imm.value
+        if kind != "f":
+            raise OperandError(f"{instr.opcode}: the 64-bit float literal {imm.text} does not fit a .{ptype} operand")
         return _float_bits(float(np.uint64(imm.value).view(np.float64)), ptype)
     if kind != "f":
         raise OperandError(f"{instr.opcode}: floating-point literal {imm.text} for a .{ptype} operand")
@@ -78,7 +84,10 @@ def _float_bits(x, ptype):
         return f32_bits(x)
     if ptype == "f64":
         return f64_bits(x)
-    return int(np.array(x, NP[ptype]).view(UINT[width(ptype)]))
+    if ptype not in ("f16", "bf16"):
+        raise OperandError(f"a floating-point number cannot be written as a .{ptype} immediate; give its bits")
+    with np.errstate(all="ignore"):
+        return int(np.array(x, NP[ptype]).view(UINT[width(ptype)]))
 
 
 B128_USE = "only ld, st and mov .b128 take a 128-bit register"
@@ -110,7 +119,9 @@ def src(env, op, ptype, instr, allow_imm=True):
         return lambda warp: warp.get_reg(name, text)
     w = width(ptype)
     signed = TYPES[ptype][1] == "s"
-    dt = NP[ptype]
+    dt = NP.get(ptype)
+    if dt is None or w not in UINT:
+        raise UnsupportedError(f"{instr.opcode}: .{ptype} operands are not supported by this instruction")
     if isinstance(op, Imm):
         if not allow_imm:
             raise OperandError(f"{instr.opcode}: operand {op} must be a register")
@@ -118,6 +129,8 @@ def src(env, op, ptype, instr, allow_imm=True):
             np.full(32, bool(imm_bits(op, ptype, instr)))
         return lambda warp: const
     if isinstance(op, Not):
+        if np.dtype(dt).kind not in "biu":
+            raise OperandError(f"{instr.opcode}: '!' negates predicates and integers, not a .{ptype} operand")
         inner = src(env, op.item, ptype, instr, allow_imm)
         return lambda warp: ~inner(warp)
     if isinstance(op, (Sym, Mem)) and not (isinstance(op, Sym) and env.is_register(op.name)):
@@ -144,6 +157,9 @@ def dst(env, op, ptype, instr):
     rw = env.reg_width(name)
     w = width(ptype)
     signed = TYPES[ptype][1] == "s"
+    if rw not in UINT or w not in UINT:
+        raise UnsupportedError(f"{instr.opcode}: register {name} is {rw} bits wide; {rw}-bit values are not "
+                               f"supported by this instruction")
     if rw == 1 and w != 1:
         raise OperandError(f"{instr.opcode}: predicate register {name} cannot hold a .{ptype} value")
 
@@ -170,6 +186,8 @@ def symbol_address(env, op, instr):
     """Reader of the address of a variable (``sym`` or ``sym+off``), as uint64 lane values."""
     name = op.name if isinstance(op, Sym) else op.base.name
     off = 0 if isinstance(op, Sym) else op.offset
+    if not isinstance(op, Sym):
+        _check_offset(op, instr, 32)
     if name not in env.symbols:
         raise OperandError(f"{instr.opcode}: unknown name {name}")
 
@@ -181,12 +199,21 @@ def symbol_address(env, op, instr):
     return read
 
 
+def _check_offset(op, instr, bits):
+    """An address offset must fit the address arithmetic: ``bits``-bit signed or unsigned."""
+    if not -(1 << (bits - 1)) <= op.offset < (1 << bits):
+        raise OperandError(f"{instr.opcode}: address offset {op.offset} in {op} does not fit {bits} bits")
+
+
 def address(env, op, instr):
     """Compile an address operand ``[reg+off]`` / ``[var+off]`` / ``[imm]`` into ``addr(warp) -> int64[32]``."""
     if not isinstance(op, Mem):
         raise OperandError(f"{instr.opcode}: expected an address [..], found {op}")
     off = op.offset
+    _check_offset(op, instr, 64)
     if op.base is None:
+        if not 0 <= off < 1 << 63:
+            raise OperandError(f"{instr.opcode}: absolute address {op} is outside 0..2^63-1")
         const = np.full(32, off, np.int64)
         return lambda warp: const
     if isinstance(op.base, Sym) and not env.is_register(op.base.name):
@@ -196,13 +223,14 @@ def address(env, op, instr):
     rw = env.reg_width(name)
     if rw not in (32, 64):
         raise OperandError(f"{instr.opcode}: address register {name} must be 32 or 64 bits wide, not {rw}")
+    _check_offset(op, instr, rw)
     text = instr.text
     if off == 0:
         return lambda warp: warp.get_reg(name, text).astype(np.int64)
     if rw == 32:        # a 32-bit address wraps at 2^32: '[%r13+24]' with %r13 = -8 is address 16
         o32 = np.uint32(off & 0xFFFFFFFF)
         return lambda warp: (warp.get_reg(name, text) + o32).astype(np.int64)
-    o = np.int64(off)
+    o = np.int64(off - (1 << 64) if off >= 1 << 63 else off)        # 64-bit address arithmetic wraps
     return lambda warp: warp.get_reg(name, text).astype(np.int64) + o
 
 
@@ -222,6 +250,9 @@ def split_mods(instr, known_groups):
                 break
         else:
             allowed = sorted({v for vals in known_groups.values() for v in vals})
+            if len(allowed) > 16:               # a long list: the nearest few, the rest in the docs
+                raise UnsupportedError(f"{instr.opcode}: unsupported qualifier .{m}; " + did_you_mean(
+                    f".{m}", ["." + a for a in allowed], f"docs/kernels.md, Supported PTX"))
             raise UnsupportedError(f"{instr.opcode}: unsupported qualifier .{m}; supported: "
                                    f"{', '.join('.' + a for a in allowed)}")
     return out

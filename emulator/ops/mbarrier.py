@@ -22,7 +22,9 @@ LANE = np.arange(32)
 
 
 class MBarrierWait:
-    """Why lanes stall: a wait for an mbarrier phase (what the deadlock report and the timeline name)."""
+    """Why lanes stall: a wait for an mbarrier phase (what the deadlock report and the timeline name).
+    Lanes whose test_wait/try_wait failed step aside for the other lanes of their warp (``lane_yield``)."""
+    lane_yield = True
 
     def __init__(self, unit, text, addrs, parity=None, states=None, units=None):
         self.unit, self.text, self.addrs, self.parity, self.states = unit, text, addrs, parity, states
@@ -281,6 +283,9 @@ def compile_tensormap(instr, env):
             if len(ops) != 3 or not isinstance(ops[1], Imm):
                 raise OperandError(f"{instr.opcode}: takes [tensormap], ordinal, value")
             ordinal = ops[1].value
+            top = 3 if field == "global_stride" else 4          # a tensor map has 1..5 dimensions
+            if not isinstance(ordinal, int) or not 0 <= ordinal <= top:
+                raise OperandError(f"{instr.opcode}: the ordinal must be 0..{top}, not {ops[1]}")
         elif len(ops) != 2:
             raise OperandError(f"{instr.opcode}: takes [tensormap], value")
         vtype = "b64" if field in ("global_address", "global_stride") else "b32"

@@ -278,6 +278,11 @@ def _mov_pack128(instr, env, d, s):
 def _mov_pack(instr, env, ptype, d, s):
     """mov.b32 %r, {%h0, %h1} (pack) and mov.b32 {%h0, %h1}, %r (unpack)."""
     w = width(ptype)
+    vec = s if isinstance(s, Vec) else d
+    if isinstance(vec, Vec) and (len(vec.items) not in (2, 4, 8) or w // len(vec.items) not in (8, 16, 32) or
+                                 TYPES[ptype][1] not in ("b", "u", "s", "f")):
+        raise OperandError(f"{instr.opcode}: a {w}-bit value packs 2, 4 or 8 parts of 8, 16 or 32 bits, not "
+                           f"{len(vec.items)}")
     if isinstance(s, Vec) and not isinstance(d, Vec):
         k = len(s.items)
         ew = w // k

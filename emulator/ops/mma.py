@@ -13,7 +13,7 @@ from isa.fragments import reg_dtype
 from isa.mma import ARCHS, ELEM, VARIANTS
 from .registry import executor
 from .common import require_full_warp, vec_regs
-from ..errors import OperandError, UnsupportedError, fail
+from ..errors import OperandError, UnsupportedError, did_you_mean, fail
 from ..numerics import fast, gemm_fast
 from ..numerics.params import ARCH_ALIASES, FORMATS, tc_params
 
@@ -201,7 +201,8 @@ def get_mma(opcode: str, arch: str = "sm_90") -> MmaOp:
     spelling = canonical_spelling(opcode)
     v = VARIANTS.get(spelling)
     if v is None:
-        fail(UnsupportedError, opcode, "unsupported mma variant; supported: " + ", ".join(VARIANTS))
+        fail(UnsupportedError, opcode, "unsupported mma variant; " +
+             did_you_mean(spelling or opcode, VARIANTS, "docs/supported.md"))
     ak = _arch_key(arch)
     if ak not in ARCHS:
         fail(UnsupportedError, opcode, f"no mma.sync model for {arch}; modelled: {', '.join(ARCHS)} "

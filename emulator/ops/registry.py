@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import EmulatorError, UnsupportedError
+from ..errors import EmulatorError, UnsupportedError, did_you_mean
 
 EXECUTORS: dict = {}
 
@@ -29,7 +29,8 @@ def compile_instruction(instr, env):
     factory = EXECUTORS.get(instr.base)
     if factory is None:
         raise UnsupportedError(f"line {instr.line}, column {instr.col}: {instr.opcode}: unknown or unsupported "
-                               f"instruction '{instr.base}'; supported: {', '.join(sorted(EXECUTORS))}")
+                               f"instruction '{instr.base}'; "
+                               + did_you_mean(instr.base, sorted(EXECUTORS), "docs/supported.md"))
     try:
         fn = factory(instr, env)
     except EmulatorError as e:

@@ -194,6 +194,20 @@ def compile_redux(instr, env):
     return run
 
 
+class _Nap:
+    """nanosleep: the lanes step aside; the scheduler lets the warp's other lanes, then other warps, run."""
+    lane_yield = True
+
+    def __init__(self, text):
+        self.text = text
+
+    def describe(self):
+        return f"{' '.join(self.text.split())}: sleeps, and nothing changes between its naps"
+
+    def ready(self):
+        return True
+
+
 @executor("membar", "fence", "nanosleep", "prefetch", "prefetchu", "griddepcontrol", "setmaxnreg")
 def compile_nop(instr, env):
     """Instructions with nothing to do in a sequential emulator: memory ordering (every access is already
@@ -206,6 +220,14 @@ def compile_nop(instr, env):
         if not isinstance(instr.operands[0], Mem):
             raise OperandError(f"{instr.opcode}: takes an address [..], found {instr.operands[0]}")
         address(env, instr.operands[0], instr)
+    if instr.base == "nanosleep":
+        read = src(env, instr.operands[0], "u32", instr)
+        nap = _Nap(instr.text or instr.opcode)
+
+        def sleep(warp, mask):
+            read(warp)
+            warp.yield_turn(nap)
+        return sleep
     if instr.base == "griddepcontrol" and (instr.operands or
                                            not set(instr.mods) <= {"wait", "launch_dependents"}):
         raise OperandError(f"{instr.opcode}: griddepcontrol.wait / griddepcontrol.launch_dependents take no "

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...memory import SmemAccess
 from . import table as T
+from ..spin import SPIN_CHECK
 from .translate import Translation
 
 _DTYPE = {T.PRED: np.bool_, T.R16: np.uint16, T.R32: np.uint32, T.R64: np.uint64}
@@ -141,6 +142,8 @@ class FastWarp:
         st = fl.state
         st[T.S_BUDGET] = budget[0]
         st[T.S_ISSUED] = w.issued
+        st[T.S_BACK] = w.back_taken
+        st[T.S_SPIN_CHECK] = SPIN_CHECK
         st[T.S_INFLIGHT] = w._inflight_n
         st[T.S_NLOG] = 0
         st[T.S_EXECUTED] = 0
@@ -155,6 +158,7 @@ class FastWarp:
                 tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags)
         budget[0] = int(st[T.S_BUDGET])
         w.clock = w.issued = int(st[T.S_ISSUED])
+        w.back_taken = int(st[T.S_BACK])
         self.executed += int(st[T.S_EXECUTED])
         if st[T.S_NLOG]:
             self._flush(w, int(st[T.S_NLOG]))
@@ -166,6 +170,12 @@ class FastWarp:
 
     def _flush(self, w, n):
         fl = self.launch
+        keep = min(n, max(w.smem_log_cap - w._smem_n, 0))
+        w.smem_log_dropped += n - keep
+        w._smem_n += keep
+        n = keep
+        if not n:
+            return
         w._smem_pending.append(partial(_records, w.program.code, fl.tr.code, fl.log_pc[:n].copy(),
                                        fl.log_mask[:n].copy(), fl.log_addr[:n].copy()))
 

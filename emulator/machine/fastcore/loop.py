@@ -737,6 +737,8 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     budget = state[T.S_BUDGET]
     issued = state[T.S_ISSUED]
     nlog = state[T.S_NLOG]
+    back = state[T.S_BACK]
+    spin_check = state[T.S_SPIN_CHECK]
     executed = 0
     while True:
         if p < 0:                      # pick: the smallest PC among the runnable lanes, and its lanes
@@ -810,6 +812,16 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
             continue
         if opc == T.BRA:
             tgt = row[T.X]
+            if tgt <= p and em != 0:            # a loop: every SPIN_CHECK-th time the scheduler looks for a spin
+                if (back + 1) % spin_check < 2:
+                    budget += 1
+                    issued -= 1
+                    executed -= 1
+                    state[T.S_STATUS] = T.ST_SLOW
+                    state[T.S_PC] = p
+                    state[T.S_MASK] = m
+                    break
+                back += 1
             for lane in range(LANES):
                 if (m >> lane) & 1:
                     if (em >> lane) & 1:
@@ -909,6 +921,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     state[T.S_BUDGET] = budget
     state[T.S_ISSUED] = issued
     state[T.S_NLOG] = nlog
+    state[T.S_BACK] = back
     state[T.S_EXECUTED] += executed
 
 

@@ -95,8 +95,9 @@ ST_BAR = 4        # lanes S_MASK arrived at barrier S_PC's X (their PCs already 
 
 # -- fields of the state vector ----------------------------------------------------------------------------
 (S_STATUS, S_PC, S_MASK, S_BUDGET, S_ISSUED, S_INFLIGHT, S_NLOG, S_EXECUTED, S_SMEM_PTR, S_SMEM_SIZE,
- S_PARAM_PTR, S_PARAM_SIZE, S_LASTALLOC, S_CTA) = range(14)
-NSTATE = 14        # S_CTA: 1 when the CTA loop (run_cta) runs the warp: BAR is executed, not handed back
+ S_PARAM_PTR, S_PARAM_SIZE, S_LASTALLOC, S_CTA, S_BACK, S_SPIN_CHECK) = range(16)
+NSTATE = 16        # S_CTA: 1 when the CTA loop (run_cta) runs the warp: BAR is executed, not handed back;
+                   # S_BACK: backward branches the warp took; S_SPIN_CHECK: machine.cta.SPIN_CHECK
 
 # -- the CTA loop's own state (run_cta), kept between its calls --------------------------------------------
 C_STATUS, C_WARP, C_INWARP, C_PROGRESSED, C_SEQ = range(5)

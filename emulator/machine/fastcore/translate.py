@@ -471,7 +471,9 @@ def _address(t, env, op, row, imm, space):
     """[reg+off] / [imm] / [param_symbol+off]: base operand in A, offset in immediate slot 3."""
     if not isinstance(op, Mem):
         raise _Slow
-    imm[T.IMM_OFFSET] = np.int64(op.offset).view(np.uint64)
+    if not -(1 << 63) <= op.offset < 1 << 64:
+        raise _Slow                             # the reference refuses it
+    imm[T.IMM_OFFSET] = np.uint64(op.offset & ((1 << 64) - 1))
     base = op.base
     if base is None:
         row[T.A] = -1

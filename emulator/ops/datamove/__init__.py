@@ -133,8 +133,8 @@ def _cp_async_groups(instr, env):
             if len(instr.operands) != 1 or not isinstance(instr.operands[0], Imm) or instr.operands[0].kind != "int":
                 raise OperandError(f"{instr.opcode}: takes one integer constant N")
             keep = instr.operands[0].value
-            if keep < 0:
-                raise OperandError(f"{instr.opcode}: N must be >= 0")
+            if not 0 <= keep <= 0xFFFFFFFF:
+                raise OperandError(f"{instr.opcode}: N must be a 32-bit unsigned integer, got {keep}")
         else:
             if instr.operands:
                 raise OperandError(f"{instr.opcode}: takes no operands")
