@@ -135,9 +135,6 @@ class KernelWarp(Warp):
         h.update(self.param.tobytes())
         return h.digest()
 
-    def cluster_targets(self, cta_mask):
-        return self._cta.cluster_targets(self, cta_mask)
-
     def tensormap_bytes(self, instr, space, addr, lane):
         if space == "param" or (space is None and PARAM_BASE <= addr < PARAM_BASE + self.param.shape[1]):
             off = addr - PARAM_BASE if space is None else addr

@@ -295,7 +295,7 @@ KERNEL = """.version 8.0
 .address_size 64
 .visible .entry k(.param .u64 p, .param .u32 n, .param .f32 x, .param .align 4 .b8 s[8])
 {
-    .reg .b32 %r<4>; .reg .b64 %rd<4>; .reg .f32 %f<2>;
+    .reg .b32 %r<4>; .reg .b64 %rd<4>; .reg .f32 %f<2>; .reg .pred %p<2>;
     ld.param.u64 %rd1, [p];
     ld.param.u32 %r1, [n];
     ld.param.f32 %f1, [x];
