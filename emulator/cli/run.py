@@ -50,7 +50,7 @@ def add_parser(subparsers):
                                                        "registers it wrote")
     p.add_argument("--bank-report", action="store_true", help="print the shared-memory wavefronts and bank "
                                                              "conflicts of every shared-memory instruction, per warp")
-    p.add_argument("--arch", default=None, help="the machine emulated: sm_80, sm_86, sm_89, sm_90 (default: sm_90, the H100, whatever "
+    p.add_argument("--arch", default=None, help="the machine emulated: sm_80, sm_86, sm_90 (default: sm_90, the H100, whatever "
                                               "the module's .target)")
     p.add_argument("--timeline", metavar="FILE", help="draw CTA 0's timeline (warps' instructions, mbarrier phases, "
                                                      "bulk copies) to FILE.svg or FILE.html")

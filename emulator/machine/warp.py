@@ -15,7 +15,7 @@ from ..frontend.validate import validate_statements
 from ..errors import EmulatorError, OperandError, PTXSyntaxError, UnsupportedError
 from ..memory import LANES, MAX_SHARED_BYTES, GlobalMemory, SmemAccess  # noqa: F401 (SmemAccess: re-exported)
 
-ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
+ARCHS = ("sm_80", "sm_86", "sm_90", "sm_90a")     # machines with a tensor-core model (sm_89 has none: not offered)
 
 _UINT = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64, 128: np.uint64}
 
