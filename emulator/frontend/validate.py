@@ -1382,9 +1382,12 @@ def validate_module(info):
 
     if info.version:
         v = info.version.strip()
-        if v not in VERSIONS_OK:
-            raise PTXValidationError(f"line 1, column 1: .version {v} is not a PTX ISA version ptxas 13 knows "
-                                     f"(1.0 .. 9.0)")
+        newer = re.fullmatch(r"(\d+)\.(\d+)", v) is not None and tuple(int(x) for x in v.split(".")) > (9, 0)
+        # A newer ISA version than ptxas 13.0 knows (Triton 3.7+ writes 9.1 and later) is what a newer toolkit
+        # accepts; the instructions themselves are still checked one by one, so only malformed versions fail.
+        if v not in VERSIONS_OK and not newer:
+            raise PTXValidationError(f"line 1, column 1: .version {v} is not a PTX ISA version (ptxas 13 knows "
+                                     f"1.0 .. 9.0; later ones are taken as a newer toolkit would)")
         if target_name:
             a, b = (int(x) for x in v.split("."))
             need = _MIN_VERSION.get(sm, (0, 0))
