@@ -291,6 +291,20 @@ def test_spin_waits_finish_on_both_engines(name, block, want, schedule):
     assert out.tolist() == want
 
 
+def test_spin_kernels_finish_on_the_h100_with_these_outputs():
+    """The same PTX ran on an H100 (tools/hwcapture/kernels/spin_run.py, three runs each, all equal): every
+    spin-wait kernel above finished there, with the outputs the emulator gives."""
+    import json
+    h100 = json.load(open(os.path.join(ROOT, "tests", "data", "kernels", "spin_h100.json")))
+    assert "H100" in h100["gpu"]
+    table = {n: w for n, _, w in [
+        ("spin_lanes", 32, [7] + [42 + t for t in range(1, 32)]),
+        ("spin_warps", 64, [3 * (t + 32) + 1 for t in range(32)] + [3 * t for t in range(32, 64)]),
+        ("spin_nanosleep", 64, [1] * 32 + [2] * 32),
+        ("spin_acquire", 64, [t + 100 for t in range(32)] + [2 * (t + 100) for t in range(32)])]}
+    assert h100["kernels"] == table
+
+
 def test_a_true_spin_deadlock_names_every_warp_and_lane_group():
     m = _spin_module()
     for engine in ("reference", "fast"):
