@@ -100,10 +100,10 @@ class CTA:
         # the fast engine's CTA loop (barriers included), when the kernel allows it; its arrays hold the state of
         # every warp (arenas, PCs, exit and wait masks), which the warps' own attributes are views of. The CTAs of
         # a cluster wait on each other, so they step warp by warp under the cluster's scheduler instead.
-        # Spin loops are watched at backward branches by this scheduler (machine/spin.py), which the CTA loop does
-        # not do: kernels with a loop step warp by warp.
+        # Spin checks (machine/spin.py) come back from the CTA loop at their backward branches; when one holds
+        # lanes or parks a warp, this scheduler takes the CTA over from there (FastCTA.run).
         fast_cta = fast.cta_arrays(nwarps) if (fast is not None and self._rng is None and not timeline
-                                               and cluster.size == 1 and not _has_loops(prog)) else None
+                                               and cluster.size == 1) else None
         for w in range(nwarps):
             bases = local_bases[w * LANES:(w + 1) * LANES]
             kw = KernelWarp(self, prog, w, nthreads - w * LANES, self.smem, gmem, prog.arch, options, param_init,
@@ -130,11 +130,16 @@ class CTA:
             return self._run()
 
     def _run(self):
+        start = None
         if self.fast_cta is not None:
-            self.fast_cta.run(self)
-            self.async_unit.pump()
-            check_wgmma_end(self)
-            return self.warps
+            handoff = self.fast_cta.run(self)
+            if handoff is None:
+                self.async_unit.pump()
+                check_wgmma_end(self)
+                return self.warps
+            # a spin check acted in the CTA loop: this scheduler goes on from that warp, as it would have
+            self.fast_cta = None
+            start = handoff
         au = self.async_unit
         rng = self._rng
         while True:
@@ -142,6 +147,14 @@ class CTA:
             yielded = False                 # a warp yielded with its state changed since its previous yield
             version = au.mbarriers.version
             order = self.warps if rng is None else [self.warps[i] for i in rng.permutation(len(self.warps))]
+            if start is not None:           # the rest of the CTA loop's round
+                k, parked, progressed = start
+                start = None
+                if parked:
+                    yielded = self._yield_changed(self.warps[k])
+                    self._check_barriers()
+                    k += 1
+                order = self.warps[k:]
             for w in order:
                 self._wake()
                 if self._runnable(w):
@@ -638,15 +651,6 @@ def _launch_specials(block, grid, smem_size, shared_static, nwarps):
         _SPECIALS.clear()
     _SPECIALS[key] = (same, per_warp)
     return same, per_warp
-
-
-def _has_loops(prog):
-    """Whether the program has a backward branch (a loop that could spin)."""
-    got = getattr(prog, "_has_loops", None)
-    if got is None:
-        got = any(op.kind == "bra" and op.target <= pc for pc, op in enumerate(prog.code))
-        prog._has_loops = got
-    return got
 
 
 def _sync_point(op):

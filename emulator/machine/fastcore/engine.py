@@ -197,6 +197,7 @@ class FastCTA:
         self.bar_arrived = np.zeros(16, np.int64)
         self.bar_seq = np.zeros(16, np.int64)
         self.cst = np.zeros(T.NCSTATE, np.int64)
+        self.backs = np.zeros(nw, np.int64)         # backward branches each warp took (spin checkpoints)
         self.log_warp = launch.log_warp
 
     def bind(self, cta):
@@ -205,16 +206,22 @@ class FastCTA:
             self.pcs[i], self.exited[i], self.waiting[i] = w.pc, w.exited, w.waiting
             w.pc, w.exited, w.waiting = self.pcs[i], self.exited[i], self.waiting[i]
             self.issued[i] = w.issued
+            self.backs[i] = w.back_taken
         self.param_ptrs = np.array([w.param.__array_interface__["data"][0] for w in cta.warps], np.int64)
         return self
 
     def run(self, cta):
-        """Run the CTA to its end; the instructions the loop hands back run through ``cta._step``."""
+        """Run the CTA to its end; the instructions the loop hands back run through ``cta._step``. Returns None,
+        or (warp, parked, progressed) when a spin check held lanes back or parked a warp: the scheduler of
+        ``machine.cta`` then goes on from that warp, with the barrier state handed over (``_handoff``)."""
         from .loop import run_cta
+        from ..cta import PARK
+        from ..spin import SPIN_CHECK
         fl = self.launch
         tr = fl.tr
         st = fl.state
         ws = cta.warps
+        st[T.S_SPIN_CHECK] = SPIN_CHECK
         while True:
             st[T.S_BUDGET] = cta.budget[0]
             st[T.S_INFLIGHT] = cta.inflight_n
@@ -225,7 +232,8 @@ class FastCTA:
             run_cta(tr.code, tr.imm, self.arenas, self.pcs, self.exited, self.waiting, cta.smem_inflight, fl.gtab,
                     st, fl.log_pc, fl.log_addr, fl.log_mask, self.log_warp, tr.mma_regs, tr.mma_maps, tr.mma_prm,
                     *tr.mma_luts, tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags,
-                    self.cst, self.issued, self.executed, self.param_ptrs, self.wbid, self.bar_arrived, self.bar_seq)
+                    self.cst, self.issued, self.executed, self.param_ptrs, self.wbid, self.bar_arrived, self.bar_seq,
+                    self.backs)
             cta.budget[0] = int(st[T.S_BUDGET])
             n = int(st[T.S_NLOG])
             if n:
@@ -242,18 +250,44 @@ class FastCTA:
             k = int(self.cst[T.C_WARP])
             w = ws[k]
             mask = ((int(st[T.S_MASK]) >> fl.lanes) & 1).astype(np.bool_)
+            w.back_taken = int(self.backs[k])
             try:
-                cta._step(w, int(st[T.S_PC]), mask, False)
+                r = cta._step(w, int(st[T.S_PC]), mask, False)
             finally:
                 self.issued[k] = w.issued
-        for w, k in zip(ws, self.executed.tolist()):
+                self.backs[k] = w.back_taken
+            if r is PARK or w.held.any():
+                return self._handoff(cta, k, r is PARK)
+        self._finish(ws)
+        return None
+
+    def _finish(self, ws):
+        for w, k, b in zip(ws, self.executed.tolist(), self.backs.tolist()):
             w.fast.executed += k
+            w.back_taken = b
+        self.executed[:] = 0
+
+    def _handoff(self, cta, k, parked):
+        """A spin check acted on warp ``k``: give the CTA back to the Python scheduler, which holds and releases
+        lane groups. Barrier arrivals move to ``cta.barriers`` as the scheduler keeps them."""
+        self._finish(cta.warps)
+        order = sorted((int(self.bar_seq[b]), b) for b in range(16) if self.bar_seq[b] and self.bar_arrived[b])
+        for _, b in order:
+            waiters = [(w, (self.wbid[i] == b) & w.waiting) for i, w in enumerate(cta.warps)]
+            cta.barriers[b] = {"arrived": int(self.bar_arrived[b]), "waiters": [x for x in waiters if x[1].any()],
+                               "count": None, "red": []}
+        return k, parked, bool(self.cst[T.C_PROGRESSED])
 
     def _flush(self, ws, n):
         fl = self.launch
         who = self.log_warp[:n]
         for k, w in enumerate(ws):
             sel = np.flatnonzero(who == k)
+            if sel.size:
+                keep = min(sel.size, max(w.smem_log_cap - w._smem_n, 0))      # the bank log's bound, per warp
+                w.smem_log_dropped += sel.size - keep
+                w._smem_n += keep
+                sel = sel[:keep]
             if sel.size:
                 w._smem_pending.append(partial(_records, w.program.code, fl.tr.code, fl.log_pc[sel],
                                                fl.log_mask[sel], fl.log_addr[sel]))

@@ -956,7 +956,7 @@ def _runnable(exited, waiting, w):
 @njit(cache=True, _nrt=False)
 def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, log_warp,
             mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, cst, issued, executed,
-            param_ptrs, wbid, bar_arrived, bar_seq):
+            param_ptrs, wbid, bar_arrived, bar_seq, backs):
     """A whole CTA as machine.cta.CTA._run schedules it: warp 0, 1, ... in turn, each until none of its lanes
     can run; barriers (BAR rows) arrive and release here. Returns (cst[C_STATUS]) when every thread exited,
     when warp cst[C_WARP] needs Python for the instruction at state S_PC (lanes S_MASK) or a full log, or
@@ -988,12 +988,14 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
                 continue
             cst[T.C_INWARP] = 1
         state[T.S_ISSUED] = issued[w]
+        state[T.S_BACK] = backs[w]
         state[T.S_PARAM_PTR] = param_ptrs[w]
         state[T.S_EXECUTED] = 0
         n0 = state[T.S_NLOG]
         run(code, imm, arenas[w], pcs[w], exited[w], waiting[w], inflight, gtab, state, log_pc, log_addr, log_mask,
             mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags)
         issued[w] = state[T.S_ISSUED]
+        backs[w] = state[T.S_BACK]
         executed[w] += state[T.S_EXECUTED]
         for k in range(n0, state[T.S_NLOG]):
             log_warp[k] = w
