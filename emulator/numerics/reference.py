@@ -226,10 +226,10 @@ F64_QNAN_BIT = 1 << 51
 F64_DEFAULT_NAN = 0xFFF8000000000000                # what inf*0 and inf-inf give (H100)
 
 
-def fma64(a_bits, b_bits, c_bits):
-    """IEEE binary64 fma a*b + c.  A NaN operand is passed on quieted; with several, B's wins over the
-    accumulator's, which wins over A's (measured on H100: not the IEEE-suggested operand order)."""
-    a, b, c = decode(a_bits, "f64"), decode(b_bits, "f64"), decode(c_bits, "f64")
+def fma64_special(a, b, c, a_bits, b_bits, c_bits):
+    """The result bits of a binary64 fma (decoded a, b, c) when an operand is a NaN or an infinity, else None.
+    A NaN operand is passed on quieted; with several, B's wins over the accumulator's, which wins over A's
+    (measured on H100: not the IEEE-suggested operand order)."""
     for v, raw in ((b, b_bits), (c, c_bits), (a, a_bits)):
         if v.kind == "nan":
             return int(raw) | F64_QNAN_BIT
@@ -241,6 +241,15 @@ def fma64(a_bits, b_bits, c_bits):
         if pinf and c.kind == "inf" and sp != c.sign:
             return F64_DEFAULT_NAN
         return inf_bits(sp if pinf else c.sign, "f64")
+    return None
+
+
+def fma64(a_bits, b_bits, c_bits):
+    """IEEE binary64 fma a*b + c, rounded to nearest even (special values: ``fma64_special``)."""
+    a, b, c = decode(a_bits, "f64"), decode(b_bits, "f64"), decode(c_bits, "f64")
+    special = fma64_special(a, b, c, a_bits, b_bits, c_bits)
+    if special is not None:
+        return special
     return _ieee_sum([(a.sign ^ b.sign, a.M * b.M, a.q + b.q), (c.sign, c.M, c.q)], "f64")
 
 

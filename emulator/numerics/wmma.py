@@ -15,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 
 from .fround import _round_fraction_f64, round_to
-from .reference import F64_DEFAULT_NAN, F64_QNAN_BIT, decode, fma64, inf_bits
+from .reference import decode, fma64, fma64_special
 
 F32_NAN = np.uint32(0x7FFFFFFF)
 F16_NAN = np.uint16(0x7FFF)
@@ -46,17 +46,9 @@ def fma64_rounded(a_bits, b_bits, c_bits, mode):
     if mode == "rn":
         return fma64(a_bits, b_bits, c_bits)
     a, b, c = decode(a_bits, "f64"), decode(b_bits, "f64"), decode(c_bits, "f64")
-    for v, raw in ((b, b_bits), (c, c_bits), (a, a_bits)):
-        if v.kind == "nan":
-            return int(raw) | F64_QNAN_BIT
-    pinf = a.kind == "inf" or b.kind == "inf"
-    if pinf and ((a.kind == "num" and a.M == 0) or (b.kind == "num" and b.M == 0)):
-        return F64_DEFAULT_NAN
-    if pinf or c.kind == "inf":
-        sp = a.sign ^ b.sign
-        if pinf and c.kind == "inf" and sp != c.sign:
-            return F64_DEFAULT_NAN
-        return inf_bits(sp if pinf else c.sign, "f64")
+    special = fma64_special(a, b, c, a_bits, b_bits, c_bits)
+    if special is not None:
+        return special
     sp = a.sign ^ b.sign
     prod = Fraction(a.M * b.M) * Fraction(2) ** (a.q + b.q)
     cv = Fraction(c.M) * Fraction(2) ** c.q
