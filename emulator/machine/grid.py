@@ -155,20 +155,8 @@ def run_executor(executor, spec, ctaids, gmem, workers, result, out, max_instruc
     sends back the bytes its CTAs changed; the merge is ``run_parallel``'s, in CTA order."""
     parts = chunks(ctaids, workers)
     futures = [executor.submit(run_chunk_job, spec, gmem, part) for part in parts]
-    bar = _Progress(len(ctaids)) if progress else None
-    merged = []
-    try:
-        for part, fut in zip(parts, futures):
-            res = fut.result()
-            if res[0] == "error":
-                return False
-            merged.append(res)
-            if bar:
-                bar.update(len(part))
-    finally:
-        if bar:
-            bar.close()
-    return _merge(merged, gmem, result, out, max_instructions)
+    merged = _collect(parts, (f.result() for f in futures), len(ctaids), progress)
+    return merged is not None and _merge(merged, gmem, result, out, max_instructions)
 
 
 def run_parallel(run_cta, ctaids, gmem, workers, result, out, max_instructions, progress=False):
@@ -179,21 +167,29 @@ def run_parallel(run_cta, ctaids, gmem, workers, result, out, max_instructions, 
     parts = chunks(ctaids, workers)
     _JOB = (run_cta, gmem)
     ctx = multiprocessing.get_context("fork")
-    bar = _Progress(len(ctaids)) if progress else None
-    merged = []
     try:
         with ctx.Pool(workers) as pool:
-            for part, res in zip(parts, pool.imap(_work, parts)):
-                if res[0] == "error":
-                    return False
-                merged.append(res)
-                if bar:
-                    bar.update(len(part))
+            merged = _collect(parts, pool.imap(_work, parts), len(ctaids), progress)
     finally:
         _JOB = None
+    return merged is not None and _merge(merged, gmem, result, out, max_instructions)
+
+
+def _collect(parts, results, total, progress):
+    """The chunks' results in CTA order, with the progress bar; None as soon as one reports an error."""
+    bar = _Progress(total) if progress else None
+    merged = []
+    try:
+        for part, res in zip(parts, results):
+            if res[0] == "error":
+                return None
+            merged.append(res)
+            if bar:
+                bar.update(len(part))
+    finally:
         if bar:
             bar.close()
-    return _merge(merged, gmem, result, out, max_instructions)
+    return merged
 
 
 def _merge(merged, gmem, result, out, max_instructions):
