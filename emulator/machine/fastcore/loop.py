@@ -740,6 +740,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     back = state[T.S_BACK]
     spin_check = state[T.S_SPIN_CHECK]
     executed = 0
+    handback = False            # the instruction at p (lanes m) goes back to Python, not counted here
     while True:
         if p < 0:                      # pick: the smallest PC among the runnable lanes, and its lanes
             p = 1 << 62
@@ -793,12 +794,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     if not exited[lane]:
                         nonexited |= 1 << lane
                 if nonexited & ~em:              # .aligned with lanes missing: the reference raises
-                    budget += 1
-                    issued -= 1
-                    executed -= 1
-                    state[T.S_STATUS] = T.ST_SLOW
-                    state[T.S_PC] = p
-                    state[T.S_MASK] = m
+                    handback = True
                     break
             for lane in range(LANES):
                 if (m >> lane) & 1:
@@ -814,12 +810,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
             tgt = row[T.X]
             if tgt <= p and em != 0:            # a loop: every SPIN_CHECK-th time the scheduler looks for a spin
                 if (back + 1) % spin_check < 2:
-                    budget += 1
-                    issued -= 1
-                    executed -= 1
-                    state[T.S_STATUS] = T.ST_SLOW
-                    state[T.S_PC] = p
-                    state[T.S_MASK] = m
+                    handback = True
                     break
                 back += 1
             for lane in range(LANES):
@@ -841,12 +832,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
             if em != 0:
                 shared_lanes = _mem_plan(row, imrow, em, a8, a16, a32, a64, inflight, gtab, state, addrs, xq)
                 if shared_lanes < 0:
-                    budget += 1
-                    issued -= 1
-                    executed -= 1
-                    state[T.S_STATUS] = T.ST_SLOW
-                    state[T.S_PC] = p
-                    state[T.S_MASK] = m
+                    handback = True
                     break
                 n = row[T.Y]
                 ew = row[T.Z]
@@ -870,30 +856,15 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     nlog += 1
         elif opc == T.MMA:
             if em != 0xFFFFFFFF:                   # .sync.aligned: all 32 lanes (the reference names who is missing)
-                budget += 1
-                issued -= 1
-                executed -= 1
-                state[T.S_STATUS] = T.ST_SLOW
-                state[T.S_PC] = p
-                state[T.S_MASK] = m
+                handback = True
                 break
             if not _mma(row, mregs, mmaps, mprm, l1, l256, l64k, mlutidx, a32, mbuf, mu64, mi64, mflags):
-                budget += 1
-                issued -= 1
-                executed -= 1
-                state[T.S_STATUS] = T.ST_SLOW
-                state[T.S_PC] = p
-                state[T.S_MASK] = m
+                handback = True
                 break
         elif opc == T.LDMATRIX:
             if em != 0xFFFFFFFF or nlog >= log_pc.shape[0] or not _ldmatrix(row, imrow, a8, a16, a32, a64,
                                                                             inflight, state, addrs, xr, mtmp):
-                budget += 1
-                issued -= 1
-                executed -= 1
-                state[T.S_STATUS] = T.ST_SLOW
-                state[T.S_PC] = p
-                state[T.S_MASK] = m
+                handback = True
                 break
             log_pc[nlog] = p
             log_mask[nlog] = (1 << (8 * row[T.Y])) - 1
@@ -902,12 +873,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
             nlog += 1
         elif opc == T.SHFL and em != 0:
             if not _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
-                budget += 1
-                issued -= 1
-                executed -= 1
-                state[T.S_STATUS] = T.ST_SLOW
-                state[T.S_PC] = p
-                state[T.S_MASK] = m
+                handback = True
                 break
         elif opc != T.NOP and em != 0:
             _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64)
@@ -918,6 +884,13 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
             p += 1
         else:
             p = -1
+    if handback:
+        budget += 1
+        issued -= 1
+        executed -= 1
+        state[T.S_STATUS] = T.ST_SLOW
+        state[T.S_PC] = p
+        state[T.S_MASK] = m
     state[T.S_BUDGET] = budget
     state[T.S_ISSUED] = issued
     state[T.S_NLOG] = nlog
