@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from .linear import (GluonLayoutError, LinearLayout, apply, cga_split, check_shape, fail, fit_to_shape,
+from .linear import (ByRepr, GluonLayoutError, LinearLayout, apply, cga_split, check_shape, fail, fit_to_shape,
                      identity1d, identity_nd, log2, product)
 
 WARP = 32
@@ -138,7 +138,7 @@ class DistributedLayout:
 
 # ---- blocked ----------------------------------------------------------------------------------------
 
-class BlockedLayout(DistributedLayout):
+class BlockedLayout(ByRepr, DistributedLayout):
     """``gl.BlockedLayout(size_per_thread, threads_per_warp, warps_per_cta, order)``: each thread holds a
     ``size_per_thread`` block, 32 threads of a warp tile ``threads_per_warp`` such blocks, the warps tile
     ``warps_per_cta`` warp tiles; ``order`` lists the dimensions from fastest to slowest (``[1, 0]``:
@@ -172,12 +172,6 @@ class BlockedLayout(DistributedLayout):
         return (f"BlockedLayout({self.size_per_thread}, {self.threads_per_warp}, {self.warps_per_cta}, "
                 f"{self.order}{cga})")
 
-    def __eq__(self, o):
-        return isinstance(o, BlockedLayout) and repr(self) == repr(o)
-
-    def __hash__(self):
-        return hash(repr(self))
-
     @property
     def rank(self):
         return len(self.order)
@@ -199,7 +193,7 @@ class BlockedLayout(DistributedLayout):
 
 # ---- slice ------------------------------------------------------------------------------------------
 
-class SliceLayout(DistributedLayout):
+class SliceLayout(ByRepr, DistributedLayout):
     """``gl.SliceLayout(dim, parent)``: the parent layout with dimension ``dim`` removed, as after
     ``tensor.sum(dim)`` or to feed ``gl.expand_dims(x, dim)``. Threads that held different entries along
     ``dim`` now hold the same element (replication)."""
@@ -213,12 +207,6 @@ class SliceLayout(DistributedLayout):
 
     def __repr__(self):
         return f"SliceLayout({self.dim}, {self.parent!r})"
-
-    def __eq__(self, o):
-        return isinstance(o, SliceLayout) and repr(self) == repr(o)
-
-    def __hash__(self):
-        return hash(repr(self))
 
     @property
     def rank(self):
@@ -243,7 +231,7 @@ class SliceLayout(DistributedLayout):
 
 # ---- NVIDIA mma ------------------------------------------------------------------------------------
 
-class NVMMADistributedLayout(DistributedLayout):
+class NVMMADistributedLayout(ByRepr, DistributedLayout):
     """``gl.NVMMADistributedLayout(version, warps_per_cta, instr_shape)``: the accumulator of the tensor
     cores. ``version=[2, 0]``: ``mma.sync.m16n8`` (Ampere and later), ``instr_shape=[16, 8]``, one 16x8
     tile per warp, warps tiled with N fastest. ``version=[3, 0]``: Hopper ``wgmma.m64nNk*``,
@@ -281,12 +269,6 @@ class NVMMADistributedLayout(DistributedLayout):
         return f"NVMMADistributedLayout(version={self.version}, warps_per_cta={self.warps_per_cta}, " \
                f"instr_shape={self.instr_shape}{cga})"
 
-    def __eq__(self, o):
-        return isinstance(o, NVMMADistributedLayout) and repr(self) == repr(o)
-
-    def __hash__(self):
-        return hash(repr(self))
-
     @property
     def rank(self):
         return 2
@@ -312,7 +294,7 @@ class NVMMADistributedLayout(DistributedLayout):
         return fit_to_shape(ll, shape, cga=self.cga_layout)
 
 
-class DotOperandLayout(DistributedLayout):
+class DotOperandLayout(ByRepr, DistributedLayout):
     """``gl.DotOperandLayout(operand_index, parent, k_width)``: the A (``0``, M x K) or B (``1``, K x N)
     operand of the mma whose accumulator layout is ``parent``. ``k_width``: consecutive K elements a thread
     holds together (one 32-bit register: 2 for 16-bit types, 4 for 8-bit, 1 for tf32). Inside a warp this is
@@ -332,12 +314,6 @@ class DotOperandLayout(DistributedLayout):
 
     def __repr__(self):
         return f"DotOperandLayout({self.operand_index}, {self.parent!r}, {self.k_width})"
-
-    def __eq__(self, o):
-        return isinstance(o, DotOperandLayout) and repr(self) == repr(o)
-
-    def __hash__(self):
-        return hash(repr(self))
 
     @property
     def rank(self):
@@ -370,7 +346,7 @@ class DotOperandLayout(DistributedLayout):
 
 # ---- explicit linear -------------------------------------------------------------------------------
 
-class DistributedLinearLayout(DistributedLayout):
+class DistributedLinearLayout(ByRepr, DistributedLayout):
     """``gl.DistributedLinearLayout(reg_bases, lane_bases, warp_bases, block_bases, shape)``: the bases
     given outright; ``to_linear`` returns them for that shape."""
 
@@ -391,12 +367,6 @@ class DistributedLinearLayout(DistributedLayout):
         b = self.bases
         return (f"DistributedLinearLayout({b['register']}, {b['lane']}, {b['warp']}, {b['block']}, "
                 f"{self.shape})")
-
-    def __eq__(self, o):
-        return isinstance(o, DistributedLinearLayout) and repr(self) == repr(o)
-
-    def __hash__(self):
-        return hash(repr(self))
 
     @property
     def rank(self):
@@ -478,7 +448,7 @@ class SharedLayout:
         return self.offsets(shape) * bits // 8
 
 
-class NVMMASharedLayout(SharedLayout):
+class NVMMASharedLayout(ByRepr, SharedLayout):
     """``gl.NVMMASharedLayout(swizzle_byte_width, element_bitwidth, rank=2, transposed=False,
     fp4_padded=False)``: the shared layout TMA writes and wgmma/tcgen05 read. The contiguous dimension
     (the last one, or the first when ``transposed``) is cut into ``swizzle_byte_width``-byte rows; 8 such rows
@@ -507,12 +477,6 @@ class NVMMASharedLayout(SharedLayout):
         cga = f", cga_layout={self.cga_layout}" if self.cga_layout else ""
         return (f"NVMMASharedLayout(swizzle_byte_width={self.swizzle_byte_width}, element_bitwidth="
                 f"{self.element_bitwidth}, rank={self.rank}, transposed={self.transposed}{cga})")
-
-    def __eq__(self, o):
-        return isinstance(o, NVMMASharedLayout) and repr(self) == repr(o)
-
-    def __hash__(self):
-        return hash(repr(self))
 
     @property
     def vec(self):
@@ -551,7 +515,7 @@ class NVMMASharedLayout(SharedLayout):
         return b
 
 
-class SwizzledSharedLayout(SharedLayout):
+class SwizzledSharedLayout(ByRepr, SharedLayout):
     """``gl.SwizzledSharedLayout(vec, per_phase, max_phase, order)``: rows of the fastest dimension
     (``order[0]``); row ``r`` has its groups of ``vec`` elements XOR-ed with ``(r // per_phase) % max_phase``.
     Used for ``convert_layout`` scratch and ``mma.sync`` operands (``ldmatrix``)."""
@@ -574,12 +538,6 @@ class SwizzledSharedLayout(SharedLayout):
     def __repr__(self):
         cga = f", cga_layout={self.cga_layout}" if self.cga_layout else ""
         return f"SwizzledSharedLayout({self.vec}, {self.per_phase}, {self.max_phase}, {self.order}{cga})"
-
-    def __eq__(self, o):
-        return isinstance(o, SwizzledSharedLayout) and repr(self) == repr(o)
-
-    def __hash__(self):
-        return hash(repr(self))
 
     def _offset_bases(self, shape):
         r = len(shape)

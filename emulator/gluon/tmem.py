@@ -11,10 +11,10 @@ M = 128 writes its accumulator row ``m`` to lane ``m``, column ``n`` to column `
 lanes 0-15 of each sub-partition (rows ``16 * s + i`` in lane ``32 * s + i``), and Gluon puts a second
 64-row block (or, without one, the next N block) in lanes 16-31.
 """
-from .linear import check_shape, fail, log2
+from .linear import ByRepr, check_shape, fail, log2
 
 
-class TensorMemoryLayout:
+class TensorMemoryLayout(ByRepr):
     """``TensorMemoryLayout(block, col_stride)`` (``gluon.language.nvidia.blackwell``): a tensor in tensor
     memory, cut into ``block = (M, N)`` accumulator blocks (M = 64 or 128). ``col_stride``: 32-bit columns
     between neighbouring elements of a row (1: packed; ``32 // bits``: one element per 32-bit column).
@@ -38,12 +38,6 @@ class TensorMemoryLayout:
 
     def __repr__(self):
         return f"TensorMemoryLayout(block={tuple(self.block)}, col_stride={self.col_stride})"
-
-    def __eq__(self, o):
-        return isinstance(o, TensorMemoryLayout) and repr(self) == repr(o)
-
-    def __hash__(self):
-        return hash(repr(self))
 
     def to_linear(self, shape):
         shape = check_shape(self, shape, 2)
