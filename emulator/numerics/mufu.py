@@ -426,28 +426,9 @@ def ptx_f32_unary(xp, form, x, T=None):
 
 
 def ptx_f32_div(xp, form, a, b, T=None):
-    """div.approx(.ftz).f32 and div.full(.ftz).f32 on f32 bits."""
-    T = T or tables(xp)
-    a, b = _u32(xp, a), _u32(xp, b)
-    ftz = ".ftz." in form
-    if form.startswith("div.approx"):
-        if ftz:
-            return fmul(xp, a, mufu_rcp(xp, b, T), ftz=True)
-        p = _abs_ge(xp, b, F32_MIN_NORMAL)
-        b2 = xp.where(p, b, fmul(xp, b, 0x4B800000))
-        a2 = xp.where(p, a, fmul(xp, a, 0x4B800000))
-        return fmul(xp, mufu_rcp(xp, b2, T), a2)
-    large = ((b & 0x7FFFFFFF) > 0x7E800000) & ~_is_nan(xp, b)       # FSETP.GT: NaN -> false
-    if ftz:
-        b2 = xp.where(large, fmul(xp, b, 0x3E800000, ftz=True), b)
-        a2 = xp.where(large, fmul(xp, a, 0x3E800000, ftz=True), a)
-        return fmul(xp, mufu_rcp(xp, b2, T), a2, ftz=True)
-    b2 = xp.where(large, fmul(xp, b, 0x3E800000), b)
-    a2 = xp.where(large, fmul(xp, a, 0x3E800000), a)
-    small = ~_abs_ge(xp, b2, F32_MIN_NORMAL)
-    b3 = xp.where(small, fmul(xp, b2, 0x4B800000), b2)
-    a3 = xp.where(small, fmul(xp, a2, 0x4B800000), a2)
-    return fmul(xp, mufu_rcp(xp, b3, T), a3)
+    """div.approx(.ftz).f32 and div.full(.ftz).f32 on f32 bits: the final FMUL of ptxas's sequence."""
+    r, a2 = div_factors(xp, form, a, b, T)
+    return fmul(xp, r, a2, ftz=".ftz." in form)
 
 
 def div_factors(xp, form, a, b, T=None):
