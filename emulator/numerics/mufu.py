@@ -229,7 +229,7 @@ def _rz32_sum(xp, a, v):
 # ------------------------------------------------------------------------------------- f32 MUFU operations
 def mufu_rcp(xp, x, T=None):
     """MUFU.RCP: the mantissa's reciprocal from a table; exponent negated; results below 2^-126 flush to 0."""
-    T = T or tables(xp)
+    T = tables(xp) if T is None else T
     s, e, m = _fields(xp, x)
     t = T["rcp"][m.astype(xp.int64)]
     te = ((t >> 23) & 0xFF).astype(xp.int64)
@@ -253,7 +253,7 @@ def _rsq_sqrt(xp, x, ta, tb, sign):
 
 
 def mufu_rsq(xp, x, T=None):
-    T = T or tables(xp)
+    T = tables(xp) if T is None else T
     s, e, m, mag = _rsq_sqrt(xp, x, T["rsq_even"], T["rsq_odd"], -1)
     r = xp.where(s == 1, xp.uint32(CANON_NAN), mag)
     r = xp.where(e == 0, (s << 31) | xp.uint32(0x7F800000), r)
@@ -262,7 +262,7 @@ def mufu_rsq(xp, x, T=None):
 
 
 def mufu_sqrt(xp, x, T=None):
-    T = T or tables(xp)
+    T = tables(xp) if T is None else T
     s, e, m, mag = _rsq_sqrt(xp, x, T["sqrt_even"], T["sqrt_odd"], 1)
     r = xp.where(s == 1, xp.uint32(CANON_NAN), mag)
     r = xp.where(e == 0, s << 31, r)
@@ -273,7 +273,7 @@ def mufu_sqrt(xp, x, T=None):
 def mufu_ex2(xp, x, T=None):
     """MUFU.EX2: |x| to fixed point with 23 fraction bits (truncated), then 2^(+-int) times a table entry
     for the fraction: one table for x >= 0, another for x < 0 (the H100 does not take 2^-f from 2^(1-f))."""
-    T = T or tables(xp)
+    T = tables(xp) if T is None else T
     s, e, m = _fields(xp, x)
     ei = e.astype(xp.int64)
     full = (m | 0x800000).astype(xp.int64)
@@ -298,7 +298,7 @@ def mufu_ex2(xp, x, T=None):
 
 def mufu_lg2(xp, x, T=None):
     """MUFU.LG2: log2 of the mantissa from a table, plus the exponent, truncated toward zero to f32."""
-    T = T or tables(xp)
+    T = tables(xp) if T is None else T
     s, e, m = _fields(xp, x)
     mi = m.astype(xp.int64)
     E = e.astype(xp.int64) - 127
@@ -320,7 +320,7 @@ def mufu_lg2(xp, x, T=None):
 def mufu_tanh(xp, x, T=None):
     """MUFU.TANH: x itself below 2^-8, a table per binade [2^-8, 8) read at a binade-dependent number of
     mantissa bits, +-1 from 8 on; odd."""
-    T = T or tables(xp)
+    T = tables(xp) if T is None else T
     s, e, m = _fields(xp, x)
     r = xp.asarray(x).astype(xp.uint32) & 0x7FFFFFFF
     for be, k in TANH_SHIFT.items():
@@ -356,7 +356,7 @@ def _sincos_table(xp, T, q, cos):
 
 def mufu_sin(xp, r, T=None):
     """MUFU.SIN of an angle in revolutions."""
-    T = T or tables(xp)
+    T = tables(xp) if T is None else T
     s, q = _revolutions(xp, r)
     v = _sincos_table(xp, T, q, False)
     v = v ^ (s << 31)
@@ -365,7 +365,7 @@ def mufu_sin(xp, r, T=None):
 
 
 def mufu_cos(xp, r, T=None):
-    T = T or tables(xp)
+    T = tables(xp) if T is None else T
     s, q = _revolutions(xp, r)
     v = _sincos_table(xp, T, q, True)
     rr = _u32(xp, r)
@@ -389,7 +389,7 @@ def _abs_ge(xp, x, bits):
 
 def ptx_f32_unary(xp, form, x, T=None):
     """The PTX instruction ``form`` (e.g. "ex2.approx.f32") on f32 bits, as the H100 runs it."""
-    T = T or tables(xp)
+    T = tables(xp) if T is None else T
     x = _u32(xp, x)
     op, _, rest = form.partition(".")
     ftz = ".ftz." in form
@@ -434,7 +434,7 @@ def ptx_f32_div(xp, form, a, b, T=None):
 def div_factors(xp, form, a, b, T=None):
     """The two factors of the final FMUL of ptxas's division sequence (rcp(b'), a'), for the forms in
     F32_DIV: ptxas fuses that FMUL with an unrounded add/sub reading the quotient (frontend/contract.py)."""
-    T = T or tables(xp)
+    T = tables(xp) if T is None else T
     a, b = _u32(xp, a), _u32(xp, b)
     ftz = ".ftz." in form
     if form.startswith("div.approx"):
@@ -465,7 +465,7 @@ def _fields64(xp, hi):
 
 def mufu_rcp64h(xp, x, T=None):
     """rcp.approx.ftz.f64: MUFU.RCP64H reads the high word only; the low word of the result is 0."""
-    T = T or tables(xp)
+    T = tables(xp) if T is None else T
     x = xp.asarray(x).astype(xp.uint64)
     s, e, m = _fields64(xp, (x >> 32).astype(xp.uint32))
     t = T["rcp64h"][m.astype(xp.int64)].astype(xp.int64)
@@ -479,7 +479,7 @@ def mufu_rcp64h(xp, x, T=None):
 
 
 def mufu_rsq64h(xp, x, T=None):
-    T = T or tables(xp)
+    T = tables(xp) if T is None else T
     x = xp.asarray(x).astype(xp.uint64)
     s, e, m = _fields64(xp, (x >> 32).astype(xp.uint32))
     E = e.astype(xp.int64) - 1023
@@ -501,7 +501,7 @@ HALF_FORMS = {"ex2.approx.f16": "ex2_f16", "ex2.approx.ftz.bf16": "ex2_bf16",
 
 def ptx_half(xp, form, x, T=None):
     """The f16/bf16 (x2) forms: every one of the 65,536 inputs is a measured table entry."""
-    T = T or tables(xp)
+    T = tables(xp) if T is None else T
     pair = form.endswith("x2")
     tab = T[HALF_FORMS[form[:-2] if pair else form]]
     x = xp.asarray(x)
