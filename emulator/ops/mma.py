@@ -14,7 +14,7 @@ from isa.mma import ARCHS, ELEM, VARIANTS
 from .registry import executor
 from .common import require_full_warp, vec_regs
 from ..errors import OperandError, UnsupportedError, did_you_mean, fail
-from ..numerics import fast, gemm_fast
+from ..numerics import fast, gemm_fast, tile_numpy
 from ..numerics.params import ARCH_ALIASES, FORMATS, tc_params
 
 # Architectures each arithmetic family has a model for (beyond ptxas accepting the spelling).
@@ -118,7 +118,7 @@ class MmaOp:
             self._kern = gemm_fast.tc_batch
             self._kern_wide = gemm_fast.tc_batch_wide
             self._kern_par = gemm_fast.tc_batch_wide_par
-            self._extra = (gemm_fast.lut(v.atype), gemm_fast.lut(v.btype))
+            self._luts = (v.atype, v.btype)          # decode tables, built when the jitted kernel first runs
         elif fam == "int":
             prm = [M, N, K, epr[0], epr[1], w[0], w[1], int(v.atype[0] == "s"), int(v.btype[0] == "s"),
                    int(v.satfinite)]
@@ -141,10 +141,17 @@ class MmaOp:
             prm = [FORMATS[v.ctype].code, FORMATS[v.dtype].code, epr[2], epr[3], w[2], w[3]]
             self._kern = fast.m8n8k4_batch
         self._prm = np.array(prm + offs, np.int64)
-        if not hasattr(self, "_extra"):
-            self._extra = ()
+        if not hasattr(self, "_luts"):
+            self._luts = ()
         if not hasattr(self, "_kern_wide"):
             self._kern_wide = self._kern_par = None
+        # until numba has compiled the tile kernel, the common f32-accumulator forms run in numpy
+        self._cold = fam == "tc" and tile_numpy.eligible(self._prm)
+
+    @property
+    def _extra(self):
+        """The jitted kernel's extra arguments (the operand formats' decode tables)."""
+        return tuple(gemm_fast.lut(t) for t in self._luts)
 
     def __repr__(self):
         return f"MmaOp({self.spelling!r}, arch={self.arch!r})"
@@ -156,6 +163,8 @@ class MmaOp:
                 and a.dtype == dt["A"] and b.dtype == dt["B"] and c.dtype == dt["C"]
                 and a.shape == self._shape_a and b.shape == self._shape_b and c.shape == self._shape_c
                 and a.flags.c_contiguous and b.flags.c_contiguous and c.flags.c_contiguous):
+            if self._cold and _compiling():
+                return self._run_cold(a[None], b[None], c[None])[0]
             d = np.empty((1, self.n_d, 32), dt["D"])                  # the common case, checked cheaply
             self._kern(a.reshape(1, self.n_a, 32), b.reshape(1, self.n_b, 32), c.reshape(1, self.n_c, 32), d,
                        self._maps, self._prm, *self._extra)
@@ -169,11 +178,27 @@ class MmaOp:
         c = self._regs(c, "C", self.n_c)
         if not (a.shape[0] == b.shape[0] == c.shape[0]):
             fail(OperandError, self.spelling, f"batch sizes differ: A {a.shape[0]}, B {b.shape[0]}, C {c.shape[0]}")
+        if self._cold and _compiling():
+            return self._run_cold(a, b, c)
         d = np.empty((a.shape[0], self.n_d, 32), self._dt["D"])
         kern = self._kern
         if self._kern_wide is not None and a.shape[0] >= WIDE_BATCH:
             kern = self._kern_par if a.shape[0] >= PARALLEL_BATCH else self._kern_wide
         kern(a, b, c, d, self._maps, self._prm, *self._extra)
+        return d
+
+    def _run_cold(self, a, b, c):
+        """The numpy tile (numerics.tile_numpy); instructions it cannot finish go to the jitted kernel."""
+        parts = [tile_numpy.tile_f32(a[i:i + COLD_CHUNK], b[i:i + COLD_CHUNK], c[i:i + COLD_CHUNK], self._maps,
+                                     self._prm) for i in range(0, a.shape[0], COLD_CHUNK)]
+        d = np.concatenate([p[0] for p in parts]).astype(self._dt["D"])
+        bad = np.concatenate([p[1] for p in parts])
+        if bad.any():
+            idx = np.flatnonzero(bad)
+            sub = np.empty((idx.size, self.n_d, 32), self._dt["D"])
+            self._kern(np.ascontiguousarray(a[idx]), np.ascontiguousarray(b[idx]), np.ascontiguousarray(c[idx]),
+                       sub, self._maps, self._prm, *self._extra)
+            d[idx] = sub
         return d
 
     def _regs(self, x, op, n):
@@ -188,6 +213,14 @@ class MmaOp:
             fail(OperandError, self.spelling, f"operand {op} needs {n} registers x 32 lanes, got shape {x.shape[1:]}")
         return np.ascontiguousarray(x)
 
+
+def _compiling():
+    """True while a background process compiles the jitted kernels (``machine.fastcore.warmup``)."""
+    from ..machine.fastcore import warmup
+    return not warmup.ready()
+
+
+COLD_CHUNK = 2048       # instructions per numpy call on the cold path (bounds its temporaries)
 
 _CACHE: dict = {}
 

@@ -17,23 +17,17 @@ import os
 import subprocess
 import sys
 
+from ...numerics.jitcache import in_cache as _cached
+
 _STATE = {"ready": False, "proc": None}
 
 
-def _cached(disp):
-    """True when numba's cache holds a valid compilation of ``disp`` for this machine."""
-    try:
-        cache = disp._cache
-        index = cache._cache_file._load_index()
-        codegen = disp.targetctx.codegen()
-        return any(cache._index_key(key[0], codegen) == key for key in index)
-    except Exception:                      # an unreadable or foreign cache: treat as absent
-        return False
-
-
 def _loops():
+    """The jitted functions the background process compiles: the fast engine's loops, and the reference
+    executors' tensor-core tile (which ``ops.mma`` replaces by a numpy path while they compile)."""
     from . import loop
-    return loop.run_cta, loop.run
+    from ...numerics import gemm_fast
+    return loop.run_cta, loop.run, gemm_fast.tc_batch
 
 
 def ready(start=True) -> bool:
@@ -111,15 +105,20 @@ KERNEL = """
 """
 
 
-# the background process: two tiny launches, one the CTA loop runs and one it cannot (a call)
+# the background process: two tiny launches, one the CTA loop runs and one it cannot (a call), and one
+# tensor-core tile through the reference executors' jitted kernel
 MAIN = """
 import numpy as np
 from emulator import GlobalMemory, load_ptx
 from emulator.machine.fastcore.warmup import KERNEL
+from emulator.ops.mma import get_mma
 m = load_ptx(KERNEL)
 g = GlobalMemory()
 a = g.alloc(64 * 4)
 m.launch("k", 1, 64, [a, 0], gmem=g, engine="fast")
 m.launch("kc", 1, 32, [a], gmem=g, engine="fast")
 assert (g.download(a, 128).view(np.uint32) == 2 * np.arange(32)).all()
+op = get_mma("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
+z = [np.zeros((1, n, 32), np.uint32) for n in (op.n_a, op.n_b, op.n_c, op.n_d)]
+op._kern(*z, op._maps, op._prm, *op._extra)
 """
