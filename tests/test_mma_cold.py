@@ -103,3 +103,54 @@ def test_cold_path_runs_only_while_the_background_compile_runs(monkeypatch):
     op.execute(a[0], b[0], c[0])
     op.execute_batch(a, b, c)
     assert len(calls) == 2
+
+
+INT_FORMS = sorted(s for s in VARIANTS if VARIANTS[s].family in ("int", "b1"))
+
+
+@pytest.mark.parametrize("spelling", INT_FORMS)
+def test_integer_cold_path_equals_the_jitted_kernel(spelling, monkeypatch):
+    """The integer and .b1 forms (s8/u8/s4/u4, .satfinite, and/xor): numpy equals fast.int_batch."""
+    import emulator.ops.mma as mma
+    rng = np.random.default_rng(hash(spelling) % 2**32)
+    op = get_mma(spelling, "sm_90")
+    a, b, c = (rng.integers(0, 1 << 32, size=(64, n, 32), dtype=np.uint64).astype(np.uint32)
+               for n in (op.n_a, op.n_b, op.n_c))
+    c[:8] = rng.choice(np.array([0x7FFFFFFF, 0x80000000, 0x7FFFFF00, 0x800000FF], np.uint32), size=c[:8].shape)
+    want = op.execute_batch(a, b, c)
+    monkeypatch.setattr(mma, "_compiling", lambda: True)
+    calls = []
+    monkeypatch.setattr(tile_numpy, "int_batch", lambda *x: calls.append(1) or INT_BATCH(*x))
+    got = op.execute_batch(a, b, c)
+    assert calls and np.array_equal(got, want)
+
+
+INT_BATCH = tile_numpy.int_batch
+
+
+@pytest.mark.parametrize("atype,dtype", [("f16", "f32"), ("bf16", "f32"), ("tf32", "f32"), ("f16", "f16")])
+def test_wgmma_tile_cold_path_equals_the_jitted_path(atype, dtype, monkeypatch):
+    """wgmma's tiles (gemm_fast.tc_gemm) run in numpy while compiling: equal, specials included."""
+    import emulator.numerics.gemm_fast as gf
+    from emulator.numerics.wgmma import wgmma_tile
+    rng = np.random.default_rng(7)
+    K = 8 if atype == "tf32" else 16
+    w = 32 if atype == "tf32" else 16
+    A = rng.integers(0, 1 << w, size=(64, K), dtype=np.uint64)
+    B = rng.integers(0, 1 << w, size=(K, 64), dtype=np.uint64)
+    if atype != "tf32":
+        dt = np.float16 if atype == "f16" else __import__("ml_dtypes").bfloat16
+        A[8:] = (rng.standard_normal((56, K)) * 8).astype(dt).view(np.uint16)
+        B[:, 8:] = (rng.standard_normal((K, 56)) * 8).astype(dt).view(np.uint16)
+    C = rng.integers(0, 1 << (32 if dtype == "f32" else 16), size=(64, 64), dtype=np.uint64)
+    C[16:] = (rng.standard_normal((48, 64))).astype(np.float32 if dtype == "f32" else np.float16).view(
+        np.uint32 if dtype == "f32" else np.uint16)
+    want = wgmma_tile(atype, atype, dtype, A, B, C)
+    monkeypatch.setattr(gf, "compiling", lambda: True)
+    calls = []
+    monkeypatch.setattr(tile_numpy, "steps", lambda *x: calls.append(1) or STEPS(*x))
+    got = wgmma_tile(atype, atype, dtype, A, B, C)
+    assert calls and np.array_equal(got, want)
+
+
+STEPS = tile_numpy.steps

@@ -14,6 +14,7 @@ from ..frontend import ptx
 from ..frontend.validate import validate_statements
 from ..errors import EmulatorError, OperandError, PTXSyntaxError, UnsupportedError
 from ..memory import LANES, MAX_SHARED_BYTES, GlobalMemory, SmemAccess  # noqa: F401 (SmemAccess: re-exported)
+from .fastcore import warmup  # noqa: F401 (tells the executors while the jitted kernels compile in the background)
 
 ARCHS = ("sm_80", "sm_86", "sm_90", "sm_90a")     # machines with a tensor-core model (sm_89 has none: not offered)
 

@@ -9,7 +9,8 @@ are recomputed by the scalar per-element chain ``chain_element``.
 import numpy as np
 from numba import njit, prange
 
-from . import fast
+from . import fast, tile_numpy
+from .jitcache import compiling
 from .fast import NUM, PRE, ZQ, _special_step, decode, encode
 
 _BR, _BC = 32, 256      # rows x columns of one parallel task (its B slices stay in cache)
@@ -353,11 +354,12 @@ def _gemm_f32_par(av, at, bv, bt, cv0, ct0, L, F, e_zero, out, redo):
 
 
 _LUTS = {}
+BUILDERS = {}           # table name -> function building it, for tables other than build_lut's
 
 
 def lut(fmt):
     if fmt not in _LUTS:
-        _LUTS[fmt] = build_lut(fmt)
+        _LUTS[fmt] = BUILDERS[fmt]() if fmt in BUILDERS else build_lut(fmt)
     return _LUTS[fmt]
 
 
@@ -370,6 +372,8 @@ def tc_gemm(abits, bbits, cbits, op, fast_f32=True):
     L, F, e_zero, mode = (int(x) for x in prm[15:19])
     M, K = abits.shape
     N = bbits.shape[1]
+    if fast_f32 and M * N * K <= NUMPY_MAX and tile_numpy.eligible(prm) and compiling():
+        return _tc_gemm_numpy(abits, bbits, cbits, op)
     aS = np.empty((M, K), np.int64); aq = np.empty((M, K), np.int64); at = np.empty((M, K), np.int64)
     bS = np.empty((K, N), np.int64); bq = np.empty((K, N), np.int64); bt = np.empty((K, N), np.int64)
     spa = np.zeros(M, np.bool_)
@@ -394,6 +398,25 @@ def tc_gemm(abits, bbits, cbits, op, fast_f32=True):
         _gemm_par(aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo)
     if spa.any() or spb.any() or redo.any():
         _fixups(abits, np.ascontiguousarray(bbits), cbits, spa, spb, redo, fa, fb, fc, fd, L, F, e_zero, mode, out)
+    return out
+
+
+NUMPY_MAX = 1 << 21     # tiles up to this many products run in numpy while the jitted code compiles
+
+
+def _tc_gemm_numpy(abits, bbits, cbits, op):
+    """tc_gemm by numerics.tile_numpy; elements with an inf/NaN or an overflow by the jitted fix-up."""
+    prm = op._prm
+    fa, fb, fc, fd = (int(x) for x in prm[3:7])
+    L, F, e_zero, mode = (int(x) for x in prm[15:19])
+    abits = np.ascontiguousarray(abits, np.uint64)
+    bbits = np.ascontiguousarray(bbits, np.uint64)
+    cbits = np.ascontiguousarray(cbits, np.uint64)
+    out, redo = tile_numpy.steps(abits[None], bbits[None], cbits[None], fa, fb, fc, fd, L, F, e_zero)
+    out, redo = out[0], redo[0]
+    if redo.any():
+        _fixups(abits, bbits, cbits, np.zeros(abits.shape[0], np.bool_), np.zeros(bbits.shape[1], np.bool_),
+                redo, fa, fb, fc, fd, L, F, e_zero, mode, out)
     return out
 
 

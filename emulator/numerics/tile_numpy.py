@@ -30,7 +30,8 @@ _ROUNDING = {3: 0, 0: 1}        # D format -> its rounding: f32 toward zero, f16
 
 def eligible(prm) -> bool:
     """Whether the numpy tile computes this mma's form (``MmaOp._prm``)."""
-    fa, fb, fc, fd, mode, groups = (int(prm[i]) for i in (3, 4, 5, 6, 18, 19))
+    fa, fb, fc, fd, mode = (int(prm[i]) for i in (3, 4, 5, 6, 18))
+    groups = int(prm[19]) if len(prm) > 19 else 0
     return (fa in (0, 1, 2) and fb in (0, 1, 2) and fc in (0, 3) and _ROUNDING.get(fd) == mode
             and groups == 0)
 
@@ -73,27 +74,42 @@ def _values(bits, fmt):
 
 def tile_f32(a, b, c, maps, prm):
     """(n, n_a, 32), (n, n_b, 32), (n, n_c, 32) register bits -> D's bits (n, n_d, 32) uint32 and, per
-    instruction, whether it must be recomputed by the jitted kernel (an inf/NaN operand, an overflow).
-    Each step's result is rounded to D's format: toward zero to f32 (clearing low binary64 bits), or to
-    nearest even to f16 (numpy's binary64 -> binary16 conversion, one correctly rounded step)."""
-    with np.errstate(all="ignore"):                  # inf/NaN and overflowing instructions are redone anyway
-        return _tile_f32(a, b, c, maps, prm)
-
-
-def _tile_f32(a, b, c, maps, prm):
+    instruction, whether it must be recomputed by the jitted kernel (an inf/NaN operand, an overflow)."""
     p = [int(x) for x in prm]
-    M, N, K, fa, fb, fc, fd = p[0], p[1], p[2], p[3], p[4], p[5], p[6]
+    M, N, K = p[0], p[1], p[2]
     epra, eprb, eprc, eprd, wa, wb, wc, wd = p[7:15]
-    L, F, e_zero = p[15], p[16], p[17]
     oa, ob, oc, od = p[20:24]
     n = a.shape[0]
     abits = _gather(a, maps[oa:ob], epra, wa, M * K).reshape(n, M, K)
     bbits = _gather(b, maps[ob:oc], eprb, wb, K * N).reshape(n, K, N)
     cbits = _gather(c, maps[oc:od], eprc, wc, M * N).reshape(n, M, N)
+    out, bad = steps(abits, bbits, cbits, p[3], p[4], p[5], p[6], p[15], p[16], p[17])
+    return _scatter(out.reshape(n, M * N), maps[od:od + M * N], eprd, wd), bad.any(axis=(1, 2))
+
+
+def _scatter(out, dmap, epr, w):
+    vals = out[:, dmap].reshape(out.shape[0], -1, 32, epr)
+    d = np.zeros(vals.shape[:3], np.uint64)
+    for e in range(epr):
+        d |= vals[..., e] << np.uint64(e * w)
+    return d.astype(np.uint32)
+
+
+def steps(abits, bbits, cbits, fa, fb, fc, fd, L, F, e_zero):
+    """Element bits A (n, M, K), B (n, K, N), C (n, M, N) -> D's element bits (n, M, N) uint64, and the
+    elements the jitted code must recompute (an inf or NaN in their row of A, column of B or C; overflow).
+    Each step's result is rounded to D's format: toward zero to f32 (clearing low binary64 bits), or to
+    nearest even to f16 (numpy's binary64 -> binary16 conversion: one correctly rounded step)."""
+    with np.errstate(all="ignore"):                  # inf/NaN and overflowing elements are redone anyway
+        return _steps(abits, bbits, cbits, fa, fb, fc, fd, L, F, e_zero)
+
+
+def _steps(abits, bbits, cbits, fa, fb, fc, fd, L, F, e_zero):
+    K = abits.shape[2]
     av, at, asp = _values(abits, fa)
     bv, bt, bsp = _values(bbits, fb)
-    cv, ct, csp = _values(cbits, fc)
-    bad = asp.any(axis=(1, 2)) | bsp.any(axis=(1, 2)) | csp.any(axis=(1, 2))
+    cv, ct, bad = _values(cbits, fc)
+    bad = bad | asp.any(axis=2)[:, :, None] | bsp.any(axis=1)[:, None, :]
     for k0 in range(0, K, L):
         k1 = k0 + L
         tops = at[:, :, k0:k1, None] + bt[:, None, k0:k1, :]             # (n, M, L, N)
@@ -111,21 +127,32 @@ def _tile_f32(a, b, c, maps, prm):
             vb = np.where(zero, 0, vb & ~((np.int64(1) << drop) - 1))
             cv = vb.view(np.float64)
             ct = np.where(zero, ZQ, np.maximum(E, -126))
-            bad |= (E > 127).any(axis=(1, 2))
+            bad |= E > 127
         else:
             h = val.astype(np.float16)
             hb = h.view(np.uint16).astype(np.int64)
             E = (hb >> 10) & 0x1F
-            bad |= (E == 0x1F).any(axis=(1, 2))
+            bad |= E == 0x1F
             zero = (hb & 0x7FFF) == 0
             cv = np.where(zero, 0.0, h.astype(np.float64))
             ct = np.where(E > 0, E - 15, np.where(zero, ZQ, -14))
     if fd == 3:
-        out = cv.astype(np.float32).view(np.uint32).astype(np.uint64).reshape(n, M * N)
-    else:
-        out = cv.astype(np.float16).view(np.uint16).astype(np.uint64).reshape(n, M * N)
-    vals = out[:, maps[od:od + M * N]].reshape(n, -1, 32, eprd)
-    d = np.zeros(vals.shape[:3], np.uint64)
-    for e in range(eprd):
-        d |= vals[..., e] << np.uint64(e * wd)
-    return d.astype(np.uint32), bad
+        return cv.astype(np.float32).view(np.uint32).astype(np.uint64), bad
+    return cv.astype(np.float16).view(np.uint16).astype(np.uint64), bad
+
+
+def int_batch(a, b, c, d, maps, prm):
+    """``fast.int_batch`` in numpy (s8/u8/s4/u4/b1 products, exact in int64; wrapping or .satfinite)."""
+    M, N, K, epra, eprb, wa, wb, sa, sb, sat, oa, ob, oc, od = (int(x) for x in prm[:14])
+    n = a.shape[0]
+    A = _gather(a, maps[oa:oa + M * K], epra, wa, M * K).astype(np.int64).reshape(n, M, K)
+    B = _gather(b, maps[ob:ob + K * N], eprb, wb, K * N).astype(np.int64).reshape(n, K, N)
+    C = _gather(c, maps[oc:oc + M * N], 1, 32, M * N).astype(np.int64).reshape(n, M, N)
+    if sa:
+        A = np.where(A >> (wa - 1), A - (1 << wa), A)
+    if sb:
+        B = np.where(B >> (wb - 1), B - (1 << wb), B)
+    s = np.where(C >> 31, C - (1 << 32), C) + np.matmul(A, B)
+    if sat:
+        s = np.clip(s, -2 ** 31, 2 ** 31 - 1)
+    d[...] = _scatter((s & 0xFFFFFFFF).astype(np.uint64).reshape(n, M * N), maps[od:od + M * N], 1, 32)

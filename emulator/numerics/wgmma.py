@@ -59,7 +59,7 @@ def _plain_lut(fmt):
 
 
 for _f in ("e4m3", "e5m2"):
-    gemm_fast._LUTS[_f + "/native"] = _plain_lut(_f)
+    gemm_fast.BUILDERS[_f + "/native"] = (lambda f: lambda: _plain_lut(f))(_f)
 NATIVE = {"e4m3": "e4m3/native", "e5m2": "e5m2/native"}
 
 

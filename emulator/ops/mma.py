@@ -15,6 +15,7 @@ from .registry import executor
 from .common import require_full_warp, vec_regs
 from ..errors import OperandError, UnsupportedError, did_you_mean, fail
 from ..numerics import fast, gemm_fast, tile_numpy
+from ..numerics.jitcache import compiling as _compiling
 from ..numerics.params import ARCH_ALIASES, FORMATS, tc_params
 
 # Architectures each arithmetic family has a model for (beyond ptxas accepting the spelling).
@@ -122,17 +123,17 @@ class MmaOp:
         elif fam == "int":
             prm = [M, N, K, epr[0], epr[1], w[0], w[1], int(v.atype[0] == "s"), int(v.btype[0] == "s"),
                    int(v.satfinite)]
-            self._kern = fast.int_batch
+            self._kern = _int_batch
         elif fam == "b1":
             # exact: AND is the product of bits; XOR as popc(a & ~b) + popc(~a & b), as the H100 runs it
             prm = [M, N, K, epr[0], epr[1], 1, 1, 0, 0, 0]
             if v.bop == "and":
-                self._kern = fast.int_batch
+                self._kern = _int_batch
             else:
                 def _xor(a, b, c, d, maps, prm_):
                     t = np.empty_like(d)
-                    fast.int_batch(a, ~b, c, t, maps, prm_)
-                    fast.int_batch(~a, b, t, d, maps, prm_)
+                    _int_batch(a, ~b, c, t, maps, prm_)
+                    _int_batch(~a, b, t, d, maps, prm_)
                 self._kern = _xor
         elif fam == "f64":
             prm = [M, N, K]
@@ -214,10 +215,9 @@ class MmaOp:
         return np.ascontiguousarray(x)
 
 
-def _compiling():
-    """True while a background process compiles the jitted kernels (``machine.fastcore.warmup``)."""
-    from ..machine.fastcore import warmup
-    return not warmup.ready()
+def _int_batch(a, b, c, d, maps, prm):
+    """The integer tile: numpy while the background compile runs, then the jitted kernel."""
+    (tile_numpy.int_batch if _compiling() else fast.int_batch)(a, b, c, d, maps, prm)
 
 
 COLD_CHUNK = 2048       # instructions per numpy call on the cold path (bounds its temporaries)

@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 
+from ...numerics import jitcache
 from ...numerics.jitcache import in_cache as _cached
 
 _STATE = {"ready": False, "proc": None}
@@ -24,10 +25,10 @@ _STATE = {"ready": False, "proc": None}
 
 def _loops():
     """The jitted functions the background process compiles: the fast engine's loops, and the reference
-    executors' tensor-core tile (which ``ops.mma`` replaces by a numpy path while they compile)."""
+    executors' tensor-core and integer tiles (which ``ops.mma`` replaces by numpy while they compile)."""
     from . import loop
-    from ...numerics import gemm_fast
-    return loop.run_cta, loop.run, gemm_fast.tc_batch
+    from ...numerics import fast, gemm_fast
+    return loop.run_cta, loop.run, gemm_fast.tc_batch, fast.int_batch
 
 
 def ready(start=True) -> bool:
@@ -53,6 +54,9 @@ def ready(start=True) -> bool:
                                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                           stderr=subprocess.DEVNULL)
     return False
+
+
+jitcache.PROBE[0] = lambda: not ready()
 
 
 def wait():
@@ -106,7 +110,7 @@ KERNEL = """
 
 
 # the background process: two tiny launches, one the CTA loop runs and one it cannot (a call), and one
-# tensor-core tile through the reference executors' jitted kernel
+# tensor-core tile and one integer tile through the reference executors' jitted kernels
 MAIN = """
 import numpy as np
 from emulator import GlobalMemory, load_ptx
@@ -118,7 +122,9 @@ a = g.alloc(64 * 4)
 m.launch("k", 1, 64, [a, 0], gmem=g, engine="fast")
 m.launch("kc", 1, 32, [a], gmem=g, engine="fast")
 assert (g.download(a, 128).view(np.uint32) == 2 * np.arange(32)).all()
-op = get_mma("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
-z = [np.zeros((1, n, 32), np.uint32) for n in (op.n_a, op.n_b, op.n_c, op.n_d)]
-op._kern(*z, op._maps, op._prm, *op._extra)
+from emulator.numerics import fast
+for spelling in ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"):
+    op = get_mma(spelling)
+    z = [np.zeros((1, n, 32), np.uint32) for n in (op.n_a, op.n_b, op.n_c, op.n_d)]
+    (fast.int_batch if op.family == "int" else op._kern)(*z, op._maps, op._prm, *op._extra)
 """
