@@ -75,7 +75,7 @@ SPECIAL32 = [0, 1, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0x7F800000, 0xFF800000, 0
 CMPS_INT = ("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs")
 CMPS_F = ("eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan")
 SLOW_OPS = ("popc.b32 {r32}, {r32b};", "brev.b32 {r32}, {r32b};", "bfe.u32 {r32}, {r32b}, 3, 9;",
-            "prmt.b32 {r32}, {r32b}, {r32c}, 0x3210;", "add.sat.s32 {r32}, {r32b}, {r32c};",
+            "prmt.b32.f4e {r32}, {r32b}, {r32c}, {r32};", "add.sat.s32 {r32}, {r32b}, {r32c};",
             "mov.b64 {{{r32}, {r32b}}}, {r64};", "mov.b32 {{{r16}, {r16b}}}, {r32};",
             "min.f32 {r32}, {r32b}, {r32c};", "cvt.rn.f32.s32 {r32}, {r32b};", "add.rz.f32 {r32}, {r32b}, {r32c};",
             "mul.lo.s64 {r64}, {r64b}, {r64c};", "testp.notanumber.f32 {p}, {r32};", "mov.u32 {r32}, %clock;",
@@ -107,7 +107,7 @@ def _instruction(rng):
     pick = lambda regs: str(rng.choice(regs))                    # noqa: E731
     t = str(rng.choice(TYPES_INT[w]))
     srcb = lambda: _imm(rng, w) if rng.random() < 0.25 else pick(R)    # noqa: E731
-    fam = int(rng.integers(22))
+    fam = int(rng.integers(23))
     if fam == 0:
         op = str(rng.choice(["add", "sub", "min", "max", "mul.lo", "mul.hi"]))
         return f"{op}.{t} {pick(R)}, {pick(R)}, {srcb()};"
@@ -204,6 +204,18 @@ def _instruction(rng):
         c = str(rng.choice(["0x1f", "0x0", "0x181f", "0x1c1f", "0x1f00", "7"])) if rng.random() < 0.8 else pick(REGS[32])
         mask = "%t1" if rng.random() < 0.9 else "0xffffffff"
         return f"activemask.b32 %t1; shfl.sync.{mode}.b32 {d}, {pick(REGS[32])}, {b}, {c}, {mask};"
+    if fam == 22:                # byte permutes, tf32 rounding, cvta
+        k = rng.random()
+        if k < 0.4:
+            sel = pick(REGS[32]) if rng.random() < 0.5 else hex(int(rng.integers(0, 1 << 16)))
+            return f"prmt.b32 {pick(REGS[32])}, {pick(REGS[32])}, {pick(REGS[32])}, {sel};"
+        if k < 0.8:
+            sat = ".satfinite" if rng.random() < 0.4 else ""
+            return f"cvt.rna{sat}.tf32.f32 {pick(REGS[32])}, {pick(REGS[32])};"
+        to = ".to" if rng.random() < 0.5 else ""
+        sp = str(rng.choice(["global", "shared", "shared::cta"]))
+        return f"cvta{to}.{sp}.u64 {pick(REGS[64])}, {pick(REGS[64])};" if rng.random() < 0.5 else \
+            f"cvta{to}.{sp}.u32 {pick(REGS[32])}, {pick(REGS[32])};"
     if fam == 21 and rng.random() < 0.5:     # bit-field extract: every type, immediate or register fields
         bw = int(rng.choice([32, 64]))
         ty = f"{rng.choice(['u', 's'])}{bw}"

@@ -479,6 +479,28 @@ def _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32,
             if sgn and ln != 0 and (x >> np.uint64(min(pos + ln - 1, w - 1))) & U1:
                 field |= ~keep & mk
             xr[lane] = field
+    elif opc == T.TF32_RNA:                       # ops.cvt_narrow._to_tf32, rna
+        for lane in range(LANES):
+            x = xa[lane]
+            r = (x if (x & np.uint64(0x7FFFFFFF)) >= np.uint64(0x7F800000) else x + np.uint64(0x1000)) \
+                & np.uint64(0xFFFFE000)
+            if row[T.X] == 1 and (r & np.uint64(0x7FFFFFFF)) >= np.uint64(0x7F800000):
+                r -= np.uint64(0x2000)
+            xr[lane] = r
+    elif opc == T.PRMT:                           # ops.intx.compile_prmt, no mode
+        _gather(eb, 32, 0, xb, a8, a16, a32, a64, imrow)
+        _gather(ec, 32, 0, xc, a8, a16, a32, a64, imrow)
+        for lane in range(LANES):
+            both = xa[lane] | (xb[lane] << np.uint64(32))
+            c = xc[lane]
+            r = U0
+            for k in range(4):
+                sel = (c >> np.uint64(4 * k)) & np.uint64(0xF)
+                byte = (both >> ((sel & np.uint64(7)) * np.uint64(8))) & np.uint64(0xFF)
+                if sel & np.uint64(8):
+                    byte = np.uint64(0xFF) if byte & np.uint64(0x80) else U0
+                r |= byte << np.uint64(8 * k)
+            xr[lane] = r
     elif opc == T.SHL or opc == T.SHR:
         _gather(eb, 32, 0, xb, a8, a16, a32, a64, imrow)
         uw = np.uint64(w)

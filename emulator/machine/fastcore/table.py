@@ -44,6 +44,8 @@ BFE = 36          # bfe.{u32,s32,u64,s64} (A: value, B: position, C: length, bot
 BAR = 35          # bar{.cta}.sync/.arrive, barrier{.cta}{.aligned}.sync/.arrive with an immediate barrier number
                   # and no thread count (X: barrier, Y: 1 = arrive, Z: 1 = .aligned); run by the CTA loop
                   # (run_cta), handed back like SLOW when a warp runs alone
+PRMT = 50         # prmt.b32 without a mode (selector nibbles: byte index, bit 3 replicates the sign)
+TF32_RNA = 51     # cvt.rna{.satfinite}.tf32.f32 (X: 1 = .satfinite): ops.cvt_narrow's integer steps
 
 NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
 

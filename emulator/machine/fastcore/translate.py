@@ -441,6 +441,16 @@ def r_selp(t, env, instr, row, imm):
 
 
 def r_cvt(t, env, instr, row, imm):
+    if "tf32" in instr.mods:
+        if sorted(instr.mods) not in (["f32", "rna", "tf32"], ["f32", "rna", "satfinite", "tf32"]) \
+                or instr.mods.index("tf32") > instr.mods.index("f32"):
+            raise _Slow
+        d, a = _ops(instr, 2)
+        _set_type(row, "b32")
+        row[T.X] = int("satfinite" in instr.mods)
+        row[T.D], row[T.A] = t._dst(env, d), t._src(env, a, "b32", imm, 0)
+        row[T.OP] = T.TF32_RNA
+        return
     types = [m for m in instr.mods if m in CVT_INT]
     if len(types) != 2 or len(instr.mods) != 2:
         raise _Slow
@@ -451,6 +461,28 @@ def r_cvt(t, env, instr, row, imm):
     row[T.Y] = _signed(dtype)
     row[T.D], row[T.A] = t._dst(env, d), t._src(env, a, atype, imm, 0)
     row[T.OP] = T.CVT_II
+
+
+def r_prmt(t, env, instr, row, imm):
+    if list(instr.mods) != ["b32"]:
+        raise _Slow                 # the .f4e/.b4e/.rc8/.ecl/.ecr/.rc16 modes: the executor
+    d, a, b, c = _ops(instr, 4)
+    _set_type(row, "b32")
+    row[T.D], row[T.A] = t._dst(env, d), t._src(env, a, "b32", imm, 0)
+    row[T.B], row[T.C] = t._src(env, b, "b32", imm, 1), t._src(env, c, "b32", imm, 2)
+    row[T.OP] = T.PRMT
+
+
+def r_cvta(t, env, instr, row, imm):
+    """cvta{.to}.{global,shared,shared::cta}: the identity here (machine.warp.Warp.cvta); other spaces have
+    windows of their own (local, param) and stay with the executor."""
+    q = _classify(instr.mods, {"to": {"to"}, "space": {"global", "shared", "shared::cta"}, "type": {"u32", "u64"}})
+    if "space" not in q or "type" not in q:
+        raise _Slow
+    d, a = _ops(instr, 2)
+    _set_type(row, q["type"])
+    row[T.D], row[T.A] = t._dst(env, d), t._src(env, a, q["type"], imm, 0)
+    row[T.OP] = T.MOV
 
 
 def _ldst_mods(instr):
@@ -635,5 +667,5 @@ _RULES = {
     "shl": r_shift, "shr": r_shift, "and": r_logic, "or": r_logic, "xor": r_logic, "not": r_logic,
     "min": r_minmax, "max": r_minmax, "neg": r_negabs, "abs": r_negabs, "setp": r_setp, "selp": r_selp,
     "cvt": r_cvt, "ld": r_ld, "ldu": r_ld, "st": r_st, "membar": r_nop, "fence": r_nop, "shfl": r_shfl,
-    "mma": r_mma, "ldmatrix": r_ldmatrix, "bfe": r_bfe,
+    "mma": r_mma, "ldmatrix": r_ldmatrix, "bfe": r_bfe, "prmt": r_prmt, "cvta": r_cvta,
 }
