@@ -322,3 +322,21 @@ def test_atom_check_can_fail(monkeypatch):
     from emulator.layouts.gmma import check_atom
     monkeypatch.setattr(D, "swizzle", lambda a, w, b=0: a)
     assert len(check_atom("Layout_K_SW128_Atom")) > 0
+
+
+def test_fast_engine_runs_on_while_a_wgmma_is_in_flight():
+    """Between commit and wait the fast engine's loop runs the instructions that touch no register a wgmma
+    holds (they are not handed back), and both engines leave the same state; one that reads an accumulator
+    still raises the hazard."""
+    from engines import compare_engines
+    work = "\n".join(f"add.s32 %r{2 + i % 4}, %r{2 + i % 4}, %r1;" for i in range(40))
+    body = ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n" + work +
+            "\nwgmma.wait_group.sync.aligned 0;\nadd.f32 %f0, %f0, 0f3F800000;")
+    text = HEAD + f"mov.b64 %rd1, {DA};\nmov.b64 %rd2, {DB};\n" + body + "\n" + TAIL
+    ref, fast, diffs = compare_engines(load_ptx(text), "k", 1, 128, [np.zeros(128, np.float32)])
+    assert not diffs and "error" not in ref
+    assert fast["fast_executed"] >= 4 * 40
+    bad = text.replace("wgmma.wait_group.sync.aligned 0;\nadd.f32", "add.f32 %f4, %f3, %f3;\n"
+                       "wgmma.wait_group.sync.aligned 0;\nadd.f32")
+    ref, fast, diffs = compare_engines(load_ptx(bad), "k", 1, 128, [np.zeros(128, np.float32)])
+    assert not diffs and "reads register %f3" in ref["error"][1]

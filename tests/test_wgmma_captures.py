@@ -86,7 +86,10 @@ def test_capture_kernel_through_load_ptx(i):
 # ------------------------------------------------------------------------------------------------
 # the captures can fail: neighbouring models mismatch
 def _mismatches_with(monkeypatch, data, forms, attr, value, module=num):
+    from emulator.ops.wgmma import op as wop
     monkeypatch.setattr(module, attr, value)
+    for o in wop._CACHE.values():          # the addresses descriptors select are cached per instruction
+        monkeypatch.setattr(o, "_reads", {})
     return sum(_check(data, i, range(2)) for i in forms)
 
 

@@ -36,7 +36,7 @@ from ..errors import (DeviceAssertError, EmulatorError, OperandError, Unsupporte
 from ..memory import LANES
 from ..memory.asyncunit import AsyncUnit
 from ..ops.common import format_lanes
-from ..ops.wgmma.state import busy as wgmma_busy, check_cta_end as check_wgmma_end
+from ..ops.wgmma.state import check_cta_end as check_wgmma_end
 from .kernel_warp import KernelWarp
 from .spin import SPIN_CHECK
 
@@ -288,7 +288,7 @@ class CTA:
 
     # -- one warp ----------------------------------------------------------------------------------
     def _run_warp(self, w: KernelWarp, reference=False):
-        if w.fast is not None and not reference and not wgmma_busy(self):
+        if w.fast is not None and not reference:
             return self._run_warp_fast(w)
         pc = w.pc
         nxt = None          # (pc, mask) known without a search: the whole runnable warp moves together
@@ -337,8 +337,6 @@ class CTA:
                     continue
             if self._step(w, p, mask, False) is PARK:
                 return "spin"
-            if wgmma_busy(self):            # registers and shared bytes in flight: the reference checks them
-                return self._run_warp(w)
 
     def _step(self, w, p, mask, together):
         """Execute the instruction at ``p`` for the lanes in ``mask``; returns the next (pc, mask) when the

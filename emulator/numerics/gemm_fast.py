@@ -393,15 +393,23 @@ def tc_gemm(abits, bbits, cbits, op, fast_f32=True):
         cv = np.empty((M, N), np.float64)
         ct = np.empty((M, N), np.int64)
         _f32_state(cbits, cv, ct, redo)
-        _gemm_f32_par(av, at.astype(np.float32), bv, bt.astype(np.float32), cv, ct, L, F, e_zero, out, redo)
+        if M * N * K <= SERIAL_MAX:             # one instruction's tile: threads would cost more than they save
+            _block_f32(0, M, 0, N, av, at.astype(np.float32), bv, bt.astype(np.float32), cv, ct, L, F, e_zero, out,
+                       redo)
+        else:
+            _gemm_f32_par(av, at.astype(np.float32), bv, bt.astype(np.float32), cv, ct, L, F, e_zero, out, redo)
     else:
-        _gemm_par(aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo)
+        if M * N * K <= SERIAL_MAX:
+            _block(0, M, 0, N, aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo)
+        else:
+            _gemm_par(aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo)
     if spa.any() or spb.any() or redo.any():
         _fixups(abits, np.ascontiguousarray(bbits), cbits, spa, spb, redo, fa, fb, fc, fd, L, F, e_zero, mode, out)
     return out
 
 
 NUMPY_MAX = 1 << 21     # tiles up to this many products run in numpy while the jitted code compiles
+SERIAL_MAX = 1 << 22    # ... and up to this many on one thread (a wgmma tile: 64 x 256 x 16 = 2**18)
 
 
 def _tc_gemm_numpy(abits, bbits, cbits, op):

@@ -116,7 +116,7 @@ def _field(v, w):
     return v & 0xFF if w == 32 else min(v, 0xFF)
 
 
-def _bfe_folds_to_ones(instr, ptype):
+def bfe_folds_to_ones(instr, ptype):
     """ptxas 13.0 folds ``bfe.s32 d, a, pos, len`` with a register ``a`` and immediate ``pos`` >= 32 and
     ``len`` >= 1 into ``MOV d, 0xffffffff``, whatever ``a`` holds (the PTX ISA gives the replicated sign
     bit of a, and so does the form with a register position or length). Measured on the H100."""
@@ -138,7 +138,7 @@ def compile_bfe(instr, env):
     b = src(env, instr.operands[2], "u32", instr)
     c = src(env, instr.operands[3], "u32", instr)
     d = dst(env, instr.operands[0], ptype, instr)
-    if _bfe_folds_to_ones(instr, ptype):
+    if bfe_folds_to_ones(instr, ptype):
         ones = np.full(32, -1, np.int32)
         return lambda warp, mask: d(warp, ones, mask)
 

@@ -152,6 +152,9 @@ class FastWarp:
         st[T.S_PARAM_PTR] = self.param.ctypes.data
         st[T.S_PARAM_SIZE] = self.param.shape[1]
         st[T.S_CTA] = 0
+        cst = getattr(getattr(w, "_cta", None), "wgmma", None)
+        ws = cst.warps.get(w.warp_id) if cst is not None else None
+        st[T.S_WG_REGS] = int(ws is not None and bool(ws.reg_count))
         tr = fl.tr
         fl._run(tr.code, tr.imm, self.arena, w.pc, w.exited, w.waiting, w.smem_inflight, fl.gtab, st,
                 fl.log_pc, fl.log_addr, fl.log_mask, tr.mma_regs, tr.mma_maps, tr.mma_prm, *tr.mma_luts, tr.mma_lutidx, fl.scratch,
@@ -222,6 +225,7 @@ class FastCTA:
         st = fl.state
         ws = cta.warps
         st[T.S_SPIN_CHECK] = SPIN_CHECK
+        st[T.S_WG_REGS] = 0                 # (CTAs with wgmma keep the Python scheduler)
         while True:
             st[T.S_BUDGET] = cta.budget[0]
             st[T.S_INFLIGHT] = cta.inflight_n

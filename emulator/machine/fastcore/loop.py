@@ -777,6 +777,8 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
         opc = row[T.OP]
         if opc == T.BAR and state[T.S_CTA] == 0:
             opc = T.SLOW
+        if row[T.WG] == 1 and state[T.S_WG_REGS] != 0:
+            opc = T.SLOW                   # a register an in-flight wgmma.mma_async may hold: the executor checks
         if opc == T.SLOW or budget <= 0 or (opc == T.LD or opc == T.ST) and nlog >= log_pc.shape[0]:
             state[T.S_STATUS] = T.ST_SLOW if (opc == T.SLOW or budget <= 0) else T.ST_LOG
             state[T.S_PC] = p

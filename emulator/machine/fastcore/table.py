@@ -65,7 +65,8 @@ Z = 11            # op-specific: SETP second destination; LD/ST element width in
 V0 = 12           # LD/ST: the vector's registers (V0..V0+7)
 CNEG = 20         # SETP/SELP: the predicate source c is negated
 FLT = 21          # SETP: 1 = f32 compare, 2 = f64 compare
-NFIELDS = 22
+WG = 22           # 1: an operand is a register some wgmma.mma_async holds (handed back while the warp's are in flight)
+NFIELDS = 23
 
 # -- operands ----------------------------------------------------------------------------------------------
 # >= 0: a register, CLASS << 28 | element index of lane 0 in the arena view of that class
@@ -97,9 +98,10 @@ ST_BAR = 4        # lanes S_MASK arrived at barrier S_PC's X (their PCs already 
 
 # -- fields of the state vector ----------------------------------------------------------------------------
 (S_STATUS, S_PC, S_MASK, S_BUDGET, S_ISSUED, S_INFLIGHT, S_NLOG, S_EXECUTED, S_SMEM_PTR, S_SMEM_SIZE,
- S_PARAM_PTR, S_PARAM_SIZE, S_LASTALLOC, S_CTA, S_BACK, S_SPIN_CHECK) = range(16)
-NSTATE = 16        # S_CTA: 1 when the CTA loop (run_cta) runs the warp: BAR is executed, not handed back;
-                   # S_BACK: backward branches the warp took; S_SPIN_CHECK: machine.cta.SPIN_CHECK
+ S_PARAM_PTR, S_PARAM_SIZE, S_LASTALLOC, S_CTA, S_BACK, S_SPIN_CHECK, S_WG_REGS) = range(17)
+NSTATE = 17        # S_CTA: 1 when the CTA loop (run_cta) runs the warp: BAR is executed, not handed back;
+                   # S_BACK: backward branches the warp took; S_SPIN_CHECK: machine.cta.SPIN_CHECK;
+                   # S_WG_REGS: 1 while wgmma.mma_async of this warp hold registers (rows with WG go back)
 
 # -- the CTA loop's own state (run_cta), kept between its calls --------------------------------------------
 C_STATUS, C_WARP, C_INWARP, C_PROGRESSED, C_SEQ = range(5)

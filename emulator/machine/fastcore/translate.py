@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from isa.types import TYPES
-from ...frontend.ptx import Imm, Mem, Not, Pair, Reg, Sym, Vec
+from ...frontend.ptx import Imm, Mem, Not, Paren, Pair, Reg, Sym, Vec
 from isa.types import SPECIAL_REGISTERS
 from ...ops.common import imm_bits
 from . import table as T
@@ -233,6 +233,9 @@ class Translation:
                 if fn is None or getattr(instr, "contract", None) is not None:
                     raise _Slow         # fused by ptxas (frontend/contract.py): the executor computes it
                 fn(self, env, instr, row, imm)
+                held = getattr(env, "_wgmma_regs", None)
+                if held and any(n in held for n in _names(instr.operands)):
+                    row[T.WG] = 1       # the executor checks it while a wgmma.mma_async holds the register
             else:
                 raise _Slow
         except _Slow:
@@ -245,6 +248,19 @@ class Translation:
 
 
 # -- rules, one per base opcode ----------------------------------------------------------------------------
+
+def _names(operands):
+    """Every register (or symbol) name an instruction's operands mention."""
+    for o in operands:
+        if isinstance(o, (Reg, Sym)):
+            yield o.name
+        elif isinstance(o, (Vec, Pair, Paren)):
+            yield from _names(o.items)
+        elif isinstance(o, Not):
+            yield from _names((o.item,))
+        elif isinstance(o, Mem):
+            yield from _names((o.base,))
+
 
 def _ops(instr, n):
     if len(instr.operands) != n or any(isinstance(o, (Vec, Pair)) for o in instr.operands[1:]):
@@ -610,8 +626,9 @@ def r_bfe(t, env, instr, row, imm):
     if ptype is None:
         raise _Slow
     d, a, b, c = _ops(instr, 4)
-    if isinstance(b, Imm) and isinstance(c, Imm):
-        raise _Slow         # ptxas folds immediate bit fields its own way (ops/intx.py): the executor has the rule
+    from ...ops.intx import bfe_folds_to_ones
+    if bfe_folds_to_ones(instr, ptype):
+        raise _Slow         # ptxas folds this immediate bit field its own way (ops/intx.py): the executor has the rule
     _set_type(row, ptype)
     row[T.D], row[T.A] = t._dst(env, d), t._src(env, a, ptype, imm, 0)
     row[T.B], row[T.C] = t._src(env, b, "u32", imm, 1), t._src(env, c, "u32", imm, 2)

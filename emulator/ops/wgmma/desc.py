@@ -158,7 +158,17 @@ def read_operand(smem: np.ndarray, d: Descriptor, mn: int, k: int, elem_bits: in
     if lo < 0 or hi > smem.size:
         fail(MemoryAccessError, instr, f"{what} descriptor ({d}) reads shared bytes [0x{lo + base:x}, "
              f"0x{hi + base:x}) outside shared memory [0x{base:x}, 0x{base + smem.size:x})")
+    return gather_operand(smem, addr, k, elem_bits)
+
+
+def gather_operand(smem: np.ndarray, addr: np.ndarray, k: int, elem_bits: int) -> np.ndarray:
+    """The raw element bits at byte addresses ``addr`` (from ``element_addresses``, checked to lie inside
+    ``smem``)."""
     if elem_bits >= 8:
+        eb = elem_bits // 8
+        if eb in (1, 2, 4, 8) and smem.size % eb == 0 and addr.size and (addr % eb == 0).all():
+            dt = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[eb]
+            return smem.view(dt)[addr // eb].astype(np.uint64)       # aligned elements: one gather
         v = np.zeros(addr.shape, np.uint64)
         for j in range(eb):
             v |= smem[addr + j].astype(np.uint64) << np.uint64(8 * j)

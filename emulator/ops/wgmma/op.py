@@ -52,6 +52,7 @@ class WgmmaOp:
         self.n, self.k = v.n, v.k
         self.n_a, self.n_d = v.n_a, v.n_d
         self.wa, self.wb, self.wd = v.elem_bits("A"), v.elem_bits("B"), v.elem_bits("D")
+        self._reads = {}         # (descriptor, operand, trans, rows, shared size) -> (addresses, bytes read)
         # per-warp maps (warp 0's threads; rows relative to the warp's 16): flat index into (16, N)/(16, K)
         fd = v.fragment("D")[:, :32]
         self.d_idx = fd[..., 0] * v.n + fd[..., 1]                     # (n_d, 32, epr)
@@ -88,13 +89,22 @@ class WgmmaOp:
 
     # -- shared memory -----------------------------------------------------------------------------
     def read(self, smem, desc_bits, which, trans, instr, rows):
-        """(rows, K) raw bits of A (rows = 64) or B^T (rows = N), and the byte indices read."""
-        d = D.Descriptor.decode(desc_bits)
+        """(rows, K) raw bits of A (rows = 64) or B^T (rows = N), and the byte indices read. The addresses a
+        descriptor selects (checked once) are kept: pipelines cycle through a few descriptors."""
         w = self.wa if which == "A" else self.wb
-        addr = D.element_addresses(d, rows, self.k, w, bool(trans))
+        key = (int(desc_bits), which, bool(trans), rows, smem.size)
+        hit = self._reads.get(key)
+        if hit is not None:
+            addr, idx = hit
+            return D.gather_operand(smem, addr, self.k, w), idx
+        d = D.Descriptor.decode(desc_bits)
         tile = D.read_operand(smem, d, rows, self.k, w, bool(trans), instr, which)
+        addr = D.element_addresses(d, rows, self.k, w, bool(trans))
         eb = max(1, w // 8)
         idx = np.unique((addr[..., None] + np.arange(eb)).reshape(-1))
+        if len(self._reads) >= 1024:
+            self._reads.clear()
+        self._reads[key] = (addr, idx)
         return tile, idx
 
     # -- arithmetic --------------------------------------------------------------------------------
@@ -246,6 +256,7 @@ def _compile_mma(instr, env, text):
     if hasattr(env, "__dict__"):
         env.__dict__.setdefault("_wgmma_regs", set()).update(regs_used)
     shape_key = (v.n, v.dtype)
+    unions = {}                     # the bytes both descriptors read, per pair of cached address sets
 
     def run(warp, mask):
         g = _warpgroup_check(warp, text, mask) if getattr(warp, "_cta", None) is not None else \
@@ -298,7 +309,13 @@ def _compile_mma(instr, env, text):
         if ss:
             A64, a_idx = op.read(smem, ad, "A", trans_a, text, 64)
             A = A64[16 * wi:16 * wi + 16]
-            idx = np.union1d(a_idx, b_idx)
+            key = (id(a_idx), id(b_idx))
+            hit = unions.get(key)
+            if hit is None or hit[0] is not a_idx or hit[1] is not b_idx:
+                if len(unions) >= 1024:
+                    unions.clear()
+                hit = unions[key] = (a_idx, b_idx, np.union1d(a_idx, b_idx))
+            idx = hit[2]
         else:
             A = op.a_tile(np.stack([S.raw_get(warp, n, text) for n in a_names]))
             idx = b_idx

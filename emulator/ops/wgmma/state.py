@@ -47,13 +47,6 @@ class CtaWgmma:
         self.warps = {}            # warp id -> WarpWgmma
 
 
-def busy(cta):
-    """Anything of wgmma in flight in the CTA (the fast engine leaves such warps to the reference path, whose
-    register and shared-memory accesses check the hazards)."""
-    st = getattr(cta, "wgmma", None)
-    return st is not None and (st.n_reading > 0 or any(ws.in_flight() for ws in st.warps.values()))
-
-
 def cta_state(warp, instr_text):
     cta = getattr(warp, "_cta", None)
     if cta is None:
