@@ -138,6 +138,7 @@ def main(names):
               f"{tn * 1e3:>9.2f}ms{tf / tn:>11.0f}x" + ("" if same else "   ENGINES DIFFER"))
     sys.stdout.flush()
     gemm_tiled()
+    matmul_wgmma()
     gemm_whole()
 
 
@@ -156,6 +157,27 @@ def gemm_tiled():
     Af, Bf = A.astype(np.float32), B.astype(np.float32)
     tn = numpy_time(lambda: Af @ Bf)
     print(f"{'gemm_nvcc':<10}{n:>11,}{n / tf:>14,.0f}{nr / tr:>12,.0f}{tr / tf:>9.1f}x"
+          f"{tn * 1e3:>9.2f}ms{tf / tn:>11.0f}x" + ("" if same else "   ENGINES DIFFER"))
+
+
+def matmul_wgmma():
+    """Triton's sm_90a matmul (8 warps: two warpgroups, wgmma.mma_async from shared memory fed by cp.async,
+    the corpus case triton_matmul_f16_w8_sm90a, run from its own PTX) on 256 x 256 x 128."""
+    z = np.load(os.path.join(ROOT, "tests", "data", "corpus", "triton.npz"), allow_pickle=False)
+    module = load_ptx(z["triton_matmul_f16_w8_sm90a__ptx"].tobytes().decode())
+    M = N = 256
+    K = 128
+    A = rng.standard_normal((M, K)).astype(np.float16)
+    B = rng.standard_normal((K, N)).astype(np.float16)
+    args = (module, "matmul_kernel", (M // 64, N // 64, 1), 256, [A, B, np.zeros((M, N), np.float16)],
+            [M, N, K, K, N, N, 0, 0], 24576)
+    run(*args, "fast")
+    tf, n, out_f = best(lambda: run(*args, "fast"))
+    tr, nr, out_r = run(*args, "reference")
+    same = all(x.tobytes() == y.tobytes() for x, y in zip(out_r, out_f))
+    Af, Bf = A.astype(np.float32), B.astype(np.float32)
+    tn = numpy_time(lambda: Af @ Bf)
+    print(f"{'mm_wgmma':<10}{n:>11,}{n / tf:>14,.0f}{nr / tr:>12,.0f}{tr / tf:>9.1f}x"
           f"{tn * 1e3:>9.2f}ms{tf / tn:>11.0f}x" + ("" if same else "   ENGINES DIFFER"))
 
 
