@@ -12,6 +12,7 @@ from numba.extending import intrinsic
 
 from . import table as T
 from ...numerics.gemm_fast import tc_one_noalloc
+from .fmath import float_row, mufu_row
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -705,8 +706,21 @@ def _ldmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr, out):
 
 
 @njit(cache=True, _nrt=False)
+def _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xr, mptr, msz):
+    """MUFU, MUFU_DIV, FMINMAX and FNEGABS rows (fmath.py) on the lanes in ``em``."""
+    _gather(row[T.A], 32, 0, xa, a8, a16, a32, a64, imrow)
+    if opc == T.MUFU_DIV or opc == T.FMINMAX:
+        _gather(row[T.B], 32, 0, xb, a8, a16, a32, a64, imrow)
+    if opc == T.MUFU or opc == T.MUFU_DIV:
+        mufu_row(opc, row, em, xa, xb, xr, mptr, msz)
+    else:
+        float_row(opc, row, em, xa, xb, xr)
+    _scatter(row[T.D], xr, em, 32, 0, a8, a16, a32, a64)
+
+
+@njit(cache=True, _nrt=False)
 def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmaps,
-        mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags):
+        mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, mptr, msz):
     """Run the warp from its current state (state S_CTA: 1 inside run_cta, which executes the barriers). Returns (through ``state``) why it stopped. Compiled without
     the reference-counting runtime (``_nrt=False``): no atomic increments on every array view and call;
     ``scratch`` (uint64[12, 32], from the caller) holds every temporary."""
@@ -875,6 +889,8 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
             if not _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
                 handback = True
                 break
+        elif (opc == T.MUFU or opc == T.MUFU_DIV or opc == T.FMINMAX or opc == T.FNEGABS) and em != 0:
+            _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xr, mptr, msz)
         elif opc != T.NOP and em != 0:
             _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64)
         for lane in range(LANES):
@@ -929,7 +945,7 @@ def _runnable(exited, waiting, w):
 @njit(cache=True, _nrt=False)
 def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, log_warp,
             mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, cst, issued, executed,
-            param_ptrs, wbid, bar_arrived, bar_seq, backs):
+            param_ptrs, wbid, bar_arrived, bar_seq, backs, mptr, msz):
     """A whole CTA as machine.cta.CTA._run schedules it: warp 0, 1, ... in turn, each until none of its lanes
     can run; barriers (BAR rows) arrive and release here. Returns (cst[C_STATUS]) when every thread exited,
     when warp cst[C_WARP] needs Python for the instruction at state S_PC (lanes S_MASK) or a full log, or
@@ -966,7 +982,7 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
         state[T.S_EXECUTED] = 0
         n0 = state[T.S_NLOG]
         run(code, imm, arenas[w], pcs[w], exited[w], waiting[w], inflight, gtab, state, log_pc, log_addr, log_mask,
-            mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags)
+            mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, mptr, msz)
         issued[w] = state[T.S_ISSUED]
         backs[w] = state[T.S_BACK]
         executed[w] += state[T.S_EXECUTED]

@@ -44,6 +44,11 @@ BFE = 36          # bfe.{u32,s32,u64,s64} (A: value, B: position, C: length, bot
 BAR = 35          # bar{.cta}.sync/.arrive, barrier{.cta}{.aligned}.sync/.arrive with an immediate barrier number
                   # and no thread count (X: barrier, Y: 1 = arrive, Z: 1 = .aligned); run by the CTA loop
                   # (run_cta), handed back like SLOW when a warp runs alone
+MUFU = 37         # the f32 forms of ex2/lg2/rcp/rsqrt/sqrt/sin/cos .approx and tanh.approx (fmath.py; X: form,
+                  # Y: 1 = .ftz), as numerics.mufu computes them; the tables through the translation's pointers
+MUFU_DIV = 38     # div.approx/div.full {.ftz}.f32 (X: 1 = .full, Y: 1 = .ftz)
+FMINMAX = 39      # min/max {.ftz}{.NaN}.f32 (X: 1 = min, Y: 1 = .ftz, Z: 1 = .NaN)
+FNEGABS = 45      # neg/abs {.ftz}.f32 (X: 1 = neg, Y: 1 = .ftz)
 
 NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
 

@@ -81,9 +81,11 @@ class Translation:
             op.instr.mods.index("global") < next((i for i, m in enumerate(op.instr.mods) if m.startswith("shared")),
                                                  99))) for op in prog.code)
         self._mma = []           # (MmaOp, [D, A, B, C] register operands) per translated mma
+        self._mufu = set()       # indices (fmath.TABLES) of the MUFU tables the translated rows read
         for pc, op in enumerate(prog.code):
             self._translate(pc, op)
         self._mma_tables()
+        self._mufu_tables()
         self.coverage = float(self.fast.mean()) if n else 1.0
         # the CTA loop (run_cta) runs the whole CTA when every barrier is translated and nothing can stall a
         # warp, yield its turn, or call a function (per-lane call stacks stay with the Python scheduler)
@@ -143,6 +145,22 @@ class Translation:
         self.mma_u64 = np.zeros(max(x[0] for x in sizes), np.uint64)
         self.mma_i64 = np.zeros(max(x[1] for x in sizes), np.int64)
         self.mma_flags = np.zeros(max(x[2] for x in sizes), np.bool_)
+
+    def _mufu_tables(self):
+        """Raw pointers (and lengths) of the measured MUFU tables the MUFU rows read (numerics.mufu.tables,
+        unpacked here; the translation keeps them alive); 0 for the others, which no row reads."""
+        from ...numerics import mufu
+        from . import fmath
+        self.mufu_ptr = np.zeros(len(fmath.TABLES), np.int64)
+        self.mufu_size = np.zeros(len(fmath.TABLES), np.int64)
+        self._mufu_keep = []
+        for k in sorted(self._mufu):
+            tab = mufu.tables()[fmath.TABLES[k]]
+            if tab.dtype != np.uint32 or not tab.flags.c_contiguous:
+                raise AssertionError("a MUFU table that is not contiguous uint32")
+            self._mufu_keep.append(tab)
+            self.mufu_ptr[k] = tab.ctypes.data
+            self.mufu_size[k] = tab.size
 
     # -- registers ---------------------------------------------------------------------------------
     def _slot(self, name, width, special=False):
@@ -637,3 +655,77 @@ _RULES = {
     "cvt": r_cvt, "ld": r_ld, "ldu": r_ld, "st": r_st, "membar": r_nop, "fence": r_nop, "shfl": r_shfl,
     "mma": r_mma, "ldmatrix": r_ldmatrix, "bfe": r_bfe,
 }
+
+
+# -- MUFU forms and f32 min/max/neg/abs (fmath.py) ------------------------------------------------------------
+
+def _f32_operands(t, env, instr, n, row, imm):
+    """d, a (, b) of an f32 instruction: 32-bit registers or 32-bit immediates, as the executors read b32."""
+    ops = instr.operands
+    if len(ops) != n + 1 or any(isinstance(o, (Vec, Pair, Not)) for o in ops):
+        raise _Slow
+    for o in ops:
+        if not isinstance(o, Imm) and t._reg(env, o) not in CONST_SPECIALS and env.reg_width(t._reg(env, o)) != 32:
+            raise _Slow
+    if isinstance(ops[0], Imm):
+        raise _Slow
+    row[T.D] = t._dst(env, ops[0])
+    if row[T.D] < 0:
+        raise _Slow
+    for k, (f, o) in enumerate(zip((T.A, T.B), ops[1:])):
+        if isinstance(o, Imm) and o.kind != "f32":
+            raise _Slow                      # 0fXXXXXXXX only: other literals follow the executor's rules
+        row[f] = t._src(env, o, "b32", imm, k)
+    _set_type(row, "b32")
+
+
+def r_mufu(t, env, instr, row, imm):
+    from isa.mufu import MUFU_SPELLINGS, canonical
+    from isa.targets import TARGETS
+    from ...numerics.mufu import F32_DIV, F32_UNARY
+    from . import fmath
+    form = canonical(instr.base, instr.mods)
+    if form not in MUFU_SPELLINGS or TARGETS.get(getattr(env, "arch", None) or "sm_90", 90) < MUFU_SPELLINGS[form]:
+        raise _Slow                          # not a MUFU form, or not on this target: the executor says so
+    if form in F32_UNARY:
+        code = fmath.UNARY[instr.base]
+        _f32_operands(t, env, instr, 1, row, imm)
+        row[T.X], row[T.Y] = code, int(".ftz." in form)
+        t._mufu.update(fmath.NEEDS[code])
+        row[T.OP] = T.MUFU
+    elif form in F32_DIV:
+        _f32_operands(t, env, instr, 2, row, imm)
+        row[T.X], row[T.Y] = int(form.startswith("div.full")), int(".ftz." in form)
+        t._mufu.add(fmath.T_RCP)
+        row[T.OP] = T.MUFU_DIV
+    else:
+        raise _Slow
+
+
+def r_fminmax(t, env, instr, row, imm):
+    if "f32" not in instr.mods:
+        return r_minmax(t, env, instr, row, imm)
+    q = _classify(instr.mods, {"type": {"f32"}, "ftz": {"ftz"}, "nan": {"NaN"}})
+    _f32_operands(t, env, instr, 2, row, imm)
+    row[T.X], row[T.Y], row[T.Z] = int(instr.base == "min"), int("ftz" in q), int("nan" in q)
+    row[T.OP] = T.FMINMAX
+
+
+def r_fnegabs(t, env, instr, row, imm):
+    if "f32" not in instr.mods:
+        return r_negabs(t, env, instr, row, imm)
+    q = _classify(instr.mods, {"type": {"f32"}, "ftz": {"ftz"}})
+    _f32_operands(t, env, instr, 1, row, imm)
+    row[T.X], row[T.Y] = int(instr.base == "neg"), int("ftz" in q)
+    row[T.OP] = T.FNEGABS
+
+
+def r_divlike(t, env, instr, row, imm):
+    if "approx" in instr.mods or "full" in instr.mods:
+        return r_mufu(t, env, instr, row, imm)
+    raise _Slow
+
+
+_RULES.update({"ex2": r_mufu, "lg2": r_mufu, "rsqrt": r_mufu, "sin": r_mufu, "cos": r_mufu, "tanh": r_mufu,
+               "rcp": r_divlike, "sqrt": r_divlike, "div": r_divlike,
+               "min": r_fminmax, "max": r_fminmax, "neg": r_fnegabs, "abs": r_fnegabs})

@@ -1,0 +1,369 @@
+"""The fast engine's MUFU forms and f32 min/max/neg/abs: the same arithmetic as ``numerics.mufu`` and
+``ops.falu``, lane by lane in numba.
+
+``numerics.mufu`` is the definition (an array model proven equal to the H100 on every input); the functions
+here transcribe it one lane at a time, step for step (the same integer rounding of binary64 bits, the same
+table reads, the same special cases), so the two agree bit for bit by construction, and
+``tests/test_fastcore.py`` checks it on special values, random bits and the committed H100 sample.
+
+Values are raw f32 bits held in int64 (mixed int64/uint64 arithmetic would turn into float64 in numba).
+The measured tables are read through raw pointers (``mptr``: one per name of ``TABLES``, filled by the
+translation with the tables its MUFU rows need; ``msz``: their lengths), as the loop reads global memory.
+"""
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+from . import table as T
+
+LANES = 32
+CANON = 0x7FFFFFFF
+TWO_PI_RECIP = 0x3E22F983
+
+# the measured tables the f32 forms read, by the index mptr/msz use
+TABLES = ("rcp", "rsq_even", "rsq_odd", "sqrt_even", "sqrt_odd", "ex2", "ex2_neg", "lg2_e0", "lg2_em1",
+          "sin_q0", "cos_q0") + tuple(f"tanh_{e}" for e in range(119, 130))
+(T_RCP, T_RSQ_EVEN, T_RSQ_ODD, T_SQRT_EVEN, T_SQRT_ODD, T_EX2, T_EX2_NEG, T_LG2_E0, T_LG2_EM1, T_SIN,
+ T_COS) = range(11)
+T_TANH = 11                                   # tanh_119 .. tanh_129
+TANH_SHIFT = (6, 6, 6, 5, 5, 4, 4, 4, 3, 2, 3)  # numerics.mufu.TANH_SHIFT, binade 119 on
+
+# the forms (row field X of MUFU rows; Y: 1 = .ftz)
+EX2, LG2, RCP, RSQRT, SQRT, SIN, COS, TANH = range(8)
+UNARY = {"ex2": EX2, "lg2": LG2, "rcp": RCP, "rsqrt": RSQRT, "sqrt": SQRT, "sin": SIN, "cos": COS, "tanh": TANH}
+NEEDS = {EX2: (T_EX2, T_EX2_NEG), LG2: (T_LG2_E0, T_LG2_EM1), RCP: (T_RCP,), RSQRT: (T_RSQ_EVEN, T_RSQ_ODD),
+         SQRT: (T_SQRT_EVEN, T_SQRT_ODD), SIN: (T_SIN, T_COS), COS: (T_SIN, T_COS),
+         TANH: tuple(range(T_TANH, T_TANH + 11))}
+DIV_APPROX, DIV_FULL = 0, 1                   # MUFU_DIV rows: X
+
+
+@intrinsic
+def _f64_of(typingctx, bits):
+    """The binary32 whose bits are the low 32 of ``bits``, widened exactly to binary64."""
+    sig = types.float64(types.int64)
+
+    def codegen(context, builder, signature, args):
+        f = builder.bitcast(builder.trunc(args[0], ir.IntType(32)), ir.FloatType())
+        return builder.fpext(f, ir.DoubleType())
+    return sig, codegen
+
+
+@intrinsic
+def _bits64(typingctx, x):
+    """The bits of a binary64 as int64."""
+    sig = types.int64(types.float64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+    return sig, codegen
+
+
+@intrinsic
+def _tab(typingctx, ptr, idx):
+    """Entry ``idx`` of the uint32 table at the raw address ``ptr``, as int64."""
+    sig = types.int64(types.int64, types.int64)
+
+    def codegen(context, builder, signature, args):
+        p = builder.inttoptr(builder.add(args[0], builder.shl(args[1], ir.Constant(ir.IntType(64), 2))),
+                             ir.IntType(32).as_pointer())
+        return builder.zext(builder.load(p, align=4), ir.IntType(64))
+    return sig, codegen
+
+
+@njit(cache=True, _nrt=False)
+def round_f32(v, rz, ftz):
+    """numerics.mufu.round_to_f32 of one binary64 value: RNE (or RZ), subnormals kept, or .ftz's rule."""
+    b = _bits64(v)
+    s = (b >> 63) & 1
+    E = (b >> 52) & 0x7FF
+    frac = b & ((1 << 52) - 1)
+    if E == 0x7FF:
+        return CANON if frac != 0 else (s << 31) | 0x7F800000
+    if E == 0:
+        return s << 31
+    sig = frac | (1 << 52)
+    e = E - 1023
+    if ftz:
+        shift = 29
+    else:
+        shift = min(max(29 + max(-126 - e, 0), 29), 60)
+    mant = sig >> shift
+    rem = sig & ((1 << shift) - 1)
+    if not rz:
+        half = 1 << (shift - 1)
+        if rem > half or (rem == half and (mant & 1) == 1):
+            mant += 1
+    normal = e >= -126
+    if ftz:
+        mag = 0 if e + (mant >> 24) < -126 else ((e + 127) << 23) + (mant - (1 << 23))
+        normal = True
+    elif normal:
+        mag = ((e + 127) << 23) + (mant - (1 << 23))
+    else:
+        mag = mant
+    top = 0x7F7FFFFF if rz else 0x7F800000
+    if normal and e + 127 >= 255:
+        mag = top
+    else:
+        mag = min(mag, top)
+    return (s << 31) | (mag & 0xFFFFFFFF)
+
+
+@njit(cache=True, _nrt=False)
+def _flush(x):
+    return x & 0x80000000 if (x & 0x7F800000) == 0 else x
+
+
+@njit(cache=True, _nrt=False)
+def fmul(a, b, ftz):
+    """numerics.mufu.fmul: the exact product rounded once (.ftz: inputs and result flushed)."""
+    if ftz:
+        a, b = _flush(a), _flush(b)
+    return round_f32(_f64_of(a) * _f64_of(b), False, ftz)
+
+
+@njit(cache=True, _nrt=False)
+def _rz32_sum(a, v):
+    s = a + v
+    bb = s - a
+    err = (a - (s - bb)) + (v - bb)
+    r = round_f32(s, True, False)
+    if _f64_of(r) == s and ((s > 0 and err < 0) or (s < 0 and err > 0)) and (r & 0x7FFFFFFF) != 0:
+        r -= 1
+    return r
+
+
+@njit(cache=True, _nrt=False)
+def _rcp(x, mptr):
+    s, e, m = x >> 31, (x >> 23) & 0xFF, x & 0x7FFFFF
+    if e == 255:
+        return s << 31 if m == 0 else CANON
+    if e == 0:
+        return (s << 31) | 0x7F800000
+    t = _tab(mptr[T_RCP], m)
+    re = ((t >> 23) & 0xFF) - (e - 127)
+    return (s << 31) | (((re << 23) | (t & 0x7FFFFF)) if re >= 1 else 0)
+
+
+@njit(cache=True, _nrt=False)
+def _rsq_sqrt(x, mptr, sq):
+    s, e, m = x >> 31, (x >> 23) & 0xFF, x & 0x7FFFFF
+    if e == 255:
+        if m == 0 and s == 0:
+            return 0x7F800000 if sq else 0
+        return CANON
+    if e == 0:
+        return s << 31 if sq else (s << 31) | 0x7F800000
+    if s == 1:
+        return CANON
+    E = e - 127
+    odd = (E & 1) == 1
+    if sq:
+        t = _tab(mptr[T_SQRT_ODD if odd else T_SQRT_EVEN], m)
+    else:
+        t = _tab(mptr[T_RSQ_ODD if odd else T_RSQ_EVEN], m)
+    half = (E - (E & 1)) >> 1
+    return ((((t >> 23) & 0xFF) + (half if sq else -half)) << 23 | (t & 0x7FFFFF)) & 0xFFFFFFFF
+
+
+@njit(cache=True, _nrt=False)
+def _ex2(x, mptr):
+    s, e, m = x >> 31, (x >> 23) & 0xFF, x & 0x7FFFFF
+    if e == 255:
+        if m != 0:
+            return CANON
+        return 0 if s == 1 else 0x7F800000
+    if e >= 134:                                  # |x| >= 128
+        return 0 if s == 1 else 0x7F800000
+    full = m | 0x800000
+    sh = e - 127
+    q = 0 if e == 0 else (full << sh if sh >= 0 else full >> min(-sh, 63))
+    i = q >> 23
+    f = q & 0x7FFFFF
+    if s == 1:
+        t = _tab(mptr[T_EX2_NEG], f)
+        i = -i
+    else:
+        t = _tab(mptr[T_EX2], f)
+    re = ((t >> 23) & 0xFF) + i
+    if re >= 255:
+        return 0x7F800000
+    return (re << 23) | (t & 0x7FFFFF) if re >= 1 else 0
+
+
+@njit(cache=True, _nrt=False)
+def _lg2(x, mptr):
+    s, e, m = x >> 31, (x >> 23) & 0xFF, x & 0x7FFFFF
+    if e == 255:
+        return 0x7F800000 if (m == 0 and s == 0) else CANON
+    if e == 0:
+        return 0xFF800000
+    if s == 1:
+        return CANON
+    E = e - 127
+    if E == 0:
+        return _tab(mptr[T_LG2_E0], m)
+    if E == -1:
+        return _tab(mptr[T_LG2_EM1], m)
+    if E >= 1:
+        return _rz32_sum(np.float64(E), _f64_of(_tab(mptr[T_LG2_E0], m)))
+    return _rz32_sum(np.float64(E + 1), _f64_of(_tab(mptr[T_LG2_EM1], m)))
+
+
+@njit(cache=True, _nrt=False)
+def _tanh(x, mptr, msz):
+    s, e, m = x >> 31, (x >> 23) & 0xFF, x & 0x7FFFFF
+    if e == 255 and m != 0:
+        return CANON
+    r = x & 0x7FFFFFFF
+    if e >= 130:
+        r = 0x3F800000
+    elif e >= 119:
+        k = e - 119
+        r = _tab(mptr[T_TANH + k], min(m >> TANH_SHIFT[k], msz[T_TANH + k] - 1))
+    return (s << 31) | r
+
+
+@njit(cache=True, _nrt=False)
+def _sincos(r, mptr, cos):
+    """MUFU.SIN / MUFU.COS of an angle in revolutions (numerics.mufu.mufu_sin, mufu_cos)."""
+    if (r & 0x7F800000) == 0x7F800000:
+        return CANON
+    s, e, m = r >> 31, (r >> 23) & 0xFF, r & 0x7FFFFF
+    full = m | 0x800000
+    sh = e - 125
+    q = full << min(sh, 40) if sh >= 0 else full >> min(-sh, 63)
+    q = 0 if e == 0 else q & ((1 << 25) - 1)
+    quad = q >> 23
+    t = q & 0x7FFFFF
+    if cos:
+        quad = (quad + 1) & 3
+    v = _tab(mptr[T_SIN if (quad & 1) == 0 else T_COS], t)
+    if quad >= 2:
+        v ^= 0x80000000
+    if not cos:
+        v ^= s << 31
+    return v
+
+
+@njit(cache=True, _nrt=False)
+def unary(form, ftz, x, mptr, msz):
+    """numerics.mufu.ptx_f32_unary: the PTX form on f32 bits ``x`` (int64), as ptxas's SASS runs it."""
+    if form == SIN or form == COS:
+        if (x & 0x7FFFFFFF) > 0x7F800000:
+            r = CANON
+        else:
+            r = round_f32(_f64_of(x) * _f64_of(TWO_PI_RECIP), True, False)       # FMUL.RZ x, 1/(2 pi)
+        return _sincos(r, mptr, form == COS)
+    if form == TANH:
+        return _tanh(x, mptr, msz)
+    if ftz:
+        return _prim(form, x, mptr)
+    nan = (x & 0x7FFFFFFF) > 0x7F800000
+    if form == EX2:
+        if _f64_of(x) >= -126.0 or nan:
+            return _prim(form, x, mptr)
+        r = _prim(form, fmul(x, 0x3F000000, False), mptr)
+        return fmul(r, r, False)
+    if form == RCP:
+        sc = 0x4B800000 if (x & 0x7FFFFFFF) < 0x00800000 else 0x3F800000
+        if (x & 0x7FFFFFFF) > 0x7E800000 and not nan:
+            sc = 0x3E800000
+        return fmul(sc, _prim(form, fmul(x, sc, False), mptr), False)
+    if (x & 0x7FFFFFFF) >= 0x00800000:
+        return _prim(form, x, mptr)
+    r = _prim(form, fmul(x, 0x4B800000, False), mptr)
+    if form == LG2:
+        return round_f32(_f64_of(r) + _f64_of(0xC1C00000), False, False)          # FADD r, -24
+    return fmul(r, 0x45800000 if form == RSQRT else 0x39800000, False)           # 4096 / 2^-12
+
+
+@njit(cache=True, _nrt=False)
+def _prim(form, x, mptr):
+    if form == EX2:
+        return _ex2(x, mptr)
+    if form == RCP:
+        return _rcp(x, mptr)
+    if form == LG2:
+        return _lg2(x, mptr)
+    return _rsq_sqrt(x, mptr, form == SQRT)
+
+
+@njit(cache=True, _nrt=False)
+def div(full, ftz, a, b, mptr):
+    """numerics.mufu.ptx_f32_div: div.approx / div.full (.ftz) on f32 bits, the final FMUL of div_factors."""
+    large = (b & 0x7FFFFFFF) > 0x7E800000 and (b & 0x7FFFFFFF) <= 0x7F800000
+    if not full:
+        if ftz:
+            a2, b2 = _flush(a), b
+        elif (b & 0x7FFFFFFF) >= 0x00800000:
+            a2, b2 = a, b
+        else:
+            a2, b2 = fmul(a, 0x4B800000, False), fmul(b, 0x4B800000, False)
+    elif ftz:
+        if large:
+            a2, b2 = fmul(a, 0x3E800000, True), fmul(b, 0x3E800000, True)
+        else:
+            a2, b2 = _flush(a), b
+    else:
+        a2, b2 = a, b
+        if large:
+            a2, b2 = fmul(a, 0x3E800000, False), fmul(b, 0x3E800000, False)
+        if (b2 & 0x7FFFFFFF) < 0x00800000:
+            a2, b2 = fmul(a2, 0x4B800000, False), fmul(b2, 0x4B800000, False)
+    return fmul(_rcp(b2, mptr), a2, ftz)
+
+
+@njit(cache=True, _nrt=False)
+def mufu_row(opc, row, em, xa, xb, xr, mptr, msz):
+    """A MUFU or MUFU_DIV row on the lanes in ``em``: sources gathered in xa (, xb), results into xr."""
+    form, ftz = row[T.X], row[T.Y] == 1
+    for lane in range(LANES):
+        if (em >> lane) & 1:
+            a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))
+            if opc == T.MUFU:
+                r = unary(form, ftz, a, mptr, msz)
+            else:
+                r = div(form == DIV_FULL, ftz, a, np.int64(xb[lane] & np.uint64(0xFFFFFFFF)), mptr)
+            xr[lane] = np.uint64(r)
+
+
+@njit(cache=True, _nrt=False)
+def _minmax1(a, b, is_min, nan_prop, ftz):
+    """ops.falu min/max.f32 {.ftz}{.NaN} of one lane (raw bits; -0 orders below +0; NaN: canonical)."""
+    if ftz:
+        a, b = _flush(a), _flush(b)
+    na = (a & 0x7FFFFFFF) > 0x7F800000
+    nb = (b & 0x7FFFFFFF) > 0x7F800000
+    if na or nb:
+        if (na and nb) or nan_prop:
+            return CANON
+        r = b if na else a
+    else:
+        fa, fb = _f64_of(a), _f64_of(b)
+        sa = (a >> 31) == 1
+        if is_min:
+            pick_a = fa < fb or (fa == fb and sa)
+        else:
+            pick_a = fa > fb or (fa == fb and not sa)
+        r = a if pick_a else b
+    return _flush(r) if ftz else r
+
+
+@njit(cache=True, _nrt=False)
+def float_row(opc, row, em, xa, xb, xr):
+    """FMINMAX (X: 1 = min, Y: 1 = .ftz, Z: 1 = .NaN) and FNEGABS (X: 1 = neg, Y: 1 = .ftz) rows, .f32."""
+    ftz = row[T.Y] == 1
+    for lane in range(LANES):
+        if (em >> lane) & 1:
+            a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))
+            if opc == T.FMINMAX:
+                r = _minmax1(a, np.int64(xb[lane] & np.uint64(0xFFFFFFFF)), row[T.X] == 1, row[T.Z] == 1, ftz)
+            else:
+                if ftz:
+                    a = _flush(a)
+                r = a ^ 0x80000000 if row[T.X] == 1 else a & 0x7FFFFFFF
+                if (r & 0x7FFFFFFF) > 0x7F800000:
+                    r = CANON
+            xr[lane] = np.uint64(r)
