@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from emulator import load_ptx
+from emulator.numerics import mufu as MUFU
 from emulator.machine.fastcore import table as T
 from emulator.machine.fastcore import translation
 from engines import compare_engines, differences, launch_outcome
@@ -71,7 +72,10 @@ REGS = {16: [f"%h{i}" for i in range(4)], 32: [f"%r{i}" for i in range(6)], 64: 
         1: [f"%p{i}" for i in range(4)]}
 SPECIAL32 = [0, 1, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001,
              0xFFC00123, 0x00000001, 0x80000001, 0x007FFFFF, 0x3F800000, 0xBF800000, 0x4B800000, 0x00800000,
-             0x80000000, 31, 32, 33, 63, 64, 65]
+             0x80000000, 31, 32, 33, 63, 64, 65,
+             # float edges of the MUFU forms: NaN payloads, huge, 2^126 (division rescaling), -126/-128/128 (ex2)
+             0x7FC00001, 0xFF800001, 0x7F7FFFFF, 0xFF7FFFFF, 0x7E800001, 0xFE800000, 0xC2FC0000, 0xC2FD0000,
+             0xC3000000, 0x43000000, 0x0D000000, 0x3E22F983, 0x80800000]
 CMPS_INT = ("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs")
 CMPS_F = ("eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan")
 SLOW_OPS = ("popc.b32 {r32}, {r32b};", "brev.b32 {r32}, {r32b};", "bfe.u32 {r32}, {r32b}, 3, 9;",
@@ -107,7 +111,7 @@ def _instruction(rng):
     pick = lambda regs: str(rng.choice(regs))                    # noqa: E731
     t = str(rng.choice(TYPES_INT[w]))
     srcb = lambda: _imm(rng, w) if rng.random() < 0.25 else pick(R)    # noqa: E731
-    fam = int(rng.integers(22))
+    fam = int(rng.integers(23))
     if fam == 0:
         op = str(rng.choice(["add", "sub", "min", "max", "mul.lo", "mul.hi"]))
         return f"{op}.{t} {pick(R)}, {pick(R)}, {srcb()};"
@@ -217,7 +221,22 @@ def _instruction(rng):
         return str(rng.choice(SLOW_OPS)).format(
             r32=pick(REGS[32]), r32b=pick(REGS[32]), r32c=pick(REGS[32]), r16=pick(REGS[16]),
             r16b=pick(REGS[16]), r64=pick(REGS[64]), r64b=pick(REGS[64]), r64c=pick(REGS[64]), p=pick(REGS[1]))
+    if fam == 22:                # the MUFU forms and f32 min/max/neg/abs (fastcore/fmath.py)
+        return _float_instruction(rng, lambda: pick(REGS[32]))
     return f"add.{t} {pick(R)}, {pick(R)}, {srcb()};"
+
+
+MUFU_F32 = [f for f in MUFU.PTX_SEQUENCES if f.endswith(".f32")]
+MINMAX_F32 = [f"{op}{ftz}{nan}.f32" for op in ("min", "max") for ftz in ("", ".ftz") for nan in ("", ".NaN")]
+NEGABS_F32 = [f"{op}{ftz}.f32" for op in ("neg", "abs") for ftz in ("", ".ftz")]
+
+
+def _float_instruction(rng, reg):
+    """A MUFU form (unary or division) or an f32 min/max/neg/abs, on registers (or a 0f immediate)."""
+    form = str(rng.choice(MUFU_F32 + MINMAX_F32 + NEGABS_F32))
+    n = 2 if form.startswith(("div", "min", "max")) else 1
+    srcs = [reg() if rng.random() < 0.85 else f"0f{int(rng.choice(SPECIAL32)):08X}" for _ in range(n)]
+    return f"{form} {reg()}, {', '.join(srcs)};"
 
 
 def random_kernel(rng, n=40):
@@ -437,3 +456,147 @@ def test_auto_engine_switches_to_the_fast_engine_between_ctas(monkeypatch):
     assert not differences(ref, auto)
     if "error" not in ref:
         assert auto["fast_executed"] > 0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# MUFU forms and f32 min/max/neg/abs in the loop (fastcore/fmath.py)
+
+FLOAT_EDGES = np.array(sorted(set(SPECIAL32) | {
+    0x00000002, 0x00400000, 0x807FFFFF, 0x00800001, 0x3F000000, 0xBF000000, 0x3FFFFFFF, 0x7E7FFFFF, 0x7E800000,
+    0xFE800001, 0x7F000000, 0x01000000, 0x4B7FFFFF, 0xC2FE0000, 0xC2FBFFFF, 0x42FFFFFF, 0xC3010000, 0x33800000,
+    0xB3800000, 0x40490FDB, 0xC0490FDB, 0x49742400, 0x3B800000, 0x3C000000, 0x41000000, 0x40FFFFFF, 0x7FBFFFFF,
+    0xFFFFFFFE}), np.uint32)
+
+
+def _form_kernel(form, nsrc, n_per_thread):
+    """Each thread reads ``n_per_thread`` (a, b) pairs and writes ``form`` of each."""
+    body = []
+    for k in range(n_per_thread):
+        srcs = ", ".join(f"%a{i}" for i in range(nsrc))
+        body.append(f"ld.global.u32 %a0, [%q0+{8 * k}]; ld.global.u32 %a1, [%q0+{8 * k + 4}]; "
+                    f"{form} %a2, {srcs}; st.global.u32 [%q1+{4 * k}], %a2;")
+    return f"""
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 pin, .param .u64 pout)
+{{
+    .reg .b32 %a<3>; .reg .b32 %t<3>; .reg .b64 %q<4>;
+    ld.param.u64 %q0, [pin];
+    ld.param.u64 %q1, [pout];
+    mov.u32 %t0, %tid.x;
+    mov.u32 %t1, %ctaid.x;
+    mov.u32 %t2, %ntid.x;
+    mad.lo.u32 %t0, %t1, %t2, %t0;
+    mul.wide.u32 %q3, %t0, {8 * n_per_thread};
+    add.s64 %q0, %q0, %q3;
+    mul.wide.u32 %q3, %t0, {4 * n_per_thread};
+    add.s64 %q1, %q1, %q3;
+    {chr(10).join(body)}
+    ret;
+}}
+"""
+
+
+def _run_form(form, a, b, engine="fast", per=8):
+    nsrc = 2 if form.startswith(("div", "min", "max")) else 1
+    n = -(-a.size // (32 * per)) * 32 * per
+    pairs = np.zeros((n, 2), np.uint32)
+    pairs[:a.size, 0] = a
+    pairs[:a.size, 1] = b
+    module = load_ptx(_form_kernel(form, nsrc, per))
+    out = launch_outcome(module, "k", n // (32 * per), 32, [pairs, np.zeros(n, np.uint32)], engine=engine)
+    return module, out
+
+
+@pytest.mark.parametrize("form", MUFU_F32)
+def test_mufu_forms_replay_the_h100_sample_on_the_fast_engine(form):
+    """The committed H100 sample (tests/data/mufu) through the loop's MUFU rows, not handed back."""
+    sample = np.load(os.path.join(ROOT, "tests", "data", "mufu", "h100_sample.npz"), allow_pickle=False)
+    a = sample[f"{form}__in0"]
+    b = sample[f"{form}__in1"] if f"{form}__in1" in sample.files else np.zeros_like(a)
+    want = sample[f"{form}__out"]
+    module, out = _run_form(form, a, b)
+    got = out["memory"][1][1].view(np.uint32)[:a.size]
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, [(hex(int(a[i])), hex(int(b[i])), hex(int(want[i])), hex(int(got[i]))) for i in bad[:5]]
+    tr = translation(module.program("k"))
+    assert {T.NAMES[int(o)] for o in tr.code[:, T.OP]} >= {"MUFU_DIV" if form.startswith("div") else "MUFU"}
+    assert out["fast_executed"] == out["instructions"]          # every instruction ran in the loop, none handed back
+
+
+@pytest.mark.parametrize("form", MUFU_F32 + MINMAX_F32 + NEGABS_F32)
+def test_float_forms_over_special_values_are_identical_on_both_engines(form):
+    """Every pair of special values (zeros, subnormals, inf, NaN payloads, negatives, huge and tiny, the
+    rescaling edges of ptxas's sequences) and random bits, on both engines: everything compared."""
+    rng = np.random.default_rng(len(form))
+    two = form.startswith(("div", "min", "max"))
+    e = FLOAT_EDGES
+    a = np.repeat(e, e.size) if two else e
+    b = np.tile(e, e.size) if two else e
+    r = rng.integers(0, 1 << 32, size=(2, 256), dtype=np.uint64).astype(np.uint32)
+    a, b = np.concatenate([a, r[0]]), np.concatenate([b, r[1]])
+    module = load_ptx(_form_kernel(form, 2 if two else 1, 8))
+    n = -(-a.size // 256) * 256
+    pairs = np.zeros((n, 2), np.uint32)
+    pairs[:a.size, 0], pairs[:a.size, 1] = a, b
+    ref, fast, diffs = compare_engines(module, "k", n // 256, 32, [pairs, np.zeros(n, np.uint32)])
+    assert not diffs, diffs
+    assert "error" not in ref and fast["fast_executed"] > 0
+    assert translation(module.program("k")).fast.all()
+
+
+def test_fmath_equals_the_mufu_model_on_random_bits():
+    """fastcore.fmath lane by lane against numerics.mufu (the model the H100 matched on every input) on
+    random bits, exponents near the interesting binades and the edges, for every f32 form."""
+    from numba import njit
+    from emulator.machine.fastcore import fmath as F
+
+    @njit
+    def unary(form, ftz, xs, out, mptr, msz):
+        for i in range(xs.size):
+            out[i] = F.unary(form, ftz, np.int64(xs[i]), mptr, msz)
+
+    @njit
+    def div(full, ftz, a, b, out, mptr):
+        for i in range(a.size):
+            out[i] = F.div(full, ftz, np.int64(a[i]), np.int64(b[i]), mptr)
+
+    tabs = MUFU.tables()
+    keep = [tabs[n] for n in F.TABLES]
+    mptr = np.array([t.ctypes.data for t in keep], np.int64)
+    msz = np.array([t.size for t in keep], np.int64)
+    rng = np.random.default_rng(7)
+    n = 20000
+    near = (rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32) & 0x807FFFFF) | (
+        rng.integers(100, 160, n).astype(np.uint32) << 23)
+    x = np.concatenate([FLOAT_EDGES, rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32), near])
+    y = rng.permutation(x)
+    y[::3] = (y[::3] & 0x807FFFFF) | (rng.integers(240, 256, y[::3].size).astype(np.uint32) << 23)
+    out = np.zeros(x.size, np.int64)
+    with np.errstate(all="ignore"):
+        for form in MUFU_F32:
+            if form.startswith("div"):
+                div(form.startswith("div.full"), ".ftz." in form, x, y, out, mptr)
+                want = MUFU.ptx_f32_div(np, form, x, y)
+            else:
+                unary(F.UNARY[form.split(".")[0]], ".ftz." in form, x, out, mptr, msz)
+                want = MUFU.ptx_f32_unary(np, form, x)
+            bad = np.flatnonzero(out.astype(np.uint32) != want)
+            assert bad.size == 0, (form, [(hex(int(x[i])), hex(int(out[i])), hex(int(want[i]))) for i in bad[:4]])
+
+
+@pytest.mark.parametrize("form", ["div.full.ftz.f32", "ex2.approx.f32"])
+def test_a_wrong_mufu_row_is_caught(form):
+    """The comparison can fail: div.full.ftz run without .ftz, or ex2.approx.f32 with it, differ."""
+    e = FLOAT_EDGES
+    module = load_ptx(_form_kernel(form, 2 if form.startswith("div") else 1, 8))
+    tr = translation(module.program("k"))
+    rows = np.flatnonzero(np.isin(tr.code[:, T.OP], (T.MUFU, T.MUFU_DIV)))
+    assert rows.size == 8
+    tr.code[rows, T.Y] = 1 - tr.code[rows, T.Y]
+    n = -(-e.size ** 2 // 256) * 256
+    pairs = np.zeros((n, 2), np.uint32)
+    pairs[:e.size ** 2, 0], pairs[:e.size ** 2, 1] = np.repeat(e, e.size), np.tile(e, e.size)
+    ref, fast, diffs = compare_engines(module, "k", n // 256, 32, [pairs, np.zeros(n, np.uint32)])
+    assert any("global allocation" in d for d in diffs)

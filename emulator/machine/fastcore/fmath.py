@@ -6,6 +6,10 @@ here transcribe it one lane at a time, step for step (the same integer rounding 
 table reads, the same special cases), so the two agree bit for bit by construction, and
 ``tests/test_fastcore.py`` checks it on special values, random bits and the committed H100 sample.
 
+The MUFU forms are compiled apart from the loops (``fastcore/mufu_call.py``: a C-callable function the loop
+calls through its address, ``call_mufu``), so they add next to nothing to the loops' compile time, and are
+compiled (or loaded from numba's cache) only when a translated kernel has a MUFU row.
+
 Values are raw f32 bits held in int64 (mixed int64/uint64 arithmetic would turn into float64 in numba).
 The measured tables are read through raw pointers (``mptr``: one per name of ``TABLES``, filled by the
 translation with the tables its MUFU rows need; ``msz``: their lengths), as the loop reads global memory.
@@ -316,9 +320,8 @@ def div(full, ftz, a, b, mptr):
 
 
 @njit(cache=True, _nrt=False)
-def mufu_row(opc, row, em, xa, xb, xr, mptr, msz):
+def mufu_row(opc, form, ftz, em, xa, xb, xr, mptr, msz):
     """A MUFU or MUFU_DIV row on the lanes in ``em``: sources gathered in xa (, xb), results into xr."""
-    form, ftz = row[T.X], row[T.Y] == 1
     for lane in range(LANES):
         if (em >> lane) & 1:
             a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))
@@ -327,6 +330,21 @@ def mufu_row(opc, row, em, xa, xb, xr, mptr, msz):
             else:
                 r = div(form == DIV_FULL, ftz, a, np.int64(xb[lane] & np.uint64(0xFFFFFFFF)), mptr)
             xr[lane] = np.uint64(r)
+
+
+@intrinsic
+def call_mufu(typingctx, fn, opc, form, ftz, em, pxa, pxb, pxr, pmptr, pmsz):
+    """Call the compiled ``mufu_call.mufu_c`` at the address ``fn`` (all arguments int64; the last five are the
+    addresses of xa, xb, xr, mptr, msz)."""
+    sig = types.void(*([types.int64] * 10))
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        fnty = ir.FunctionType(ir.VoidType(), [i64] * 4 + [i64.as_pointer()] * 5)
+        f = builder.inttoptr(args[0], fnty.as_pointer())
+        builder.call(f, list(args[1:5]) + [builder.inttoptr(a, i64.as_pointer()) for a in args[5:]])
+        return context.get_dummy_value()
+    return sig, codegen
 
 
 @njit(cache=True, _nrt=False)

@@ -12,7 +12,7 @@ from numba.extending import intrinsic
 
 from . import table as T
 from ...numerics.gemm_fast import tc_one_noalloc
-from .fmath import float_row, mufu_row
+from .fmath import call_mufu, float_row
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -711,8 +711,9 @@ def _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xr, mptr, msz):
     _gather(row[T.A], 32, 0, xa, a8, a16, a32, a64, imrow)
     if opc == T.MUFU_DIV or opc == T.FMINMAX:
         _gather(row[T.B], 32, 0, xb, a8, a16, a32, a64, imrow)
-    if opc == T.MUFU or opc == T.MUFU_DIV:
-        mufu_row(opc, row, em, xa, xb, xr, mptr, msz)
+    if opc == T.MUFU or opc == T.MUFU_DIV:       # compiled apart (fastcore/mufu_call.py), at mptr's last slot
+        call_mufu(mptr[mptr.shape[0] - 1], opc, row[T.X], row[T.Y], em, xa.ctypes.data, xb.ctypes.data,
+                  xr.ctypes.data, mptr.ctypes.data, msz.ctypes.data)
     else:
         float_row(opc, row, em, xa, xb, xr)
     _scatter(row[T.D], xr, em, 32, 0, a8, a16, a32, a64)
