@@ -221,22 +221,43 @@ def _instruction(rng):
         return str(rng.choice(SLOW_OPS)).format(
             r32=pick(REGS[32]), r32b=pick(REGS[32]), r32c=pick(REGS[32]), r16=pick(REGS[16]),
             r16b=pick(REGS[16]), r64=pick(REGS[64]), r64b=pick(REGS[64]), r64c=pick(REGS[64]), p=pick(REGS[1]))
-    if fam == 22:                # the MUFU forms and f32 min/max/neg/abs (fastcore/fmath.py)
+    if fam == 22:                # the MUFU forms and the other float rows (fastcore/fmath.py)
         return _float_instruction(rng, lambda: pick(REGS[32]))
     return f"add.{t} {pick(R)}, {pick(R)}, {srcb()};"
 
 
 MUFU_F32 = [f for f in MUFU.PTX_SEQUENCES if f.endswith(".f32")]
-MINMAX_F32 = [f"{op}{ftz}{nan}.f32" for op in ("min", "max") for ftz in ("", ".ftz") for nan in ("", ".NaN")]
-NEGABS_F32 = [f"{op}{ftz}.f32" for op in ("neg", "abs") for ftz in ("", ".ftz")]
+# the other float rows of fastcore/fmath.py, as templates: {D} {A} {B} {C} 32-bit registers, {H} a 16-bit source,
+# {G} a 16-bit destination, {T} a 32-bit temporary
+FLOAT_FORMS = {
+    **{f: f"{f} {{D}}, {{A}}, {{B}};" if f.startswith("div") else f"{f} {{D}}, {{A}};" for f in MUFU_F32},
+    **{f"{op}{ftz}{nan}.f32": f"{op}{ftz}{nan}.f32 {{D}}, {{A}}, {{B}};" for op in ("min", "max")
+       for ftz in ("", ".ftz") for nan in ("", ".NaN")},
+    **{f"{op}{ftz}.f32": f"{op}{ftz}.f32 {{D}}, {{A}};" for op in ("neg", "abs") for ftz in ("", ".ftz")},
+    "copysign.f32": "copysign.f32 {D}, {A}, {B};",
+    **{f"{op}{rn}.ftz.f32": f"{op}{rn}.ftz.f32 {{D}}, {{A}}, {{B}};" for op in ("add", "sub", "mul") for rn in ("", ".rn")},
+    "fma.rn.ftz.f32": "fma.rn.ftz.f32 {D}, {A}, {B}, {C};", "mad.rn.ftz.f32": "mad.rn.ftz.f32 {D}, {A}, {B}, {C};",
+    **{f"contract {m}{c}{ftz}": f"mul{ftz}.f32 {{T}}, {{A}}, {{B}}; " + (
+        f"{c}{ftz}.f32 {{D}}, {{T}}, {{C}};" if m == "pc" else f"{c}{ftz}.f32 {{D}}, {{C}}, {{T}};")
+       for m in ("pc", "cp") for c in ("add", "sub") for ftz in ("", ".ftz")},
+    "cvt.rn.f32.s32": "cvt.rn.f32.s32 {D}, {A};", "cvt.rn.f32.u32": "cvt.rn.f32.u32 {D}, {A};",
+    **{f"cvt.{r}{ftz}.f32.f32": f"cvt.{r}{ftz}.f32.f32 {{D}}, {{A}};" for r in ("rni", "rzi", "rmi", "rpi")
+       for ftz in ("", ".ftz")},
+    "cvt.f32.f16": "cvt.f32.f16 {D}, {H};", "cvt.ftz.f32.f16": "cvt.ftz.f32.f16 {D}, {H};",
+    "cvt.f32.bf16": "cvt.f32.bf16 {D}, {H};", "cvt.rn.f16.f32": "cvt.rn.f16.f32 {G}, {A};",
+    "cvt.rn.bf16.f32": "cvt.rn.bf16.f32 {G}, {A};", "cvt.rn.f16x2.f32": "cvt.rn.f16x2.f32 {D}, {A}, {B};",
+    "cvt.rn.bf16x2.f32": "cvt.rn.bf16x2.f32 {D}, {A}, {B};",
+}
 
 
 def _float_instruction(rng, reg):
-    """A MUFU form (unary or division) or an f32 min/max/neg/abs, on registers (or a 0f immediate)."""
-    form = str(rng.choice(MUFU_F32 + MINMAX_F32 + NEGABS_F32))
-    n = 2 if form.startswith(("div", "min", "max")) else 1
-    srcs = [reg() if rng.random() < 0.85 else f"0f{int(rng.choice(SPECIAL32)):08X}" for _ in range(n)]
-    return f"{form} {reg()}, {', '.join(srcs)};"
+    """A MUFU form or another float row of fmath.py, on random registers (or a 0f immediate where PTX
+    allows one)."""
+    name = str(rng.choice(sorted(FLOAT_FORMS)))
+    text = FLOAT_FORMS[name]
+    imm = lambda: f"0f{int(rng.choice(SPECIAL32)):08X}" if rng.random() < 0.15 and "cvt" not in name else reg()  # noqa: E731
+    return text.format(D=reg(), A=imm(), B=imm(), C=imm(), T=reg(), H=str(rng.choice(REGS[16])),
+                       G=str(rng.choice(REGS[16])))
 
 
 def random_kernel(rng, n=40):
@@ -465,30 +486,33 @@ FLOAT_EDGES = np.array(sorted(set(SPECIAL32) | {
     0x00000002, 0x00400000, 0x807FFFFF, 0x00800001, 0x3F000000, 0xBF000000, 0x3FFFFFFF, 0x7E7FFFFF, 0x7E800000,
     0xFE800001, 0x7F000000, 0x01000000, 0x4B7FFFFF, 0xC2FE0000, 0xC2FBFFFF, 0x42FFFFFF, 0xC3010000, 0x33800000,
     0xB3800000, 0x40490FDB, 0xC0490FDB, 0x49742400, 0x3B800000, 0x3C000000, 0x41000000, 0x40FFFFFF, 0x7FBFFFFF,
-    0xFFFFFFFE}), np.uint32)
+    0xFFFFFFFE,
+    # products just below 2^-126 that reach it on the subnormal grid but not with 24 bits (.ftz flushes them)
+    0x3F7FFFFF, 0x3F7FFFFE, 0x3F800001, 0x00FFFFFF, 0x3F000001, 0x80FFFFFF, 0x4B000000, 0x477FFF00}), np.uint32)
 
 
-def _form_kernel(form, nsrc, n_per_thread):
-    """Each thread reads ``n_per_thread`` (a, b) pairs and writes ``form`` of each."""
+def _form_kernel(text, n_per_thread):
+    """Each thread reads ``n_per_thread`` (a, b, c) triples and writes what ``text`` (a FLOAT_FORMS template)
+    makes of each."""
     body = []
     for k in range(n_per_thread):
-        srcs = ", ".join(f"%a{i}" for i in range(nsrc))
-        body.append(f"ld.global.u32 %a0, [%q0+{8 * k}]; ld.global.u32 %a1, [%q0+{8 * k + 4}]; "
-                    f"{form} %a2, {srcs}; st.global.u32 [%q1+{4 * k}], %a2;")
+        body.append(f"ld.global.v4.u32 {{%a0, %a1, %a2, %a4}}, [%q0+{16 * k}]; cvt.u16.u32 %h0, %a0; " +
+                    text.format(D="%a3", A="%a0", B="%a1", C="%a2", T="%a4", H="%h0", G="%h1") +
+                    (" cvt.u32.u16 %a3, %h1;" if "{G}" in text else "") + f" st.global.u32 [%q1+{4 * k}], %a3;")
     return f"""
 .version 8.0
 .target sm_90
 .address_size 64
 .visible .entry k(.param .u64 pin, .param .u64 pout)
 {{
-    .reg .b32 %a<3>; .reg .b32 %t<3>; .reg .b64 %q<4>;
+    .reg .b32 %a<5>; .reg .b16 %h<2>; .reg .b32 %t<3>; .reg .b64 %q<4>;
     ld.param.u64 %q0, [pin];
     ld.param.u64 %q1, [pout];
     mov.u32 %t0, %tid.x;
     mov.u32 %t1, %ctaid.x;
     mov.u32 %t2, %ntid.x;
     mad.lo.u32 %t0, %t1, %t2, %t0;
-    mul.wide.u32 %q3, %t0, {8 * n_per_thread};
+    mul.wide.u32 %q3, %t0, {16 * n_per_thread};
     add.s64 %q0, %q0, %q3;
     mul.wide.u32 %q3, %t0, {4 * n_per_thread};
     add.s64 %q1, %q1, %q3;
@@ -498,15 +522,12 @@ def _form_kernel(form, nsrc, n_per_thread):
 """
 
 
-def _run_form(form, a, b, engine="fast", per=8):
-    nsrc = 2 if form.startswith(("div", "min", "max")) else 1
+def _inputs(a, b, c, per=8):
+    """The (a, b, c, 0) words of the threads, padded to whole warps of ``per`` elements each."""
     n = -(-a.size // (32 * per)) * 32 * per
-    pairs = np.zeros((n, 2), np.uint32)
-    pairs[:a.size, 0] = a
-    pairs[:a.size, 1] = b
-    module = load_ptx(_form_kernel(form, nsrc, per))
-    out = launch_outcome(module, "k", n // (32 * per), 32, [pairs, np.zeros(n, np.uint32)], engine=engine)
-    return module, out
+    words = np.zeros((n, 4), np.uint32)
+    words[:a.size, 0], words[:a.size, 1], words[:a.size, 2] = a, b, c
+    return n // (32 * per), [words, np.zeros(n, np.uint32)]
 
 
 @pytest.mark.parametrize("form", MUFU_F32)
@@ -516,7 +537,9 @@ def test_mufu_forms_replay_the_h100_sample_on_the_fast_engine(form):
     a = sample[f"{form}__in0"]
     b = sample[f"{form}__in1"] if f"{form}__in1" in sample.files else np.zeros_like(a)
     want = sample[f"{form}__out"]
-    module, out = _run_form(form, a, b)
+    module = load_ptx(_form_kernel(FLOAT_FORMS[form], 8))
+    grid, arrays = _inputs(a, b, b)
+    out = launch_outcome(module, "k", grid, 32, arrays)
     got = out["memory"][1][1].view(np.uint32)[:a.size]
     bad = np.flatnonzero(got != want)
     assert bad.size == 0, [(hex(int(a[i])), hex(int(b[i])), hex(int(want[i])), hex(int(got[i]))) for i in bad[:5]]
@@ -525,24 +548,25 @@ def test_mufu_forms_replay_the_h100_sample_on_the_fast_engine(form):
     assert out["fast_executed"] == out["instructions"]          # every instruction ran in the loop, none handed back
 
 
-@pytest.mark.parametrize("form", MUFU_F32 + MINMAX_F32 + NEGABS_F32)
+@pytest.mark.parametrize("form", sorted(FLOAT_FORMS))
 def test_float_forms_over_special_values_are_identical_on_both_engines(form):
     """Every pair of special values (zeros, subnormals, inf, NaN payloads, negatives, huge and tiny, the
-    rescaling edges of ptxas's sequences) and random bits, on both engines: everything compared."""
+    rescaling edges of ptxas's sequences) with a third operand cycling through them, and random bits, on both
+    engines: everything compared, and every instruction translated."""
     rng = np.random.default_rng(len(form))
-    two = form.startswith(("div", "min", "max"))
     e = FLOAT_EDGES
-    a = np.repeat(e, e.size) if two else e
-    b = np.tile(e, e.size) if two else e
-    r = rng.integers(0, 1 << 32, size=(2, 256), dtype=np.uint64).astype(np.uint32)
-    a, b = np.concatenate([a, r[0]]), np.concatenate([b, r[1]])
-    module = load_ptx(_form_kernel(form, 2 if two else 1, 8))
-    n = -(-a.size // 256) * 256
-    pairs = np.zeros((n, 2), np.uint32)
-    pairs[:a.size, 0], pairs[:a.size, 1] = a, b
-    ref, fast, diffs = compare_engines(module, "k", n // 256, 32, [pairs, np.zeros(n, np.uint32)])
+    r = rng.integers(0, 1 << 32, size=(3, 512), dtype=np.uint64).astype(np.uint32)
+    a = np.concatenate([np.repeat(e, e.size), r[0]])
+    b = np.concatenate([np.tile(e, e.size), r[1]])
+    c = np.concatenate([np.roll(np.repeat(e, e.size), 7), r[2]])
+    if "{H}" in FLOAT_FORMS[form]:                                # a 16-bit source (a's low half): all of them
+        a = np.concatenate([a, np.arange(65536, dtype=np.uint32)])
+        b, c = (np.concatenate([x, np.zeros(65536, np.uint32)]) for x in (b, c))
+    module = load_ptx(_form_kernel(FLOAT_FORMS[form], 8))
+    grid, arrays = _inputs(a, b, c)
+    ref, fast, diffs = compare_engines(module, "k", grid, 32, arrays)
     assert not diffs, diffs
-    assert "error" not in ref and fast["fast_executed"] > 0
+    assert "error" not in ref and fast["fast_executed"] == fast["instructions"]
     assert translation(module.program("k")).fast.all()
 
 
@@ -586,17 +610,17 @@ def test_fmath_equals_the_mufu_model_on_random_bits():
             assert bad.size == 0, (form, [(hex(int(x[i])), hex(int(out[i])), hex(int(want[i]))) for i in bad[:4]])
 
 
-@pytest.mark.parametrize("form", ["div.full.ftz.f32", "ex2.approx.f32"])
-def test_a_wrong_mufu_row_is_caught(form):
-    """The comparison can fail: div.full.ftz run without .ftz, or ex2.approx.f32 with it, differ."""
+@pytest.mark.parametrize("form", ["div.full.ftz.f32", "ex2.approx.f32", "fma.rn.ftz.f32", "contract pcsub"])
+def test_a_wrong_float_row_is_caught(form):
+    """The comparison can fail: div.full.ftz run without .ftz, ex2.approx.f32 with it, fma.rn.ftz without it,
+    a contracted sub with its negation dropped: each differs."""
     e = FLOAT_EDGES
-    module = load_ptx(_form_kernel(form, 2 if form.startswith("div") else 1, 8))
+    module = load_ptx(_form_kernel(FLOAT_FORMS[form], 8))
     tr = translation(module.program("k"))
-    rows = np.flatnonzero(np.isin(tr.code[:, T.OP], (T.MUFU, T.MUFU_DIV)))
+    rows = np.flatnonzero(np.isin(tr.code[:, T.OP], (T.MUFU, T.MUFU_DIV, T.FARITH)))
     assert rows.size == 8
-    tr.code[rows, T.Y] = 1 - tr.code[rows, T.Y]
-    n = -(-e.size ** 2 // 256) * 256
-    pairs = np.zeros((n, 2), np.uint32)
-    pairs[:e.size ** 2, 0], pairs[:e.size ** 2, 1] = np.repeat(e, e.size), np.tile(e, e.size)
-    ref, fast, diffs = compare_engines(module, "k", n // 256, 32, [pairs, np.zeros(n, np.uint32)])
+    field = T.Z if form.startswith("contract") else T.Y
+    tr.code[rows, field] = (1 - tr.code[rows, field]) if field == T.Y else 0
+    grid, arrays = _inputs(np.repeat(e, e.size), np.tile(e, e.size), np.roll(np.repeat(e, e.size), 3))
+    ref, fast, diffs = compare_engines(module, "k", grid, 32, arrays)
     assert any("global allocation" in d for d in diffs)

@@ -1,5 +1,6 @@
-"""The fast engine's MUFU forms and f32 min/max/neg/abs: the same arithmetic as ``numerics.mufu`` and
-``ops.falu``, lane by lane in numba.
+"""The fast engine's MUFU forms and its other float rows (f32 min/max/neg/abs/copysign, the .ftz and contracted
+f32 arithmetic, the common float conversions): the same arithmetic as ``numerics.mufu``, ``ops.falu`` and
+``ops.cvt``, lane by lane in numba.
 
 ``numerics.mufu`` is the definition (an array model proven equal to the H100 on every input); the functions
 here transcribe it one lane at a time, step for step (the same integer rounding of binary64 bits, the same
@@ -40,6 +41,9 @@ NEEDS = {EX2: (T_EX2, T_EX2_NEG), LG2: (T_LG2_E0, T_LG2_EM1), RCP: (T_RCP,), RSQ
          SQRT: (T_SQRT_EVEN, T_SQRT_ODD), SIN: (T_SIN, T_COS), COS: (T_SIN, T_COS),
          TANH: tuple(range(T_TANH, T_TANH + 11))}
 DIV_APPROX, DIV_FULL = 0, 1                   # MUFU_DIV rows: X
+F_ADD, F_SUB, F_MUL, F_FMA = range(4)         # FARITH rows: X
+# FCVT rows: X (Y: the integer rounding of CV_FRNDI, rni/rzi/rmi/rpi; Z: 1 = .ftz)
+CV_S32_F32, CV_U32_F32, CV_FRNDI, CV_F16_F32, CV_BF16_F32, CV_F32_F16, CV_F32_BF16, CV_PACK_F16, CV_PACK_BF16 = range(9)
 
 
 @intrinsic
@@ -60,6 +64,26 @@ def _bits64(typingctx, x):
 
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], ir.IntType(64))
+    return sig, codegen
+
+
+@intrinsic
+def _f64_bits(typingctx, b):
+    """The binary64 whose bits are ``b``."""
+    sig = types.float64(types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+    return sig, codegen
+
+
+@intrinsic
+def _bits32(typingctx, x):
+    """The bits of a binary32, zero-extended to int64."""
+    sig = types.int64(types.float32)
+
+    def codegen(context, builder, signature, args):
+        return builder.zext(builder.bitcast(args[0], ir.IntType(32)), ir.IntType(64))
     return sig, codegen
 
 
@@ -371,17 +395,161 @@ def _minmax1(a, b, is_min, nan_prop, ftz):
 
 @njit(cache=True, _nrt=False)
 def float_row(opc, row, em, xa, xb, xr):
-    """FMINMAX (X: 1 = min, Y: 1 = .ftz, Z: 1 = .NaN) and FNEGABS (X: 1 = neg, Y: 1 = .ftz) rows, .f32."""
+    """FMINMAX (X: 1 = min, Y: 1 = .ftz, Z: 1 = .NaN) and FNEGABS (X: 0 = abs, 1 = neg, 2 = copysign;
+    Y: 1 = .ftz) rows, .f32."""
     ftz = row[T.Y] == 1
     for lane in range(LANES):
         if (em >> lane) & 1:
             a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))
             if opc == T.FMINMAX:
                 r = _minmax1(a, np.int64(xb[lane] & np.uint64(0xFFFFFFFF)), row[T.X] == 1, row[T.Z] == 1, ftz)
+            elif row[T.X] == 2:                  # copysign.f32 d, a, b: a's sign on b, NaNs untouched
+                r = (a & 0x80000000) | (np.int64(xb[lane] & np.uint64(0xFFFFFFFF)) & 0x7FFFFFFF)
             else:
                 if ftz:
                     a = _flush(a)
                 r = a ^ 0x80000000 if row[T.X] == 1 else a & 0x7FFFFFFF
                 if (r & 0x7FFFFFFF) > 0x7F800000:
                     r = CANON
+            xr[lane] = np.uint64(r)
+
+
+# ------------------------------------------------------------------------- .ftz and contracted f32 arithmetic
+@njit(cache=True, _nrt=False)
+def _round_odd(x, e):
+    """numerics.fround.round_odd of one value: the neighbour of x toward x + e whose last bit is odd."""
+    if e != 0.0 and x - x == 0.0:
+        b = _bits64(x)
+        if (b & 1) == 0:
+            x = _f64_bits(b + 1 if (e > 0.0) == (x > 0.0) else b - 1)
+    return x
+
+
+@njit(cache=True, _nrt=False)
+def _to_f32(s, e, ftz):
+    """numerics.fround.round_to(s, "f32", "rn", e, ftz) of one value (s + e exact): bits. Under .ftz a result
+    tiny after rounding with an unbounded exponent is a zero of its sign (fround._ftz_tiny)."""
+    if s != s:
+        return CANON
+    if ftz and s != 0.0 and abs(s) < 2.0 ** -125:
+        r = np.float32(_round_odd(s * 2.0 ** 100, e * 2.0 ** 100))
+        if abs(r) < np.float32(2.0 ** -26):
+            return ((_bits64(s) >> 63) & 1) << 31
+    r = _bits32(np.float32(_round_odd(s, e)))
+    if ftz and (r & 0x7F800000) == 0:
+        r &= 0x80000000
+    return r
+
+
+@njit(cache=True, _nrt=False)
+def farith(op, ftz, neg, a, b, c):
+    """ops.falu add/sub/mul/fma .rn{.ftz}.f32 and the contracted add/sub (fma with ``neg`` bit 0: the product
+    negated, bit 1: the addend negated) of one lane: the exact result rounded once."""
+    if ftz:
+        a, b, c = _flush(a), _flush(b), _flush(c)
+    fa, fb = _f64_of(a), _f64_of(b)
+    if op == F_MUL:
+        return _to_f32(fa * fb, 0.0, ftz)
+    if op == F_FMA:
+        if neg & 1:
+            fa = -fa
+        fc = _f64_of(c)
+        if neg & 2:
+            fc = -fc
+        p = fa * fb
+    else:
+        p = fa
+        fc = -fb if op == F_SUB else fb
+    s = p + fc
+    e = 0.0
+    if s - s == 0.0:                              # numerics.fround.two_sum
+        bb = s - p
+        e = (p - (s - bb)) + (fc - bb)
+    return _to_f32(s, e, ftz)
+
+
+# ------------------------------------------------------------------------------------------- conversions
+@njit(cache=True, _nrt=False)
+def _round_half(v, mb, bias):
+    """A binary64 value (an exact f32) rounded to nearest even to a 16-bit format with ``mb`` fraction bits
+    and exponent bias ``bias`` (f16: 10, 15; bf16: 7, 127), subnormals kept, overflow to inf: bits."""
+    b = _bits64(v)
+    eb = 15 - mb
+    sbit = ((b >> 63) & 1) << 15
+    E = (b >> 52) & 0x7FF
+    if E == 0x7FF:
+        return 0x7FFF if (b & ((1 << 52) - 1)) != 0 else sbit | (((1 << eb) - 1) << mb)
+    if E == 0:
+        return sbit
+    sig = (b & ((1 << 52) - 1)) | (1 << 52)
+    e = E - 1023
+    emin = 1 - bias
+    shift = min(52 - mb + max(emin - e, 0), 60)
+    mant = sig >> shift
+    rem = sig & ((1 << shift) - 1)
+    half = 1 << (shift - 1)
+    if rem > half or (rem == half and (mant & 1) == 1):
+        mant += 1
+    mag = ((e + bias) << mb) + (mant - (1 << mb)) if e >= emin else mant
+    return sbit | min(mag, ((1 << eb) - 1) << mb)
+
+
+@njit(cache=True, _nrt=False)
+def _f16_value(h):
+    """f16 bits -> the binary64 of the same value (NaN for NaNs)."""
+    e, m = (h >> 10) & 0x1F, h & 0x3FF
+    if e == 31:
+        v = np.inf if m == 0 else np.nan
+    elif e == 0:
+        v = m * 2.0 ** -24
+    else:
+        v = (m | 0x400) * _f64_bits((e - 25 + 1023) << 52)
+    return -v if (h >> 15) & 1 else v
+
+
+@njit(cache=True, _nrt=False)
+def fcvt(kind, irnd, ftz, a, b):
+    """ops.cvt of one lane for the conversions FCVT rows hold (a, b: the source bits; b: the low half of a pack)."""
+    if kind == CV_S32_F32 or kind == CV_U32_F32:
+        v = np.float64(a - (1 << 32) if kind == CV_S32_F32 and a >= 1 << 31 else a)
+        return _bits32(np.float32(v))
+    if kind == CV_FRNDI:                          # cvt.{rni,rzi,rmi,rpi}{.ftz}.f32.f32
+        if ftz:
+            a = _flush(a)
+        if (a & 0x7FFFFFFF) > 0x7F800000:
+            return CANON
+        x = _f64_of(a)
+        if irnd == 0:
+            x = np.rint(x)
+        elif irnd == 1:
+            x = np.trunc(x)
+        elif irnd == 2:
+            x = np.floor(x)
+        else:
+            x = np.ceil(x)
+        return _bits32(np.float32(x))
+    if kind == CV_F16_F32:
+        v = _f16_value(a)
+        return CANON if v != v else _bits32(np.float32(v))
+    if kind == CV_BF16_F32:                       # exact; a NaN keeps its bits (H100)
+        return (a & 0xFFFF) << 16
+    mb, bias = (10, 15) if kind == CV_F32_F16 or kind == CV_PACK_F16 else (7, 127)
+    r = _round_half(_f64_of(a), mb, bias)
+    if kind == CV_PACK_F16 or kind == CV_PACK_BF16:
+        r = (r << 16) | _round_half(_f64_of(b), mb, bias)
+    return r
+
+
+@njit(cache=True, _nrt=False)
+def other_row(opc, row, em, xa, xb, xc, xr):
+    """FARITH (X: F_ADD..F_FMA, Y: .ftz, Z: negations) and FCVT rows on the lanes in ``em``."""
+    x, y, z = row[T.X], row[T.Y], row[T.Z]
+    for lane in range(LANES):
+        if (em >> lane) & 1:
+            a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))
+            b = np.int64(xb[lane] & np.uint64(0xFFFFFFFF))
+            if opc == T.FARITH:
+                r = farith(x, y == 1, z, a, b, np.int64(xc[lane] & np.uint64(0xFFFFFFFF)))
+            else:
+                r = fcvt(x, y, z == 1, a, b)
             xr[lane] = np.uint64(r)

@@ -12,7 +12,7 @@ from numba.extending import intrinsic
 
 from . import table as T
 from ...numerics.gemm_fast import tc_one_noalloc
-from .fmath import call_mufu, float_row
+from .fmath import call_mufu, float_row, other_row
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -706,17 +706,22 @@ def _ldmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr, out):
 
 
 @njit(cache=True, _nrt=False)
-def _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xr, mptr, msz):
-    """MUFU, MUFU_DIV, FMINMAX and FNEGABS rows (fmath.py) on the lanes in ``em``."""
-    _gather(row[T.A], 32, 0, xa, a8, a16, a32, a64, imrow)
-    if opc == T.MUFU_DIV or opc == T.FMINMAX:
-        _gather(row[T.B], 32, 0, xb, a8, a16, a32, a64, imrow)
+def _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, mptr, msz):
+    """MUFU, MUFU_DIV, FMINMAX, FNEGABS, FARITH and FCVT rows (fmath.py) on the lanes in ``em``."""
+    w, sgn = row[T.W], row[T.SGN]
+    _gather(row[T.A], w, sgn, xa, a8, a16, a32, a64, imrow)
+    if row[T.B] != -1:
+        _gather(row[T.B], w, sgn, xb, a8, a16, a32, a64, imrow)
+    if row[T.C] != -1:
+        _gather(row[T.C], w, sgn, xc, a8, a16, a32, a64, imrow)
     if opc == T.MUFU or opc == T.MUFU_DIV:       # compiled apart (fastcore/mufu_call.py), at mptr's last slot
         call_mufu(mptr[mptr.shape[0] - 1], opc, row[T.X], row[T.Y], em, xa.ctypes.data, xb.ctypes.data,
                   xr.ctypes.data, mptr.ctypes.data, msz.ctypes.data)
-    else:
+    elif opc == T.FMINMAX or opc == T.FNEGABS:
         float_row(opc, row, em, xa, xb, xr)
-    _scatter(row[T.D], xr, em, 32, 0, a8, a16, a32, a64)
+    else:
+        other_row(opc, row, em, xa, xb, xc, xr)
+    _scatter(row[T.D], xr, em, row[T.V0] if opc == T.FCVT else 32, 0, a8, a16, a32, a64)
 
 
 @njit(cache=True, _nrt=False)
@@ -890,8 +895,9 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
             if not _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
                 handback = True
                 break
-        elif (opc == T.MUFU or opc == T.MUFU_DIV or opc == T.FMINMAX or opc == T.FNEGABS) and em != 0:
-            _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xr, mptr, msz)
+        elif (opc == T.MUFU or opc == T.MUFU_DIV or opc == T.FMINMAX or opc == T.FNEGABS or opc == T.FARITH or
+              opc == T.FCVT) and em != 0:
+            _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, mptr, msz)
         elif opc != T.NOP and em != 0:
             _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64)
         for lane in range(LANES):

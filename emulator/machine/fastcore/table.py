@@ -48,7 +48,10 @@ MUFU = 37         # the f32 forms of ex2/lg2/rcp/rsqrt/sqrt/sin/cos .approx and 
                   # Y: 1 = .ftz), as numerics.mufu computes them; the tables through the translation's pointers
 MUFU_DIV = 38     # div.approx/div.full {.ftz}.f32 (X: 1 = .full, Y: 1 = .ftz)
 FMINMAX = 39      # min/max {.ftz}{.NaN}.f32 (X: 1 = min, Y: 1 = .ftz, Z: 1 = .NaN)
-FNEGABS = 45      # neg/abs {.ftz}.f32 (X: 1 = neg, Y: 1 = .ftz)
+FNEGABS = 45      # neg/abs {.ftz}.f32 (X: 0 = abs, 1 = neg, Y: 1 = .ftz), copysign.f32 (X: 2)
+FARITH = 46       # add/sub/mul/fma .rn.ftz.f32 and the add/sub ptxas contracts with a mul (fmath.F_*: X; Y: .ftz;
+                  # Z: bit 0 the product negated, bit 1 the addend negated)
+FCVT = 47         # the common float conversions (fmath.CV_*: X; Y: integer rounding; Z: .ftz; V0: destination bits)
 
 NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
 
