@@ -240,6 +240,9 @@ FLOAT_FORMS = {
     **{f"contract {m}{c}{ftz}": f"mul{ftz}.f32 {{T}}, {{A}}, {{B}}; " + (
         f"{c}{ftz}.f32 {{D}}, {{T}}, {{C}};" if m == "pc" else f"{c}{ftz}.f32 {{D}}, {{C}}, {{T}};")
        for m in ("pc", "cp") for c in ("add", "sub") for ftz in ("", ".ftz")},
+    **{f"contract {dv}{ftz} {c}": f"{dv}{ftz}.f32 {{T}}, {{A}}, {{B}}; " + (
+        f"add{ftz}.f32 {{D}}, {{T}}, {{C}};" if c == "add" else f"sub{ftz}.f32 {{D}}, {{C}}, {{T}};")
+       for dv in ("div.full", "div.approx") for ftz in ("", ".ftz") for c in ("add", "sub")},
     "cvt.rn.f32.s32": "cvt.rn.f32.s32 {D}, {A};", "cvt.rn.f32.u32": "cvt.rn.f32.u32 {D}, {A};",
     **{f"cvt.{r}{ftz}.f32.f32": f"cvt.{r}{ftz}.f32.f32 {{D}}, {{A}};" for r in ("rni", "rzi", "rmi", "rpi")
        for ftz in ("", ".ftz")},
@@ -610,14 +613,16 @@ def test_fmath_equals_the_mufu_model_on_random_bits():
             assert bad.size == 0, (form, [(hex(int(x[i])), hex(int(out[i])), hex(int(want[i]))) for i in bad[:4]])
 
 
-@pytest.mark.parametrize("form", ["div.full.ftz.f32", "ex2.approx.f32", "fma.rn.ftz.f32", "contract pcsub"])
+@pytest.mark.parametrize("form", ["div.full.ftz.f32", "ex2.approx.f32", "fma.rn.ftz.f32", "contract pcsub",
+                                  "contract div.full sub"])
 def test_a_wrong_float_row_is_caught(form):
     """The comparison can fail: div.full.ftz run without .ftz, ex2.approx.f32 with it, fma.rn.ftz without it,
-    a contracted sub with its negation dropped: each differs."""
+    a contracted sub (of a product, of a quotient) with its negation dropped: each differs."""
     e = FLOAT_EDGES
     module = load_ptx(_form_kernel(FLOAT_FORMS[form], 8))
     tr = translation(module.program("k"))
-    rows = np.flatnonzero(np.isin(tr.code[:, T.OP], (T.MUFU, T.MUFU_DIV, T.FARITH)))
+    ops = (T.FARITH, T.MUFU_DIVFMA) if form.startswith("contract") else (T.MUFU, T.MUFU_DIV, T.FARITH)
+    rows = np.flatnonzero(np.isin(tr.code[:, T.OP], ops))
     assert rows.size == 8
     field = T.Z if form.startswith("contract") else T.Y
     tr.code[rows, field] = (1 - tr.code[rows, field]) if field == T.Y else 0

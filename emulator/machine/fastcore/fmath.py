@@ -319,8 +319,8 @@ def _prim(form, x, mptr):
 
 
 @njit(cache=True, _nrt=False)
-def div(full, ftz, a, b, mptr):
-    """numerics.mufu.ptx_f32_div: div.approx / div.full (.ftz) on f32 bits, the final FMUL of div_factors."""
+def div_factors(full, ftz, a, b, mptr):
+    """numerics.mufu.div_factors: the two factors (rcp(b'), a') of the final FMUL of ptxas's division."""
     large = (b & 0x7FFFFFFF) > 0x7E800000 and (b & 0x7FFFFFFF) <= 0x7F800000
     if not full:
         if ftz:
@@ -340,33 +340,65 @@ def div(full, ftz, a, b, mptr):
             a2, b2 = fmul(a, 0x3E800000, False), fmul(b, 0x3E800000, False)
         if (b2 & 0x7FFFFFFF) < 0x00800000:
             a2, b2 = fmul(a2, 0x4B800000, False), fmul(b2, 0x4B800000, False)
-    return fmul(_rcp(b2, mptr), a2, ftz)
+    return _rcp(b2, mptr), a2
 
 
 @njit(cache=True, _nrt=False)
-def mufu_row(opc, form, ftz, em, xa, xb, xr, mptr, msz):
-    """A MUFU or MUFU_DIV row on the lanes in ``em``: sources gathered in xa (, xb), results into xr."""
+def div(full, ftz, a, b, mptr):
+    """numerics.mufu.ptx_f32_div: div.approx / div.full (.ftz) on f32 bits, the final FMUL of div_factors."""
+    r, a2 = div_factors(full, ftz, a, b, mptr)
+    return fmul(r, a2, ftz)
+
+
+@njit(cache=True, _nrt=False)
+def div_fma(full, ftz, neg, a, b, c, mptr):
+    """ops.falu._compile_contracted for a division producer: rcp(b') * a' + c rounded once (``neg`` bit 0:
+    the quotient negated, bit 1: c negated; .ftz flushes c and the result, not the factors)."""
+    r, a2 = div_factors(full, ftz, a, b, mptr)
+    fa, fb = _f64_of(r), _f64_of(a2)
+    if ftz:
+        c = _flush(c)
+    fc = _f64_of(c)
+    if neg & 1:
+        fa = -fa
+    if neg & 2:
+        fc = -fc
+    p = fa * fb
+    s = p + fc
+    e = 0.0
+    if s - s == 0.0:
+        bb = s - p
+        e = (p - (s - bb)) + (fc - bb)
+    return _to_f32(s, e, ftz)
+
+
+@njit(cache=True, _nrt=False)
+def mufu_row(opc, form, ftz, neg, em, xa, xb, xc, xr, mptr, msz):
+    """A MUFU, MUFU_DIV or MUFU_DIVFMA row on the lanes in ``em``: sources gathered in xa, xb, xc, results into xr."""
     for lane in range(LANES):
         if (em >> lane) & 1:
             a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))
             if opc == T.MUFU:
                 r = unary(form, ftz, a, mptr, msz)
-            else:
+            elif opc == T.MUFU_DIV:
                 r = div(form == DIV_FULL, ftz, a, np.int64(xb[lane] & np.uint64(0xFFFFFFFF)), mptr)
+            else:
+                r = div_fma(form == DIV_FULL, ftz, neg, a, np.int64(xb[lane] & np.uint64(0xFFFFFFFF)),
+                            np.int64(xc[lane] & np.uint64(0xFFFFFFFF)), mptr)
             xr[lane] = np.uint64(r)
 
 
 @intrinsic
-def call_mufu(typingctx, fn, opc, form, ftz, em, pxa, pxb, pxr, pmptr, pmsz):
-    """Call the compiled ``mufu_call.mufu_c`` at the address ``fn`` (all arguments int64; the last five are the
-    addresses of xa, xb, xr, mptr, msz)."""
-    sig = types.void(*([types.int64] * 10))
+def call_mufu(typingctx, fn, opc, form, ftz, neg, em, pxa, pxb, pxc, pxr, pmptr, pmsz):
+    """Call the compiled ``mufu_call.mufu_c`` at the address ``fn`` (all arguments int64; the last six are the
+    addresses of xa, xb, xc, xr, mptr, msz)."""
+    sig = types.void(*([types.int64] * 12))
 
     def codegen(context, builder, signature, args):
         i64 = ir.IntType(64)
-        fnty = ir.FunctionType(ir.VoidType(), [i64] * 4 + [i64.as_pointer()] * 5)
+        fnty = ir.FunctionType(ir.VoidType(), [i64] * 5 + [i64.as_pointer()] * 6)
         f = builder.inttoptr(args[0], fnty.as_pointer())
-        builder.call(f, list(args[1:5]) + [builder.inttoptr(a, i64.as_pointer()) for a in args[5:]])
+        builder.call(f, list(args[1:6]) + [builder.inttoptr(a, i64.as_pointer()) for a in args[6:]])
         return context.get_dummy_value()
     return sig, codegen
 

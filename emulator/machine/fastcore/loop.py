@@ -707,16 +707,16 @@ def _ldmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr, out):
 
 @njit(cache=True, _nrt=False)
 def _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, mptr, msz):
-    """MUFU, MUFU_DIV, FMINMAX, FNEGABS, FARITH and FCVT rows (fmath.py) on the lanes in ``em``."""
+    """MUFU, MUFU_DIV, MUFU_DIVFMA, FMINMAX, FNEGABS, FARITH and FCVT rows (fmath.py) on the lanes in ``em``."""
     w, sgn = row[T.W], row[T.SGN]
     _gather(row[T.A], w, sgn, xa, a8, a16, a32, a64, imrow)
     if row[T.B] != -1:
         _gather(row[T.B], w, sgn, xb, a8, a16, a32, a64, imrow)
     if row[T.C] != -1:
         _gather(row[T.C], w, sgn, xc, a8, a16, a32, a64, imrow)
-    if opc == T.MUFU or opc == T.MUFU_DIV:       # compiled apart (fastcore/mufu_call.py), at mptr's last slot
-        call_mufu(mptr[mptr.shape[0] - 1], opc, row[T.X], row[T.Y], em, xa.ctypes.data, xb.ctypes.data,
-                  xr.ctypes.data, mptr.ctypes.data, msz.ctypes.data)
+    if opc == T.MUFU or opc == T.MUFU_DIV or opc == T.MUFU_DIVFMA:    # compiled apart (fastcore/mufu_call.py)
+        call_mufu(mptr[mptr.shape[0] - 1], opc, row[T.X], row[T.Y], row[T.Z], em, xa.ctypes.data, xb.ctypes.data,
+                  xc.ctypes.data, xr.ctypes.data, mptr.ctypes.data, msz.ctypes.data)
     elif opc == T.FMINMAX or opc == T.FNEGABS:
         float_row(opc, row, em, xa, xb, xr)
     else:
@@ -896,7 +896,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                 handback = True
                 break
         elif (opc == T.MUFU or opc == T.MUFU_DIV or opc == T.FMINMAX or opc == T.FNEGABS or opc == T.FARITH or
-              opc == T.FCVT) and em != 0:
+              opc == T.FCVT or opc == T.MUFU_DIVFMA) and em != 0:
             _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, mptr, msz)
         elif opc != T.NOP and em != 0:
             _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64)

@@ -10,12 +10,13 @@ from numba import carray, cfunc, types
 from .fmath import TABLES, mufu_row
 
 _P64, _PI64 = types.CPointer(types.uint64), types.CPointer(types.int64)
-SIG = types.void(types.int64, types.int64, types.int64, types.int64, _P64, _P64, _P64, _PI64, _PI64)
+SIG = types.void(types.int64, types.int64, types.int64, types.int64, types.int64, _P64, _P64, _P64, _P64, _PI64,
+                 _PI64)
 
 
 @cfunc(SIG, cache=True, nopython=True)
-def mufu_c(opc, form, ftz, em, pxa, pxb, pxr, pmptr, pmsz):
-    mufu_row(opc, form, ftz != 0, em, carray(pxa, 32), carray(pxb, 32), carray(pxr, 32),
+def mufu_c(opc, form, ftz, neg, em, pxa, pxb, pxc, pxr, pmptr, pmsz):
+    mufu_row(opc, form, ftz != 0, neg, em, carray(pxa, 32), carray(pxb, 32), carray(pxc, 32), carray(pxr, 32),
              carray(pmptr, len(TABLES)), carray(pmsz, len(TABLES)))
 
 

@@ -770,18 +770,29 @@ def _farith(fallback):
 def r_contract(t, env, instr, row, imm):
     """An add/sub.f32 ptxas fused with the mul producing one of its sources (frontend/contract.py): the
     product's factors are read when the add runs, as ``ops.falu._compile_contracted`` reads them."""
+    from isa.mufu import canonical
+    from ...numerics.mufu import F32_DIV
     info = instr.contract
     prod = info.producer
-    if instr.base not in ("add", "sub") or prod.base != "mul" or "f32" not in instr.mods or \
+    if instr.base not in ("add", "sub") or prod.base not in ("mul", "div") or "f32" not in instr.mods or \
             len(instr.operands) != 3 or len(prod.operands) != 3:
         raise _Slow
     q = _classify(instr.mods, {"type": {"f32"}, "ftz": {"ftz"}})
     _f32_dst(t, env, row, instr.operands[0])
     _f32_srcs(t, env, row, imm, [prod.operands[1], prod.operands[2], instr.operands[2 - info.index]])
     _set_type(row, "b32")
-    row[T.X], row[T.Y] = fmath.F_FMA, int("ftz" in q)
+    row[T.Y] = int("ftz" in q)
     row[T.Z] = int(info.negate_product) | 2 * int(info.negate_other)
-    row[T.OP] = T.FARITH
+    if prod.base == "mul":
+        row[T.X] = fmath.F_FMA
+        row[T.OP] = T.FARITH
+        return
+    form = canonical("div", prod.mods)               # the last FMUL of ptxas's division, fused (MUFU.RCP inside)
+    if form not in F32_DIV or (".ftz." in form) != ("ftz" in q):
+        raise _Slow
+    row[T.X] = int(form.startswith("div.full"))
+    t._mufu.add(fmath.T_RCP)
+    row[T.OP] = T.MUFU_DIVFMA
 
 
 _CVT_KINDS = {("f32", "s32"): fmath.CV_S32_F32, ("f32", "u32"): fmath.CV_U32_F32, ("f32", "f16"): fmath.CV_F16_F32,
