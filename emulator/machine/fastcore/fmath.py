@@ -7,9 +7,9 @@ here transcribe it one lane at a time, step for step (the same integer rounding 
 table reads, the same special cases), so the two agree bit for bit by construction, and
 ``tests/test_fastcore.py`` checks it on special values, random bits and the committed H100 sample.
 
-The MUFU forms are compiled apart from the loops (``fastcore/mufu_call.py``: a C-callable function the loop
-calls through its address, ``call_mufu``), so they add next to nothing to the loops' compile time, and are
-compiled (or loaded from numba's cache) only when a translated kernel has a MUFU row.
+All of it is compiled apart from the loops (``fastcore/fcall.py``: ``float_rows`` as one C-callable function
+the loop calls through its address, ``call_rows``), so it adds next to nothing to the loops' compile time, and
+is compiled (or loaded from numba's cache) only when a translated kernel has one of these rows.
 
 Values are raw f32 bits held in int64 (mixed int64/uint64 arithmetic would turn into float64 in numba).
 The measured tables are read through raw pointers (``mptr``: one per name of ``TABLES``, filled by the
@@ -372,26 +372,10 @@ def div_fma(full, ftz, neg, a, b, c, mptr):
     return _to_f32(s, e, ftz)
 
 
-@njit(cache=True, _nrt=False)
-def mufu_row(opc, form, ftz, neg, em, xa, xb, xc, xr, mptr, msz):
-    """A MUFU, MUFU_DIV or MUFU_DIVFMA row on the lanes in ``em``: sources gathered in xa, xb, xc, results into xr."""
-    for lane in range(LANES):
-        if (em >> lane) & 1:
-            a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))
-            if opc == T.MUFU:
-                r = unary(form, ftz, a, mptr, msz)
-            elif opc == T.MUFU_DIV:
-                r = div(form == DIV_FULL, ftz, a, np.int64(xb[lane] & np.uint64(0xFFFFFFFF)), mptr)
-            else:
-                r = div_fma(form == DIV_FULL, ftz, neg, a, np.int64(xb[lane] & np.uint64(0xFFFFFFFF)),
-                            np.int64(xc[lane] & np.uint64(0xFFFFFFFF)), mptr)
-            xr[lane] = np.uint64(r)
-
-
 @intrinsic
-def call_mufu(typingctx, fn, opc, form, ftz, neg, em, pxa, pxb, pxc, pxr, pmptr, pmsz):
-    """Call the compiled ``mufu_call.mufu_c`` at the address ``fn`` (all arguments int64; the last six are the
-    addresses of xa, xb, xc, xr, mptr, msz)."""
+def call_rows(typingctx, fn, opc, x, y, z, em, pxa, pxb, pxc, pxr, pmptr, pmsz):
+    """Call the compiled ``fcall.rows_c`` (``float_rows``) at the address ``fn`` (all arguments int64; the last
+    six are the addresses of xa, xb, xc, xr, mptr, msz)."""
     sig = types.void(*([types.int64] * 12))
 
     def codegen(context, builder, signature, args):
@@ -426,25 +410,14 @@ def _minmax1(a, b, is_min, nan_prop, ftz):
 
 
 @njit(cache=True, _nrt=False)
-def float_row(opc, row, em, xa, xb, xr):
-    """FMINMAX (X: 1 = min, Y: 1 = .ftz, Z: 1 = .NaN) and FNEGABS (X: 0 = abs, 1 = neg, 2 = copysign;
-    Y: 1 = .ftz) rows, .f32."""
-    ftz = row[T.Y] == 1
-    for lane in range(LANES):
-        if (em >> lane) & 1:
-            a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))
-            if opc == T.FMINMAX:
-                r = _minmax1(a, np.int64(xb[lane] & np.uint64(0xFFFFFFFF)), row[T.X] == 1, row[T.Z] == 1, ftz)
-            elif row[T.X] == 2:                  # copysign.f32 d, a, b: a's sign on b, NaNs untouched
-                r = (a & 0x80000000) | (np.int64(xb[lane] & np.uint64(0xFFFFFFFF)) & 0x7FFFFFFF)
-            else:
-                if ftz:
-                    a = _flush(a)
-                r = a ^ 0x80000000 if row[T.X] == 1 else a & 0x7FFFFFFF
-                if (r & 0x7FFFFFFF) > 0x7F800000:
-                    r = CANON
-            xr[lane] = np.uint64(r)
-
+def _negabs(x, ftz, a, b):
+    """FNEGABS of one lane: abs (x = 0) / neg (x = 1) {.ftz}.f32, NaN -> canonical; copysign.f32 (x = 2)."""
+    if x == 2:                                    # copysign.f32 d, a, b: a's sign on b, NaNs untouched
+        return (a & 0x80000000) | (b & 0x7FFFFFFF)
+    if ftz:
+        a = _flush(a)
+    r = a ^ 0x80000000 if x == 1 else a & 0x7FFFFFFF
+    return CANON if (r & 0x7FFFFFFF) > 0x7F800000 else r
 
 # ------------------------------------------------------------------------- .ftz and contracted f32 arithmetic
 @njit(cache=True, _nrt=False)
@@ -573,15 +546,26 @@ def fcvt(kind, irnd, ftz, a, b):
 
 
 @njit(cache=True, _nrt=False)
-def other_row(opc, row, em, xa, xb, xc, xr):
-    """FARITH (X: F_ADD..F_FMA, Y: .ftz, Z: negations) and FCVT rows on the lanes in ``em``."""
-    x, y, z = row[T.X], row[T.Y], row[T.Z]
+def float_rows(opc, x, y, z, em, xa, xb, xc, xr, mptr, msz):
+    """One row of fmath's opcodes (table.py: MUFU, MUFU_DIV, MUFU_DIVFMA, FMINMAX, FNEGABS, FARITH, FCVT; x, y, z:
+    the row's fields X, Y, Z) on the lanes in ``em``: sources gathered in xa, xb, xc, results into xr."""
     for lane in range(LANES):
         if (em >> lane) & 1:
             a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))
             b = np.int64(xb[lane] & np.uint64(0xFFFFFFFF))
-            if opc == T.FARITH:
-                r = farith(x, y == 1, z, a, b, np.int64(xc[lane] & np.uint64(0xFFFFFFFF)))
+            c = np.int64(xc[lane] & np.uint64(0xFFFFFFFF))
+            if opc == T.MUFU:
+                r = unary(x, y == 1, a, mptr, msz)
+            elif opc == T.MUFU_DIV:
+                r = div(x == DIV_FULL, y == 1, a, b, mptr)
+            elif opc == T.MUFU_DIVFMA:
+                r = div_fma(x == DIV_FULL, y == 1, z, a, b, c, mptr)
+            elif opc == T.FMINMAX:
+                r = _minmax1(a, b, x == 1, z == 1, y == 1)
+            elif opc == T.FNEGABS:
+                r = _negabs(x, y == 1, a, b)
+            elif opc == T.FARITH:
+                r = farith(x, y == 1, z, a, b, c)
             else:
                 r = fcvt(x, y, z == 1, a, b)
             xr[lane] = np.uint64(r)

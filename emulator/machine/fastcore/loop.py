@@ -12,7 +12,7 @@ from numba.extending import intrinsic
 
 from . import table as T
 from ...numerics.gemm_fast import tc_one_noalloc
-from .fmath import call_mufu, float_row, other_row
+from .fmath import call_rows
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -714,13 +714,8 @@ def _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, mptr, msz):
         _gather(row[T.B], w, sgn, xb, a8, a16, a32, a64, imrow)
     if row[T.C] != -1:
         _gather(row[T.C], w, sgn, xc, a8, a16, a32, a64, imrow)
-    if opc == T.MUFU or opc == T.MUFU_DIV or opc == T.MUFU_DIVFMA:    # compiled apart (fastcore/mufu_call.py)
-        call_mufu(mptr[mptr.shape[0] - 1], opc, row[T.X], row[T.Y], row[T.Z], em, xa.ctypes.data, xb.ctypes.data,
-                  xc.ctypes.data, xr.ctypes.data, mptr.ctypes.data, msz.ctypes.data)
-    elif opc == T.FMINMAX or opc == T.FNEGABS:
-        float_row(opc, row, em, xa, xb, xr)
-    else:
-        other_row(opc, row, em, xa, xb, xc, xr)
+    call_rows(mptr[mptr.shape[0] - 1], opc, row[T.X], row[T.Y], row[T.Z], em, xa.ctypes.data, xb.ctypes.data,
+              xc.ctypes.data, xr.ctypes.data, mptr.ctypes.data, msz.ctypes.data)      # fastcore/fcall.py
     _scatter(row[T.D], xr, em, row[T.V0] if opc == T.FCVT else 32, 0, a8, a16, a32, a64)
 
 
@@ -896,7 +891,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                 handback = True
                 break
         elif (opc == T.MUFU or opc == T.MUFU_DIV or opc == T.FMINMAX or opc == T.FNEGABS or opc == T.FARITH or
-              opc == T.FCVT or opc == T.MUFU_DIVFMA) and em != 0:
+              opc == T.FCVT or opc == T.MUFU_DIVFMA) and em != 0:                  # table.FLOAT_ROWS
             _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, mptr, msz)
         elif opc != T.NOP and em != 0:
             _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64)

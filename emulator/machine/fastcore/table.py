@@ -51,11 +51,12 @@ FMINMAX = 39      # min/max {.ftz}{.NaN}.f32 (X: 1 = min, Y: 1 = .ftz, Z: 1 = .N
 FNEGABS = 45      # neg/abs {.ftz}.f32 (X: 0 = abs, 1 = neg, Y: 1 = .ftz), copysign.f32 (X: 2)
 FARITH = 46       # add/sub/mul/fma .rn.ftz.f32 and the add/sub ptxas contracts with a mul (fmath.F_*: X; Y: .ftz;
                   # Z: bit 0 the product negated, bit 1 the addend negated)
+FCVT = 47         # the common float conversions (fmath.CV_*: X; Y: integer rounding; Z: .ftz; V0: destination bits)
 MUFU_DIVFMA = 48  # an add/sub ptxas contracts with div.approx/div.full .f32: rcp(b') * a' + c in one rounding
                   # (X: 1 = .full, Y: .ftz, Z: as FARITH's; A, B: the division's operands, C: the addend)
-FCVT = 47         # the common float conversions (fmath.CV_*: X; Y: integer rounding; Z: .ftz; V0: destination bits)
 
 NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
+FLOAT_ROWS = (MUFU, MUFU_DIV, MUFU_DIVFMA, FMINMAX, FNEGABS, FARITH, FCVT)   # run by fcall.rows_c (fmath.py)
 
 # -- fields of a code row --------------------------------------------------------------------------------
 OP = 0            # opcode

@@ -150,13 +150,13 @@ class Translation:
     def _mufu_tables(self):
         """Raw pointers (and lengths) of the measured MUFU tables the MUFU rows read (numerics.mufu.tables,
         unpacked here; the translation keeps them alive); 0 for the others, which no row reads. The last
-        slot: the address of the compiled MUFU function (fastcore/mufu_call.py), when a row needs it."""
+        slot: the address of the compiled float rows (fastcore/fcall.py), when a row needs it."""
         from ...numerics import mufu
         self.mufu_ptr = np.zeros(len(fmath.TABLES) + 1, np.int64)
         self.mufu_size = np.zeros(len(fmath.TABLES) + 1, np.int64)
         self._mufu_keep = []
-        if self._mufu:
-            from .mufu_call import ADDRESS
+        if np.isin(self.code[:, T.OP], T.FLOAT_ROWS).any():
+            from .fcall import ADDRESS
             self.mufu_ptr[-1] = ADDRESS
         for k in sorted(self._mufu):
             tab = mufu.tables()[fmath.TABLES[k]]

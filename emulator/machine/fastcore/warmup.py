@@ -109,8 +109,8 @@ KERNEL = """
 """
 
 
-# the background process: two tiny launches, one the CTA loop runs and one it cannot (a call), the MUFU rows'
-# function, and one
+# the background process: two tiny launches, one the CTA loop runs and one it cannot (a call), the float rows'
+# function (fcall.py), and one
 # tensor-core tile and one integer tile through the reference executors' jitted kernels
 MAIN = """
 import numpy as np
@@ -123,7 +123,7 @@ a = g.alloc(64 * 4)
 m.launch("k", 1, 64, [a, 0], gmem=g, engine="fast")
 m.launch("kc", 1, 32, [a], gmem=g, engine="fast")
 assert (g.download(a, 128).view(np.uint32) == 2 * np.arange(32)).all()
-import emulator.machine.fastcore.mufu_call           # the MUFU rows' function (compiled apart from the loops)
+import emulator.machine.fastcore.fcall           # the float rows' function (compiled apart from the loops)
 from emulator.numerics import fast
 for spelling in ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"):
     op = get_mma(spelling)
