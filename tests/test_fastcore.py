@@ -235,7 +235,8 @@ FLOAT_FORMS = {
        for ftz in ("", ".ftz") for nan in ("", ".NaN")},
     **{f"{op}{ftz}.f32": f"{op}{ftz}.f32 {{D}}, {{A}};" for op in ("neg", "abs") for ftz in ("", ".ftz")},
     "copysign.f32": "copysign.f32 {D}, {A}, {B};",
-    **{f"{op}{rn}.ftz.f32": f"{op}{rn}.ftz.f32 {{D}}, {{A}}, {{B}};" for op in ("add", "sub", "mul") for rn in ("", ".rn")},
+    **{f"{op}{rn}.ftz.f32": f"{op}{rn}.ftz.f32 {{D}}, {{A}}, {{B}};" for op in ("add", "sub", "mul")
+       for rn in ("", ".rn")},
     "fma.rn.ftz.f32": "fma.rn.ftz.f32 {D}, {A}, {B}, {C};", "mad.rn.ftz.f32": "mad.rn.ftz.f32 {D}, {A}, {B}, {C};",
     **{f"contract {m}{c}{ftz}": f"mul{ftz}.f32 {{T}}, {{A}}, {{B}}; " + (
         f"{c}{ftz}.f32 {{D}}, {{T}}, {{C}};" if m == "pc" else f"{c}{ftz}.f32 {{D}}, {{C}}, {{T}};")
@@ -258,7 +259,9 @@ def _float_instruction(rng, reg):
     allows one)."""
     name = str(rng.choice(sorted(FLOAT_FORMS)))
     text = FLOAT_FORMS[name]
-    imm = lambda: f"0f{int(rng.choice(SPECIAL32)):08X}" if rng.random() < 0.15 and "cvt" not in name else reg()  # noqa: E731
+
+    def imm():
+        return f"0f{int(rng.choice(SPECIAL32)):08X}" if rng.random() < 0.15 and "cvt" not in name else reg()
     return text.format(D=reg(), A=imm(), B=imm(), C=imm(), T=reg(), H=str(rng.choice(REGS[16])),
                        G=str(rng.choice(REGS[16])))
 

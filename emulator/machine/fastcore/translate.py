@@ -797,7 +797,8 @@ def r_contract(t, env, instr, row, imm):
 
 _CVT_KINDS = {("f32", "s32"): fmath.CV_S32_F32, ("f32", "u32"): fmath.CV_U32_F32, ("f32", "f16"): fmath.CV_F16_F32,
               ("f32", "bf16"): fmath.CV_BF16_F32, ("f16", "f32"): fmath.CV_F32_F16, ("bf16", "f32"): fmath.CV_F32_BF16,
-              ("f16x2", "f32"): fmath.CV_PACK_F16, ("bf16x2", "f32"): fmath.CV_PACK_BF16, ("f32", "f32"): fmath.CV_FRNDI}
+              ("f16x2", "f32"): fmath.CV_PACK_F16, ("bf16x2", "f32"): fmath.CV_PACK_BF16,
+              ("f32", "f32"): fmath.CV_FRNDI}
 _CVT_BITS = {"f32": 32, "s32": 32, "u32": 32, "f16": 16, "bf16": 16, "f16x2": 32, "bf16x2": 32}
 
 
