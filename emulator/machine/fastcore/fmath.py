@@ -2,10 +2,10 @@
 f32 arithmetic, the common float conversions): the same arithmetic as ``numerics.mufu``, ``ops.falu`` and
 ``ops.cvt``, lane by lane in numba.
 
-``numerics.mufu`` is the definition (an array model proven equal to the H100 on every input); the functions
-here transcribe it one lane at a time, step for step (the same integer rounding of binary64 bits, the same
-table reads, the same special cases), so the two agree bit for bit by construction, and
-``tests/test_fastcore.py`` checks it on special values, random bits and the committed H100 sample.
+The readable executors are the definition (for MUFU, ``numerics.mufu``: an array model proven equal to the
+H100 on every input); the functions here transcribe them one lane at a time, step for step (the same integer
+rounding of binary64 bits, the same table reads, the same special cases), and ``tests/test_fastcore.py`` checks
+them against the executors on special values and random bits, and against the committed H100 sample.
 
 All of it is compiled apart from the loops (``fastcore/fcall.py``: ``float_rows`` as one C-callable function
 the loop calls through its address, ``call_rows``), so it adds next to nothing to the loops' compile time, and
@@ -21,6 +21,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from . import table as T
+from ...numerics.mufu import TANH_SHIFT as _TANH_SHIFT
 
 LANES = 32
 CANON = 0x7FFFFFFF
@@ -32,7 +33,7 @@ TABLES = ("rcp", "rsq_even", "rsq_odd", "sqrt_even", "sqrt_odd", "ex2", "ex2_neg
 (T_RCP, T_RSQ_EVEN, T_RSQ_ODD, T_SQRT_EVEN, T_SQRT_ODD, T_EX2, T_EX2_NEG, T_LG2_E0, T_LG2_EM1, T_SIN,
  T_COS) = range(11)
 T_TANH = 11                                   # tanh_119 .. tanh_129
-TANH_SHIFT = (6, 6, 6, 5, 5, 4, 4, 4, 3, 2, 3)  # numerics.mufu.TANH_SHIFT, binade 119 on
+TANH_SHIFT = tuple(_TANH_SHIFT[e] for e in range(119, 130))   # mantissa bits dropped, binade 119 on
 
 # the forms (row field X of MUFU rows; Y: 1 = .ftz)
 EX2, LG2, RCP, RSQRT, SQRT, SIN, COS, TANH = range(8)

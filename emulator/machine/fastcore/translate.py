@@ -674,13 +674,13 @@ def _f32_srcs(t, env, row, imm, srcs, width=32):
         if isinstance(o, Imm):
             if o.kind != "f32" or width != 32:
                 raise _Slow
-        elif t._reg(env, o) not in CONST_SPECIALS and env.reg_width(t._reg(env, o)) != width:
+        elif t._reg(env, o) == "_" or (t._reg(env, o) not in CONST_SPECIALS and env.reg_width(t._reg(env, o)) != width):
             raise _Slow
         row[f] = t._src(env, o, "b%d" % width, imm, k)
 
 
 def _f32_dst(t, env, row, d, width=32):
-    if isinstance(d, (Vec, Pair, Not, Imm)) or env.reg_width(t._reg(env, d)) != width:
+    if isinstance(d, (Vec, Pair, Not, Imm)) or t._reg(env, d) == "_" or env.reg_width(t._reg(env, d)) != width:
         raise _Slow
     row[T.D] = t._dst(env, d)
     if row[T.D] < 0:
