@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from emulator import load_ptx
+from emulator.numerics import mufu as MUFU
 from emulator.machine.fastcore import table as T
 from emulator.machine.fastcore import translation
 from engines import compare_engines, differences, launch_outcome
@@ -71,7 +72,10 @@ REGS = {16: [f"%h{i}" for i in range(4)], 32: [f"%r{i}" for i in range(6)], 64: 
         1: [f"%p{i}" for i in range(4)]}
 SPECIAL32 = [0, 1, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001,
              0xFFC00123, 0x00000001, 0x80000001, 0x007FFFFF, 0x3F800000, 0xBF800000, 0x4B800000, 0x00800000,
-             0x80000000, 31, 32, 33, 63, 64, 65]
+             0x80000000, 31, 32, 33, 63, 64, 65,
+             # float edges of the MUFU forms: NaN payloads, huge, 2^126 (division rescaling), -126/-128/128 (ex2)
+             0x7FC00001, 0xFF800001, 0x7F7FFFFF, 0xFF7FFFFF, 0x7E800001, 0xFE800000, 0xC2FC0000, 0xC2FD0000,
+             0xC3000000, 0x43000000, 0x0D000000, 0x3E22F983, 0x80800000]
 CMPS_INT = ("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs")
 CMPS_F = ("eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan")
 SLOW_OPS = ("popc.b32 {r32}, {r32b};", "brev.b32 {r32}, {r32b};",
@@ -107,7 +111,7 @@ def _instruction(rng):
     pick = lambda regs: str(rng.choice(regs))                    # noqa: E731
     t = str(rng.choice(TYPES_INT[w]))
     srcb = lambda: _imm(rng, w) if rng.random() < 0.25 else pick(R)    # noqa: E731
-    fam = int(rng.integers(23))
+    fam = int(rng.integers(24))
     if fam == 0:
         op = str(rng.choice(["add", "sub", "min", "max", "mul.lo", "mul.hi"]))
         return f"{op}.{t} {pick(R)}, {pick(R)}, {srcb()};"
@@ -229,7 +233,49 @@ def _instruction(rng):
         return str(rng.choice(SLOW_OPS)).format(
             r32=pick(REGS[32]), r32b=pick(REGS[32]), r32c=pick(REGS[32]), r16=pick(REGS[16]),
             r16b=pick(REGS[16]), r64=pick(REGS[64]), r64b=pick(REGS[64]), r64c=pick(REGS[64]), p=pick(REGS[1]))
+    if fam == 23:                # the MUFU forms and the other float rows (fastcore/fmath.py)
+        return _float_instruction(rng, lambda: pick(REGS[32]))
     return f"add.{t} {pick(R)}, {pick(R)}, {srcb()};"
+
+
+MUFU_F32 = [f for f in MUFU.PTX_SEQUENCES if f.endswith(".f32")]
+# the other float rows of fastcore/fmath.py, as templates: {D} {A} {B} {C} 32-bit registers, {H} a 16-bit source,
+# {G} a 16-bit destination, {T} a 32-bit temporary
+FLOAT_FORMS = {
+    **{f: f"{f} {{D}}, {{A}}, {{B}};" if f.startswith("div") else f"{f} {{D}}, {{A}};" for f in MUFU_F32},
+    **{f"{op}{ftz}{nan}.f32": f"{op}{ftz}{nan}.f32 {{D}}, {{A}}, {{B}};" for op in ("min", "max")
+       for ftz in ("", ".ftz") for nan in ("", ".NaN")},
+    **{f"{op}{ftz}.f32": f"{op}{ftz}.f32 {{D}}, {{A}};" for op in ("neg", "abs") for ftz in ("", ".ftz")},
+    "copysign.f32": "copysign.f32 {D}, {A}, {B};",
+    **{f"{op}{rn}.ftz.f32": f"{op}{rn}.ftz.f32 {{D}}, {{A}}, {{B}};" for op in ("add", "sub", "mul")
+       for rn in ("", ".rn")},
+    "fma.rn.ftz.f32": "fma.rn.ftz.f32 {D}, {A}, {B}, {C};", "mad.rn.ftz.f32": "mad.rn.ftz.f32 {D}, {A}, {B}, {C};",
+    **{f"contract {m}{c}{ftz}": f"mul{ftz}.f32 {{T}}, {{A}}, {{B}}; " + (
+        f"{c}{ftz}.f32 {{D}}, {{T}}, {{C}};" if m == "pc" else f"{c}{ftz}.f32 {{D}}, {{C}}, {{T}};")
+       for m in ("pc", "cp") for c in ("add", "sub") for ftz in ("", ".ftz")},
+    **{f"contract {dv}{ftz} {c}": f"{dv}{ftz}.f32 {{T}}, {{A}}, {{B}}; " + (
+        f"add{ftz}.f32 {{D}}, {{T}}, {{C}};" if c == "add" else f"sub{ftz}.f32 {{D}}, {{C}}, {{T}};")
+       for dv in ("div.full", "div.approx") for ftz in ("", ".ftz") for c in ("add", "sub")},
+    "cvt.rn.f32.s32": "cvt.rn.f32.s32 {D}, {A};", "cvt.rn.f32.u32": "cvt.rn.f32.u32 {D}, {A};",
+    **{f"cvt.{r}{ftz}.f32.f32": f"cvt.{r}{ftz}.f32.f32 {{D}}, {{A}};" for r in ("rni", "rzi", "rmi", "rpi")
+       for ftz in ("", ".ftz")},
+    "cvt.f32.f16": "cvt.f32.f16 {D}, {H};", "cvt.ftz.f32.f16": "cvt.ftz.f32.f16 {D}, {H};",
+    "cvt.f32.bf16": "cvt.f32.bf16 {D}, {H};", "cvt.rn.f16.f32": "cvt.rn.f16.f32 {G}, {A};",
+    "cvt.rn.bf16.f32": "cvt.rn.bf16.f32 {G}, {A};", "cvt.rn.f16x2.f32": "cvt.rn.f16x2.f32 {D}, {A}, {B};",
+    "cvt.rn.bf16x2.f32": "cvt.rn.bf16x2.f32 {D}, {A}, {B};",
+}
+
+
+def _float_instruction(rng, reg):
+    """A MUFU form or another float row of fmath.py, on random registers (or a 0f immediate where PTX
+    allows one)."""
+    name = str(rng.choice(sorted(FLOAT_FORMS)))
+    text = FLOAT_FORMS[name]
+
+    def imm():
+        return f"0f{int(rng.choice(SPECIAL32)):08X}" if rng.random() < 0.15 and "cvt" not in name else reg()
+    return text.format(D=reg(), A=imm(), B=imm(), C=imm(), T=reg(), H=str(rng.choice(REGS[16])),
+                       G=str(rng.choice(REGS[16])))
 
 
 def random_kernel(rng, n=40):
@@ -449,3 +495,169 @@ def test_auto_engine_switches_to_the_fast_engine_between_ctas(monkeypatch):
     assert not differences(ref, auto)
     if "error" not in ref:
         assert auto["fast_executed"] > 0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# MUFU forms and f32 min/max/neg/abs in the loop (fastcore/fmath.py)
+
+FLOAT_EDGES = np.array(sorted(set(SPECIAL32) | {
+    0x00000002, 0x00400000, 0x807FFFFF, 0x00800001, 0x3F000000, 0xBF000000, 0x3FFFFFFF, 0x7E7FFFFF, 0x7E800000,
+    0xFE800001, 0x7F000000, 0x01000000, 0x4B7FFFFF, 0xC2FE0000, 0xC2FBFFFF, 0x42FFFFFF, 0xC3010000, 0x33800000,
+    0xB3800000, 0x40490FDB, 0xC0490FDB, 0x49742400, 0x3B800000, 0x3C000000, 0x41000000, 0x40FFFFFF, 0x7FBFFFFF,
+    0xFFFFFFFE,
+    # products just below 2^-126 that reach it on the subnormal grid but not with 24 bits (.ftz flushes them)
+    0x3F7FFFFF, 0x3F7FFFFE, 0x3F800001, 0x00FFFFFF, 0x3F000001, 0x80FFFFFF, 0x4B000000, 0x477FFF00}), np.uint32)
+
+
+def _form_kernel(text, n_per_thread):
+    """Each thread reads ``n_per_thread`` (a, b, c) triples and writes what ``text`` (a FLOAT_FORMS template)
+    makes of each."""
+    body = []
+    for k in range(n_per_thread):
+        body.append(f"ld.global.v4.u32 {{%a0, %a1, %a2, %a4}}, [%q0+{16 * k}]; cvt.u16.u32 %h0, %a0; " +
+                    text.format(D="%a3", A="%a0", B="%a1", C="%a2", T="%a4", H="%h0", G="%h1") +
+                    (" cvt.u32.u16 %a3, %h1;" if "{G}" in text else "") + f" st.global.u32 [%q1+{4 * k}], %a3;")
+    return f"""
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 pin, .param .u64 pout)
+{{
+    .reg .b32 %a<5>; .reg .b16 %h<2>; .reg .b32 %t<3>; .reg .b64 %q<4>;
+    ld.param.u64 %q0, [pin];
+    ld.param.u64 %q1, [pout];
+    mov.u32 %t0, %tid.x;
+    mov.u32 %t1, %ctaid.x;
+    mov.u32 %t2, %ntid.x;
+    mad.lo.u32 %t0, %t1, %t2, %t0;
+    mul.wide.u32 %q3, %t0, {16 * n_per_thread};
+    add.s64 %q0, %q0, %q3;
+    mul.wide.u32 %q3, %t0, {4 * n_per_thread};
+    add.s64 %q1, %q1, %q3;
+    {chr(10).join(body)}
+    ret;
+}}
+"""
+
+
+def _inputs(a, b, c, per=8):
+    """The (a, b, c, 0) words of the threads, padded to whole warps of ``per`` elements each."""
+    n = -(-a.size // (32 * per)) * 32 * per
+    words = np.zeros((n, 4), np.uint32)
+    words[:a.size, 0], words[:a.size, 1], words[:a.size, 2] = a, b, c
+    return n // (32 * per), [words, np.zeros(n, np.uint32)]
+
+
+@pytest.mark.parametrize("form", MUFU_F32)
+def test_mufu_forms_replay_the_h100_sample_on_the_fast_engine(form):
+    """The committed H100 sample (tests/data/mufu) through the loop's MUFU rows, not handed back."""
+    sample = np.load(os.path.join(ROOT, "tests", "data", "mufu", "h100_sample.npz"), allow_pickle=False)
+    a = sample[f"{form}__in0"]
+    b = sample[f"{form}__in1"] if f"{form}__in1" in sample.files else np.zeros_like(a)
+    want = sample[f"{form}__out"]
+    module = load_ptx(_form_kernel(FLOAT_FORMS[form], 8))
+    grid, arrays = _inputs(a, b, b)
+    out = launch_outcome(module, "k", grid, 32, arrays)
+    got = out["memory"][1][1].view(np.uint32)[:a.size]
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, [(hex(int(a[i])), hex(int(b[i])), hex(int(want[i])), hex(int(got[i]))) for i in bad[:5]]
+    tr = translation(module.program("k"))
+    assert {T.NAMES[int(o)] for o in tr.code[:, T.OP]} >= {"MUFU_DIV" if form.startswith("div") else "MUFU"}
+    assert out["fast_executed"] == out["instructions"]          # every instruction ran in the loop, none handed back
+
+
+@pytest.mark.parametrize("form", sorted(FLOAT_FORMS))
+def test_float_forms_over_special_values_are_identical_on_both_engines(form):
+    """Every pair of special values (zeros, subnormals, inf, NaN payloads, negatives, huge and tiny, the
+    rescaling edges of ptxas's sequences) with a third operand cycling through them, and random bits, on both
+    engines: everything compared, and every instruction translated."""
+    rng = np.random.default_rng(len(form))
+    e = FLOAT_EDGES
+    r = rng.integers(0, 1 << 32, size=(3, 512), dtype=np.uint64).astype(np.uint32)
+    a = np.concatenate([np.repeat(e, e.size), r[0]])
+    b = np.concatenate([np.tile(e, e.size), r[1]])
+    c = np.concatenate([np.roll(np.repeat(e, e.size), 7), r[2]])
+    if "{H}" in FLOAT_FORMS[form]:                                # a 16-bit source (a's low half): all of them
+        a = np.concatenate([a, np.arange(65536, dtype=np.uint32)])
+        b, c = (np.concatenate([x, np.zeros(65536, np.uint32)]) for x in (b, c))
+    module = load_ptx(_form_kernel(FLOAT_FORMS[form], 8))
+    grid, arrays = _inputs(a, b, c)
+    ref, fast, diffs = compare_engines(module, "k", grid, 32, arrays)
+    assert not diffs, diffs
+    assert "error" not in ref and fast["fast_executed"] == fast["instructions"]
+    assert translation(module.program("k")).fast.all()
+
+
+def test_fmath_equals_the_mufu_model_on_random_bits():
+    """fastcore.fmath lane by lane against numerics.mufu (the model the H100 matched on every input) on
+    random bits, exponents near the interesting binades and the edges, for every f32 form."""
+    from numba import njit
+    from emulator.machine.fastcore import fmath as F
+
+    @njit
+    def unary(form, ftz, xs, out, mptr, msz):
+        for i in range(xs.size):
+            out[i] = F.unary(form, ftz, np.int64(xs[i]), mptr, msz)
+
+    @njit
+    def div(full, ftz, a, b, out, mptr):
+        for i in range(a.size):
+            out[i] = F.div(full, ftz, np.int64(a[i]), np.int64(b[i]), mptr)
+
+    tabs = MUFU.tables()
+    keep = [tabs[n] for n in F.TABLES]
+    mptr = np.array([t.ctypes.data for t in keep], np.int64)
+    msz = np.array([t.size for t in keep], np.int64)
+    rng = np.random.default_rng(7)
+    n = 20000
+    near = (rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32) & 0x807FFFFF) | (
+        rng.integers(100, 160, n).astype(np.uint32) << 23)
+    x = np.concatenate([FLOAT_EDGES, rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32), near])
+    y = rng.permutation(x)
+    y[::3] = (y[::3] & 0x807FFFFF) | (rng.integers(240, 256, y[::3].size).astype(np.uint32) << 23)
+    out = np.zeros(x.size, np.int64)
+    with np.errstate(all="ignore"):
+        for form in MUFU_F32:
+            if form.startswith("div"):
+                div(form.startswith("div.full"), ".ftz." in form, x, y, out, mptr)
+                want = MUFU.ptx_f32_div(np, form, x, y)
+            else:
+                unary(F.UNARY[form.split(".")[0]], ".ftz." in form, x, out, mptr, msz)
+                want = MUFU.ptx_f32_unary(np, form, x)
+            bad = np.flatnonzero(out.astype(np.uint32) != want)
+            assert bad.size == 0, (form, [(hex(int(x[i])), hex(int(out[i])), hex(int(want[i]))) for i in bad[:4]])
+
+
+@pytest.mark.parametrize("form", ["div.full.ftz.f32", "ex2.approx.f32", "fma.rn.ftz.f32", "contract pcsub",
+                                  "contract div.full sub"])
+def test_a_wrong_float_row_is_caught(form):
+    """The comparison can fail: div.full.ftz run without .ftz, ex2.approx.f32 with it, fma.rn.ftz without it,
+    a contracted sub (of a product, of a quotient) with its negation dropped: each differs."""
+    e = FLOAT_EDGES
+    module = load_ptx(_form_kernel(FLOAT_FORMS[form], 8))
+    tr = translation(module.program("k"))
+    ops = (T.FARITH, T.MUFU_DIVFMA) if form.startswith("contract") else (T.MUFU, T.MUFU_DIV, T.FARITH)
+    rows = np.flatnonzero(np.isin(tr.code[:, T.OP], ops))
+    assert rows.size == 8
+    field = T.Z if form.startswith("contract") else T.Y
+    tr.code[rows, field] = (1 - tr.code[rows, field]) if field == T.Y else 0
+    grid, arrays = _inputs(np.repeat(e, e.size), np.tile(e, e.size), np.roll(np.repeat(e, e.size), 3))
+    ref, fast, diffs = compare_engines(module, "k", grid, 32, arrays)
+    assert any("global allocation" in d for d in diffs)
+
+
+@pytest.mark.parametrize("text", ["tanh.approx.ftz.f32 {D}, {A};", "ex2.approx.f64 {D}, {A};",
+                                  "div.full.rn.f32 {D}, {A}, {B};", "rcp.rn.ftz.f32 {D}, {A};",
+                                  "min.xorsign.abs.f32 {D}, {A}, {B};", "cvt.rz.f32.s32 {D}, {A};",
+                                  "fma.rz.ftz.f32 {D}, {A}, {B}, {C};", "cvt.rn.satfinite.f16x2.f32 {D}, {A}, {B};"])
+def test_float_forms_the_loop_does_not_hold_stay_with_the_executors(text):
+    """Forms outside the float rows (unknown spellings, other rounding modes, .sat/.satfinite, .xorsign) are
+    handed back: the executor's result, or its error, on both engines."""
+    module = load_ptx(_form_kernel(text, 2), validate=False)
+    rng = np.random.default_rng(3)
+    grid, arrays = _inputs(*rng.integers(0, 1 << 32, size=(3, 64), dtype=np.uint64).astype(np.uint32), per=2)
+    ref, fast, diffs = compare_engines(module, "k", grid, 32, arrays)
+    assert not diffs, diffs
+    if "error" not in ref:                   # (an unknown spelling is refused before anything runs)
+        tr = translation(module.program("k"))
+        assert not np.isin(tr.code[:, T.OP], T.FLOAT_ROWS).any()

@@ -158,7 +158,7 @@ class FastWarp:
         tr = fl.tr
         fl._run(tr.code, tr.imm, self.arena, w.pc, w.exited, w.waiting, w.smem_inflight, fl.gtab, st,
                 fl.log_pc, fl.log_addr, fl.log_mask, tr.mma_regs, tr.mma_maps, tr.mma_prm, *tr.mma_luts, tr.mma_lutidx, fl.scratch,
-                tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags)
+                tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags, tr.mufu_ptr, tr.mufu_size)
         budget[0] = int(st[T.S_BUDGET])
         w.clock = w.issued = int(st[T.S_ISSUED])
         w.back_taken = int(st[T.S_BACK])
@@ -237,7 +237,7 @@ class FastCTA:
                     st, fl.log_pc, fl.log_addr, fl.log_mask, self.log_warp, tr.mma_regs, tr.mma_maps, tr.mma_prm,
                     *tr.mma_luts, tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags,
                     self.cst, self.issued, self.executed, self.param_ptrs, self.wbid, self.bar_arrived, self.bar_seq,
-                    self.backs)
+                    self.backs, tr.mufu_ptr, tr.mufu_size)
             cta.budget[0] = int(st[T.S_BUDGET])
             n = int(st[T.S_NLOG])
             if n:

@@ -12,6 +12,7 @@ from numba.extending import intrinsic
 
 from . import table as T
 from ...numerics.gemm_fast import tc_one_noalloc
+from .fmath import call_rows
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -727,8 +728,22 @@ def _ldmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr, out):
 
 
 @njit(cache=True, _nrt=False)
+def _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, mptr, msz):
+    """MUFU, MUFU_DIV, MUFU_DIVFMA, FMINMAX, FNEGABS, FARITH and FCVT rows (fmath.py) on the lanes in ``em``."""
+    w, sgn = row[T.W], row[T.SGN]
+    _gather(row[T.A], w, sgn, xa, a8, a16, a32, a64, imrow)
+    if row[T.B] != -1:
+        _gather(row[T.B], w, sgn, xb, a8, a16, a32, a64, imrow)
+    if row[T.C] != -1:
+        _gather(row[T.C], w, sgn, xc, a8, a16, a32, a64, imrow)
+    call_rows(mptr[mptr.shape[0] - 1], opc, row[T.X], row[T.Y], row[T.Z], em, xa.ctypes.data, xb.ctypes.data,
+              xc.ctypes.data, xr.ctypes.data, mptr.ctypes.data, msz.ctypes.data)      # fastcore/fcall.py
+    _scatter(row[T.D], xr, em, row[T.V0] if opc == T.FCVT else 32, 0, a8, a16, a32, a64)
+
+
+@njit(cache=True, _nrt=False)
 def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmaps,
-        mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags):
+        mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, mptr, msz):
     """Run the warp from its current state (state S_CTA: 1 inside run_cta, which executes the barriers). Returns (through ``state``) why it stopped. Compiled without
     the reference-counting runtime (``_nrt=False``): no atomic increments on every array view and call;
     ``scratch`` (uint64[12, 32], from the caller) holds every temporary."""
@@ -899,6 +914,9 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
             if not _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
                 handback = True
                 break
+        elif (opc == T.MUFU or opc == T.MUFU_DIV or opc == T.FMINMAX or opc == T.FNEGABS or opc == T.FARITH or
+              opc == T.FCVT or opc == T.MUFU_DIVFMA) and em != 0:                  # table.FLOAT_ROWS
+            _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, mptr, msz)
         elif opc != T.NOP and em != 0:
             _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64)
         for lane in range(LANES):
@@ -953,7 +971,7 @@ def _runnable(exited, waiting, w):
 @njit(cache=True, _nrt=False)
 def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, log_warp,
             mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, cst, issued, executed,
-            param_ptrs, wbid, bar_arrived, bar_seq, backs):
+            param_ptrs, wbid, bar_arrived, bar_seq, backs, mptr, msz):
     """A whole CTA as machine.cta.CTA._run schedules it: warp 0, 1, ... in turn, each until none of its lanes
     can run; barriers (BAR rows) arrive and release here. Returns (cst[C_STATUS]) when every thread exited,
     when warp cst[C_WARP] needs Python for the instruction at state S_PC (lanes S_MASK) or a full log, or
@@ -990,7 +1008,7 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
         state[T.S_EXECUTED] = 0
         n0 = state[T.S_NLOG]
         run(code, imm, arenas[w], pcs[w], exited[w], waiting[w], inflight, gtab, state, log_pc, log_addr, log_mask,
-            mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags)
+            mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, mptr, msz)
         issued[w] = state[T.S_ISSUED]
         backs[w] = state[T.S_BACK]
         executed[w] += state[T.S_EXECUTED]

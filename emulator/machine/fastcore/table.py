@@ -46,8 +46,19 @@ BAR = 35          # bar{.cta}.sync/.arrive, barrier{.cta}{.aligned}.sync/.arrive
                   # (run_cta), handed back like SLOW when a warp runs alone
 PRMT = 50         # prmt.b32 without a mode (selector nibbles: byte index, bit 3 replicates the sign)
 TF32_RNA = 51     # cvt.rna{.satfinite}.tf32.f32 (X: 1 = .satfinite): ops.cvt_narrow's integer steps
+MUFU = 37         # the f32 forms of ex2/lg2/rcp/rsqrt/sqrt/sin/cos .approx and tanh.approx (fmath.py; X: form,
+                  # Y: 1 = .ftz), as numerics.mufu computes them; the tables through the translation's pointers
+MUFU_DIV = 38     # div.approx/div.full {.ftz}.f32 (X: 1 = .full, Y: 1 = .ftz)
+FMINMAX = 39      # min/max {.ftz}{.NaN}.f32 (X: 1 = min, Y: 1 = .ftz, Z: 1 = .NaN)
+FNEGABS = 45      # neg/abs {.ftz}.f32 (X: 0 = abs, 1 = neg, Y: 1 = .ftz), copysign.f32 (X: 2)
+FARITH = 46       # add/sub/mul/fma .rn.ftz.f32 and the add/sub ptxas contracts with a mul (fmath.F_*: X; Y: .ftz;
+                  # Z: bit 0 the product negated, bit 1 the addend negated)
+FCVT = 47         # the common float conversions (fmath.CV_*: X; Y: integer rounding; Z: .ftz; V0: destination bits)
+MUFU_DIVFMA = 48  # an add/sub ptxas contracts with div.approx/div.full .f32: rcp(b') * a' + c in one rounding
+                  # (X: 1 = .full, Y: .ftz, Z: as FARITH's; A, B: the division's operands, C: the addend)
 
 NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
+FLOAT_ROWS = (MUFU, MUFU_DIV, MUFU_DIVFMA, FMINMAX, FNEGABS, FARITH, FCVT)   # run by fcall.rows_c (fmath.py)
 
 # -- fields of a code row --------------------------------------------------------------------------------
 OP = 0            # opcode

@@ -14,6 +14,7 @@ from isa.types import TYPES
 from ...frontend.ptx import Imm, Mem, Not, Paren, Pair, Reg, Sym, Vec
 from isa.types import SPECIAL_REGISTERS
 from ...ops.common import imm_bits
+from . import fmath
 from . import table as T
 
 INT_TYPES = {"u16", "u32", "u64", "s16", "s32", "s64"}
@@ -81,9 +82,11 @@ class Translation:
             op.instr.mods.index("global") < next((i for i, m in enumerate(op.instr.mods) if m.startswith("shared")),
                                                  99))) for op in prog.code)
         self._mma = []           # (MmaOp, [D, A, B, C] register operands) per translated mma
+        self._mufu = set()       # indices (fmath.TABLES) of the MUFU tables the translated rows read
         for pc, op in enumerate(prog.code):
             self._translate(pc, op)
         self._mma_tables()
+        self._mufu_tables()
         self.coverage = float(self.fast.mean()) if n else 1.0
         # the CTA loop (run_cta) runs the whole CTA when every barrier is translated and nothing can stall a
         # warp, yield its turn, or call a function (per-lane call stacks stay with the Python scheduler)
@@ -143,6 +146,25 @@ class Translation:
         self.mma_u64 = np.zeros(max(x[0] for x in sizes), np.uint64)
         self.mma_i64 = np.zeros(max(x[1] for x in sizes), np.int64)
         self.mma_flags = np.zeros(max(x[2] for x in sizes), np.bool_)
+
+    def _mufu_tables(self):
+        """Raw pointers (and lengths) of the measured MUFU tables the MUFU rows read (numerics.mufu.tables,
+        unpacked here; the translation keeps them alive); 0 for the others, which no row reads. The last
+        slot: the address of the compiled float rows (fastcore/fcall.py), when a row needs it."""
+        from ...numerics import mufu
+        self.mufu_ptr = np.zeros(len(fmath.TABLES) + 1, np.int64)
+        self.mufu_size = np.zeros(len(fmath.TABLES) + 1, np.int64)
+        self._mufu_keep = []
+        if np.isin(self.code[:, T.OP], T.FLOAT_ROWS).any():
+            from .fcall import ADDRESS
+            self.mufu_ptr[-1] = ADDRESS
+        for k in sorted(self._mufu):
+            tab = mufu.tables()[fmath.TABLES[k]]
+            if tab.dtype != np.uint32 or not tab.flags.c_contiguous:
+                raise AssertionError("a MUFU table that is not contiguous uint32")
+            self._mufu_keep.append(tab)
+            self.mufu_ptr[k] = tab.ctypes.data
+            self.mufu_size[k] = tab.size
 
     # -- registers ---------------------------------------------------------------------------------
     def _slot(self, name, width, special=False):
@@ -230,8 +252,10 @@ class Translation:
                     row[T.GUARD] = self._slot(g, 1)
                     row[T.GNEG] = int(instr.guard[1])
                 fn = _RULES.get(instr.base)
-                if fn is None or getattr(instr, "contract", None) is not None:
-                    raise _Slow         # fused by ptxas (frontend/contract.py): the executor computes it
+                if getattr(instr, "contract", None) is not None:
+                    fn = r_contract     # fused by ptxas (frontend/contract.py): one FFMA
+                if fn is None:
+                    raise _Slow
                 fn(self, env, instr, row, imm)
                 held = getattr(env, "_wgmma_regs", None)
                 if held and any(n in held for n in _names(instr.operands)):
@@ -686,3 +710,178 @@ _RULES = {
     "cvt": r_cvt, "ld": r_ld, "ldu": r_ld, "st": r_st, "membar": r_nop, "fence": r_nop, "shfl": r_shfl,
     "mma": r_mma, "ldmatrix": r_ldmatrix, "bfe": r_bfe, "prmt": r_prmt, "cvta": r_cvta,
 }
+
+
+# -- MUFU forms, f32 min/max/neg/abs/copysign, .ftz and contracted f32 arithmetic, float conversions (fmath.py)
+
+def _f32_srcs(t, env, row, imm, srcs, width=32):
+    """Source operands into A, B, C: registers of ``width`` bits (or constant special registers), or 0fXXXXXXXX
+    immediates (other literals follow the executor's rules)."""
+    for k, (f, o) in enumerate(zip((T.A, T.B, T.C), srcs)):
+        if isinstance(o, (Vec, Pair, Not)):
+            raise _Slow
+        if isinstance(o, Imm):
+            if o.kind != "f32" or width != 32:
+                raise _Slow
+        elif t._reg(env, o) == "_" or (t._reg(env, o) not in CONST_SPECIALS and env.reg_width(t._reg(env, o)) != width):
+            raise _Slow
+        row[f] = t._src(env, o, "b%d" % width, imm, k)
+
+
+def _f32_dst(t, env, row, d, width=32):
+    if isinstance(d, (Vec, Pair, Not, Imm)) or t._reg(env, d) == "_" or env.reg_width(t._reg(env, d)) != width:
+        raise _Slow
+    row[T.D] = t._dst(env, d)
+    if row[T.D] < 0:
+        raise _Slow
+
+
+def _f32_operands(t, env, instr, n, row, imm):
+    """d, a (, b) of an f32 instruction: 32-bit registers or 32-bit immediates, as the executors read b32."""
+    ops = instr.operands
+    if len(ops) != n + 1:
+        raise _Slow
+    _f32_dst(t, env, row, ops[0])
+    _f32_srcs(t, env, row, imm, ops[1:])
+    _set_type(row, "b32")
+
+
+def r_mufu(t, env, instr, row, imm):
+    from isa.mufu import MUFU_SPELLINGS, canonical
+    from isa.targets import TARGETS
+    from ...numerics.mufu import F32_DIV, F32_UNARY
+    form = canonical(instr.base, instr.mods)
+    if form not in MUFU_SPELLINGS or TARGETS.get(getattr(env, "arch", None) or "sm_90", 90) < MUFU_SPELLINGS[form]:
+        raise _Slow                          # not a MUFU form, or not on this target: the executor says so
+    if form in F32_UNARY:
+        code = fmath.UNARY[instr.base]
+        _f32_operands(t, env, instr, 1, row, imm)
+        row[T.X], row[T.Y] = code, int(".ftz." in form)
+        t._mufu.update(fmath.NEEDS[code])
+        row[T.OP] = T.MUFU
+    elif form in F32_DIV:
+        _f32_operands(t, env, instr, 2, row, imm)
+        row[T.X], row[T.Y] = int(form.startswith("div.full")), int(".ftz." in form)
+        t._mufu.add(fmath.T_RCP)
+        row[T.OP] = T.MUFU_DIV
+    else:
+        raise _Slow
+
+
+def r_fminmax(t, env, instr, row, imm):
+    if "f32" not in instr.mods:
+        return r_minmax(t, env, instr, row, imm)
+    q = _classify(instr.mods, {"type": {"f32"}, "ftz": {"ftz"}, "nan": {"NaN"}})
+    _f32_operands(t, env, instr, 2, row, imm)
+    row[T.X], row[T.Y], row[T.Z] = int(instr.base == "min"), int("ftz" in q), int("nan" in q)
+    row[T.OP] = T.FMINMAX
+
+
+def r_copysign(t, env, instr, row, imm):
+    if tuple(instr.mods) != ("f32",):
+        raise _Slow
+    _f32_operands(t, env, instr, 2, row, imm)
+    row[T.X] = 2
+    row[T.OP] = T.FNEGABS
+
+
+def r_fnegabs(t, env, instr, row, imm):
+    if "f32" not in instr.mods:
+        return r_negabs(t, env, instr, row, imm)
+    q = _classify(instr.mods, {"type": {"f32"}, "ftz": {"ftz"}})
+    _f32_operands(t, env, instr, 1, row, imm)
+    row[T.X], row[T.Y] = int(instr.base == "neg"), int("ftz" in q)
+    row[T.OP] = T.FNEGABS
+
+
+def r_divlike(t, env, instr, row, imm):
+    if "approx" in instr.mods or "full" in instr.mods:
+        return r_mufu(t, env, instr, row, imm)
+    raise _Slow
+
+
+def _farith(fallback):
+    """add/sub/mul/fma/mad .rn{.ftz}.f32 with .ftz: FARITH; anything else: the rule ``fallback``."""
+    def rule(t, env, instr, row, imm):
+        if "ftz" not in instr.mods or "f32" not in instr.mods:
+            return fallback(t, env, instr, row, imm)
+        q = _classify(instr.mods, {"type": {"f32"}, "rnd": {"rn"}, "ftz": {"ftz"}})
+        fma = instr.base in ("fma", "mad")
+        if fma and "rnd" not in q:
+            raise _Slow
+        _f32_operands(t, env, instr, 3 if fma else 2, row, imm)
+        row[T.X] = fmath.F_FMA if fma else {"add": fmath.F_ADD, "sub": fmath.F_SUB, "mul": fmath.F_MUL}[instr.base]
+        row[T.Y], row[T.Z] = 1, 0
+        row[T.OP] = T.FARITH
+    return rule
+
+
+def r_contract(t, env, instr, row, imm):
+    """An add/sub.f32 ptxas fused with the mul producing one of its sources (frontend/contract.py): the
+    product's factors are read when the add runs, as ``ops.falu._compile_contracted`` reads them."""
+    from isa.mufu import canonical
+    from ...numerics.mufu import F32_DIV
+    info = instr.contract
+    prod = info.producer
+    if instr.base not in ("add", "sub") or prod.base not in ("mul", "div") or "f32" not in instr.mods or \
+            len(instr.operands) != 3 or len(prod.operands) != 3:
+        raise _Slow
+    q = _classify(instr.mods, {"type": {"f32"}, "ftz": {"ftz"}})
+    _f32_dst(t, env, row, instr.operands[0])
+    _f32_srcs(t, env, row, imm, [prod.operands[1], prod.operands[2], instr.operands[2 - info.index]])
+    _set_type(row, "b32")
+    row[T.Y] = int("ftz" in q)
+    row[T.Z] = int(info.negate_product) | 2 * int(info.negate_other)
+    if prod.base == "mul":
+        row[T.X] = fmath.F_FMA
+        row[T.OP] = T.FARITH
+        return
+    form = canonical("div", prod.mods)               # the last FMUL of ptxas's division, fused (MUFU.RCP inside)
+    if form not in F32_DIV or (".ftz." in form) != ("ftz" in q):
+        raise _Slow
+    row[T.X] = int(form.startswith("div.full"))
+    t._mufu.add(fmath.T_RCP)
+    row[T.OP] = T.MUFU_DIVFMA
+
+
+_CVT_KINDS = {("f32", "s32"): fmath.CV_S32_F32, ("f32", "u32"): fmath.CV_U32_F32, ("f32", "f16"): fmath.CV_F16_F32,
+              ("f32", "bf16"): fmath.CV_BF16_F32, ("f16", "f32"): fmath.CV_F32_F16, ("bf16", "f32"): fmath.CV_F32_BF16,
+              ("f16x2", "f32"): fmath.CV_PACK_F16, ("bf16x2", "f32"): fmath.CV_PACK_BF16,
+              ("f32", "f32"): fmath.CV_FRNDI}
+_CVT_BITS = {"f32": 32, "s32": 32, "u32": 32, "f16": 16, "bf16": 16, "f16x2": 32, "bf16x2": 32}
+
+
+def r_fcvt(t, env, instr, row, imm):
+    """The conversions FCVT holds, in the spellings the executor gives exactly these semantics."""
+    types = [m for m in instr.mods if m in _CVT_BITS]
+    if len(types) != 2 or tuple(types) not in _CVT_KINDS:
+        return r_cvt(t, env, instr, row, imm)
+    dtype, atype = types
+    kind = _CVT_KINDS[dtype, atype]
+    rest = sorted(m for m in instr.mods if m not in types)
+    allowed = {fmath.CV_S32_F32: [["rn"]], fmath.CV_U32_F32: [["rn"]], fmath.CV_F32_F16: [["rn"]],
+               fmath.CV_F32_BF16: [["rn"]], fmath.CV_PACK_F16: [["rn"]], fmath.CV_PACK_BF16: [["rn"]],
+               fmath.CV_F16_F32: [[], ["rn"], ["ftz"], ["ftz", "rn"]], fmath.CV_BF16_F32: [[]],
+               fmath.CV_FRNDI: [[r] for r in ("rni", "rzi", "rmi", "rpi")] +
+               [["ftz", r] for r in ("rni", "rzi", "rmi", "rpi")]}[kind]
+    if rest not in allowed:
+        raise _Slow
+    ops = instr.operands
+    nsrc = 2 if kind in (fmath.CV_PACK_F16, fmath.CV_PACK_BF16) else 1
+    if len(ops) != nsrc + 1 or any(isinstance(o, Imm) for o in ops):
+        raise _Slow
+    _f32_dst(t, env, row, ops[0], _CVT_BITS[dtype])
+    _f32_srcs(t, env, row, imm, ops[1:], _CVT_BITS[atype])
+    _set_type(row, "b%d" % _CVT_BITS[atype])
+    row[T.X] = kind
+    row[T.Y] = ("rni", "rzi", "rmi", "rpi").index(rest[-1]) if kind == fmath.CV_FRNDI else 0
+    row[T.Z] = int("ftz" in rest)
+    row[T.V0] = _CVT_BITS[dtype]
+    row[T.OP] = T.FCVT
+
+
+_RULES.update({"ex2": r_mufu, "lg2": r_mufu, "rsqrt": r_mufu, "sin": r_mufu, "cos": r_mufu, "tanh": r_mufu,
+               "rcp": r_divlike, "sqrt": r_divlike, "div": r_divlike,
+               "min": r_fminmax, "max": r_fminmax, "neg": r_fnegabs, "abs": r_fnegabs, "copysign": r_copysign,
+               "add": _farith(r_addsub), "sub": _farith(r_addsub), "mul": _farith(r_mul), "fma": _farith(r_mad),
+               "mad": _farith(r_mad), "cvt": r_fcvt})

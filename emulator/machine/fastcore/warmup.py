@@ -8,8 +8,9 @@ read-only; ``NUMBA_CACHE_DIR`` chooses) and later processes load them in a fract
 or valid in the cache, the launch runs on the fast engine. Otherwise a background process compiles them
 (``MAIN``, one at a time) while the launch runs its CTAs on the
 reference executors, which give the same bits, and switches to the fast engine between two CTAs as soon as
-the background compile has finished. ``WARPEMU_BACKGROUND_COMPILE=0`` compiles in the launching process
-instead (the first launch then waits for it).
+the background compile has finished. A second background process compiles the float rows' function
+(``fcall.py``) beside it. ``WARPEMU_BACKGROUND_COMPILE=0`` compiles in the launching process instead (the
+first launch then waits for it).
 """
 from __future__ import annotations
 
@@ -35,9 +36,9 @@ def ready(start=True) -> bool:
     """Whether the fast engine can run now without compiling; starts the background compile when not."""
     if _STATE["ready"]:
         return True
-    proc = _STATE["proc"]
-    if proc is not None:
-        if proc.poll() is None:
+    procs = _STATE["proc"]
+    if procs is not None:
+        if any(p.poll() is None for p in procs):
             return False
         _STATE["ready"] = True             # compiled (or failed: then the first call compiles here)
         return True
@@ -50,9 +51,11 @@ def ready(start=True) -> bool:
     if start:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
-        _STATE["proc"] = subprocess.Popen([sys.executable, "-c", MAIN], env=env,
-                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL)
+        # the loops, and beside them the float rows' function (fcall.py, a few seconds: on a machine with two
+        # cores it does not delay the loops)
+        _STATE["proc"] = [subprocess.Popen([sys.executable, "-c", main], env=env, stdin=subprocess.DEVNULL,
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                          for main in (MAIN, "import emulator.machine.fastcore.fcall")]
     return False
 
 
@@ -61,8 +64,7 @@ jitcache.PROBE[0] = lambda: not ready()
 
 def wait():
     """Block until a background compile started by :func:`ready` has finished."""
-    proc = _STATE["proc"]
-    if proc is not None:
+    for proc in _STATE["proc"] or ():
         proc.wait()
     _STATE["ready"] = True
 
