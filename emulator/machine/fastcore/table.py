@@ -44,6 +44,10 @@ BFE = 36          # bfe.{u32,s32,u64,s64} (A: value, B: position, C: length, bot
 BAR = 35          # bar{.cta}.sync/.arrive, barrier{.cta}{.aligned}.sync/.arrive with an immediate barrier number
                   # and no thread count (X: barrier, Y: 1 = arrive, Z: 1 = .aligned); run by the CTA loop
                   # (run_cta), handed back like SLOW when a warp runs alone
+CPASYNC = 40      # cp.async.{ca,cg}.shared{::cta}.global (cpasync.py; X: cp-size, Y: 1 = .cg, A/B: dst/src base,
+                  # offsets in immediate slots 0/1, C: src-size operand or -1)
+CP_COMMIT = 41    # cp.async.commit_group
+CP_WAIT = 42      # cp.async.wait_group N (X: N) / cp.async.wait_all (Y: 1: commit first, X: 0)
 
 NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
 
