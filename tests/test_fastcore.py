@@ -826,3 +826,113 @@ L:
                                            max_instructions=10 ** 6)
         assert not diffs, (options, diffs)
         assert "error" not in ref, ref["error"]
+
+
+def test_cp_async_records_grow_past_the_first_table():
+    """More copies in flight than a warp's first record table holds (cpasync.RECORDS): the loop hands the copy
+    back, the reference's issue grows the table, the loop goes on with the larger one."""
+    from emulator.machine.fastcore import cpasync
+    n = 3 * cpasync.RECORDS
+    copies = "\n    ".join(f"cp.async.ca.shared.global [%a0+{64 * k}], [%g0+{4 * (k % 4)}], 4;"
+                           + ("\n    cp.async.commit_group;" if k % 5 == 4 else "") for k in range(n))
+    text = f"""
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 psrc)
+{{
+    .reg .b32 %r<2>; .reg .b64 %g<1>; .reg .b64 %d<1>; .reg .b32 %a<1>;
+    .shared .align 16 .b8 buf[{64 * n}];
+    ld.param.u64 %g0, [psrc];
+    mov.u32 %r0, %tid.x;
+    mul.wide.u32 %d0, %r0, 16;
+    add.s64 %g0, %g0, %d0;
+    mov.u32 %a0, buf;
+    shl.b32 %r1, %r0, 2;
+    and.b32 %r1, %r1, 60;
+    add.u32 %a0, %a0, %r1;
+    {copies}
+    cp.async.wait_group 2;
+    ret;
+}}
+"""
+    module = load_ptx(text)
+    ref, fast, diffs = compare_engines(module, "k", 1, 16, [np.arange(256, dtype=np.uint32).astype(np.uint8)])
+    assert not diffs, diffs
+    assert "error" not in ref, ref["error"]
+    assert sum(len(p[0]) for p in fast["cp_async"].values()) > 0       # the last groups still in flight
+    assert fast["fast_executed"] == fast["instructions"] - 2             # two hand-backs: 16 -> 32 -> 64 records
+
+
+def test_cvta_to_and_from_global_and_shared_is_a_move():
+    """cvta{.to}.{global,shared}: identity conversions (KernelWarp.cvta) the loop runs as moves."""
+    text = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 pout)
+{
+    .reg .b32 %r<4>; .reg .b64 %d<5>;
+    .shared .align 16 .b8 buf[512];
+    ld.param.u64 %d0, [pout];
+    cvta.to.global.u64 %d1, %d0;
+    mov.u32 %r0, %tid.x;
+    mul.wide.u32 %d2, %r0, 16;
+    add.s64 %d1, %d1, %d2;
+    mov.u64 %d3, buf;
+    cvta.shared.u64 %d3, %d3;
+    cvt.u32.u64 %r1, %d3;
+    cvta.to.shared.u32 %r1, %r1;
+    mov.u32 %r2, buf;
+    cvta.shared.u32 %r3, %r2;
+    cvta.global.u64 %d4, %d1;
+    st.global.v2.u32 [%d1], {%r1, %r3};
+    st.global.u64 [%d4+8], %d3;
+    ret;
+}
+"""
+    module = load_ptx(text)
+    ref, fast, diffs = compare_engines(module, "k", 1, 32, [np.zeros(32 * 4, np.uint32)])
+    assert not diffs and "error" not in ref, (diffs, ref.get("error"))
+    tr = translation(module.program("k"))
+    assert (tr.code[:, T.OP] != T.SLOW).all()
+
+
+CORPUS_CP_ASYNC = ["nvcc_pipeline_copy_sm80", "cute_hgemm_tn_sm80", "triton_matmul_int8_64x64_sm80",
+                   "triton_matmul_f32_ieee_sm80"]
+
+
+@pytest.mark.parametrize("name", CORPUS_CP_ASYNC)
+def test_corpus_cp_async_kernels_are_identical_on_both_engines(name):
+    """Compiler-written cp.async pipelines (nvcc's cuda_pipeline, CuTe, Triton, WMMA) on both engines:
+    memory, registers, shared memory, bank logs and the copies still in flight (test_corpus checks the bits
+    against the H100)."""
+    import corpus_lib
+    from engines import differences
+    case = _corpus()[name]
+
+    def outcome(engine):
+        got, r, out = corpus_lib.replay(case, engine=engine)
+        warps, pending = {}, {}
+        for ctaid, ws in r.ctas:
+            for w in ws:
+                banks = [(a.instruction, a.op, a.addrs.tolist(), a.width, a.mask.tolist(), a.nmat,
+                          None if a.src is None else a.src.tolist()) for a in w._smem_log]
+                warps[(ctaid, w.warp_id)] = ({n: w.get_reg(n).copy() for n in w.regs}, w.smem.copy(), w.issued,
+                                             w.pc.copy(), banks)
+                pending[(ctaid, w.warp_id)] = w.cp_async.pending()
+        return {"memory": [(0, v.view(np.uint8).reshape(-1)) for _, v in sorted(got.items())], "warps": warps,
+                "stdout": out, "instructions": r.instructions, "cp_async": pending}
+    ref, fast = outcome("reference"), outcome("fast")
+    assert not differences(ref, fast)
+    assert any(rec[1].startswith("cp.async") for w in fast["warps"].values() for rec in w[4])
+
+
+_CORPUS = {}
+
+
+def _corpus():
+    if not _CORPUS:
+        import corpus_lib
+        _CORPUS.update(corpus_lib.load_all())
+    return _CORPUS
