@@ -33,7 +33,7 @@ import numpy as np
 from numba import njit
 
 from . import table as T
-from .raw import _find, _peek8, _peek32, _peek64, _poke32, _poke64
+from .raw import _find, _peek8, _peek64, _poke32, _poke64
 
 LANES = 32
 RECORDS = 16                      # records a warp's table starts with (doubled when full)
@@ -149,56 +149,49 @@ class CpAsyncRows:
 
 # -- the loop's side ---------------------------------------------------------------------------------------
 
-@njit(cache=True, inline="always")
-def _addr(e, off, out, a32, a64):
-    """Every lane's address [reg+off] as ``ops.common.address`` computes it (a 32-bit register wraps at 2^32)."""
-    if e == -1:
-        for lane in range(LANES):
-            out[lane] = off
-        return
-    c = e >> T.CLASS_SHIFT
-    i = e & T.INDEX_MASK
-    if c == T.R32:
-        for lane in range(LANES):
-            out[lane] = (np.int64(a32[i + lane]) + off) & 0xFFFFFFFF
-    else:
-        for lane in range(LANES):
-            out[lane] = np.int64(a64[i + lane]) + off
-
-
 @njit(cache=True, _nrt=False)
-def cp_issue(row, imrow, em, p, nlog, a32, a64, inflight, gtab, state, log_pc, log_addr, log_mask, log_src,
-             cdst, cdata, cgroup, cmeta, ccount, addrs, srcs, sizes, ptrs):
-    """cp.async.{ca,cg}.shared.global for the lanes ``em``; returns the log's new length, or -1 (nothing done)
-    when the reference must run it."""
-    n = ccount[LANES]
+def cp_step(opc, row, imrow, em, p, nlog, a32, a64, inflight, gtab, state, log_pc, log_addr, log_mask, log_src,
+            cdst, cdata, cgroup, cmeta, ccount, addrs, srcs, sizes, ptrs):
+    """One cp.async instruction (opcode ``opc``: CPASYNC, CP_COMMIT, CP_WAIT) for the lanes ``em``, with the
+    warp's records ``cdst`` .. ``ccount``. Returns the access log's new length, or -1 (nothing done) when the
+    reference must run it. (One function with few loops: compile time counts; ``nl`` is 32, read from an
+    array so that the compiler does not unroll every loop over the lanes.)"""
+    nl = addrs.shape[0]
+    if opc != T.CPASYNC:
+        if opc == T.CP_COMMIT or row[T.Y] == 1:
+            for r in range(ccount[nl]):         # commit_group: the uncommitted copies join the lane's next group
+                new = cmeta[r, 0] & em
+                for lane in range(nl):
+                    if (new >> lane) & 1 and cgroup[r, lane] < 0:
+                        cgroup[r, lane] = ccount[lane]
+            for lane in range(nl):
+                if (em >> lane) & 1:
+                    ccount[lane] += 1
+        if opc == T.CP_WAIT:
+            _wait(em, row[T.X], cdst, cdata, cgroup, cmeta, ccount, inflight, state)
+        return nlog
+    n = ccount[nl]
     if n >= cmeta.shape[0] or nlog >= log_pc.shape[0]:
         return -1
     cp = row[T.X]
-    _addr(row[T.A], np.int64(imrow[0]), addrs, a32, a64)
-    _addr(row[T.B], np.int64(imrow[1]), srcs, a32, a64)
-    es = row[T.C]
-    if es == -1:
-        for lane in range(LANES):
-            sizes[lane] = cp
-    elif es < -1:
-        for lane in range(LANES):
-            sizes[lane] = np.int64(imrow[-2 - es])
-    else:
-        i = es & T.INDEX_MASK
-        for lane in range(LANES):
-            sizes[lane] = np.int64(a32[i + lane])
+    ed, es, en = row[T.A], row[T.B], row[T.C]
+    od, os = np.int64(imrow[0]), np.int64(imrow[1])
     size = state[T.S_SMEM_SIZE]
     check = state[T.S_INFLIGHT] > 0
     k = state[T.S_LASTALLOC]
-    for lane in range(LANES):                   # every rule first: the reference raises where one breaks
+    for lane in range(nl):                      # addresses as ops.common.address computes them, then the rules
+        d = od if ed == -1 else (np.int64(a32[(ed & T.INDEX_MASK) + lane]) + od) & 0xFFFFFFFF \
+            if ed >> T.CLASS_SHIFT == T.R32 else np.int64(a64[(ed & T.INDEX_MASK) + lane]) + od
+        s = os if es == -1 else (np.int64(a32[(es & T.INDEX_MASK) + lane]) + os) & 0xFFFFFFFF \
+            if es >> T.CLASS_SHIFT == T.R32 else np.int64(a64[(es & T.INDEX_MASK) + lane]) + os
+        nb = cp if en == -1 else np.int64(imrow[-2 - en]) if en < -1 else np.int64(a32[(en & T.INDEX_MASK) + lane])
+        addrs[lane] = d
+        srcs[lane] = s
+        sizes[lane] = nb
         if not (em >> lane) & 1:
             continue
-        d = addrs[lane]
-        s = srcs[lane]
-        nb = sizes[lane]
         if d % cp != 0 or d < 0 or d + cp > size or s % cp != 0 or nb > cp:
-            return -1
+            return -1                           # the reference raises
         if nb > 0:
             if s < 0:
                 return -1
@@ -212,14 +205,17 @@ def cp_issue(row, imrow, em, p, nlog, a32, a64, inflight, gtab, state, log_pc, l
             for b in range(cp):
                 if inflight[d + b] != 0:
                     return -1
-    nl = 0
-    for lane in range(LANES):
-        cdst[n, lane] = addrs[lane]
+    active = 0
+    for lane in range(nl):
+        d = addrs[lane]
+        cdst[n, lane] = d
         cgroup[n, lane] = -1
+        log_addr[nlog, lane] = d
+        log_src[nlog, lane] = srcs[lane]
         w0 = np.uint64(0)
         w1 = np.uint64(0)
         if (em >> lane) & 1:
-            nl += 1
+            active += 1
             nb = sizes[lane]
             q = ptrs[lane]
             if nb == 16:
@@ -227,89 +223,61 @@ def cp_issue(row, imrow, em, p, nlog, a32, a64, inflight, gtab, state, log_pc, l
                 w1 = _peek64(q + 8)
             elif nb == 8:
                 w0 = _peek64(q)
-            elif nb == 4 and cp == 4:
-                w0 = _peek32(q)
-            else:
+            else:                               # 4 bytes, or a src-size: byte by byte
                 for b in range(nb):
                     v = _peek8(q + b) << np.uint64(8 * (b & 7))
                     if b < 8:
                         w0 |= v
                     else:
                         w1 |= v
-            d = addrs[lane]
             for b in range(cp):
                 inflight[d + b] += 1
         cdata[n, lane, 0] = w0
         cdata[n, lane, 1] = w1
     cmeta[n, 0] = em
     cmeta[n, 1] = cp
-    ccount[LANES] = n + 1
-    state[T.S_INFLIGHT] += nl
+    ccount[nl] = n + 1
+    state[T.S_INFLIGHT] += active
     log_pc[nlog] = p
     log_mask[nlog] = em
-    for lane in range(LANES):
-        log_addr[nlog, lane] = addrs[lane]
-        log_src[nlog, lane] = srcs[lane]
     return nlog + 1
 
 
 @njit(cache=True, _nrt=False)
-def cp_commit(em, cgroup, cmeta, ccount):
-    """cp.async.commit_group for the lanes ``em``."""
-    for r in range(ccount[LANES]):
-        new = cmeta[r, 0] & em
-        if new:
-            for lane in range(LANES):
-                if (new >> lane) & 1 and cgroup[r, lane] < 0:
-                    cgroup[r, lane] = ccount[lane]
-    for lane in range(LANES):
-        if (em >> lane) & 1:
-            ccount[lane] += 1
-
-
-@njit(cache=True, _nrt=False)
-def cp_wait(em, keep, cdst, cdata, cgroup, cmeta, ccount, inflight, state):
-    """cp.async.wait_group ``keep`` for the lanes ``em``: land the older groups' copies, in issue order."""
+def _wait(em, keep, cdst, cdata, cgroup, cmeta, ccount, inflight, state):
+    """cp.async.wait_group ``keep`` for the lanes ``em``: land the older groups' copies, in issue order (and,
+    within a copy, in lane order: where two lanes copy to the same bytes, the last wins)."""
+    nl = cdst.shape[1]
     base = state[T.S_SMEM_PTR]
     landed = 0
     out = 0
-    n = ccount[LANES]
-    for r in range(n):
+    for r in range(ccount[nl]):
         live = cmeta[r, 0]
-        done = 0
-        act = live & em
-        if act:
-            for lane in range(LANES):
-                if (act >> lane) & 1:
-                    g = cgroup[r, lane]
-                    if g >= 0 and g < ccount[lane] - keep:
-                        done |= 1 << lane
-        if done:
-            cp = cmeta[r, 1]
-            for lane in range(LANES):       # lane order: where two lanes copy to the same bytes, the last wins
-                if (done >> lane) & 1:
-                    d = cdst[r, lane]
-                    if cp == 16:
-                        _poke64(base + d, cdata[r, lane, 0])
-                        _poke64(base + d + 8, cdata[r, lane, 1])
-                    elif cp == 8:
-                        _poke64(base + d, cdata[r, lane, 0])
-                    else:
-                        _poke32(base + d, cdata[r, lane, 0])
-                    for b in range(cp):
-                        inflight[d + b] -= 1
-                    landed += 1
-            live &= ~done
-            cmeta[r, 0] = live
+        cp = cmeta[r, 1]
+        for lane in range(nl):
+            if (live & em) >> lane & 1 and 0 <= cgroup[r, lane] < ccount[lane] - keep:
+                d = cdst[r, lane]
+                if cp == 16:
+                    _poke64(base + d, cdata[r, lane, 0])
+                    _poke64(base + d + 8, cdata[r, lane, 1])
+                elif cp == 8:
+                    _poke64(base + d, cdata[r, lane, 0])
+                else:
+                    _poke32(base + d, cdata[r, lane, 0])
+                for b in range(cp):
+                    inflight[d + b] -= 1
+                landed += 1
+                live &= ~(1 << lane)
+        cmeta[r, 0] = live
         if live:
             if out != r:
-                for lane in range(LANES):
+                for lane in range(nl):
                     cdst[out, lane] = cdst[r, lane]
                     cgroup[out, lane] = cgroup[r, lane]
                     cdata[out, lane, 0] = cdata[r, lane, 0]
                     cdata[out, lane, 1] = cdata[r, lane, 1]
-                cmeta[out, 0] = cmeta[r, 0]
-                cmeta[out, 1] = cmeta[r, 1]
+                cmeta[out, 0] = live
+                cmeta[out, 1] = cp
             out += 1
-    ccount[LANES] = out
+    ccount[nl] = out
     state[T.S_INFLIGHT] -= landed

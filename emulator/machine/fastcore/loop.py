@@ -10,7 +10,7 @@ from numba import njit
 
 from . import table as T
 from .raw import _find, _peek, _peek16, _poke  # noqa: F401 (raw memory access, shared with cpasync)
-from .cpasync import cp_commit, cp_issue, cp_wait
+from .cpasync import cp_step
 from ...numerics.gemm_fast import tc_one_noalloc
 
 U0 = np.uint64(0)
@@ -806,18 +806,12 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
             nlog += 1
         elif opc == T.CPASYNC or opc == T.CP_COMMIT or opc == T.CP_WAIT:
             if em != 0:
-                if opc == T.CPASYNC:
-                    got = cp_issue(row, imrow, em, p, nlog, a32, a64, inflight, gtab, state, log_pc, log_addr,
-                                   log_mask, log_src, cpd, cpx, cpg, cpm, cpc, addrs, srcs, sizes, xq.view(np.int64))
-                    if got < 0:
-                        handback = True
-                        break
-                    nlog = got
-                else:
-                    if opc == T.CP_COMMIT or row[T.Y] == 1:
-                        cp_commit(em, cpg, cpm, cpc)
-                    if opc == T.CP_WAIT:
-                        cp_wait(em, row[T.X], cpd, cpx, cpg, cpm, cpc, inflight, state)
+                got = cp_step(opc, row, imrow, em, p, nlog, a32, a64, inflight, gtab, state, log_pc, log_addr,
+                              log_mask, log_src, cpd, cpx, cpg, cpm, cpc, addrs, srcs, sizes, xq.view(np.int64))
+                if got < 0:
+                    handback = True
+                    break
+                nlog = got
         elif opc == T.SHFL and em != 0:
             if not _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
                 handback = True
