@@ -56,10 +56,11 @@ class CpAsyncTable:
         self._alloc(nwarps, 0 if eager else RECORDS)
 
     def _alloc(self, nw, r):
-        self.dst = np.zeros((nw, r, LANES), np.int64)
-        self.data = np.zeros((nw, r, LANES, 2), np.uint64)
-        self.group = np.full((nw, r, LANES), -1, np.int64)
-        self.meta = np.zeros((nw, r, 2), np.int64)
+        # a record is written whole when it is issued, before anything reads it: no need to clear the arrays
+        self.dst = np.empty((nw, r, LANES), np.int64)
+        self.data = np.empty((nw, r, LANES, 2), np.uint64)
+        self.group = np.empty((nw, r, LANES), np.int64)
+        self.meta = np.empty((nw, r, 2), np.int64)
 
     def grow(self):
         old = (self.dst, self.data, self.group, self.meta)
