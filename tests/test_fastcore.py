@@ -451,8 +451,8 @@ NSLOT = 8                   # 16-byte destination slots per thread: slot j of th
 def _cp_copy(rng, slot, nt, size=None):
     """One cp.async into ``slot``: every cp-size, .ca/.cg, src-size (none, constant, register), hints,
     destinations per thread, permuted across lanes, or one address for every lane (the last lane wins)."""
-    if rng.random() < 0.05:
-        return f"cp.async.ca.shared.global [buf+{slot * nt * 16}], [%g0], 4;"      # a symbol (one warp: no hazard)
+    if rng.random() < 0.05:             # a symbol (every lane, every warp: the same bytes)
+        return f"cp.async.ca.shared.global [buf+{slot * nt * 16}], [%g0], 4;"
     size = size or int(rng.choice([4, 8, 16]))
     cache = "cg" if size == 16 and rng.random() < 0.5 else "ca"
     hint = str(rng.choice(["", "", "", ".L2::128B", ".L2::cache_hint", ".L2::64B.L2::cache_hint"]))
@@ -460,8 +460,10 @@ def _cp_copy(rng, slot, nt, size=None):
     r = rng.random()
     if r < 0.7:
         dst = f"[%a0+{slot * nt * 16 + off}]"
-    elif r < 0.9:
+    elif r < 0.8:
         dst = f"[%a1+{slot * nt * 16 + off}]"             # thread t ^ 1's bytes
+    elif r < 0.9:
+        dst = f"[%d1+{slot * nt * 16 + off}]"             # a 64-bit address register
     else:
         dst = f"[%a2+{slot * nt * 16 + off}]"              # the same bytes for every lane of the warp
     src = f"[%g0+{int(rng.integers(0, 64 // size)) * size}]"
@@ -573,6 +575,7 @@ def cp_kernel(rng, n=30, nt=64):
     shl.b32 %t2, %t2, 4;
     mov.u32 %a1, buf;
     add.u32 %a1, %a1, %t2;
+    cvt.u64.u32 %d1, %a0;
     and.b32 %t2, %t1, 0xFFFFFE00;
     mov.u32 %a2, buf;
     add.u32 %a2, %a2, %t2;
@@ -936,3 +939,18 @@ def _corpus():
         import corpus_lib
         _CORPUS.update(corpus_lib.load_all())
     return _CORPUS
+
+
+def test_cp_async_addresses_wrap_as_the_references():
+    """A 32-bit address register plus an offset wraps at 2^32 (``ops.common.address``): lane 0, predicated off,
+    logs the wrapped address too, so the loop computes it the same way."""
+    nt = 32
+    text = pipe_kernel(nt, mid1="mul.lo.u32 %t1, %t0, 16; sub.u32 %t1, %t1, 16; "
+                                "@%p0 cp.async.ca.shared.global [%t1+S6], [%g0], 4;")
+    text = text.replace("S6", str(5 * nt * 16 + 16))
+    ref, fast, diffs = compare_engines(load_ptx(text), "k", 1, nt, [np.ones(nt * 64, np.uint8),
+                                                                      np.zeros(nt * 8, np.uint32)])
+    assert not diffs, diffs
+    assert "error" not in ref, ref["error"]
+    rec = next(r for r in ref["warps"][((0, 0, 0), 0)][4] if "%t1" in r[0])
+    assert rec[2][0] == 5 * nt * 16 and not rec[4][0]           # lane 0: 0xFFFFFFF0 + offset, wrapped
