@@ -954,3 +954,33 @@ def test_cp_async_addresses_wrap_as_the_references():
     assert "error" not in ref, ref["error"]
     rec = next(r for r in ref["warps"][((0, 0, 0), 0)][4] if "%t1" in r[0])
     assert rec[2][0] == 5 * nt * 16 and not rec[4][0]           # lane 0: 0xFFFFFFF0 + offset, wrapped
+
+
+@pytest.mark.parametrize("access", ["@%p ld.shared.u32 %r2, [%r1+-16];", "@%p st.shared.u32 [%r1+4294967280], %r0;",
+                                    "ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r2}, [%r1+-16];"])
+def test_ld_st_ldmatrix_addresses_wrap_as_the_references(access):
+    """[%r+off] with a 32-bit register wraps at 2^32 (``ops.common.address``): the address of lane 0 (predicated
+    off; for ldmatrix .x1, lane 31, whose address is not used) shows in the access log, wrapped."""
+    text = f"""
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 pout)
+{{
+    .reg .b32 %r<4>; .reg .pred %p;
+    .shared .align 16 .b8 buf[1024];
+    mov.u32 %r0, %tid.x;
+    shl.b32 %r1, %r0, 4;
+    add.u32 %r1, %r1, 16;
+    setp.ne.u32 %p, %r0, 0;
+    @!%p mov.u32 %r1, 0;
+    {access}
+    ret;
+}}
+"""
+    if "ldmatrix" in access:
+        text = text.replace("@!%p mov.u32 %r1, 0;", "setp.eq.u32 %p, %r0, 31; @%p mov.u32 %r1, 0;")
+    ref, fast, diffs = compare_engines(load_ptx(text), "k", 1, 32, [np.zeros(4, np.uint32)])
+    assert not diffs, diffs
+    assert "error" not in ref, ref["error"]
+    assert fast["fast_executed"] == fast["instructions"]

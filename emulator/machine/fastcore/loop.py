@@ -236,8 +236,9 @@ def _mem_plan(row, imrow, m, a8, a16, a32, a64, inflight, gtab, state, addrs, pt
             addrs[lane] = off
     else:
         _gather(base, 64, 0, ptrs, a8, a16, a32, a64, imrow)     # zero-extended register, as int64
+        wrap = np.int64(0xFFFFFFFF) if base >> T.CLASS_SHIFT == T.R32 else np.int64(-1)   # 32 bits wrap at 2^32
         for lane in range(LANES):
-            addrs[lane] = np.int64(ptrs[lane]) + off
+            addrs[lane] = (np.int64(ptrs[lane]) + off) & wrap
     smem_size = state[T.S_SMEM_SIZE]
     shared = 0
     k = state[T.S_LASTALLOC]
@@ -600,8 +601,9 @@ def _ldmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr, out):
             addrs[lane] = off
     else:
         _gather(row[T.A], 64, 0, xr, a8, a16, a32, a64, imrow)
+        wrap = np.int64(0xFFFFFFFF) if row[T.A] >> T.CLASS_SHIFT == T.R32 else np.int64(-1)
         for lane in range(LANES):
-            addrs[lane] = np.int64(xr[lane]) + off
+            addrs[lane] = (np.int64(xr[lane]) + off) & wrap
     size = state[T.S_SMEM_SIZE]
     for lane in range(8 * nmat):
         a = addrs[lane]
