@@ -17,6 +17,7 @@ def launch_outcome(module, kernel, grid, block, arrays, scalars=(), engine="fast
     except EmulatorError as e:
         return {"error": (type(e).__name__, str(e)), "memory": _memory(g)}
     warps = {}
+    pending = {}
     executed = 0
     for ctaid, ws in r.ctas:
         for w in ws:
@@ -24,10 +25,11 @@ def launch_outcome(module, kernel, grid, block, arrays, scalars=(), engine="fast
             banks = [(a.instruction, a.op, a.addrs.tolist(), a.width, a.mask.tolist(), a.nmat,
                       None if a.src is None else a.src.tolist()) for a in w._smem_log]
             warps[(ctaid, w.warp_id)] = (regs, w.smem.copy(), w.issued, w.pc.copy(), banks)
+            pending[(ctaid, w.warp_id)] = w.cp_async.pending()        # cp.async copies still in flight
             if w.fast is not None:
                 executed += w.fast.executed
     return {"memory": _memory(g), "warps": warps, "stdout": out.getvalue(), "instructions": r.instructions,
-            "fast_executed": executed}
+            "fast_executed": executed, "cp_async": pending}
 
 
 def _memory(g):
@@ -70,6 +72,9 @@ def differences(ref, fast):
             diffs.append(f"warp {key}: issued {iss1} vs {iss2}, pcs differ: {(pc1 != pc2).any()}")
         if banks1 != banks2:
             diffs.append(f"warp {key}: shared-memory access logs differ ({len(banks1)} vs {len(banks2)} records)")
+        if ref["cp_async"][key] != fast["cp_async"][key]:
+            diffs.append(f"warp {key}: cp.async copies in flight differ: {ref['cp_async'][key]} vs "
+                         f"{fast['cp_async'][key]}")
     return diffs
 
 

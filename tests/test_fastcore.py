@@ -60,8 +60,9 @@ def test_gemm_kernel_translates_its_integer_and_memory_code():
     module = _module("tests/data/kernels/gemm_tiled.ptx")
     tr = translation(module.program("gemm_tiled"))
     ops = {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
-    assert {"ADD", "MAD_LO", "SHL", "SETP", "BRA", "ST", "LD", "CVT_II", "MUL_WIDE"} <= ops
-    assert tr.coverage > 0.6
+    assert {"ADD", "MAD_LO", "SHL", "SETP", "BRA", "ST", "LD", "CVT_II", "MUL_WIDE", "MMA", "LDMATRIX", "CPASYNC",
+            "CP_COMMIT", "CP_WAIT"} <= ops
+    assert tr.coverage == 1.0 and tr.cta_ok          # cp.async included: the whole CTA runs in the loop
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -416,6 +417,8 @@ def test_every_translated_opcode_is_exercised_by_the_random_kernels():
     for _ in range(5):
         tr = translation(load_ptx(tensor_kernel(rng), validate=False).program("k"))
         seen |= {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
+        tr = translation(load_ptx(cp_kernel(rng, 40)).program("k"))
+        seen |= {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
     assert set(T.NAMES.values()) - seen == set()
 
 
@@ -661,3 +664,549 @@ def test_float_forms_the_loop_does_not_hold_stay_with_the_executors(text):
     if "error" not in ref:                   # (an unknown spelling is refused before anything runs)
         tr = translation(module.program("k"))
         assert not np.isin(tr.code[:, T.OP], T.FLOAT_ROWS).any()
+
+
+
+
+# ---------------------------------------------------------------------------------------------------------
+# cp.async (Ampere's asynchronous copies) in the loop: records, groups, waits, hazards, hand-backs
+
+NSLOT = 8                   # 16-byte destination slots per thread: slot j of thread t at buf + (j * NT + t) * 16
+
+
+def _cp_copy(rng, slot, nt, size=None):
+    """One cp.async into ``slot``: every cp-size, .ca/.cg, src-size (none, constant, register), hints,
+    destinations per thread, permuted across lanes, or one address for every lane (the last lane wins)."""
+    if rng.random() < 0.05:             # a symbol (every lane, every warp: the same bytes)
+        return f"cp.async.ca.shared.global [buf+{slot * nt * 16}], [%g0], 4;"
+    size = size or int(rng.choice([4, 8, 16]))
+    cache = "cg" if size == 16 and rng.random() < 0.5 else "ca"
+    hint = str(rng.choice(["", "", "", ".L2::128B", ".L2::cache_hint", ".L2::64B.L2::cache_hint"]))
+    off = int(rng.integers(0, 16 // size)) * size
+    r = rng.random()
+    if r < 0.7:
+        dst = f"[%a0+{slot * nt * 16 + off}]"
+    elif r < 0.8:
+        dst = f"[%a1+{slot * nt * 16 + off}]"             # thread t ^ 1's bytes
+    elif r < 0.9:
+        dst = f"[%d1+{slot * nt * 16 + off}]"             # a 64-bit address register
+    else:
+        dst = f"[%a2+{slot * nt * 16 + off}]"              # the same bytes for every lane of the warp
+    src = f"[%g0+{int(rng.integers(0, 64 // size)) * size}]"
+    ops = [dst, src, str(size) if rng.random() < 0.8 else hex(size)]
+    r = rng.random()
+    if r < 0.25:
+        ops.append(str(int(rng.choice([0, 1, size // 2, size - 1, size]))))
+    elif r < 0.45:
+        ops.append({4: "%z0", 8: "%z1", 16: "%z2"}[size])     # tid % (size + 1): every src-size of a lane
+    elif r < 0.5:
+        ops.append("%p0")                                    # ignore-src: the reference executes it
+    if "cache_hint" in hint:
+        ops.append("%d3")
+    return f"cp.async.{cache}.shared.global{hint} {', '.join(ops)};"
+
+
+def cp_kernel(rng, n=30, nt=64):
+    """A random cp.async pipeline: copies into per-thread slots, commits, waits (every N, wait_all), reads and
+    writes of the slots (a hazard when the copy is still in flight), guards, divergent branches, instructions
+    handed back to the reference mid-pipeline, barriers."""
+    pending = {}             # slot -> group (None: not committed); guarded or divergent commits and waits are
+    groups = 0               # left out (the copies stay pending), so that most kernels run to their end
+    used = {j: -1 for j in range(NSLOT)}
+    body = []
+    labels = 0
+
+    def op(inside):
+        nonlocal groups
+        r = rng.random()
+        guard = f"@{'!' if rng.random() < 0.5 else ''}{rng.choice(['%p0', '%p1', '%p2'])} " \
+            if rng.random() < 0.15 else ""
+        if r < 0.35:
+            free = sorted((used[j], j) for j in range(NSLOT) if j not in pending)
+            slot = free[0][1] if free and rng.random() < 0.95 else int(rng.integers(NSLOT))
+            pending[slot] = None
+            used[slot] = len(body)
+            return guard + _cp_copy(rng, slot, nt)
+        sure = not (guard or inside)
+        guard = guard if rng.random() < 0.5 else ""
+        if r < 0.5:
+            if sure:
+                for j in pending:
+                    if pending[j] is None:
+                        pending[j] = groups
+                groups += 1
+            return guard + "cp.async.commit_group;"
+        if r < 0.62:
+            if rng.random() < 0.25:
+                if sure:
+                    pending.clear()
+                return guard + "cp.async.wait_all;"
+            keep = int(rng.choice([0, 1, 2, 3]))
+            for j in list(pending):
+                if sure and pending[j] is not None and pending[j] < groups - keep:
+                    del pending[j]
+            return guard + f"cp.async.wait_group {keep};"
+        if r < 0.8:
+            done = [j for j in range(NSLOT) if j not in pending]
+            slot = int(rng.choice(done)) if done and rng.random() < 0.9 else int(rng.integers(NSLOT))
+            k = int(rng.integers(4))
+            if rng.random() < 0.6:
+                return guard + f"ld.shared.v4.u32 {{%r0, %r1, %r2, %r3}}, [%a0+{slot * nt * 16}];"
+            if rng.random() < 0.5:
+                return guard + f"ld.shared.u32 %r{4 + k % 3}, [%a1+{slot * nt * 16 + 4 * k}];"
+            return guard + f"st.shared.u32 [%a0+{slot * nt * 16 + 4 * k}], %r{k};"
+        if r < 0.88:
+            return str(rng.choice(["popc.b32 %r6, %r5;", "add.u32 %r5, %r5, %r0;", "xor.b32 %r4, %r4, %r1;",
+                                   "prmt.b32 %r5, %r0, %r1, 0x3210;"]))
+        if r < 0.92 and not inside:
+            return "bar.sync 0;"
+        return "add.u32 %r4, %r4, 1;"
+
+    i = 0
+    while i < n:
+        if rng.random() < 0.12:
+            k = int(rng.integers(1, 5))
+            body.append(f"@{'!' if rng.random() < 0.5 else ''}{rng.choice(['%p0', '%p1', '%p2'])} bra L{labels};")
+            body += [op(True) for _ in range(k)]
+            body.append(f"L{labels}:")
+            labels += 1
+            i += k
+        else:
+            body.append(op(False))
+            i += 1
+    if rng.random() < 0.7:
+        body.append("cp.async.wait_all;")
+    stores = [f"st.global.u32 [%g1+{4 * k}], %r{k};" for k in range(7)]
+    lines = "\n    ".join(body + stores)
+    return f"""
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 psrc, .param .u64 pout)
+{{
+    .reg .b32 %r<7>; .reg .b32 %t<3>; .reg .b32 %a<3>; .reg .b32 %z<3>; .reg .b64 %g<2>; .reg .b64 %d<4>;
+    .reg .pred %p<3>;
+    .shared .align 16 .b8 buf[{NSLOT * nt * 16}];
+    ld.param.u64 %g0, [psrc];
+    ld.param.u64 %g1, [pout];
+    mov.u32 %t0, %tid.x;
+    mul.wide.u32 %d0, %t0, 64;
+    add.s64 %g0, %g0, %d0;
+    mul.wide.u32 %d0, %t0, 28;
+    add.s64 %g1, %g1, %d0;
+    mov.u32 %a0, buf;
+    shl.b32 %t1, %t0, 4;
+    add.u32 %a0, %a0, %t1;
+    xor.b32 %t2, %t0, 1;
+    shl.b32 %t2, %t2, 4;
+    mov.u32 %a1, buf;
+    add.u32 %a1, %a1, %t2;
+    cvt.u64.u32 %d1, %a0;
+    and.b32 %t2, %t1, 0xFFFFFE00;
+    mov.u32 %a2, buf;
+    add.u32 %a2, %a2, %t2;
+    rem.u32 %z0, %t0, 5;
+    rem.u32 %z1, %t0, 9;
+    rem.u32 %z2, %t0, 17;
+    and.b32 %t2, %t0, 1;
+    setp.ne.u32 %p0, %t2, 0;
+    and.b32 %t2, %t0, 6;
+    setp.eq.u32 %p1, %t2, 0;
+    setp.lt.u32 %p2, %t0, 20;
+    mov.u64 %d3, 0x1000000000000000;
+    mov.u32 %r0, 1; mov.u32 %r1, 2; mov.u32 %r2, 3; mov.u32 %r3, 4; mov.u32 %r4, 5; mov.u32 %r5, 6; mov.u32 %r6, 7;
+    {lines}
+    ret;
+}}
+"""
+
+
+def _cp_inputs(rng, nt):
+    return [rng.integers(0, 256, nt * 64, dtype=np.uint8), np.zeros(nt * 7, np.uint32)]
+
+
+@settings(max_examples=max(EXAMPLES // 2, 10), deadline=None, derandomize=EXAMPLES <= 100,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2 ** 32 - 1), nthreads=st.sampled_from([32, 64, 48]))
+def test_random_cp_async_pipelines_are_identical_on_both_engines(seed, nthreads):
+    rng = np.random.default_rng(seed)
+    text = cp_kernel(rng, int(rng.integers(10, 50)), nthreads)
+    module = load_ptx(text)
+    ref, fast, diffs = compare_engines(module, "k", 1, nthreads, _cp_inputs(rng, nthreads))
+    assert not diffs, (diffs, text)
+    if "error" not in ref:
+        assert fast["fast_executed"] > 0
+
+
+PIPE = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 psrc, .param .u64 pout)
+{
+    .reg .b32 %r<8>; .reg .b64 %g<2>; .reg .b64 %d<1>; .reg .b32 %a<1>; .reg .b32 %z<1>; .reg .b32 %t<2>;
+    .reg .pred %p<1>; .reg .b64 %m;
+    .shared .align 16 .b8 buf[SMEM];
+    .shared .align 8 .b64 mbar;
+    ld.param.u64 %g0, [psrc];
+    ld.param.u64 %g1, [pout];
+    mov.u32 %t0, %tid.x;
+    mul.wide.u32 %d0, %t0, 64;
+    add.s64 %g0, %g0, %d0;
+    mul.wide.u32 %d0, %t0, 32;
+    add.s64 %g1, %g1, %d0;
+    mov.u32 %a0, buf;
+    shl.b32 %t1, %t0, 4;
+    add.u32 %a0, %a0, %t1;
+    rem.u32 %z0, %t0, 17;
+    and.b32 %t1, %t0, 1;
+    setp.ne.u32 %p0, %t1, 0;
+    PRE
+    cp.async.ca.shared.global [%a0+S0], [%g0], 4;
+    cp.async.ca.shared.global [%a0+S0+4], [%g0+4], 4, 3;
+    cp.async.ca.shared.global [%a0+S0+8], [%g0+8], 8, 0;
+    cp.async.commit_group;
+    cp.async.ca.shared.global [%a0+S1], [%g0+16], 8;
+    MID1
+    cp.async.ca.shared.global [%a0+S1+8], [%g0+24], 8, 5;
+    cp.async.commit_group;
+    cp.async.cg.shared.global [%a0+S2], [%g0+32], 16, %z0;
+    cp.async.commit_group;
+    cp.async.ca.shared.global.L2::128B [%a0+S3], [%g0+48], 16;
+    MID2
+    cp.async.commit_group;
+    cp.async.cg.shared.global.L2::256B [%a0+S4], [%g0+16], 16, 9;
+    cp.async.wait_group 3;
+    ld.shared.v4.u32 {%r0, %r1, %r2, %r3}, [%a0+S0];
+    MID3
+    cp.async.wait_group 2;
+    ld.shared.v2.u32 {%r4, %r5}, [%a0+S1+8];
+    cp.async.wait_group 1;
+    ld.shared.u32 %r6, [%a0+S2+12];
+    LAST
+    ld.shared.u32 %r7, [%a0+S4+8];
+    st.global.v4.u32 [%g1], {%r0, %r1, %r2, %r3};
+    st.global.v4.u32 [%g1+16], {%r4, %r5, %r6, %r7};
+    ret;
+}
+"""
+
+
+def pipe_kernel(nt, pre="", mid1="", mid2="", mid3="", last="cp.async.wait_all;"):
+    text = PIPE.replace("SMEM", str(6 * nt * 16))
+    for k in range(6):
+        text = text.replace(f"S{k}", str(k * nt * 16))
+    return text.replace("PRE", pre).replace("MID1", mid1).replace("MID2", mid2).replace("MID3", mid3) \
+        .replace("LAST", last)
+
+
+def pipe_expected(src, nt):
+    """The shared memory the pipeline leaves: slot k of thread t at (k * nt + t) * 16 (numpy, from the PTX
+    rules: src-size bytes copied, the rest of cp-size zero)."""
+    s = src.reshape(nt, 64)
+    smem = np.zeros((6, nt, 16), np.uint8)
+    smem[0, :, 0:4] = s[:, 0:4]
+    smem[0, :, 4:7] = s[:, 4:7]
+    smem[1, :, 0:8] = s[:, 16:24]
+    smem[1, :, 8:13] = s[:, 24:29]
+    for t in range(nt):
+        smem[2, t, :t % 17] = s[t, 32:32 + t % 17]
+    smem[3] = s[:, 48:64]
+    smem[4, :, 0:9] = s[:, 16:25]
+    return smem.reshape(-1)
+
+
+@pytest.mark.parametrize("nt", [32, 96, 40])
+def test_cp_async_pipeline_runs_in_the_loop(nt):
+    """Every cp-size, .ca/.cg, src-size zero fill (constants and a register), four groups and wait_group 3, 2,
+    1, wait_all: the loop runs every instruction, both engines leave the shared memory the PTX rules give."""
+    rng = np.random.default_rng(nt)
+    src = rng.integers(0, 256, nt * 64, dtype=np.uint8)
+    module = load_ptx(pipe_kernel(nt))
+    ref, fast, diffs = compare_engines(module, "k", 1, nt, [src, np.zeros(nt * 8, np.uint32)])
+    assert not diffs, diffs
+    assert "error" not in ref, ref["error"]
+    want = pipe_expected(src, nt)
+    for out in (ref, fast):
+        for (_, _), (_, smem, *_rest) in out["warps"].items():
+            assert smem[:want.size].tobytes() == want.tobytes()
+    tr = translation(module.program("k"))
+    slow = [module.program("k").code[p].instr.text for p in np.flatnonzero(tr.code[:, T.OP] == T.SLOW)]
+    assert all(s.startswith("rem") for s in slow), slow
+    assert fast["fast_executed"] == fast["instructions"] - (-(-nt // 32))      # all but the rem of each warp
+    ops = {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
+    assert {"CPASYNC", "CP_COMMIT", "CP_WAIT"} <= ops
+
+
+@pytest.mark.parametrize("variant", [
+    dict(mid1="popc.b32 %r7, %r0;", mid2="cp.async.ca.shared.global [%a0+S5], [%g0+60], 4, %p0;"),  # ignore-src
+    dict(mid1="cp.async.ca.shared.global [%a0+S5], [%g0+60], 4, %p0;", mid3="popc.b32 %r7, %r0;",
+         last="cp.async.commit_group; cp.async.wait_group 0;"),
+    dict(mid2="@%p0 bra SKIP; cp.async.commit_group; SKIP:", mid3="bar.sync 0;"),   # lanes' groups differ
+    dict(pre="mbarrier.init.shared.b64 [mbar], 1000;",                                 # the Python scheduler
+         last="cp.async.mbarrier.arrive.noinc.shared.b64 [mbar];"),
+])
+def test_cp_async_hand_backs_mid_pipeline(variant):
+    """Instructions the reference runs between the loop's copies, commits and waits (an ignore-src copy, a
+    commit and wait of cp.async.mbarrier.arrive): one state for both engines."""
+    nt = 64
+    rng = np.random.default_rng(3)
+    src = rng.integers(0, 256, nt * 64, dtype=np.uint8)
+    text = pipe_kernel(nt, **variant)
+    for k in range(6):
+        text = text.replace(f"S{k}", str(k * nt * 16))
+    module = load_ptx(text)
+    ref, fast, diffs = compare_engines(module, "k", 1, nt, [src, np.zeros(nt * 8, np.uint32)])
+    assert not diffs, diffs
+    assert "error" not in ref, ref["error"]
+    assert 0 < fast["fast_executed"] < fast["instructions"]
+
+
+@pytest.mark.parametrize("change, error", [
+    (dict(mid3="ld.shared.u32 %r7, [%a0+S1];"), "reads shared bytes"),                # group 1 still in flight
+    (dict(mid3="st.shared.u32 [%a0+S2+4], %r1;"), "overwrites shared bytes"),
+    (dict(mid1="cp.async.ca.shared.global [%a0+S0+4], [%g0], 4;"), "overwrites shared bytes"),   # at issue
+    (dict(mid1="ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r7}, [%a0+S0];"), "reads shared bytes"),
+    (dict(last="cp.async.wait_group 1;"), "reads shared bytes"),                       # S4 not committed
+    (dict(mid1="cp.async.ca.shared.global [%a0+S5], [%g0], 8, %z0;"), "src-size"),
+    (dict(mid1="cp.async.cg.shared.global [%a0+S5+8], [%g0], 16;"), "aligned"),
+    (dict(mid1="cp.async.ca.shared.global [%a0+S5], [%g0+2], 4, 0;"), "aligned"),      # src-size 0 too
+    (dict(mid1="cp.async.ca.shared.global [%a0+S5], [%g0+0x7000000], 4, 1;"), "outside every global"),
+    (dict(mid1="cp.async.ca.shared.global [%a0+S6], [%g0], 4;"), "outside shared"),
+])
+def test_cp_async_errors_are_the_references(change, error):
+    nt = 64
+    rng = np.random.default_rng(4)
+    src = rng.integers(0, 256, nt * 64, dtype=np.uint8)
+    text = pipe_kernel(nt, **change)
+    for k in range(7):
+        text = text.replace(f"S{k}", str(k * nt * 16))
+    module = load_ptx(text)
+    ref, fast, diffs = compare_engines(module, "k", 1, nt, [src, np.zeros(nt * 8, np.uint32)])
+    assert not diffs, diffs
+    assert "error" in ref and error in ref["error"][1], ref.get("error")
+
+
+def test_cp_async_with_src_size_zero_reads_nothing():
+    """src-size 0 from an address outside every allocation is legal: nothing is read, zeros land."""
+    nt = 32
+    text = pipe_kernel(nt, mid1="cp.async.ca.shared.global [%a0+S5], [%g0+0x7000000], 8, 0;")
+    text = text.replace("S5", str(5 * nt * 16))
+    ref, fast, diffs = compare_engines(load_ptx(text), "k", 1, nt, [np.ones(nt * 64, np.uint8),
+                                                                      np.zeros(nt * 8, np.uint32)])
+    assert not diffs and "error" not in ref, (diffs, ref.get("error"))
+
+
+def test_a_wrong_cp_async_is_caught():
+    """The comparison can fail: a wait_group that keeps one group fewer in flight, or a commit that is lost,
+    shows up (as pending copies, shared memory, or an error only one engine raises)."""
+    nt = 32
+    src = np.arange(nt * 64, dtype=np.uint32).astype(np.uint8)
+    text = pipe_kernel(nt, last="cp.async.wait_group 1;").replace("ld.shared.u32 %r7", "mov.u32 %r7, 0; //")
+    for opc, field, value in ((T.CP_WAIT, T.X, 0), (T.CP_COMMIT, T.OP, T.NOP), (T.CPASYNC, T.X, 8)):
+        module = load_ptx(text)
+        tr = translation(module.program("k"))
+        rows = np.flatnonzero((tr.code[:, T.OP] == opc) & ((opc != T.CPASYNC) | (tr.code[:, T.X] == 16) &
+                                                           (tr.code[:, T.C] == -1)))     # 16 bytes, no src-size
+        tr.code[rows[-1], field] = value
+        ref, fast, diffs = compare_engines(module, "k", 1, nt, [src, np.zeros(nt * 8, np.uint32)])
+        assert diffs, (opc, field)
+
+
+def test_cp_async_fills_the_access_log_and_eager_mode():
+    """More cp.async than the loop's access log holds (the loop returns to empty it), in the default mode and
+    in the eager one (copies land at issue: the loop hands every copy back)."""
+    from emulator import WarpOptions
+    text = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 psrc, .param .u64 pout)
+{
+    .reg .b32 %r<4>; .reg .b64 %g<2>; .reg .b64 %d<1>; .reg .b32 %a<1>; .reg .pred %p;
+    .shared .align 16 .b8 buf[2048];
+    ld.param.u64 %g0, [psrc];
+    ld.param.u64 %g1, [pout];
+    mov.u32 %r0, %tid.x;
+    mul.wide.u32 %d0, %r0, 16;
+    add.s64 %g0, %g0, %d0;
+    add.s64 %g1, %g1, %d0;
+    mov.u32 %a0, buf;
+    shl.b32 %r1, %r0, 4;
+    add.u32 %a0, %a0, %r1;
+    mov.u32 %r2, 0;
+L:
+    cp.async.cg.shared.global [%a0], [%g0], 16;
+    cp.async.ca.shared.global [%a0+1024], [%g0+4], 4;
+    cp.async.wait_all;
+    ld.shared.u32 %r3, [%a0+1024];
+    add.u32 %r2, %r2, %r3;
+    add.u32 %r1, %r1, 1;
+    setp.lt.u32 %p, %r1, 700;
+    @%p bra L;
+    st.global.u32 [%g1], %r2;
+    ret;
+}
+"""
+    src = np.arange(64 * 16, dtype=np.uint32).astype(np.uint8)
+    module = load_ptx(text)
+    for options in (None, WarpOptions(cp_async="eager"), WarpOptions(bank_log=1500)):
+        ref, fast, diffs = compare_engines(module, "k", 1, 64, [src, np.zeros(64 * 4, np.uint32)], options=options,
+                                           max_instructions=10 ** 6)
+        assert not diffs, (options, diffs)
+        assert "error" not in ref, ref["error"]
+
+
+def test_cp_async_records_grow_past_the_first_table():
+    """More copies in flight than a warp's first record table holds (cpasync.RECORDS): the loop hands the copy
+    back, the reference's issue grows the table, the loop goes on with the larger one."""
+    from emulator.machine.fastcore import cpasync
+    n = 3 * cpasync.RECORDS
+    copies = "\n    ".join(f"cp.async.ca.shared.global [%a0+{64 * k}], [%g0+{4 * (k % 4)}], 4;"
+                           + ("\n    cp.async.commit_group;" if k % 5 == 4 else "") for k in range(n))
+    text = f"""
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 psrc)
+{{
+    .reg .b32 %r<2>; .reg .b64 %g<1>; .reg .b64 %d<1>; .reg .b32 %a<1>;
+    .shared .align 16 .b8 buf[{64 * n}];
+    ld.param.u64 %g0, [psrc];
+    mov.u32 %r0, %tid.x;
+    mul.wide.u32 %d0, %r0, 16;
+    add.s64 %g0, %g0, %d0;
+    mov.u32 %a0, buf;
+    shl.b32 %r1, %r0, 2;
+    and.b32 %r1, %r1, 60;
+    add.u32 %a0, %a0, %r1;
+    {copies}
+    cp.async.wait_group 2;
+    ret;
+}}
+"""
+    module = load_ptx(text)
+    ref, fast, diffs = compare_engines(module, "k", 1, 16, [np.arange(256, dtype=np.uint32).astype(np.uint8)])
+    assert not diffs, diffs
+    assert "error" not in ref, ref["error"]
+    assert sum(len(p[0]) for p in fast["cp_async"].values()) > 0       # the last groups still in flight
+    assert fast["fast_executed"] == fast["instructions"] - 2             # two hand-backs: 16 -> 32 -> 64 records
+
+
+def test_cvta_to_and_from_global_and_shared_is_a_move():
+    """cvta{.to}.{global,shared}: identity conversions (KernelWarp.cvta) the loop runs as moves."""
+    text = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 pout)
+{
+    .reg .b32 %r<4>; .reg .b64 %d<5>;
+    .shared .align 16 .b8 buf[512];
+    ld.param.u64 %d0, [pout];
+    cvta.to.global.u64 %d1, %d0;
+    mov.u32 %r0, %tid.x;
+    mul.wide.u32 %d2, %r0, 16;
+    add.s64 %d1, %d1, %d2;
+    mov.u64 %d3, buf;
+    cvta.shared.u64 %d3, %d3;
+    cvt.u32.u64 %r1, %d3;
+    cvta.to.shared.u32 %r1, %r1;
+    mov.u32 %r2, buf;
+    cvta.shared.u32 %r3, %r2;
+    cvta.global.u64 %d4, %d1;
+    st.global.v2.u32 [%d1], {%r1, %r3};
+    st.global.u64 [%d4+8], %d3;
+    ret;
+}
+"""
+    module = load_ptx(text)
+    ref, fast, diffs = compare_engines(module, "k", 1, 32, [np.zeros(32 * 4, np.uint32)])
+    assert not diffs and "error" not in ref, (diffs, ref.get("error"))
+    tr = translation(module.program("k"))
+    assert (tr.code[:, T.OP] != T.SLOW).all()
+
+
+CORPUS_CP_ASYNC = ["nvcc_pipeline_copy_sm80", "cute_hgemm_tn_sm80", "triton_matmul_int8_64x64_sm80",
+                   "triton_matmul_f32_ieee_sm80"]
+
+
+@pytest.mark.parametrize("name", CORPUS_CP_ASYNC)
+def test_corpus_cp_async_kernels_are_identical_on_both_engines(name):
+    """Compiler-written cp.async pipelines (nvcc's cuda_pipeline, CuTe, Triton, WMMA) on both engines:
+    memory, registers, shared memory, bank logs and the copies still in flight (test_corpus checks the bits
+    against the H100)."""
+    import corpus_lib
+    from engines import differences
+    case = _corpus()[name]
+
+    def outcome(engine):
+        got, r, out = corpus_lib.replay(case, engine=engine)
+        warps, pending = {}, {}
+        for ctaid, ws in r.ctas:
+            for w in ws:
+                banks = [(a.instruction, a.op, a.addrs.tolist(), a.width, a.mask.tolist(), a.nmat,
+                          None if a.src is None else a.src.tolist()) for a in w._smem_log]
+                warps[(ctaid, w.warp_id)] = ({n: w.get_reg(n).copy() for n in w.regs}, w.smem.copy(), w.issued,
+                                             w.pc.copy(), banks)
+                pending[(ctaid, w.warp_id)] = w.cp_async.pending()
+        return {"memory": [(0, v.view(np.uint8).reshape(-1)) for _, v in sorted(got.items())], "warps": warps,
+                "stdout": out, "instructions": r.instructions, "cp_async": pending}
+    ref, fast = outcome("reference"), outcome("fast")
+    assert not differences(ref, fast)
+    assert any(rec[1].startswith("cp.async") for w in fast["warps"].values() for rec in w[4])
+
+
+_CORPUS = {}
+
+
+def _corpus():
+    if not _CORPUS:
+        import corpus_lib
+        _CORPUS.update(corpus_lib.load_all())
+    return _CORPUS
+
+
+def test_cp_async_addresses_wrap_as_the_references():
+    """A 32-bit address register plus an offset wraps at 2^32 (``ops.common.address``): lane 0, predicated off,
+    logs the wrapped address too, so the loop computes it the same way."""
+    nt = 32
+    text = pipe_kernel(nt, mid1="mul.lo.u32 %t1, %t0, 16; sub.u32 %t1, %t1, 16; "
+                                "@%p0 cp.async.ca.shared.global [%t1+S6], [%g0], 4;")
+    text = text.replace("S6", str(5 * nt * 16 + 16))
+    ref, fast, diffs = compare_engines(load_ptx(text), "k", 1, nt, [np.ones(nt * 64, np.uint8),
+                                                                      np.zeros(nt * 8, np.uint32)])
+    assert not diffs, diffs
+    assert "error" not in ref, ref["error"]
+    rec = next(r for r in ref["warps"][((0, 0, 0), 0)][4] if "%t1" in r[0])
+    assert rec[2][0] == 5 * nt * 16 and not rec[4][0]           # lane 0: 0xFFFFFFF0 + offset, wrapped
+
+
+@pytest.mark.parametrize("access", ["@%p ld.shared.u32 %r2, [%r1+-16];", "@%p st.shared.u32 [%r1+4294967280], %r0;",
+                                    "ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r2}, [%r1+-16];"])
+def test_ld_st_ldmatrix_addresses_wrap_as_the_references(access):
+    """[%r+off] with a 32-bit register wraps at 2^32 (``ops.common.address``): the address of lane 0 (predicated
+    off; for ldmatrix .x1, lane 31, whose address is not used) shows in the access log, wrapped."""
+    text = f"""
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 pout)
+{{
+    .reg .b32 %r<4>; .reg .pred %p;
+    .shared .align 16 .b8 buf[1024];
+    mov.u32 %r0, %tid.x;
+    shl.b32 %r1, %r0, 4;
+    add.u32 %r1, %r1, 16;
+    setp.ne.u32 %p, %r0, 0;
+    @!%p mov.u32 %r1, 0;
+    {access}
+    ret;
+}}
+"""
+    if "ldmatrix" in access:
+        text = text.replace("@!%p mov.u32 %r1, 0;", "setp.eq.u32 %p, %r0, 31; @%p mov.u32 %r1, 0;")
+    ref, fast, diffs = compare_engines(load_ptx(text), "k", 1, 32, [np.zeros(4, np.uint32)])
+    assert not diffs, diffs
+    assert "error" not in ref, ref["error"]
+    assert fast["fast_executed"] == fast["instructions"]

@@ -340,3 +340,18 @@ def test_fast_engine_runs_on_while_a_wgmma_is_in_flight():
                        "wgmma.wait_group.sync.aligned 0;\nadd.f32")
     ref, fast, diffs = compare_engines(load_ptx(bad), "k", 1, 128, [np.zeros(128, np.float32)])
     assert not diffs and "reads register %f3" in ref["error"][1]
+
+
+def test_cp_async_into_bytes_an_in_flight_wgmma_reads():
+    """A cp.async whose destination an in-flight wgmma.mma_async reads is a hazard on both engines (the fast
+    engine's loop hands cp.async back while the CTA's wgmma read shared memory)."""
+    from engines import compare_engines
+    body = ("ld.param.u64 %rd5, [out];\nwgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n"
+            "mov.u32 %r2, smem;\ncp.async.ca.shared.global [%r2+4100], [%rd5], 4;\ncp.async.wait_all;\n"
+            "wgmma.wait_group.sync.aligned 0;")
+    text = HEAD + f"mov.b64 %rd1, {DA};\nmov.b64 %rd2, {DB};\n" + body + "\n" + TAIL
+    ref, fast, diffs = compare_engines(load_ptx(text), "k", 1, 128, [np.zeros(128, np.float32)])
+    assert not diffs and "in-flight wgmma.mma_async reads" in ref["error"][1]
+    ok = text.replace("[%r2+4100]", "[%r2+8000]")
+    ref, fast, diffs = compare_engines(load_ptx(ok), "k", 1, 128, [np.zeros(128, np.float32)])
+    assert not diffs and "error" not in ref

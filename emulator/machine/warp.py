@@ -139,6 +139,17 @@ class _CpAsyncState:
         self.records = []
         self.committed = np.zeros(LANES, np.int64)
 
+    def issue(self, dst, data, mask):
+        """A cp.async of the lanes ``mask`` (destinations ``dst``, the bytes read at issue ``data``)."""
+        self.records.append([dst.copy(), data, mask.copy(), np.full(LANES, -1, np.int64)])
+
+    def pending(self):
+        """The copies in flight, in issue order (lanes, destinations, bytes, groups of the live lanes), and the
+        groups each lane committed: what the fast engine's records must equal."""
+        out = [(np.flatnonzero(live).tolist(), dst[live].tolist(), data[live].tobytes(), group[live].tolist())
+               for dst, data, live, group in self.records]
+        return out, self.committed.tolist()
+
     def commit(self, mask):
         for rec in self.records:
             new = mask & rec[2] & (rec[3] < 0)

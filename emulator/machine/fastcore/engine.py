@@ -15,6 +15,7 @@ from ...memory import SmemAccess
 from . import table as T
 from ..spin import SPIN_CHECK
 from .translate import Translation
+from .cpasync import CpAsyncRows, CpAsyncTable
 
 _DTYPE = {T.PRED: np.bool_, T.R16: np.uint16, T.R32: np.uint32, T.R64: np.uint64}
 LOG_CAP = 1024
@@ -104,6 +105,7 @@ class FastLaunch:
         self.lanes = np.arange(32, dtype=np.int64)
         self.scratch = np.zeros((12, 32), np.uint64)
         self.log_warp = np.zeros(LOG_CAP, np.int64)
+        self.log_src = np.zeros((LOG_CAP, 32), np.int64)         # cp.async: the source address of every lane
         # constant special registers: one fancy-indexed store per warp fills them all
         names = [n for n in tr.specials]
         self.special_names = names
@@ -127,6 +129,7 @@ class FastWarp:
     def __init__(self, launch, warp, arena=None):
         tr = launch.tr
         self.launch = launch
+        in_cta = arena is not None      # a row of FastCTA.arenas: FastCTA.bind gives it its cp.async table row
         self.arena = arena = np.zeros(max(tr.arena_bytes, 8), np.uint8) if arena is None else arena
         warp.regs = ArenaRegs(arena, tr.slots, warp.regs)
         if launch.special_names:
@@ -135,6 +138,16 @@ class FastWarp:
         if not (warp.param.flags.c_contiguous and warp.smem.flags.c_contiguous):
             raise AssertionError("the fast engine addresses .param and shared memory as contiguous bytes")
         self.param = warp.param
+        self.cp, self.cpk = None, 0
+        if not in_cta:
+            self.use_cp_table(CpAsyncTable(1, warp.options.cp_async == "eager"), 0, warp)
+
+    def use_cp_table(self, table, k, warp):
+        """Keep the warp's cp.async records in row ``k`` of ``table`` (the loop's arrays)."""
+        if getattr(warp.cp_async, "records", None):
+            raise AssertionError("the fast engine takes over a warp with cp.async copies in flight")
+        self.cp, self.cpk = table, k
+        warp.cp_async = CpAsyncRows(table, k)
 
     def run(self, w, budget):
         """Run until the loop stops; returns (status, pc, mask) with the reference's types."""
@@ -155,10 +168,13 @@ class FastWarp:
         cst = getattr(getattr(w, "_cta", None), "wgmma", None)
         ws = cst.warps.get(w.warp_id) if cst is not None else None
         st[T.S_WG_REGS] = int(ws is not None and bool(ws.reg_count))
+        st[T.S_WG_SMEM] = int(cst is not None and cst.n_reading > 0)
         tr = fl.tr
         fl._run(tr.code, tr.imm, self.arena, w.pc, w.exited, w.waiting, w.smem_inflight, fl.gtab, st,
                 fl.log_pc, fl.log_addr, fl.log_mask, tr.mma_regs, tr.mma_maps, tr.mma_prm, *tr.mma_luts, tr.mma_lutidx, fl.scratch,
-                tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags, tr.mufu_ptr, tr.mufu_size)
+                tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags, tr.mufu_ptr, tr.mufu_size, fl.log_src,
+                *self.cp.row(self.cpk))
+        w._inflight_n = int(st[T.S_INFLIGHT])
         budget[0] = int(st[T.S_BUDGET])
         w.clock = w.issued = int(st[T.S_ISSUED])
         w.back_taken = int(st[T.S_BACK])
@@ -180,7 +196,7 @@ class FastWarp:
         if not n:
             return
         w._smem_pending.append(partial(_records, w.program.code, fl.tr.code, fl.log_pc[:n].copy(),
-                                       fl.log_mask[:n].copy(), fl.log_addr[:n].copy()))
+                                       fl.log_mask[:n].copy(), fl.log_addr[:n].copy(), fl.log_src[:n].copy()))
 
 
 class FastCTA:
@@ -211,6 +227,9 @@ class FastCTA:
             self.issued[i] = w.issued
             self.backs[i] = w.back_taken
         self.param_ptrs = np.array([w.param.__array_interface__["data"][0] for w in cta.warps], np.int64)
+        self.cp = CpAsyncTable(len(cta.warps), cta.warps[0].options.cp_async == "eager") if cta.warps else None
+        for i, w in enumerate(cta.warps):
+            w.fast.use_cp_table(self.cp, i, w)
         return self
 
     def run(self, cta):
@@ -224,8 +243,9 @@ class FastCTA:
         tr = fl.tr
         st = fl.state
         ws = cta.warps
+        cp = self.cp
         st[T.S_SPIN_CHECK] = SPIN_CHECK
-        st[T.S_WG_REGS] = 0                 # (CTAs with wgmma keep the Python scheduler)
+        st[T.S_WG_REGS] = st[T.S_WG_SMEM] = 0       # (CTAs with wgmma keep the Python scheduler)
         while True:
             st[T.S_BUDGET] = cta.budget[0]
             st[T.S_INFLIGHT] = cta.inflight_n
@@ -237,7 +257,9 @@ class FastCTA:
                     st, fl.log_pc, fl.log_addr, fl.log_mask, self.log_warp, tr.mma_regs, tr.mma_maps, tr.mma_prm,
                     *tr.mma_luts, tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags,
                     self.cst, self.issued, self.executed, self.param_ptrs, self.wbid, self.bar_arrived, self.bar_seq,
-                    self.backs, tr.mufu_ptr, tr.mufu_size)
+                    self.backs, tr.mufu_ptr, tr.mufu_size, fl.log_src, cp.dst, cp.data, cp.group, cp.meta,
+                    cp.count)
+            cta.inflight_n = int(st[T.S_INFLIGHT])
             cta.budget[0] = int(st[T.S_BUDGET])
             n = int(st[T.S_NLOG])
             if n:
@@ -294,7 +316,7 @@ class FastCTA:
                 sel = sel[:keep]
             if sel.size:
                 w._smem_pending.append(partial(_records, w.program.code, fl.tr.code, fl.log_pc[sel],
-                                               fl.log_mask[sel], fl.log_addr[sel]))
+                                               fl.log_mask[sel], fl.log_addr[sel], fl.log_src[sel]))
 
     def _report_deadlock(self, cta):
         """Hand the loop's barrier state to the scheduler's report (machine.cta), which raises."""
@@ -308,14 +330,17 @@ class FastCTA:
         raise AssertionError("the CTA loop reported a deadlock the scheduler does not see")
 
 
-def _records(code, tcode, pcs, masks, addrs):
+def _records(code, tcode, pcs, masks, addrs, srcs):
     """SmemAccess records (as the reference logs them) of the shared-memory accesses the loop made."""
     lanes = np.arange(32, dtype=np.int64)
     out = []
-    for p, m, a in zip(pcs.tolist(), masks.tolist(), addrs):
+    for p, m, a, s in zip(pcs.tolist(), masks.tolist(), addrs, srcs):
         row = tcode[p]
         mask = ((m >> lanes) & 1).astype(np.bool_)
-        if row[T.OP] == T.LDMATRIX:
+        if row[T.OP] == T.CPASYNC:
+            out.append(SmemAccess(str(code[p].instr.text), "cp.async.cg" if row[T.Y] else "cp.async.ca", a,
+                                  int(row[T.X]), mask, 0, s))
+        elif row[T.OP] == T.LDMATRIX:
             out.append(SmemAccess(str(code[p].instr.text), "ldmatrix", a, 16, mask, int(row[T.Y]), None))
         else:
             out.append(SmemAccess(str(code[p].instr.text), "ld" if row[T.OP] == T.LD else "st", a,

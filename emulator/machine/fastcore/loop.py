@@ -6,11 +6,11 @@ address, an in-flight cp.async destination, the instruction budget) sends the in
 reference executor, which raises the error the reference defines.
 """
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.extending import intrinsic
+from numba import njit
 
 from . import table as T
+from .raw import _find, _peek, _peek16, _poke  # noqa: F401 (raw memory access, shared with cpasync)
+from .cpasync import cp_step
 from ...numerics.gemm_fast import tc_one_noalloc
 from .fmath import call_rows
 
@@ -20,62 +20,6 @@ ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 IDX = T.INDEX_MASK
 CANON32 = np.uint32(0x7FFFFFFF)
 LANES = 32
-
-
-def _peek_intrinsic(nbits):
-    @intrinsic
-    def peek(typingctx, addr):
-        """The nbits-bit little-endian value at the raw address ``addr`` (zero-extended to uint64)."""
-        sig = types.uint64(types.int64)
-
-        def codegen(context, builder, signature, args):
-            ity = ir.IntType(nbits)
-            v = builder.load(builder.inttoptr(args[0], ity.as_pointer()), align=1)
-            return builder.zext(v, ir.IntType(64)) if nbits < 64 else v
-        return sig, codegen
-    return peek
-
-
-def _poke_intrinsic(nbits):
-    @intrinsic
-    def poke(typingctx, addr, value):
-        """Store the low nbits of ``value`` at the raw address ``addr``."""
-        sig = types.void(types.int64, types.uint64)
-
-        def codegen(context, builder, signature, args):
-            ity = ir.IntType(nbits)
-            v = builder.trunc(args[1], ity) if nbits < 64 else args[1]
-            builder.store(v, builder.inttoptr(args[0], ity.as_pointer()), align=1)
-            return context.get_dummy_value()
-        return sig, codegen
-    return poke
-
-
-_peek8, _peek16, _peek32, _peek64 = (_peek_intrinsic(n) for n in (8, 16, 32, 64))
-_poke8, _poke16, _poke32, _poke64 = (_poke_intrinsic(n) for n in (8, 16, 32, 64))
-
-
-@njit(cache=True, inline="always")
-def _peek(addr, ew):
-    if ew == 4:
-        return _peek32(addr)
-    if ew == 8:
-        return _peek64(addr)
-    if ew == 2:
-        return _peek16(addr)
-    return _peek8(addr)
-
-
-@njit(cache=True, inline="always")
-def _poke(addr, ew, v):
-    if ew == 4:
-        _poke32(addr, v)
-    elif ew == 8:
-        _poke64(addr, v)
-    elif ew == 2:
-        _poke16(addr, v)
-    else:
-        _poke8(addr, v)
 
 
 @njit(cache=True, inline="always")
@@ -280,23 +224,6 @@ def _ffma32(a, b, c, fu64, ff64):
 
 
 @njit(cache=True, _nrt=False)
-def _find(gtab, addr, nbytes):
-    """Index of the allocation holding [addr, addr + nbytes), or -1."""
-    lo, hi = 0, gtab.shape[0] - 1
-    k = -1
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        if gtab[mid, 0] <= addr:
-            k = mid
-            lo = mid + 1
-        else:
-            hi = mid - 1
-    if k < 0 or addr - gtab[k, 0] + nbytes > gtab[k, 1]:
-        return -1
-    return k
-
-
-@njit(cache=True, _nrt=False)
 def _mem_plan(row, imrow, m, a8, a16, a32, a64, inflight, gtab, state, addrs, ptrs):
     """Addresses of every lane and, for the active ones, the raw host address of the access (``ptrs``).
     Returns the lanes that access shared memory, or -1 when an active lane needs the reference's checks
@@ -310,8 +237,9 @@ def _mem_plan(row, imrow, m, a8, a16, a32, a64, inflight, gtab, state, addrs, pt
             addrs[lane] = off
     else:
         _gather(base, 64, 0, ptrs, a8, a16, a32, a64, imrow)     # zero-extended register, as int64
+        wrap = np.int64(0xFFFFFFFF) if base >> T.CLASS_SHIFT == T.R32 else np.int64(-1)   # 32 bits wrap at 2^32
         for lane in range(LANES):
-            addrs[lane] = np.int64(ptrs[lane]) + off
+            addrs[lane] = (np.int64(ptrs[lane]) + off) & wrap
     smem_size = state[T.S_SMEM_SIZE]
     shared = 0
     k = state[T.S_LASTALLOC]
@@ -696,8 +624,9 @@ def _ldmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr, out):
             addrs[lane] = off
     else:
         _gather(row[T.A], 64, 0, xr, a8, a16, a32, a64, imrow)
+        wrap = np.int64(0xFFFFFFFF) if row[T.A] >> T.CLASS_SHIFT == T.R32 else np.int64(-1)
         for lane in range(LANES):
-            addrs[lane] = np.int64(xr[lane]) + off
+            addrs[lane] = (np.int64(xr[lane]) + off) & wrap
     size = state[T.S_SMEM_SIZE]
     for lane in range(8 * nmat):
         a = addrs[lane]
@@ -743,10 +672,12 @@ def _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, mptr, msz):
 
 @njit(cache=True, _nrt=False)
 def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmaps,
-        mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, mptr, msz):
+        mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, mptr, msz, log_src, cpd, cpx, cpg, cpm,
+        cpc):
     """Run the warp from its current state (state S_CTA: 1 inside run_cta, which executes the barriers). Returns (through ``state``) why it stopped. Compiled without
     the reference-counting runtime (``_nrt=False``): no atomic increments on every array view and call;
-    ``scratch`` (uint64[12, 32], from the caller) holds every temporary."""
+    ``scratch`` (uint64[12, 32], from the caller) holds every temporary. ``log_src``: the source addresses of
+    logged cp.async; ``cpd`` .. ``cpc``: the warp's cp.async records (``cpasync.CpAsyncTable.row``)."""
     a8 = arena
     a16 = arena.view(np.uint16)
     a32 = arena.view(np.uint32)
@@ -762,6 +693,8 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     xr = scratch[6]
     xq = scratch[7]
     mtmp = scratch[8:10].reshape(64).view(np.uint32).reshape((4, LANES))
+    srcs = scratch[10].view(np.int64)
+    sizes = scratch[11].view(np.int64)
     live = 0
     for lane in range(LANES):
         if not exited[lane] and not waiting[lane]:
@@ -792,9 +725,10 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
         opc = row[T.OP]
         if opc == T.BAR and state[T.S_CTA] == 0:
             opc = T.SLOW
-        if row[T.WG] == 1 and state[T.S_WG_REGS] != 0:
-            opc = T.SLOW                   # a register an in-flight wgmma.mma_async may hold: the executor checks
-        if opc == T.SLOW or budget <= 0 or (opc == T.LD or opc == T.ST) and nlog >= log_pc.shape[0]:
+        if row[T.WG] == 1 and state[T.S_WG_REGS] != 0 or opc == T.CPASYNC and state[T.S_WG_SMEM] != 0:
+            opc = T.SLOW                   # a register or shared bytes an in-flight wgmma may hold: the executor checks
+        if opc == T.SLOW or budget <= 0 or (opc == T.LD or opc == T.ST or opc == T.CPASYNC) and \
+                nlog >= log_pc.shape[0]:
             state[T.S_STATUS] = T.ST_SLOW if (opc == T.SLOW or budget <= 0) else T.ST_LOG
             state[T.S_PC] = p
             state[T.S_MASK] = m
@@ -848,7 +782,9 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
         if opc == T.BRA:
             tgt = row[T.X]
             if tgt <= p and em != 0:            # a loop: every SPIN_CHECK-th time the scheduler looks for a spin
-                if (back + 1) % spin_check < 2:
+                # (it compares the state at the SPIN_CHECK-th and the next: the first backward branch has nothing
+                # to compare with unless SPIN_CHECK is 1, so it stays here)
+                if (back + 1) % spin_check < 2 and (back > 0 or spin_check == 1):
                     handback = True
                     break
                 back += 1
@@ -910,6 +846,14 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
             for lane in range(LANES):
                 log_addr[nlog, lane] = addrs[lane]
             nlog += 1
+        elif opc == T.CPASYNC or opc == T.CP_COMMIT or opc == T.CP_WAIT:
+            if em != 0:
+                got = cp_step(opc, row, imrow, em, p, nlog, a32, a64, inflight, gtab, state, log_pc, log_addr,
+                              log_mask, log_src, cpd, cpx, cpg, cpm, cpc, addrs, srcs, sizes, xq.view(np.int64))
+                if got < 0:
+                    handback = True
+                    break
+                nlog = got
         elif opc == T.SHFL and em != 0:
             if not _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
                 handback = True
@@ -971,7 +915,7 @@ def _runnable(exited, waiting, w):
 @njit(cache=True, _nrt=False)
 def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, log_warp,
             mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, cst, issued, executed,
-            param_ptrs, wbid, bar_arrived, bar_seq, backs, mptr, msz):
+            param_ptrs, wbid, bar_arrived, bar_seq, backs, mptr, msz, log_src, cpd, cpx, cpg, cpm, cpc):
     """A whole CTA as machine.cta.CTA._run schedules it: warp 0, 1, ... in turn, each until none of its lanes
     can run; barriers (BAR rows) arrive and release here. Returns (cst[C_STATUS]) when every thread exited,
     when warp cst[C_WARP] needs Python for the instruction at state S_PC (lanes S_MASK) or a full log, or
@@ -1008,7 +952,8 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
         state[T.S_EXECUTED] = 0
         n0 = state[T.S_NLOG]
         run(code, imm, arenas[w], pcs[w], exited[w], waiting[w], inflight, gtab, state, log_pc, log_addr, log_mask,
-            mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, mptr, msz)
+            mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, mptr, msz, log_src,
+            cpd[w], cpx[w], cpg[w], cpm[w], cpc[w])
         issued[w] = state[T.S_ISSUED]
         backs[w] = state[T.S_BACK]
         executed[w] += state[T.S_EXECUTED]

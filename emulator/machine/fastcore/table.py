@@ -56,6 +56,10 @@ FARITH = 46       # add/sub/mul/fma .rn.ftz.f32 and the add/sub ptxas contracts 
 FCVT = 47         # the common float conversions (fmath.CV_*: X; Y: integer rounding; Z: .ftz; V0: destination bits)
 MUFU_DIVFMA = 48  # an add/sub ptxas contracts with div.approx/div.full .f32: rcp(b') * a' + c in one rounding
                   # (X: 1 = .full, Y: .ftz, Z: as FARITH's; A, B: the division's operands, C: the addend)
+CPASYNC = 40      # cp.async.{ca,cg}.shared{::cta}.global (cpasync.py; X: cp-size, Y: 1 = .cg, A/B: dst/src base,
+                  # offsets in immediate slots 0/1, C: src-size operand or -1)
+CP_COMMIT = 41    # cp.async.commit_group
+CP_WAIT = 42      # cp.async.wait_group N (X: N) / cp.async.wait_all (Y: 1: commit first, X: 0)
 
 NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
 FLOAT_ROWS = (MUFU, MUFU_DIV, MUFU_DIVFMA, FMINMAX, FNEGABS, FARITH, FCVT)   # run by fcall.rows_c (fmath.py)
@@ -109,10 +113,11 @@ ST_BAR = 4        # lanes S_MASK arrived at barrier S_PC's X (their PCs already 
 
 # -- fields of the state vector ----------------------------------------------------------------------------
 (S_STATUS, S_PC, S_MASK, S_BUDGET, S_ISSUED, S_INFLIGHT, S_NLOG, S_EXECUTED, S_SMEM_PTR, S_SMEM_SIZE,
- S_PARAM_PTR, S_PARAM_SIZE, S_LASTALLOC, S_CTA, S_BACK, S_SPIN_CHECK, S_WG_REGS) = range(17)
-NSTATE = 17        # S_CTA: 1 when the CTA loop (run_cta) runs the warp: BAR is executed, not handed back;
+ S_PARAM_PTR, S_PARAM_SIZE, S_LASTALLOC, S_CTA, S_BACK, S_SPIN_CHECK, S_WG_REGS, S_WG_SMEM) = range(18)
+NSTATE = 18        # S_CTA: 1 when the CTA loop (run_cta) runs the warp: BAR is executed, not handed back;
                    # S_BACK: backward branches the warp took; S_SPIN_CHECK: machine.cta.SPIN_CHECK;
-                   # S_WG_REGS: 1 while wgmma.mma_async of this warp hold registers (rows with WG go back)
+                   # S_WG_REGS: 1 while wgmma.mma_async of this warp hold registers (rows with WG go back);
+                   # S_WG_SMEM: 1 while wgmma.mma_async of the CTA read shared memory (cp.async goes back)
 
 # -- the CTA loop's own state (run_cta), kept between its calls --------------------------------------------
 C_STATUS, C_WARP, C_INWARP, C_PROGRESSED, C_SEQ = range(5)

@@ -513,18 +513,6 @@ def r_prmt(t, env, instr, row, imm):
     row[T.OP] = T.PRMT
 
 
-def r_cvta(t, env, instr, row, imm):
-    """cvta{.to}.{global,shared,shared::cta}: the identity here (machine.warp.Warp.cvta); other spaces have
-    windows of their own (local, param) and stay with the executor."""
-    q = _classify(instr.mods, {"to": {"to"}, "space": {"global", "shared", "shared::cta"}, "type": {"u32", "u64"}})
-    if "space" not in q or "type" not in q:
-        raise _Slow
-    d, a = _ops(instr, 2)
-    _set_type(row, q["type"])
-    row[T.D], row[T.A] = t._dst(env, d), t._src(env, a, q["type"], imm, 0)
-    row[T.OP] = T.MOV
-
-
 def _ldst_mods(instr):
     from isa.datamove import LD_ST
     q = _classify(instr.mods, {"space": set(s for s in SPACE if s), "vec": {"v2", "v4", "v8"},
@@ -703,12 +691,97 @@ def r_ldmatrix(t, env, instr, row, imm):
     row[T.OP] = T.LDMATRIX
 
 
+def r_cvta(t, env, instr, row, imm):
+    """cvta{.to}.{global,shared{::cta}}.{u32,u64}: global addresses are generic addresses and the shared window
+    starts at generic address 0 (``KernelWarp.cvta``), so the conversion is a move."""
+    q = _classify(instr.mods, {"to": {"to"}, "space": {"global", "shared", "shared::cta"}, "type": {"u32", "u64"}})
+    if "space" not in q or "type" not in q:
+        raise _Slow
+    d, a = _ops(instr, 2)
+    if isinstance(d, Vec):
+        raise _Slow
+    _set_type(row, q["type"])
+    row[T.D], row[T.A] = t._dst(env, d), t._src(env, a, q["type"], imm, 0)
+    row[T.OP] = T.MOV
+
+
+def _cp_address(t, env, op, imm, k, shared):
+    """[reg+off] / [imm] / [shared symbol+off] of cp.async: the base operand (-1: none), the offset in slot k."""
+    if not isinstance(op, Mem) or not -(1 << 63) <= op.offset < 1 << 64:
+        raise _Slow
+    base = op.base
+    imm[k] = np.uint64(op.offset & ((1 << 64) - 1))
+    if base is None:
+        return -1
+    if isinstance(base, Sym) and not env.is_register(base.name):
+        space, addr = _static_symbol(t, env, base.name)
+        if not shared or space != "shared":
+            raise _Slow
+        imm[k] = np.int64(op.offset + addr).view(np.uint64)
+        return -1
+    name = t._reg(env, base)
+    width = env.reg_width(name)
+    if width not in (32, 64):
+        raise _Slow
+    return t._src(env, base, "b%d" % width, imm, k)
+
+
+def r_cp(t, env, instr, row, imm):
+    """cp.async.{ca,cg}.shared.global (every cp-size, src-size as a register or a constant, the prefetch and
+    cache-policy qualifiers, whose operand the reference ignores too), commit_group, wait_group N, wait_all.
+    The ignore-src predicate form and bulk copies stay with the reference."""
+    from ...errors import EmulatorError
+    from ...ops.datamove import _cp_async_op
+    mods = instr.mods
+    ops = instr.operands
+    if mods in (("async", "commit_group"), ("async", "wait_all")):
+        if ops:
+            raise _Slow
+        row[T.OP] = T.CP_COMMIT if mods[1] == "commit_group" else T.CP_WAIT
+        row[T.X], row[T.Y] = 0, int(mods[1] == "wait_all")
+        return
+    if mods == ("async", "wait_group"):
+        if len(ops) != 1 or not isinstance(ops[0], Imm) or ops[0].kind != "int" or \
+                not 0 <= ops[0].value <= 0xFFFFFFFF:
+            raise _Slow
+        row[T.OP] = T.CP_WAIT
+        row[T.X], row[T.Y] = ops[0].value, 0
+        return
+    if len(mods) < 2 or mods[0] != "async" or mods[1] not in ("ca", "cg"):
+        raise _Slow
+    try:
+        spec, has_policy = _cp_async_op(instr)
+    except EmulatorError:
+        raise _Slow from None
+    if len(ops) not in (3 + has_policy, 4 + has_policy) or not isinstance(ops[2], Imm) or ops[2].kind != "int" \
+            or ops[2].value not in spec.cp_sizes:
+        raise _Slow
+    cp = ops[2].value
+    row[T.A] = _cp_address(t, env, ops[0], imm, 0, True)
+    row[T.B] = _cp_address(t, env, ops[1], imm, 1, False)
+    row[T.C] = -1
+    if len(ops) == 4 + has_policy:
+        n = ops[3]
+        if isinstance(n, Imm):
+            if n.kind != "int" or not 0 <= n.value <= cp:
+                raise _Slow
+            imm[2] = n.value
+            row[T.C] = -2 - 2
+        else:
+            name = t._reg(env, n)
+            if name == "_" or env.reg_width(name) != 32:
+                raise _Slow                     # a predicate is ignore-src
+            row[T.C] = t._src(env, n, "u32", imm, 2)
+    row[T.X], row[T.Y] = cp, int(spec.cache == "cg")
+    row[T.OP] = T.CPASYNC
+
+
 _RULES = {
     "mov": r_mov, "add": r_addsub, "sub": r_addsub, "mul": r_mul, "mad": r_mad, "fma": r_mad,
     "shl": r_shift, "shr": r_shift, "and": r_logic, "or": r_logic, "xor": r_logic, "not": r_logic,
     "min": r_minmax, "max": r_minmax, "neg": r_negabs, "abs": r_negabs, "setp": r_setp, "selp": r_selp,
     "cvt": r_cvt, "ld": r_ld, "ldu": r_ld, "st": r_st, "membar": r_nop, "fence": r_nop, "shfl": r_shfl,
-    "mma": r_mma, "ldmatrix": r_ldmatrix, "bfe": r_bfe, "prmt": r_prmt, "cvta": r_cvta,
+    "mma": r_mma, "ldmatrix": r_ldmatrix, "bfe": r_bfe, "prmt": r_prmt, "cp": r_cp, "cvta": r_cvta,
 }
 
 

@@ -223,7 +223,7 @@ def compile_cp(instr, env):
             return
         np.add.at(warp.smem_inflight, d[lanes, None] + np.arange(cp_size), 1)
         warp._inflight_n += lanes.size
-        warp.cp_async.records.append([d.copy(), data, mask.copy(), np.full(32, -1, np.int64)])
+        warp.cp_async.issue(d, data, mask)
     return run
 
 

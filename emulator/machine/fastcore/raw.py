@@ -1,0 +1,79 @@
+"""Raw memory access for the jitted loops: loads and stores of 8..64 bits at host addresses (shared memory,
+.param and global allocations are addressed by their data pointers), and the allocation lookup."""
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+
+def _peek_intrinsic(nbits):
+    @intrinsic
+    def peek(typingctx, addr):
+        """The nbits-bit little-endian value at the raw address ``addr`` (zero-extended to uint64)."""
+        sig = types.uint64(types.int64)
+
+        def codegen(context, builder, signature, args):
+            ity = ir.IntType(nbits)
+            v = builder.load(builder.inttoptr(args[0], ity.as_pointer()), align=1)
+            return builder.zext(v, ir.IntType(64)) if nbits < 64 else v
+        return sig, codegen
+    return peek
+
+
+def _poke_intrinsic(nbits):
+    @intrinsic
+    def poke(typingctx, addr, value):
+        """Store the low nbits of ``value`` at the raw address ``addr``."""
+        sig = types.void(types.int64, types.uint64)
+
+        def codegen(context, builder, signature, args):
+            ity = ir.IntType(nbits)
+            v = builder.trunc(args[1], ity) if nbits < 64 else args[1]
+            builder.store(v, builder.inttoptr(args[0], ity.as_pointer()), align=1)
+            return context.get_dummy_value()
+        return sig, codegen
+    return poke
+
+
+_peek8, _peek16, _peek32, _peek64 = (_peek_intrinsic(n) for n in (8, 16, 32, 64))
+_poke8, _poke16, _poke32, _poke64 = (_poke_intrinsic(n) for n in (8, 16, 32, 64))
+
+
+@njit(cache=True, inline="always")
+def _peek(addr, ew):
+    if ew == 4:
+        return _peek32(addr)
+    if ew == 8:
+        return _peek64(addr)
+    if ew == 2:
+        return _peek16(addr)
+    return _peek8(addr)
+
+
+@njit(cache=True, inline="always")
+def _poke(addr, ew, v):
+    if ew == 4:
+        _poke32(addr, v)
+    elif ew == 8:
+        _poke64(addr, v)
+    elif ew == 2:
+        _poke16(addr, v)
+    else:
+        _poke8(addr, v)
+
+
+@njit(cache=True, _nrt=False)
+def _find(gtab, addr, nbytes):
+    """Index of the allocation holding [addr, addr + nbytes), or -1."""
+    lo, hi = 0, gtab.shape[0] - 1
+    k = -1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if gtab[mid, 0] <= addr:
+            k = mid
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    if k < 0 or addr - gtab[k, 0] + nbytes > gtab[k, 1]:
+        return -1
+    return k
