@@ -7,7 +7,8 @@ Elements whose row or column holds an inf or NaN, whose C is one, or whose accum
 are recomputed by the scalar per-element chain ``chain_element``.
 """
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
 from . import fast, tile_numpy
 from .jitcache import compiling
@@ -243,114 +244,222 @@ def _fixups(abits, bbits, cbits, spa, spb, redo, fa, fb, fc, fd, L, F, e_zero, m
 #   * the step's sum of L + 1 such integers stays far below 2**53: exact in any order;
 #   * acc * 2**(emax - F) is exact, and clearing the fraction bits below binary32's last place (the
 #     subnormal grid 2**-149 below 2**-126) is the reference's rounding toward zero.
-# Each loop runs over a row of columns with no branch, so the compiler vectorises it.
-_FBR, _FBC = 32, 256     # rows x columns of one parallel task (measured best of 8..128 x 64..256)
+# Layout: B in panels of _W columns, element (k, n) at [n // _W, k * _W + n % _W], so that the L rows of a
+# step lie at fixed distances; nominal exponents in int16 (zeros, and the inf/NaN the scalar chain redoes,
+# get _NOEXP: a sum with it stays below every e_zero).  For each step and row two loops run over the panel's
+# columns with the L products unrolled (L is a compile-time constant, so the compiler vectorises across the
+# columns and keeps the sums in registers): the exponent maxima (int16, many to a vector), then the terms,
+# their sum and its rounding.
+_W = 128                # columns of one panel
+_FBR = 32               # rows of one parallel task: a step's slice of the panel stays in cache for all of them
+_NOEXP = -10000
+
+
+@intrinsic
+def _i2f(typingctx, x):
+    sig = types.float64(types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+    return sig, codegen
+
+
+@intrinsic
+def _f2i(typingctx, x):
+    sig = types.int64(types.float64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.int64))
+    return sig, codegen
+
+
+@njit(cache=True, inline="always")
+def _value64(x, fmt, flat, use_lut):
+    """(value, nominal exponent, finite) of one operand element, the value exact in binary64 (0 and _NOEXP
+    for zeros, infs and NaNs)."""
+    if use_lut:
+        base = x * 4
+        S = flat[base]
+        q = flat[base + 1]
+        t = flat[base + 2]
+        ok = flat[base + 3] == NUM
+    else:
+        kk, ss, mm, q, t = decode(x, fmt)
+        S = -mm if ss else mm
+        ok = kk == NUM
+    if not ok or S == 0:
+        return 0.0, _NOEXP, ok
+    return np.float64(S) * _i2f((q + 1023) << 52), t, True
 
 
 @njit(cache=True)
-def _f32_state(bits, v, t, bad):
-    """binary32 C bits -> value (binary64), nominal exponent (ZQ for zeros), and inf/NaN flags."""
-    R, C = bits.shape
-    for r in range(R):
-        for c in range(C):
+def _f32_a(bits, fmt, lut, v, e, special):
+    """A (M, K): values and nominal exponents; rows holding an inf or NaN flagged."""
+    flat = lut.reshape(lut.shape[0] * 4)
+    use_lut = lut.shape[0] > 1
+    for r in range(bits.shape[0]):
+        for c in range(bits.shape[1]):
+            val, t, ok = _value64(np.int64(bits[r, c]), fmt, flat, use_lut)
+            v[r, c] = val
+            e[r, c] = t
+            if not ok:
+                special[r] = True
+
+
+@njit(cache=True)
+def _f32_b(bits, fmt, lut, v, e, special):
+    """B (K, N) into panels (P, K * _W): values and nominal exponents; columns holding an inf or NaN flagged,
+    the columns past N zero."""
+    flat = lut.reshape(lut.shape[0] * 4)
+    use_lut = lut.shape[0] > 1
+    K, N = bits.shape
+    v[:, :] = 0.0
+    e[:, :] = _NOEXP
+    for k in range(K):
+        for n in range(N):
+            val, t, ok = _value64(np.int64(bits[k, n]), fmt, flat, use_lut)
+            i = k * _W + n % _W
+            v[n // _W, i] = val
+            e[n // _W, i] = t
+            if not ok:
+                special[n] = True
+
+
+@njit(cache=True)
+def _f32_c(bits, e_zero, v, e, bad):
+    """binary32 C bits -> value (binary64) and max(nominal exponent, e_zero) (int16); inf/NaN flagged (and 0)."""
+    v[:, :] = 0.0
+    e[:, :] = e_zero
+    for r in range(bits.shape[0]):
+        for c in range(bits.shape[1]):
             kk, ss, mm, qq, tt = decode(np.int64(bits[r, c]), 3)
             if kk != NUM:
                 bad[r, c] = True
-                v[r, c] = 0.0
-                t[r, c] = ZQ
-            else:
-                v[r, c] = np.ldexp(np.float64(-mm if ss else mm), qq) if mm else 0.0
-                t[r, c] = tt if mm else ZQ
+            elif mm:
+                v[r, c] = np.float64(-mm if ss else mm) * _i2f((qq + 1023) << 52)
+                e[r, c] = max(tt, e_zero)
 
 
-@njit(cache=True)
-def _operand_values(S, q, v):
-    R, C = S.shape
-    for r in range(R):
-        for c in range(C):
-            v[r, c] = np.ldexp(np.float64(S[r, c]), q[r, c]) if S[r, c] != 0 else 0.0
+@njit(cache=True, inline="always")
+def _f32_emax(atr, bts, ctr, em, LC):
+    """emax of one row's step across the panel: max(C's nominal exponent, e_zero, top_a + top_b)."""
+    for n in range(_W):
+        x = ctr[n]
+        for j in range(LC):
+            x = max(x, np.int16(atr[j] + bts[j * _W + n]))
+        em[n] = x
 
 
-@njit(cache=True)
-def _block_f32(m0, m1, n0, n1, av, at, bv, bt, cv0, ct0, L, F, e_zero, out, redo):
-    """Rows m0..m1, columns n0..n1, every K step; the block's accumulators stay in binary64 between steps,
-    and each step's slice of B is reused by every row of the block while it is in cache."""
-    K = bv.shape[0]
-    R = m1 - m0
-    W = n1 - n0
-    cvb = np.empty((R, W), np.int64)
-    cv = cvb.view(np.float64)
-    ct = np.empty((R, W), np.int64)
-    for i in range(R):
-        for n in range(W):
-            cv[i, n] = cv0[m0 + i, n0 + n]
-            ct[i, n] = ct0[m0 + i, n0 + n]
-    emax = np.empty(W, np.float32)         # exponents are small integers: exact in binary32, 8 to a vector
-    ez = np.float32(e_zero)
-    sb = np.empty(W, np.int64)
-    s = sb.view(np.float64)
-    acc = np.empty(W, np.int64)
-    vb = np.empty(W, np.int64)
-    vv = vb.view(np.float64)
-    ovf = np.empty(W, np.bool_)
-    for k0 in range(0, K, L):
-        for i in range(R):
-            m = m0 + i
-            cvi = cv[i]
-            cbi = cvb[i]
-            cti = ct[i]
-            for n in range(W):
-                x = np.float32(cti[n])
-                emax[n] = x if x > ez else ez
-            for j in range(L):
-                ea = at[m, k0 + j]
-                btr = bt[k0 + j, n0:n1]
-                for n in range(W):
-                    e = ea + btr[n]
-                    emax[n] = e if e > emax[n] else emax[n]
-            for n in range(W):
-                sb[n] = (F - np.int64(emax[n]) + 1023) << 52
-                acc[n] = np.int64(cvi[n] * s[n])
-            for j in range(L):
-                a = av[m, k0 + j]
-                bvr = bv[k0 + j, n0:n1]
-                for n in range(W):
-                    acc[n] += np.int64(a * bvr[n] * s[n])
-            for n in range(W):
-                sb[n] = (np.int64(emax[n]) - F + 1023) << 52
-                vv[n] = np.float64(acc[n]) * s[n]
-            any_ovf = False
-            for n in range(W):
-                bits = vb[n]
-                E = ((bits >> 52) & 0x7FF) - 1023
-                drop = 29 if E >= -126 else min(-97 - E, 63)
-                zero = E < -149
-                cbi[n] = 0 if zero else bits & ~((np.int64(1) << drop) - 1)
-                cti[n] = ZQ if zero else (E if E > -126 else -126)
-                ovf[n] = E > 127
-                any_ovf |= E > 127
-            if any_ovf:
-                for n in range(W):
-                    if ovf[n]:
+@njit(cache=True, inline="always")
+def _f32_terms(avr, bvs, em, cvr, ctr, F, e_zero, LC):
+    """One row's step across the panel: the truncated terms, their sum, rounded toward zero to binary32.
+    Returns the largest biased binary64 exponent of the results (above 1023 + 127: an overflow)."""
+    hi = np.int64(0)
+    for n in range(_W):
+        e = np.int64(em[n])
+        s = _i2f((F + 1023 - e) << 52)
+        acc = np.int64(cvr[n] * s)
+        for j in range(LC):
+            acc += np.int64(avr[j] * bvs[j * _W + n] * s)
+        bits = _f2i(np.float64(acc) * _i2f((e - F + 1023) << 52))
+        E = (bits >> 52) & 0x7FF
+        zero = E < 1023 - 149                        # below 2**-149: +0
+        drop = min(max(29, 1023 - 97 - E), 63)       # 29 fraction bits; more below 2**-126
+        cvr[n] = 0.0 if zero else _i2f(bits & (np.int64(-1) << drop))
+        ctr[n] = e_zero if zero else max(E - 1023, -126, e_zero)
+        hi = max(hi, E)
+    return hi
+
+
+@njit(cache=True, inline="always")
+def _f32_panel(m0, m1, p, av, at, bvp, btp, cv, ct, L, F, e_zero, redo, LC):
+    """Rows m0..m1 of panel p, every K step; the state (value, exponent) stays in cv / ct between steps."""
+    K = av.shape[1]
+    em = np.empty(_W, np.int16)
+    n0 = p * _W
+    for k0 in range(0, K, LC):
+        bvs = bvp[p, k0 * _W:(k0 + LC) * _W]
+        bts = btp[p, k0 * _W:(k0 + LC) * _W]
+        for m in range(m0, m1):
+            cvr = cv[m, n0:n0 + _W]
+            ctr = ct[m, n0:n0 + _W]
+            _f32_emax(at[m, k0:k0 + LC], bts, ctr, em, LC)
+            hi = _f32_terms(av[m, k0:k0 + LC], bvs, em, cvr, ctr, F, e_zero, LC)
+            if hi > 1023 + 127:                      # overflowed: the scalar chain redoes the element
+                for n in range(_W):
+                    if (_f2i(cvr[n]) >> 52) & 0x7FF > 1023 + 127:
                         redo[m, n0 + n] = True
-    f = np.empty(1, np.float32)
-    fu = f.view(np.uint32)
-    for i in range(R):
-        for n in range(W):
-            f[0] = np.float32(cv[i, n])
-            out[m0 + i, n0 + n] = np.uint64(fu[0]) if cvb[i, n] != 0 else np.uint64(0)
+                        cvr[n] = 0.0
+                        ctr[n] = e_zero
 
 
 @njit(cache=True, parallel=True)
-def _gemm_f32_par(av, at, bv, bt, cv0, ct0, L, F, e_zero, out, redo):
+def _gemm_f32_16(av, at, bvp, btp, cv, ct, F, e_zero, redo):
     M = av.shape[0]
-    N = bv.shape[1]
+    P = bvp.shape[0]
     nrb = (M + _FBR - 1) // _FBR
-    ncb = (N + _FBC - 1) // _FBC
-    for blk in prange(nrb * ncb):
-        m0 = (blk // ncb) * _FBR
-        n0 = (blk % ncb) * _FBC
-        _block_f32(m0, min(M, m0 + _FBR), n0, min(N, n0 + _FBC), av, at, bv, bt, cv0, ct0, L, F, e_zero, out, redo)
+    for blk in prange(nrb * P):
+        m0 = (blk // P) * _FBR
+        _f32_panel(m0, min(M, m0 + _FBR), blk % P, av, at, bvp, btp, cv, ct, 16, F, e_zero, redo, 16)
+
+
+@njit(cache=True, parallel=True)
+def _gemm_f32_8(av, at, bvp, btp, cv, ct, F, e_zero, redo):
+    M = av.shape[0]
+    P = bvp.shape[0]
+    nrb = (M + _FBR - 1) // _FBR
+    for blk in prange(nrb * P):
+        m0 = (blk // P) * _FBR
+        _f32_panel(m0, min(M, m0 + _FBR), blk % P, av, at, bvp, btp, cv, ct, 8, F, e_zero, redo, 8)
+
+
+@njit(cache=True, parallel=True)
+def _gemm_f32_4(av, at, bvp, btp, cv, ct, F, e_zero, redo):
+    M = av.shape[0]
+    P = bvp.shape[0]
+    nrb = (M + _FBR - 1) // _FBR
+    for blk in prange(nrb * P):
+        m0 = (blk // P) * _FBR
+        _f32_panel(m0, min(M, m0 + _FBR), blk % P, av, at, bvp, btp, cv, ct, 4, F, e_zero, redo, 4)
+
+
+_GEMM_F32 = {16: _gemm_f32_16, 8: _gemm_f32_8, 4: _gemm_f32_4}     # by L, each compiled on first use
+
+
+@njit(cache=True)
+def _f32_out(cv, out):
+    """The final binary32 bits (+0 for zeros)."""
+    f = np.empty(1, np.float32)
+    fu = f.view(np.uint32)
+    M, N = out.shape
+    for m in range(M):
+        for n in range(N):
+            f[0] = np.float32(cv[m, n])
+            out[m, n] = np.uint64(fu[0]) if cv[m, n] != 0 else np.uint64(0)
+
+
+def _tc_gemm_f32(abits, bbits, cbits, op, L, F, e_zero):
+    """D bits of an f32-accumulator GEMM by the binary64 kernels; (out, spa, spb, redo) for the fix-ups."""
+    fa, fb = int(op._prm[3]), int(op._prm[4])
+    M, K = abits.shape
+    N = bbits.shape[1]
+    P = (N + _W - 1) // _W
+    av = np.empty((M, K), np.float64)
+    at = np.empty((M, K), np.int16)
+    bvp = np.empty((P, K * _W), np.float64)
+    btp = np.empty((P, K * _W), np.int16)
+    cv = np.empty((M, P * _W), np.float64)
+    ct = np.empty((M, P * _W), np.int16)
+    spa = np.zeros(M, np.bool_)
+    spb = np.zeros(N, np.bool_)
+    redo = np.zeros((M, P * _W), np.bool_)
+    _f32_a(abits, fa, lut(op.variant.atype), av, at, spa)
+    _f32_b(bbits, fb, lut(op.variant.btype), bvp, btp, spb)
+    _f32_c(cbits, e_zero, cv, ct, redo)
+    _GEMM_F32[L](av, at, bvp, btp, cv, ct, F, e_zero, redo)
+    out = np.empty((M, N), np.uint64)
+    _f32_out(cv[:, :N], out)
+    return out, spa, spb, np.ascontiguousarray(redo[:, :N])
 
 
 _LUTS = {}
@@ -374,30 +483,23 @@ def tc_gemm(abits, bbits, cbits, op, fast_f32=True):
     N = bbits.shape[1]
     if fast_f32 and M * N * K <= NUMPY_MAX and tile_numpy.eligible(prm) and compiling():
         return _tc_gemm_numpy(abits, bbits, cbits, op)
-    aS = np.empty((M, K), np.int64); aq = np.empty((M, K), np.int64); at = np.empty((M, K), np.int64)
-    bS = np.empty((K, N), np.int64); bq = np.empty((K, N), np.int64); bt = np.empty((K, N), np.int64)
-    spa = np.zeros(M, np.bool_)
-    spb = np.zeros(N, np.bool_)
     abits = np.ascontiguousarray(abits, np.uint64)
     bbits = np.ascontiguousarray(bbits, np.uint64)
     cbits = np.ascontiguousarray(cbits, np.uint64)
-    _decode_matrix(abits, fa, aS, aq, at, spa, True, lut(op.variant.atype))
-    _decode_matrix(bbits, fb, bS, bq, bt, spb, False, lut(op.variant.btype))
-    out = np.empty((M, N), np.uint64)
-    redo = np.zeros((M, N), np.bool_)
-    if fast_f32 and fc == 3 and fd == 3 and mode == fast.RZ and (len(prm) < 20 or int(prm[19]) == 0):
-        av = np.empty((M, K), np.float64)
-        bv = np.empty((K, N), np.float64)
-        _operand_values(aS, aq, av)
-        _operand_values(bS, bq, bv)
-        cv = np.empty((M, N), np.float64)
-        ct = np.empty((M, N), np.int64)
-        _f32_state(cbits, cv, ct, redo)
-        _gemm_f32_par(av, at.astype(np.float32), bv, bt.astype(np.float32), cv, ct, L, F, e_zero, out, redo)
+    if fast_f32 and fc == 3 and fd == 3 and mode == fast.RZ and (len(prm) < 20 or int(prm[19]) == 0) and L in _GEMM_F32:
+        out, spa, spb, redo = _tc_gemm_f32(abits, bbits, cbits, op, L, F, e_zero)
     else:
+        aS = np.empty((M, K), np.int64); aq = np.empty((M, K), np.int64); at = np.empty((M, K), np.int64)
+        bS = np.empty((K, N), np.int64); bq = np.empty((K, N), np.int64); bt = np.empty((K, N), np.int64)
+        spa = np.zeros(M, np.bool_)
+        spb = np.zeros(N, np.bool_)
+        _decode_matrix(abits, fa, aS, aq, at, spa, True, lut(op.variant.atype))
+        _decode_matrix(bbits, fb, bS, bq, bt, spb, False, lut(op.variant.btype))
+        out = np.empty((M, N), np.uint64)
+        redo = np.zeros((M, N), np.bool_)
         _gemm_par(aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo)
     if spa.any() or spb.any() or redo.any():
-        _fixups(abits, np.ascontiguousarray(bbits), cbits, spa, spb, redo, fa, fb, fc, fd, L, F, e_zero, mode, out)
+        _fixups(abits, bbits, cbits, spa, spb, redo, fa, fb, fc, fd, L, F, e_zero, mode, out)
     return out
 
 
