@@ -325,22 +325,6 @@ def _f32_b(bits, fmt, lut, v, e, special):
                 special[n] = True
 
 
-@njit(cache=True)
-def _f32_c(bits, v, e, bad):
-    """binary32 C bits -> value (binary64) and nominal exponent biased by 1023 (int16; 0 for zeros); inf/NaN
-    flagged (and 0)."""
-    v[:, :] = 0.0
-    e[:, :] = 0
-    for r in range(bits.shape[0]):
-        for c in range(bits.shape[1]):
-            kk, ss, mm, qq, tt = decode(np.int64(bits[r, c]), 3)
-            if kk != NUM:
-                bad[r, c] = True
-            elif mm:
-                v[r, c] = np.float64(-mm if ss else mm) * _i2f((qq + 1023) << 52)
-                e[r, c] = tt + 1023
-
-
 @intrinsic
 def _wide_vectors(typingctx):
     """Lets the compiler use 512-bit vectors in the calling function where the CPU has them (LLVM's x86
@@ -402,76 +386,82 @@ def _f32_tiny(cvr, ctr):
 
 
 @njit(cache=True, inline="always")
-def _f32_panel(m0, m1, p, av, at, bvp, btp, cv, ct, F, e_zero, redo, LC):
-    """Rows m0..m1 of panel p, every K step; the state (value, biased exponent) stays in cv / ct between
-    steps.  A nonzero sum is at least 2**(emax - F): where no emax of the row is below F - 126 no result
-    of the step is subnormal."""
+def _f32_panel(m0, m1, p, av, at, bvp, btp, cbits, F, e_zero, out, redo, LC):
+    """Rows m0..m1 of panel p: C decoded, every K step, D encoded.  Between steps the state of each element
+    is its value (binary64) and its nominal exponent (biased by 1023, 0 for zeros).  A nonzero sum is at
+    least 2**(emax - F): where no emax of the row is below F - 126 no result of the step is subnormal."""
     _wide_vectors()
     K = av.shape[1]
+    n0 = p * _W
+    nw = min(_W, out.shape[1] - n0)
+    cv = np.zeros((m1 - m0, _W), np.float64)
+    ct = np.zeros((m1 - m0, _W), np.int16)
+    for i in range(m1 - m0):
+        for n in range(nw):
+            kk, ss, mm, qq, tt = decode(np.int64(cbits[m0 + i, n0 + n]), 3)
+            if kk != NUM:
+                redo[m0 + i, n0 + n] = True
+            elif mm:
+                cv[i, n] = np.float64(-mm if ss else mm) * _i2f((qq + 1023) << 52)
+                ct[i, n] = tt + 1023
     em = np.empty(_W, np.int16)
     ez = np.int16(e_zero + 1023)
-    n0 = p * _W
     for k0 in range(0, K, LC):
         bvs = bvp[p, k0 * _W:(k0 + LC) * _W]
         bts = btp[p, k0 * _W:(k0 + LC) * _W]
-        for m in range(m0, m1):
-            cvr = cv[m, n0:n0 + _W]
-            ctr = ct[m, n0:n0 + _W]
+        for i in range(m1 - m0):
+            m = m0 + i
+            cvr = cv[i]
+            ctr = ct[i]
             lo = _f32_emax(at[m, k0:k0 + LC], bts, ctr, em, ez, LC)
             hi = _f32_terms(av[m, k0:k0 + LC], bvs, em, cvr, ctr, F, LC)
             if lo < F - 126 + 1023:
                 _f32_tiny(cvr, ctr)
             if hi > 1023 + 127:                      # overflowed: the scalar chain redoes the element
-                for n in range(_W):
+                for n in range(nw):
                     if ctr[n] > 1023 + 127:
                         redo[m, n0 + n] = True
                         cvr[n] = 0.0
                         ctr[n] = 0
+    f = np.empty(1, np.float32)
+    fu = f.view(np.uint32)
+    for i in range(m1 - m0):
+        for n in range(nw):
+            f[0] = np.float32(cv[i, n])                # exact: already on binary32's grid
+            out[m0 + i, n0 + n] = np.uint64(fu[0]) if cv[i, n] != 0 else np.uint64(0)
 
 
 @njit(cache=True, parallel=True)
-def _gemm_f32_16(av, at, bvp, btp, cv, ct, F, e_zero, redo):
+def _gemm_f32_16(av, at, bvp, btp, cbits, F, e_zero, out, redo):
     M = av.shape[0]
     P = bvp.shape[0]
     nrb = (M + _FBR - 1) // _FBR
     for blk in prange(nrb * P):
         m0 = (blk // P) * _FBR
-        _f32_panel(m0, min(M, m0 + _FBR), blk % P, av, at, bvp, btp, cv, ct, F, e_zero, redo, 16)
+        _f32_panel(m0, min(M, m0 + _FBR), blk % P, av, at, bvp, btp, cbits, F, e_zero, out, redo, 16)
 
 
 @njit(cache=True, parallel=True)
-def _gemm_f32_8(av, at, bvp, btp, cv, ct, F, e_zero, redo):
+def _gemm_f32_8(av, at, bvp, btp, cbits, F, e_zero, out, redo):
     M = av.shape[0]
     P = bvp.shape[0]
     nrb = (M + _FBR - 1) // _FBR
     for blk in prange(nrb * P):
         m0 = (blk // P) * _FBR
-        _f32_panel(m0, min(M, m0 + _FBR), blk % P, av, at, bvp, btp, cv, ct, F, e_zero, redo, 8)
+        _f32_panel(m0, min(M, m0 + _FBR), blk % P, av, at, bvp, btp, cbits, F, e_zero, out, redo, 8)
 
 
 @njit(cache=True, parallel=True)
-def _gemm_f32_4(av, at, bvp, btp, cv, ct, F, e_zero, redo):
+def _gemm_f32_4(av, at, bvp, btp, cbits, F, e_zero, out, redo):
     M = av.shape[0]
     P = bvp.shape[0]
     nrb = (M + _FBR - 1) // _FBR
     for blk in prange(nrb * P):
         m0 = (blk // P) * _FBR
-        _f32_panel(m0, min(M, m0 + _FBR), blk % P, av, at, bvp, btp, cv, ct, F, e_zero, redo, 4)
+        _f32_panel(m0, min(M, m0 + _FBR), blk % P, av, at, bvp, btp, cbits, F, e_zero, out, redo, 4)
 
 
 _GEMM_F32 = {16: _gemm_f32_16, 8: _gemm_f32_8, 4: _gemm_f32_4}     # by L, each compiled on first use
-
-
-@njit(cache=True)
-def _f32_out(cv, out):
-    """The final binary32 bits (+0 for zeros)."""
-    f = np.empty(1, np.float32)
-    fu = f.view(np.uint32)
-    M, N = out.shape
-    for m in range(M):
-        for n in range(N):
-            f[0] = np.float32(cv[m, n])
-            out[m, n] = np.uint64(fu[0]) if cv[m, n] != 0 else np.uint64(0)
 
 
 def _tc_gemm_f32(abits, bbits, cbits, op, L, F, e_zero):
@@ -484,18 +474,14 @@ def _tc_gemm_f32(abits, bbits, cbits, op, L, F, e_zero):
     at = np.empty((M, K), np.int16)
     bvp = np.empty((P, K * _W), np.float64)
     btp = np.empty((P, K * _W), np.int16)
-    cv = np.empty((M, P * _W), np.float64)
-    ct = np.empty((M, P * _W), np.int16)
     spa = np.zeros(M, np.bool_)
     spb = np.zeros(N, np.bool_)
-    redo = np.zeros((M, P * _W), np.bool_)
+    redo = np.zeros((M, N), np.bool_)
+    out = np.empty((M, N), np.uint64)
     _f32_a(abits, fa, lut(op.variant.atype), av, at, spa)
     _f32_b(bbits, fb, lut(op.variant.btype), bvp, btp, spb)
-    _f32_c(cbits, cv, ct, redo)
-    _GEMM_F32[L](av, at, bvp, btp, cv, ct, F, e_zero, redo)
-    out = np.empty((M, N), np.uint64)
-    _f32_out(cv[:, :N], out)
-    return out, spa, spb, np.ascontiguousarray(redo[:, :N])
+    _GEMM_F32[L](av, at, bvp, btp, cbits, F, e_zero, out, redo)
+    return out, spa, spb, redo
 
 
 _LUTS = {}
