@@ -221,3 +221,23 @@ def test_exact_edges_of_the_f32_steps():
     a = np.where(k == 0, 1.5 * 2.0 ** 127, 0.0) + np.where(k == 16, -1.5 * 2.0 ** 127, 0.0)
     b = np.where(k == 0, 1.5, 0.0) + np.where(k == 16, 1.0, 0.0)
     assert np.isinf(_edge(a, b))
+
+
+@pytest.mark.parametrize("kind,arch", [("f16", "sm_90"), ("tf32", "sm_80")])
+def test_gemm_equals_the_instruction_chain_across_panels(kind, arch):
+    """gemm() against the instructions issued one by one (each step's D fed back as C), over three panels of
+    columns and two row tasks, with an inf in A, a NaN in B, an inf in C."""
+    from emulator.tiles import _gemm_by_instructions
+    rng = np.random.default_rng(12)
+    op = get_mma(FORMS[kind], arch)
+    M, N, K = G._FBR + 16, 2 * G._W + 8, 4 * op.variant.tile_shape("A")[1]
+    a = _bits(rng, (M, K), kind, False)
+    b = _bits(rng, (K, N), kind, False)
+    c = rng.integers(0, 1 << 32, (M, N), dtype=np.uint64)
+    c[(c & np.uint64(0x7F800000)) == np.uint64(0x7F800000)] = 0
+    inf = {"f16": 0x7C00, "tf32": 0x7F800000}[kind]
+    a[3, 5] = inf
+    b[7, G._W + 3] = inf | 1
+    c[M - 1, N - 1] = 0xFF800000
+    d = G.tc_gemm(a, b, c, op)
+    assert d.tobytes() == _gemm_by_instructions(op, a, b, c).tobytes()
