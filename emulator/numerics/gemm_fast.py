@@ -6,6 +6,9 @@ in between), which is all an instruction sequence with D fed back as C does to i
 Elements whose row or column holds an inf or NaN, whose C is one, or whose accumulator overflows to inf,
 are recomputed by the scalar per-element chain ``chain_element``.
 """
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
 import numpy as np
 from numba import njit, prange, types
 from numba.extending import intrinsic
@@ -431,37 +434,46 @@ def _f32_panel(m0, m1, p, av, at, bvp, btp, cbits, F, e_zero, out, redo, LC):
             out[m0 + i, n0 + n] = np.uint64(fu[0]) if cv[i, n] != 0 else np.uint64(0)
 
 
-@njit(cache=True, parallel=True)
-def _gemm_f32_16(av, at, bvp, btp, cbits, F, e_zero, out, redo):
-    M = av.shape[0]
+@njit(cache=True, nogil=True)
+def _gemm_f32_16(t0, t1, av, at, bvp, btp, cbits, F, e_zero, out, redo):
+    """Tasks t0..t1 (row block, panel) of an L = 16 GEMM."""
     P = bvp.shape[0]
-    nrb = (M + _FBR - 1) // _FBR
-    for blk in prange(nrb * P):
-        m0 = (blk // P) * _FBR
-        _f32_panel(m0, min(M, m0 + _FBR), blk % P, av, at, bvp, btp, cbits, F, e_zero, out, redo, 16)
+    for t in range(t0, t1):
+        m0 = (t // P) * _FBR
+        _f32_panel(m0, min(av.shape[0], m0 + _FBR), t % P, av, at, bvp, btp, cbits, F, e_zero, out, redo, 16)
 
 
-@njit(cache=True, parallel=True)
-def _gemm_f32_8(av, at, bvp, btp, cbits, F, e_zero, out, redo):
-    M = av.shape[0]
+@njit(cache=True, nogil=True)
+def _gemm_f32_8(t0, t1, av, at, bvp, btp, cbits, F, e_zero, out, redo):
     P = bvp.shape[0]
-    nrb = (M + _FBR - 1) // _FBR
-    for blk in prange(nrb * P):
-        m0 = (blk // P) * _FBR
-        _f32_panel(m0, min(M, m0 + _FBR), blk % P, av, at, bvp, btp, cbits, F, e_zero, out, redo, 8)
+    for t in range(t0, t1):
+        m0 = (t // P) * _FBR
+        _f32_panel(m0, min(av.shape[0], m0 + _FBR), t % P, av, at, bvp, btp, cbits, F, e_zero, out, redo, 8)
 
 
-@njit(cache=True, parallel=True)
-def _gemm_f32_4(av, at, bvp, btp, cbits, F, e_zero, out, redo):
-    M = av.shape[0]
+@njit(cache=True, nogil=True)
+def _gemm_f32_4(t0, t1, av, at, bvp, btp, cbits, F, e_zero, out, redo):
     P = bvp.shape[0]
-    nrb = (M + _FBR - 1) // _FBR
-    for blk in prange(nrb * P):
-        m0 = (blk // P) * _FBR
-        _f32_panel(m0, min(M, m0 + _FBR), blk % P, av, at, bvp, btp, cbits, F, e_zero, out, redo, 4)
+    for t in range(t0, t1):
+        m0 = (t // P) * _FBR
+        _f32_panel(m0, min(av.shape[0], m0 + _FBR), t % P, av, at, bvp, btp, cbits, F, e_zero, out, redo, 4)
 
 
-_GEMM_F32 = {16: _gemm_f32_16, 8: _gemm_f32_8, 4: _gemm_f32_4}     # by L, each compiled on first use
+# by L, each compiled on first use; threads of this process run them on disjoint tasks (they release the
+# GIL), which compiles in half the time numba's parallel loops take
+_GEMM_F32 = {16: _gemm_f32_16, 8: _gemm_f32_8, 4: _gemm_f32_4}
+
+
+def _in_threads(kern, ntasks, *args):
+    """kern(t0, t1, *args) over tasks 0..ntasks, in as many threads as numba would use."""
+    nthr = min(numba.get_num_threads(), ntasks)
+    if nthr <= 1:
+        kern(0, ntasks, *args)
+        return
+    cuts = np.linspace(0, ntasks, 4 * nthr + 1).astype(np.int64)
+    with ThreadPoolExecutor(nthr) as pool:
+        for f in [pool.submit(kern, int(t0), int(t1), *args) for t0, t1 in zip(cuts[:-1], cuts[1:]) if t1 > t0]:
+            f.result()
 
 
 def _tc_gemm_f32(abits, bbits, cbits, op, L, F, e_zero):
@@ -480,7 +492,7 @@ def _tc_gemm_f32(abits, bbits, cbits, op, L, F, e_zero):
     out = np.empty((M, N), np.uint64)
     _f32_a(abits, fa, lut(op.variant.atype), av, at, spa)
     _f32_b(bbits, fb, lut(op.variant.btype), bvp, btp, spb)
-    _GEMM_F32[L](av, at, bvp, btp, cbits, F, e_zero, out, redo)
+    _in_threads(_GEMM_F32[L], ((M + _FBR - 1) // _FBR) * P, av, at, bvp, btp, cbits, F, e_zero, out, redo)
     return out, spa, spb, redo
 
 
