@@ -241,3 +241,20 @@ def test_gemm_equals_the_instruction_chain_across_panels(kind, arch):
     c[M - 1, N - 1] = 0xFF800000
     d = G.tc_gemm(a, b, c, op)
     assert d.tobytes() == _gemm_by_instructions(op, a, b, c).tobytes()
+
+
+@pytest.mark.parametrize("atype,btype,dtype", [("e4m3", "e5m2", "f32"), ("f16", "f16", "f32"), ("tf32", "tf32", "f32")])
+def test_wgmma_steps_binary64_path_equals_the_integer_path(atype, btype, dtype):
+    """wgmma's f32 tiles through tc_gemm (L = 32 and F = 13 for fp8: a kernel of their own)."""
+    from emulator.numerics import wgmma as W
+    rng = np.random.default_rng(13)
+    op = W._Op(W._prm(atype, btype, dtype, W.wgmma_params(atype, dtype)),
+               W._Types(W.NATIVE.get(atype, atype), W.NATIVE.get(btype, btype)))
+    M, N, K = 64, G._W + 24, 64
+    a = _bits(rng, (M, K), atype, False)
+    b = _bits(rng, (K, N), btype if btype != "e5m2" else "e4m3", False)
+    c = rng.integers(0, 1 << 32, (M, N), dtype=np.uint64)
+    c[(c & np.uint64(0x7F800000)) == np.uint64(0x7F800000)] = 0
+    d64 = G.tc_gemm(a, b, c, op, fast_f32=True)
+    dint = G.tc_gemm(a, b, c, op, fast_f32=False)
+    assert d64.tobytes() == dint.tobytes()

@@ -435,8 +435,17 @@ def _f32_panel(m0, m1, p, av, at, bvp, btp, cbits, F, e_zero, out, redo, LC):
 
 
 @njit(cache=True, nogil=True)
+def _gemm_f32_32(t0, t1, av, at, bvp, btp, cbits, F, e_zero, out, redo):
+    """Tasks t0..t1 (row block, panel) of an L = 32 GEMM (wgmma's fp8)."""
+    P = bvp.shape[0]
+    for t in range(t0, t1):
+        m0 = (t // P) * _FBR
+        _f32_panel(m0, min(av.shape[0], m0 + _FBR), t % P, av, at, bvp, btp, cbits, F, e_zero, out, redo, 32)
+
+
+@njit(cache=True, nogil=True)
 def _gemm_f32_16(t0, t1, av, at, bvp, btp, cbits, F, e_zero, out, redo):
-    """Tasks t0..t1 (row block, panel) of an L = 16 GEMM."""
+    """Tasks t0..t1 (row block, panel) of an L = 16 GEMM (f16, bf16)."""
     P = bvp.shape[0]
     for t in range(t0, t1):
         m0 = (t // P) * _FBR
@@ -461,12 +470,13 @@ def _gemm_f32_4(t0, t1, av, at, bvp, btp, cbits, F, e_zero, out, redo):
 
 # by L, each compiled on first use; threads of this process run them on disjoint tasks (they release the
 # GIL), which compiles in half the time numba's parallel loops take
-_GEMM_F32 = {16: _gemm_f32_16, 8: _gemm_f32_8, 4: _gemm_f32_4}
+_GEMM_F32 = {32: _gemm_f32_32, 16: _gemm_f32_16, 8: _gemm_f32_8, 4: _gemm_f32_4}
 
 
-def _in_threads(kern, ntasks, *args):
-    """kern(t0, t1, *args) over tasks 0..ntasks, in as many threads as numba would use."""
-    nthr = min(numba.get_num_threads(), ntasks)
+def _in_threads(kern, ntasks, work, *args):
+    """kern(t0, t1, *args) over tasks 0..ntasks, in as many threads as numba would use (in this one where
+    the work, in products, is too small to pay for starting them)."""
+    nthr = min(numba.get_num_threads(), ntasks) if work >= 1 << 22 else 1
     if nthr <= 1:
         kern(0, ntasks, *args)
         return
@@ -492,7 +502,8 @@ def _tc_gemm_f32(abits, bbits, cbits, op, L, F, e_zero):
     out = np.empty((M, N), np.uint64)
     _f32_a(abits, fa, lut(op.variant.atype), av, at, spa)
     _f32_b(bbits, fb, lut(op.variant.btype), bvp, btp, spb)
-    _in_threads(_GEMM_F32[L], ((M + _FBR - 1) // _FBR) * P, av, at, bvp, btp, cbits, F, e_zero, out, redo)
+    _in_threads(_GEMM_F32[L], ((M + _FBR - 1) // _FBR) * P, M * N * K, av, at, bvp, btp, cbits, F, e_zero, out,
+                redo)
     return out, spa, spb, redo
 
 
