@@ -258,3 +258,17 @@ def test_wgmma_steps_binary64_path_equals_the_integer_path(atype, btype, dtype):
     d64 = G.tc_gemm(a, b, c, op, fast_f32=True)
     dint = G.tc_gemm(a, b, c, op, fast_f32=False)
     assert d64.tobytes() == dint.tobytes()
+
+
+@pytest.mark.parametrize("kind,arch", [("f16", "sm_90"), ("tf32", "sm_80")])
+def test_narrow_n_runs_transposed(kind, arch):
+    """N = 8 (one panel would be mostly padding): the transposed GEMM runs; specials in both operands and C."""
+    rng = np.random.default_rng(14)
+    M, N, K = 3 * G._W, 8, 64
+    a = _bits(rng, (M, K), kind, False)
+    b = _bits(rng, (K, N), kind, False)
+    c = rng.integers(0, 1 << 32, (M, N), dtype=np.uint64) & np.uint64(0xBFFFFFFF)
+    a[5, 3] = {"f16": 0x7C01, "tf32": 0x7F800000}[kind]
+    b[9, 2] = {"f16": 0xFC00, "tf32": 0xFF800000}[kind]
+    c[M - 2, 7] = 0x7FC00000
+    _same(kind, arch, a, b, c)

@@ -487,8 +487,20 @@ def _in_threads(kern, ntasks, work, *args):
 
 
 def _tc_gemm_f32(abits, bbits, cbits, op, L, F, e_zero):
-    """D bits of an f32-accumulator GEMM by the binary64 kernels; (out, spa, spb, redo) for the fix-ups."""
+    """D bits of an f32-accumulator GEMM by the binary64 kernels; (out, spa, spb, redo) for the fix-ups.
+    Each step's arithmetic is symmetric in A and B (the products, and emax from top_a + top_b), so where
+    panels of columns would mostly pad a narrow N the transposed GEMM D^T = B^T A^T + C^T runs instead."""
     fa, fb = int(op._prm[3]), int(op._prm[4])
+    la, lb = lut(op.variant.atype), lut(op.variant.btype)
+    M, N = cbits.shape
+    if N * -(-M // _W) < M * -(-N // _W):
+        out, spb, spa, redo = _f32_run(np.ascontiguousarray(bbits.T), np.ascontiguousarray(abits.T),
+                                       np.ascontiguousarray(cbits.T), fb, fa, lb, la, L, F, e_zero)
+        return np.ascontiguousarray(out.T), spa, spb, np.ascontiguousarray(redo.T)
+    return _f32_run(abits, bbits, cbits, fa, fb, la, lb, L, F, e_zero)
+
+
+def _f32_run(abits, bbits, cbits, fa, fb, la, lb, L, F, e_zero):
     M, K = abits.shape
     N = bbits.shape[1]
     P = (N + _W - 1) // _W
@@ -500,8 +512,8 @@ def _tc_gemm_f32(abits, bbits, cbits, op, L, F, e_zero):
     spb = np.zeros(N, np.bool_)
     redo = np.zeros((M, N), np.bool_)
     out = np.empty((M, N), np.uint64)
-    _f32_a(abits, fa, lut(op.variant.atype), av, at, spa)
-    _f32_b(bbits, fb, lut(op.variant.btype), bvp, btp, spb)
+    _f32_a(abits, fa, la, av, at, spa)
+    _f32_b(bbits, fb, lb, bvp, btp, spb)
     _in_threads(_GEMM_F32[L], ((M + _FBR - 1) // _FBR) * P, M * N * K, av, at, bvp, btp, cbits, F, e_zero, out,
                 redo)
     return out, spa, spb, redo
