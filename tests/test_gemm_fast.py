@@ -1,4 +1,4 @@
-"""gemm()'s binary64 path for f32-accumulator forms (numerics.gemm_fast._gemm_f32_par) against the integer
+"""gemm()'s binary64 path for f32-accumulator forms (numerics.gemm_fast._tc_gemm_f32) against the integer
 path it replaced, bit for bit, on random bits: subnormals, zeros, huge exponents, infs and NaNs (the rows and
 columns holding them are redone by the scalar chain), accumulators that overflow."""
 import ml_dtypes
