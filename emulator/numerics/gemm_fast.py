@@ -281,55 +281,64 @@ def _f2i(typingctx, x):
     return sig, codegen
 
 
+def _f32_table(fmt):
+    """(values, nominal exponents) of every code of an 8- or 16-bit format, from its decode table: the value
+    exact in binary64, the exponent int16 (_NOEXP for zeros, _NOEXP - 1 for infs and NaNs); one-element
+    dummies for the wider formats (decoded arithmetically)."""
+    key = ("f32 values", fmt)
+    if key not in _LUTS:
+        t = lut(fmt)
+        if t.shape[0] == 1:
+            _LUTS[key] = np.zeros(1), np.zeros(1, np.int16)
+        else:
+            S, q, top, kind = t.T
+            finite = kind == NUM
+            vals = np.where(finite & (S != 0), np.ldexp(S.astype(np.float64), np.where(S != 0, q, 0)), 0.0)
+            exps = np.where(finite & (S != 0), top, np.where(finite, _NOEXP, _NOEXP - 1)).astype(np.int16)
+            _LUTS[key] = vals, exps
+    return _LUTS[key]
+
+
 @njit(cache=True, inline="always")
-def _value64(x, fmt, flat, use_lut):
-    """(value, nominal exponent, finite) of one operand element, the value exact in binary64 (0 and _NOEXP
-    for zeros, infs and NaNs)."""
-    if use_lut:
-        base = x * 4
-        S = flat[base]
-        q = flat[base + 1]
-        t = flat[base + 2]
-        ok = flat[base + 3] == NUM
-    else:
-        kk, ss, mm, q, t = decode(x, fmt)
-        S = -mm if ss else mm
-        ok = kk == NUM
-    if not ok or S == 0:
-        return 0.0, _NOEXP, ok
-    return np.float64(S) * _i2f((q + 1023) << 52), t, True
+def _value64(x, fmt, vals, exps):
+    """(value, nominal exponent) of one operand element, the value exact in binary64 (0 and _NOEXP for zeros,
+    0 and _NOEXP - 1 for infs and NaNs)."""
+    if vals.shape[0] > 1:
+        return vals[x], np.int64(exps[x])
+    kk, ss, mm, q, t = decode(x, fmt)
+    if kk != NUM:
+        return 0.0, np.int64(_NOEXP - 1)
+    if mm == 0:
+        return 0.0, np.int64(_NOEXP)
+    return np.float64(-mm if ss else mm) * _i2f((q + 1023) << 52), t
 
 
 @njit(cache=True)
-def _f32_a(bits, fmt, lut, v, e, special):
+def _f32_a(bits, fmt, vals, exps, v, e, special):
     """A (M, K): values and nominal exponents; rows holding an inf or NaN flagged."""
-    flat = lut.reshape(lut.shape[0] * 4)
-    use_lut = lut.shape[0] > 1
     for r in range(bits.shape[0]):
         for c in range(bits.shape[1]):
-            val, t, ok = _value64(np.int64(bits[r, c]), fmt, flat, use_lut)
+            val, t = _value64(np.int64(bits[r, c]), fmt, vals, exps)
             v[r, c] = val
-            e[r, c] = t
-            if not ok:
+            e[r, c] = max(t, _NOEXP)
+            if t < _NOEXP:
                 special[r] = True
 
 
 @njit(cache=True)
-def _f32_b(bits, fmt, lut, v, e, special):
+def _f32_b(bits, fmt, vals, exps, v, e, special):
     """B (K, N) into panels (P, K * _W): values and nominal exponents (biased by 1023 but for _NOEXP); columns
     holding an inf or NaN flagged, the columns past N zero."""
-    flat = lut.reshape(lut.shape[0] * 4)
-    use_lut = lut.shape[0] > 1
     K, N = bits.shape
     v[:, :] = 0.0
     e[:, :] = _NOEXP
     for k in range(K):
         for n in range(N):
-            val, t, ok = _value64(np.int64(bits[k, n]), fmt, flat, use_lut)
+            val, t = _value64(np.int64(bits[k, n]), fmt, vals, exps)
             i = k * _W + n % _W
             v[n // _W, i] = val
-            e[n // _W, i] = t + 1023 if val != 0 else t
-            if not ok:
+            e[n // _W, i] = t + 1023 if t > _NOEXP else _NOEXP
+            if t < _NOEXP:
                 special[n] = True
 
 
@@ -496,7 +505,7 @@ def _tc_gemm_f32(abits, bbits, cbits, op, L, F, e_zero):
     Each step's arithmetic is symmetric in A and B (the products, and emax from top_a + top_b), so where
     panels of columns would mostly pad a narrow N the transposed GEMM D^T = B^T A^T + C^T runs instead."""
     fa, fb = int(op._prm[3]), int(op._prm[4])
-    la, lb = lut(op.variant.atype), lut(op.variant.btype)
+    la, lb = _f32_table(op.variant.atype), _f32_table(op.variant.btype)
     M, N = cbits.shape
     if N * -(-M // _W) < M * -(-N // _W):
         out, spb, spa, redo = _f32_run(np.ascontiguousarray(bbits.T), np.ascontiguousarray(abits.T),
@@ -517,8 +526,8 @@ def _f32_run(abits, bbits, cbits, fa, fb, la, lb, L, F, e_zero):
     spb = np.zeros(N, np.bool_)
     redo = np.zeros((M, N), np.bool_)
     out = np.empty((M, N), np.uint64)
-    _f32_a(abits, fa, la, av, at, spa)
-    _f32_b(bbits, fb, lb, bvp, btp, spb)
+    _f32_a(abits, fa, la[0], la[1], av, at, spa)
+    _f32_b(bbits, fb, lb[0], lb[1], bvp, btp, spb)
     _in_threads(_GEMM_F32[L], ((M + _FBR - 1) // _FBR) * P, M * N * K, av, at, bvp, btp, cbits, F, e_zero, out,
                 redo)
     return out, spa, spb, redo
