@@ -468,6 +468,7 @@ def _gemm_f32_16(t0, t1, av, at, bvp, btp, cbits, F, e_zero, out, redo):
 
 @njit(cache=True, nogil=True)
 def _gemm_f32_8(t0, t1, av, at, bvp, btp, cbits, F, e_zero, out, redo):
+    """Tasks t0..t1 of an L = 8 GEMM (sm_80's f16 and bf16, tf32 on sm_90)."""
     P = bvp.shape[0]
     for t in range(t0, t1):
         m0 = (t // P) * _FBR
@@ -476,6 +477,7 @@ def _gemm_f32_8(t0, t1, av, at, bvp, btp, cbits, F, e_zero, out, redo):
 
 @njit(cache=True, nogil=True)
 def _gemm_f32_4(t0, t1, av, at, bvp, btp, cbits, F, e_zero, out, redo):
+    """Tasks t0..t1 of an L = 4 GEMM (sm_80's tf32)."""
     P = bvp.shape[0]
     for t in range(t0, t1):
         m0 = (t // P) * _FBR
@@ -557,7 +559,8 @@ def tc_gemm(abits, bbits, cbits, op, fast_f32=True):
     abits = np.ascontiguousarray(abits, np.uint64)
     bbits = np.ascontiguousarray(bbits, np.uint64)
     cbits = np.ascontiguousarray(cbits, np.uint64)
-    if fast_f32 and fc == 3 and fd == 3 and mode == fast.RZ and (len(prm) < 20 or int(prm[19]) == 0) and L in _GEMM_F32:
+    f32 = fc == 3 and fd == 3 and mode == fast.RZ and (len(prm) < 20 or int(prm[19]) == 0)
+    if fast_f32 and f32 and L in _GEMM_F32:
         out, spa, spb, redo = _tc_gemm_f32(abits, bbits, cbits, op, L, F, e_zero)
     else:
         aS = np.empty((M, K), np.int64); aq = np.empty((M, K), np.int64); at = np.empty((M, K), np.int64)
