@@ -1,6 +1,11 @@
 """gemm()'s binary64 path for f32-accumulator forms (numerics.gemm_fast._tc_gemm_f32) against the integer
 path it replaced, bit for bit, on random bits: subnormals, zeros, huge exponents, infs and NaNs (the rows and
 columns holding them are redone by the scalar chain), accumulators that overflow."""
+import os
+import platform
+import subprocess
+import sys
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -272,3 +277,21 @@ def test_narrow_n_runs_transposed(kind, arch):
     b[9, 2] = {"f16": 0xFC00, "tf32": 0xFF800000}[kind]
     c[M - 2, 7] = 0x7FC00000
     _same(kind, arch, a, b, c)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="targets an x86 CPU without AVX-512")
+def test_the_binary64_truncation_branch(tmp_path):
+    """Where the target has no packed binary64 -> int64 conversion (AVX2 here, compiled afresh in a
+    subprocess), the terms are truncated and summed in binary64: the same tests pass."""
+    env = dict(os.environ, NUMBA_CPU_NAME="haswell", NUMBA_CACHE_DIR=str(tmp_path),
+               NUMBA_CPU_FEATURES="+64bit,+avx,+avx2,+bmi,+bmi2,+cmov,+cx16,+f16c,+fma,+fxsr,+lzcnt,+mmx,+movbe,"
+                                  "+popcnt,+sse,+sse2,+sse3,+sse4.1,+sse4.2,+ssse3,+xsave")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    check = "from emulator.numerics import gemm_fast as G; assert not G._CVT64"
+    subprocess.run([sys.executable, "-c", check], env=env, check=True)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
+                        "exact_edges or panels or subnormal or zeros or overflow or transposed"],
+                       env=env, cwd=root, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
