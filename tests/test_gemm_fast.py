@@ -64,10 +64,10 @@ def test_the_comparison_can_fail():
     assert d.tobytes() != d2.tobytes()
 
 
-# The kernel's own edges: panels of _W columns (the last one partial), tasks of _FBR rows, the three step
-# lengths L (16, 8, 4: one compiled kernel each), terms on both sides of the truncation point F bits below
-# emax, results below 2**-126 (cut again to the subnormal grid only in the row steps whose emax allows one),
-# zero rows and columns, sums cancelling to zero, signed zeros, overflow.
+# The kernel's own edges: panels of _W columns (the last one partial), tasks of _FBR rows, the step lengths
+# L (16, 8, 4 here, 32 in the wgmma test: one compiled kernel each), terms on both sides of the truncation
+# point F bits below emax, results below 2**-126 (cut again to the subnormal grid only in the row steps whose
+# emax allows one), zero rows and columns, sums cancelling to zero, signed zeros, overflow.
 FORMS_L = [("f16", "sm_90"), ("tf32", "sm_90"), ("f16", "sm_80"), ("tf32", "sm_80"), ("bf16", "sm_80")]
 
 
