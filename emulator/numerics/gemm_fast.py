@@ -6,8 +6,12 @@ in between), which is all an instruction sequence with D fed back as C does to i
 Elements whose row or column holds an inf or NaN, whose C is one, or whose accumulator overflows to inf,
 are recomputed by the scalar per-element chain ``chain_element``.
 """
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
 from . import fast, tile_numpy
 from .jitcache import compiling
@@ -243,114 +247,313 @@ def _fixups(abits, bbits, cbits, spa, spb, redo, fa, fb, fc, fd, L, F, e_zero, m
 #   * the step's sum of L + 1 such integers stays far below 2**53: exact in any order;
 #   * acc * 2**(emax - F) is exact, and clearing the fraction bits below binary32's last place (the
 #     subnormal grid 2**-149 below 2**-126) is the reference's rounding toward zero.
-# Each loop runs over a row of columns with no branch, so the compiler vectorises it.
-_FBR, _FBC = 32, 256     # rows x columns of one parallel task (measured best of 8..128 x 64..256)
+#   * a nonzero sum is at least 2**(emax - F): in a row step where every emax is at least F - 126, every
+#     result is normal and the rounding is a fixed mask (29 of binary64's 52 fraction bits); otherwise the
+#     masked results are cut again to the subnormal grid (truncations toward zero compose).
+# Layout: B in panels of _W columns, element (k, n) at [n // _W, k * _W + n % _W], so that the L rows of a
+# step lie at fixed distances; nominal exponents in int16, biased by 1023 for B and C (zeros, and the inf/NaN
+# the scalar chain redoes, get _NOEXP: a sum with it stays below every e_zero).  A task is a block of _FBR
+# rows of one panel; for each step and row two loops run over the panel's columns with the L products
+# unrolled (L is a compile-time constant, one kernel per L, so the compiler vectorises across the columns
+# and keeps each sum in a register): the exponent maxima (int16, 32 to a 512-bit vector), then the terms,
+# their sum and its rounding (8 columns to a vector: two multiplications, a conversion and an addition per
+# product, about 0.32 CPU cycles per product with AVX-512).
+_W = 128                # columns of one panel
+_FBR = 32               # rows of one parallel task: a step's slice of the panel stays in cache for all of them
+_NOEXP = -10000
+
+
+@intrinsic
+def _i2f(typingctx, x):
+    sig = types.float64(types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+    return sig, codegen
+
+
+@intrinsic
+def _f2i(typingctx, x):
+    sig = types.int64(types.float64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.int64))
+    return sig, codegen
+
+
+def _f32_table(fmt):
+    """(values, nominal exponents) of every code of an 8- or 16-bit format, from its decode table: the value
+    exact in binary64, the exponent int16 (_NOEXP for zeros, _NOEXP - 1 for infs and NaNs); one-element
+    dummies for the wider formats (decoded arithmetically)."""
+    key = ("f32 values", fmt)
+    if key not in _LUTS:
+        t = lut(fmt)
+        if t.shape[0] == 1:
+            _LUTS[key] = np.zeros(1), np.zeros(1, np.int16)
+        else:
+            S, q, top, kind = t.T
+            finite = kind == NUM
+            vals = np.where(finite & (S != 0), np.ldexp(S.astype(np.float64), np.where(S != 0, q, 0)), 0.0)
+            exps = np.where(finite & (S != 0), top, np.where(finite, _NOEXP, _NOEXP - 1)).astype(np.int16)
+            _LUTS[key] = vals, exps
+    return _LUTS[key]
+
+
+@njit(cache=True, inline="always")
+def _value64(x, fmt, vals, exps):
+    """(value, nominal exponent) of one operand element, the value exact in binary64 (0 and _NOEXP for zeros,
+    0 and _NOEXP - 1 for infs and NaNs)."""
+    if vals.shape[0] > 1:
+        return vals[x], np.int64(exps[x])
+    kk, ss, mm, q, t = decode(x, fmt)
+    if kk != NUM:
+        return 0.0, np.int64(_NOEXP - 1)
+    if mm == 0:
+        return 0.0, np.int64(_NOEXP)
+    return np.float64(-mm if ss else mm) * _i2f((q + 1023) << 52), t
 
 
 @njit(cache=True)
-def _f32_state(bits, v, t, bad):
-    """binary32 C bits -> value (binary64), nominal exponent (ZQ for zeros), and inf/NaN flags."""
-    R, C = bits.shape
-    for r in range(R):
-        for c in range(C):
-            kk, ss, mm, qq, tt = decode(np.int64(bits[r, c]), 3)
+def _f32_a(bits, fmt, vals, exps, v, e, special):
+    """A (M, K): values and nominal exponents; rows holding an inf or NaN flagged."""
+    for r in range(bits.shape[0]):
+        for c in range(bits.shape[1]):
+            val, t = _value64(np.int64(bits[r, c]), fmt, vals, exps)
+            v[r, c] = val
+            e[r, c] = max(t, _NOEXP)
+            if t < _NOEXP:
+                special[r] = True
+
+
+@njit(cache=True)
+def _f32_b(bits, fmt, vals, exps, v, e, special):
+    """B (K, N) into panels (P, K * _W): values and nominal exponents (biased by 1023 but for _NOEXP); columns
+    holding an inf or NaN flagged, the columns past N zero."""
+    K, N = bits.shape
+    v[:, :] = 0.0
+    e[:, :] = _NOEXP
+    for k in range(K):
+        for n in range(N):
+            val, t = _value64(np.int64(bits[k, n]), fmt, vals, exps)
+            i = k * _W + n % _W
+            v[n // _W, i] = val
+            e[n // _W, i] = t + 1023 if t > _NOEXP else _NOEXP
+            if t < _NOEXP:
+                special[n] = True
+
+
+def _packed_f64_to_i64():
+    """Whether the CPU numba compiles for converts binary64 to int64 a vector at a time (AVX-512DQ); without
+    it the conversion runs one element at a time, and truncating in binary64 (a vector at a time on AVX and
+    NEON) is three times faster (the sum of whole numbers below 2**53 is exact in binary64 too)."""
+    try:
+        from numba.core import codegen, config
+        feats = config.CPU_FEATURES if config.CPU_FEATURES is not None else codegen.get_host_cpu_features()
+    except Exception:
+        return False
+    return "+avx512dq" in feats.split(",")
+
+
+_CVT64 = _packed_f64_to_i64()
+
+
+@intrinsic
+def _wide_vectors(typingctx):
+    """Lets the compiler use 512-bit vectors in the calling function where the CPU has them (LLVM's x86
+    default is 256): the f32 kernels run about a fifth faster."""
+    def codegen(context, builder, signature, args):
+        try:
+            set.add(builder.function.attributes, '"prefer-vector-width"="512"')
+        except Exception:               # an llvmlite without plain-set attributes: the default width
+            pass
+        return context.get_dummy_value()
+    return types.none(), codegen
+
+
+@njit(cache=True, inline="always")
+def _f32_emax(atr, bts, ctr, em, ez, LC):
+    """emax of one row's step across the panel: max(C's exponent, e_zero, top_a + top_b), all biased by 1023
+    (B's exponents carry the bias).  Returns the smallest."""
+    lo = np.int16(32767)
+    for n in range(_W):
+        x = max(ctr[n], ez)
+        for j in range(LC):
+            x = max(x, np.int16(atr[j] + bts[j * _W + n]))
+        em[n] = x
+        lo = min(lo, x)
+    return lo
+
+
+@njit(cache=True, inline="always")
+def _f32_terms(avr, bvs, em, cvr, ctr, F, LC):
+    """One row's step across the panel: the truncated terms and their sum, cut to binary32's 24 significant
+    bits (the rounding toward zero of every result of 2**-126 or more).  C's exponent becomes the result's
+    biased binary64 exponent (0 for zeros).  Returns the largest (above 1023 + 127: an overflow)."""
+    hi = np.int64(0)
+    for n in range(_W):
+        e = np.int64(em[n])
+        s = _i2f((F + 2046 - e) << 52)
+        if _CVT64:                                   # the terms as int64 (one conversion each)
+            acc = np.int64(cvr[n] * s)
+            for j in range(LC):
+                acc += np.int64(avr[j] * bvs[j * _W + n] * s)
+            v = np.float64(acc)
+        else:                                        # as whole binary64 values (one rounding each)
+            v = np.trunc(cvr[n] * s)
+            for j in range(LC):
+                v += np.trunc(avr[j] * bvs[j * _W + n] * s)
+        bits = _f2i(v * _i2f((e - F) << 52))
+        E = (bits >> 52) & 0x7FF
+        cvr[n] = _i2f(bits & ~np.int64((1 << 29) - 1))
+        ctr[n] = E
+        hi = max(hi, E)
+    return hi
+
+
+@njit(cache=True, inline="always")
+def _f32_tiny(cvr, ctr):
+    """The results below 2**-126 rounded toward zero to the subnormal grid 2**-149 (0 below it); a result
+    already cut to 24 bits can be cut again: truncations toward zero compose."""
+    for n in range(_W):
+        bits = _f2i(cvr[n])
+        E = (bits >> 52) & 0x7FF
+        zero = E < 1023 - 149
+        drop = min(max(29, 1023 - 97 - E), 63)
+        cvr[n] = 0.0 if zero else _i2f(bits & (np.int64(-1) << drop))
+        ctr[n] = 0 if zero else max(E, 1023 - 126)
+
+
+@njit(cache=True, inline="always")
+def _f32_panel(m0, m1, p, av, at, bvp, btp, cbits, F, e_zero, out, redo, LC):
+    """Rows m0..m1 of panel p: C decoded, every K step, D encoded.  Between steps the state of each element
+    is its value (binary64) and its nominal exponent (biased by 1023, 0 for zeros).  A nonzero sum is at
+    least 2**(emax - F): where no emax of the row is below F - 126 no result of the step is subnormal."""
+    _wide_vectors()
+    K = av.shape[1]
+    n0 = p * _W
+    nw = min(_W, out.shape[1] - n0)
+    cv = np.zeros((m1 - m0, _W), np.float64)
+    ct = np.zeros((m1 - m0, _W), np.int16)
+    for i in range(m1 - m0):
+        for n in range(nw):
+            kk, ss, mm, qq, tt = decode(np.int64(cbits[m0 + i, n0 + n]), 3)
             if kk != NUM:
-                bad[r, c] = True
-                v[r, c] = 0.0
-                t[r, c] = ZQ
-            else:
-                v[r, c] = np.ldexp(np.float64(-mm if ss else mm), qq) if mm else 0.0
-                t[r, c] = tt if mm else ZQ
-
-
-@njit(cache=True)
-def _operand_values(S, q, v):
-    R, C = S.shape
-    for r in range(R):
-        for c in range(C):
-            v[r, c] = np.ldexp(np.float64(S[r, c]), q[r, c]) if S[r, c] != 0 else 0.0
-
-
-@njit(cache=True)
-def _block_f32(m0, m1, n0, n1, av, at, bv, bt, cv0, ct0, L, F, e_zero, out, redo):
-    """Rows m0..m1, columns n0..n1, every K step; the block's accumulators stay in binary64 between steps,
-    and each step's slice of B is reused by every row of the block while it is in cache."""
-    K = bv.shape[0]
-    R = m1 - m0
-    W = n1 - n0
-    cvb = np.empty((R, W), np.int64)
-    cv = cvb.view(np.float64)
-    ct = np.empty((R, W), np.int64)
-    for i in range(R):
-        for n in range(W):
-            cv[i, n] = cv0[m0 + i, n0 + n]
-            ct[i, n] = ct0[m0 + i, n0 + n]
-    emax = np.empty(W, np.float32)         # exponents are small integers: exact in binary32, 8 to a vector
-    ez = np.float32(e_zero)
-    sb = np.empty(W, np.int64)
-    s = sb.view(np.float64)
-    acc = np.empty(W, np.int64)
-    vb = np.empty(W, np.int64)
-    vv = vb.view(np.float64)
-    ovf = np.empty(W, np.bool_)
-    for k0 in range(0, K, L):
-        for i in range(R):
+                redo[m0 + i, n0 + n] = True
+            elif mm:
+                cv[i, n] = np.float64(-mm if ss else mm) * _i2f((qq + 1023) << 52)
+                ct[i, n] = tt + 1023
+    em = np.empty(_W, np.int16)
+    ez = np.int16(e_zero + 1023)
+    for k0 in range(0, K, LC):
+        bvs = bvp[p, k0 * _W:(k0 + LC) * _W]
+        bts = btp[p, k0 * _W:(k0 + LC) * _W]
+        for i in range(m1 - m0):
             m = m0 + i
-            cvi = cv[i]
-            cbi = cvb[i]
-            cti = ct[i]
-            for n in range(W):
-                x = np.float32(cti[n])
-                emax[n] = x if x > ez else ez
-            for j in range(L):
-                ea = at[m, k0 + j]
-                btr = bt[k0 + j, n0:n1]
-                for n in range(W):
-                    e = ea + btr[n]
-                    emax[n] = e if e > emax[n] else emax[n]
-            for n in range(W):
-                sb[n] = (F - np.int64(emax[n]) + 1023) << 52
-                acc[n] = np.int64(cvi[n] * s[n])
-            for j in range(L):
-                a = av[m, k0 + j]
-                bvr = bv[k0 + j, n0:n1]
-                for n in range(W):
-                    acc[n] += np.int64(a * bvr[n] * s[n])
-            for n in range(W):
-                sb[n] = (np.int64(emax[n]) - F + 1023) << 52
-                vv[n] = np.float64(acc[n]) * s[n]
-            any_ovf = False
-            for n in range(W):
-                bits = vb[n]
-                E = ((bits >> 52) & 0x7FF) - 1023
-                drop = 29 if E >= -126 else min(-97 - E, 63)
-                zero = E < -149
-                cbi[n] = 0 if zero else bits & ~((np.int64(1) << drop) - 1)
-                cti[n] = ZQ if zero else (E if E > -126 else -126)
-                ovf[n] = E > 127
-                any_ovf |= E > 127
-            if any_ovf:
-                for n in range(W):
-                    if ovf[n]:
+            cvr = cv[i]
+            ctr = ct[i]
+            lo = _f32_emax(at[m, k0:k0 + LC], bts, ctr, em, ez, LC)
+            hi = _f32_terms(av[m, k0:k0 + LC], bvs, em, cvr, ctr, F, LC)
+            if lo < F - 126 + 1023:
+                _f32_tiny(cvr, ctr)
+            if hi > 1023 + 127:                      # overflowed: the scalar chain redoes the element
+                for n in range(nw):
+                    if ctr[n] > 1023 + 127:
                         redo[m, n0 + n] = True
+                        cvr[n] = 0.0
+                        ctr[n] = 0
     f = np.empty(1, np.float32)
     fu = f.view(np.uint32)
-    for i in range(R):
-        for n in range(W):
-            f[0] = np.float32(cv[i, n])
-            out[m0 + i, n0 + n] = np.uint64(fu[0]) if cvb[i, n] != 0 else np.uint64(0)
+    for i in range(m1 - m0):
+        for n in range(nw):
+            f[0] = np.float32(cv[i, n])                # exact: already on binary32's grid
+            out[m0 + i, n0 + n] = np.uint64(fu[0]) if cv[i, n] != 0 else np.uint64(0)
 
 
-@njit(cache=True, parallel=True)
-def _gemm_f32_par(av, at, bv, bt, cv0, ct0, L, F, e_zero, out, redo):
-    M = av.shape[0]
-    N = bv.shape[1]
-    nrb = (M + _FBR - 1) // _FBR
-    ncb = (N + _FBC - 1) // _FBC
-    for blk in prange(nrb * ncb):
-        m0 = (blk // ncb) * _FBR
-        n0 = (blk % ncb) * _FBC
-        _block_f32(m0, min(M, m0 + _FBR), n0, min(N, n0 + _FBC), av, at, bv, bt, cv0, ct0, L, F, e_zero, out, redo)
+@njit(cache=True, nogil=True)
+def _gemm_f32_32(t0, t1, av, at, bvp, btp, cbits, F, e_zero, out, redo):
+    """Tasks t0..t1 (row block, panel) of an L = 32 GEMM (wgmma's fp8)."""
+    P = bvp.shape[0]
+    for t in range(t0, t1):
+        m0 = (t // P) * _FBR
+        _f32_panel(m0, min(av.shape[0], m0 + _FBR), t % P, av, at, bvp, btp, cbits, F, e_zero, out, redo, 32)
+
+
+@njit(cache=True, nogil=True)
+def _gemm_f32_16(t0, t1, av, at, bvp, btp, cbits, F, e_zero, out, redo):
+    """Tasks t0..t1 (row block, panel) of an L = 16 GEMM (f16, bf16)."""
+    P = bvp.shape[0]
+    for t in range(t0, t1):
+        m0 = (t // P) * _FBR
+        _f32_panel(m0, min(av.shape[0], m0 + _FBR), t % P, av, at, bvp, btp, cbits, F, e_zero, out, redo, 16)
+
+
+@njit(cache=True, nogil=True)
+def _gemm_f32_8(t0, t1, av, at, bvp, btp, cbits, F, e_zero, out, redo):
+    """Tasks t0..t1 of an L = 8 GEMM (sm_80's f16 and bf16, tf32 on sm_90)."""
+    P = bvp.shape[0]
+    for t in range(t0, t1):
+        m0 = (t // P) * _FBR
+        _f32_panel(m0, min(av.shape[0], m0 + _FBR), t % P, av, at, bvp, btp, cbits, F, e_zero, out, redo, 8)
+
+
+@njit(cache=True, nogil=True)
+def _gemm_f32_4(t0, t1, av, at, bvp, btp, cbits, F, e_zero, out, redo):
+    """Tasks t0..t1 of an L = 4 GEMM (sm_80's tf32)."""
+    P = bvp.shape[0]
+    for t in range(t0, t1):
+        m0 = (t // P) * _FBR
+        _f32_panel(m0, min(av.shape[0], m0 + _FBR), t % P, av, at, bvp, btp, cbits, F, e_zero, out, redo, 4)
+
+
+# by L, each compiled on first use; threads of this process run them on disjoint tasks (they release the
+# GIL), which compiles in half the time numba's parallel loops take
+_GEMM_F32 = {32: _gemm_f32_32, 16: _gemm_f32_16, 8: _gemm_f32_8, 4: _gemm_f32_4}
+
+
+def _in_threads(kern, ntasks, work, *args):
+    """kern(t0, t1, *args) over tasks 0..ntasks, in as many threads as numba would use (in this one where
+    the work, in products, is too small to pay for starting them)."""
+    nthr = min(numba.get_num_threads(), ntasks) if work >= 1 << 22 else 1
+    if nthr <= 1:
+        kern(0, ntasks, *args)
+        return
+    cuts = np.linspace(0, ntasks, 4 * nthr + 1).astype(np.int64)
+    with ThreadPoolExecutor(nthr) as pool:
+        for f in [pool.submit(kern, int(t0), int(t1), *args) for t0, t1 in zip(cuts[:-1], cuts[1:]) if t1 > t0]:
+            f.result()
+
+
+def _tc_gemm_f32(abits, bbits, cbits, op, L, F, e_zero):
+    """D bits of an f32-accumulator GEMM by the binary64 kernels; (out, spa, spb, redo) for the fix-ups.
+    Each step's arithmetic is symmetric in A and B (the products, and emax from top_a + top_b), so where
+    panels of columns would mostly pad a narrow N the transposed GEMM D^T = B^T A^T + C^T runs instead."""
+    fa, fb = int(op._prm[3]), int(op._prm[4])
+    la, lb = _f32_table(op.variant.atype), _f32_table(op.variant.btype)
+    M, N = cbits.shape
+    if N * -(-M // _W) < M * -(-N // _W):
+        out, spb, spa, redo = _f32_run(np.ascontiguousarray(bbits.T), np.ascontiguousarray(abits.T),
+                                       np.ascontiguousarray(cbits.T), fb, fa, lb, la, L, F, e_zero)
+        return np.ascontiguousarray(out.T), spa, spb, np.ascontiguousarray(redo.T)
+    return _f32_run(abits, bbits, cbits, fa, fb, la, lb, L, F, e_zero)
+
+
+def _f32_run(abits, bbits, cbits, fa, fb, la, lb, L, F, e_zero):
+    M, K = abits.shape
+    N = bbits.shape[1]
+    P = (N + _W - 1) // _W
+    av = np.empty((M, K), np.float64)
+    at = np.empty((M, K), np.int16)
+    bvp = np.empty((P, K * _W), np.float64)
+    btp = np.empty((P, K * _W), np.int16)
+    spa = np.zeros(M, np.bool_)
+    spb = np.zeros(N, np.bool_)
+    redo = np.zeros((M, N), np.bool_)
+    out = np.empty((M, N), np.uint64)
+    _f32_a(abits, fa, la[0], la[1], av, at, spa)
+    _f32_b(bbits, fb, lb[0], lb[1], bvp, btp, spb)
+    _in_threads(_GEMM_F32[L], ((M + _FBR - 1) // _FBR) * P, M * N * K, av, at, bvp, btp, cbits, F, e_zero, out,
+                redo)
+    return out, spa, spb, redo
 
 
 _LUTS = {}
@@ -365,7 +568,7 @@ def lut(fmt):
 
 def tc_gemm(abits, bbits, cbits, op, fast_f32=True):
     """D bits (M, N) of the GEMM built from the tensor-core instruction ``op`` (an MmaOp). ``fast_f32``:
-    f32-accumulator forms take the binary64 path (``_gemm_f32_par``); False runs the integer path (the
+    f32-accumulator forms take the binary64 path (``_tc_gemm_f32``); False runs the integer path (the
     tests compare the two)."""
     prm = op._prm
     fa, fb, fc, fd = (int(x) for x in prm[3:7])
@@ -374,37 +577,27 @@ def tc_gemm(abits, bbits, cbits, op, fast_f32=True):
     N = bbits.shape[1]
     if fast_f32 and M * N * K <= NUMPY_MAX and tile_numpy.eligible(prm) and compiling():
         return _tc_gemm_numpy(abits, bbits, cbits, op)
-    aS = np.empty((M, K), np.int64); aq = np.empty((M, K), np.int64); at = np.empty((M, K), np.int64)
-    bS = np.empty((K, N), np.int64); bq = np.empty((K, N), np.int64); bt = np.empty((K, N), np.int64)
-    spa = np.zeros(M, np.bool_)
-    spb = np.zeros(N, np.bool_)
     abits = np.ascontiguousarray(abits, np.uint64)
     bbits = np.ascontiguousarray(bbits, np.uint64)
     cbits = np.ascontiguousarray(cbits, np.uint64)
-    _decode_matrix(abits, fa, aS, aq, at, spa, True, lut(op.variant.atype))
-    _decode_matrix(bbits, fb, bS, bq, bt, spb, False, lut(op.variant.btype))
-    out = np.empty((M, N), np.uint64)
-    redo = np.zeros((M, N), np.bool_)
-    if fast_f32 and fc == 3 and fd == 3 and mode == fast.RZ and (len(prm) < 20 or int(prm[19]) == 0):
-        av = np.empty((M, K), np.float64)
-        bv = np.empty((K, N), np.float64)
-        _operand_values(aS, aq, av)
-        _operand_values(bS, bq, bv)
-        cv = np.empty((M, N), np.float64)
-        ct = np.empty((M, N), np.int64)
-        _f32_state(cbits, cv, ct, redo)
-        if M * N * K <= SERIAL_MAX:             # one instruction's tile: threads would cost more than they save
-            _block_f32(0, M, 0, N, av, at.astype(np.float32), bv, bt.astype(np.float32), cv, ct, L, F, e_zero, out,
-                       redo)
-        else:
-            _gemm_f32_par(av, at.astype(np.float32), bv, bt.astype(np.float32), cv, ct, L, F, e_zero, out, redo)
+    f32 = fc == 3 and fd == 3 and mode == fast.RZ and (len(prm) < 20 or int(prm[19]) == 0)
+    if fast_f32 and f32 and L in _GEMM_F32:
+        out, spa, spb, redo = _tc_gemm_f32(abits, bbits, cbits, op, L, F, e_zero)
     else:
-        if M * N * K <= SERIAL_MAX:
+        aS = np.empty((M, K), np.int64); aq = np.empty((M, K), np.int64); at = np.empty((M, K), np.int64)
+        bS = np.empty((K, N), np.int64); bq = np.empty((K, N), np.int64); bt = np.empty((K, N), np.int64)
+        spa = np.zeros(M, np.bool_)
+        spb = np.zeros(N, np.bool_)
+        _decode_matrix(abits, fa, aS, aq, at, spa, True, lut(op.variant.atype))
+        _decode_matrix(bbits, fb, bS, bq, bt, spb, False, lut(op.variant.btype))
+        out = np.empty((M, N), np.uint64)
+        redo = np.zeros((M, N), np.bool_)
+        if M * N * K <= SERIAL_MAX:             # one instruction's tile: threads would cost more than they save
             _block(0, M, 0, N, aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo)
         else:
             _gemm_par(aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo)
     if spa.any() or spb.any() or redo.any():
-        _fixups(abits, np.ascontiguousarray(bbits), cbits, spa, spb, redo, fa, fb, fc, fd, L, F, e_zero, mode, out)
+        _fixups(abits, bbits, cbits, spa, spb, redo, fa, fb, fc, fd, L, F, e_zero, mode, out)
     return out
 
 

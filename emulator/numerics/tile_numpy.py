@@ -3,8 +3,8 @@
 numba compiles the jitted tile kernels (``gemm_fast.tc_batch``) the first time they run, about 8 s of CPU;
 until they are compiled (in this process or in numba's cache) ``MmaOp`` computes the common forms here
 instead: f16, bf16 and tf32 inputs with an f32 or f16 C and D (the T-FDPA steps with truncation, each
-rounded to D's format), i.e. what a Triton or CUTLASS ``mma.sync`` GEMM issues.  The arithmetic is ``gemm_fast._block_f32``'s,
-written over whole arrays:
+rounded to D's format), i.e. what a Triton or CUTLASS ``mma.sync`` GEMM issues.  The arithmetic is that of
+``gemm_fast._f32_terms``, written over whole arrays:
 
 * an input's value is exact in binary64, and so is the product of two (at most 11 x 11 significant bits);
 * each step aligns C and the ``L`` products to the largest nominal exponent ``emax`` (at least ``e_zero``)

@@ -112,7 +112,7 @@ KERNEL = """
 
 
 # the background process: two tiny launches, one the CTA loop runs and one it cannot (a call), and one
-# tensor-core tile and one integer tile through the reference executors' jitted kernels
+# tensor-core tile and one integer tile through the reference executors' jitted kernels, and one wgmma tile
 MAIN = """
 import numpy as np
 from emulator import GlobalMemory, load_ptx
@@ -129,4 +129,6 @@ for spelling in ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync.
     op = get_mma(spelling)
     z = [np.zeros((1, n, 32), np.uint32) for n in (op.n_a, op.n_b, op.n_c, op.n_d)]
     (fast.int_batch if op.family == "int" else op._kern)(*z, op._maps, op._prm, *op._extra)
+from emulator.numerics.wgmma import wgmma_tile
+wgmma_tile("f16", "f16", "f32", *(np.zeros(s, np.uint64) for s in ((64, 16), (16, 64), (64, 64))))
 """
