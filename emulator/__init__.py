@@ -7,6 +7,15 @@ The package is layered (docs/architecture.md); each layer imports only from the 
 ``errors`` < ``numerics`` < ``frontend`` < ``memory`` < ``ops`` < ``machine`` < ``layouts`` < the API
 modules (``tiles``, ``cute``) < ``cli``.
 """
+import os as _os
+
+from .numerics import jitcache as _jitcache
+
+try:                    # numba's caches of this package are dropped when its sources changed (jitcache.guard)
+    _jitcache.guard(_os.path.dirname(_os.path.abspath(__file__)))
+except Exception:       # never let the cache check stop an import
+    pass
+
 from .errors import (AlignmentError, AsyncHazardError, DeviceAssertError, EmulatorError, MBarrierError,
                      MemoryAccessError, OperandError, ProxyError, PTXSyntaxError, PTXValidationError, TensorMapError, UnsupportedError,
                      WarpSyncError)

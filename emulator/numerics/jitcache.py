@@ -3,6 +3,8 @@ whether a background process is compiling the jitted kernels now (``machine.fast
 through ``PROBE``): while it does, the executors that have a numpy path (``numerics.tile_numpy``) take it instead of compiling here."""
 from __future__ import annotations
 
+import os
+
 
 def in_cache(disp) -> bool:
     """True when numba's cache holds a valid compilation of ``disp`` for this machine."""
@@ -23,3 +25,70 @@ def compiling() -> bool:
     it when they are neither compiled nor cached, unless WARPEMU_BACKGROUND_COMPILE=0)."""
     probe = PROBE[0]
     return probe is not None and probe()
+
+
+# ------------------------------------------------------------------------------------------------------------
+# numba checks a cached function against its own source file only, but the fast engine's loops inline code
+# from other files (table constants, the mma and cp.async helpers, ...): after an in-place update of those
+# files a cached loop would run the old code. ``guard`` keeps a fingerprint of the package's sources next to
+# each of its numba cache directories and drops the package's cached functions there when it changes.
+
+STAMP = "warpemu.fingerprint"
+
+
+def _dummy():
+    pass
+
+
+def _cache_dir(py_file):
+    """The directory numba caches the functions of ``py_file`` in (as its locators choose), or None."""
+    from numba.core.caching import CacheImpl
+    for cls in CacheImpl._locator_classes:
+        try:
+            loc = cls.from_function(_dummy, py_file)
+        except Exception:
+            loc = None
+        if loc is not None:
+            return loc.get_cache_path()
+    return None
+
+
+def guard(root):
+    """Drop numba's cached functions of the package under ``root`` when its sources changed since they were
+    cached (a fingerprint of every .py file, kept in each cache directory). Returns the directories cleared."""
+    import glob
+    import hashlib
+    files = sorted(glob.glob(os.path.join(root, "**", "*.py"), recursive=True))
+    h = hashlib.sha1()
+    jitted = []
+    for f in files:
+        with open(f, "rb") as fh:
+            data = fh.read()
+        h.update(os.path.relpath(f, root).encode() + b"\0" + data)
+        if b"cache=True" in data:
+            jitted.append(f)
+    fp = h.hexdigest()
+    dirs = {}
+    for f in jitted:
+        d = _cache_dir(f)
+        if d is not None:
+            dirs.setdefault(d, set()).add(os.path.splitext(os.path.basename(f))[0])
+    cleared = []
+    for d, stems in dirs.items():
+        stamp = os.path.join(d, STAMP)
+        try:
+            with open(stamp) as fh:
+                if fh.read() == fp:
+                    continue
+        except OSError:
+            pass
+        try:
+            for name in os.listdir(d):
+                if name.endswith((".nbi", ".nbc")) and name.split(".")[0] in stems:
+                    os.remove(os.path.join(d, name))
+            with open(stamp, "w") as fh:
+                fh.write(fp)
+            cleared.append(d)
+        except OSError:                    # a cache another process is updating, or read-only: leave it
+            pass
+    return cleared
