@@ -31,6 +31,11 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import EmulatorError
+from .fastcore import table as T
+
+
+_DTYPES = {T.PRED: np.bool_, T.R16: np.uint16, T.R32: np.uint32, T.R64: np.uint64}
+_BYTES = T.CLASS_BYTES
 
 
 class WorkerWarp:
@@ -38,14 +43,24 @@ class WorkerWarp:
 
     def __init__(self, w):
         self.warp_id = w.warp_id
-        # registers packed by dtype (one array each: pickling thousands of small arrays is slow)
-        groups = {}
-        for n in w.regs:
-            v = w.get_reg(n)
-            groups.setdefault(v.dtype.str, ([], []))
-            groups[v.dtype.str][0].append(n)
-            groups[v.dtype.str][1].append(v)
-        self._packed = [(names, np.stack(vals)) for names, vals in groups.values()]
+        regs = w.regs
+        self._cache = None
+        if hasattr(regs, "arena") and hasattr(regs, "slots"):
+            # the fast engine's registers: one copy of the warp's arena, the register map shared by every warp
+            # (pickled once per message), the few registers outside the arena apart
+            self._arena = (regs.arena.copy(), regs.slots,
+                           {k: np.array(v) for k, v in regs.other.items() if k not in regs.slots})
+            self._packed = None
+        else:
+            # registers packed by dtype (one array each: pickling thousands of small arrays is slow)
+            groups = {}
+            for n in regs:
+                v = w.get_reg(n)
+                groups.setdefault(v.dtype.str, ([], []))
+                groups[v.dtype.str][0].append(n)
+                groups[v.dtype.str][1].append(v)
+            self._packed = [(names, np.stack(vals)) for names, vals in groups.values()]
+            self._arena = None
         self.smem = w.smem.copy()
         self.pc = w.pc.copy()
         self.exited = w.exited.copy()
@@ -54,9 +69,22 @@ class WorkerWarp:
         self._smem_log = []             # bank reports: run with workers=1
         self.smem_log_dropped = 0
 
+    def __getstate__(self):
+        d = dict(self.__dict__)
+        d["_cache"] = None
+        return d
+
     @property
     def regs(self):
-        return {n: v for names, arr in self._packed for n, v in zip(names, arr)}
+        if self._cache is None:
+            if self._arena is not None:
+                arena, slots, other = self._arena
+                regs = {n: arena[off:off + 32 * _BYTES[cls]].view(_DTYPES[cls]) for n, (cls, off) in slots.items()}
+                regs.update(other)
+            else:
+                regs = {n: v for names, arr in self._packed for n, v in zip(names, arr)}
+            self._cache = regs
+        return self._cache
 
     def get_reg(self, name, instr="read"):
         return self.regs[name]
@@ -90,7 +118,9 @@ _JOB = None          # (run_cta, gmem) in the forked workers
 
 def _work(chunk):
     run_cta, gmem = _JOB
-    before = [buf.copy() for buf in gmem._bufs]
+    before = gmem.__dict__.get("_launch_copy")      # the launch's global memory, copied once per worker
+    if before is None or len(before) != len(gmem._bufs):
+        before = gmem.__dict__["_launch_copy"] = [buf.copy() for buf in gmem._bufs]
     out = io.StringIO()
     try:
         done = run_cta(chunk, out)
@@ -98,10 +128,14 @@ def _work(chunk):
         return ("error", f"{type(e).__name__}: {e}")
     changes = []
     for i, (old, buf) in enumerate(zip(before, gmem._bufs)):
-        changed = old != buf
-        if changed.any():
-            changes.append((i, np.packbits(changed), buf[changed]))
-        buf[:] = old                # the next chunk of this worker starts from the launch's memory
+        idx = np.flatnonzero(old != buf)
+        if idx.size:
+            # the changed bytes as runs (start, end) and their values, in address order
+            brk = np.flatnonzero(np.diff(idx) != 1)
+            starts = idx[np.concatenate(([0], brk + 1))]
+            ends = idx[np.concatenate((brk, [idx.size - 1]))] + 1
+            changes.append((i, starts, ends, buf[idx]))
+            buf[idx] = old[idx]     # the next chunk of this worker starts from the launch's memory
     ctas = [(ctaid, [WorkerWarp(w) for w in warps]) for ctaid, warps in done["ctas"]]
     return ("ok", changes, out.getvalue(), done["stdout"], ctas, done["instructions"])
 
@@ -197,9 +231,10 @@ def _merge(merged, gmem, result, out, max_instructions):
     if sum(res[5] for res in merged) > max_instructions:
         return False
     for _, changes, text, stdout, ctas, n in merged:
-        for i, bits, values in changes:
-            changed = np.unpackbits(bits, count=gmem._bufs[i].size).astype(np.bool_)
-            gmem._bufs[i][changed] = values
+        for i, starts, ends, values in changes:
+            lengths = ends - starts
+            idx = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(values.size)
+            gmem._bufs[i][idx] = values
         if text:
             out.write(text)
         result.stdout.extend(stdout)
