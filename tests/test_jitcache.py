@@ -12,9 +12,10 @@ def _touch(path, text=""):
 
 def test_guard_drops_cached_functions_when_the_sources_change(tmp_path):
     root = tmp_path / "pkg"
-    root.mkdir()
+    (root / "numerics").mkdir(parents=True)
     _touch(root / "loop.py", "@njit(cache=True)\ndef f():\n    pass\n")
-    _touch(root / "table.py", "X = 1\n")
+    _touch(root / "numerics" / "table.py", "X = 1\n")
+    _touch(root / "cli.py", "Y = 1\n")
     d = jitcache._cache_dir(str(root / "loop.py"))
     assert d is not None
     cached = [os.path.join(d, n) for n in ("loop.f-1.py311.nbi", "loop.f-1.py311.1.nbc")]
@@ -27,7 +28,9 @@ def test_guard_drops_cached_functions_when_the_sources_change(tmp_path):
         _touch(p)
     assert jitcache.guard(str(root)) == []                  # same sources: kept
     assert all(os.path.exists(p) for p in cached)
-    _touch(root / "table.py", "X = 2\n")                    # a file the cached function may have inlined
+    _touch(root / "cli.py", "Y = 2\n")                     # nothing jitted reads it: kept
+    assert jitcache.guard(str(root)) == []
+    _touch(root / "numerics" / "table.py", "X = 2\n")      # a file the cached function may have inlined
     assert jitcache.guard(str(root)) == [d]
     assert not any(os.path.exists(p) for p in cached) and os.path.exists(other)
 

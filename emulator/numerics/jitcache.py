@@ -34,6 +34,8 @@ def compiling() -> bool:
 # each of its numba cache directories and drops the package's cached functions there when it changes.
 
 STAMP = "warpemu.fingerprint"
+# besides the files with cached functions, the folders whose code and constants those functions inline
+DEPENDS = (os.path.join("numerics", ""), os.path.join("machine", "fastcore", ""))
 
 
 def _dummy():
@@ -55,7 +57,8 @@ def _cache_dir(py_file):
 
 def guard(root):
     """Drop numba's cached functions of the package under ``root`` when its sources changed since they were
-    cached (a fingerprint of every .py file, kept in each cache directory). Returns the directories cleared."""
+    cached (a fingerprint of the files with cached functions and of the folders in ``DEPENDS``, kept in each
+    cache directory). Returns the directories cleared."""
     import glob
     import hashlib
     files = sorted(glob.glob(os.path.join(root, "**", "*.py"), recursive=True))
@@ -64,9 +67,12 @@ def guard(root):
     for f in files:
         with open(f, "rb") as fh:
             data = fh.read()
-        h.update(os.path.relpath(f, root).encode() + b"\0" + data)
+        rel = os.path.relpath(f, root)
         if b"cache=True" in data:
             jitted.append(f)
+        elif not rel.startswith(DEPENDS):
+            continue                       # nothing jitted reads this file
+        h.update(rel.encode() + b"\0" + data)
     fp = h.hexdigest()
     dirs = {}
     for f in jitted:
