@@ -21,7 +21,9 @@ access records are not sent back (bank reports need ``workers=1``).
 """
 from __future__ import annotations
 
+import gc
 import io
+import mmap
 import multiprocessing
 import os
 import sys
@@ -41,15 +43,22 @@ _BYTES = T.CLASS_BYTES
 class WorkerWarp:
     """The final state of a warp that a worker process ran."""
 
-    def __init__(self, w):
+    def __init__(self, w, shared=None, at=None):
         self.warp_id = w.warp_id
         regs = w.regs
         self._cache = None
+        self._at = None
         if hasattr(regs, "arena") and hasattr(regs, "slots"):
             # the fast engine's registers: one copy of the warp's arena, the register map shared by every warp
-            # (pickled once per message), the few registers outside the arena apart
-            self._arena = (regs.arena.copy(), regs.slots,
-                           {k: np.array(v) for k, v in regs.other.items() if k not in regs.slots})
+            # (pickled once per message), the few registers outside the arena apart. With ``shared`` (memory the
+            # launching process mapped before forking) the arena goes there, at ``at``, and nothing is pickled
+            other = {k: np.array(v) for k, v in regs.other.items() if k not in regs.slots}
+            if shared is not None and regs.arena.size == shared.shape[2]:
+                shared[at] = regs.arena
+                self._at = at
+                self._arena = (None, regs.slots, other)
+            else:
+                self._arena = (regs.arena.copy(), regs.slots, other)
             self._packed = None
         else:
             # registers packed by dtype (one array each: pickling thousands of small arrays is slow)
@@ -113,11 +122,11 @@ def chunks(ctaids, workers):
     return [ctaids[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
-_JOB = None          # (run_cta, gmem) in the forked workers
+_JOB = None          # (run_cta, gmem, shared register memory or None) in the forked workers
 
 
-def _work(chunk):
-    run_cta, gmem = _JOB
+def _work(chunk, base=None):
+    run_cta, gmem, shared = _JOB
     before = gmem.__dict__.get("_launch_copy")      # the launch's global memory, copied once per worker
     if before is None or len(before) != len(gmem._bufs):
         before = gmem.__dict__["_launch_copy"] = [buf.copy() for buf in gmem._bufs]
@@ -136,7 +145,11 @@ def _work(chunk):
             ends = idx[np.concatenate((brk, [idx.size - 1]))] + 1
             changes.append((i, starts, ends, buf[idx]))
             buf[idx] = old[idx]     # the next chunk of this worker starts from the launch's memory
-    ctas = [(ctaid, [WorkerWarp(w) for w in warps]) for ctaid, warps in done["ctas"]]
+    if shared is None or base is None:
+        ctas = [(ctaid, [WorkerWarp(w) for w in warps]) for ctaid, warps in done["ctas"]]
+    else:
+        ctas = [(ctaid, [WorkerWarp(w, shared, (base + i, k)) for k, w in enumerate(warps)])
+                for i, (ctaid, warps) in enumerate(done["ctas"])]
     return ("ok", changes, out.getvalue(), done["stdout"], ctas, done["instructions"])
 
 
@@ -176,7 +189,7 @@ def run_chunk_job(spec, gmem, chunk):
             _MODULES.clear()
         module = _MODULES[key] = spec.loader(spec.text, spec.arch)
     global _JOB
-    _JOB = (lambda part, out: module._run_chunk(spec, gmem, part, out), gmem)
+    _JOB = (lambda part, out: module._run_chunk(spec, gmem, part, out), gmem, None)
     try:
         return _work(chunk)
     finally:
@@ -193,19 +206,41 @@ def run_executor(executor, spec, ctaids, gmem, workers, result, out, max_instruc
     return merged is not None and _merge(merged, gmem, result, out, max_instructions)
 
 
-def run_parallel(run_cta, ctaids, gmem, workers, result, out, max_instructions, progress=False):
+SHARED_REGS_MAX = 1 << 33      # bytes of warp registers the workers may hand back through shared memory
+
+
+def _work_at(job):
+    return _work(*job)
+
+
+def run_parallel(run_cta, ctaids, gmem, workers, result, out, max_instructions, progress=False, regs=None):
     """Run ``run_cta(chunk, out) -> {'ctas', 'stdout', 'instructions'}`` on chunks of ``ctaids`` in worker
     processes and merge in CTA order. Returns False, with global memory untouched, when the serial run must
-    decide (an error, the instruction budget)."""
+    decide (an error, the instruction budget). ``regs`` = (warps per CTA, arena bytes) of the fast engine: the
+    workers then write every warp's final registers into memory mapped here before forking, instead of
+    sending them back."""
     global _JOB
     parts = chunks(ctaids, workers)
-    _JOB = (run_cta, gmem)
+    bases = np.cumsum([0] + [len(p) for p in parts[:-1]]).tolist()
+    shared = None
+    if regs is not None and 0 < len(ctaids) * regs[0] * regs[1] <= SHARED_REGS_MAX:
+        buf = mmap.mmap(-1, len(ctaids) * regs[0] * regs[1])
+        shared = np.frombuffer(buf, np.uint8).reshape(len(ctaids), regs[0], regs[1])
+    _JOB = (run_cta, gmem, shared)
     ctx = multiprocessing.get_context("fork")
+    gc.freeze()                 # the forked workers' collections leave the inherited heap alone (no page copies)
     try:
-        with ctx.Pool(workers) as pool:
-            merged = _collect(parts, pool.imap(_work, parts), len(ctaids), progress)
+        with ctx.Pool(workers, initializer=gc.disable) as pool:
+            merged = _collect(parts, pool.imap(_work_at, list(zip(parts, bases))), len(ctaids), progress)
     finally:
         _JOB = None
+        gc.unfreeze()
+    if merged is not None and shared is not None:
+        for res in merged:
+            for _, warps in res[4]:
+                for w in warps:
+                    if w._at is not None:
+                        w._arena = (shared[w._at],) + w._arena[1:]
     return merged is not None and _merge(merged, gmem, result, out, max_instructions)
 
 

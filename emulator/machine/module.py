@@ -220,7 +220,9 @@ class Module:
                               options, trace, out_, part, b, fast, schedule, timeline)
                     part.ctas.append((cid, cta.run()))
                 return {"ctas": part.ctas, "stdout": part.stdout, "instructions": int(max_instructions) - b[0]}
-            if gridmod.run_parallel(run_ctas, ctaids, gmem, workers, result, out, int(max_instructions), progress):
+            regs = None if fast is None else (-(-int(np.prod(block)) // LANES), max(fast.tr.arena_bytes, 8))
+            if gridmod.run_parallel(run_ctas, ctaids, gmem, workers, result, out, int(max_instructions), progress,
+                                    regs):
                 return result
         bar = gridmod._Progress(len(ctaids)) if progress else None
         for cid in ctaids:
