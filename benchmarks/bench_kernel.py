@@ -199,6 +199,7 @@ def gemm_whole(n=1024):
     Af, Bf = A.astype(np.float32), B.astype(np.float32)
     tg = min(_timed(lambda: gemm(A, B, C, instr=instr)) for _ in range(2))
     tn = numpy_time(lambda: Af @ Bf)
+    time.sleep(0.2)                                      # numpy's BLAS threads settle
     wall = _timed(lambda: gemm(A, B, C, instr=instr), time.perf_counter)
     kind = "CPU" if CLOCK is time.process_time else "wall"
     print(f"gemm() {n}^3 f16->f32: {tg:.3f} s {kind} ({n ** 3 / tg / 1e9:.2f} G MAC per {kind}-second; wall "

@@ -115,9 +115,9 @@ def serial_only(prog):
     return None
 
 
-def chunks(ctaids, workers):
-    """Consecutive chunks, about four per worker (load balance), at least one CTA each."""
-    n = max(1, min(len(ctaids), 4 * workers))
+def chunks(ctaids, workers, per_worker=4):
+    """Consecutive chunks, about ``per_worker`` per worker (load balance), at least one CTA each."""
+    n = max(1, min(len(ctaids), per_worker * workers))
     bounds = np.linspace(0, len(ctaids), n + 1).round().astype(int)
     return [ctaids[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
@@ -200,7 +200,7 @@ def run_executor(executor, spec, ctaids, gmem, workers, result, out, max_instruc
     """``run_parallel`` through any ``concurrent.futures.Executor``-like object (``submit(fn, *args)`` returning
     futures with ``result()``): each task gets the launch spec, the launch's global memory and its chunk, and
     sends back the bytes its CTAs changed; the merge is ``run_parallel``'s, in CTA order."""
-    parts = chunks(ctaids, workers)
+    parts = chunks(ctaids, workers, 1)          # every task carries the launch's global memory: one per worker
     futures = [executor.submit(run_chunk_job, spec, gmem, part) for part in parts]
     merged = _collect(parts, (f.result() for f in futures), len(ctaids), progress)
     return merged is not None and _merge(merged, gmem, result, out, max_instructions)
@@ -267,9 +267,15 @@ def _merge(merged, gmem, result, out, max_instructions):
         return False
     for _, changes, text, stdout, ctas, n in merged:
         for i, starts, ends, values in changes:
-            lengths = ends - starts
-            idx = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(values.size)
-            gmem._bufs[i][idx] = values
+            buf = gmem._bufs[i]
+            if 64 * starts.size <= values.size:        # long runs: one slice each
+                off = 0
+                for a, b in zip(starts.tolist(), ends.tolist()):
+                    buf[a:b] = values[off:off + b - a]
+                    off += b - a
+            else:
+                lengths = ends - starts
+                buf[np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(values.size)] = values
         if text:
             out.write(text)
         result.stdout.extend(stdout)
