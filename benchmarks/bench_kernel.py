@@ -154,16 +154,8 @@ def gemm_tiled():
     A = rng.standard_normal((M, K)).astype(np.float16)
     B = rng.standard_normal((K, N)).astype(np.float16)
     module = load_ptx(open(os.path.join(ROOT, "tests", "data", "kernels", "gemm_tiled.ptx")).read())
-    args = (module, "gemm_tiled", (N // 64, M // 64, 1), 128, [A, B, np.zeros((M, N), np.float32)], [M, N, K], 0)
-    run(*args, "fast")
-    tf, n, out_f = best(lambda: run(*args, "fast"))
-    run(*args, "reference")
-    tr, nr, out_r = run(*args, "reference")
-    same = all(x.tobytes() == y.tobytes() for x, y in zip(out_r, out_f))
-    Af, Bf = A.astype(np.float32), B.astype(np.float32)
-    tn = numpy_time(lambda: Af @ Bf)
-    print(f"{'gemm_nvcc':<10}{n:>11,}{n / tf:>14,.0f}{nr / tr:>12,.0f}{tr / tf:>9.1f}x"
-          f"{tn * 1e3:>9.2f}ms{tf / tn:>11.0f}x" + ("" if same else "   ENGINES DIFFER"))
+    _matmul_row("gemm_nvcc", A, B, (module, "gemm_tiled", (N // 64, M // 64, 1), 128,
+                                    [A, B, np.zeros((M, N), np.float32)], [M, N, K], 0))
 
 
 def matmul_wgmma():
@@ -175,8 +167,13 @@ def matmul_wgmma():
     K = 128
     A = rng.standard_normal((M, K)).astype(np.float16)
     B = rng.standard_normal((K, N)).astype(np.float16)
-    args = (module, "matmul_kernel", (M // 64, N // 64, 1), 256, [A, B, np.zeros((M, N), np.float16)],
-            [M, N, K, K, N, N, 0, 0], 24576)
+    _matmul_row("mm_wgmma", A, B, (module, "matmul_kernel", (M // 64, N // 64, 1), 256,
+                                   [A, B, np.zeros((M, N), np.float16)], [M, N, K, K, N, N, 0, 0], 24576))
+
+
+def _matmul_row(name, A, B, args):
+    """One table row for a matmul kernel launched with ``args`` (run's arguments but the engine): both engines
+    on the same grid, checked equal, beside numpy's float32 A @ B."""
     run(*args, "fast")
     tf, n, out_f = best(lambda: run(*args, "fast"))
     run(*args, "reference")
@@ -184,7 +181,7 @@ def matmul_wgmma():
     same = all(x.tobytes() == y.tobytes() for x, y in zip(out_r, out_f))
     Af, Bf = A.astype(np.float32), B.astype(np.float32)
     tn = numpy_time(lambda: Af @ Bf)
-    print(f"{'mm_wgmma':<10}{n:>11,}{n / tf:>14,.0f}{nr / tr:>12,.0f}{tr / tf:>9.1f}x"
+    print(f"{name:<10}{n:>11,}{n / tf:>14,.0f}{nr / tr:>12,.0f}{tr / tf:>9.1f}x"
           f"{tn * 1e3:>9.2f}ms{tf / tn:>11.0f}x" + ("" if same else "   ENGINES DIFFER"))
 
 
