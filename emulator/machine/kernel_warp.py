@@ -15,6 +15,13 @@ PARAM_BASE = 0x7E00_0000_0000          # generic addresses of kernel parameters 
 class KernelWarp(Warp):
     """A warp inside a CTA: per-lane PCs and call stacks, .local / .param memory, shared CTA state."""
 
+    @property
+    def stacks(self):
+        """Per lane, its stack of return PCs (made the first time a lane calls)."""
+        if self._stacks is None:
+            self._stacks = [[] for _ in range(LANES)]
+        return self._stacks
+
     # shared-memory records the fast engine logged in numeric form, turned into SmemAccess when first read
     @property
     def _smem_log(self):
@@ -43,7 +50,7 @@ class KernelWarp(Warp):
         self.present = ~self.exited.copy()
         self.present_bits = (1 << min(max(int(nthreads_here), 0), LANES)) - 1     # lanes 0..n-1
         self.waiting = np.zeros(LANES, np.bool_)
-        self.stacks = [[] for _ in range(LANES)]
+        self._stacks = None                # per-lane call stacks, made at the first call (``stacks``)
         self.depth = 0                     # number of lanes inside a call
         # per lane, an id of its chain of call sites (equal ids: the lanes' PCs compare directly)
         self.chain_id = np.zeros(LANES, np.int64)
