@@ -33,7 +33,7 @@ import numpy as np
 from numba import njit
 
 from . import table as T
-from .raw import _find, _peek8, _peek64, _poke32, _poke64
+from .raw import _allocation, _peek8, _peek64, _poke32, _poke64
 
 LANES = 32
 RECORDS = 16                      # records a warp's table starts with (doubled when full)
@@ -196,11 +196,9 @@ def cp_step(opc, row, imrow, em, p, nlog, a32, a64, inflight, gtab, state, log_p
         if nb > 0:
             if s < 0:
                 return -1
-            if not (gtab[k, 0] <= s and s - gtab[k, 0] + nb <= gtab[k, 1]):
-                k = _find(gtab, s, nb)
-                if k < 0:
-                    return -1
-                state[T.S_LASTALLOC] = k
+            k = _allocation(gtab, state, k, s, nb)
+            if k < 0:
+                return -1
             ptrs[lane] = gtab[k, 2] + (s - gtab[k, 0])
         if check:
             for b in range(cp):

@@ -9,7 +9,7 @@ import numpy as np
 from numba import njit
 
 from . import table as T
-from .raw import _find, _peek, _peek16, _poke  # noqa: F401 (raw memory access, shared with cpasync)
+from .raw import _allocation, _peek, _peek16, _poke  # noqa: F401 (raw memory access, shared with cpasync)
 from .cpasync import cp_step
 from ...numerics.gemm_fast import tc_one_noalloc
 from .fmath import call_rows
@@ -264,11 +264,9 @@ def _mem_plan(row, imrow, m, a8, a16, a32, a64, inflight, gtab, state, addrs, pt
         elif sp == T.GLOBAL:
             if a < 0:
                 return -1
-            if not (gtab[k, 0] <= a and a - gtab[k, 0] + nbytes <= gtab[k, 1]):
-                k = _find(gtab, a, nbytes)
-                if k < 0:
-                    return -1
-                state[T.S_LASTALLOC] = k
+            k = _allocation(gtab, state, k, a, nbytes)
+            if k < 0:
+                return -1
             ptrs[lane] = np.uint64(gtab[k, 2] + (a - gtab[k, 0]))
         else:
             if a < 0 or a + nbytes > state[T.S_PARAM_SIZE]:

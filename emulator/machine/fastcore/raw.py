@@ -5,6 +5,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from . import table as T
+
 
 def _peek_intrinsic(nbits):
     @intrinsic
@@ -76,4 +78,16 @@ def _find(gtab, addr, nbytes):
             hi = mid - 1
     if k < 0 or addr - gtab[k, 0] + nbytes > gtab[k, 1]:
         return -1
+    return k
+
+
+@njit(cache=True, inline="always")
+def _allocation(gtab, state, k, addr, nbytes):
+    """The allocation holding [addr, addr + nbytes): ``k`` when it does (the last one found), else the one
+    ``_find`` finds, which is remembered in ``state``; -1 when none does."""
+    if gtab[k, 0] <= addr and addr - gtab[k, 0] + nbytes <= gtab[k, 1]:
+        return k
+    k = _find(gtab, addr, nbytes)
+    if k >= 0:
+        state[T.S_LASTALLOC] = k
     return k
