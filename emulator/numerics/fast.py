@@ -28,22 +28,22 @@ def _fma64(typingctx, a, b, c):
     return sig, codegen
 
 
-@intrinsic
-def _u2f(typingctx, x):
-    sig = types.float64(types.uint64)
+def bitcast(src, dst):
+    """An intrinsic reinterpreting a value of numba type ``src`` as ``dst`` (same width): no conversion."""
+    @intrinsic
+    def cast(typingctx, x):
+        sig = dst(src)
 
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float64))
-    return sig, codegen
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], context.get_value_type(dst))
+        return sig, codegen
+    return cast
 
 
-@intrinsic
-def _f2u(typingctx, x):
-    sig = types.uint64(types.float64)
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.uint64))
-    return sig, codegen
+_u2f = bitcast(types.uint64, types.float64)
+_f2u = bitcast(types.float64, types.uint64)
+i2f = bitcast(types.int64, types.float64)       # binary64 <-> its bits as int64
+f2i = bitcast(types.float64, types.int64)
 
 
 @intrinsic

@@ -15,7 +15,7 @@ from numba.extending import intrinsic
 
 from . import fast, tile_numpy
 from .jitcache import compiling
-from .fast import NUM, PRE, ZQ, _special_step, decode, encode
+from .fast import NUM, PRE, ZQ, _special_step, decode, encode, f2i as _f2i, i2f as _i2f
 
 _BR, _BC = 32, 256      # rows x columns of one parallel task (its B slices stay in cache)
 
@@ -261,24 +261,6 @@ def _fixups(abits, bbits, cbits, spa, spb, redo, fa, fb, fc, fd, L, F, e_zero, m
 _W = 128                # columns of one panel
 _FBR = 32               # rows of one parallel task: a step's slice of the panel stays in cache for all of them
 _NOEXP = -10000
-
-
-@intrinsic
-def _i2f(typingctx, x):
-    sig = types.float64(types.int64)
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float64))
-    return sig, codegen
-
-
-@intrinsic
-def _f2i(typingctx, x):
-    sig = types.int64(types.float64)
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.int64))
-    return sig, codegen
 
 
 def _f32_table(fmt):

@@ -21,6 +21,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from . import table as T
+from ...numerics.fast import f2i as _bits64, i2f as _f64_bits
 from ...numerics.mufu import TANH_SHIFT as _TANH_SHIFT
 
 LANES = 32
@@ -55,26 +56,6 @@ def _f64_of(typingctx, bits):
     def codegen(context, builder, signature, args):
         f = builder.bitcast(builder.trunc(args[0], ir.IntType(32)), ir.FloatType())
         return builder.fpext(f, ir.DoubleType())
-    return sig, codegen
-
-
-@intrinsic
-def _bits64(typingctx, x):
-    """The bits of a binary64 as int64."""
-    sig = types.int64(types.float64)
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-    return sig, codegen
-
-
-@intrinsic
-def _f64_bits(typingctx, b):
-    """The binary64 whose bits are ``b``."""
-    sig = types.float64(types.int64)
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
     return sig, codegen
 
 

@@ -1,6 +1,5 @@
 """Raw memory access for the jitted loops: loads and stores of 8..64 bits at host addresses (shared memory,
 .param and global allocations are addressed by their data pointers), and the allocation lookup."""
-import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
