@@ -47,15 +47,19 @@ def generic_window(warp, addrs, mask):
     return own, remote
 
 
+def _address_type(instr, form):
+    """The .u32/.u64 of mapa / getctarank, whose only other qualifier may be .shared::cluster."""
+    ptype = next((m for m in instr.mods if m in ("u32", "u64")), None)
+    if ptype is None or any(m not in ("shared::cluster", "u32", "u64") for m in instr.mods):
+        raise UnsupportedError(f"{instr.opcode}: supported: {form}")
+    return ptype
+
+
 @executor("mapa")
 def compile_mapa(instr, env):
     """mapa{.shared::cluster}.u32/.u64 d, a, rank: the address of the same shared variable in CTA ``rank``."""
-    mods = instr.mods
-    space = next((m for m in mods if m.startswith("shared")), None)
-    ptype = next((m for m in mods if m in ("u32", "u64")), None)
-    bad = [m for m in mods if m not in ("shared::cluster", "u32", "u64")]
-    if ptype is None or bad:
-        raise UnsupportedError(f"{instr.opcode}: supported: mapa{{.shared::cluster}}.u32/.u64 d, a, rank")
+    space = next((m for m in instr.mods if m.startswith("shared")), None)
+    ptype = _address_type(instr, "mapa{.shared::cluster}.u32/.u64 d, a, rank")
     if len(instr.operands) != 3:
         raise OperandError(f"{instr.opcode}: takes d, a, rank")
     d = dst(env, instr.operands[0], ptype, instr)
@@ -86,11 +90,7 @@ def compile_mapa(instr, env):
 @executor("getctarank")
 def compile_getctarank(instr, env):
     """getctarank{.shared::cluster}.u32/.u64 d, a: the rank of the CTA whose shared memory ``a`` names."""
-    mods = instr.mods
-    ptype = next((m for m in mods if m in ("u32", "u64")), None)
-    bad = [m for m in mods if m not in ("shared::cluster", "u32", "u64")]
-    if ptype is None or bad:
-        raise UnsupportedError(f"{instr.opcode}: supported: getctarank{{.shared::cluster}}.u32/.u64 d, a")
+    ptype = _address_type(instr, "getctarank{.shared::cluster}.u32/.u64 d, a")
     if len(instr.operands) != 2:
         raise OperandError(f"{instr.opcode}: takes d, a")
     d = dst(env, instr.operands[0], "u32", instr)
