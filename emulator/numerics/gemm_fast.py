@@ -548,6 +548,10 @@ def lut(fmt):
     return _LUTS[fmt]
 
 
+NUMPY_MAX = 1 << 21     # tiles up to this many products run in numpy while the jitted code compiles
+SERIAL_MAX = 1 << 22    # ... and up to this many on one thread (a wgmma tile: 64 x 256 x 16 = 2**18)
+
+
 def tc_gemm(abits, bbits, cbits, op, fast_f32=True):
     """D bits (M, N) of the GEMM built from the tensor-core instruction ``op`` (an MmaOp). ``fast_f32``:
     f32-accumulator forms take the binary64 path (``_tc_gemm_f32``); False runs the integer path (the
@@ -581,10 +585,6 @@ def tc_gemm(abits, bbits, cbits, op, fast_f32=True):
     if spa.any() or spb.any() or redo.any():
         _fixups(abits, bbits, cbits, spa, spb, redo, fa, fb, fc, fd, L, F, e_zero, mode, out)
     return out
-
-
-NUMPY_MAX = 1 << 21     # tiles up to this many products run in numpy while the jitted code compiles
-SERIAL_MAX = 1 << 22    # ... and up to this many on one thread (a wgmma tile: 64 x 256 x 16 = 2**18)
 
 
 def _tc_gemm_numpy(abits, bbits, cbits, op):
