@@ -264,8 +264,25 @@ def compile_trap(instr, env):
     return run
 
 
+@executor("brkpt")
+def compile_brkpt(instr, env):
+    """brkpt: a breakpoint. Without a debugger attached, executing it ends the launch with an error (CUTLASS
+    puts it on branches that must never be taken); a module that contains it loads and runs as long as no lane
+    reaches it."""
+    if instr.operands or instr.mods:
+        raise OperandError(f"{instr.opcode}: brkpt takes no qualifiers and no operands")
+
+    def run(warp, mask):
+        lanes = np.flatnonzero(mask)
+        raise EmulatorTrap(f"{instr.text or instr.opcode}: {'lane' if lanes.size == 1 else 'lanes'} "
+                           f"{format_lanes(lanes)} of warp "
+                           f"{getattr(warp, 'warp_id', 0)}: brkpt executed (a breakpoint; without a debugger the "
+                           f"launch stops with an error)")
+    return run
+
+
 class EmulatorTrap(EmulatorError):
-    """The program executed ``trap``."""
+    """The program executed ``trap`` or ``brkpt``."""
 
 
 # ----------------------------------------------------------------------------------------------
