@@ -66,6 +66,7 @@ class Variable:
     extern: bool = False
     line: int = 0
     col: int = 0
+    relocs: tuple = ()  # (byte offset, width, name, token): addresses written when the module is placed
 
     @property
     def size(self):
@@ -353,26 +354,37 @@ def parse_variable(toks):
         if rest[0].text != "=":
             _err(rest[0], f"unexpected {rest[0].text!r} after the variable {name}")
         if count == 0:          # 'x[] = {...}': the initializer gives the size
-            count = sum(1 for t in rest[1:] if t.kind == "num")
-        init = _initializer(rest[1:], ptype, count, rest[0])
+            count = sum(1 for t in rest[1:] if t.kind in ("num", "name") and t.text != "generic")
+        relocs = []
+        init = _initializer(rest[1:], ptype, count, rest[0], relocs)
+        return Variable(name, space, ptype, count, align, init, extern, space_tok.line, space_tok.col,
+                        tuple(relocs))
     return Variable(name, space, ptype, count, align, init, extern, space_tok.line, space_tok.col)
 
 
 MAX_INITIALIZED_BYTES = 1 << 28       # a variable with an initializer is built in host memory at load
 
 
-def _initializer(toks, ptype, count, at):
+def _initializer(toks, ptype, count, at, relocs=None):
+    """The initial bytes; a function or variable name (``{f0, f1}``, ``generic(v)``) is an address the module
+    fills in when it is placed: listed in ``relocs`` as (byte offset, width, name, token), zero bytes here."""
     vals = []
     neg = False
     for t in toks:
-        if t.text in ("{", "}", ","):
+        if t.text in ("{", "}", ",", "(", ")", "generic"):
             continue
         if t.text == "-":
             neg = True
             continue
+        if t.kind == "name" and relocs is not None and not neg and TYPES[ptype][1] in "bu" and \
+                TYPES[ptype][0] in (32, 64):
+            relocs.append((len(vals) * (TYPES[ptype][0] // 8), TYPES[ptype][0] // 8, t.text, t))
+            vals.append(ptx.Imm(0, "int", "0"))
+            continue
         if t.kind != "num":
             raise UnsupportedError(f"line {t.line}, column {t.col}: initializer {t.text!r} is not supported "
-                                   f"(numbers only; address initializers such as generic(var) are not)")
+                                   f"(numbers, and names of functions and variables in .u32/.u64/.b32/.b64 "
+                                   f"variables)")
         try:
             vals.append(ptx.parse_number(t, negative=neg))
         except ValueError:

@@ -690,10 +690,15 @@ class Checker:
     # -- families ----------------------------------------------------------------------------------------
     def _bra(self, scope, instr, labels):
         bad = [m for m in instr.mods if m != "uni"]
+        if instr.base == "brx":
+            bad = [] if instr.mods[:1] == ("idx",) and all(m == "uni" for m in instr.mods[1:]) else \
+                [m for m in instr.mods if m not in ("idx", "uni")] or ["idx"]
+            if bad:
+                _fail(instr, f"{instr.opcode}: brx needs .idx (brx.idx{{.uni}}); illegal qualifier .{bad[0]}")
         if bad:
             _fail(instr, f"{instr.opcode}: illegal qualifier .{bad[0]} for bra")
         if instr.base == "brx":
-            return
+            return self._brx(scope, instr)
         if len(instr.operands) != 1:
             _fail(instr, f"{instr.opcode}: takes one label, found {len(instr.operands)} operands")
         op = instr.operands[0]
@@ -701,6 +706,24 @@ class Checker:
             _fail(instr, f"{instr.opcode}: the target must be a label, found {op}")
         if labels is not None and op.name not in labels:
             _fail(instr, f"{instr.opcode}: unknown label {op.name}")
+
+    def _brx(self, scope, instr):
+        ops = instr.operands
+        if len(ops) != 2 or not isinstance(ops[1], ptx.Sym):
+            _fail(instr, f"{instr.opcode}: takes an index and a .branchtargets list")
+        idx = ops[0]
+        if isinstance(idx, ptx.Imm):
+            if idx.kind != "int":
+                _fail(instr, f"{instr.opcode}: the index must be an integer")
+        elif isinstance(idx, ptx.Reg):
+            t = self.rtype(scope, idx.name, instr)
+            if t not in ("b32", "u32", "s32"):
+                _fail(instr, f"{instr.opcode}: the index {idx.name} must be a 32-bit integer register, not .{t}")
+        else:
+            _fail(instr, f"{instr.opcode}: the index must be a register or an immediate")
+        if not self.lenient and scope.space(ops[1].name) != "branchtargets":
+            _fail(instr, f"{instr.opcode}: {ops[1].name} is not a .branchtargets list declared before this "
+                         f"instruction")
 
     def _ldst(self, scope, instr):
         base, mods, ops = instr.base, instr.mods, instr.operands
@@ -951,6 +974,20 @@ class Checker:
         ops = list(instr.operands)
         if ops and isinstance(ops[0], ptx.Paren):
             ops.pop(0)
+        if ops and isinstance(ops[0], ptx.Reg):          # indirect: call (r), fptr, (a), prototype/targets
+            t = self.rtype(scope, ops[0].name, instr)
+            if t not in ("b32", "u32", "s32", "b64", "u64", "s64"):
+                _fail(instr, f"{instr.opcode}: the function address {ops[0].name} must be a 32- or 64-bit "
+                             f"integer register, not .{t}")
+            last = ops[-1]
+            if len(ops) < 2 or not isinstance(last, ptx.Sym) or not self.lenient and \
+                    scope.space(last.name) not in ("callprototype", "calltargets"):
+                _fail(instr, f"{instr.opcode}: an indirect call ends with a .callprototype or .calltargets list "
+                             f"declared before it")
+            for op in ops[1:-1]:
+                if not isinstance(op, ptx.Paren):
+                    _fail(instr, f"{instr.opcode}: unexpected operand {op}")
+            return
         if not ops or not isinstance(ops[0], ptx.Sym):
             _fail(instr, f"{instr.opcode}: expected the called function's name")
         name = ops[0].name
@@ -1348,11 +1385,18 @@ def check_body(checker, statements, scope, labels):
     for st in statements:
         if isinstance(st, ptx.Directive):
             declare(scope, st, checker)
-    for st in statements:
+    for i, st in enumerate(statements):
         if isinstance(st, ptx.Instruction):
             checker.instruction(scope, st, labels)
         elif isinstance(st, ptx.Block):
             check_body(checker, st.statements, scope, labels)
+        elif isinstance(st, ptx.Directive) and st.name in _TARGET_LISTS and i and \
+                isinstance(statements[i - 1], ptx.Label):
+            # 'name: .branchtargets ...': usable from here on (ptxas allows no forward reference to a list)
+            scope.names[statements[i - 1].name] = st.name[1:]
+
+
+_TARGET_LISTS = (".branchtargets", ".calltargets", ".callprototype")
 
 
 # ------------------------------------------------------------------------------------------------------------

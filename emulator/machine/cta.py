@@ -399,6 +399,16 @@ class CTA:
                     nxt = (p + 1, mask)
                 elif (taken == mask).all():
                     nxt = (op.target, mask)
+        elif kind == "brx":
+            taken = mask & self._guard(w, op, mask)
+            pc[mask & ~taken] += 1
+            if taken.any():
+                dest = self._brx_targets(w, op, taken)
+                pc[taken] = dest[taken]
+                if together and (taken == mask).all() and (dest[taken] == dest[taken][0]).all():
+                    nxt = (int(dest[taken][0]), mask)
+            elif together:
+                nxt = (p + 1, mask)
         elif kind in ("ret", "exit"):
             g = mask & self._guard(w, op, mask)
             pc[mask & ~g] += 1
@@ -506,9 +516,29 @@ class CTA:
         p = p if p.dtype == np.bool_ else p != 0
         return ~p if neg else p
 
+    @staticmethod
+    def _brx_targets(w, op, taken):
+        """brx.idx: each taken lane's target PC from its index (an index past the list is an error: PTX leaves
+        it undefined)."""
+        idx = op.fn(w).astype(np.int64)
+        n = len(op.targets)
+        bad = taken & (idx >= n)
+        if bad.any():
+            lane = int(np.flatnonzero(bad)[0])
+            raise _located(EmulatorError(f"{op.instr.text or op.instr.opcode}: lane {lane}: index {int(idx[lane])} "
+                                         f"is past the end of the .branchtargets list ({n} labels; PTX leaves "
+                                         f"this undefined)"), op.instr)
+        return np.asarray(op.targets, np.int64)[np.where(taken, idx, 0)]
+
     # -- calls -------------------------------------------------------------------------------------
     def _call(self, w, op, mask):
         site = op.call
+        if site.callee is None:                 # indirect: each lane calls the function its register names
+            try:
+                self._call_indirect(w, op, mask)
+            except EmulatorError as e:
+                raise _located(e, op.instr) from None
+            return
         if site.callee == "vprintf":
             self._vprintf(w, op, mask)
             w.pc[mask] += 1
@@ -518,20 +548,41 @@ class CTA:
             raise DeviceAssertError(assert_message(w, op, mask))
         if op.target < 0:
             raise UnsupportedError(f"{op.instr.text}: function {site.callee} has no body")
-        params, rets = self.prog.formals[site.callee]
+        self._enter(w, op, mask, site.callee, op.target)
+
+    def _call_indirect(self, w, op, mask):
+        site = op.call
+        addrs = site.fptr(w).astype(np.uint64)
+        for a in np.unique(addrs[mask]):
+            group = mask & (addrs == a)
+            lane = int(np.flatnonzero(group)[0])
+            callee = self.prog.callee_at(op.instr, a, lane)
+            if site.allowed is not None and callee not in site.allowed:
+                fail(OperandError, op.instr.text, f"calls {callee}, which its .calltargets list "
+                     f"({', '.join(site.allowed)}) does not name", lane)
+            params, rets = self.prog.formals[callee]
+            if len(params) != len(site.args) or len(rets) != len(site.rets):
+                fail(OperandError, op.instr.text, f"calls {callee}, which takes {len(params)} argument(s) and "
+                     f"returns {len(rets)} value(s); the call passes {len(site.args)} and receives "
+                     f"{len(site.rets)}", lane)
+            self._enter(w, op, group, callee, self.prog.entries[callee])
+
+    def _enter(self, w, op, mask, callee, entry):
+        site = op.call
+        params, rets = self.prog.formals[callee]
         lanes = np.flatnonzero(mask)
         for (p, off), src_off in zip(params, site.args):
             w.param[lanes, off:off + p.size] = w.param[lanes, src_off:src_off + p.size]
         for lane in lanes:
             st = w.stacks[lane]
-            if any(f[1] == site.callee for f in st):
-                fail(UnsupportedError, op.instr.text, f"recursive call of {site.callee} (its registers and "
+            if any(f[1] == callee for f in st):
+                fail(UnsupportedError, op.instr.text, f"recursive call of {callee} (its registers and "
                      f"parameters are not kept per activation)", lane)
             if not st:
                 w.depth += 1
-            st.append((int(w.pc[lane]) + 1, site.callee, site))
+            st.append((int(w.pc[lane]) + 1, callee, site))
             w.chain_id[lane] = w._chains.setdefault(tuple(f[0] for f in st), len(w._chains))
-        w.pc[mask] = op.target
+        w.pc[mask] = entry
 
     def _return(self, w, mask, exit_):
         for lane in np.flatnonzero(mask):

@@ -150,7 +150,7 @@ def _work(chunk, base=None):
     else:
         ctas = [(ctaid, [WorkerWarp(w, shared, (base + i, k)) for k, w in enumerate(warps)])
                 for i, (ctaid, warps) in enumerate(done["ctas"])]
-    return ("ok", changes, out.getvalue(), done["stdout"], ctas, done["instructions"])
+    return ("ok", changes, out.getvalue(), done["stdout"], ctas, done["instructions"], done.get("notes", []))
 
 
 class LaunchSpec(NamedTuple):
@@ -265,7 +265,7 @@ def _merge(merged, gmem, result, out, max_instructions):
     """Apply the chunks' changes in CTA order (the later CTA wins a byte two chunks wrote)."""
     if sum(res[5] for res in merged) > max_instructions:
         return False
-    for _, changes, text, stdout, ctas, n in merged:
+    for _, changes, text, stdout, ctas, n, notes in merged:
         for i, starts, ends, values in changes:
             buf = gmem._bufs[i]
             if 64 * starts.size <= values.size:        # long runs: one slice each
@@ -281,6 +281,8 @@ def _merge(merged, gmem, result, out, max_instructions):
         result.stdout.extend(stdout)
         result.ctas.extend(ctas)
         result.instructions += n
+        for m in notes:
+            result.note(m)
     if hasattr(out, "flush"):
         out.flush()
     return True

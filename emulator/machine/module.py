@@ -50,6 +50,12 @@ class Module:
             if isinstance(e, PTXValidationError):
                 raise
             raise PTXValidationError(str(e)) from None
+        for v in self.info.variables.values():          # names in initializers: functions and variables
+            for _, width, name, tok in v.relocs:
+                other = self.info.variables.get(name)
+                if name not in self.info.functions and (other is None or other.space not in ("global", "const")):
+                    raise PTXValidationError(f"line {tok.line}, column {tok.col}: initializer of {v.name}: {name} is "
+                                             f"not a function or a .global/.const variable of this module")
         self.target = None
         if self.info.target:
             try:
@@ -108,8 +114,34 @@ class Module:
                 if v.init is not None:
                     gmem.write(a, np.frombuffer(v.init, np.uint8))
                 addrs[v.name] = a
+                if v.relocs:
+                    self._relocate(v, a, gmem, addrs)
         self._globals[id(gmem)] = (gmem, addrs)
         return addrs
+
+    def _relocate(self, v, at, gmem, addrs):
+        """Write the addresses a variable's initializer names: functions (FUNCTION_BASE...), .global and
+        .const variables (allocated here first when they are not yet)."""
+        from .program import function_address
+        for off, width, name, tok in v.relocs:
+            if name in self.info.functions:
+                value = function_address(self.info, name)
+            else:
+                other = self.info.variables.get(name)
+                if other is None or other.space not in ("global", "const"):
+                    raise OperandError(f"line {tok.line}, column {tok.col}: initializer of {v.name}: {name} is not a "
+                                       f"function or a .global/.const variable of this module")
+                if name not in addrs:
+                    addrs[name] = gmem.alloc(max(other.size, 1))
+                    if other.init is not None:
+                        gmem.write(addrs[name], np.frombuffer(other.init, np.uint8))
+                    if other.relocs:
+                        self._relocate(other, addrs[name], gmem, addrs)
+                value = addrs[name]
+            if width == 4 and value >= 1 << 32:
+                raise OperandError(f"line {tok.line}, column {tok.col}: initializer of {v.name}: the address of "
+                                   f"{name} ({value:#x}) does not fit 32 bits")
+            gmem.write(at + off, np.frombuffer(int(value).to_bytes(width, "little"), np.uint8))
 
     def global_address(self, name: str, gmem: GlobalMemory) -> int:
         """Address of a ``.global`` / ``.const`` module variable in ``gmem`` (allocated and initialised on
@@ -219,7 +251,8 @@ class Module:
                     cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs, local_bases,
                               options, trace, out_, part, b, fast, schedule, timeline)
                     part.ctas.append((cid, cta.run()))
-                return {"ctas": part.ctas, "stdout": part.stdout, "instructions": int(max_instructions) - b[0]}
+                return {"ctas": part.ctas, "stdout": part.stdout, "instructions": int(max_instructions) - b[0],
+                        "notes": part.notes}
             regs = None if fast is None else (-(-int(np.prod(block)) // LANES), max(fast.tr.arena_bytes, 8))
             if gridmod.run_parallel(run_ctas, ctaids, gmem, workers, result, out, int(max_instructions), progress,
                                     regs):
@@ -286,7 +319,8 @@ class Module:
             cta = CTA(self, prog, cid, spec.grid, spec.block, smem_size, gmem, param_init, spec.var_addrs,
                       spec.local_bases, spec.options, None, out, result, budget, fast, None, False)
             result.ctas.append((cid, cta.run()))
-        return {"ctas": result.ctas, "stdout": result.stdout, "instructions": int(spec.max_instructions) - budget[0]}
+        return {"ctas": result.ctas, "stdout": result.stdout, "instructions": int(spec.max_instructions) - budget[0],
+                "notes": result.notes}
 
 
 

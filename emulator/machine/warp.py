@@ -112,14 +112,22 @@ class WarpOptions:
     bank_log:  how many shared-memory instructions each warp records for ``bank_report`` (default 10,000;
                None: all). Later ones are only counted, in ``warp.smem_log_dropped``, so that a long kernel
                runs in bounded memory.
+    wgmma_hazards: 'wait' (default) — as ptxas compiles it: an instruction that touches registers of an
+               in-flight wgmma.mma_async first waits for the warp's wgmma to complete (ptxas injects
+               warpgroup.wait, C7517), a missing wgmma.fence is inserted (warpgroup.arrive, C7519), and the
+               launch records a note (``LaunchResult.notes``); 'error' — the PTX manual's rules: both raise
+               AsyncHazardError.
     """
     cp_async: str = "deferred"
     uninitialized: str = "zero"
     bank_log: int | None = 10_000
+    wgmma_hazards: str = "wait"
 
     def __post_init__(self):
         if not isinstance(self.cp_async, str) or self.cp_async not in ("deferred", "eager"):
             raise EmulatorError(f"WarpOptions: cp_async must be 'deferred' or 'eager', not {self.cp_async!r}")
+        if not isinstance(self.wgmma_hazards, str) or self.wgmma_hazards not in ("wait", "error"):
+            raise EmulatorError(f"WarpOptions: wgmma_hazards must be 'wait' or 'error', not {self.wgmma_hazards!r}")
         if not isinstance(self.uninitialized, str) or self.uninitialized not in ("zero", "error"):
             raise EmulatorError(f"WarpOptions: uninitialized must be 'zero' or 'error', not {self.uninitialized!r}")
         if self.bank_log is not None and (isinstance(self.bank_log, bool) or
