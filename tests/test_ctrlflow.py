@@ -3,7 +3,6 @@ jump tables (a Gluon warp_specialize dispatch, hand-written tables in loops and 
 (nvcc's function pointers and virtual calls, every .callprototype / .calltargets form ptxas accepts), brkpt on
 a never-taken branch, and the wgmma hazards ptxas repairs itself (Triton's f16-accumulator tl.dot on sm_90a).
 The capture is made by tools/hwcapture/ctrlflow (build.py, pack.py)."""
-import io
 import json
 import os
 

@@ -15,8 +15,9 @@ of a warp depend only on its own A rows, the common B and its own accumulator), 
 ``wgmma.fence`` must come before the first ``wgmma.mma_async`` of a warp and between any other write of an
 accumulator or A register and the ``wgmma.mma_async`` that uses it. Where it is missing ptxas inserts one itself
 (``WARPGROUP.ARRIVE``, info message C7519, "warpgroup.arrive is injected"): the launch records a note, or, with
-``wgmma_hazards="error"``, raises ``AsyncHazardError`` ("missing wgmma.fence").  All four warps of the warpgroup must issue the same
-``wgmma.mma_async`` instructions in the same order with the same descriptors, and no warp may be absent
+``wgmma_hazards="error"``, raises ``AsyncHazardError`` ("missing wgmma.fence").  All four warps of the
+warpgroup must issue the same ``wgmma.mma_async`` instructions in the same order with the same descriptors,
+and no warp may be absent
 (``check_cta_end`` runs when the CTA finishes).
 """
 from __future__ import annotations
