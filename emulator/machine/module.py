@@ -7,6 +7,7 @@ from isa.targets import DEFAULT_ARCH, parse_target
 from isa.types import TYPES
 from ..errors import (OperandError, PTXSyntaxError, PTXValidationError, UnsupportedError)
 from ..frontend.module import parse_module
+from ..frontend.ptx import deep_scopes
 from ..frontend.validate import validate_module
 from ..memory import LANES, MAX_SHARED_BYTES, GlobalMemory
 from .warp import ARCHS, WarpOptions
@@ -43,9 +44,10 @@ class Module:
         self.text = text
         self._validate = validate
         try:
-            self.info = parse_module(text)
-            if validate:
-                validate_module(self.info)
+            with deep_scopes():
+                self.info = parse_module(text)
+                if validate:
+                    validate_module(self.info)
         except PTXSyntaxError as e:        # everything ptxas refuses at load is a PTXValidationError
             if isinstance(e, PTXValidationError):
                 raise
@@ -102,7 +104,8 @@ class Module:
         entry = self.resolve(name)
         prog = self._programs.get(entry)
         if prog is None:
-            prog = self._programs[entry] = Program(self, self.info.functions[entry], self.arch)
+            with deep_scopes():
+                prog = self._programs[entry] = Program(self, self.info.functions[entry], self.arch)
         return prog
 
     def _variables(self, gmem):
@@ -177,6 +180,7 @@ class Module:
         ``concurrent.futures.Executor`` (a process pool, or a cluster's: Dask's ``Client.get_executor()``,
         Ray's ``RayExecutor``) that runs the chunks of CTAs instead of forked workers; same results."""
         schedule = _schedule(schedule)
+        _check_streams_and_options(options, trace, out, gmem, timeline, progress, args)
         max_instructions = _int_arg(max_instructions, "max_instructions")
         if not 0 <= max_instructions < 1 << 62:
             raise OperandError(f"launch: max_instructions must be 0..2^62-1, not {max_instructions}")
@@ -373,6 +377,25 @@ def _schedule(s):
             isinstance(s[1], (int, np.integer)) and not isinstance(s[1], bool) and 0 <= s[1] < 1 << 64:
         return ("random", int(s[1]))
     raise OperandError(f"launch: schedule must be None, 'round_robin' or ('random', seed), not {s!r}")
+
+
+def _check_streams_and_options(options, trace, out, gmem, timeline, progress, args):
+    """The launch's object arguments, checked before anything runs (a wrong type names the argument)."""
+    if options is not None and not isinstance(options, WarpOptions):
+        raise OperandError(f"launch: options must be a WarpOptions, not {type(options).__name__}")
+    for name, stream in (("trace", trace), ("out", out)):
+        if stream is not None and not callable(getattr(stream, "write", None)):
+            raise OperandError(f"launch: {name} must be a writable text stream (an object with .write), "
+                               f"not {type(stream).__name__}")
+    if gmem is not None and not isinstance(gmem, GlobalMemory):
+        raise OperandError(f"launch: gmem must be a GlobalMemory, not {type(gmem).__name__}")
+    if not isinstance(timeline, (bool, np.bool_)):
+        raise OperandError(f"launch: timeline must be True or False, not {type(timeline).__name__}")
+    if progress is not None and not isinstance(progress, (bool, np.bool_)):
+        raise OperandError(f"launch: progress must be None, True or False, not {type(progress).__name__}")
+    if not isinstance(args, (list, tuple)):
+        raise OperandError(f"launch: args must be a list or tuple of the kernel's arguments, not "
+                           f"{type(args).__name__}")
 
 
 def _int_arg(v, what):

@@ -188,7 +188,7 @@ class Warp:
 
     def __init__(self, smem_bytes: int = 48 * 1024, gmem: GlobalMemory | None = None, arch: str = "sm_90",
                  options: WarpOptions | None = None, *, smem: np.ndarray | None = None, warp_id: int = 0):
-        if arch not in ARCHS:
+        if not isinstance(arch, str) or arch not in ARCHS:
             raise UnsupportedError(f"Warp: architecture {arch!r} is not supported; supported: {', '.join(ARCHS)}")
         self.arch = arch
         if gmem is not None and not isinstance(gmem, GlobalMemory):
@@ -238,10 +238,11 @@ class Warp:
 
     def declare(self, ptype: str, names):
         from isa.types import TYPES
-        if ptype not in TYPES:
+        if not isinstance(ptype, str) or ptype not in TYPES:
             raise UnsupportedError(f"declare: unknown type .{ptype}; types: {', '.join(TYPES)}")
-        if isinstance(names, str):
-            raise OperandError("declare: names is a list of register names, not one string")
+        if isinstance(names, str) or not isinstance(names, (list, tuple)) or \
+                not all(isinstance(n, str) for n in names):
+            raise OperandError(f"declare: names is a list of register names (strings), not {names!r:.60}")
         for n in names:
             self.reg_types[n] = ptype
 
@@ -369,7 +370,8 @@ class Warp:
 
     def _compile(self, text):
         statements = ptx.parse(text, newline_terminates=True)
-        prog = self._compile_statements(statements)
+        with ptx.deep_scopes():
+            prog = self._compile_statements(statements)
         # ptxas's rules (frontend.validate), after the executors' own checks so that their messages come first;
         # undeclared registers are typed from nvcc's naming
         validate_statements(statements, self.reg_types)

@@ -31,6 +31,10 @@ def _raw_bytes(data, where):
     """The bytes of a numpy array (or of what np.asarray makes of ``data``): numbers, bools, bytes."""
     if isinstance(data, (bytes, bytearray)):
         return np.frombuffer(bytes(data), np.uint8)
+    nbytes = getattr(data, "nbytes", 0)
+    if isinstance(nbytes, (int, np.integer)) and nbytes > MAX_ALLOC_BYTES:
+        raise MemoryAccessError(f"{where}: {nbytes} bytes is more than one allocation may take "
+                                f"({MAX_ALLOC_BYTES} bytes)")
     try:
         a = np.ascontiguousarray(data)
     except (TypeError, ValueError) as e:
@@ -96,6 +100,8 @@ class GlobalMemory:
         if not isinstance(array, np.ndarray) or not array.flags.c_contiguous or not array.flags.writeable:
             raise MemoryAccessError("GlobalMemory.map: needs a C-contiguous, writeable numpy array; use "
                                     "upload() to copy any other array in")
+        if array.dtype.hasobject or array.dtype.kind in "UM":
+            raise MemoryAccessError(f"GlobalMemory.map: an array of {array.dtype} has no device bytes; map numbers")
         raw = array.reshape(-1).view(np.uint8)
         addr = self.alloc(0)
         self._bufs[-1] = raw

@@ -12,7 +12,7 @@ import numpy as np
 from isa.wgmma import VARIANTS, K_OF
 from ..registry import executor
 from ..common import format_lanes, reg_name, vec_regs
-from ...errors import AsyncHazardError, OperandError, UnsupportedError, WarpSyncError, fail
+from ...errors import AsyncHazardError, OperandError, UnsupportedError, WarpSyncError, expect_str, fail
 from ...frontend.ptx import Imm, Not, Vec
 from ...numerics import wgmma as num
 from . import desc as D
@@ -23,6 +23,7 @@ ARCHS = ("sm_90a", "sm_90")     # sm_90 without 'a' is accepted by the emulator;
 
 
 def canonical_spelling(opcode: str):
+    expect_str(opcode, "wgmma: instr")
     parts = opcode.strip().split(".")
     if parts[:2] != ["wgmma", "mma_async"]:
         return None
