@@ -10,8 +10,10 @@ How (the contract, also in docs/speed.md):
   CTA wins, as in the serial run; printf output is written in CTA order.
 * This is the serial result for every kernel whose CTAs do not read global bytes that other CTAs write
   during the launch: the kernels whose GPU results do not depend on the order the GPU runs CTAs in.
-* Kernels that use global atomics or reductions (``atom``, ``red``), a trace, a seeded schedule or a
-  timeline run serially whatever ``workers`` says: their order is part of their result here.
+* Kernels that use global atomics or reductions (``atom``, ``red``, ``cp.reduce.async.bulk`` into global
+  memory), acquire/volatile/relaxed loads of global memory (flags other CTAs set: their CTAs may wait on each
+  other, ``machine.residency``), a trace, a seeded schedule or a timeline run serially whatever ``workers``
+  says: their order is part of their result here.
 * A chunk that raises, or a grid that runs past ``max_instructions`` in total, is run again serially, so
   the error (and the memory left behind) is exactly the serial run's.
 
@@ -106,12 +108,23 @@ class WorkerWarp:
         return [analyze(rec) for rec in self._smem_log]
 
 
+_OWN = {"shared", "shared::cta", "local", "param", "const"}
+
+
 def serial_only(prog):
-    """Why this program must run its CTAs serially, or None."""
+    """Why this program must run its CTAs serially, or None: CTAs that may communicate through global memory
+    (atomics and reductions, acquire/volatile/relaxed loads of flags, bulk reductions into global memory)."""
     for op in prog.code:
-        base = op.instr.base if op.instr is not None else ""
-        if base in ("atom", "red") and "shared" not in op.instr.mods and "shared::cta" not in op.instr.mods:
+        if op.instr is None:
+            continue
+        base, mods = op.instr.base, op.instr.mods
+        if base in ("atom", "red") and "shared" not in mods and "shared::cta" not in mods:
             return f"{op.instr.opcode} (global atomics run in CTA order)"
+        if base in ("ld", "ldu") and not _OWN.intersection(mods) and \
+                {"acquire", "volatile", "relaxed", "mmio"}.intersection(mods):
+            return f"{op.instr.opcode} (a flag another CTA may set: CTAs that wait on each other run in CTA order)"
+        if base == "cp" and "reduce" in mods and "global" in mods:
+            return f"{op.instr.opcode} (reductions into global memory run in CTA order)"
     return None
 
 
