@@ -17,7 +17,7 @@ HERE = os.path.join(os.path.dirname(__file__), "data", "kernels")
 CAP = np.load(os.path.join(HERE, "coresident_h100.npz"), allow_pickle=False)
 META = json.loads(str(CAP["meta"]))
 CASES = {name: launches for name, launches in META["cases"]}
-SLOW = {"grid_barrier_132"}
+SLOW = {"grid_barrier_132", "cas_ring"}
 
 
 @pytest.fixture(scope="module")

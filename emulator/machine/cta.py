@@ -5,7 +5,8 @@
 
 How a launch runs
 -----------------
-* A grid runs CTA after CTA (``%ctaid`` x fastest). A CTA is ``ceil(threads / 32)`` warps that share one
+* A grid starts CTA after CTA (``%ctaid`` x fastest); CTAs that wait on each other through global memory stay
+  resident together (``machine.residency``: ``run(park=True)`` returns None while the CTA only spins). A CTA is ``ceil(threads / 32)`` warps that share one
   shared memory (static ``.shared`` variables, demoted ones included, then the dynamic ``extern .shared``
   window of ``shared_bytes``); lanes beyond the block's thread count never run.
 * Each lane has its own program counter. A warp always executes the instruction with the smallest PC

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..errors import OperandError, WarpSyncError
+from .spin import SPIN_CHECK
 
 SMS = 132
 REGS_PER_SM = 65536
@@ -97,6 +98,7 @@ def run_grid(ctaids, make, finish, occ, rng=None):
             if cta.run(park=True) is None:
                 parked.append(cta)
                 seen[cta] = epoch
+                _soon(cta)
             else:
                 finish(cta)
             continue
@@ -110,6 +112,7 @@ def run_grid(ctaids, make, finish, occ, rng=None):
                     epoch += 1
                     moved = True
                 seen[cta] = epoch
+                _soon(cta)
                 continue
             parked.remove(cta)
             del seen[cta]
@@ -120,6 +123,13 @@ def run_grid(ctaids, make, finish, occ, rng=None):
                 break
         if not moved:
             _deadlock(parked, ctaids[nxt:], occ)
+
+
+def _soon(cta):
+    """A parked CTA checks its spin loops at their next two backward branches when it resumes (instead of up
+    to SPIN_CHECK later): a resume whose flag has not changed costs two iterations. Both engines count the same."""
+    for w in cta.warps:
+        w.back_taken += (-w.back_taken - 1) % SPIN_CHECK
 
 
 def _deadlock(parked, never, occ):
