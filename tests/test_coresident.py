@@ -235,3 +235,26 @@ def test_independent_ctas_never_park(module, monkeypatch):
     monkeypatch.setattr(cta_mod.CTA, "run", run)
     replay(module, "pdl", engine="fast")
     assert len(calls) == 16 and not any(calls)
+
+
+def test_waits_beyond_the_resident_limit(module, monkeypatch):
+    # reverse split-K: CTA (0, t) waits for (1, t), (2, t), (3, t). With 200 KB of shared memory a CTA has an
+    # SM to itself: on 4 SMs each tile's 4 CTAs are resident together and the grid ends with the H100's bits;
+    # on 3 SMs CTA (3, 0) never becomes resident and the three before it wait for it forever.
+    monkeypatch.setattr(residency, "SMS", 4)
+    outs, _ = _replay_smem(module, "splitk_sem_reverse", 200 * 1024)
+    _check("splitk_sem_reverse", outs)
+    monkeypatch.setattr(residency, "SMS", 3)
+    with pytest.raises(WarpSyncError, match=r"grid deadlock: 3 resident CTA\(s\).*CTAs \(3, 0, 0\) \.\. \(3, 3, 0\) "
+                                            r"\(13 CTAs\) could not be resident"):
+        _replay_smem(module, "splitk_sem_reverse", 200 * 1024)
+
+
+def _replay_smem(module, name, smem):
+    bufs = _inputs(name)
+    g = GlobalMemory()
+    addrs = [g.upload(b) for b in bufs]
+    for kernel, grid, block, _smem, args, _pdl in CASES[name]:
+        module.launch(kernel, tuple(grid), tuple(block), [addrs[v] if k == "b" else v for k, v in args], gmem=g,
+                      shared_bytes=smem, engine="fast")
+    return [g.download(a, b.nbytes).view(b.dtype).reshape(b.shape) for a, b in zip(addrs, bufs)], None
