@@ -5,7 +5,8 @@
 
 How a launch runs
 -----------------
-* A grid runs CTA after CTA (``%ctaid`` x fastest). A CTA is ``ceil(threads / 32)`` warps that share one
+* A grid starts CTA after CTA (``%ctaid`` x fastest); CTAs that wait on each other through global memory stay
+  resident together (``machine.residency``: ``run(park=True)`` returns None while the CTA only spins). A CTA is ``ceil(threads / 32)`` warps that share one
   shared memory (static ``.shared`` variables, demoted ones included, then the dynamic ``extern .shared``
   window of ``shared_bytes``); lanes beyond the block's thread count never run.
 * Each lane has its own program counter. A warp always executes the instruction with the smallest PC
@@ -125,11 +126,15 @@ class CTA:
                 f"{self.smem.size} bytes of shared memory>")
 
     # -- scheduler ---------------------------------------------------------------------------------
-    def run(self):
+    def run(self, park=False):
+        """Run the CTA to its end and return its warps. With ``park`` (the grid scheduler, machine.residency),
+        return None instead of reporting a deadlock when its warps only spin on memory another CTA may write;
+        ``self.moved`` then says whether this call changed anything, and a later call goes on."""
         with np.errstate(all="ignore"):          # IEEE exceptions are results here, not warnings
-            return self._run()
+            return self._run(park)
 
-    def _run(self):
+    def _run(self, park=False):
+        moved = False
         start = None
         if self.fast_cta is not None:
             handoff = self.fast_cta.run(self)
@@ -169,14 +174,20 @@ class CTA:
                 au.pump()                          # copies still in flight complete before the CTA retires
                 break
             if progressed or au.mbarriers.version != version:
+                moved = True
                 continue
             if au.pending:                          # nobody can go on by itself: the async unit moves
                 au.pump()
+                moved = True
                 continue
             if yielded:                             # spinning warps whose state still changes: not stuck yet
+                moved = True
                 continue
             self._wake()
             if not any(self._can_run(w) for w in self.warps) or not progressed:
+                if park and self._may_wait_on_other_ctas():
+                    self.moved = moved
+                    return None
                 self._deadlock()
         check_wgmma_end(self)
         return self.warps
@@ -221,6 +232,21 @@ class CTA:
     def _can_run(w):
         return bool((~w.exited & ~w.waiting).any() or w.held.any())
 
+    def _may_wait_on_other_ctas(self):
+        """Whether a spinning warp may wait for another CTA: a spin loop that reads global or generic memory
+        (or calls), or a nanosleep. Warps that only wait on shared memory, barriers or mbarriers of this CTA
+        do not."""
+        code = self.prog.code
+        for w in self.warps:
+            if not self._can_run(w):
+                continue
+            if getattr(w._last_yield, "global_wait", False):
+                return True
+            for p in w.spins:
+                if any(_reads_global(op) for op in code[min(code[p].target, p):p + 1]):
+                    return True
+        return False
+
     def _deadlock_parts(self):
         """What each waiting warp of this CTA waits for (the deadlock report)."""
         parts = []
@@ -230,6 +256,10 @@ class CTA:
         for w in self.warps:
             if self._runnable(w):
                 why = w._last_yield
+                if w.spins:
+                    parts.extend(f"warp {w.warp_id} lanes {format_lanes(np.flatnonzero(lanes))} spin: {how}"
+                                 for lanes, how in w.spins.values())
+                    continue
                 parts.append(f"warp {w.warp_id} spins: " + (why.describe() if hasattr(why, "describe") else
                                                             "it keeps yielding without anything changing"))
         for bid, b in self.barriers.items():
@@ -453,6 +483,12 @@ class CTA:
         """Lanes ``lanes`` of ``w`` wait for someone else: let the warp's other lane groups run (the lanes are
         held back until nothing else in the warp can run), or, when none can, give the other warps a turn."""
         others = ~w.exited & ~w.waiting & ~lanes
+        if others.any():
+            # lanes that stand at a warp-synchronous instruction cannot go on without these: not an alternative
+            code = self.prog.code
+            for lane in np.flatnonzero(others):
+                if _sync_point(code[int(w.pc[lane])]):
+                    others[lane] = False
         w._last_yield = why
         if others.any():
             w.held |= lanes
@@ -700,6 +736,18 @@ def _launch_specials(block, grid, smem_size, shared_static, nwarps):
         _SPECIALS.clear()
     _SPECIALS[key] = (same, per_warp)
     return same, per_warp
+
+
+_LOCAL_SPACES = {"shared", "shared::cta", "local", "param", "const", "param::entry", "param::func"}
+
+
+def _reads_global(op):
+    """Whether ``op`` may read memory another CTA writes: a global or generic load, atomic, or a call."""
+    if op.kind == "call":
+        return True
+    if op.kind != "op" or op.instr is None or op.instr.base not in ("ld", "ldu", "atom", "red", "multimem"):
+        return False
+    return not _LOCAL_SPACES.intersection(op.instr.mods)
 
 
 def _sync_point(op):

@@ -10,9 +10,11 @@ How (the contract, also in docs/speed.md):
   CTA wins, as in the serial run; printf output is written in CTA order.
 * This is the serial result for every kernel whose CTAs do not read global bytes that other CTAs write
   during the launch: the kernels whose GPU results do not depend on the order the GPU runs CTAs in.
-* Kernels that use global atomics or reductions (``atom``, ``red``), that write through the asynchronous
-  proxy (bulk or tensor copies and reductions into global memory, ``st.async``, ``red.async``), a trace, a
-  seeded schedule or a timeline run serially whatever ``workers`` says: their order is part of their result.
+* Kernels that use global atomics or reductions (``atom``, ``red``), acquire/volatile/relaxed loads of global
+  memory (flags other CTAs set: their CTAs may wait on each other, ``machine.residency``), that write through
+  the asynchronous proxy (bulk or tensor copies and reductions into global memory, ``st.async``,
+  ``red.async``), a trace, a seeded schedule or a timeline run serially whatever ``workers`` says: their order
+  is part of their result.
 * A launch from a daemonic process (a ``multiprocessing.Pool`` worker, which may not have children) runs
   serially, with one warning. Forked workers end when the launching process dies.
 * A chunk that raises, or a grid that runs past ``max_instructions`` in total, is run again serially, so
@@ -113,12 +115,14 @@ class WorkerWarp:
 
 
 _SPACES = ("global", "shared", "shared::cta", "shared::cluster", "local", "const", "param")
+_OWN = {"shared", "shared::cta", "local", "param", "const"}
 
 
 def serial_only(prog):
-    """Why this program must run its CTAs serially, or None: global atomics and reductions, and every write
-    through the asynchronous proxy (bulk and tensor copies or reductions into global memory, ``st.async``,
-    ``red.async``), whose order between CTAs is part of the result."""
+    """Why this program must run its CTAs serially, or None: CTAs that may communicate through global memory
+    (atomics and reductions, acquire/volatile/relaxed loads of flags) and every write through the asynchronous
+    proxy (bulk and tensor copies or reductions into global memory, ``st.async``, ``red.async``), whose order
+    between CTAs is part of the result."""
     for op in prog.code:
         instr = op.instr
         if instr is None:
@@ -126,6 +130,9 @@ def serial_only(prog):
         base, mods = instr.base, instr.mods
         if base in ("atom", "red") and "async" not in mods and "shared" not in mods and "shared::cta" not in mods:
             return f"{instr.opcode} (global atomics run in CTA order)"
+        if base in ("ld", "ldu") and not _OWN.intersection(mods) and \
+                {"acquire", "volatile", "relaxed", "mmio"}.intersection(mods):
+            return f"{instr.opcode} (a flag another CTA may set: CTAs that wait on each other run in CTA order)"
         if base in ("st", "red") and "async" in mods:
             return f"{instr.opcode} (asynchronous-proxy writes run in CTA order)"
         if base == "cp" and "bulk" in mods:

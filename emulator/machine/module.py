@@ -159,7 +159,8 @@ class Module:
     def launch(self, kernel: str, grid=(1, 1, 1), block=(32, 1, 1), args=(), gmem: GlobalMemory | None = None,
                shared_bytes: int = 0, options: WarpOptions | None = None, trace=None, out=None,
                max_instructions: int = 20_000_000, engine: str = "auto", schedule=None, timeline: bool = False,
-               cluster=None, workers: int = 1, progress=None, executor=None) -> LaunchResult:
+               cluster=None, workers: int = 1, progress=None, executor=None,
+               regs_per_thread: int | None = None) -> LaunchResult:
         """Run ``kernel`` on a grid of CTAs. ``args`` follow the kernel's ``.param`` list (addresses and
         integers as Python ints, floats as Python/numpy floats, byte arrays for aggregate parameters).
         ``trace``: a writable stream that receives one line per executed instruction.
@@ -178,7 +179,10 @@ class Module:
         the serial run, and which kernels run serially anyway). ``progress``: a progress bar on stderr
         (default: for grids of 64 CTAs or more when stderr is a terminal). ``executor``: a
         ``concurrent.futures.Executor`` (a process pool, or a cluster's: Dask's ``Client.get_executor()``,
-        Ray's ``RayExecutor``) that runs the chunks of CTAs instead of forked workers; same results."""
+        Ray's ``RayExecutor``) that runs the chunks of CTAs instead of forked workers; same results.
+        ``regs_per_thread``: the kernel's registers per thread (``ptxas -v``), for the number of CTAs an H100
+        holds at once (``occupancy``; default: the PTX's ``.maxnreg``, else 32). CTAs that wait on memory other
+        CTAs write stay resident together up to that number (``machine.residency``)."""
         schedule = _schedule(schedule)
         _check_streams_and_options(options, trace, out, gmem, timeline, progress, args)
         max_instructions = _int_arg(max_instructions, "max_instructions")
@@ -208,6 +212,10 @@ class Module:
             raise OperandError(f"launch: {prog.shared_static} bytes of static .shared plus {shared_bytes} dynamic "
                                f"bytes exceed the {MAX_SHARED_BYTES} bytes of shared memory a CTA may have")
         nwarps = -(-nthreads // LANES)
+        from .residency import occupancy
+        if regs_per_thread is not None:
+            regs_per_thread = _int_arg(regs_per_thread, "regs_per_thread")
+        occ = occupancy(nthreads, smem_size, regs_per_thread, _maxnreg(entry))
         # one allocation per thread (separated by unmapped gaps), so that a generic access that runs off a
         # thread's .local depot is reported instead of landing in its neighbour's
         local_bases = np.array([gmem.alloc(prog.layout.local) if prog.layout.local else 0
@@ -262,20 +270,54 @@ class Module:
                                     regs):
                 return result
         bar = gridmod._Progress(len(ctaids)) if progress else None
-        for cid in ctaids:
+        depots = [local_bases]          # .local depots free for the next CTA (one set per resident CTA)
+        done = {}
+
+        def make(cid):
+            nonlocal fast, pending
             if pending and warmup.ready():
                 fast, pending = FastLaunch(prog, gmem), False
+            if depots:
+                bases = depots.pop()
+            else:                       # another CTA is resident: its threads get their own .local depots
+                bases = np.array([gmem.alloc(prog.layout.local) if prog.layout.local else 0
+                                  for _ in range(nwarps * LANES)], np.uint64)
+                if fast is not None and prog.layout.local:
+                    from .fastcore.engine import global_table
+                    fast.gtab = global_table(gmem)
             cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
-                      local_bases, options, trace, out, result, budget, fast, schedule, timeline)
-            warps = cta.run()
-            result.async_units.append(cta.async_unit)
-            result.ctas.append((cid, warps))
+                      bases, options, trace, out, result, budget, fast, schedule, timeline)
+            cta._depot = bases
+            return cta
+
+        def finish(cta):
+            depots.append(cta._depot)
+            done[tuple(cta.ctaid)] = cta
             if bar:
                 bar.update(1)
-        if bar:
-            bar.close()
+
+        from .residency import run_grid
+        rng = None if schedule is None else np.random.default_rng([int(schedule[1]), 1 << 21])
+        try:
+            run_grid(ctaids, make, finish, occ, rng)
+        finally:
+            if bar:
+                bar.close()
+        for cid in ctaids:
+            cta = done[cid]
+            result.async_units.append(cta.async_unit)
+            result.ctas.append((cid, cta.warps))
         result.instructions = int(max_instructions) - budget[0]
         return result
+
+    def occupancy(self, kernel: str, block=(32, 1, 1), shared_bytes: int = 0, regs_per_thread: int | None = None):
+        """How many CTAs of ``kernel`` an H100 holds at once for this block and dynamic shared memory
+        (``machine.residency.Occupancy``: per SM, resident on 132 SMs, and each limit)."""
+        from .residency import occupancy
+        prog = self.program(kernel)
+        block = _dim3(block, "block")
+        smem = prog.shared_static + (-(-_int_arg(shared_bytes, "shared_bytes") // 16) * 16)
+        return occupancy(block[0] * block[1] * block[2], smem, regs_per_thread, _maxnreg(prog.entry))
 
 
     def _launch_clusters(self, prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init, var_addrs,
@@ -326,6 +368,13 @@ class Module:
         return {"ctas": result.ctas, "stdout": result.stdout, "instructions": int(spec.max_instructions) - budget[0],
                 "notes": result.notes}
 
+
+
+def _maxnreg(entry):
+    v = entry.perf.get(".maxnreg")
+    if isinstance(v, (list, tuple)):
+        v = v[0] if v else None
+    return None if v is None else int(v)
 
 
 def _cluster_dims(entry, cluster, grid):

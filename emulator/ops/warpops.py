@@ -195,8 +195,10 @@ def compile_redux(instr, env):
 
 
 class _Nap:
-    """nanosleep: the lanes step aside; the scheduler lets the warp's other lanes, then other warps, run."""
+    """nanosleep: the lanes step aside; the scheduler lets the warp's other lanes, then other warps, run (and,
+    when the whole CTA only sleeps, other CTAs: a back-off loop waits on memory another CTA may write)."""
     lane_yield = True
+    global_wait = True
 
     def __init__(self, text):
         self.text = text
