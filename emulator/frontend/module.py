@@ -165,6 +165,7 @@ def parse_module(text: str) -> ModuleInfo:
         raise PTXSyntaxError(f"malformed number: {e}") from None
     info = ModuleInfo()
     i = 0
+    order = 0                        # module-level directives seen: .version, .target, .address_size come first
     while i < len(stmts):
         st = stmts[i]
         i += 1
@@ -175,6 +176,8 @@ def parse_module(text: str) -> ModuleInfo:
                 head = [t.text for t in ch if t.text not in LINKAGE]
                 if not head:
                     continue
+                _header_order(ch[0], head[0], order)
+                order += 1
                 if head[0] in (".entry", ".func"):
                     fn = _parse_header(ch)
                     if last and i < len(stmts) and isinstance(stmts[i], ptx.Block):
@@ -183,6 +186,8 @@ def parse_module(text: str) -> ModuleInfo:
                         if any(t.text == ".extern" for t in ch):
                             _err(ch[0], f".extern {fn.name} has a body: an .extern function is defined elsewhere")
                     old = info.functions.get(fn.name)
+                    if old is not None and old.body is not None and fn.body is not None:
+                        _err(ch[0], f"duplicate definition of function {fn.name}")
                     if old is None or fn.body is not None:
                         info.functions[fn.name] = fn
                 elif head[0] == ".version":
@@ -195,6 +200,8 @@ def parse_module(text: str) -> ModuleInfo:
                         _err(ch[0], ".address_size 32 is not supported; supported: .address_size 64")
                 elif head[0] in (".global", ".const", ".shared"):
                     v = parse_variable(ch)
+                    if v.name in info.variables:
+                        _err(ch[0], f"duplicate definition of variable {v.name}")
                     info.variables[v.name] = v
                 elif head[0] in (".section", ".alias"):
                     raise UnsupportedError(f"line {ch[0].line}, column {ch[0].col}: {head[0]} is not supported")
@@ -207,6 +214,19 @@ def parse_module(text: str) -> ModuleInfo:
         else:
             raise PTXSyntaxError(f"line {st.line}, column {st.col}: label {st.name} outside a function")
     return info
+
+
+def _header_order(tok, name, order):
+    """ptxas's rule for a module's first directives: ``.version``, then ``.target``, then an optional
+    ``.address_size``; none of them again later."""
+    if order == 0 and name != ".version":
+        _err(tok, f"{name}: a module must begin with .version (ptxas: missing .version directive at start of file)")
+    if order == 1 and name != ".target":
+        _err(tok, f"{name}: .target must follow .version (ptxas: missing .target directive at start of file)")
+    if name == ".version" and order != 0 or name == ".target" and order != 1 or \
+            name == ".address_size" and order != 2:
+        _err(tok, f"{name} may appear only once, among the module's first directives (.version, .target, "
+                  f".address_size)")
 
 
 def _parse_header(toks):

@@ -342,6 +342,8 @@ def _parse_operand(s: _Stream):
         s.next()
         if t.text.startswith("%") or t.text == "_":
             op = Reg(t.text)
+        elif t.text == "WARP_SZ":            # PTX's predefined constant: the warp size, an integer immediate
+            return Imm(32, "int", "WARP_SZ")
         else:
             op = Sym(t.text)
         if s.peek().text == "+" and s.peek(1).kind == "num" and isinstance(op, Sym):
@@ -411,6 +413,8 @@ def _split_statements(toks, newline_terminates):
                 _err(t, "';' inside brackets")
             if cur:
                 out.append(("stmt", cur))
+            elif not newline_terminates:
+                _err(t, "an empty statement: ';' with nothing before it (ptxas: syntax error)")
             cur = []
             continue
         if t.kind == "punct" and depth == 0 and (t.text == "}" or (t.text == "{" and not _opens_operand(cur))):
