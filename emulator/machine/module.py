@@ -5,7 +5,7 @@ import numpy as np
 
 from isa.targets import DEFAULT_ARCH, parse_target
 from isa.types import TYPES
-from ..errors import (OperandError, PTXSyntaxError, PTXValidationError, UnsupportedError)
+from ..errors import (EmulatorError, OperandError, PTXSyntaxError, PTXValidationError, UnsupportedError)
 from ..frontend.module import parse_module
 from ..frontend.validate import validate_module
 from ..memory import LANES, MAX_SHARED_BYTES, GlobalMemory
@@ -63,6 +63,7 @@ class Module:
             raise UnsupportedError(f"load_ptx: architecture {self.arch!r} is not supported; supported: "
                                    f"{', '.join(ARCHS)}")
         self._programs = {}
+        self._san = None                  # the sanitizer of the launch under way (machine.sanitize)
         self._globals = {}                # id(gmem) -> (gmem, {name: address})
         self._function_vars = set()
 
@@ -105,6 +106,7 @@ class Module:
         for v in self.info.variables.values():
             if v.space in ("global", "const") and v.name not in addrs:
                 a = gmem.alloc(max(v.size, 1))
+                gmem._uninit.pop(a, None)      # module variables start zeroed or with their initialiser
                 if v.init is not None:
                     gmem.write(a, np.frombuffer(v.init, np.uint8))
                 addrs[v.name] = a
@@ -124,7 +126,7 @@ class Module:
     def launch(self, kernel: str, grid=(1, 1, 1), block=(32, 1, 1), args=(), gmem: GlobalMemory | None = None,
                shared_bytes: int = 0, options: WarpOptions | None = None, trace=None, out=None,
                max_instructions: int = 20_000_000, engine: str = "auto", schedule=None, timeline: bool = False,
-               cluster=None, workers: int = 1, progress=None, executor=None) -> LaunchResult:
+               cluster=None, workers: int = 1, progress=None, executor=None, sanitize=None) -> LaunchResult:
         """Run ``kernel`` on a grid of CTAs. ``args`` follow the kernel's ``.param`` list (addresses and
         integers as Python ints, floats as Python/numpy floats, byte arrays for aggregate parameters).
         ``trace``: a writable stream that receives one line per executed instruction.
@@ -143,7 +145,18 @@ class Module:
         the serial run, and which kernels run serially anyway). ``progress``: a progress bar on stderr
         (default: for grids of 64 CTAs or more when stderr is a terminal). ``executor``: a
         ``concurrent.futures.Executor`` (a process pool, or a cluster's: Dask's ``Client.get_executor()``,
-        Ray's ``RayExecutor``) that runs the chunks of CTAs instead of forked workers; same results."""
+        Ray's ``RayExecutor``) that runs the chunks of CTAs instead of forked workers; same results.
+        ``sanitize``: ``"memcheck"``, ``"racecheck"``, ``"synccheck"``, ``"initcheck"``, ``"asynccheck"``, a tuple
+        of these or ``"all"`` (docs/sanitize.md): the launch runs on the reference executors, serially, and
+        ``result.reports`` lists what the tools found; an error that cannot continue carries them as
+        ``e.reports``."""
+        from .sanitize import tools_of
+        tools = tools_of(sanitize)
+        if tools is not None:
+            return self._launch_sanitized(tools, kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
+                                          max_instructions, schedule, timeline, cluster)
+        if gmem is not None and gmem._uninit and self._san is None:
+            gmem._uninit.clear()          # an unwatched launch may write anything: nothing stays uninitialised
         schedule = _schedule(schedule)
         max_instructions = _int_arg(max_instructions, "max_instructions")
         if not 0 <= max_instructions < 1 << 62:
@@ -176,6 +189,12 @@ class Module:
         # thread's .local depot is reported instead of landing in its neighbour's
         local_bases = np.array([gmem.alloc(prog.layout.local) if prog.layout.local else 0
                                 for _ in range(nwarps * LANES)], np.uint64)
+        san = self._san
+        if prog.layout.local:
+            for a in local_bases.tolist():
+                gmem._uninit.pop(int(a), None)           # .local depots: private to a thread, not watched
+                if san is not None:
+                    san.untracked.add(int(a))
         result = LaunchResult(entry.name, grid, block)
         out = out if out is not None else sys.stdout
         budget = [max_instructions, max_instructions]
@@ -230,6 +249,8 @@ class Module:
                 fast, pending = FastLaunch(prog, gmem), False
             cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
                       local_bases, options, trace, out, result, budget, fast, schedule, timeline)
+            if san is not None:
+                san.attach(cta)
             warps = cta.run()
             result.async_units.append(cta.async_unit)
             result.ctas.append((cid, warps))
@@ -240,6 +261,25 @@ class Module:
         result.instructions = int(max_instructions) - budget[0]
         return result
 
+
+    def _launch_sanitized(self, tools, kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
+                          max_instructions, schedule, timeline, cluster):
+        """A launch watched by the sanitizer (machine.sanitize): the reference engine, CTA after CTA."""
+        from .sanitize import Sanitizer
+        gmem = gmem if gmem is not None else GlobalMemory()
+        before = {a for a, _ in gmem.allocations()}
+        san = self._san = Sanitizer(tools, self, gmem, _dim3(grid, "grid"))
+        san.before = before
+        try:
+            result = self.launch(kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
+                                 max_instructions, "reference", schedule, timeline, cluster, 1, False, None)
+        except EmulatorError as e:
+            raise san.fatal(e, getattr(san, "failed_in", None)) from None
+        finally:
+            self._san = None
+        result.reports = san.reports
+        result.sanitizer = san
+        return result
 
     def _launch_clusters(self, prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init, var_addrs,
                          local_bases, options, trace, out, result, budget, fast, schedule, timeline, max_instructions):
@@ -257,6 +297,8 @@ class Module:
                                 cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
                                           local_bases, options, trace, out, result, budget, fast, schedule, timeline,
                                           cluster=cl, rank=len(cl.ctas))
+                                if self._san is not None:
+                                    self._san.attach(cta)
                                 cl.ctas.append(cta)
                     rng = None
                     if schedule is not None:

@@ -56,13 +56,20 @@ class GlobalMemory:
         self._bases: list[int] = []
         self._bufs: list[np.ndarray] = []
         self._next = self.BASE
+        # allocations made by alloc() without a fill, for the sanitizer's initcheck: address -> None (nothing
+        # written yet) or a bool array of the bytes written (by write() or a watched kernel). upload(), map(),
+        # alloc(fill=...) and any launch that is not sanitised leave an allocation out (initialised).
+        self._uninit: dict[int, np.ndarray | None] = {}
 
     def __repr__(self):
         return f"<GlobalMemory: {len(self._bufs)} allocation(s), {sum(b.size for b in self._bufs)} bytes>"
 
     # -- allocation ------------------------------------------------------------------------------
-    def alloc(self, nbytes: int, fill: int = 0) -> int:
-        """Reserve ``nbytes`` of zero-filled (or ``fill``-filled) memory; returns its address."""
+    def alloc(self, nbytes: int, fill: int | None = None) -> int:
+        """Reserve ``nbytes`` of zero-filled (or ``fill``-filled) memory; returns its address. Without ``fill``
+        the bytes read as zero but count as uninitialised for the sanitizer (docs/sanitize.md) until written."""
+        fresh = fill is None
+        fill = 0 if fill is None else fill
         nbytes = _int(nbytes, "GlobalMemory.alloc", "nbytes")
         if _int(fill, "GlobalMemory.alloc", "fill") not in range(256):
             raise MemoryAccessError(f"GlobalMemory.alloc: fill must be a byte value 0..255, not {fill}")
@@ -81,12 +88,14 @@ class GlobalMemory:
         self._bufs.append(buf)
         span = -(-max(nbytes, 1) // self.ALIGN) * self.ALIGN
         self._next = addr + span + self.GAP
+        if fresh and nbytes:
+            self._uninit[addr] = None
         return addr
 
     def upload(self, array) -> int:
         """Copy the bytes of ``array`` (any numpy array, C order) into a new allocation."""
         raw = _raw_bytes(array, "GlobalMemory.upload")
-        addr = self.alloc(raw.size)
+        addr = self.alloc(raw.size, 0)
         self._bufs[-1][:] = raw
         return addr
 
@@ -97,7 +106,7 @@ class GlobalMemory:
             raise MemoryAccessError("GlobalMemory.map: needs a C-contiguous, writeable numpy array; use "
                                     "upload() to copy any other array in")
         raw = array.reshape(-1).view(np.uint8)
-        addr = self.alloc(0)
+        addr = self.alloc(0, 0)
         self._bufs[-1] = raw
         span = -(-max(raw.size, 1) // self.ALIGN) * self.ALIGN
         self._next = addr + span + self.GAP
@@ -114,6 +123,13 @@ class GlobalMemory:
         raw = _raw_bytes(data, "GlobalMemory.write")
         buf, off = self._locate(_int(addr, "GlobalMemory.write", "addr"), raw.size, "GlobalMemory.write")
         buf[off:off + raw.size] = raw
+        if self._uninit:
+            base = int(addr) - off
+            if base in self._uninit:
+                init = self._uninit[base]
+                if init is None:
+                    init = self._uninit[base] = np.zeros(buf.size, np.bool_)
+                init[off:off + raw.size] = True
 
     def view(self, addr: int, nbytes: int) -> np.ndarray:
         """A live uint8 view of ``nbytes`` at ``addr``."""
