@@ -120,6 +120,15 @@ def summary(reports, tools=None):
     return "\n".join(out)
 
 
+def print_reports(reports, tools, out):
+    """The CLI's output: a banner, each report, a summary per tool (compute-sanitizer's layout, with lanes
+    where it gives SASS offsets)."""
+    out.write("========= EMULATOR SANITIZER (" + ", ".join(t for t in TOOLS if t in tools) + ")\n")
+    for r in reports:
+        out.write(str(r) + "\n=========\n")
+    out.write(summary(reports, [t for t in TOOLS if t in tools]) + "\n")
+
+
 def _sources(text):
     """PTX line -> 'file:line' from the .loc directives (the last one before each line)."""
     files = {int(m.group(1)): m.group(2).rsplit("/", 1)[-1]
@@ -299,6 +308,10 @@ class CtaSanitizer:
             return None
         return cta.prog.code[pc].instr
 
+    def _text(self, warp):
+        ins = self._instr(self._pc(warp))
+        return (ins.text or ins.opcode) if ins is not None else ""
+
     def access(self, warp, lane, op, pc=None, text=None):
         pc = self._pc(warp) if pc is None else pc
         ins = self._instr(pc)
@@ -308,17 +321,12 @@ class CtaSanitizer:
                       self.launch.sources.get(ins.line))
 
     # -- shared memory -------------------------------------------------------------------------------
-    def shared(self, warp, instr, addrs, mask, nbytes, write, data=None, owner=None):
-        """An access by the lanes ``mask`` of ``warp`` to shared bytes [addr, addr + nbytes) of ``owner``'s CTA
-        (another CTA of the cluster: only its initialisation is kept)."""
+    def shared(self, warp, instr, addrs, mask, nbytes, write, data=None):
+        """An access by the lanes ``mask`` of ``warp`` to shared bytes [addr, addr + nbytes) of its CTA."""
         lanes = np.flatnonzero(mask)
         if not lanes.size:
             return
         idx = addrs[lanes].astype(np.int64)[:, None] + np.arange(nbytes)
-        if owner is not None and owner.san is not self:
-            if write and owner.san is not None:
-                owner.san.untracked_write(idx)
-            return
         strong, release, acquire, gpu, atomic = _semantics(instr)
         tids = warp.warp_id * LANES + lanes
         vc = self.vc
@@ -419,7 +427,8 @@ class CtaSanitizer:
 
         def make():
             first = self.access(_Lane(t2 // LANES), t2 % LANES, first_op, pc=opc)
-            second = self.access(warp, lane, "write" if write else "read")
+            second = self.access(warp, lane, ("atomic" if _semantics(self._text(warp))[4] else "write") if write
+                                 else "read")
             vals = {"memory": int.from_bytes(warp.smem[a:a + nbytes].tobytes(), "little") if
                     a + nbytes <= warp.smem.size else 0}
             if write and data is not None:

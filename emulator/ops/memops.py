@@ -69,8 +69,11 @@ def shared_store(warp, instr, addrs, mask, data, align, op="st", log=True):
     check_inflight(warp, instr, addrs, mask, nbytes, True)
     if log:
         warp.log_smem(instr, op, addrs, nbytes, mask)
-    if warp.san is not None:
-        warp.san.shared(warp, instr, addrs, mask, nbytes, True, data, owner=None if log else warp.san)
+    if warp.san is not None:               # a store from another CTA of the cluster: only its bytes count
+        if log:
+            warp.san.shared(warp, instr, addrs, mask, nbytes, True, data)
+        else:
+            warp.san.untracked_write(addrs[mask].astype(np.int64)[:, None] + np.arange(nbytes))
     scatter(warp.smem, addrs, mask, data)
     if warp._async is not None:                 # generic-proxy writes, for the async-proxy fence check
         lanes = np.flatnonzero(mask)
