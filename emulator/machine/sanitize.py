@@ -159,7 +159,8 @@ def _semantics(text):
     """(strong, release, acquire, gpu scope) of an instruction from its spelling."""
     got = _SEM.get(text)
     if got is None:
-        op = text.split()[0] if text.split() else ""
+        words = [w for w in text.split() if not w.startswith("@")]      # the guard is not the opcode
+        op = words[0] if words else ""
         mods = set(op.split(".")[1:])
         base = op.split(".")[0]
         atomic = base in ("atom", "red")
@@ -353,12 +354,17 @@ class CtaSanitizer:
                     "initcheck", "uninitialized-read", f"reads shared byte {a:#x}, which nothing wrote",
                     space="shared", address=a, size=nbytes, first=self.access(warp, lanes[k], "read"),
                     values={"memory": int.from_bytes(warp.smem[idx[k]].tobytes(), "little")}))
+        same_value = None
+        if write and data is not None:          # writing the bytes already there changes nothing another
+            same_value = warp.smem[idx] == np.asarray(data, np.uint8)[lanes]     # thread could see (benign)
         if "racecheck" in self.tools:
             tracked = wt >= 0
             if tracked.any():
                 known = vc[tids[:, None], np.where(tracked, wt, 0)]
                 race = tracked & (wt != tids[:, None]) & (known < self.w_clk[idx]) & \
                     ~(strong & self.w_strong[idx])
+                if same_value is not None:
+                    race &= ~same_value
                 if race.any():
                     self._race(warp, lanes, tids, idx, race, wt, self.w_pc[idx], "RAW" if not write else "WAW",
                                nbytes, write, data)
@@ -369,6 +375,8 @@ class CtaSanitizer:
                     known = vc[tids[:, None, None], np.where(rtr, rt, 0)]
                     race = rtr & (rt != tids[:, None, None]) & (known < self.r_clk[idx]) & \
                         ~(strong & self.r_strong[idx])
+                    if same_value is not None:
+                        race &= ~same_value[..., None]
                     if race.any():
                         hit = race.any(axis=2)
                         slot = race.argmax(axis=2)
@@ -691,13 +699,17 @@ class CtaSanitizer:
             first=self.access(warp, lane if lane is not None else 0, "executes") if warp is not None else None))
         return True
 
-    def async_hazard(self, instr, message, address):
-        """AsyncUnit.check_async_read: a generic write not fenced before the async proxy reads it."""
+    def async_hazard(self, instr, message, address, who=None):
+        """AsyncUnit.check_async_read: a generic write not fenced before the async proxy reads it; ``who``:
+        (warp, lane) that issued the read."""
         if "asynccheck" not in self.tools:
             return False
-        self.launch.add(("proxy", instr, address), lambda: Report(
+        w, lane = who if who is not None else (None, 0)
+        self.launch.add(("proxy", instr), lambda: Report(
             "asynccheck", "proxy-fence", f"{' '.join(instr.split())}: {message}", space="shared", address=address,
-            first=self._proxy_writer(address), second=self._current(instr)))
+            size=1, first=self._proxy_writer(address),
+            second=self.access(w, lane, "read (async proxy)") if w is not None else
+            Access(self.ctaid, 0, 0, "read (async proxy)", None, instr)))
         return True
 
     def _proxy_writer(self, address):
@@ -706,14 +718,31 @@ class CtaSanitizer:
             return None
         return self.access(_Lane(t // LANES), t % LANES, "write (generic proxy)", pc=int(self.w_pc[address]))
 
-    def _current(self, instr):
-        w = getattr(self, "_last_warp", None)
-        return Access(self.ctaid, -1, 0, "read (async proxy)", None, instr)
+    def _written_anywhere(self):
+        """Registers some instruction of the kernel writes (its first operand), guarded or not."""
+        got = getattr(self, "_writable", None)
+        if got is None:
+            got = self._writable = set()
+            for op in (self.cta.prog.code if self.cta is not None else ()):
+                ins = getattr(op, "instr", None)
+                if ins is None or not getattr(ins, "operands", None):
+                    continue
+                first = ins.operands[0]
+                for it in getattr(first, "items", None) or (first,):
+                    n = getattr(it, "name", None)
+                    if isinstance(n, str):
+                        got.add(n)
+        return got
 
     def uninit_reg(self, warp, name):
+        """A register read before anything wrote it. In a kernel only registers that no instruction writes
+        at all are reported: a guarded write (``@%p ld ...``) leaves some lanes' values undefined on purpose,
+        and compilers read such registers where the result is then unused."""
         if "initcheck" not in self.tools or name in self.regs_seen:
             return
         self.regs_seen.add(name)
+        if name in self._written_anywhere():
+            return
         pc = self._pc(warp)
         live = ~getattr(warp, "exited", np.zeros(LANES, np.bool_))
         lane = int(np.flatnonzero(live)[0]) if live.any() else 0

@@ -168,7 +168,7 @@ def _bulk(instr, env):
                 idx = _shared_idx(tw, text, doff, nb, lane)
                 if from_shared:
                     sidx = _shared_idx(warp, text, int(sa[lane]), nb, lane)
-                    u.check_async_read(text, sidx, "the bulk copy")
+                    u.check_async_read(text, sidx, "the bulk copy", (warp, lane))
                     data = warp.smem[sidx].copy()
                 else:
                     m = np.zeros(32, np.bool_)
@@ -179,7 +179,7 @@ def _bulk(instr, env):
                             {"bytes": nb, "dst": doff, "mbar": moff, "cta": tw.cluster_rank}, issuer=warp)
             else:
                 sidx = _shared_idx(warp, text, int(sa[lane]), nb, lane)
-                u.check_async_read(text, sidx, "the bulk copy")
+                u.check_async_read(text, sidx, "the bulk copy", (warp, lane))
                 check_inflight(warp, text, sa, mask & (np.arange(32) == lane), nb, False)
                 data = warp.smem[sidx].copy()
                 gaddr = int(da[lane])
@@ -299,7 +299,7 @@ def _tensor(instr, env):
                 sidx = smem_addresses(base, off, es, tm.swizzle)
                 if int(sidx.max(initial=0)) >= warp.smem.size:
                     fail(MemoryAccessError, text, f"the box runs past shared memory ({warp.smem.size} bytes)", lane)
-                u.check_async_read(text, sidx, "the TMA store")
+                u.check_async_read(text, sidx, "the TMA store", (warp, lane))
                 lm = np.zeros(32, np.bool_)
                 lm[lane] = True
                 data = warp.smem[sidx].copy()
