@@ -106,7 +106,7 @@ class Module:
         for v in self.info.variables.values():
             if v.space in ("global", "const") and v.name not in addrs:
                 a = gmem.alloc(max(v.size, 1))
-                gmem._uninit.pop(a, None)      # module variables start zeroed or with their initialiser
+                getattr(gmem, "_uninit", {}).pop(a, None)   # module variables start zeroed or initialised
                 if v.init is not None:
                     gmem.write(a, np.frombuffer(v.init, np.uint8))
                 addrs[v.name] = a
@@ -155,7 +155,7 @@ class Module:
         if tools is not None:
             return self._launch_sanitized(tools, kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
                                           max_instructions, schedule, timeline, cluster)
-        if gmem is not None and gmem._uninit and self._san is None:
+        if gmem is not None and getattr(gmem, "_uninit", None) and self._san is None:
             gmem._uninit.clear()          # an unwatched launch may write anything: nothing stays uninitialised
         schedule = _schedule(schedule)
         max_instructions = _int_arg(max_instructions, "max_instructions")
@@ -192,7 +192,7 @@ class Module:
         san = self._san
         if prog.layout.local:
             for a in local_bases.tolist():
-                gmem._uninit.pop(int(a), None)           # .local depots: private to a thread, not watched
+                getattr(gmem, "_uninit", {}).pop(int(a), None)   # .local depots: private, not watched
                 if san is not None:
                     san.untracked.add(int(a))
         result = LaunchResult(entry.name, grid, block)

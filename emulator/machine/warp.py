@@ -366,6 +366,8 @@ class Warp:
             prog = self._programs[text] = self._compile(text)
         if sanitize is not None:
             return self._run_sanitized(prog, sanitize)
+        if self.gmem._uninit:                 # an unwatched run may write anything: nothing stays uninitialised
+            self.gmem._uninit.clear()
         for fn in prog:
             fn(self, ALL_LANES)
 

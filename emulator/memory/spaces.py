@@ -124,12 +124,22 @@ class GlobalMemory:
         buf, off = self._locate(_int(addr, "GlobalMemory.write", "addr"), raw.size, "GlobalMemory.write")
         buf[off:off + raw.size] = raw
         if self._uninit:
-            base = int(addr) - off
-            if base in self._uninit:
-                init = self._uninit[base]
-                if init is None:
-                    init = self._uninit[base] = np.zeros(buf.size, np.bool_)
-                init[off:off + raw.size] = True
+            self._mark_written(np.array([int(addr)], np.int64), raw.size)
+
+    def _mark_written(self, addrs, nbytes):
+        """Bytes [a, a + nbytes) for each a in ``addrs`` now hold written data (the sanitizer's initcheck)."""
+        bases = np.asarray(self._bases, np.int64)
+        a = np.asarray(addrs, np.int64)
+        which = np.searchsorted(bases, a, "right") - 1
+        for i in np.unique(which):
+            base = int(bases[i]) if i >= 0 else -1
+            if base not in self._uninit:
+                continue
+            init = self._uninit[base]
+            if init is None:
+                init = self._uninit[base] = np.zeros(self._bufs[i].size, np.bool_)
+            off = a[which == i] - base
+            init[np.clip(off[:, None] + np.arange(nbytes), 0, init.size - 1)] = True
 
     def view(self, addr: int, nbytes: int) -> np.ndarray:
         """A live uint8 view of ``nbytes`` at ``addr``."""
