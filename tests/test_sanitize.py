@@ -245,3 +245,28 @@ def test_corpus_sample_has_no_reports(name):
 @pytest.mark.parametrize("name", sorted(set(corpus_lib.load_all()) - set(corpus_lib.CANNOT_RUN)))
 def test_corpus_has_no_reports(name):
     _corpus_clean(name)
+
+
+# -- planted bugs written in Triton (tools/hwcapture/sanitize/planted_triton.py; Triton 3.6 PTX for sm_90a) ----
+TRITON = json.load(open(os.path.join(DATA, "planted_triton.json")))
+TRITON_EXPECTED = {"tt_same_slots": ("racecheck", "global-race"), "tt_mask_past_end": ("memcheck", "out-of-bounds"),
+                   "tt_uninit_buf": ("initcheck", "uninitialized-read")}
+
+
+@pytest.mark.parametrize("pair", sorted(TRITON_EXPECTED))
+def test_planted_triton(pair):
+    from emulator.triton import run_ptx
+    got = {}
+    for which in ("bug", "ok"):
+        k = TRITON["kernels"][f"{pair}_{which}"]
+        g = GlobalMemory()
+        n = TRITON["words"]
+        out, inp, buf = g.upload(np.zeros(n, np.int32)), g.upload(np.arange(n, dtype=np.int32)), g.alloc(4 * n)
+        try:
+            res, _ = run_ptx(k["ptx"], k["entry"], k["grid"], [out, inp, buf, n], num_warps=k["num_warps"],
+                             shared=k["shared"], gmem=g, scratch=k["scratch"], sanitize="all")
+            got[which] = res.reports
+        except EmulatorError as e:
+            got[which] = e.reports
+    assert [(r.tool, r.kind) for r in got["bug"]] == [TRITON_EXPECTED[pair]]
+    assert got["ok"] == []
