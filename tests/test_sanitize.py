@@ -226,7 +226,7 @@ sys.path.insert(0, HERE)
 import corpus_lib  # noqa: E402
 
 SAMPLE = ["nvcc_reduce_sum_sm90a", "nvcc_transpose_smem_sm80", "nvcc_histogram_smem_sm90a", "nvcc_pipeline_copy_sm80",
-          "triton_layernorm_sm90a", "triton_cumsum_f32_sm80", "cute_scale_copy_sm90a", "nvcc_dyn_smem_scan_sm90a"]
+          "triton_tl_histogram_sm90a", "triton_sum2d_sm80", "cute_scale_copy_sm90a", "nvcc_cluster_dsmem_sm90a"]
 
 
 def _corpus_clean(name):
