@@ -270,3 +270,32 @@ def test_planted_triton(pair):
             got[which] = e.reports
     assert [(r.tool, r.kind) for r in got["bug"]] == [TRITON_EXPECTED[pair]]
     assert got["ok"] == []
+
+
+def test_barrier_counts_that_disagree():
+    ptx = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+    .reg .b32 %r<4>;
+    .reg .pred %p<2>;
+    .reg .b64 %rd<2>;
+    mov.u32 %r1, %tid.x;
+    setp.lt.u32 %p1, %r1, 32;
+    @%p1 bra A;
+    bar.sync 1, 96;
+    bra.uni B;
+A:
+    bar.sync 1, 64;
+B:
+    ret;
+}
+"""
+    m = load_ptx(ptx)
+    g = GlobalMemory()
+    with pytest.raises(WarpSyncError, match="thread counts 64 and 96"):
+        m.launch("k", 1, 64, [g.alloc(4)], gmem=g)
+    r = m.launch("k", 1, 64, [g.alloc(4)], gmem=g, sanitize="synccheck")
+    assert [(x.kind, x.first.warp) for x in r.reports] == [("barrier-count", 1)]

@@ -583,7 +583,10 @@ class CTA:
                 fail(OperandError, text, f"thread count {count} must be a positive multiple of 32")
         b = self.barriers.setdefault(bid, {"arrived": 0, "waiters": [], "count": count, "red": []})
         if count is not None and b["count"] is not None and b["count"] != count:
-            fail(WarpSyncError, text, f"barrier {bid} used with thread counts {b['count']} and {count}")
+            msg = f"barrier {bid} used with thread counts {b['count']} and {count}"
+            if self.san is None or not self.san.hazard(w, "synccheck", "barrier-count", f"{text}: {msg} (the "
+                                                       f"first count stays)", int(np.flatnonzero(mask)[0])):
+                fail(WarpSyncError, text, msg)
         b["arrived"] += int(mask.sum())
         if self.san is not None:
             self.san.bar_arrive(b, w, mask)
