@@ -334,8 +334,9 @@ def _cp_async_arrive(instr, env):
         a = addr(warp)
         u = warp.async_unit
         for lane in _lanes(mask):
+            before = u.mbarriers.get(text, int(a[lane]), lane).phase
             if noinc:
                 u.mbarriers.arrive(text, int(a[lane]), 1, False, lane)
-            else:
-                u.mbarriers.get(text, int(a[lane]), lane)
+            if warp.san is not None:          # the landed copies are released to the mbarrier's waiters
+                warp.san.mbar_arrive(warp, u, int(a[lane]), lane, before)
     return run
