@@ -379,9 +379,8 @@ class Warp:
                 fn(self, ALL_LANES)
             return []
         launch, self.san = lone_warp(tools, self)
-        au = self._async
-        if au is not None:
-            au.on_hazard = self.san.async_hazard
+        au = self.async_unit
+        au.on_hazard = self.san.async_hazard
         try:
             for fn in prog:
                 fn(self, ALL_LANES)
@@ -389,8 +388,7 @@ class Warp:
             raise launch.fatal(e, self) from None
         finally:
             self.san = None
-            if au is not None:
-                au.on_hazard = None
+            au.on_hazard = None
         return launch.reports
 
     def _compile(self, text):
