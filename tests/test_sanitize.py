@@ -299,3 +299,19 @@ B:
         m.launch("k", 1, 64, [g.alloc(4)], gmem=g)
     r = m.launch("k", 1, 64, [g.alloc(4)], gmem=g, sanitize="synccheck")
     assert [(x.kind, x.first.warp) for x in r.reports] == [("barrier-count", 1)]
+
+
+def test_wgmma_operands_need_the_proxy_fence():
+    """A real Triton wgmma kernel (corpus) with its fence.proxy.async taken out: the wgmma reads shared memory
+    that st.shared wrote through the generic proxy."""
+    import copy
+    case = corpus_lib.load_all()["triton_matmul_int8_64x64_sm90a"]
+    assert case["ptx"].count("fence.proxy.async") == 1
+    _, res, _ = corpus_lib.replay(case, sanitize="asynccheck")
+    assert res.reports == []
+    cut = copy.copy(case)
+    cut["ptx"] = "\n".join(l for l in case["ptx"].splitlines() if "fence.proxy.async" not in l)
+    _, res, _ = corpus_lib.replay(cut, sanitize="asynccheck")
+    kinds = {(r.kind, r.second.text.split()[0].split(".")[0]) for r in res.reports}
+    assert kinds == {("proxy-fence", "wgmma")}, [str(r) for r in res.reports]
+    assert res.reports[0].first.op == "write (generic proxy)" and "st.shared" in res.reports[0].first.text
