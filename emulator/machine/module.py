@@ -252,6 +252,8 @@ class Module:
             if san is not None:
                 san.attach(cta)
             warps = cta.run()
+            if san is not None:
+                san.detach(cta)
             result.async_units.append(cta.async_unit)
             result.ctas.append((cid, warps))
             if bar:
@@ -304,6 +306,9 @@ class Module:
                     if schedule is not None:
                         rng = np.random.default_rng([int(schedule[1]), 1 << 20, cx, cy, cz])
                     all_warps = cl.run(rng) if cl.size > 1 else [cl.ctas[0].run()]
+                    if self._san is not None:
+                        for cta in cl.ctas:
+                            self._san.detach(cta)
                     for cta, warps in zip(cl.ctas, all_warps):
                         result.async_units.append(cta.async_unit)
                         result.ctas.append((cta.ctaid, warps))

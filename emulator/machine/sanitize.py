@@ -191,7 +191,6 @@ class Sanitizer:
         self.untracked = set(int(a) for a in untracked)     # allocations not checked (.local depots)
         self._gshadow = {}         # allocation base -> dict of arrays
         self.sync = {}             # global address -> epochs (nctas,) released there
-        self.ctas = []
 
     def attach(self, cta):
         """Give a CTA (machine.cta.CTA) its observer, before it runs."""
@@ -201,8 +200,17 @@ class Sanitizer:
             w.san = s
         if cta.async_unit is not None:
             cta.async_unit.on_hazard = s.async_hazard
-        self.ctas.append(s)
         return s
+
+    @staticmethod
+    def detach(cta):
+        """A CTA ran to its end: drop its observer (its shadows and clocks) so that a long grid keeps only
+        the reports."""
+        cta.san = None
+        for w in cta.warps:
+            w.san = None
+        if cta.async_unit is not None:
+            cta.async_unit.on_hazard = None
 
     # -- reports -----------------------------------------------------------------------------------
     def add(self, key, make):
