@@ -1,6 +1,8 @@
 """Run every planted kernel under each compute-sanitizer tool (on the GPU machine); writes one log per tool.
 
-    python3 gpu_run.py planted.ptx planted.json OUTDIR [TOOL,TOOL...]
+    nvcc -arch=sm_90a -ptx -lineinfo planted.cu -o tests/data/sanitize/planted.ptx     # here
+    python3 gpu_run.py tests/data/sanitize/planted.ptx tests/data/sanitize/planted.json OUTDIR [TOOL,...]
+    python tools/hwcapture/sanitize/verdicts.py OUTDIR tests/data/sanitize/planted_verdicts.json
 """
 import os
 import re
