@@ -60,6 +60,8 @@ class SpinWait:
 class CTA:
     """One CTA's execution: warps, barriers, the scheduler."""
 
+    san = None          # the sanitizer's observer of this CTA (machine.sanitize), when one watches
+
     def __init__(self, module, prog, ctaid, grid, block, smem_size, gmem, param_init, var_addrs, local_bases,
                  options, trace, out, result, budget, fast=None, schedule=None, timeline=False, cluster=None,
                  rank=0):
@@ -312,6 +314,8 @@ class CTA:
                 res = {"popc": np.uint32(int(vals.sum())), "and": bool(vals.all()), "or": bool(vals.any())}[rop]
                 for w, writer, _, m in entries:
                     writer(w, np.full(LANES, res, np.uint32 if rop == "popc" else np.bool_), m)
+            if self.san is not None:
+                self.san.bar_release(b)
             for w, m in b["waiters"]:
                 w.waiting[m] = False
             del self.barriers[bid]
@@ -410,6 +414,8 @@ class CTA:
             try:
                 op.fn(w, mask)
             except EmulatorError as e:
+                if w.san is not None:
+                    w.san.launch.failed_in = w          # the report names this warp (Module.launch)
                 raise _located(e, op.instr) from None
             if w._stall is not None or w._yield is not None:
                 return self._park(w, op, mask, shown)
@@ -648,8 +654,11 @@ class CTA:
         if aligned:
             missing = ~w.exited & ~mask
             if missing.any():
-                fail(WarpSyncError, text, f"an .aligned barrier must be executed by every non-exited lane of the "
-                     f"warp; lanes {format_lanes(np.flatnonzero(missing))} are not executing it")
+                msg = (f"an .aligned barrier must be executed by every non-exited lane of the warp; lanes "
+                       f"{format_lanes(np.flatnonzero(missing))} are not executing it")
+                if self.san is None or not self.san.hazard(w, "synccheck", "divergent-barrier", f"{text}: {msg}",
+                                                           int(np.flatnonzero(mask)[0])):
+                    fail(WarpSyncError, text, msg)
         bids = bid_r(w)[mask]
         if (bids != bids[0]).any() or int(bids[0]) > 15:
             fail(OperandError, text, f"barrier number must be uniform and 0..15, got {sorted(set(bids.tolist()))}")
@@ -661,8 +670,13 @@ class CTA:
                 fail(OperandError, text, f"thread count {count} must be a positive multiple of 32")
         b = self.barriers.setdefault(bid, {"arrived": 0, "waiters": [], "count": count, "red": []})
         if count is not None and b["count"] is not None and b["count"] != count:
-            fail(WarpSyncError, text, f"barrier {bid} used with thread counts {b['count']} and {count}")
+            msg = f"barrier {bid} used with thread counts {b['count']} and {count}"
+            if self.san is None or not self.san.hazard(w, "synccheck", "barrier-count", f"{text}: {msg} (the "
+                                                       f"first count stays)", int(np.flatnonzero(mask)[0])):
+                fail(WarpSyncError, text, msg)
         b["arrived"] += int(mask.sum())
+        if self.san is not None:
+            self.san.bar_arrive(b, w, mask)
         if kind in ("sync", "red"):
             w.waiting |= mask
             b["waiters"].append((w, mask.copy()))

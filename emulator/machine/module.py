@@ -5,7 +5,7 @@ import numpy as np
 
 from isa.targets import DEFAULT_ARCH, parse_target
 from isa.types import TYPES
-from ..errors import (OperandError, PTXSyntaxError, PTXValidationError, UnsupportedError)
+from ..errors import (EmulatorError, OperandError, PTXSyntaxError, PTXValidationError, UnsupportedError)
 from ..frontend.module import parse_module
 from ..frontend.ptx import deep_scopes
 from ..frontend.validate import validate_module
@@ -71,6 +71,7 @@ class Module:
             raise UnsupportedError(f"load_ptx: architecture {self.arch!r} is not supported; supported: "
                                    f"{', '.join(ARCHS)}")
         self._programs = {}
+        self._san = None                  # the sanitizer of the launch under way (machine.sanitize)
         self._globals = {}                # id(gmem) -> (gmem, {name: address})
         self._function_vars = set()
 
@@ -114,6 +115,7 @@ class Module:
         for v in self.info.variables.values():
             if v.space in ("global", "const") and v.name not in addrs:
                 a = gmem.alloc(max(v.size, 1))
+                getattr(gmem, "_uninit", {}).pop(a, None)   # module variables start zeroed or initialised
                 if v.init is not None:
                     gmem.write(a, np.frombuffer(v.init, np.uint8))
                 addrs[v.name] = a
@@ -160,7 +162,7 @@ class Module:
                shared_bytes: int = 0, options: WarpOptions | None = None, trace=None, out=None,
                max_instructions: int = 20_000_000, engine: str = "auto", schedule=None, timeline: bool = False,
                cluster=None, workers: int = 1, progress=None, executor=None,
-               regs_per_thread: int | None = None) -> LaunchResult:
+               regs_per_thread: int | None = None, sanitize=None) -> LaunchResult:
         """Run ``kernel`` on a grid of CTAs. ``args`` follow the kernel's ``.param`` list (addresses and
         integers as Python ints, floats as Python/numpy floats, byte arrays for aggregate parameters).
         ``trace``: a writable stream that receives one line per executed instruction.
@@ -182,7 +184,18 @@ class Module:
         Ray's ``RayExecutor``) that runs the chunks of CTAs instead of forked workers; same results.
         ``regs_per_thread``: the kernel's registers per thread (``ptxas -v``), for the number of CTAs an H100
         holds at once (``occupancy``; default: the PTX's ``.maxnreg``, else 32). CTAs that wait on memory other
-        CTAs write stay resident together up to that number (``machine.residency``)."""
+        CTAs write stay resident together up to that number (``machine.residency``).
+        ``sanitize``: ``"memcheck"``, ``"racecheck"``, ``"synccheck"``, ``"initcheck"``, ``"asynccheck"``, a tuple
+        of these or ``"all"`` (docs/sanitize.md): the launch runs on the reference executors, serially, and
+        ``result.reports`` lists what the tools found; an error that cannot continue carries them as
+        ``e.reports``."""
+        from .sanitize import tools_of
+        tools = tools_of(sanitize)
+        if tools is not None:
+            return self._launch_sanitized(tools, kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
+                                          max_instructions, schedule, timeline, cluster)
+        if gmem is not None and getattr(gmem, "_uninit", None) and self._san is None:
+            gmem._uninit.clear()          # an unwatched launch may write anything: nothing stays uninitialised
         schedule = _schedule(schedule)
         _check_streams_and_options(options, trace, out, gmem, timeline, progress, args)
         max_instructions = _int_arg(max_instructions, "max_instructions")
@@ -220,6 +233,12 @@ class Module:
         # thread's .local depot is reported instead of landing in its neighbour's
         local_bases = np.array([gmem.alloc(prog.layout.local) if prog.layout.local else 0
                                 for _ in range(nwarps * LANES)], np.uint64)
+        san = self._san
+        if prog.layout.local:
+            for a in local_bases.tolist():
+                getattr(gmem, "_uninit", {}).pop(int(a), None)   # .local depots: private, not watched
+                if san is not None:
+                    san.untracked.add(int(a))
         result = LaunchResult(entry.name, grid, block)
         out = out if out is not None else sys.stdout
         budget = [max_instructions, max_instructions]
@@ -288,9 +307,13 @@ class Module:
             cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
                       bases, options, trace, out, result, budget, fast, schedule, timeline)
             cta._depot = bases
+            if san is not None:
+                san.attach(cta)
             return cta
 
         def finish(cta):
+            if san is not None:
+                san.detach(cta)
             depots.append(cta._depot)
             done[tuple(cta.ctaid)] = cta
             if bar:
@@ -320,6 +343,25 @@ class Module:
         return occupancy(block[0] * block[1] * block[2], smem, regs_per_thread, _maxnreg(prog.entry))
 
 
+    def _launch_sanitized(self, tools, kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
+                          max_instructions, schedule, timeline, cluster):
+        """A launch watched by the sanitizer (machine.sanitize): the reference engine, CTA after CTA."""
+        from .sanitize import Sanitizer
+        gmem = gmem if gmem is not None else GlobalMemory()
+        before = {a for a, _ in gmem.allocations()}
+        san = self._san = Sanitizer(tools, self, gmem, _dim3(grid, "grid"))
+        san.before = before
+        try:
+            result = self.launch(kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
+                                 max_instructions, "reference", schedule, timeline, cluster, 1, False, None)
+        except EmulatorError as e:
+            raise san.fatal(e, getattr(san, "failed_in", None)) from None
+        finally:
+            self._san = None
+        result.reports = san.reports
+        result.sanitizer = san
+        return result
+
     def _launch_clusters(self, prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init, var_addrs,
                          local_bases, options, trace, out, result, budget, fast, schedule, timeline, max_instructions):
         """Cluster after cluster (cluster id x fastest); the CTAs of a cluster run together."""
@@ -336,11 +378,16 @@ class Module:
                                 cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
                                           local_bases, options, trace, out, result, budget, fast, schedule, timeline,
                                           cluster=cl, rank=len(cl.ctas))
+                                if self._san is not None:
+                                    self._san.attach(cta)
                                 cl.ctas.append(cta)
                     rng = None
                     if schedule is not None:
                         rng = np.random.default_rng([int(schedule[1]), 1 << 20, cx, cy, cz])
                     all_warps = cl.run(rng) if cl.size > 1 else [cl.ctas[0].run()]
+                    if self._san is not None:
+                        for cta in cl.ctas:
+                            self._san.detach(cta)
                     for cta, warps in zip(cl.ctas, all_warps):
                         result.async_units.append(cta.async_unit)
                         result.ctas.append((cta.ctaid, warps))

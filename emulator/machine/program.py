@@ -555,7 +555,9 @@ def _compile_warp_sync(instr, env):
     def run(warp, mask):
         from ..ops.warpops import _member_check
         members = m(warp) & np.uint32(warp.present_bits)
-        _member_check(instr, mask, members)
+        _member_check(instr, mask, members, warp)
+        if warp.san is not None:
+            warp.san.warp_sync(warp, mask & (((members >> np.arange(32, dtype=np.uint32)) & 1) != 0))
     return run
 
 

@@ -174,6 +174,8 @@ class _CpAsyncState:
             if done.any():
                 lanes = np.flatnonzero(done)
                 idx = dst[lanes, None] + np.arange(data.shape[1])
+                if warp.san is not None:        # the copy lands: a write by the lanes that issued it
+                    warp.san.shared(warp, "cp.async", dst, done, data.shape[1], True, data)
                 warp.smem[idx] = data[lanes]
                 np.subtract.at(warp.smem_inflight, idx, 1)
                 warp._inflight_n -= lanes.size
@@ -185,6 +187,8 @@ class _CpAsyncState:
 
 class Warp:
     """One warp of 32 lanes (see docs/api.md: Memory and the warp, Writing registers)."""
+
+    san = None          # the sanitizer's observer (machine.sanitize) while one watches; None costs nothing
 
     def __init__(self, smem_bytes: int = 48 * 1024, gmem: GlobalMemory | None = None, arch: str = "sm_90",
                  options: WarpOptions | None = None, *, smem: np.ndarray | None = None, warp_id: int = 0):
@@ -299,6 +303,8 @@ class Warp:
             return self.special(name)
         if self.options.uninitialized == "error":
             raise OperandError(f"{instr}: register {name} is read before it is written")
+        if self.san is not None:
+            self.san.uninit_reg(self, name)
         width = self.reg_width(name)
         if width not in _UINT:
             raise UnsupportedError(f"{instr}: register {name} is {width} bits wide; {width}-bit registers are not "
@@ -358,15 +364,41 @@ class Warp:
         return np.zeros(LANES, _UINT[SPECIAL_REGISTERS[name]])
 
     # -- execution ---------------------------------------------------------------------------------
-    def run(self, text: str) -> None:
-        """Execute PTX instructions (separated by ';' and/or line breaks) on all 32 lanes."""
+    def run(self, text: str, sanitize=None):
+        """Execute PTX instructions (separated by ';' and/or line breaks) on all 32 lanes.
+        ``sanitize``: as ``Module.launch`` (docs/sanitize.md); then the list of reports is returned (an error
+        that cannot continue carries them as ``e.reports``). The sanitizer's state lasts for this call."""
         if not isinstance(text, str):
             raise OperandError(f"Warp.run: expected PTX text (a str), not {type(text).__name__}")
         prog = self._programs.get(text)
         if prog is None:
             prog = self._programs[text] = self._compile(text)
+        if sanitize is not None:
+            return self._run_sanitized(prog, sanitize)
+        if self.gmem._uninit:                 # an unwatched run may write anything: nothing stays uninitialised
+            self.gmem._uninit.clear()
         for fn in prog:
             fn(self, ALL_LANES)
+
+    def _run_sanitized(self, prog, sanitize):
+        from .sanitize import lone_warp, tools_of
+        tools = tools_of(sanitize)
+        if tools is None:
+            for fn in prog:
+                fn(self, ALL_LANES)
+            return []
+        launch, self.san = lone_warp(tools, self)
+        au = self.async_unit
+        au.on_hazard = self.san.async_hazard
+        try:
+            for fn in prog:
+                fn(self, ALL_LANES)
+        except EmulatorError as e:
+            raise launch.fatal(e, self) from None
+        finally:
+            self.san = None
+            au.on_hazard = None
+        return launch.reports
 
     def _compile(self, text):
         statements = ptx.parse(text, newline_terminates=True)

@@ -326,6 +326,8 @@ def _compile_mma(instr, env, text):
         else:
             A = op.a_tile(np.stack([S.raw_get(warp, n, text) for n in a_names]))
             idx = b_idx
+        if warp.san is not None and warp._async is not None:    # asynccheck: operands written without the fence
+            warp._async.check_async_read(text, idx, "wgmma.mma_async", (warp, int(np.flatnonzero(mask)[0])))
         C = op.c_tile(np.stack([S.raw_get(warp, n, text) for n in d_names]))
         Dt = op.compute(A, np.ascontiguousarray(B.T), C, scd, scale_a, scale_b)
         dregs = op.d_regs(Dt)
