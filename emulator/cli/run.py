@@ -50,6 +50,12 @@ def add_parser(subparsers):
                                                        "registers it wrote")
     p.add_argument("--bank-report", action="store_true", help="print the shared-memory wavefronts and bank "
                                                              "conflicts of every shared-memory instruction, per warp")
+    p.add_argument("--profile", nargs="?", const="-", default=None, metavar="FILE",
+                   help="count every instruction per source line (.loc) and PTX line: warp-instructions, active lanes, "
+                        "shared wavefronts and bank conflicts, global sectors, tensor-core MACs; print the table "
+                        "(costliest first), or write it to FILE (.html: the source view)")
+    p.add_argument("--profile-by", choices=("source", "ptx"), default="source",
+                   help="the text table's rows: source lines (default; PTX lines when the PTX has no .loc) or PTX lines")
     p.add_argument("--arch", default=None, help="the machine emulated: sm_80, sm_86, sm_90 (default: sm_90, the H100, whatever "
                                               "the module's .target)")
     p.add_argument("--timeline", metavar="FILE", help="draw CTA 0's timeline (warps' instructions, mbarrier phases, "
@@ -150,8 +156,13 @@ def _cmd_run(a):
                         trace=sys.stdout if a.trace else None, timeline=bool(a.timeline),
                         schedule=None if a.schedule is None else ("random", a.schedule),
                         cluster=None if a.cluster is None else _dims(a.cluster, "cluster"),
-                        max_instructions=a.max_instructions)
+                        max_instructions=a.max_instructions, profile=a.profile is not None)
     print(f"{entry}: {len(res.ctas)} CTA(s), {res.instructions} warp instructions issued")
+    if a.profile == "-":
+        print(res.profile.table(by=a.profile_by))
+    elif a.profile:
+        res.profile.save(a.profile, by=a.profile_by)
+        print(f"wrote {a.profile}")
     if a.timeline:
         if not a.timeline.endswith((".svg", ".html")):
             raise OperandError(f"--timeline: {a.timeline!r} must end in .svg or .html")

@@ -61,7 +61,7 @@ class CTA:
 
     def __init__(self, module, prog, ctaid, grid, block, smem_size, gmem, param_init, var_addrs, local_bases,
                  options, trace, out, result, budget, fast=None, schedule=None, timeline=False, cluster=None,
-                 rank=0):
+                 rank=0, profile=None, debug=None):
         self.module, self.prog, self.ctaid = module, prog, ctaid
         if cluster is None:                     # a launch without clusters: each CTA is a cluster of one
             from .cluster import Cluster
@@ -78,6 +78,7 @@ class CTA:
         self.smem_inflight = np.zeros(smem_size, np.int32)
         self.inflight_n = 0             # cp.async copies in flight in this CTA (all warps)
         self.out, self.result, self.trace, self.budget = out, result, trace, budget
+        self.profile, self.debug = profile, debug      # machine.profile.Profile, machine.debugger hooks
         self.barriers = {}         # id -> {'arrived': int, 'waiters': [(warp, mask)], 'expected': int, 'red': []}
         nthreads = block[0] * block[1] * block[2]
         nwarps = -(-nthreads // LANES)
@@ -109,6 +110,8 @@ class CTA:
             kw = KernelWarp(self, prog, w, nthreads - w * LANES, self.smem, gmem, prog.arch, options, param_init,
                             bases, prog.layout.local, trace)
             kw.symbols = dict(symbols)
+            if profile is not None:
+                kw.profile = profile
             sv = kw.special_values
             sv.update(per_warp[w])
             sv.update(same)
@@ -351,6 +354,8 @@ class CTA:
             w.waiting &= ~w.held
             w.held[:] = False
             return None
+        if self.debug is not None:
+            self.debug.before(self, w, p, mask)
         w.cur_pc = p
         budget[0] -= 1
         if budget[0] < 0:
@@ -362,6 +367,8 @@ class CTA:
                                 + "".join(f"; lanes {format_lanes(np.flatnonzero(lanes))} spin: {how}"
                                           for lanes, how in w.spins.values()))
         w.clock = w.issued = w.issued + 1
+        if self.profile is not None:
+            self.profile.step(w, p, mask)
         au = self.async_unit
         au.mbarriers.step += 1
         if au.record:

@@ -124,7 +124,8 @@ class Module:
     def launch(self, kernel: str, grid=(1, 1, 1), block=(32, 1, 1), args=(), gmem: GlobalMemory | None = None,
                shared_bytes: int = 0, options: WarpOptions | None = None, trace=None, out=None,
                max_instructions: int = 20_000_000, engine: str = "auto", schedule=None, timeline: bool = False,
-               cluster=None, workers: int = 1, progress=None, executor=None) -> LaunchResult:
+               cluster=None, workers: int = 1, progress=None, executor=None, profile: bool = False,
+               debug=None) -> LaunchResult:
         """Run ``kernel`` on a grid of CTAs. ``args`` follow the kernel's ``.param`` list (addresses and
         integers as Python ints, floats as Python/numpy floats, byte arrays for aggregate parameters).
         ``trace``: a writable stream that receives one line per executed instruction.
@@ -143,7 +144,15 @@ class Module:
         the serial run, and which kernels run serially anyway). ``progress``: a progress bar on stderr
         (default: for grids of 64 CTAs or more when stderr is a terminal). ``executor``: a
         ``concurrent.futures.Executor`` (a process pool, or a cluster's: Dask's ``Client.get_executor()``,
-        Ray's ``RayExecutor``) that runs the chunks of CTAs instead of forked workers; same results."""
+        Ray's ``RayExecutor``) that runs the chunks of CTAs instead of forked workers; same results.
+        ``profile``: count every instruction per PTX line and source line (``result.profile``, a
+        ``machine.profile.Profile``; docs/profile.md). ``debug``: a ``machine.debugger.Debugger``'s hook
+        (``Debugger.launch`` passes it; docs/debug.md). Both run the CTAs one after the other on the reference
+        executors."""
+        if not isinstance(profile, (bool, np.bool_)):
+            raise OperandError(f"launch: profile must be True or False, not {profile!r}")
+        profile = bool(profile)
+        instrumented = profile or debug is not None
         schedule = _schedule(schedule)
         max_instructions = _int_arg(max_instructions, "max_instructions")
         if not 0 <= max_instructions < 1 << 62:
@@ -181,8 +190,12 @@ class Module:
         budget = [max_instructions, max_instructions]
         fast = None
         pending = False          # "auto" while the fast engine's loops compile in the background
+        prof = None
+        if profile:
+            from .profile import Profile
+            prof = result.profile = Profile(prog, self.text)
         if engine in ("fast", "auto") and trace is None and (options is None or options.uninitialized == "zero") \
-                and schedule is None and not timeline:
+                and schedule is None and not timeline and not instrumented:
             from .fastcore import FastLaunch, warmup
             if engine == "fast" or warmup.ready():
                 if engine == "fast":
@@ -201,8 +214,9 @@ class Module:
         if cdims != (1, 1, 1) or explicit:
             return self._launch_clusters(prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init,
                                          var_addrs, local_bases, options, trace, out, result, budget, fast,
-                                         schedule, timeline, max_instructions)
+                                         schedule, timeline, max_instructions, prof, debug)
         if executor is not None and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
+                not instrumented and \
                 gridmod.serial_only(prog) is None:
             spec = gridmod.LaunchSpec(self.text, self.arch, kernel, grid, block, list(args), int(shared_bytes), options,
                                       int(max_instructions), engine, local_bases, var_addrs,
@@ -211,6 +225,7 @@ class Module:
                                     progress):
                 return result
         elif workers > 1 and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
+                not instrumented and \
                 gridmod.serial_only(prog) is None:
             def run_ctas(chunk, out_):
                 part = LaunchResult(entry.name, grid, block)
@@ -229,7 +244,8 @@ class Module:
             if pending and warmup.ready():
                 fast, pending = FastLaunch(prog, gmem), False
             cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
-                      local_bases, options, trace, out, result, budget, fast, schedule, timeline)
+                      local_bases, options, trace, out, result, budget, fast, schedule, timeline,
+                      profile=prof, debug=debug)
             warps = cta.run()
             result.async_units.append(cta.async_unit)
             result.ctas.append((cid, warps))
@@ -242,7 +258,8 @@ class Module:
 
 
     def _launch_clusters(self, prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init, var_addrs,
-                         local_bases, options, trace, out, result, budget, fast, schedule, timeline, max_instructions):
+                         local_bases, options, trace, out, result, budget, fast, schedule, timeline, max_instructions,
+                         prof=None, debug=None):
         """Cluster after cluster (cluster id x fastest); the CTAs of a cluster run together."""
         from .cluster import Cluster
         ncl = tuple(g // c for g, c in zip(grid, cdims))
@@ -256,7 +273,7 @@ class Module:
                                 cid = (cx * cdims[0] + x, cy * cdims[1] + y, cz * cdims[2] + z)
                                 cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
                                           local_bases, options, trace, out, result, budget, fast, schedule, timeline,
-                                          cluster=cl, rank=len(cl.ctas))
+                                          cluster=cl, rank=len(cl.ctas), profile=prof, debug=debug)
                                 cl.ctas.append(cta)
                     rng = None
                     if schedule is not None:

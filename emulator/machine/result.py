@@ -15,6 +15,7 @@ class LaunchResult:
     stdout: list = field(default_factory=list)       # printf output, in emission order
     instructions: int = 0
     async_units: list = field(default_factory=list)  # per CTA: mbarriers, copies, events (timeline)
+    profile: object = None                           # machine.profile.Profile of a launch with profile=True
 
     def __repr__(self):
         nwarps = sum(len(ws) for _, ws in self.ctas)

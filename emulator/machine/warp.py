@@ -178,6 +178,8 @@ class _CpAsyncState:
 class Warp:
     """One warp of 32 lanes (see docs/api.md: Memory and the warp, Writing registers)."""
 
+    profile = None          # a launch's machine.profile.Profile while it profiles (counted per cur_pc)
+
     def __init__(self, smem_bytes: int = 48 * 1024, gmem: GlobalMemory | None = None, arch: str = "sm_90",
                  options: WarpOptions | None = None, *, smem: np.ndarray | None = None, warp_id: int = 0):
         if arch not in ARCHS:
@@ -463,6 +465,8 @@ class Warp:
 
     # -- shared-memory traffic -----------------------------------------------------------------------
     def log_smem(self, instruction, op, addrs, width, mask, nmat=0, src=None):
+        if self.profile is not None:
+            self.profile.smem(self.cur_pc, op, addrs, width, mask, nmat)
         if self._smem_n >= self.smem_log_cap:
             self.smem_log_dropped += 1
             return

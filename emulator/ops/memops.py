@@ -91,6 +91,8 @@ def load(warp, instr, space, addrs, mask, nbytes, align):
         return cluster_load(warp, instr, addrs, mask, nbytes, align)
     if space == "global":
         check_alignment(instr, addrs, mask, align)
+        if warp.profile is not None:
+            warp.profile.gmem(warp.cur_pc, addrs, mask, nbytes)
         return global_gather(warp.gmem, instr, addrs, mask, nbytes)
     if space is None:
         sh, dsm, gl = _generic_split(warp, addrs, mask)
@@ -101,6 +103,8 @@ def load(warp, instr, space, addrs, mask, nbytes, align):
             out[dsm] = cluster_load(warp, instr, addrs, dsm, nbytes, align)[dsm]
         if gl.any():
             check_alignment(instr, addrs, gl, align)
+            if warp.profile is not None:
+                warp.profile.gmem(warp.cur_pc, addrs, gl, nbytes)
             out[gl] = global_gather(warp.gmem, instr, addrs, gl, nbytes)[gl]
         return out
     return warp.space_load(instr, space, addrs, mask, nbytes, align)
@@ -113,11 +117,15 @@ def store(warp, instr, space, addrs, mask, data, align):
         return cluster_store(warp, instr, addrs, mask, data, align)
     if space == "global":
         check_alignment(instr, addrs, mask, align)
+        if warp.profile is not None:
+            warp.profile.gmem(warp.cur_pc, addrs, mask, data.shape[1])
         return global_scatter(warp.gmem, instr, addrs, mask, data)
     if space is None:
         sh, dsm, gl = _generic_split(warp, addrs, mask)
         if gl.any():
             check_alignment(instr, addrs, gl, align)
+            if warp.profile is not None:
+                warp.profile.gmem(warp.cur_pc, addrs, gl, data.shape[1])
             global_scatter(warp.gmem, instr, addrs, gl, data)
         if sh.any():
             shared_store(warp, instr, addrs, sh, data, align)
