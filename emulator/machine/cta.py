@@ -39,6 +39,7 @@ from ..ops.common import format_lanes
 from ..ops.wgmma.state import check_cta_end as check_wgmma_end
 from .kernel_warp import KernelWarp
 from .spin import SPIN_CHECK
+from .tracing import dest_registers
 
 PARK = "park"          # _step's answer when an executor stalled lanes or yielded the warp's turn
 
@@ -612,18 +613,10 @@ class CTA:
 
     # -- trace -------------------------------------------------------------------------------------
     def _trace(self, w, op, mask):
-        lanes = format_lanes(np.flatnonzero(mask))
-        parts = []
-        for name in dict.fromkeys(w._written):
-            v = w.regs[name][mask]
-            shown = ", ".join(_fmt_val(x) for x in v[:4]) + (", ..." if v.size > 4 else "")
-            if v.size and (v == v[0]).all():
-                shown = f"{_fmt_val(v[0])} (all)"
-            parts.append(f"{name}=[{shown}]")
-        cta = ",".join(map(str, self.ctaid))
-        txt = " ".join((op.instr.text or op.instr.opcode).split())
-        self.trace.write(f"cta({cta}) w{w.warp_id} pc{w.cur_pc:>4} "
-                         f"lanes {lanes}: {txt}" + (f"  -> {' '.join(parts)}" if parts else "") + "\n")
+        """One trace record (``machine.tracing.Trace``): the registers the instruction wrote, those of its
+        destination operand included (mma/wgmma/wmma fragments are written without the per-register hook)."""
+        names = dict.fromkeys(list(w._written or ()) + list(dest_registers(op.instr)))
+        self.trace.emit(self.ctaid, w, w.cur_pc, op.instr, mask, names)
         w._written = None
 
 
@@ -668,12 +661,6 @@ def _sync_point(op):
         except AttributeError:
             pass
     return sp
-
-
-def _fmt_val(x):
-    if isinstance(x, (bool, np.bool_)):
-        return str(int(x))
-    return hex(int(x))
 
 
 def _located(e, instr):

@@ -128,7 +128,8 @@ class Module:
                debug=None) -> LaunchResult:
         """Run ``kernel`` on a grid of CTAs. ``args`` follow the kernel's ``.param`` list (addresses and
         integers as Python ints, floats as Python/numpy floats, byte arrays for aggregate parameters).
-        ``trace``: a writable stream that receives one line per executed instruction.
+        ``trace``: a writable stream that receives one line per executed instruction, or a
+        ``machine.tracing.Trace`` (JSON lines; filters by CTA, warp, lane, PTX lines, opcode).
         ``engine``: ``"fast"`` (common instructions in jitted loops, the rest through the reference
         executors), ``"reference"`` (every instruction through the readable executors) or ``"auto"`` (the
         default: ``"fast"`` once its loops are compiled; until a background process has compiled them the
@@ -190,6 +191,10 @@ class Module:
         budget = [max_instructions, max_instructions]
         fast = None
         pending = False          # "auto" while the fast engine's loops compile in the background
+        if trace is not None:
+            from .tracing import Trace
+            if not isinstance(trace, Trace):
+                trace = Trace(trace)
         prof = None
         if profile:
             from .profile import Profile
