@@ -358,8 +358,9 @@ class Warp:
         prog = self._programs.get(text)
         if prog is None:
             prog = self._programs[text] = self._compile(text)
-        for fn in prog:
-            fn(self, ALL_LANES)
+        with np.errstate(all="ignore"):          # NaN, overflow, ... are results here, not warnings
+            for fn in prog:
+                fn(self, ALL_LANES)
 
     def _compile(self, text):
         statements = ptx.parse(text, newline_terminates=True)
