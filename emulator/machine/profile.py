@@ -124,7 +124,7 @@ class Profile:
         self._macs = [_macs(op.instr) for op in code]
         self._guard = []
         for op in code:
-            g = op.instr.guard if op.kind == "op" else None
+            g = op.instr.guard
             self._guard.append(None if g is None else (g[0].name, g[1]))
         self._ptx_lines = text.splitlines()
         self.files, self._where = source_map(text)
