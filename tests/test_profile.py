@@ -66,6 +66,9 @@ def test_agrees_with_ncu_per_source_line(cases, name):
         if where not in hw:
             assert e.smem_wavefronts == e.global_sectors == 0, (name, where)
     assert checked >= 8
+    if name == "triton_matmul_f16_64x64_sm90a":      # 64x64x64 on wgmma: 4 warps x 4 k-steps
+        t = prof.totals()
+        assert (t.tensor_instructions, t.macs) == (16, 64 ** 3)
 
 
 KERNEL = r"""
