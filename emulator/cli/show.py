@@ -96,7 +96,9 @@ def add_parser(subparsers):
     p.add_argument("--operand", choices=list("ABCD"))
     p.add_argument("--svg", metavar="FILE", help="write an SVG picture instead of printing text")
     p.add_argument("--row-stride", type=int, help="ldmatrix/stmatrix: bytes between the rows of each matrix "
-                                                  "(shows addresses and banks)")
+                                                  "(shows addresses and banks); the matrices sit side by side "
+                                                  "when a row holds them all, else one below the other, so "
+                                                  "they never overlap")
     p.add_argument("--rows", type=int, default=8)
     p.add_argument("--cols", type=int, default=64)
     p.add_argument("--elem-bytes", type=int, default=2)
