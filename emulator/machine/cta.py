@@ -37,6 +37,7 @@ from ..memory import LANES
 from ..memory.asyncunit import AsyncUnit
 from ..ops.common import format_lanes
 from ..ops.wgmma.state import check_cta_end as check_wgmma_end
+from .convergence import convergence, pick
 from .kernel_warp import KernelWarp
 from .spin import SPIN_CHECK
 
@@ -63,6 +64,7 @@ class CTA:
                  options, trace, out, result, budget, fast=None, schedule=None, timeline=False, cluster=None,
                  rank=0):
         self.module, self.prog, self.ctaid = module, prog, ctaid
+        self.cv = convergence(prog)
         if cluster is None:                     # a launch without clusters: each CTA is a cluster of one
             from .cluster import Cluster
             cluster = Cluster(ctaid, (1, 1, 1), False)
@@ -158,7 +160,7 @@ class CTA:
             for w in order:
                 self._wake()
                 if self._runnable(w):
-                    if self._run_warp(w) != "spin":
+                    if self._run_warp(w) not in ("spin", "deferred"):
                         progressed = True
                     elif self._yield_changed(w):
                         yielded = True
@@ -176,6 +178,14 @@ class CTA:
             if yielded:                             # spinning warps whose state still changes: not stuck yet
                 continue
             self._wake()
+            # lane groups that wait at joins or warp-synchronous instructions for lanes parked elsewhere:
+            # nothing else can go on, so the waits are lifted for one pick (machine.convergence)
+            forced = False
+            for w in self.warps:
+                if not self._can_run(w) and (~w.exited & ~w.waiting).any():
+                    w._force = forced = True
+            if forced:
+                continue
             if not any(self._can_run(w) for w in self.warps) or not progressed:
                 self._deadlock()
         check_wgmma_end(self)
@@ -205,11 +215,10 @@ class CTA:
                 keep.append(rec)
         self.stalls = keep
 
-    @staticmethod
-    def _runnable(w):
-        """Whether some lane of ``w`` can run; lane groups held back by a spin get their turn again when
-        nothing else in the warp can go on."""
-        if (~w.exited & ~w.waiting).any():
+    def _runnable(self, w):
+        """Whether some lane group of ``w`` can run (``_pick``); lane groups held back by a spin get their turn
+        again when nothing else in the warp can go on."""
+        if self._pick(w) is not None:
             return True
         if w.held.any():
             w.waiting &= ~w.held
@@ -217,9 +226,34 @@ class CTA:
             return True
         return False
 
-    @staticmethod
-    def _can_run(w):
-        return bool((~w.exited & ~w.waiting).any() or w.held.any())
+    def _can_run(self, w):
+        return self._pick(w) is not None or bool(w.held.any())
+
+    def _pick(self, w, force=None):
+        """The lane group of ``w`` to run next, ``(pc, mask)``, or None (machine.convergence.pick): lanes
+        inside calls compare their call-site chains first (a callee's lanes run before the lanes waiting
+        after its call site), then the groups of one chain follow the reconvergence rule."""
+        live = ~w.exited & ~w.waiting
+        if not live.any():
+            return None
+        if force is None:
+            force = w._force
+        come = ~w.exited & ~w.held
+        if not w.depth:
+            return pick(self.cv, w.pc, live, come, force)
+        ids = w.chain_id
+        chains = {c: i for i, c in w._chains.items()} if len(w._chain_of) != len(w._chains) else w._chain_of
+        w._chain_of = chains
+        keys = []
+        for cid in np.unique(ids[live]).tolist():
+            sel = ids == cid
+            keys.append((tuple(r - 1 for r in chains[cid]) + (int(w.pc[live & sel].min()),), sel))
+        keys.sort(key=lambda k: k[0])
+        for _, sel in keys:
+            got = pick(self.cv, w.pc, live & sel, come & sel, force)
+            if got is not None:
+                return got
+        return None
 
     def _deadlock_parts(self):
         """What each waiting warp of this CTA waits for (the deadlock report)."""
@@ -290,9 +324,9 @@ class CTA:
     def _run_warp(self, w: KernelWarp, reference=False):
         if w.fast is not None and not reference:
             return self._run_warp_fast(w)
-        pc = w.pc
-        nxt = None          # (pc, mask) known without a search: the whole runnable warp moves together
+        nxt = None          # (pc, mask) known without a search: every lane of the warp that will come moves together
         quantum = -1 if self._rng is None else int(self._rng.integers(1, 64))
+        ran = False
         while True:
             if quantum == 0:
                 return "quantum"
@@ -302,15 +336,13 @@ class CTA:
                 nxt = None
                 together = True
             else:
-                live = ~w.exited & ~w.waiting
-                if not live.any():
-                    return "blocked"
-                if w.depth:
-                    p, mask = self._pick_nested(w, live)
-                else:
-                    p = int(pc[live].min())
-                    mask = live & (pc == p)
-                together = bool((mask == live).all())
+                got = self._pick(w)
+                w._force = False
+                if got is None:
+                    return "blocked" if ran else "deferred"
+                p, mask = got
+                together = bool((mask == (~w.exited & ~w.held)).all())
+            ran = True
             nxt = self._step(w, p, mask, together)
             if nxt is PARK:
                 return "spin"
@@ -319,17 +351,19 @@ class CTA:
         """The fast engine runs the warp until an instruction it hands back, which the reference executes."""
         fast = w.fast
         while True:
-            if w.held.any():                # lanes held back by a spin: the reference steps until they are back
+            if w.held.any() or w._force:    # lanes held back by a spin, waits lifted: the reference steps
                 return self._run_warp(w, reference=True)
             if w.depth:
-                live = ~w.exited & ~w.waiting
-                if not live.any():
+                got = self._pick(w)
+                if got is None:
                     return "blocked"
-                p, mask = self._pick_nested(w, live)
+                p, mask = got
             else:
                 status, p, mask = fast.run(w, self.budget)
                 if status == fast.IDLE:
                     return "blocked"
+                if status == fast.DEFER:
+                    return "deferred"
                 if status == fast.EXITED:
                     self._check_barriers()
                     continue
@@ -346,11 +380,14 @@ class CTA:
         nxt = None
         op = self.prog.code[p]
         if w.held.any() and _sync_point(op):
-            # lanes held back by a spin must meet the others at a warp-synchronous instruction: they run
-            # first (the smallest PC), and the instruction issues when the lanes have come together
+            # lanes held back by a spin must meet the others at a warp-synchronous instruction: they are let
+            # go and the warp gives the other warps a turn (the spin waits for someone else); the instruction
+            # issues when the lanes have come together (machine.convergence)
             w.waiting &= ~w.held
             w.held[:] = False
-            return None
+            w._last_yield = SpinWait(f"lanes {format_lanes(np.flatnonzero(mask))} wait at line {op.instr.line} "
+                                     f"({' '.join((op.instr.text or op.instr.opcode).split())}) for lanes that spin")
+            return PARK
         w.cur_pc = p
         budget[0] -= 1
         if budget[0] < 0:
@@ -477,25 +514,6 @@ class CTA:
         if self.trace is not None:
             self._trace(w, op, shown)
         return PARK
-
-    def _pick_nested(self, w, live):
-        """Runnable lanes with the smallest (call sites..., pc) key: within one activation chain the PCs
-        compare directly, so only the few distinct chains are compared as tuples."""
-        ids = w.chain_id[live]
-        if (ids == ids[0]).all():          # every runnable lane in the same activation chain
-            p = int(w.pc[live].min())
-            return p, live & (w.pc == p)
-        chains = {c: i for i, c in w._chains.items()} if len(w._chain_of) != len(w._chains) else w._chain_of
-        w._chain_of = chains
-        best = None
-        for cid in np.unique(ids):
-            sel = live & (w.chain_id == cid)
-            p = int(w.pc[sel].min())
-            key = tuple(r - 1 for r in chains[int(cid)]) + (p,)
-            if best is None or key < best[0]:
-                best = (key, sel, p)
-        _, sel, p = best
-        return p, sel & (w.pc == p)
 
     @staticmethod
     def _guard(w, op, mask):

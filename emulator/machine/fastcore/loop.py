@@ -669,12 +669,67 @@ def _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, mptr, msz):
 
 
 @njit(cache=True, _nrt=False)
+def _pick(code, pc, live, come, qs):
+    """machine.convergence.pick without force (the Python scheduler lifts the waits): the PC of the lane group
+    to run next, or -1. ``qs``: room for the distinct PCs of the lanes that will come."""
+    nq = 0
+    for lane in range(LANES):
+        if (come >> lane) & 1:
+            q = pc[lane]
+            dup = False
+            for i in range(nq):
+                if qs[i] == q:
+                    dup = True
+                    break
+            if not dup:
+                qs[nq] = q
+                nq += 1
+    big = 1 << 62
+    bfree = big
+    bsync = big
+    bjoin = big
+    for lane in range(LANES):
+        if (live >> lane) & 1:
+            p = pc[lane]
+            if p >= bfree:
+                continue
+            row = code[p]
+            if row[T.TAIL] == 1:
+                bfree = p
+                continue
+            join = False
+            other = False
+            for i in range(nq):
+                q = qs[i]
+                if q != p:
+                    other = True
+                    if row[T.PDIN] < code[q, T.PDIN] and code[q, T.PDOUT] <= row[T.PDOUT]:
+                        join = True
+                        break
+            if join:
+                if p < bjoin:
+                    bjoin = p
+            elif other and row[T.SYNCPT] == 1:
+                if p < bsync:
+                    bsync = p
+            else:
+                bfree = p
+    if bfree < big:
+        return bfree
+    if come & ~live:
+        return -1               # the groups wait for lanes parked elsewhere
+    if bsync < big:             # every lane of the warp is here and waits: a warp-synchronous group first
+        return bsync
+    return bjoin
+
+
+@njit(cache=True, _nrt=False)
 def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmaps,
         mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, mptr, msz, log_src, cpd, cpx, cpg, cpm,
         cpc):
     """Run the warp from its current state (state S_CTA: 1 inside run_cta, which executes the barriers). Returns (through ``state``) why it stopped. Compiled without
     the reference-counting runtime (``_nrt=False``): no atomic increments on every array view and call;
-    ``scratch`` (uint64[12, 32], from the caller) holds every temporary. ``log_src``: the source addresses of
+    ``scratch`` (uint64[13, 32], from the caller) holds every temporary. ``log_src``: the source addresses of
     logged cp.async; ``cpd`` .. ``cpc``: the warp's cp.async records (``cpasync.CpAsyncTable.row``)."""
     a8 = arena
     a16 = arena.view(np.uint16)
@@ -693,10 +748,14 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     mtmp = scratch[8:10].reshape(64).view(np.uint32).reshape((4, LANES))
     srcs = scratch[10].view(np.int64)
     sizes = scratch[11].view(np.int64)
+    qs = scratch[12].view(np.int64)
     live = 0
+    come = 0                    # lanes that will get somewhere (no lane is held back by a spin here)
     for lane in range(LANES):
-        if not exited[lane] and not waiting[lane]:
-            live |= 1 << lane
+        if not exited[lane]:
+            come |= 1 << lane
+            if not waiting[lane]:
+                live |= 1 << lane
     if live == 0:
         state[T.S_STATUS] = T.ST_IDLE
         return
@@ -710,11 +769,11 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     executed = 0
     handback = False            # the instruction at p (lanes m) goes back to Python, not counted here
     while True:
-        if p < 0:                      # pick: the smallest PC among the runnable lanes, and its lanes
-            p = 1 << 62
-            for lane in range(LANES):
-                if (live >> lane) & 1 and pc[lane] < p:
-                    p = pc[lane]
+        if p < 0:                      # pick (machine.convergence.pick): the lane group to run next
+            p = _pick(code, pc, live, come, qs)
+            if p < 0:
+                state[T.S_STATUS] = T.ST_IDLE if executed > 0 else T.ST_DEFER
+                break
             m = 0
             for lane in range(LANES):
                 if (live >> lane) & 1 and pc[lane] == p:
@@ -745,7 +804,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     v = _rd(g, lane, a8, a16, a32, a64, imrow) != U0
                     if v != (neg == 1):
                         em |= 1 << lane
-        together = m == live
+        together = m == come
         if opc == T.EXIT:
             for lane in range(LANES):
                 if (m >> lane) & 1:
@@ -958,9 +1017,10 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
         for k in range(n0, state[T.S_NLOG]):
             log_warp[k] = w
         st = state[T.S_STATUS]
-        if st == T.ST_IDLE:
+        if st == T.ST_IDLE or st == T.ST_DEFER:
             cst[T.C_INWARP] = 0
-            cst[T.C_PROGRESSED] = 1
+            if st == T.ST_IDLE:
+                cst[T.C_PROGRESSED] = 1
             _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)
             cst[T.C_WARP] = w + 1
         elif st == T.ST_EXITED:

@@ -14,6 +14,7 @@ from isa.types import TYPES
 from ...frontend.ptx import Imm, Mem, Not, Paren, Pair, Reg, Sym, Vec
 from isa.types import SPECIAL_REGISTERS
 from ...ops.common import imm_bits
+from ..convergence import convergence
 from . import fmath
 from . import table as T
 
@@ -85,6 +86,11 @@ class Translation:
         self._mufu = set()       # indices (fmath.TABLES) of the MUFU tables the translated rows read
         for pc, op in enumerate(prog.code):
             self._translate(pc, op)
+        cv = convergence(prog)
+        self.code[:, T.PDIN] = cv.pdin
+        self.code[:, T.PDOUT] = cv.pdout
+        self.code[:, T.SYNCPT] = cv.sync
+        self.code[:, T.TAIL] = cv.tail
         self._mma_tables()
         self._mufu_tables()
         self.coverage = float(self.fast.mean()) if n else 1.0

@@ -1,0 +1,229 @@
+"""Where the diverged lanes of a warp meet again, as ptxas compiles it.
+
+ptxas brackets every branch that may split a warp with ``BSSY Bn, join`` before it and ``BSYNC Bn`` at
+``join``, the branch's immediate post-dominator: lanes that get to the join first wait there for the others.
+The emulator keeps no such barrier registers; it derives the same waits from the post-dominator tree of each
+function's control-flow graph:
+
+* ``successors(code, pc)`` is the one place that says where an instruction can go: the next instruction,
+  a branch's target(s) (every target of a multi-target branch), or the virtual exit node (``ret`` / ``exit``).
+  A ``call`` goes to the next instruction (the callee is a graph of its own).
+* The post-dominator tree of every function has the virtual exit at its root; instructions that cannot
+  reach an exit (an endless loop) get an edge to it. Each instruction gets a pre-order interval
+  (``pdin``, ``pdout``): ``a`` post-dominates ``b`` iff ``b``'s interval lies inside ``a``'s.
+* The pick rule (``machine.cta`` and the fast engine's ``loop._pick``, identical): among the lane groups
+  that can run (same PC), a group at PC ``p`` *waits at a join* while some other lane of the warp that will
+  come (not exited, not held back by a spin) is at a PC that ``p`` strictly post-dominates: those lanes must
+  pass ``p``. A group at a warp-synchronous instruction (``.aligned``, ``.sync``, an aligned barrier) *waits
+  for the warp* while another such lane is elsewhere. The smallest PC of the other groups runs. Lanes at a
+  kernel's exit path (straight-line code to ``ret``/``exit``) never wait: ptxas lets exiting lanes leave.
+* When every runnable group waits and lanes of the warp are parked (a barrier, an mbarrier wait), the warp
+  waits for them. When nothing in the CTA can go on, the waits are lifted for one pick (a group at a
+  warp-synchronous instruction first, then one at a join): its executor then reports what is missing.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+EXIT = -1
+
+
+def successors(code, pc):
+    """Where ``code[pc]`` can go next: PCs, and EXIT for leaving the function. Multi-target ops name their
+    targets in ``op.targets``; a guard adds the fall-through."""
+    op = code[pc]
+    kind = op.kind
+    targets = getattr(op, "targets", None)
+    guarded = op.guard is not None
+    if targets is not None:
+        out = [int(t) for t in targets]
+        return out + [pc + 1] if guarded else out
+    if kind == "bra":
+        return [op.target, pc + 1] if guarded else [op.target]
+    if kind in ("ret", "exit"):
+        return [EXIT, pc + 1] if guarded else [EXIT]
+    if kind == "op" and op.instr.base == "trap" and not guarded:
+        return [EXIT]
+    return [pc + 1]
+
+
+def sync_point(op):
+    """Whether ``op`` executes for the lanes of a warp together: .aligned / .sync instructions and aligned
+    barriers (``barrier.sync`` without ``.aligned`` is a CTA barrier lanes may reach apart)."""
+    if op.kind == "bar":
+        return bool(op.fn[4])
+    return op.kind == "op" and any(m in ("sync", "aligned") for m in op.instr.mods)
+
+
+class Convergence:
+    """Per-PC arrays of a Program: ``pdin``, ``pdout`` (post-dominator intervals), ``sync`` (warp-synchronous),
+    ``tail`` (straight-line code to the kernel's exit: never waits) and ``ipdom`` (-1: the virtual exit)."""
+
+    def __init__(self, prog):
+        code = prog.code
+        n = len(code)
+        self.pdin = np.zeros(n, np.int64)
+        self.pdout = np.zeros(n, np.int64)
+        self.ipdom = np.full(n, -1, np.int64)
+        self.sync = np.array([sync_point(op) for op in code], np.bool_)
+        self.tail = np.zeros(n, np.bool_)
+        starts = sorted(set(prog.entries.values()))
+        bounds = list(zip(starts, starts[1:] + [n]))
+        counter = [0]
+        for lo, hi in bounds:
+            self._function(code, lo, hi, counter)
+        entry = prog.entries[prog.entry.name]
+        hi = next(h for lo, h in bounds if lo == entry)
+        follow = False           # code[pc + 1] is on the exit path
+        for pc in range(hi - 1, entry - 1, -1):
+            op = code[pc]
+            if op.kind in ("ret", "exit") and op.guard is None:
+                follow = True
+            elif op.kind != "op" or self.sync[pc] or getattr(op, "targets", None) is not None:
+                follow = False
+            self.tail[pc] = follow
+
+    def _function(self, code, lo, hi, counter):
+        # basic blocks
+        leaders = {lo}
+        for pc in range(lo, hi):
+            succ = successors(code, pc)
+            if succ != [pc + 1]:
+                leaders.update(s for s in succ if lo <= s < hi)
+                if pc + 1 < hi:
+                    leaders.add(pc + 1)
+        starts = sorted(leaders)
+        block_of = np.zeros(hi - lo, np.int64)
+        ends = starts[1:] + [hi]
+        for b, (s, e) in enumerate(zip(starts, ends)):
+            block_of[s - lo:e - lo] = b
+        nb = len(starts)
+        X = nb                                   # the virtual exit node
+        succ = [[] for _ in range(nb + 1)]
+        for b, e in enumerate(ends):
+            for s in successors(code, e - 1):
+                t = X if (s == EXIT or not lo <= s < hi) else int(block_of[s - lo])
+                if t not in succ[b]:
+                    succ[b].append(t)
+        pred = [[] for _ in range(nb + 1)]
+        for b in range(nb):
+            for t in succ[b]:
+                pred[t].append(b)
+        # blocks that cannot reach the exit (endless loops): an edge to it
+        seen = {X}
+        stack = [X]
+        while stack:
+            for p in pred[stack.pop()]:
+                if p not in seen:
+                    seen.add(p)
+                    stack.append(p)
+        for b in range(nb):
+            if b not in seen:
+                succ[b].append(X)
+                pred[X].append(b)
+        # post-order of the reverse graph from X (depth-first, iterative)
+        order, visited = [], {X}
+        stack = [(X, iter(pred[X]))]
+        while stack:
+            node, it = stack[-1]
+            nxt = next((p for p in it if p not in visited), None)
+            if nxt is None:
+                order.append(node)
+                stack.pop()
+            else:
+                visited.add(nxt)
+                stack.append((nxt, iter(pred[nxt])))
+        po = {b: i for i, b in enumerate(order)}
+        # Cooper, Harvey, Kennedy: dominators of the reverse graph
+        idom = {X: X}
+        changed = True
+        while changed:
+            changed = False
+            for b in reversed(order):
+                if b == X:
+                    continue
+                new = None
+                for s in succ[b]:
+                    if s in idom:
+                        if new is None:
+                            new = s
+                        else:
+                            a, c = s, new
+                            while a != c:
+                                while po[a] < po[c]:
+                                    a = idom[a]
+                                while po[c] < po[a]:
+                                    c = idom[c]
+                            new = a
+                if new is not None and idom.get(b) != new:
+                    idom[b] = new
+                    changed = True
+        # instruction-level tree: an instruction's parent is the next one of its block; a block's last
+        # instruction hangs from the first instruction of the block's immediate post-dominator
+        children = {}
+        for b, (s, e) in enumerate(zip(starts, ends)):
+            for pc in range(s, e - 1):
+                self.ipdom[pc] = pc + 1
+                children.setdefault(pc + 1, []).append(pc)
+            d = idom.get(b, X)
+            parent = EXIT if d == X else starts[d]
+            self.ipdom[e - 1] = parent
+            children.setdefault(parent, []).append(e - 1)
+        # pre-order intervals (iterative)
+        stack = [(EXIT, False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                if node != EXIT:
+                    self.pdout[node] = counter[0]
+                continue
+            counter[0] += 1
+            if node != EXIT:
+                self.pdin[node] = counter[0]
+            stack.append((node, True))
+            for c in children.get(node, ()):
+                stack.append((c, False))
+        counter[0] += 1
+
+    def postdominates(self, a, b):
+        """Whether PC ``a`` strictly post-dominates PC ``b``."""
+        return a != b and self.pdin[a] < self.pdin[b] and self.pdout[b] <= self.pdout[a]
+
+
+def convergence(prog) -> Convergence:
+    """The program's Convergence, made once and kept on the Program."""
+    cv = getattr(prog, "_convergence", None)
+    if cv is None:
+        cv = prog._convergence = Convergence(prog)
+    return cv
+
+
+# The levels of a lane group: it runs / waits for the warp at a warp-synchronous instruction / waits at a join
+FREE, SYNC_WAIT, JOIN_WAIT = 0, 1, 2
+
+
+def pick(cv, pc, live, come, force):
+    """The lane group to run next: ``(p, mask)``, or None when every runnable group waits for lanes that are
+    parked (``come & ~live``) and ``force`` is off. ``live``: lanes that can run; ``come``: lanes that will get
+    somewhere (``live`` plus the parked ones, minus exited lanes and lanes held back by a spin)."""
+    ps = np.unique(pc[live])
+    qs = np.unique(pc[come])
+    best = [None, None, None]
+    for p in ps.tolist():
+        others = qs[qs != p]
+        if cv.tail[p] or others.size == 0:
+            level = FREE
+        elif ((cv.pdin[p] < cv.pdin[others]) & (cv.pdout[others] <= cv.pdout[p])).any():
+            level = JOIN_WAIT
+        elif cv.sync[p]:
+            level = SYNC_WAIT
+        else:
+            level = FREE
+        if best[level] is None:
+            best[level] = p          # ps is sorted: the first is the smallest
+    p = best[FREE]
+    if p is None:
+        if (come & ~live).any() and not force:
+            return None
+        p = best[SYNC_WAIT] if best[SYNC_WAIT] is not None else best[JOIN_WAIT]
+    return p, live & (pc == p)
