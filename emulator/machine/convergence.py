@@ -14,8 +14,10 @@ function's control-flow graph:
 * The pick rule (``machine.cta`` and the fast engine's ``loop._pick``, identical): among the lane groups
   that can run (same PC), a group at PC ``p`` *waits at a join* while some other lane of the warp that will
   come (not exited, not held back by a spin) is at a PC that ``p`` strictly post-dominates: those lanes must
-  pass ``p``. A group at a warp-synchronous instruction (``.aligned``, ``.sync``, an aligned barrier) *waits
-  for the warp* while another such lane is elsewhere. The smallest PC of the other groups runs. Lanes at a
+  pass ``p``. A group at a warp-synchronous instruction *waits for the lanes it names* while one of them is
+  elsewhere (every lane for ``.aligned`` instructions and aligned barriers, the membermask for ``.sync``
+  ones). Of the other groups, the first in ``rank`` order runs (``Convergence._rank``: at a divergent branch
+  the lanes that do not take it first, as the H100 runs the code ptxas lays out). Lanes at a
   kernel's exit path (straight-line code to ``ret``/``exit``) never wait: ptxas lets exiting lanes leave.
 * When every runnable group waits and lanes of the warp are parked (a barrier, an mbarrier wait), the warp
   waits for them. When nothing in the CTA can go on, the waits are lifted for one pick (a group at a
@@ -47,12 +49,32 @@ def successors(code, pc):
     return [pc + 1]
 
 
+# what a warp-synchronous instruction waits for (Convergence.sync)
+NOT_SYNC, ALL_LANES, MASK_IMM, MASK_REG = 0, 1, 2, 3
+
+
 def sync_point(op):
-    """Whether ``op`` executes for the lanes of a warp together: .aligned / .sync instructions and aligned
-    barriers (``barrier.sync`` without ``.aligned`` is a CTA barrier lanes may reach apart)."""
+    """(kind, membermask) of ``op``: ALL_LANES for .aligned instructions and aligned barriers (every lane of
+    the warp executes them together), MASK_IMM / MASK_REG with the membermask (an integer, a register name)
+    for the .sync instructions that name their lanes (``shfl``, ``vote``, ``match``, ``redux``, ``elect``,
+    ``bar.warp.sync``: the last operand), NOT_SYNC otherwise (``barrier.sync`` without ``.aligned`` is a CTA
+    barrier that lanes may reach apart)."""
+    from ..frontend import ptx
     if op.kind == "bar":
-        return bool(op.fn[4])
-    return op.kind == "op" and any(m in ("sync", "aligned") for m in op.instr.mods)
+        return (ALL_LANES, None) if op.fn[4] else (NOT_SYNC, None)
+    if op.kind != "op":
+        return NOT_SYNC, None
+    mods = op.instr.mods
+    if "aligned" in mods:
+        return ALL_LANES, None
+    if "sync" not in mods:
+        return NOT_SYNC, None
+    last = op.instr.operands[-1] if op.instr.operands else None
+    if isinstance(last, ptx.Imm) and isinstance(last.value, int):
+        return MASK_IMM, int(last.value) & 0xFFFFFFFF
+    if isinstance(last, (ptx.Reg, ptx.Sym)) and op.env is not None and op.env.reg_width(last.name) == 32:
+        return MASK_REG, last.name
+    return ALL_LANES, None
 
 
 class Convergence:
@@ -65,8 +87,11 @@ class Convergence:
         self.pdin = np.zeros(n, np.int64)
         self.pdout = np.zeros(n, np.int64)
         self.ipdom = np.full(n, -1, np.int64)
-        self.sync = np.array([sync_point(op) for op in code], np.bool_)
+        kinds = [sync_point(op) for op in code]
+        self.sync = np.array([k for k, _ in kinds], np.int64)
+        self.mmask = [m for _, m in kinds]
         self.tail = np.zeros(n, np.bool_)
+        self.rank = np.arange(n, dtype=np.int64)
         starts = sorted(set(prog.entries.values()))
         bounds = list(zip(starts, starts[1:] + [n]))
         counter = [0]
@@ -79,7 +104,7 @@ class Convergence:
             op = code[pc]
             if op.kind in ("ret", "exit") and op.guard is None:
                 follow = True
-            elif op.kind != "op" or self.sync[pc] or getattr(op, "targets", None) is not None:
+            elif op.kind != "op" or self.sync[pc] != NOT_SYNC or getattr(op, "targets", None) is not None:
                 follow = False
             self.tail[pc] = follow
 
@@ -109,6 +134,7 @@ class Convergence:
         for b in range(nb):
             for t in succ[b]:
                 pred[t].append(b)
+        self._rank(code, lo, hi, starts, ends, block_of, X)
         # blocks that cannot reach the exit (endless loops): an edge to it
         seen = {X}
         stack = [X]
@@ -185,6 +211,39 @@ class Convergence:
                 stack.append((c, False))
         counter[0] += 1
 
+    def _rank(self, code, lo, hi, starts, ends, block_of, X):
+        """The order in which lane groups that wait for nobody run: the blocks in reverse post-order of a
+        depth-first walk that takes a branch's target before its fall-through, so that at a divergent branch
+        the lanes that do not take it run first, whatever order the PTX lists the blocks in (the H100 runs the
+        code ptxas laid out this way). Blocks the walk does not reach follow, in PTX order."""
+        def nexts(b):
+            out = []
+            for s in reversed(successors(code, ends[b] - 1)):     # [fall-through, target]: the walk pops
+                if s != EXIT and lo <= s < hi:                     # from the end, so the target goes first
+                    t = int(block_of[s - lo])
+                    if t not in out:
+                        out.append(t)
+            return out
+        post, seen = [], {0}
+        stack = [(0, nexts(0))]
+        while stack:
+            b, todo = stack[-1]
+            while todo and todo[-1] in seen:
+                todo.pop()
+            if not todo:
+                post.append(b)
+                stack.pop()
+                continue
+            t = todo.pop()
+            seen.add(t)
+            stack.append((t, nexts(t)))
+        order = post[::-1] + [b for b in range(len(starts)) if b not in seen]
+        r = lo
+        for b in order:
+            for pc in range(starts[b], ends[b]):
+                self.rank[pc] = r
+                r += 1
+
     def postdominates(self, a, b):
         """Whether PC ``a`` strictly post-dominates PC ``b``."""
         return a != b and self.pdin[a] < self.pdin[b] and self.pdout[b] <= self.pdout[a]
@@ -202,25 +261,42 @@ def convergence(prog) -> Convergence:
 FREE, SYNC_WAIT, JOIN_WAIT = 0, 1, 2
 
 
-def pick(cv, pc, live, come, force):
-    """The lane group to run next: ``(p, mask)``, or None when every runnable group waits for lanes that are
-    parked (``come & ~live``) and ``force`` is off. ``live``: lanes that can run; ``come``: lanes that will get
-    somewhere (``live`` plus the parked ones, minus exited lanes and lanes held back by a spin)."""
+def named(cv, w, p, group):
+    """The lanes that the warp-synchronous instruction at ``p`` names for the lanes ``group`` (the union of
+    their membermasks), a boolean mask; every lane for .aligned instructions."""
+    kind = cv.sync[p]
+    if kind == MASK_IMM:
+        bits = cv.mmask[p]
+    elif kind == MASK_REG:
+        bits = 0
+        reg = w.regs.get(cv.mmask[p])           # a register never written reads as zero, as in the fast engine
+        for v in (np.asarray(reg)[group].tolist() if reg is not None else ()):
+            bits |= int(v)
+    else:
+        return np.ones(len(group), np.bool_)
+    return ((bits >> np.arange(len(group))) & 1).astype(np.bool_)
+
+
+def pick(cv, w, live, come, force):
+    """The lane group of warp ``w`` to run next: ``(p, mask)``, or None when every runnable group waits for
+    lanes that are parked (``come & ~live``) and ``force`` is off. ``live``: lanes that can run; ``come``: lanes
+    that will get somewhere (``live`` plus the parked ones, minus exited lanes and lanes held back by a spin)."""
+    pc = w.pc
     ps = np.unique(pc[live])
     qs = np.unique(pc[come])
     best = [None, None, None]
-    for p in ps.tolist():
+    for p in sorted(ps.tolist(), key=lambda q: cv.rank[q]):
         others = qs[qs != p]
         if cv.tail[p] or others.size == 0:
             level = FREE
         elif ((cv.pdin[p] < cv.pdin[others]) & (cv.pdout[others] <= cv.pdout[p])).any():
             level = JOIN_WAIT
-        elif cv.sync[p]:
+        elif cv.sync[p] != NOT_SYNC and (come & (pc != p) & named(cv, w, p, live & (pc == p))).any():
             level = SYNC_WAIT
         else:
             level = FREE
         if best[level] is None:
-            best[level] = p          # ps is sorted: the first is the smallest
+            best[level] = p          # in rank order: the first is the one to run
     p = best[FREE]
     if p is None:
         if (come & ~live).any() and not force:

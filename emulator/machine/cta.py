@@ -240,7 +240,7 @@ class CTA:
             force = w._force
         come = ~w.exited & ~w.held
         if not w.depth:
-            return pick(self.cv, w.pc, live, come, force)
+            return pick(self.cv, w, live, come, force)
         ids = w.chain_id
         chains = {c: i for i, c in w._chains.items()} if len(w._chain_of) != len(w._chains) else w._chain_of
         w._chain_of = chains
@@ -250,7 +250,7 @@ class CTA:
             keys.append((tuple(r - 1 for r in chains[cid]) + (int(w.pc[live & sel].min()),), sel))
         keys.sort(key=lambda k: k[0])
         for _, sel in keys:
-            got = pick(self.cv, w.pc, live & sel, come & sel, force)
+            got = pick(self.cv, w, live & sel, come & sel, force)
             if got is not None:
                 return got
         return None

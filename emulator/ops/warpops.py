@@ -23,14 +23,18 @@ LANE = np.arange(32, dtype=np.uint32)
 
 
 def _member_check(instr, mask, members):
-    """Every lane named in membermask must execute the instruction, and only those lanes may."""
-    named = ((members >> LANE) & np.uint32(1)).astype(np.bool_)
+    """Every lane named in membermask must execute the instruction, and only those lanes may. The lanes named
+    are those of the executing lanes' membermasks (a lane that does not execute has no say: its register may
+    hold an older mask)."""
+    own = ((members >> LANE) & np.uint32(1)).astype(np.bool_)
+    union = int(np.bitwise_or.reduce(members[mask].astype(np.uint32))) if mask.any() else 0
+    named = ((np.uint32(union) >> LANE) & np.uint32(1)).astype(np.bool_)
     missing = named & ~mask
     if missing.any():
         lanes = np.flatnonzero(missing)
         fail(WarpSyncError, instr.text or instr.opcode,
              f"membermask names lanes {format_lanes(lanes)} that are not executing it (diverged or exited)")
-    extra = mask & ~named
+    extra = mask & ~own
     if extra.any():
         fail(WarpSyncError, instr.text or instr.opcode,
              f"the executing lane is not in membermask {int(members[np.flatnonzero(extra)[0]]):#010x}",

@@ -526,10 +526,14 @@ def _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32,
 def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
     """shfl.sync as ``ops.warpops`` defines it; False (nothing written) when a lane breaks a rule."""
     _gather(row[T.V0], 32, 0, xr, a8, a16, a32, a64, imrow)      # membermask, per lane
+    union = U0                                                  # the lanes the executing lanes name
     for lane in range(LANES):
-        named = (xr[lane] >> np.uint64(lane)) & U1
-        active = (em >> lane) & 1
-        if named != U0 and active == 0 or named == U0 and active != 0:
+        if (em >> lane) & 1:
+            union |= xr[lane]
+            if (xr[lane] >> np.uint64(lane)) & U1 == U0:      # an executing lane outside its own mask
+                return False
+    for lane in range(LANES):
+        if (union >> np.uint64(lane)) & U1 != U0 and (em >> lane) & 1 == 0:
             return False
     _gather(row[T.A], 32, 0, xa, a8, a16, a32, a64, imrow)
     _gather(row[T.B], 32, 0, xb, a8, a16, a32, a64, imrow)
@@ -669,7 +673,7 @@ def _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, mptr, msz):
 
 
 @njit(cache=True, _nrt=False)
-def _pick(code, pc, live, come, qs):
+def _pick(code, pc, live, come, qs, a32):
     """machine.convergence.pick without force (the Python scheduler lifts the waits): the PC of the lane group
     to run next, or -1. ``qs``: room for the distinct PCs of the lanes that will come."""
     nq = 0
@@ -685,17 +689,22 @@ def _pick(code, pc, live, come, qs):
                 qs[nq] = q
                 nq += 1
     big = 1 << 62
-    bfree = big
+    bfree = big                 # the best group of each level: its rank, and its PC
     bsync = big
     bjoin = big
+    pfree = -1
+    psync = -1
+    pjoin = -1
     for lane in range(LANES):
         if (live >> lane) & 1:
             p = pc[lane]
-            if p >= bfree:
-                continue
             row = code[p]
+            r = row[T.RANK]
+            if r >= bfree:
+                continue
             if row[T.TAIL] == 1:
-                bfree = p
+                bfree = r
+                pfree = p
                 continue
             join = False
             other = False
@@ -706,21 +715,40 @@ def _pick(code, pc, live, come, qs):
                     if row[T.PDIN] < code[q, T.PDIN] and code[q, T.PDOUT] <= row[T.PDOUT]:
                         join = True
                         break
+            wait = False
+            if not join and other and row[T.SYNCPT] != 0:     # the lanes it names, elsewhere?
+                kind = row[T.SYNCPT]
+                names = np.int64(0xFFFFFFFF)
+                if kind == 2:
+                    names = row[T.MMASK]
+                elif kind == 3:
+                    names = np.int64(0)
+                    idx = row[T.MMASK] & T.INDEX_MASK
+                    for ln in range(LANES):
+                        if (live >> ln) & 1 and pc[ln] == p:
+                            names |= np.int64(a32[idx + ln])
+                for k in range(LANES):
+                    if (come >> k) & 1 and (names >> k) & 1 and pc[k] != p:
+                        wait = True
+                        break
             if join:
-                if p < bjoin:
-                    bjoin = p
-            elif other and row[T.SYNCPT] == 1:
-                if p < bsync:
-                    bsync = p
+                if r < bjoin:
+                    bjoin = r
+                    pjoin = p
+            elif wait:
+                if r < bsync:
+                    bsync = r
+                    psync = p
             else:
-                bfree = p
-    if bfree < big:
-        return bfree
+                bfree = r
+                pfree = p
+    if pfree >= 0:
+        return pfree
     if come & ~live:
         return -1               # the groups wait for lanes parked elsewhere
-    if bsync < big:             # every lane of the warp is here and waits: a warp-synchronous group first
-        return bsync
-    return bjoin
+    if psync >= 0:              # every lane of the warp is here and waits: a warp-synchronous group first
+        return psync
+    return pjoin
 
 
 @njit(cache=True, _nrt=False)
@@ -770,7 +798,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     handback = False            # the instruction at p (lanes m) goes back to Python, not counted here
     while True:
         if p < 0:                      # pick (machine.convergence.pick): the lane group to run next
-            p = _pick(code, pc, live, come, qs)
+            p = _pick(code, pc, live, come, qs, a32)
             if p < 0:
                 state[T.S_STATUS] = T.ST_IDLE if executed > 0 else T.ST_DEFER
                 break

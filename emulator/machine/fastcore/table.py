@@ -83,9 +83,12 @@ FLT = 21          # SETP: 1 = f32 compare, 2 = f64 compare
 WG = 22           # 1: an operand is a register some wgmma.mma_async holds (handed back while the warp's are in flight)
 PDIN = 23         # the instruction's interval in its function's post-dominator tree (machine.convergence)
 PDOUT = 24
-SYNCPT = 25       # 1: warp-synchronous (.aligned / .sync, aligned barriers): its lanes wait for the warp
+SYNCPT = 25       # warp-synchronous: machine.convergence NOT_SYNC, ALL_LANES, MASK_IMM, MASK_REG (its lanes wait
+                  # for the lanes it names)
 TAIL = 26         # 1: straight-line code to the kernel's exit (lanes there never wait at a join)
-NFIELDS = 27
+MMASK = 27        # SYNCPT MASK_IMM: the membermask; MASK_REG: the membermask register (a 32-bit arena slot)
+RANK = 28         # the order in which lane groups run (machine.convergence.Convergence.rank)
+NFIELDS = 29
 
 # -- operands ----------------------------------------------------------------------------------------------
 # >= 0: a register, CLASS << 28 | element index of lane 0 in the arena view of that class

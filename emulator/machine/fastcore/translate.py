@@ -14,7 +14,7 @@ from isa.types import TYPES
 from ...frontend.ptx import Imm, Mem, Not, Paren, Pair, Reg, Sym, Vec
 from isa.types import SPECIAL_REGISTERS
 from ...ops.common import imm_bits
-from ..convergence import convergence
+from ..convergence import MASK_IMM, MASK_REG, convergence
 from . import fmath
 from . import table as T
 
@@ -90,7 +90,13 @@ class Translation:
         self.code[:, T.PDIN] = cv.pdin
         self.code[:, T.PDOUT] = cv.pdout
         self.code[:, T.SYNCPT] = cv.sync
+        for pc, m in enumerate(cv.mmask):         # the membermask: an immediate, or a register the loop reads
+            if cv.sync[pc] == MASK_IMM:
+                self.code[pc, T.MMASK] = m
+            elif cv.sync[pc] == MASK_REG:
+                self.code[pc, T.MMASK] = self._slot(m, 32)
         self.code[:, T.TAIL] = cv.tail
+        self.code[:, T.RANK] = cv.rank
         self._mma_tables()
         self._mufu_tables()
         self.coverage = float(self.fast.mean()) if n else 1.0

@@ -85,7 +85,7 @@ def cases(rng):
         ("named_bars_after_divergence", (1, 1, 1), (128, 1, 1), [("in", i32(128, 0, 1000)),
                                                                    ("out", np.zeros(128, np.int32))], ["out"]),
         ("libdevice_branches", (1, 1, 1), (128, 1, 1), [("x", np.concatenate([f32(96, 3.0), f32(32, 1e5)])),
-                                                         ("y", np.zeros(128, np.float32)), ("red", np.zeros(1, np.float32))],
+                                                         ("y", np.zeros(640, np.float32)), ("red", np.zeros(1, np.float32))],
          ["y", "red"]),
         ("producer_consumer", (1, 1, 1), (96, 1, 1), [("in", i32(64, 0, 1 << 16)), ("out", np.zeros(96, np.int32)),
                                                        ("rounds", np.int32(11))], ["out"]),
@@ -93,6 +93,10 @@ def cases(rng):
         ("order_loop_exit", (1, 1, 1), (32, 1, 1), [("in", i32(32, 0, 1 << 11)), ("out", np.zeros(512, np.int32))], ["out"]),
         ("early_return_bar", (1, 1, 1), (128, 1, 1), [("in", i32(128, 0, 1000)), ("out", np.zeros(128, np.int32)),
                                                        ("n", np.int32(77))], ["out"]),
+        ("ticket_if_else", (1, 1, 1), (32, 1, 1), [("in", i32(32, 0, 128)), ("out", np.zeros(128, np.int32)),
+                                                    ("acc", np.zeros(32, np.int32))], ["out", "acc"]),
+        ("ticket_loop", (1, 1, 1), (32, 1, 1), [("in", i32(32, 0, 1 << 14)), ("out", np.zeros(288, np.int32))], ["out"]),
+        ("ticket_switch", (1, 1, 1), (32, 1, 1), [("in", i32(32, 0, 128)), ("out", np.zeros(64, np.int32))], ["out"]),
         ("warp_lock", (1, 1, 1), (64, 1, 1), [("counter", np.zeros(1, np.int32)), ("order", np.zeros(64, np.int32))],
          ["counter", "order"]),
     ]
@@ -121,6 +125,9 @@ def main():
                     bundle[f"{name}__in__{a}"] = v
                 else:
                     cfg["args"].append(["scalar", str(v.dtype), v.item()])
+            if kernel == "warp_lock":
+                cfg["nondeterministic"] = {"order": [[0, 256]], "why": "the order in which the threads win the "
+                                           "lock differs from run to run on the GPU"}
             if first is None:
                 first = name
                 bundle[f"{name}__ptx"] = np.frombuffer(text.encode(), np.uint8)

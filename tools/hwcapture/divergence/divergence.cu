@@ -116,6 +116,10 @@ extern "C" __global__ void libdevice_branches(const float *x, float *y, float *r
     float d = lgammaf(fabsf(v) * 0.01f + 0.1f);
     float r = a + b * 1e-3f + c + d;
     y[threadIdx.x] = r;
+    y[128 + threadIdx.x] = a;
+    y[256 + threadIdx.x] = b;
+    y[384 + threadIdx.x] = c;
+    y[512 + threadIdx.x] = d;
     s[threadIdx.x] = r;
     __syncthreads();
     if (threadIdx.x < 32) {
@@ -239,4 +243,80 @@ extern "C" __global__ void warp_lock(int *counter, int *order) {
             done = true;
         }
     }
+}
+
+// Order probes that ptxas cannot merge or predicate: one shared atomic per lane group (its first lane takes
+// the ticket, a shuffle hands it to the group), with data-dependent loops on each side.
+__device__ __forceinline__ void tick(int *clk, int *seq, int slot) {
+    unsigned m = __activemask();
+    int leader = __ffs(m) - 1;
+    int t = 0;
+    if ((int)lane_id() == leader) t = atomicAdd(clk, 1);
+    t = __shfl_sync(m, t, leader);
+    seq[slot] = t;
+}
+
+extern "C" __global__ void ticket_if_else(const int *in, int *out, int *acc_out) {
+    __shared__ int clk;
+    __shared__ int seq[32 * 4];
+    unsigned lane = lane_id();
+    if (lane == 0) clk = 0;
+    seq[lane * 4] = seq[lane * 4 + 1] = seq[lane * 4 + 2] = seq[lane * 4 + 3] = -1;
+    __syncwarp();
+    int x = in[lane];
+    int acc = x;
+    if (x & 1) {
+        for (int k = 0; k < (x >> 4); ++k) acc = acc * 3 + k;
+        tick(&clk, seq, lane * 4 + 0);
+    } else {
+        for (int k = 0; k < (x >> 5); ++k) acc = acc * 5 - k;
+        tick(&clk, seq, lane * 4 + 1);
+        if (x & 2) {
+            for (int k = 0; k < (x & 12); ++k) acc ^= acc << 1;
+            tick(&clk, seq, lane * 4 + 2);
+        }
+    }
+    tick(&clk, seq, lane * 4 + 3);
+    __syncwarp();
+    acc_out[lane] = acc;
+    for (int k = 0; k < 4; ++k) out[lane * 4 + k] = seq[lane * 4 + k];
+}
+
+extern "C" __global__ void ticket_loop(const int *in, int *out) {
+    __shared__ int clk;
+    __shared__ int seq[32 * 9];
+    unsigned lane = lane_id();
+    if (lane == 0) clk = 0;
+    for (int k = 0; k < 9; ++k) seq[lane * 9 + k] = -1;
+    __syncwarp();
+    int x = in[lane];
+    int n = x & 7;
+    for (int i = 0; i < n; ++i) {
+        if ((x >> (i + 3)) & 1) continue;
+        tick(&clk, seq, lane * 9 + i);
+        if ((x >> (i + 10)) & 1) break;
+    }
+    tick(&clk, seq, lane * 9 + 8);
+    __syncwarp();
+    for (int k = 0; k < 9; ++k) out[lane * 9 + k] = seq[lane * 9 + k];
+}
+
+extern "C" __global__ void ticket_switch(const int *in, int *out) {
+    __shared__ int clk;
+    __shared__ int seq[32 * 2];
+    unsigned lane = lane_id();
+    if (lane == 0) clk = 0;
+    __syncwarp();
+    int x = in[lane];
+    int acc = 0;
+    switch (x & 3) {
+        case 0: for (int k = 0; k < (x >> 2); ++k) acc += k; tick(&clk, seq, lane * 2); break;
+        case 1: for (int k = 0; k < (x >> 3); ++k) acc ^= k * 7; tick(&clk, seq, lane * 2); break;
+        case 2: tick(&clk, seq, lane * 2); break;
+        default: for (int k = 0; k < (x >> 4); ++k) acc -= k; tick(&clk, seq, lane * 2); break;
+    }
+    tick(&clk, seq, lane * 2 + 1);
+    __syncwarp();
+    out[lane * 2] = seq[lane * 2];
+    out[lane * 2 + 1] = seq[lane * 2 + 1] + 1000 * (acc & 1);
 }
