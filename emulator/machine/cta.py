@@ -8,11 +8,11 @@ How a launch runs
 * A grid runs CTA after CTA (``%ctaid`` x fastest). A CTA is ``ceil(threads / 32)`` warps that share one
   shared memory (static ``.shared`` variables, demoted ones included, then the dynamic ``extern .shared``
   window of ``shared_bytes``); lanes beyond the block's thread count never run.
-* Each lane has its own program counter. A warp always executes the instruction with the smallest PC
-  among its runnable lanes, for exactly the lanes at that PC; so lanes that branch apart run their paths
-  one after the other with real masks, and meet again where the paths join (the immediate post-dominator
-  in structured code). Inside calls the comparison is made on the call-site chain, so lanes in a callee
-  run before the lanes waiting after its call site.
+* Each lane has its own program counter. A warp executes one lane group (the lanes at one PC) at a time,
+  with real masks; lanes that branch apart meet again at the branch's immediate post-dominator, and
+  warp-synchronous instructions wait for the lanes they name (``machine/convergence.py``: the pick rule,
+  the same in the fast engine). Inside calls the call-site chains compare first, so lanes in a callee run
+  before the lanes waiting after its call site.
 * The scheduler runs warp 0, 1, ... in turn, each until it finishes or waits at a barrier; ``bar.sync`` /
   ``barrier.sync`` release when every non-exited thread of the CTA (or the thread count given) arrived.
   A barrier nobody can reach raises an error (deadlock).
