@@ -16,8 +16,10 @@ function's control-flow graph:
   come (not exited, not held back by a spin) is at a PC that ``p`` strictly post-dominates: those lanes must
   pass ``p``. A group at a warp-synchronous instruction *waits for the lanes it names* while one of them is
   elsewhere (every lane for ``.aligned`` instructions and aligned barriers, the membermask for ``.sync``
-  ones). Of the other groups, the first in ``rank`` order runs (``Convergence._rank``: at a divergent branch
-  the lanes that do not take it first, as the H100 runs the code ptxas lays out). Lanes at a
+  ones). Inside a loop the same test also runs on the loop's own graph (``Convergence.joins``): lanes that
+  ``continue`` wait at the end of the iteration, lanes that ``break`` drop out (ptxas's ``BREAK``). Of the
+  other groups, the one with the fewest lanes runs first, then the first in ``rank`` order
+  (``Convergence._rank``), as the H100 ran them. Lanes at a
   kernel's exit path (straight-line code to ``ret``/``exit``) never wait: ptxas lets exiting lanes leave.
 * When every runnable group waits and lanes of the warp are parked (a barrier, an mbarrier wait), the warp
   waits for them. When nothing in the CTA can go on, the waits are lifted for one pick (a group at a
@@ -28,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 EXIT = -1
+LOOP_DEPTH = 4          # the loops around an instruction that reconvergence looks at (innermost first)
 
 
 def successors(code, pc):
@@ -77,6 +80,105 @@ def sync_point(op):
     return ALL_LANES, None
 
 
+def _postdominators(blocks, succ, X):
+    """{block: immediate post-dominator} over ``blocks`` (``succ[b]``: successors, X the virtual exit; blocks
+    that cannot reach X get an edge to it), by Cooper, Harvey and Kennedy's algorithm on the reverse graph."""
+    blocks = list(blocks)
+    succ = {b: list(succ[b]) for b in blocks}
+    pred = {b: [] for b in blocks}
+    pred[X] = []
+    for b in blocks:
+        for t in succ[b]:
+            pred.setdefault(t, []).append(b)
+    seen = {X}
+    stack = [X]
+    while stack:
+        for p in pred.get(stack.pop(), ()):
+            if p not in seen:
+                seen.add(p)
+                stack.append(p)
+    for b in blocks:
+        if b not in seen:                # an endless loop: an edge to the exit
+            succ[b].append(X)
+            pred[X].append(b)
+    order, visited = [], {X}             # post-order of the reverse graph from X
+    stack = [(X, iter(pred[X]))]
+    while stack:
+        node, it = stack[-1]
+        nxt = next((p for p in it if p not in visited), None)
+        if nxt is None:
+            order.append(node)
+            stack.pop()
+        else:
+            visited.add(nxt)
+            stack.append((nxt, iter(pred.get(nxt, ()))))
+    po = {b: i for i, b in enumerate(order)}
+    idom = {X: X}
+    changed = True
+    while changed:
+        changed = False
+        for b in reversed(order):
+            if b == X:
+                continue
+            new = None
+            for s in succ[b]:
+                if s in idom:
+                    if new is None:
+                        new = s
+                    else:
+                        a, c = s, new
+                        while a != c:
+                            while po[a] < po[c]:
+                                a = idom[a]
+                            while po[c] < po[a]:
+                                c = idom[c]
+                        new = a
+            if new is not None and idom.get(b) != new:
+                idom[b] = new
+                changed = True
+    return idom
+
+
+def _loops(succ, nb, X):
+    """[(header, set of blocks)] of the natural loops (a back edge: an edge to a block on the depth-first
+    walk's stack from block 0; loops with one header are merged)."""
+    back = {}
+    on, done = set(), set()
+    stack = [(0, iter(succ[0]))] if nb else []
+    on.add(0)
+    while stack:
+        b, it = stack[-1]
+        t = next(it, None)
+        if t is None:
+            stack.pop()
+            on.discard(b)
+            done.add(b)
+            continue
+        if t == X:
+            continue
+        if t in on:
+            back.setdefault(t, []).append(b)
+        elif t not in done:
+            on.add(t)
+            stack.append((t, iter(succ[t])))
+    pred = {}
+    for b in range(nb):
+        for t in succ[b]:
+            pred.setdefault(t, []).append(b)
+    out = []
+    for head, tails in back.items():
+        body = {head}
+        work = [t for t in tails if t != head]
+        body.update(work)
+        while work:
+            for p in pred.get(work.pop(), ()):
+                if p not in body:
+                    body.add(p)
+                    work.append(p)
+        out.append((head, body))
+    return out
+
+
 class Convergence:
     """Per-PC arrays of a Program: ``pdin``, ``pdout`` (post-dominator intervals), ``sync`` (warp-synchronous),
     ``tail`` (straight-line code to the kernel's exit: never waits) and ``ipdom`` (-1: the virtual exit)."""
@@ -92,11 +194,20 @@ class Convergence:
         self.mmask = [m for _, m in kinds]
         self.tail = np.zeros(n, np.bool_)
         self.rank = np.arange(n, dtype=np.int64)
+        self.loops = {}                      # pc -> [(loop size, loop id, pdin, pdout)] in its loops
+        self._loop_base = 0
         starts = sorted(set(prog.entries.values()))
         bounds = list(zip(starts, starts[1:] + [n]))
         counter = [0]
         for lo, hi in bounds:
             self._function(code, lo, hi, counter)
+        # per PC, its innermost LOOP_DEPTH loops (smallest first): ids and post-dominator intervals
+        self.lid = np.full((n, LOOP_DEPTH), -1, np.int64)
+        self.lin = np.zeros((n, LOOP_DEPTH), np.int64)
+        self.lout = np.zeros((n, LOOP_DEPTH), np.int64)
+        for pc, ls in self.loops.items():
+            for d, (_, lid, a, b) in enumerate(sorted(ls)[:LOOP_DEPTH]):
+                self.lid[pc, d], self.lin[pc, d], self.lout[pc, d] = lid, a, b
         entry = prog.entries[prog.entry.name]
         hi = next(h for lo, h in bounds if lo == entry)
         follow = False           # code[pc + 1] is on the exit path
@@ -124,88 +235,55 @@ class Convergence:
             block_of[s - lo:e - lo] = b
         nb = len(starts)
         X = nb                                   # the virtual exit node
-        succ = [[] for _ in range(nb + 1)]
+        succ = [[] for _ in range(nb)]
         for b, e in enumerate(ends):
             for s in successors(code, e - 1):
                 t = X if (s == EXIT or not lo <= s < hi) else int(block_of[s - lo])
                 if t not in succ[b]:
                     succ[b].append(t)
-        pred = [[] for _ in range(nb + 1)]
-        for b in range(nb):
-            for t in succ[b]:
-                pred[t].append(b)
         self._rank(code, lo, hi, starts, ends, block_of, X)
-        # blocks that cannot reach the exit (endless loops): an edge to it
-        seen = {X}
-        stack = [X]
-        while stack:
-            for p in pred[stack.pop()]:
-                if p not in seen:
-                    seen.add(p)
-                    stack.append(p)
-        for b in range(nb):
-            if b not in seen:
-                succ[b].append(X)
-                pred[X].append(b)
-        # post-order of the reverse graph from X (depth-first, iterative)
-        order, visited = [], {X}
-        stack = [(X, iter(pred[X]))]
-        while stack:
-            node, it = stack[-1]
-            nxt = next((p for p in it if p not in visited), None)
-            if nxt is None:
-                order.append(node)
-                stack.pop()
-            else:
-                visited.add(nxt)
-                stack.append((nxt, iter(pred[nxt])))
-        po = {b: i for i, b in enumerate(order)}
-        # Cooper, Harvey, Kennedy: dominators of the reverse graph
-        idom = {X: X}
-        changed = True
-        while changed:
-            changed = False
-            for b in reversed(order):
-                if b == X:
-                    continue
-                new = None
-                for s in succ[b]:
-                    if s in idom:
-                        if new is None:
-                            new = s
-                        else:
-                            a, c = s, new
-                            while a != c:
-                                while po[a] < po[c]:
-                                    a = idom[a]
-                                while po[c] < po[a]:
-                                    c = idom[c]
-                            new = a
-                if new is not None and idom.get(b) != new:
-                    idom[b] = new
-                    changed = True
-        # instruction-level tree: an instruction's parent is the next one of its block; a block's last
-        # instruction hangs from the first instruction of the block's immediate post-dominator
+        idom = _postdominators(range(nb), succ, X)
+        self._intervals(range(nb), idom, starts, ends, X, self.pdin, self.pdout, counter, self.ipdom)
+        # each loop on its own: its back edges lead to its exit, edges that leave it are dropped (lanes that
+        # break out leave the loop's reconvergence, as ptxas's BREAK does), so the end of an iteration
+        # post-dominates the body and lanes that ``continue`` wait there for the others
+        for k, (head, body) in enumerate(_loops(succ, nb, X)):
+            lsucc = {}
+            for b in body:
+                lsucc[b] = [X if t == head else t for t in succ[b] if t == head or t in body]
+            lidom = _postdominators(sorted(body), lsucc, X)
+            lin, lout = {}, {}
+            self._intervals(sorted(body), lidom, starts, ends, X, lin, lout, counter, None)
+            for pc in lin:
+                self.loops.setdefault(pc, []).append((len(body), self._loop_base + k, lin[pc], lout[pc]))
+        self._loop_base += nb + 1
+
+    def _intervals(self, blocks, idom, starts, ends, X, pdin, pdout, counter, ipdom):
+        """Instruction-level post-dominator tree of ``blocks``: an instruction's parent is the next one of
+        its block; a block's last instruction hangs from the first instruction of the block's immediate
+        post-dominator. Writes pre-order intervals into ``pdin``/``pdout`` (and parents into ``ipdom``)."""
         children = {}
-        for b, (s, e) in enumerate(zip(starts, ends)):
+        for b in blocks:
+            s, e = starts[b], ends[b]
             for pc in range(s, e - 1):
-                self.ipdom[pc] = pc + 1
                 children.setdefault(pc + 1, []).append(pc)
+                if ipdom is not None:
+                    ipdom[pc] = pc + 1
             d = idom.get(b, X)
             parent = EXIT if d == X else starts[d]
-            self.ipdom[e - 1] = parent
             children.setdefault(parent, []).append(e - 1)
-        # pre-order intervals (iterative)
+            if ipdom is not None:
+                ipdom[e - 1] = parent
         stack = [(EXIT, False)]
         while stack:
             node, done = stack.pop()
             if done:
                 if node != EXIT:
-                    self.pdout[node] = counter[0]
+                    pdout[node] = counter[0]
                 continue
             counter[0] += 1
             if node != EXIT:
-                self.pdin[node] = counter[0]
+                pdin[node] = counter[0]
             stack.append((node, True))
             for c in children.get(node, ()):
                 stack.append((c, False))
@@ -248,6 +326,23 @@ class Convergence:
         """Whether PC ``a`` strictly post-dominates PC ``b``."""
         return a != b and self.pdin[a] < self.pdin[b] and self.pdout[b] <= self.pdout[a]
 
+    def joins(self, p, q):
+        """Whether lanes at ``p`` wait for lanes at ``q``: ``p`` post-dominates ``q``, or, in the innermost
+        loop around both, ``p`` post-dominates ``q`` within an iteration (the lanes at ``q`` get to ``p``
+        unless they leave the loop)."""
+        if p == q:
+            return False
+        if self.pdin[p] < self.pdin[q] and self.pdout[q] <= self.pdout[p]:
+            return True
+        for d in range(LOOP_DEPTH):
+            lp = self.lid[p, d]
+            if lp < 0:
+                return False
+            for e in range(LOOP_DEPTH):
+                if self.lid[q, e] == lp:
+                    return bool(self.lin[p, d] < self.lin[q, e] and self.lout[q, e] <= self.lout[p, d])
+        return False
+
 
 def convergence(prog) -> Convergence:
     """The program's Convergence, made once and kept on the Program."""
@@ -285,17 +380,22 @@ def pick(cv, w, live, come, force):
     ps = np.unique(pc[live])
     qs = np.unique(pc[come])
     best = [None, None, None]
+    free_key = None
     for p in sorted(ps.tolist(), key=lambda q: cv.rank[q]):
         others = qs[qs != p]
         if cv.tail[p] or others.size == 0:
             level = FREE
-        elif ((cv.pdin[p] < cv.pdin[others]) & (cv.pdout[others] <= cv.pdout[p])).any():
+        elif any(cv.joins(p, q) for q in others.tolist()):
             level = JOIN_WAIT
         elif cv.sync[p] != NOT_SYNC and (come & (pc != p) & named(cv, w, p, live & (pc == p))).any():
             level = SYNC_WAIT
         else:
             level = FREE
-        if best[level] is None:
+        if level == FREE:            # the group with the fewest lanes first, then rank order
+            key = (int((live & (pc == p)).sum()), int(cv.rank[p]))
+            if free_key is None or key < free_key:
+                best[FREE], free_key = p, key
+        elif best[level] is None:
             best[level] = p          # in rank order: the first is the one to run
     p = best[FREE]
     if p is None:

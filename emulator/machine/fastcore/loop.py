@@ -673,6 +673,23 @@ def _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, mptr, msz):
 
 
 @njit(cache=True, _nrt=False)
+def _joins(code, p, q):
+    """machine.convergence.Convergence.joins: lanes at ``p`` wait for lanes at ``q``."""
+    rp = code[p]
+    rq = code[q]
+    if rp[T.PDIN] < rq[T.PDIN] and rq[T.PDOUT] <= rp[T.PDOUT]:
+        return True
+    for d in range(4):
+        lp = rp[T.LID + d]
+        if lp < 0:
+            return False
+        for e in range(4):
+            if rq[T.LID + e] == lp:
+                return rp[T.LIN + d] < rq[T.LIN + e] and rq[T.LOUT + e] <= rp[T.LOUT + d]
+    return False
+
+
+@njit(cache=True, _nrt=False)
 def _pick(code, pc, live, come, qs, a32):
     """machine.convergence.pick without force (the Python scheduler lifts the waits): the PC of the lane group
     to run next, or -1. ``qs``: room for the distinct PCs of the lanes that will come."""
@@ -689,22 +706,29 @@ def _pick(code, pc, live, come, qs, a32):
                 qs[nq] = q
                 nq += 1
     big = 1 << 62
-    bfree = big                 # the best group of each level: its rank, and its PC
+    big_rank = np.int64(code.shape[0])
+    bfree = big                 # the best group of each level: its key (free: lanes, then rank; else rank), PC
     bsync = big
     bjoin = big
     pfree = -1
     psync = -1
     pjoin = -1
+    seen = 0
     for lane in range(LANES):
-        if (live >> lane) & 1:
+        if (live >> lane) & 1 and not (seen >> lane) & 1:
             p = pc[lane]
             row = code[p]
+            n = 0                       # the group's lanes: the fewest run first among the free groups
+            for ln in range(lane, LANES):
+                if (live >> ln) & 1 and pc[ln] == p:
+                    n += 1
+                    seen |= 1 << ln
             r = row[T.RANK]
-            if r >= bfree:
-                continue
+            key = n * big_rank + r
             if row[T.TAIL] == 1:
-                bfree = r
-                pfree = p
+                if key < bfree:
+                    bfree = key
+                    pfree = p
                 continue
             join = False
             other = False
@@ -712,7 +736,7 @@ def _pick(code, pc, live, come, qs, a32):
                 q = qs[i]
                 if q != p:
                     other = True
-                    if row[T.PDIN] < code[q, T.PDIN] and code[q, T.PDOUT] <= row[T.PDOUT]:
+                    if _joins(code, p, q):
                         join = True
                         break
             wait = False
@@ -739,8 +763,8 @@ def _pick(code, pc, live, come, qs, a32):
                 if r < bsync:
                     bsync = r
                     psync = p
-            else:
-                bfree = r
+            elif key < bfree:
+                bfree = key
                 pfree = p
     if pfree >= 0:
         return pfree

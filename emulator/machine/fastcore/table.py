@@ -88,7 +88,10 @@ SYNCPT = 25       # warp-synchronous: machine.convergence NOT_SYNC, ALL_LANES, M
 TAIL = 26         # 1: straight-line code to the kernel's exit (lanes there never wait at a join)
 MMASK = 27        # SYNCPT MASK_IMM: the membermask; MASK_REG: the membermask register (a 32-bit arena slot)
 RANK = 28         # the order in which lane groups run (machine.convergence.Convergence.rank)
-NFIELDS = 29
+LID = 29          # LID..LID+3: the innermost loops around the instruction (-1: none), LIN/LOUT: its post-dominator
+LIN = 33          # interval within each of them (machine.convergence.Convergence.joins)
+LOUT = 37
+NFIELDS = 41
 
 # -- operands ----------------------------------------------------------------------------------------------
 # >= 0: a register, CLASS << 28 | element index of lane 0 in the arena view of that class

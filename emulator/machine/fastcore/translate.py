@@ -14,7 +14,7 @@ from isa.types import TYPES
 from ...frontend.ptx import Imm, Mem, Not, Paren, Pair, Reg, Sym, Vec
 from isa.types import SPECIAL_REGISTERS
 from ...ops.common import imm_bits
-from ..convergence import MASK_IMM, MASK_REG, convergence
+from ..convergence import LOOP_DEPTH, MASK_IMM, MASK_REG, convergence
 from . import fmath
 from . import table as T
 
@@ -97,6 +97,9 @@ class Translation:
                 self.code[pc, T.MMASK] = self._slot(m, 32)
         self.code[:, T.TAIL] = cv.tail
         self.code[:, T.RANK] = cv.rank
+        self.code[:, T.LID:T.LID + LOOP_DEPTH] = cv.lid
+        self.code[:, T.LIN:T.LIN + LOOP_DEPTH] = cv.lin
+        self.code[:, T.LOUT:T.LOUT + LOOP_DEPTH] = cv.lout
         self._mma_tables()
         self._mufu_tables()
         self.coverage = float(self.fast.mean()) if n else 1.0
