@@ -19,11 +19,12 @@ function's control-flow graph:
   ones). Inside a loop the same test also runs on the loop's own graph (``Convergence.joins``): lanes that
   ``continue`` wait at the end of the iteration, lanes that ``break`` drop out (ptxas's ``BREAK``). Of the
   other groups, the one with the fewest lanes runs first, then the first in ``rank`` order
-  (``Convergence._rank``), as the H100 ran them. Lanes at a
-  kernel's exit path (straight-line code to ``ret``/``exit``) never wait: ptxas lets exiting lanes leave.
+  (``Convergence._rank``), as the H100 ran them.
 * When every runnable group waits and lanes of the warp are parked (a barrier, an mbarrier wait), the warp
-  waits for them. When nothing in the CTA can go on, the waits are lifted for one pick (a group at a
-  warp-synchronous instruction first, then one at a join): its executor then reports what is missing.
+  waits for them. When every lane of the warp waits at one of these, or nothing in the CTA can go on, the
+  waits are lifted for one pick: a group on the kernel's exit path (straight-line code to ``ret``/``exit``:
+  ptxas lets exiting lanes leave, so lanes that return early do not hold a barrier up), else one at a
+  warp-synchronous instruction (its executor then reports what is missing), else one at a join.
 """
 from __future__ import annotations
 
@@ -353,7 +354,8 @@ def convergence(prog) -> Convergence:
 
 
 # The levels of a lane group: it runs / waits for the warp at a warp-synchronous instruction / waits at a join
-FREE, SYNC_WAIT, JOIN_WAIT = 0, 1, 2
+# (a group waiting at a join on the kernel's exit path goes first when the waits are lifted: it exits)
+FREE, SYNC_WAIT, JOIN_WAIT, TAIL_WAIT = 0, 1, 2, 3
 
 
 def named(cv, w, p, group):
@@ -379,14 +381,14 @@ def pick(cv, w, live, come, force):
     pc = w.pc
     ps = np.unique(pc[live])
     qs = np.unique(pc[come])
-    best = [None, None, None]
+    best = [None, None, None, None]
     free_key = None
     for p in sorted(ps.tolist(), key=lambda q: cv.rank[q]):
         others = qs[qs != p]
-        if cv.tail[p] or others.size == 0:
+        if others.size == 0:
             level = FREE
         elif any(cv.joins(p, q) for q in others.tolist()):
-            level = JOIN_WAIT
+            level = TAIL_WAIT if cv.tail[p] else JOIN_WAIT
         elif cv.sync[p] != NOT_SYNC and (come & (pc != p) & named(cv, w, p, live & (pc == p))).any():
             level = SYNC_WAIT
         else:
@@ -401,5 +403,5 @@ def pick(cv, w, live, come, force):
     if p is None:
         if (come & ~live).any() and not force:
             return None
-        p = best[SYNC_WAIT] if best[SYNC_WAIT] is not None else best[JOIN_WAIT]
+        p = next(b for b in (best[TAIL_WAIT], best[SYNC_WAIT], best[JOIN_WAIT]) if b is not None)
     return p, live & (pc == p)

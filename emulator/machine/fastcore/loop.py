@@ -710,9 +710,11 @@ def _pick(code, pc, live, come, qs, a32):
     bfree = big                 # the best group of each level: its key (free: lanes, then rank; else rank), PC
     bsync = big
     bjoin = big
+    btail = big
     pfree = -1
     psync = -1
     pjoin = -1
+    ptail = -1
     seen = 0
     for lane in range(LANES):
         if (live >> lane) & 1 and not (seen >> lane) & 1:
@@ -725,11 +727,6 @@ def _pick(code, pc, live, come, qs, a32):
                     seen |= 1 << ln
             r = row[T.RANK]
             key = n * big_rank + r
-            if row[T.TAIL] == 1:
-                if key < bfree:
-                    bfree = key
-                    pfree = p
-                continue
             join = False
             other = False
             for i in range(nq):
@@ -755,7 +752,11 @@ def _pick(code, pc, live, come, qs, a32):
                     if (come >> k) & 1 and (names >> k) & 1 and pc[k] != p:
                         wait = True
                         break
-            if join:
+            if join and row[T.TAIL] == 1:
+                if r < btail:
+                    btail = r
+                    ptail = p
+            elif join:
                 if r < bjoin:
                     bjoin = r
                     pjoin = p
@@ -770,7 +771,9 @@ def _pick(code, pc, live, come, qs, a32):
         return pfree
     if come & ~live:
         return -1               # the groups wait for lanes parked elsewhere
-    if psync >= 0:              # every lane of the warp is here and waits: a warp-synchronous group first
+    if ptail >= 0:              # every lane of the warp is here and waits: lanes on the exit path leave,
+        return ptail            # else a warp-synchronous group, else a join
+    if psync >= 0:
         return psync
     return pjoin
 

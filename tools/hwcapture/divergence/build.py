@@ -4,7 +4,12 @@ laid out in other orders (reversed, shuffled), so joins sit before the branches 
     python tools/hwcapture/divergence/build.py BUNDLE.npz
 
 The bundle has the layout of tools/hwcapture/corpus (``<case>__ptx``, ``__config``, ``__in__<arg>``):
-run it on the GPU with ``tools/hwcapture/corpus/run_gpu.py BUNDLE.npz OUT.npz``.
+run it on the GPU with ``tools/hwcapture/corpus/run_gpu.py BUNDLE.npz OUT.npz``, then
+
+    python tools/hwcapture/divergence/build.py --pack BUNDLE.npz OUT.npz tests/data/divergence/h100.npz
+
+keeps every case whose two GPU runs agreed, with the GPU's outputs (tests/test_divergence.py replays them).
+The Triton case's PTX (softcap_ce.ptx) comes from triton_softcap.py.
 """
 import json
 import os
@@ -102,7 +107,32 @@ def cases(rng):
     ]
 
 
+def pack(bundle_path, gpu_path, out):
+    bundle, gpu = np.load(bundle_path, allow_pickle=False), np.load(gpu_path, allow_pickle=False)
+    meta = json.loads(str(gpu["meta"]))
+    res = {"meta": gpu["meta"]}
+    for key in bundle.files:
+        if not key.endswith("__config"):
+            continue
+        name = key[:-len("__config")]
+        if f"{name}__error" in gpu.files or not bool(gpu[f"{name}__reproducible"]):
+            print(f"{name}: left out (failed or not reproducible on the GPU)")
+            continue
+        cfg = json.loads(str(bundle[key]))
+        cfg["gpu"], cfg["driver"] = meta["gpu"], meta["nvidia_smi"]
+        res[key] = np.array(json.dumps(cfg))
+        for k in bundle.files:
+            if k.startswith(name + "__") and not k.endswith("__config"):
+                res[k] = bundle[k]
+        for o in cfg["outputs"]:
+            res[f"{name}__out__{o}"] = gpu[f"{name}__out__{o}"]
+    np.savez_compressed(out, **res)
+
+
 def main():
+    if sys.argv[1] == "--pack":
+        pack(*sys.argv[2:5])
+        return
     out = sys.argv[1]
     with tempfile.TemporaryDirectory() as tmp:
         ptx_path = os.path.join(tmp, "d.ptx")
