@@ -94,7 +94,7 @@ class Cluster:
             for c, w in order:
                 c._wake()
                 if c._runnable(w):
-                    if c._run_warp(w) != "spin":
+                    if c._run_warp(w) not in ("spin", "deferred"):
                         progressed = True
                 c._check_barriers()
                 if rng is not None and rng.random() < 0.3:
@@ -113,6 +113,12 @@ class Cluster:
                 continue
             for c in ctas:
                 c._wake()
+            forced = False          # lane groups that wait for parked lanes (machine.convergence): lift the waits
+            for c, w in pairs:
+                if not c._can_run(w) and (~w.exited & ~w.waiting).any():
+                    w._force = forced = True
+            if forced:
+                continue
             if not any(c._runnable(w) for c, w in pairs) or not progressed:
                 parts = []
                 for c in ctas:

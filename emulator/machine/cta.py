@@ -9,11 +9,11 @@ How a launch runs
   resident together (``machine.residency``: ``run(park=True)`` returns None while the CTA only spins). A CTA is ``ceil(threads / 32)`` warps that share one
   shared memory (static ``.shared`` variables, demoted ones included, then the dynamic ``extern .shared``
   window of ``shared_bytes``); lanes beyond the block's thread count never run.
-* Each lane has its own program counter. A warp always executes the instruction with the smallest PC
-  among its runnable lanes, for exactly the lanes at that PC; so lanes that branch apart run their paths
-  one after the other with real masks, and meet again where the paths join (the immediate post-dominator
-  in structured code). Inside calls the comparison is made on the call-site chain, so lanes in a callee
-  run before the lanes waiting after its call site.
+* Each lane has its own program counter. A warp executes one lane group (the lanes at one PC) at a time,
+  with real masks; lanes that branch apart meet again at the branch's immediate post-dominator, and
+  warp-synchronous instructions wait for the lanes they name (``machine/convergence.py``: the pick rule,
+  the same in the fast engine). Inside calls the call-site chains compare first, so lanes in a callee run
+  before the lanes waiting after its call site.
 * The scheduler runs warp 0, 1, ... in turn, each until it finishes or waits at a barrier; ``bar.sync`` /
   ``barrier.sync`` release when every non-exited thread of the CTA (or the thread count given) arrived.
   A barrier nobody can reach raises an error (deadlock).
@@ -38,6 +38,7 @@ from ..memory import LANES
 from ..memory.asyncunit import AsyncUnit
 from ..ops.common import format_lanes
 from ..ops.wgmma.state import check_cta_end as check_wgmma_end
+from .convergence import convergence, pick
 from .kernel_warp import KernelWarp
 from .spin import SPIN_CHECK
 from .tracing import dest_registers
@@ -67,6 +68,7 @@ class CTA:
                  options, trace, out, result, budget, fast=None, schedule=None, timeline=False, cluster=None,
                  rank=0, profile=None, debug=None):
         self.module, self.prog, self.ctaid = module, prog, ctaid
+        self.cv = convergence(prog)
         if cluster is None:                     # a launch without clusters: each CTA is a cluster of one
             from .cluster import Cluster
             cluster = Cluster(ctaid, (1, 1, 1), False)
@@ -169,7 +171,7 @@ class CTA:
             for w in order:
                 self._wake()
                 if self._runnable(w):
-                    if self._run_warp(w) != "spin":
+                    if self._run_warp(w) not in ("spin", "deferred"):
                         progressed = True
                     elif self._yield_changed(w):
                         yielded = True
@@ -190,6 +192,14 @@ class CTA:
                 moved = True
                 continue
             self._wake()
+            # lane groups that wait at joins or warp-synchronous instructions for lanes parked elsewhere:
+            # nothing else can go on, so the waits are lifted for one pick (machine.convergence)
+            forced = False
+            for w in self.warps:
+                if not self._can_run(w) and (~w.exited & ~w.waiting).any():
+                    w._force = forced = True
+            if forced:
+                continue
             if not any(self._can_run(w) for w in self.warps) or not progressed:
                 if park and self._may_wait_on_other_ctas():
                     self.moved = moved
@@ -222,11 +232,10 @@ class CTA:
                 keep.append(rec)
         self.stalls = keep
 
-    @staticmethod
-    def _runnable(w):
-        """Whether some lane of ``w`` can run; lane groups held back by a spin get their turn again when
-        nothing else in the warp can go on."""
-        if (~w.exited & ~w.waiting).any():
+    def _runnable(self, w):
+        """Whether some lane group of ``w`` can run (``_pick``); lane groups held back by a spin get their turn
+        again when nothing else in the warp can go on."""
+        if self._pick(w) is not None:
             return True
         if w.held.any():
             w.waiting &= ~w.held
@@ -234,9 +243,34 @@ class CTA:
             return True
         return False
 
-    @staticmethod
-    def _can_run(w):
-        return bool((~w.exited & ~w.waiting).any() or w.held.any())
+    def _can_run(self, w):
+        return self._pick(w) is not None or bool(w.held.any())
+
+    def _pick(self, w, force=None):
+        """The lane group of ``w`` to run next, ``(pc, mask)``, or None (machine.convergence.pick): lanes
+        inside calls compare their call-site chains first (a callee's lanes run before the lanes waiting
+        after its call site), then the groups of one chain follow the reconvergence rule."""
+        live = ~w.exited & ~w.waiting
+        if not live.any():
+            return None
+        if force is None:
+            force = w._force
+        come = ~w.exited & ~w.held
+        if not w.depth:
+            return pick(self.cv, w, live, come, force)
+        ids = w.chain_id
+        chains = {c: i for i, c in w._chains.items()} if len(w._chain_of) != len(w._chains) else w._chain_of
+        w._chain_of = chains
+        keys = []
+        for cid in np.unique(ids[live]).tolist():
+            sel = ids == cid
+            keys.append((tuple(r - 1 for r in chains[cid]) + (int(w.pc[live & sel].min()),), sel))
+        keys.sort(key=lambda k: k[0])
+        for _, sel in keys:
+            got = pick(self.cv, w, live & sel, come & sel, force)
+            if got is not None:
+                return got
+        return None
 
     def _may_wait_on_other_ctas(self):
         """Whether a spinning warp may wait for another CTA: a spin loop that reads global or generic memory
@@ -328,9 +362,9 @@ class CTA:
     def _run_warp(self, w: KernelWarp, reference=False):
         if w.fast is not None and not reference:
             return self._run_warp_fast(w)
-        pc = w.pc
-        nxt = None          # (pc, mask) known without a search: the whole runnable warp moves together
+        nxt = None          # (pc, mask) known without a search: every lane of the warp that will come moves together
         quantum = -1 if self._rng is None else int(self._rng.integers(1, 64))
+        ran = False
         while True:
             if quantum == 0:
                 return "quantum"
@@ -340,15 +374,13 @@ class CTA:
                 nxt = None
                 together = True
             else:
-                live = ~w.exited & ~w.waiting
-                if not live.any():
-                    return "blocked"
-                if w.depth:
-                    p, mask = self._pick_nested(w, live)
-                else:
-                    p = int(pc[live].min())
-                    mask = live & (pc == p)
-                together = bool((mask == live).all())
+                got = self._pick(w)
+                w._force = False
+                if got is None:
+                    return "blocked" if ran else "deferred"
+                p, mask = got
+                together = bool((mask == (~w.exited & ~w.held)).all())
+            ran = True
             nxt = self._step(w, p, mask, together)
             if nxt is PARK:
                 return "spin"
@@ -357,17 +389,19 @@ class CTA:
         """The fast engine runs the warp until an instruction it hands back, which the reference executes."""
         fast = w.fast
         while True:
-            if w.held.any():                # lanes held back by a spin: the reference steps until they are back
+            if w.held.any() or w._force:    # lanes held back by a spin, waits lifted: the reference steps
                 return self._run_warp(w, reference=True)
             if w.depth:
-                live = ~w.exited & ~w.waiting
-                if not live.any():
+                got = self._pick(w)
+                if got is None:
                     return "blocked"
-                p, mask = self._pick_nested(w, live)
+                p, mask = got
             else:
                 status, p, mask = fast.run(w, self.budget)
                 if status == fast.IDLE:
                     return "blocked"
+                if status == fast.DEFER:
+                    return "deferred"
                 if status == fast.EXITED:
                     self._check_barriers()
                     continue
@@ -384,11 +418,14 @@ class CTA:
         nxt = None
         op = self.prog.code[p]
         if w.held.any() and _sync_point(op):
-            # lanes held back by a spin must meet the others at a warp-synchronous instruction: they run
-            # first (the smallest PC), and the instruction issues when the lanes have come together
+            # lanes held back by a spin must meet the others at a warp-synchronous instruction: they are let
+            # go and the warp gives the other warps a turn (the spin waits for someone else); the instruction
+            # issues when the lanes have come together (machine.convergence)
             w.waiting &= ~w.held
             w.held[:] = False
-            return None
+            w._last_yield = SpinWait(f"lanes {format_lanes(np.flatnonzero(mask))} wait at line {op.instr.line} "
+                                     f"({' '.join((op.instr.text or op.instr.opcode).split())}) for lanes that spin")
+            return PARK
         if self.debug is not None:
             self.debug.before(self, w, p, mask)
         w.cur_pc = p
@@ -537,25 +574,6 @@ class CTA:
         if self.trace is not None:
             self._trace(w, op, shown)
         return PARK
-
-    def _pick_nested(self, w, live):
-        """Runnable lanes with the smallest (call sites..., pc) key: within one activation chain the PCs
-        compare directly, so only the few distinct chains are compared as tuples."""
-        ids = w.chain_id[live]
-        if (ids == ids[0]).all():          # every runnable lane in the same activation chain
-            p = int(w.pc[live].min())
-            return p, live & (w.pc == p)
-        chains = {c: i for i, c in w._chains.items()} if len(w._chain_of) != len(w._chains) else w._chain_of
-        w._chain_of = chains
-        best = None
-        for cid in np.unique(ids):
-            sel = live & (w.chain_id == cid)
-            p = int(w.pc[sel].min())
-            key = tuple(r - 1 for r in chains[int(cid)]) + (p,)
-            if best is None or key < best[0]:
-                best = (key, sel, p)
-        _, sel, p = best
-        return p, sel & (w.pc == p)
 
     @staticmethod
     def _guard(w, op, mask):

@@ -70,6 +70,7 @@ class KernelWarp(Warp):
         self._last_yield = None
         # spin detection (machine.cta): backward branches taken, the last snapshot, lanes held back
         self.held = np.zeros(LANES, np.bool_)
+        self._force = False                # machine.convergence: lift the waits of the next pick (nothing else can go on)
         self.back_taken = 0
         self.spins = {}                    # pc of the backward branch -> (lanes, what the loop waits for)
         self._spin_snap = None

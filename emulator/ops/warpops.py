@@ -23,9 +23,12 @@ LANE = np.arange(32, dtype=np.uint32)
 
 
 def _member_check(instr, mask, members, warp=None):
-    """Every lane named in membermask must execute the instruction, and only those lanes may (a sanitised
-    launch reports a broken rule and goes on)."""
-    named = ((members >> LANE) & np.uint32(1)).astype(np.bool_)
+    """Every lane named in membermask must execute the instruction, and only those lanes may. The lanes named
+    are those of the executing lanes' membermasks (a lane that does not execute has no say: its register may
+    hold an older mask). A sanitised launch reports a broken rule and goes on."""
+    own = ((members >> LANE) & np.uint32(1)).astype(np.bool_)
+    union = int(np.bitwise_or.reduce(members[mask].astype(np.uint32))) if mask.any() else 0
+    named = ((np.uint32(union) >> LANE) & np.uint32(1)).astype(np.bool_)
     missing = named & ~mask
     san = getattr(warp, "san", None)
     if missing.any():
@@ -34,7 +37,7 @@ def _member_check(instr, mask, members, warp=None):
         if san is None or not san.hazard(warp, "synccheck", "membermask", f"{instr.text or instr.opcode}: {msg}",
                                          int(np.flatnonzero(mask)[0]) if mask.any() else 0):
             fail(WarpSyncError, instr.text or instr.opcode, msg)
-    extra = mask & ~named
+    extra = mask & ~own
     if extra.any() and san is not None and san.hazard(
             warp, "synccheck", "membermask", f"{instr.text or instr.opcode}: lane {int(np.flatnonzero(extra)[0])}: "
             f"the executing lane is not in membermask {int(members[np.flatnonzero(extra)[0]]):#010x}",

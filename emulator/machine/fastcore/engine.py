@@ -103,7 +103,7 @@ class FastLaunch:
         self.log_addr = np.zeros((LOG_CAP, 32), np.int64)
         self.log_mask = np.zeros(LOG_CAP, np.int64)
         self.lanes = np.arange(32, dtype=np.int64)
-        self.scratch = np.zeros((12, 32), np.uint64)
+        self.scratch = np.zeros((13, 32), np.uint64)
         self.log_warp = np.zeros(LOG_CAP, np.int64)
         self.log_src = np.zeros((LOG_CAP, 32), np.int64)         # cp.async: the source address of every lane
         # constant special registers: one fancy-indexed store per warp fills them all
@@ -124,7 +124,7 @@ class FastLaunch:
 
 class FastWarp:
     """One warp's arena and counters."""
-    IDLE, SLOW, LOG, EXITED = T.ST_IDLE, T.ST_SLOW, T.ST_LOG, T.ST_EXITED
+    IDLE, SLOW, LOG, EXITED, DEFER = T.ST_IDLE, T.ST_SLOW, T.ST_LOG, T.ST_EXITED, T.ST_DEFER
 
     def __init__(self, launch, warp, arena=None):
         tr = launch.tr
@@ -182,7 +182,7 @@ class FastWarp:
         if st[T.S_NLOG]:
             self._flush(w, int(st[T.S_NLOG]))
         status = int(st[T.S_STATUS])
-        if status in (T.ST_IDLE, T.ST_EXITED):
+        if status in (T.ST_IDLE, T.ST_EXITED, T.ST_DEFER):
             return status, 0, None
         mask = ((int(st[T.S_MASK]) >> fl.lanes) & 1).astype(np.bool_)
         return status, int(st[T.S_PC]), mask
@@ -270,6 +270,9 @@ class FastCTA:
             if status == T.CTA_DONE:
                 break
             if status == T.CTA_DEADLOCK:
+                if any((~w.exited & ~w.waiting).any() for w in ws):
+                    # lane groups wait at joins for lanes parked elsewhere: the scheduler lifts the waits
+                    return self._handoff(cta, 0, False)
                 self._report_deadlock(cta)
             if int(st[T.S_STATUS]) == T.ST_LOG:
                 continue
@@ -284,6 +287,7 @@ class FastCTA:
                 self.backs[k] = w.back_taken
             if r is PARK or w.held.any():
                 return self._handoff(cta, k, r is PARK)
+            self.cst[T.C_PROGRESSED] = 1
         self._finish(ws)
         return None
 

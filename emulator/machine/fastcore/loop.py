@@ -526,10 +526,14 @@ def _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32,
 def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
     """shfl.sync as ``ops.warpops`` defines it; False (nothing written) when a lane breaks a rule."""
     _gather(row[T.V0], 32, 0, xr, a8, a16, a32, a64, imrow)      # membermask, per lane
+    union = U0                                                  # the lanes the executing lanes name
     for lane in range(LANES):
-        named = (xr[lane] >> np.uint64(lane)) & U1
-        active = (em >> lane) & 1
-        if named != U0 and active == 0 or named == U0 and active != 0:
+        if (em >> lane) & 1:
+            union |= xr[lane]
+            if (xr[lane] >> np.uint64(lane)) & U1 == U0:      # an executing lane outside its own mask
+                return False
+    for lane in range(LANES):
+        if (union >> np.uint64(lane)) & U1 != U0 and (em >> lane) & 1 == 0:
             return False
     _gather(row[T.A], 32, 0, xa, a8, a16, a32, a64, imrow)
     _gather(row[T.B], 32, 0, xb, a8, a16, a32, a64, imrow)
@@ -669,12 +673,118 @@ def _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, mptr, msz):
 
 
 @njit(cache=True, _nrt=False)
+def _joins(code, p, q):
+    """machine.convergence.Convergence.joins: lanes at ``p`` wait for lanes at ``q``."""
+    rp = code[p]
+    rq = code[q]
+    if rp[T.PDIN] < rq[T.PDIN] and rq[T.PDOUT] <= rp[T.PDOUT]:
+        return True
+    for d in range(4):
+        lp = rp[T.LID + d]
+        if lp < 0:
+            return False
+        for e in range(4):
+            if rq[T.LID + e] == lp:
+                return rp[T.LIN + d] < rq[T.LIN + e] and rq[T.LOUT + e] <= rp[T.LOUT + d]
+    return False
+
+
+@njit(cache=True, _nrt=False)
+def _pick(code, pc, live, come, qs, a32):
+    """machine.convergence.pick without force (the Python scheduler lifts the waits): the PC of the lane group
+    to run next, or -1. ``qs``: room for the distinct PCs of the lanes that will come."""
+    nq = 0
+    for lane in range(LANES):
+        if (come >> lane) & 1:
+            q = pc[lane]
+            dup = False
+            for i in range(nq):
+                if qs[i] == q:
+                    dup = True
+                    break
+            if not dup:
+                qs[nq] = q
+                nq += 1
+    big = 1 << 62
+    big_rank = np.int64(code.shape[0])
+    bfree = big                 # the best group of each level: its key (free: lanes, then rank; else rank), PC
+    bsync = big
+    bjoin = big
+    btail = big
+    pfree = -1
+    psync = -1
+    pjoin = -1
+    ptail = -1
+    seen = 0
+    for lane in range(LANES):
+        if (live >> lane) & 1 and not (seen >> lane) & 1:
+            p = pc[lane]
+            row = code[p]
+            n = 0                       # the group's lanes: the fewest run first among the free groups
+            for ln in range(lane, LANES):
+                if (live >> ln) & 1 and pc[ln] == p:
+                    n += 1
+                    seen |= 1 << ln
+            r = row[T.RANK]
+            key = n * big_rank + r
+            join = False
+            other = False
+            for i in range(nq):
+                q = qs[i]
+                if q != p:
+                    other = True
+                    if _joins(code, p, q):
+                        join = True
+                        break
+            wait = False
+            if not join and other and row[T.SYNCPT] != 0:     # the lanes it names, elsewhere?
+                kind = row[T.SYNCPT]
+                names = np.int64(0xFFFFFFFF)
+                if kind == 2:
+                    names = row[T.MMASK]
+                elif kind == 3:
+                    names = np.int64(0)
+                    idx = row[T.MMASK] & T.INDEX_MASK
+                    for ln in range(LANES):
+                        if (live >> ln) & 1 and pc[ln] == p:
+                            names |= np.int64(a32[idx + ln])
+                for k in range(LANES):
+                    if (come >> k) & 1 and (names >> k) & 1 and pc[k] != p:
+                        wait = True
+                        break
+            if join and row[T.TAIL] == 1:
+                if r < btail:
+                    btail = r
+                    ptail = p
+            elif join:
+                if r < bjoin:
+                    bjoin = r
+                    pjoin = p
+            elif wait:
+                if r < bsync:
+                    bsync = r
+                    psync = p
+            elif key < bfree:
+                bfree = key
+                pfree = p
+    if pfree >= 0:
+        return pfree
+    if come & ~live:
+        return -1               # the groups wait for lanes parked elsewhere
+    if ptail >= 0:              # every lane of the warp is here and waits: lanes on the exit path leave,
+        return ptail            # else a warp-synchronous group, else a join
+    if psync >= 0:
+        return psync
+    return pjoin
+
+
+@njit(cache=True, _nrt=False)
 def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmaps,
         mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, mptr, msz, log_src, cpd, cpx, cpg, cpm,
         cpc):
     """Run the warp from its current state (state S_CTA: 1 inside run_cta, which executes the barriers). Returns (through ``state``) why it stopped. Compiled without
     the reference-counting runtime (``_nrt=False``): no atomic increments on every array view and call;
-    ``scratch`` (uint64[12, 32], from the caller) holds every temporary. ``log_src``: the source addresses of
+    ``scratch`` (uint64[13, 32], from the caller) holds every temporary. ``log_src``: the source addresses of
     logged cp.async; ``cpd`` .. ``cpc``: the warp's cp.async records (``cpasync.CpAsyncTable.row``)."""
     a8 = arena
     a16 = arena.view(np.uint16)
@@ -693,10 +803,14 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     mtmp = scratch[8:10].reshape(64).view(np.uint32).reshape((4, LANES))
     srcs = scratch[10].view(np.int64)
     sizes = scratch[11].view(np.int64)
+    qs = scratch[12].view(np.int64)
     live = 0
+    come = 0                    # lanes that will get somewhere (no lane is held back by a spin here)
     for lane in range(LANES):
-        if not exited[lane] and not waiting[lane]:
-            live |= 1 << lane
+        if not exited[lane]:
+            come |= 1 << lane
+            if not waiting[lane]:
+                live |= 1 << lane
     if live == 0:
         state[T.S_STATUS] = T.ST_IDLE
         return
@@ -710,11 +824,11 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     executed = 0
     handback = False            # the instruction at p (lanes m) goes back to Python, not counted here
     while True:
-        if p < 0:                      # pick: the smallest PC among the runnable lanes, and its lanes
-            p = 1 << 62
-            for lane in range(LANES):
-                if (live >> lane) & 1 and pc[lane] < p:
-                    p = pc[lane]
+        if p < 0:                      # pick (machine.convergence.pick): the lane group to run next
+            p = _pick(code, pc, live, come, qs, a32)
+            if p < 0:
+                state[T.S_STATUS] = T.ST_IDLE if executed > 0 else T.ST_DEFER
+                break
             m = 0
             for lane in range(LANES):
                 if (live >> lane) & 1 and pc[lane] == p:
@@ -745,7 +859,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     v = _rd(g, lane, a8, a16, a32, a64, imrow) != U0
                     if v != (neg == 1):
                         em |= 1 << lane
-        together = m == live
+        together = m == come
         if opc == T.EXIT:
             for lane in range(LANES):
                 if (m >> lane) & 1:
@@ -958,9 +1072,10 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
         for k in range(n0, state[T.S_NLOG]):
             log_warp[k] = w
         st = state[T.S_STATUS]
-        if st == T.ST_IDLE:
+        if st == T.ST_IDLE or st == T.ST_DEFER:
             cst[T.C_INWARP] = 0
-            cst[T.C_PROGRESSED] = 1
+            if st == T.ST_IDLE:
+                cst[T.C_PROGRESSED] = 1
             _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)
             cst[T.C_WARP] = w + 1
         elif st == T.ST_EXITED:

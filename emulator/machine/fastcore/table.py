@@ -81,7 +81,17 @@ V0 = 12           # LD/ST: the vector's registers (V0..V0+7)
 CNEG = 20         # SETP/SELP: the predicate source c is negated
 FLT = 21          # SETP: 1 = f32 compare, 2 = f64 compare
 WG = 22           # 1: an operand is a register some wgmma.mma_async holds (handed back while the warp's are in flight)
-NFIELDS = 23
+PDIN = 23         # the instruction's interval in its function's post-dominator tree (machine.convergence)
+PDOUT = 24
+SYNCPT = 25       # warp-synchronous: machine.convergence NOT_SYNC, ALL_LANES, MASK_IMM, MASK_REG (its lanes wait
+                  # for the lanes it names)
+TAIL = 26         # 1: straight-line code to the kernel's exit (lanes there never wait at a join)
+MMASK = 27        # SYNCPT MASK_IMM: the membermask; MASK_REG: the membermask register (a 32-bit arena slot)
+RANK = 28         # the order in which lane groups run (machine.convergence.Convergence.rank)
+LID = 29          # LID..LID+3: the innermost loops around the instruction (-1: none), LIN/LOUT: its post-dominator
+LIN = 33          # interval within each of them (machine.convergence.Convergence.joins)
+LOUT = 37
+NFIELDS = 41
 
 # -- operands ----------------------------------------------------------------------------------------------
 # >= 0: a register, CLASS << 28 | element index of lane 0 in the arena view of that class
@@ -110,6 +120,8 @@ ST_SLOW = 1       # the next instruction (state PC, MASK) needs the reference ex
 ST_LOG = 2        # the shared-memory access log is full
 ST_EXITED = 3     # lanes exited: the scheduler checks the barriers, then runs the warp on
 ST_BAR = 4        # lanes S_MASK arrived at barrier S_PC's X (their PCs already advanced)
+ST_DEFER = 5      # no instruction ran: every runnable lane group waits for lanes parked elsewhere (a join, a
+                  # warp-synchronous instruction; machine.convergence)
 
 # -- fields of the state vector ----------------------------------------------------------------------------
 (S_STATUS, S_PC, S_MASK, S_BUDGET, S_ISSUED, S_INFLIGHT, S_NLOG, S_EXECUTED, S_SMEM_PTR, S_SMEM_SIZE,

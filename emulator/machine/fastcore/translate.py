@@ -14,6 +14,7 @@ from isa.types import TYPES
 from ...frontend.ptx import Imm, Mem, Not, Paren, Pair, Reg, Sym, Vec
 from isa.types import SPECIAL_REGISTERS
 from ...ops.common import imm_bits
+from ..convergence import LOOP_DEPTH, MASK_IMM, MASK_REG, convergence
 from . import fmath
 from . import table as T
 
@@ -85,6 +86,20 @@ class Translation:
         self._mufu = set()       # indices (fmath.TABLES) of the MUFU tables the translated rows read
         for pc, op in enumerate(prog.code):
             self._translate(pc, op)
+        cv = convergence(prog)
+        self.code[:, T.PDIN] = cv.pdin
+        self.code[:, T.PDOUT] = cv.pdout
+        self.code[:, T.SYNCPT] = cv.sync
+        for pc, m in enumerate(cv.mmask):         # the membermask: an immediate, or a register the loop reads
+            if cv.sync[pc] == MASK_IMM:
+                self.code[pc, T.MMASK] = m
+            elif cv.sync[pc] == MASK_REG:
+                self.code[pc, T.MMASK] = self._slot(m, 32)
+        self.code[:, T.TAIL] = cv.tail
+        self.code[:, T.RANK] = cv.rank
+        self.code[:, T.LID:T.LID + LOOP_DEPTH] = cv.lid
+        self.code[:, T.LIN:T.LIN + LOOP_DEPTH] = cv.lin
+        self.code[:, T.LOUT:T.LOUT + LOOP_DEPTH] = cv.lout
         self._mma_tables()
         self._mufu_tables()
         self.coverage = float(self.fast.mean()) if n else 1.0
