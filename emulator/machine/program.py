@@ -73,6 +73,44 @@ def _rename(op, suffix):
     return op
 
 
+def _block_regs(statements):
+    """The register names a ``{ }`` block declares itself (its .reg directives, not its nested blocks')."""
+    names = []
+    for st in statements:
+        if isinstance(st, ptx.Directive) and st.name == ".reg":
+            try:
+                names.extend(ptx.expand_reg_directive(st)[1])
+            except (ValueError, EmulatorError):
+                pass              # _declare reports it
+    return names
+
+
+def _scope(statements, mapping):
+    """A block's statements with the registers of ``mapping`` renamed, nested blocks included except where
+    one declares the name again (its own declaration hides the outer one)."""
+    def ren(op):
+        if isinstance(op, (ptx.Reg, ptx.Sym)):       # names without '%' are parsed as symbols
+            return type(op)(mapping[op.name]) if op.name in mapping else op
+        if isinstance(op, ptx.Mem):
+            return ptx.Mem(ren(op.base), op.offset) if op.base is not None else op
+        if isinstance(op, (ptx.Vec, ptx.Pair, ptx.Paren)):
+            return type(op)(tuple(ren(x) for x in op.items))
+        if isinstance(op, ptx.Not):
+            return ptx.Not(ren(op.item))
+        return op
+    out = []
+    for st in statements:
+        if isinstance(st, ptx.Instruction):
+            st = ptx.Instruction(st.opcode, tuple(ren(o) for o in st.operands),
+                                 (ren(st.guard[0]), st.guard[1]) if st.guard else None, st.line, st.col, st.text)
+        elif isinstance(st, ptx.Block):
+            inner = set(_block_regs(st.statements))
+            sub = {k: v for k, v in mapping.items() if k not in inner}
+            st = ptx.Block(_scope(st.statements, sub) if sub else st.statements, st.line, st.col)
+        out.append(st)
+    return out
+
+
 class _Layout:
     """Addresses handed out while compiling: per-thread .param and .local bytes, shared offsets."""
 
@@ -108,6 +146,7 @@ class Program:
         self.contract = "debug" not in [t.strip() for t in target.split(",")[1:]]
         self.code: list[Op] = []
         self.reg_types: dict[str, str] = {}
+        self._nblocks = 0                      # { } blocks that declare registers (their names get {k})
         self.entries: dict[str, int] = {}
         self.formals: dict[str, tuple] = {}     # function -> (param addresses, return addresses)
         self.layout = _Layout()
@@ -162,7 +201,7 @@ class Program:
             self.layout.shared_vars.append((v, off))
             syms[v.name] = ("shared", off)
 
-    def _declare(self, d: ptx.Directive, syms, suffix):
+    def _declare(self, d: ptx.Directive, syms, suffix, scoped=None):
         if d.name == ".reg":
             try:
                 ptype, names = ptx.expand_reg_directive(d, room=MAX_REGS - len(self.reg_types))
@@ -175,6 +214,7 @@ class Program:
                 raise UnsupportedError(f"line {d.line}, column {d.col}: .reg: more registers than the program may "
                                        f"declare ({MAX_REGS} in all)")
             for n in names:
+                n = scoped.get(n, n) if scoped else n
                 self.reg_types[n + suffix if suffix and n.startswith("%") else n] = ptype
             return
         if d.name in (".pragma", ".loc", ".file"):
@@ -232,13 +272,13 @@ class Program:
         self.code.append(Op("ret", ptx.Instruction("ret", (), None, fn.body.line, fn.body.col, "ret")))
         return called
 
-    def _flatten(self, statements, syms, suffix, labels, fixups, called, pending_calls, is_entry):
+    def _flatten(self, statements, syms, suffix, labels, fixups, called, pending_calls, is_entry, scoped=None):
         from ..ops import compile_instruction
         syms = dict(syms)
         # declarations first: PTX scopes see every name declared anywhere in the block
         for st in statements:
             if isinstance(st, ptx.Directive):
-                self._declare(st, syms, suffix)
+                self._declare(st, syms, suffix, scoped)
         env = _Env(self.arch, self.reg_types, syms)
         if suffix is not None:
             statements = [ptx.Instruction(st.opcode, tuple(_rename(o, suffix) for o in st.operands),
@@ -256,7 +296,16 @@ class Program:
                 labels[0][st.name] = len(self.code)
                 continue
             if isinstance(st, ptx.Block):     # a { } block: its labels are its own (inline asm repeats them)
-                self._flatten(st.statements, syms, suffix, [{}] + labels, fixups, called, pending_calls, is_entry)
+                # and so are the registers it declares (Triton's inline asm declares `a0` as .b32 in one block
+                # and as .f16 in the next): each block's get names of their own, `a0{7}`
+                own = _block_regs(st.statements)
+                inner = st.statements
+                mapping = None
+                if own:
+                    self._nblocks += 1
+                    mapping = {n: f"{n}{{{self._nblocks}}}" for n in own}
+                    inner = _scope(inner, mapping)
+                self._flatten(inner, syms, suffix, [{}] + labels, fixups, called, pending_calls, is_entry, mapping)
                 continue
             instr = st
             guard = (instr.guard[0].name, instr.guard[1]) if instr.guard else None

@@ -1,13 +1,20 @@
 """The asynchronous state of wgmma in a CTA: groups in flight per warp, the registers and shared bytes they
 hold, the fence rule, and the warpgroup's agreement (``.sync.aligned`` across its four warps).
 
-Model.  Each warp of a warpgroup computes its own 16 rows of D when it issues ``wgmma.mma_async`` (the rows
-of a warp depend only on its own A rows, the common B and its own accumulator), and the instruction stays
-*in flight* until a ``wgmma.wait_group`` retires its group.  While it is in flight:
+Model.  ``wgmma.mma_async`` is one operation of the whole warpgroup: each warp's issue only hands its share
+over, and the tensor core starts once all four warps have issued it.  So the emulator records each warp's issue
+and computes the instruction when the last warp of the warpgroup issues it: then it reads the shared-memory
+operands (written by any warp of the warpgroup before its own issue, e.g. each warp's own cp.async retired
+by its ``cp.async.wait_all``: CUTLASS's CuTe tutorial ``wgmma_sm90.cu`` relies on this, without a barrier),
+each warp's accumulator and A registers, and writes each warp's 16 rows of D (the rows of a warp depend only on
+its own A rows, the common B and its own accumulator).  A ``wgmma.wait_group`` that must retire an instruction
+the warpgroup has not all issued yet waits (the warp stalls) until the other warps issue it.  From issue to
+retirement the instruction is *in flight*:
 
 * its accumulator and A registers may be touched only by later ``wgmma.mma_async`` of the same warp
   (accumulating chains); any other instruction reading or writing them raises AsyncHazardError;
-* the shared bytes it reads may not be written (by any warp of the CTA): AsyncHazardError.
+* once computed, the shared bytes it reads may not be written (by any warp of the CTA) until a warp of the
+  warpgroup retires it (the instruction is then complete for the whole warpgroup): AsyncHazardError.
 
 ``wgmma.fence`` must come before the first ``wgmma.mma_async`` of a warp and between any other write of an
 accumulator or A register and the ``wgmma.mma_async`` that uses it; otherwise WarpSyncError-style
@@ -45,6 +52,7 @@ class CtaWgmma:
         self.n_reading = 0
         self.logs = {}             # warpgroup -> [(pc, text, descs)], what its first issuer issued
         self.warps = {}            # warp id -> WarpWgmma
+        self.slots = {}            # (warpgroup, issue number) -> [record]: issued by some warps, not all four
 
 
 def cta_state(warp, instr_text):
@@ -104,16 +112,52 @@ def raw_get(warp, name, text):
 
 
 # ------------------------------------------------------------------------------------------------
-def issue(warp, cst, ws, record):
-    """A new wgmma.mma_async in flight: record = dict(regs=set, smem=index array, text=...)."""
+def issue(warp, cst, ws, record, group, number):
+    """A warp issues its share of a wgmma.mma_async (``record``: dict(regs=set, text=..., run=callable that
+    computes it and returns the shared byte indices it read)); the instruction is computed for all four warps
+    when the last of them issues it."""
     ws.pending.append(record)
+    record["done"] = False
+    record["warp"] = warp.warp_id
+    record["number"] = number
     for r in record["regs"]:
         ws.reg_count[r] = ws.reg_count.get(r, 0) + 1
-    idx = record["smem"]
-    if idx.size:
-        cst.smem_reads[idx] += 1
-        cst.n_reading += 1
     _install_guard(warp, ws)
+    slot = cst.slots.setdefault((group, number), [])
+    slot.append(record)
+    if len(slot) < 4:
+        return
+    del cst.slots[(group, number)]
+    reads = None
+    for rec in sorted(slot, key=lambda r: r["warp"]):
+        idx = rec.pop("run")()      # the same bytes for the four warps (their descriptors agree)
+        if reads is None:
+            reads = {"idx": idx, "held": bool(idx.size)}
+            if idx.size:
+                cst.smem_reads[idx] += 1
+                cst.n_reading += 1
+        rec["smem"] = reads
+        rec["done"] = True
+
+
+class WgmmaWait:
+    """Why a warp stalls at ``wgmma.wait_group``: a group it must retire holds a wgmma.mma_async that other
+    warps of its warpgroup have not issued yet (the deadlock report names them)."""
+
+    def __init__(self, text, records, warp_id, cst):
+        self.text, self.records, self.warp_id, self.cst = text, records, warp_id, cst
+
+    def ready(self):
+        return all(r["done"] for r in self.records)
+
+    def describe(self):
+        r = next(r for r in self.records if not r["done"])
+        g = self.warp_id // 4
+        late = [w for w in range(4 * g, 4 * g + 4)
+                if (self.cst.warps[w].issued if w in self.cst.warps else 0) <= r["number"]]
+        who = ", ".join(f"warp {w}" for w in late)
+        return (f"{self.text}: waits for '{r['text']}' (wgmma number {r['number'] + 1}), which {who} of warpgroup "
+                f"{g} never executed: the warpgroup's four warps issue each wgmma.mma_async together (.aligned)")
 
 
 def commit(warp, ws):
@@ -121,8 +165,15 @@ def commit(warp, ws):
     ws.pending = []
 
 
-def wait(warp, cst, ws, keep):
-    """Retire every group but the ``keep`` newest."""
+def wait(warp, cst, ws, keep, text, mask):
+    """Retire every group but the ``keep`` newest; False (the warp stalls) while one of them waits for the
+    other warps of the warpgroup to issue its instructions."""
+    todo = [rec for grp in ws.groups[:max(len(ws.groups) - keep, 0)] for rec in grp if not rec["done"]]
+    if todo:
+        if warp.stall(mask, WgmmaWait(text, todo, warp.warp_id, cst)):
+            return False
+        fail(WarpSyncError, text, f"waits for '{todo[0]['text']}', which the other warps of the warpgroup never "
+             "issued (.aligned: all four warps issue each wgmma.mma_async)")
     while len(ws.groups) > keep:
         for rec in ws.groups.pop(0):
             for r in rec["regs"]:
@@ -131,11 +182,14 @@ def wait(warp, cst, ws, keep):
                     ws.reg_count[r] = n
                 else:
                     del ws.reg_count[r]
-            if rec["smem"].size:
-                cst.smem_reads[rec["smem"]] -= 1
+            reads = rec["smem"]
+            if reads["held"]:           # the warpgroup's instruction is complete: its shared reads are over
+                reads["held"] = False
+                cst.smem_reads[reads["idx"]] -= 1
                 cst.n_reading -= 1
     if not ws.reg_count:
         _remove_guard(warp)
+    return True
 
 
 def check_smem_write(warp, instr, addrs, mask, nbytes):
