@@ -7,6 +7,7 @@ import numpy as np
 from isa.types import SPECIAL_REGISTERS, TYPES, name_width, type_width
 from ..frontend import ptx
 from ..errors import (EmulatorError, OperandError, PTXSyntaxError, UnsupportedError)
+from ..frontend.constfold import fold_constants
 from ..frontend.contract import contract
 from ..frontend.module import Function, Variable, parse_variable
 from ..memory import LANES, MAX_LOCAL_BYTES, MAX_SHARED_BYTES
@@ -73,6 +74,22 @@ def _rename(op, suffix):
     return op
 
 
+def _suffixed(statements, suffix):
+    """A callee's statements with its registers renamed (``_rename``), nested blocks included."""
+    if suffix is None:
+        return statements
+    out = []
+    for st in statements:
+        if isinstance(st, ptx.Instruction):
+            st = ptx.Instruction(st.opcode, tuple(_rename(o, suffix) for o in st.operands),
+                                 (_rename(st.guard[0], suffix), st.guard[1]) if st.guard else None,
+                                 st.line, st.col, st.text)
+        elif isinstance(st, ptx.Block):
+            st = ptx.Block(_suffixed(st.statements, suffix), st.line, st.col)
+        out.append(st)
+    return out
+
+
 def _block_regs(statements):
     """The register names a ``{ }`` block declares itself (its .reg directives, not its nested blocks')."""
     names = []
@@ -85,7 +102,7 @@ def _block_regs(statements):
     return names
 
 
-def _scope(statements, mapping):
+def _scope(statements, mapping, suffix=None):
     """A block's statements with the registers of ``mapping`` renamed, nested blocks included except where
     one declares the name again (its own declaration hides the outer one)."""
     def ren(op):
@@ -104,9 +121,9 @@ def _scope(statements, mapping):
             st = ptx.Instruction(st.opcode, tuple(ren(o) for o in st.operands),
                                  (ren(st.guard[0]), st.guard[1]) if st.guard else None, st.line, st.col, st.text)
         elif isinstance(st, ptx.Block):
-            inner = set(_block_regs(st.statements))
+            inner = {n + suffix if suffix and n.startswith("%") else n for n in _block_regs(st.statements)}
             sub = {k: v for k, v in mapping.items() if k not in inner}
-            st = ptx.Block(_scope(st.statements, sub) if sub else st.statements, st.line, st.col)
+            st = ptx.Block(_scope(st.statements, sub, suffix) if sub else st.statements, st.line, st.col)
         out.append(st)
     return out
 
@@ -147,6 +164,7 @@ class Program:
         self.code: list[Op] = []
         self.reg_types: dict[str, str] = {}
         self._nblocks = 0                      # { } blocks that declare registers (their names get {k})
+        self._block_scopes = {}                # id(block) -> {declared name: its name in the program}
         self.entries: dict[str, int] = {}
         self.formals: dict[str, tuple] = {}     # function -> (param addresses, return addresses)
         self.layout = _Layout()
@@ -214,8 +232,8 @@ class Program:
                 raise UnsupportedError(f"line {d.line}, column {d.col}: .reg: more registers than the program may "
                                        f"declare ({MAX_REGS} in all)")
             for n in names:
-                n = scoped.get(n, n) if scoped else n
-                self.reg_types[n + suffix if suffix and n.startswith("%") else n] = ptype
+                n = n + suffix if suffix and n.startswith("%") else n     # as _rename names them
+                self.reg_types[scoped.get(n, n) if scoped else n] = ptype
             return
         if d.name in (".pragma", ".loc", ".file"):
             return
@@ -261,7 +279,11 @@ class Program:
         labels: list[dict] = [{}]   # the scopes around a statement, innermost first (labels are block-scoped)
         fixups = []       # (Op, label, instr, scopes)
         called = []
-        self._flatten(fn.body.statements, syms, suffix, labels, fixups, called, pending_calls, is_entry)
+        body = self._scope_blocks(_suffixed(fn.body.statements, suffix), suffix)
+        fold_constants(body)              # what ptxas evaluates at compile time (frontend/constfold.py)
+        if self.contract:
+            contract(body)                # ptxas's mul/add -> fma contraction (frontend/contract.py)
+        self._flatten(body, syms, suffix, labels, fixups, called, pending_calls, is_entry)
         for op, label, instr, scopes in fixups:
             hit = next((sc[label] for sc in scopes if label in sc), None)
             if hit is None:
@@ -272,6 +294,26 @@ class Program:
         self.code.append(Op("ret", ptx.Instruction("ret", (), None, fn.body.line, fn.body.col, "ret")))
         return called
 
+    def _scope_blocks(self, statements, suffix):
+        """The statements with the registers each ``{ }`` block declares renamed to names of their own,
+        ``a0{7}`` (Triton's inline asm declares ``a0`` as .b32 in one block and as .f16 in the next); the
+        renaming of each block is kept for its .reg directives (``_block_scopes``)."""
+        out = []
+        for st in statements:
+            if isinstance(st, ptx.Block):
+                own = [n + suffix if suffix and n.startswith("%") else n for n in _block_regs(st.statements)]
+                inner = st.statements
+                mapping = None
+                if own:
+                    self._nblocks += 1
+                    mapping = {n: f"{n}{{{self._nblocks}}}" for n in own}
+                    inner = _scope(inner, mapping, suffix)
+                st = ptx.Block(self._scope_blocks(inner, suffix), st.line, st.col)
+                if mapping:
+                    self._block_scopes[id(st)] = mapping
+            out.append(st)
+        return out
+
     def _flatten(self, statements, syms, suffix, labels, fixups, called, pending_calls, is_entry, scoped=None):
         from ..ops import compile_instruction
         syms = dict(syms)
@@ -280,13 +322,6 @@ class Program:
             if isinstance(st, ptx.Directive):
                 self._declare(st, syms, suffix, scoped)
         env = _Env(self.arch, self.reg_types, syms)
-        if suffix is not None:
-            statements = [ptx.Instruction(st.opcode, tuple(_rename(o, suffix) for o in st.operands),
-                                          (_rename(st.guard[0], suffix), st.guard[1]) if st.guard else None,
-                                          st.line, st.col, st.text) if isinstance(st, ptx.Instruction) else st
-                          for st in statements]
-        if self.contract:
-            contract(statements)          # ptxas's mul/add -> fma contraction (frontend/contract.py)
         for st in statements:
             if isinstance(st, ptx.Directive):
                 continue
@@ -296,16 +331,8 @@ class Program:
                 labels[0][st.name] = len(self.code)
                 continue
             if isinstance(st, ptx.Block):     # a { } block: its labels are its own (inline asm repeats them)
-                # and so are the registers it declares (Triton's inline asm declares `a0` as .b32 in one block
-                # and as .f16 in the next): each block's get names of their own, `a0{7}`
-                own = _block_regs(st.statements)
-                inner = st.statements
-                mapping = None
-                if own:
-                    self._nblocks += 1
-                    mapping = {n: f"{n}{{{self._nblocks}}}" for n in own}
-                    inner = _scope(inner, mapping)
-                self._flatten(inner, syms, suffix, [{}] + labels, fixups, called, pending_calls, is_entry, mapping)
+                self._flatten(st.statements, syms, suffix, [{}] + labels, fixups, called, pending_calls, is_entry,
+                              self._block_scopes.get(id(st)))
                 continue
             instr = st
             guard = (instr.guard[0].name, instr.guard[1]) if instr.guard else None
@@ -333,6 +360,10 @@ class Program:
                 op = Op("op", instr, fn=compile_instruction(instr, env))
             elif base in ("bar", "barrier"):
                 op = self._compile_bar(instr, env, guard)
+            elif getattr(instr, "folded", None) is not None:     # ptxas's compile-time value (frontend/constfold.py)
+                mov = ptx.Instruction("mov.b32", (instr.operands[0], ptx.Imm(instr.folded, "int", f"{instr.folded:#x}")),
+                                      instr.guard, instr.line, instr.col, instr.text)
+                op = Op("op", mov, fn=compile_instruction(mov, env))
             else:
                 op = Op("op", instr, fn=compile_instruction(instr, env))
             op.env = env
