@@ -22,6 +22,7 @@ The rule, from ptxas 13's SASS and the H100's results on 1,200 to 1,600 constant
   where a constant reaches the instruction through other arithmetic (ptxas propagates it; the emulator does
   not evaluate that chain), the program is refused (UnsupportedError) rather than given the MUFU's value.
 
+A module whose ``.target`` says ``debug`` (``nvcc -G``) is not optimised: nothing is folded there.
 ``fold_constants`` marks each folded instruction with ``instr.folded`` (the result bits); the program compiles
 it as a ``mov`` of that value (``machine/program.py``). ``Warp.run`` executes its text as written: there an
 immediate is a run-time value, as in the capture harnesses that measure the MUFU.

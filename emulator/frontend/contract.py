@@ -29,7 +29,8 @@ result. The rule, checked against the SASS of the corpus kernels and their H100 
   otherwise they must lie in one
   straight-line run (no branch, branch target, call or barrier between; labels nothing branches to, such as
   Triton's ``$L__tmp`` debug labels, do not end a run), before the product or a factor is written again, and
-  the product must be written again inside the run (else readers beyond it may exist: not fused).
+  the product must be written again inside the run or the function must end there (else readers beyond it
+  may exist: not fused).
 ``{ }`` blocks are entered, since nvcc wraps each half-precision intrinsic in one.
 
 A module whose ``.target`` carries ``debug`` (``nvcc -G``) is compiled without optimisation: nothing is
@@ -198,6 +199,10 @@ def contract(statements):
     live = {}                                   # product register -> [producer, consumers, ok, factors ok]
     factor_of = {}                              # factor register -> live product registers
     for st in items + [None]:
+        if st is None or isinstance(st, ptx.Instruction) and st.base in ("ret", "exit") and st.guard is None:
+            for rec in live.values():           # the function ends: every reader was seen
+                if rec[2] and rec[1]:
+                    _mark(rec[0], rec[1])
         if st is None or isinstance(st, ptx.Label) and st.name in targets or \
                 isinstance(st, ptx.Instruction) and st.base in _BARRIERS:
             live.clear()

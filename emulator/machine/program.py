@@ -280,8 +280,8 @@ class Program:
         fixups = []       # (Op, label, instr, scopes)
         called = []
         body = self._scope_blocks(_suffixed(fn.body.statements, suffix), suffix)
-        fold_constants(body)              # what ptxas evaluates at compile time (frontend/constfold.py)
-        if self.contract:
+        if self.contract:                 # (a `.target ..., debug` module is compiled without optimisation)
+            fold_constants(body)          # what ptxas evaluates at compile time (frontend/constfold.py)
             contract(body)                # ptxas's mul/add -> fma contraction (frontend/contract.py)
         self._flatten(body, syms, suffix, labels, fixups, called, pending_calls, is_entry)
         for op, label, instr, scopes in fixups:
