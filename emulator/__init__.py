@@ -15,6 +15,10 @@ try:                    # numba's caches of this package are dropped when its so
     _jitcache.guard(_os.path.dirname(_os.path.abspath(__file__)))
 except Exception:       # never let the cache check stop an import
     pass
+try:                    # an unreadable or unwritable cache falls back to compiling (jitcache.harden)
+    _jitcache.harden(_os.path.dirname(_os.path.abspath(__file__)))
+except Exception:       # noqa: BLE001 (a numba without these internals: its own behaviour)
+    pass
 
 from .errors import (AlignmentError, AsyncHazardError, DeviceAssertError, EmulatorError, MBarrierError,
                      MemoryAccessError, OperandError, ProxyError, PTXSyntaxError, PTXValidationError, TensorMapError, UnsupportedError,

@@ -178,3 +178,25 @@ def test_registers_declared_in_a_block_are_the_blocks_own():
             "st.global.b32 [%rd1], %r1;\nst.global.b32 [%rd1+4], %r2;\nret;\n}\n")
     got = _run_one_thread(text, 2)
     assert [hex(int(v)) for v in got] == ["0x1234567", "0x3c003c00"]
+
+
+def test_brx_targets_end_a_straight_line_run_like_bra_targets():
+    """A label that brx.idx can jump to (through its .branchtargets list) starts a basic block as a bra target
+    does: a product whose register is written several times is not fused into an add behind such a label
+    (the reader may be reached from elsewhere), and it is when the list does not name that label."""
+    from emulator.frontend.contract import contract
+    from emulator.frontend.module import parse_module
+    head = (".version 8.5\n.target sm_90a\n.address_size 64\n.visible .entry k()\n{\n.reg .f32 %f<8>;\n"
+            ".reg .b32 %r<4>;\n.reg .pred %p<2>;\n")
+
+    def fused(jump):
+        body = ("mov.u32 %r1, %tid.x;\nmov.f32 %f5, 0f00000000;\n" + jump +
+                "L0:\nmul.f32 %f5, %f1, %f2;\nL1:\nadd.f32 %f6, %f5, %f3;\nmov.f32 %f5, %f6;\nret;\n}\n")
+        fn = parse_module(head + body).functions["k"]
+        contract(fn.body.statements)
+        (add,) = [s for s in fn.body.statements if getattr(s, "opcode", "").startswith("add")]
+        return getattr(add, "contract", None) is not None
+    assert fused("setp.eq.u32 %p1, %r1, 0;\n@%p1 bra L0;\n")
+    assert not fused("setp.eq.u32 %p1, %r1, 0;\n@%p1 bra L1;\n")
+    assert fused("ts: .branchtargets L0;\nbrx.idx %r1, ts;\n")
+    assert not fused("ts: .branchtargets L0, L1;\nbrx.idx %r1, ts;\n")

@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 import emulator
 from emulator import (AsyncHazardError, EmulatorError, GlobalMemory, MemoryAccessError, OperandError,
-                      UnsupportedError, Warp, WarpSyncError, load_ptx)
+                      UnsupportedError, Warp, WarpOptions, WarpSyncError, load_ptx)
 from emulator.numerics import wgmma as num
 from emulator.ops.wgmma import Descriptor, canonical_descriptor, core_matrix_map, make_descriptor
 from emulator.ops.wgmma import desc as D
@@ -163,11 +163,16 @@ ret;
 """
 
 
-def _kernel(body, threads=128):
+def _kernel(body, threads=128, strict=True, notes=None):
+    """Run ``body``; ``strict``: WarpOptions(wgmma_hazards="error"), the PTX manual's rules; else as ptxas
+    compiles it, the launch's notes appended to ``notes``."""
     text = HEAD + f"mov.b64 %rd1, {DA};\nmov.b64 %rd2, {DB};\n" + body + "\n" + TAIL
     g = GlobalMemory()
     out = g.alloc(4 * threads)
-    load_ptx(text).launch("k", grid=(1, 1, 1), block=(threads, 1, 1), args=[out], gmem=g)
+    res = load_ptx(text).launch("k", grid=(1, 1, 1), block=(threads, 1, 1), args=[out], gmem=g,
+                                options=WarpOptions(wgmma_hazards="error" if strict else "wait"))
+    if notes is not None:
+        notes.extend(res.notes)
     return g.download(out, 4 * threads).view(np.float32)
 
 
@@ -183,6 +188,39 @@ def test_wait_group_keeps_newest():
             "wgmma.wait_group.sync.aligned 1;\nadd.f32 %f5, %f0, %f0;")
     with pytest.raises(AsyncHazardError, match="reads register %f0 while a wgmma.mma_async"):
         _kernel(body)
+
+
+@pytest.mark.parametrize("body, line, what", [
+    ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 1;\n"
+     "add.f32 %f5, %f0, %f0;", 16, "reads %f0, a register of an in-flight wgmma.mma_async (line 13)"),
+    ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\nmov.f32 %f6, %f2;",
+     15, "reads %f2"),
+    ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\nmov.f32 %f2, 0f3F800000;\n"
+     "wgmma.wait_group.sync.aligned 0;", 15, "writes %f2"),
+    (MMA + "\nwgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;", 12, "no wgmma.fence"),
+    ("wgmma.fence.sync.aligned;\nmov.f32 %f1, 0f3F800000;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n"
+     "wgmma.wait_group.sync.aligned 0;", 14, "%f1 was written after the last wgmma.fence"),
+])
+def test_hazards_ptxas_repairs_are_notes(body, line, what):
+    """By default the hazards ptxas repairs itself (C7517 wait, C7519 arrive) run as compiled, with a note."""
+    notes = []
+    _kernel(body, strict=False, notes=notes)
+    assert len(notes) == 1 and notes[0].startswith(f"line {line}: ") and what in notes[0], notes
+    assert ("C7519" if "fence" in what else "C7517") in notes[0]
+    with pytest.raises(AsyncHazardError):
+        _kernel(body)
+
+
+def test_hazard_wait_retires_every_group():
+    """ptxas's injected wait is WARPGROUP.DEPBAR.LE gsb0, 0x0: after it no wgmma of the warp is in flight,
+    so a later touch of another group's register needs no second wait (one note)."""
+    mmb = MMA.replace("%f0, %f1, %f2, %f3", "%f4, %f5, %f6, %f7")
+    body = ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n" + mmb +
+            "\nwgmma.commit_group.sync.aligned;\nadd.f32 %f1, %f2, %f2;\nwgmma.wait_group.sync.aligned 1;\n"
+            "add.f32 %f3, %f6, %f6;\nwgmma.wait_group.sync.aligned 0;")
+    notes = []
+    _kernel(body, strict=False, notes=notes)
+    assert len(notes) == 1 and "reads %f2" in notes[0], notes
 
 
 def test_missing_fence():
@@ -327,7 +365,7 @@ def test_atom_check_can_fail(monkeypatch):
 def test_fast_engine_runs_on_while_a_wgmma_is_in_flight():
     """Between commit and wait the fast engine's loop runs the instructions that touch no register a wgmma
     holds (they are not handed back), and both engines leave the same state; one that reads an accumulator
-    still raises the hazard."""
+    waits for the wgmma (ptxas's injected wait), or raises the hazard under wgmma_hazards="error"."""
     from engines import compare_engines
     work = "\n".join(f"add.s32 %r{2 + i % 4}, %r{2 + i % 4}, %r1;" for i in range(40))
     body = ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n" + work +
@@ -339,6 +377,9 @@ def test_fast_engine_runs_on_while_a_wgmma_is_in_flight():
     bad = text.replace("wgmma.wait_group.sync.aligned 0;\nadd.f32", "add.f32 %f4, %f3, %f3;\n"
                        "wgmma.wait_group.sync.aligned 0;\nadd.f32")
     ref, fast, diffs = compare_engines(load_ptx(bad), "k", 1, 128, [np.zeros(128, np.float32)])
+    assert not diffs and "error" not in ref          # as ptxas compiles it: the read waits for the wgmma
+    ref, fast, diffs = compare_engines(load_ptx(bad), "k", 1, 128, [np.zeros(128, np.float32)],
+                                       options=WarpOptions(wgmma_hazards="error"))
     assert not diffs and "reads register %f3" in ref["error"][1]
 
 
@@ -382,3 +423,34 @@ def test_wait_group_waits_for_the_other_warps():
             "wgmma.wait_group.sync.aligned 0;")
     out = _kernel(body)
     assert (out == 16).all(), np.unique(out)
+
+
+_WARP3_FILLS = ("shr.u32 %r2, %r1, 5;\nsetp.eq.u32 %p1, %r2, 3;\nmov.u32 %r4, smem;\nmov.b32 %r5, 0x3C003C00;\n"
+                "@!%p1 bra GO;\n"
+                "mul.lo.u32 %r6, %r1, 8;\nsub.u32 %r6, %r6, 768;\n"          # warp 3 (tid 96..127) fills 8 KB
+                "mad.lo.u32 %r6, %r6, 32, %r4;\n"
+                + "".join(f"st.shared.v4.b32 [%r6+{16 * i}], {{%r5, %r5, %r5, %r5}};\n" for i in range(16))
+                + "GO:\nwgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n")
+
+
+@pytest.mark.parametrize("after, what", [("", "reads %f0"), ("mov.f32 %f1, 0f3F800000;\n", "writes %f1"),
+                                         ("mov.f32 %f6, %f2;\n", "reads %f2")])
+def test_injected_wait_waits_for_the_other_warps(after, what):
+    """ptxas's injected wait (C7517) before an instruction that touches an in-flight accumulator needs the
+    warpgroup to have computed the wgmma, like wgmma.wait_group: warps 0-2 reach it before warp 3 issued the
+    instruction and stall there, so what they read (the kernel's store of %f0) is the product of what warp 3
+    stored, never the accumulator's old value; one note."""
+    notes = []
+    out = _kernel(_WARP3_FILLS + after, strict=False, notes=notes)
+    assert (out == 16).all(), np.unique(out)
+    assert len(notes) == 1 and what in notes[0] and "C7517" in notes[0], notes
+    with pytest.raises(AsyncHazardError, match=what.replace("s ", "s register ")):
+        _kernel(_WARP3_FILLS + after)
+
+
+def test_injected_wait_for_a_warp_that_never_issues():
+    """The injected wait of warps 0-2 waits for a wgmma warp 3 skips: the deadlock report names warp 3."""
+    body = ("setp.ge.u32 %p1, %r1, 96;\nwgmma.fence.sync.aligned;\n@%p1 bra SKIP;\n" + MMA +
+            "\nSKIP:\nwgmma.commit_group.sync.aligned;\nmov.f32 %f6, %f1;")
+    with pytest.raises(WarpSyncError, match="warp 3 of warpgroup 0 never executed"):
+        _kernel(body, strict=False)

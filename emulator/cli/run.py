@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from ..errors import OperandError
+from ..errors import EmulatorError, OperandError
 
 DEMO_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "demo")
 _DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "u8": np.uint8,
@@ -58,6 +58,9 @@ def add_parser(subparsers):
                    help="interleave warps in a seeded random order (shakes out races); default: round-robin")
     p.add_argument("--cp-async", choices=("deferred", "eager"), default="deferred",
                    help="when cp.async copies land in shared memory (default: at the wait that retires them)")
+    p.add_argument("--sanitize", metavar="TOOLS", default=None,
+                   help="watch the launch with the sanitizer: all, or a comma list of memcheck, racecheck, synccheck, "
+                        "initcheck, asynccheck (docs/sanitize.md); prints the reports and a summary per tool")
     p.set_defaults(func=_cmd_run)
 
     d = subparsers.add_parser(
@@ -113,6 +116,16 @@ def _parse_args(module, entry, values, gmem):
             addr = gmem.upload(arr)
             arrays.append((os.path.splitext(os.path.basename(text))[0], addr, arr))
             args.append(addr)
+        elif text.startswith("empty:"):         # allocated, never written: uninitialised for the sanitizer
+            try:
+                _, dt, n = text.split(":")
+                arr = np.zeros(int(n), _DTYPES[dt])
+            except (ValueError, KeyError):
+                raise OperandError(f"--arg {text!r}: expected empty:DTYPE:N with DTYPE one of "
+                                   f"{', '.join(_DTYPES)}") from None
+            addr = gmem.alloc(arr.nbytes)
+            arrays.append((f"arg{k}", addr, arr))
+            args.append(addr)
         elif text.startswith("zeros:"):
             try:
                 _, dt, n = text.split(":")
@@ -145,6 +158,21 @@ def _cmd_run(a):
     entry = module.resolve(a.kernel)
     g = GlobalMemory()
     args, arrays = _parse_args(module, entry, a.arg, g)
+    sanitize = None if a.sanitize is None else tuple(a.sanitize.split(",")) if a.sanitize != "all" else "all"
+    if sanitize is not None:
+        from ..machine.sanitize import tools_of, print_reports
+        tools = tools_of(sanitize)
+        try:
+            res = module.launch(entry, grid=_dims(a.grid, "grid"), block=_dims(a.block, "block"), args=args, gmem=g,
+                                shared_bytes=a.shared, options=WarpOptions(cp_async=a.cp_async),
+                                cluster=None if a.cluster is None else _dims(a.cluster, "cluster"),
+                                max_instructions=a.max_instructions, sanitize=sanitize)
+        except EmulatorError as e:
+            print_reports(getattr(e, "reports", []), tools, sys.stdout)
+            raise
+        print_reports(res.reports, tools, sys.stdout)
+        print(f"{entry}: {len(res.ctas)} CTA(s), {res.instructions} warp instructions issued")
+        return 1 if res.reports else 0
     res = module.launch(entry, grid=_dims(a.grid, "grid"), block=_dims(a.block, "block"), args=args, gmem=g,
                         shared_bytes=a.shared, options=WarpOptions(cp_async=a.cp_async),
                         trace=sys.stdout if a.trace else None, timeline=bool(a.timeline),

@@ -129,6 +129,17 @@ def _flat(statements):
             yield st
 
 
+def _branch_targets(statements):
+    """The labels the ``.branchtargets`` lists of ``statements`` name (``{ }`` blocks entered)."""
+    out = set()
+    for st in statements:
+        if isinstance(st, ptx.Block):
+            out |= _branch_targets(st.statements)
+        elif isinstance(st, ptx.Directive) and st.name == ".branchtargets":
+            out |= {t.text for t in st.tokens if t.kind == "name" and not t.text.startswith(".")}
+    return out
+
+
 def _consumer(instr, product, key):
     """Which source (0 or 1) of ``instr`` is ``product`` if ``instr`` is an add/sub ptxas can fuse with it."""
     if instr.base not in ("add", "sub") or instr.guard is not None or len(instr.operands) != 3 or \
@@ -153,6 +164,7 @@ def contract(statements):
     items = list(_flat(statements))
     instrs = [st for st in items if isinstance(st, ptx.Instruction)]
     targets = {o.name for st in instrs if st.base in ("bra", "brx") for o in st.operands if isinstance(o, ptx.Sym)}
+    targets |= _branch_targets(statements)      # brx.idx jumps to the labels of a .branchtargets list
     ndefs, readers = {}, {}
     for j, st in enumerate(instrs):
         for r in _writes(st):

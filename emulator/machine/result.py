@@ -15,6 +15,24 @@ class LaunchResult:
     stdout: list = field(default_factory=list)       # printf output, in emission order
     instructions: int = 0
     async_units: list = field(default_factory=list)  # per CTA: mbarriers, copies, events (timeline)
+    # what the launch did differently from the letter of the PTX manual, as ptxas compiles the code (e.g. a
+    # wait for in-flight wgmma that ptxas injects, its info message C7517): "line L: instruction: what"
+    notes: list = field(default_factory=list)
+
+    reports: list = field(default_factory=list)      # sanitizer reports (launch(..., sanitize=...))
+    sanitizer: object = None                         # the launch's machine.sanitize.Sanitizer, when one watched
+
+    def sanitizer_summary(self):
+        """compute-sanitizer-like closing lines, one per tool that watched the launch."""
+        from .sanitize import summary
+        return summary(self.reports, None if self.sanitizer is None else
+                       [t for t in ("memcheck", "racecheck", "synccheck", "initcheck", "asynccheck")
+                        if t in self.sanitizer.tools])
+
+    def note(self, message):
+        """Record ``message`` once."""
+        if message not in self.notes:
+            self.notes.append(message)
 
     def __repr__(self):
         nwarps = sum(len(ws) for _, ws in self.ctas)

@@ -12,14 +12,22 @@ the warpgroup has not all issued yet waits (the warp stalls) until the other war
 retirement the instruction is *in flight*:
 
 * its accumulator and A registers may be touched only by later ``wgmma.mma_async`` of the same warp
-  (accumulating chains); any other instruction reading or writing them raises AsyncHazardError;
+  (accumulating chains). Another instruction that reads or writes one waits, as ptxas compiles it, until
+  every wgmma of the warp has completed: ptxas puts ``WARPGROUP.DEPBAR.LE gsb0, 0x0`` before it (its info
+  message C7517, "warpgroup.wait is injected"), and the launch records a note (``LaunchResult.notes``). That
+  wait, like ``wgmma.wait_group``, first needs the other warps of the warpgroup to issue the instructions it
+  waits for: until they have, the warp stalls before the instruction (``must_wait``, called by the CTA's
+  scheduler), so it never reads an accumulator the warpgroup has not computed yet. With
+  ``WarpOptions(wgmma_hazards="error")`` it raises AsyncHazardError instead (the PTX manual's rule);
 * once computed, the shared bytes it reads may not be written (by any warp of the CTA) until a warp of the
   warpgroup retires it (the instruction is then complete for the whole warpgroup): AsyncHazardError.
 
 ``wgmma.fence`` must come before the first ``wgmma.mma_async`` of a warp and between any other write of an
-accumulator or A register and the ``wgmma.mma_async`` that uses it; otherwise WarpSyncError-style
-``AsyncHazardError`` ("missing wgmma.fence").  All four warps of the warpgroup must issue the same
-``wgmma.mma_async`` instructions in the same order with the same descriptors, and no warp may be absent
+accumulator or A register and the ``wgmma.mma_async`` that uses it. Where it is missing ptxas inserts one itself
+(``WARPGROUP.ARRIVE``, info message C7519, "warpgroup.arrive is injected"): the launch records a note, or, with
+``wgmma_hazards="error"``, raises ``AsyncHazardError`` ("missing wgmma.fence").  All four warps of the
+warpgroup must issue the same ``wgmma.mma_async`` instructions in the same order with the same descriptors,
+and no warp may be absent
 (``check_cta_end`` runs when the CTA finishes).
 """
 from __future__ import annotations
@@ -27,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import AsyncHazardError, WarpSyncError, fail
+from ...frontend.ptx import Mem, Not, Pair, Paren, Reg, TensorAddr, Vec
 
 
 class WarpWgmma:
@@ -85,12 +94,12 @@ def _install_guard(warp, ws):
 
     def get_reg(name, instr="read"):
         if name in counts:
-            _reg_hazard(instr, name, "reads")
+            _reg_hazard(warp, ws, instr, name, "reads")
         return cls.get_reg(warp, name, instr)
 
     def set_reg(name, values, mask):
         if name in counts:
-            _reg_hazard(getattr(warp, "cur_text", "write"), name, "writes")
+            _reg_hazard(warp, ws, getattr(warp, "cur_text", None), name, "writes")
         return cls.set_reg(warp, name, values, mask)
     warp.get_reg = get_reg
     warp.set_reg = set_reg
@@ -101,9 +110,114 @@ def _remove_guard(warp):
     warp.__dict__.pop("set_reg", None)
 
 
-def _reg_hazard(instr, name, verb):
-    fail(AsyncHazardError, instr, f"{verb} register {name} while a wgmma.mma_async that uses it (accumulator or "
-         f"A fragment) is still in flight; retire it first with wgmma.commit_group and wgmma.wait_group")
+def strict(warp):
+    """True under ``WarpOptions(wgmma_hazards="error")``: the PTX manual's rules raise instead of being
+    repaired as ptxas repairs them."""
+    return getattr(getattr(warp, "options", None), "wgmma_hazards", "wait") == "error"
+
+
+def current(warp):
+    """(line, text) of the instruction the warp is executing, when it runs in a kernel."""
+    prog, pc = getattr(warp, "program", None), getattr(warp, "cur_pc", None)
+    if prog is None or pc is None:
+        return None, None
+    instr = prog.code[pc].instr
+    return instr.line, " ".join((instr.text or instr.opcode).split())
+
+
+def note(warp, message):
+    """Record a note on the launch (``LaunchResult.notes``), once per message."""
+    cta = getattr(warp, "_cta", None)
+    result = getattr(cta, "result", None)
+    if result is not None and hasattr(result, "note"):
+        result.note(message)
+
+
+def _reg_hazard(warp, ws, instr, name, verb):
+    line, text = current(warp)
+    if strict(warp) or line is None:
+        fail(AsyncHazardError, instr or text or "write", f"{verb} register {name} while a wgmma.mma_async that "
+             f"uses it (accumulator or A fragment) is still in flight; retire it first with wgmma.commit_group and "
+             f"wgmma.wait_group")
+    rec = next((r for g in ws.groups + [ws.pending] for r in g if name in r["regs"]), None)
+    at = f" (line {rec['line']})" if rec and rec.get("line") else ""
+    cst = cta_state(warp, "wgmma")
+    todo = _not_computed(ws)
+    if todo:        # the scheduler's must_wait stalls before such an instruction; this one got past it
+        raise WgmmaStall(WgmmaWait(text, todo, warp.warp_id, cst))
+    note(warp, f"line {line}: {text}: {verb} {name}, a register of an in-flight wgmma.mma_async{at}; as ptxas "
+               f"compiles it (C7517: warpgroup.wait is injected), the warp first waits for every wgmma it has "
+               f"issued to complete")
+    drain(warp, cst, ws)
+
+
+class WgmmaStall(Exception):
+    """Raised out of an executor that touched a register of an in-flight wgmma.mma_async the warpgroup has not
+    computed yet (the other warps have not all issued it): the CTA's scheduler stalls the warp on ``reason``
+    and the instruction runs again when it is ready."""
+
+    def __init__(self, reason):
+        super().__init__(reason.describe())
+        self.reason = reason
+
+
+def _not_computed(ws):
+    return [rec for grp in ws.groups + [ws.pending] for rec in grp if not rec["done"]]
+
+
+def drain(warp, cst, ws):
+    """ptxas's injected wait: every wgmma of the warp completes (uncommitted ones too). The caller has seen
+    that the warpgroup computed them all (``must_wait``)."""
+    if ws.pending:
+        commit(warp, ws)
+    wait(warp, cst, ws, 0, "wgmma", None)
+
+
+def operand_regs(instr):
+    """The register names an instruction's operands mention (vectors, addresses, negations included)."""
+    names = getattr(instr, "_wgmma_names", None)
+    if names is None:
+        names = set()
+        todo = list(instr.operands)
+        while todo:
+            o = todo.pop()
+            if isinstance(o, Reg):
+                names.add(o.name)
+            elif isinstance(o, (Vec, Pair, Paren)):
+                todo.extend(o.items)
+            elif isinstance(o, Not):
+                todo.append(o.item)
+            elif isinstance(o, Mem):
+                if isinstance(o.base, Reg):
+                    names.add(o.base.name)
+            elif isinstance(o, TensorAddr):
+                todo.extend((o.addr, o.coords))
+        names = frozenset(names)
+        instr._wgmma_names = names
+    return names
+
+
+def must_wait(warp, instr, mask):
+    """Called by the CTA's scheduler before a non-wgmma instruction of a warp whose wgmma hold registers (the
+    guard is installed): True when the instruction touches one of them and ptxas's injected wait (C7517) must
+    wait for a wgmma.mma_async the other warps of the warpgroup have not issued yet; the warp then stalls
+    (``warp.stall``) and runs the instruction again when the warpgroup has computed it. Under
+    ``wgmma_hazards="error"`` the executor raises instead."""
+    cst = getattr(getattr(warp, "_cta", None), "wgmma", None)
+    ws = cst.warps.get(warp.warp_id) if cst is not None else None
+    if ws is None or not ws.reg_count or instr.base == "wgmma" or strict(warp):
+        return False
+    counts = ws.reg_count
+    if not any(n in counts for n in operand_regs(instr)):
+        return False
+    todo = _not_computed(ws)
+    if not todo:
+        return False
+    text = " ".join((instr.text or instr.opcode).split())
+    if warp.stall(mask, WgmmaWait(text, todo, warp.warp_id, cst)):
+        return True
+    fail(WarpSyncError, text, f"waits for '{todo[0]['text']}', which the other warps of the warpgroup never "
+         "issued (.aligned: all four warps issue each wgmma.mma_async)")
 
 
 def raw_get(warp, name, text):
@@ -130,7 +244,7 @@ def issue(warp, cst, ws, record, group, number):
     del cst.slots[(group, number)]
     reads = None
     for rec in sorted(slot, key=lambda r: r["warp"]):
-        idx = rec.pop("run")()      # the same bytes for the four warps (their descriptors agree)
+        idx = rec.pop("run")(warp)      # the same bytes for the four warps (their descriptors agree)
         if reads is None:
             reads = {"idx": idx, "held": bool(idx.size)}
             if idx.size:
@@ -141,8 +255,9 @@ def issue(warp, cst, ws, record, group, number):
 
 
 class WgmmaWait:
-    """Why a warp stalls at ``wgmma.wait_group``: a group it must retire holds a wgmma.mma_async that other
-    warps of its warpgroup have not issued yet (the deadlock report names them)."""
+    """Why a warp stalls at ``wgmma.wait_group``, or before an instruction where ptxas injects its wait (C7517):
+    a wgmma.mma_async it must retire that other warps of its warpgroup have not issued yet (the deadlock report
+    names them)."""
 
     def __init__(self, text, records, warp_id, cst):
         self.text, self.records, self.warp_id, self.cst = text, records, warp_id, cst
