@@ -40,6 +40,7 @@ from ..ops.common import format_lanes
 from ..ops.wgmma.state import WgmmaStall, check_cta_end as check_wgmma_end, must_wait as wgmma_must_wait
 from .kernel_warp import KernelWarp
 from .spin import SPIN_CHECK
+from .tracing import dest_registers
 
 PARK = "park"          # _step's answer when an executor stalled lanes or yielded the warp's turn
 
@@ -64,7 +65,7 @@ class CTA:
 
     def __init__(self, module, prog, ctaid, grid, block, smem_size, gmem, param_init, var_addrs, local_bases,
                  options, trace, out, result, budget, fast=None, schedule=None, timeline=False, cluster=None,
-                 rank=0):
+                 rank=0, profile=None, debug=None):
         self.module, self.prog, self.ctaid = module, prog, ctaid
         if cluster is None:                     # a launch without clusters: each CTA is a cluster of one
             from .cluster import Cluster
@@ -81,6 +82,7 @@ class CTA:
         self.smem_inflight = np.zeros(smem_size, np.int32)
         self.inflight_n = 0             # cp.async copies in flight in this CTA (all warps)
         self.out, self.result, self.trace, self.budget = out, result, trace, budget
+        self.profile, self.debug = profile, debug      # machine.profile.Profile, machine.debugger hooks
         self.barriers = {}         # id -> {'arrived': int, 'waiters': [(warp, mask)], 'expected': int, 'red': []}
         nthreads = block[0] * block[1] * block[2]
         nwarps = -(-nthreads // LANES)
@@ -112,6 +114,8 @@ class CTA:
             kw = KernelWarp(self, prog, w, nthreads - w * LANES, self.smem, gmem, prog.arch, options, param_init,
                             bases, prog.layout.local, trace)
             kw.symbols = dict(symbols)
+            if profile is not None:
+                kw.profile = profile
             sv = kw.special_values
             sv.update(per_warp[w])
             sv.update(same)
@@ -385,6 +389,8 @@ class CTA:
             w.waiting &= ~w.held
             w.held[:] = False
             return None
+        if self.debug is not None:
+            self.debug.before(self, w, p, mask)
         w.cur_pc = p
         budget[0] -= 1
         if budget[0] < 0:
@@ -396,6 +402,8 @@ class CTA:
                                 + "".join(f"; lanes {format_lanes(np.flatnonzero(lanes))} spin: {how}"
                                           for lanes, how in w.spins.values()))
         w.clock = w.issued = w.issued + 1
+        if self.profile is not None:
+            self.profile.step(w, p, mask)
         au = self.async_unit
         au.mbarriers.step += 1
         if au.record:
@@ -714,18 +722,10 @@ class CTA:
 
     # -- trace -------------------------------------------------------------------------------------
     def _trace(self, w, op, mask):
-        lanes = format_lanes(np.flatnonzero(mask))
-        parts = []
-        for name in dict.fromkeys(w._written):
-            v = w.regs[name][mask]
-            shown = ", ".join(_fmt_val(x) for x in v[:4]) + (", ..." if v.size > 4 else "")
-            if v.size and (v == v[0]).all():
-                shown = f"{_fmt_val(v[0])} (all)"
-            parts.append(f"{name}=[{shown}]")
-        cta = ",".join(map(str, self.ctaid))
-        txt = " ".join((op.instr.text or op.instr.opcode).split())
-        self.trace.write(f"cta({cta}) w{w.warp_id} pc{w.cur_pc:>4} "
-                         f"lanes {lanes}: {txt}" + (f"  -> {' '.join(parts)}" if parts else "") + "\n")
+        """One trace record (``machine.tracing.Trace``): the registers the instruction wrote, those of its
+        destination operand included (mma/wgmma/wmma fragments are written without the per-register hook)."""
+        names = dict.fromkeys(list(w._written or ()) + list(dest_registers(op.instr)))
+        self.trace.emit(self.ctaid, w, w.cur_pc, op.instr, mask, names)
         w._written = None
 
 
@@ -782,12 +782,6 @@ def _sync_point(op):
         except AttributeError:
             pass
     return sp
-
-
-def _fmt_val(x):
-    if isinstance(x, (bool, np.bool_)):
-        return str(int(x))
-    return hex(int(x))
 
 
 def _located(e, instr):

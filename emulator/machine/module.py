@@ -162,10 +162,12 @@ class Module:
                shared_bytes: int = 0, options: WarpOptions | None = None, trace=None, out=None,
                max_instructions: int = 20_000_000, engine: str = "auto", schedule=None, timeline: bool = False,
                cluster=None, workers: int = 1, progress=None, executor=None,
-               regs_per_thread: int | None = None, sanitize=None) -> LaunchResult:
+               regs_per_thread: int | None = None, sanitize=None, profile: bool = False,
+               debug=None) -> LaunchResult:
         """Run ``kernel`` on a grid of CTAs. ``args`` follow the kernel's ``.param`` list (addresses and
         integers as Python ints, floats as Python/numpy floats, byte arrays for aggregate parameters).
-        ``trace``: a writable stream that receives one line per executed instruction.
+        ``trace``: a writable stream that receives one line per executed instruction, or a
+        ``machine.tracing.Trace`` (JSON lines; filters by CTA, warp, lane, PTX lines, opcode).
         ``engine``: ``"fast"`` (common instructions in jitted loops, the rest through the reference
         executors), ``"reference"`` (every instruction through the readable executors) or ``"auto"`` (the
         default: ``"fast"`` once its loops are compiled; until a background process has compiled them the
@@ -188,7 +190,11 @@ class Module:
         ``sanitize``: ``"memcheck"``, ``"racecheck"``, ``"synccheck"``, ``"initcheck"``, ``"asynccheck"``, a tuple
         of these or ``"all"`` (docs/sanitize.md): the launch runs on the reference executors, serially, and
         ``result.reports`` lists what the tools found; an error that cannot continue carries them as
-        ``e.reports``."""
+        ``e.reports``.
+        ``profile``: count every instruction per PTX line and source line (``result.profile``, a
+        ``machine.profile.Profile``; docs/profile.md). ``debug``: a ``machine.debugger.Debugger``'s hook
+        (``Debugger.launch`` passes it; docs/debug.md). Both run the CTAs one after the other on the reference
+        executors."""
         from .sanitize import tools_of
         tools = tools_of(sanitize)
         if tools is not None:
@@ -196,6 +202,10 @@ class Module:
                                           max_instructions, schedule, timeline, cluster)
         if gmem is not None and getattr(gmem, "_uninit", None) and self._san is None:
             gmem._uninit.clear()          # an unwatched launch may write anything: nothing stays uninitialised
+        if not isinstance(profile, (bool, np.bool_)):
+            raise OperandError(f"launch: profile must be True or False, not {profile!r}")
+        profile = bool(profile)
+        instrumented = profile or debug is not None
         schedule = _schedule(schedule)
         _check_streams_and_options(options, trace, out, gmem, timeline, progress, args)
         max_instructions = _int_arg(max_instructions, "max_instructions")
@@ -244,8 +254,16 @@ class Module:
         budget = [max_instructions, max_instructions]
         fast = None
         pending = False          # "auto" while the fast engine's loops compile in the background
+        if trace is not None:
+            from .tracing import Trace
+            if not isinstance(trace, Trace):
+                trace = Trace(trace)
+        prof = None
+        if profile:
+            from .profile import Profile
+            prof = result.profile = Profile(prog, self.text)
         if engine in ("fast", "auto") and trace is None and (options is None or options.uninitialized == "zero") \
-                and schedule is None and not timeline:
+                and schedule is None and not timeline and not instrumented:
             from .fastcore import FastLaunch, warmup
             if engine == "fast" or warmup.ready():
                 if engine == "fast":
@@ -264,8 +282,9 @@ class Module:
         if cdims != (1, 1, 1) or explicit:
             return self._launch_clusters(prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init,
                                          var_addrs, local_bases, options, trace, out, result, budget, fast,
-                                         schedule, timeline, max_instructions)
+                                         schedule, timeline, max_instructions, prof, debug)
         if executor is not None and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
+                not instrumented and \
                 gridmod.serial_only(prog) is None:
             spec = gridmod.LaunchSpec(self.text, self.arch, kernel, grid, block, list(args), int(shared_bytes), options,
                                       int(max_instructions), engine, local_bases, var_addrs,
@@ -274,6 +293,7 @@ class Module:
                                     progress):
                 return result
         elif workers > 1 and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
+                not instrumented and \
                 gridmod.serial_only(prog) is None:
             def run_ctas(chunk, out_):
                 part = LaunchResult(entry.name, grid, block)
@@ -305,7 +325,8 @@ class Module:
                     from .fastcore.engine import global_table
                     fast.gtab = global_table(gmem)
             cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
-                      bases, options, trace, out, result, budget, fast, schedule, timeline)
+                      bases, options, trace, out, result, budget, fast, schedule, timeline,
+                      profile=prof, debug=debug)
             cta._depot = bases
             if san is not None:
                 san.attach(cta)
@@ -363,7 +384,8 @@ class Module:
         return result
 
     def _launch_clusters(self, prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init, var_addrs,
-                         local_bases, options, trace, out, result, budget, fast, schedule, timeline, max_instructions):
+                         local_bases, options, trace, out, result, budget, fast, schedule, timeline, max_instructions,
+                         prof=None, debug=None):
         """Cluster after cluster (cluster id x fastest); the CTAs of a cluster run together."""
         from .cluster import Cluster
         ncl = tuple(g // c for g, c in zip(grid, cdims))
@@ -377,7 +399,7 @@ class Module:
                                 cid = (cx * cdims[0] + x, cy * cdims[1] + y, cz * cdims[2] + z)
                                 cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
                                           local_bases, options, trace, out, result, budget, fast, schedule, timeline,
-                                          cluster=cl, rank=len(cl.ctas))
+                                          cluster=cl, rank=len(cl.ctas), profile=prof, debug=debug)
                                 if self._san is not None:
                                     self._san.attach(cta)
                                 cl.ctas.append(cta)

@@ -189,6 +189,7 @@ class Warp:
     """One warp of 32 lanes (see docs/api.md: Memory and the warp, Writing registers)."""
 
     san = None          # the sanitizer's observer (machine.sanitize) while one watches; None costs nothing
+    profile = None          # a launch's machine.profile.Profile while it profiles (counted per cur_pc)
 
     def __init__(self, smem_bytes: int = 48 * 1024, gmem: GlobalMemory | None = None, arch: str = "sm_90",
                  options: WarpOptions | None = None, *, smem: np.ndarray | None = None, warp_id: int = 0):
@@ -377,8 +378,9 @@ class Warp:
             return self._run_sanitized(prog, sanitize)
         if self.gmem._uninit:                 # an unwatched run may write anything: nothing stays uninitialised
             self.gmem._uninit.clear()
-        for fn in prog:
-            fn(self, ALL_LANES)
+        with np.errstate(all="ignore"):          # NaN, overflow, ... are results here, not warnings
+            for fn in prog:
+                fn(self, ALL_LANES)
 
     def _run_sanitized(self, prog, sanitize):
         from .sanitize import lone_warp, tools_of
@@ -505,6 +507,8 @@ class Warp:
 
     # -- shared-memory traffic -----------------------------------------------------------------------
     def log_smem(self, instruction, op, addrs, width, mask, nmat=0, src=None):
+        if self.profile is not None:
+            self.profile.smem(self.cur_pc, op, addrs, width, mask, nmat)
         if self._smem_n >= self.smem_log_cap:
             self.smem_log_dropped += 1
             return

@@ -107,6 +107,8 @@ def load(warp, instr, space, addrs, mask, nbytes, align):
         return cluster_load(warp, instr, addrs, mask, nbytes, align)
     if space == "global":
         check_alignment(instr, addrs, mask, align)
+        if warp.profile is not None:
+            warp.profile.gmem(warp.cur_pc, addrs, mask, nbytes)
         out = global_gather(warp.gmem, instr, addrs, mask, nbytes)
         if warp.san is not None:
             warp.san.global_access(warp, instr, addrs, mask, nbytes, False)
@@ -120,6 +122,8 @@ def load(warp, instr, space, addrs, mask, nbytes, align):
             out[dsm] = cluster_load(warp, instr, addrs, dsm, nbytes, align)[dsm]
         if gl.any():
             check_alignment(instr, addrs, gl, align)
+            if warp.profile is not None:
+                warp.profile.gmem(warp.cur_pc, addrs, gl, nbytes)
             out[gl] = global_gather(warp.gmem, instr, addrs, gl, nbytes)[gl]
             if warp.san is not None:
                 warp.san.global_access(warp, instr, addrs, gl, nbytes, False)
@@ -134,6 +138,8 @@ def store(warp, instr, space, addrs, mask, data, align):
         return cluster_store(warp, instr, addrs, mask, data, align)
     if space == "global":
         check_alignment(instr, addrs, mask, align)
+        if warp.profile is not None:
+            warp.profile.gmem(warp.cur_pc, addrs, mask, data.shape[1])
         global_scatter(warp.gmem, instr, addrs, mask, data)
         if warp.san is not None:
             warp.san.global_access(warp, instr, addrs, mask, data.shape[1], True)
@@ -142,6 +148,8 @@ def store(warp, instr, space, addrs, mask, data, align):
         sh, dsm, gl = _generic_split(warp, addrs, mask)
         if gl.any():
             check_alignment(instr, addrs, gl, align)
+            if warp.profile is not None:
+                warp.profile.gmem(warp.cur_pc, addrs, gl, data.shape[1])
             global_scatter(warp.gmem, instr, addrs, gl, data)
             if warp.san is not None:
                 warp.san.global_access(warp, instr, addrs, gl, data.shape[1], True)

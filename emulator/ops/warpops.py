@@ -419,6 +419,8 @@ def compile_atom(instr, env):
                     warp.log_smem(text, "atom", off, nbytes, lanes)
                 for lane in np.flatnonzero(lanes):
                     cells[lane] = (tw.smem, int(off[lane]))
+        if warp.profile is not None and glob.any():
+            warp.profile.gmem(warp.cur_pc, a, glob, nbytes)
         for lane in np.flatnonzero(glob):
             cells[lane] = warp.gmem._locate(int(a[lane]), nbytes, text, int(lane))
         san = warp.san

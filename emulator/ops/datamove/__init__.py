@@ -217,6 +217,8 @@ def compile_cp(instr, env):
             if k:
                 lanes = mask if sizes.size == 1 else mask & (n == k)
                 data[lanes, :k] = global_gather(warp.gmem, text, s, lanes, k)[lanes]
+        if warp.profile is not None:                 # lanes that read global memory (src-size > 0)
+            warp.profile.gmem(warp.cur_pc, s, mask & (n > 0), cp_size)
         warp.log_smem(text, op_name, d, cp_size, mask, src=s)
         check_inflight(warp, text, d, mask, cp_size, True)   # overlapping un-waited destinations
         lanes = np.flatnonzero(mask)
