@@ -37,7 +37,8 @@ from ..errors import (DeviceAssertError, EmulatorError, OperandError, Unsupporte
 from ..memory import LANES
 from ..memory.asyncunit import AsyncUnit
 from ..ops.common import format_lanes
-from ..ops.wgmma.state import WgmmaStall, check_cta_end as check_wgmma_end, must_wait as wgmma_must_wait
+from ..ops.wgmma.state import (WgmmaStall, check_cta_end as check_wgmma_end, last_computed as wgmma_last_computed,
+                               must_wait as wgmma_must_wait)
 from .kernel_warp import KernelWarp
 from .spin import SPIN_CHECK
 from .tracing import dest_registers
@@ -724,7 +725,10 @@ class CTA:
     def _trace(self, w, op, mask):
         """One trace record (``machine.tracing.Trace``): the registers the instruction wrote, those of its
         destination operand included (mma/wgmma/wmma fragments are written without the per-register hook)."""
-        names = dict.fromkeys(list(w._written or ()) + list(dest_registers(op.instr)))
+        dest = dest_registers(op.instr)
+        if dest and op.instr.base == "wgmma" and not wgmma_last_computed(w):
+            dest = ()       # the warpgroup computes it (writes D) when its last warp issues it
+        names = dict.fromkeys(list(w._written or ()) + list(dest))
         self.trace.emit(self.ctaid, w, w.cur_pc, op.instr, mask, names)
         w._written = None
 

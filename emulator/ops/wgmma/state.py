@@ -220,6 +220,15 @@ def must_wait(warp, instr, mask):
          "issued (.aligned: all four warps issue each wgmma.mma_async)")
 
 
+def last_computed(warp):
+    """Whether the wgmma.mma_async the warp issued last has been computed (its D registers written): at its
+    issue only when the warp was the last of the warpgroup to issue it (the trace lists D then)."""
+    cst = getattr(getattr(warp, "_cta", None), "wgmma", None)
+    ws = cst.warps.get(warp.warp_id) if cst is not None else None
+    last = ws.pending[-1] if ws is not None and ws.pending else None
+    return last is None or last["done"]
+
+
 def raw_get(warp, name, text):
     """A register's value without the in-flight guard (for the wgmma instructions themselves)."""
     return type(warp).get_reg(warp, name, text)
