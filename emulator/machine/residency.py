@@ -62,8 +62,13 @@ def occupancy(nthreads, smem_bytes, regs_per_thread=None, maxnreg=None):
     dynamic) and ``regs_per_thread`` registers (None: ``maxnreg``, else the default of 32)."""
     if regs_per_thread is not None:
         regs, src = int(regs_per_thread), "regs_per_thread"
-    elif maxnreg is not None:     # ptxas allocates at most 255 (Triton's warp-specialized kernels say 256)
-        regs, src = min(int(maxnreg), MAX_REGS_PER_THREAD), ".maxnreg"
+    elif maxnreg is not None:
+        # .maxnreg is a cap: ptxas allocates at most 255, and no more than lets one CTA of this size fit
+        regs, src = max(1, min(int(maxnreg), MAX_REGS_PER_THREAD)), ".maxnreg"
+        warps = -(-int(nthreads) // 32)
+        while regs > 1 and -(-regs * 32 // REG_GRANULE) * REG_GRANULE * -(-warps // SUBPARTITIONS) * SUBPARTITIONS \
+                > REGS_PER_CTA:
+            regs -= 1
     else:
         regs, src = DEFAULT_REGS, "default"
     if not 1 <= regs <= MAX_REGS_PER_THREAD:
