@@ -28,6 +28,9 @@ SAMPLE = [
     "cute_sgemm_nt_sm90a", "cute_wgmma_tn_sm90a", "triton_softmax_sm90a", "triton_math_exp_sm80",
     "triton_flash_attention_sm90a", "triton_math_tanh_sm90a",
     "nvcc_cluster_dsmem_sm90a", "nvcc_cluster_sregs_c221_sm90a", "cute_tutorial_wgmma_tma_tn_sm90a", "nvcc_wmma_tf32_sm90a",
+    # third-party kernels the emulator once got wrong (regressions.npz)
+    "cute_tutorial_wgmma_cpasync_tn_sm90a", "triton_scaled_dot_e2m1_e4m3_sa_32x32x64_sm90a",
+    "triton_liger_layer_norm_f16_1000_sm80", "triton_unsloth_geglu_exact_sm90a",
 ]
 
 

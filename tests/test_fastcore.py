@@ -419,6 +419,12 @@ def test_every_translated_opcode_is_exercised_by_the_random_kernels():
         seen |= {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
         tr = translation(load_ptx(cp_kernel(rng, 40)).program("k"))
         seen |= {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
+    # the random kernels store every register at the end, so a quotient is always read by a store too and
+    # ptxas (hence the emulator) fuses it with no add: the fused division comes from the float-form kernels,
+    # which run on both engines in test_float_forms_over_special_values_are_identical_on_both_engines
+    for form in ("contract div.full add", "contract div.approx.ftz sub"):
+        tr = translation(load_ptx(_form_kernel(FLOAT_FORMS[form], 2)).program("k"))
+        seen |= {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
     assert set(T.NAMES.values()) - seen == set()
 
 

@@ -396,3 +396,61 @@ def test_cp_async_into_bytes_an_in_flight_wgmma_reads():
     ok = text.replace("[%r2+4100]", "[%r2+8000]")
     ref, fast, diffs = compare_engines(load_ptx(ok), "k", 1, 128, [np.zeros(128, np.float32)])
     assert not diffs and "error" not in ref
+
+
+def test_warpgroup_reads_what_every_warp_wrote_before_its_issue():
+    """The warpgroup's wgmma starts once all four warps issued it: each warp fills its quarter of shared memory
+    and issues, with no barrier between (CUTLASS's CuTe tutorial wgmma_sm90.cu does this with cp.async, and the
+    H100 computes the full product: tests/data/corpus/regressions.npz). Every D element is then 16 * 1 * 1."""
+    body = ("shr.u32 %r2, %r1, 5;\nand.b32 %r3, %r1, 31;\nmul.lo.u32 %r2, %r2, 2048;\nmad.lo.u32 %r2, %r3, 64, %r2;\n"
+            "mov.u32 %r4, smem;\nadd.u32 %r2, %r2, %r4;\nmov.b32 %r5, 0x3C003C00;\n"
+            + "".join(f"st.shared.v4.b32 [%r2+{16 * i}], {{%r5, %r5, %r5, %r5}};\n" for i in range(4))
+            + "wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n"
+            "wgmma.wait_group.sync.aligned 0;")
+    out = _kernel(body)
+    assert (out == 16).all(), np.unique(out)
+
+
+def test_wait_group_waits_for_the_other_warps():
+    """A warp that reaches wgmma.wait_group before the others issued the instruction waits for them: the
+    accumulator it reads afterwards holds the product of what all four warps stored."""
+    body = ("shr.u32 %r2, %r1, 5;\nsetp.eq.u32 %p1, %r2, 3;\nmov.u32 %r4, smem;\nmov.b32 %r5, 0x3C003C00;\n"
+            "@!%p1 bra GO;\n"
+            "mul.lo.u32 %r6, %r1, 8;\nsub.u32 %r6, %r6, 768;\n"          # warp 3 (tid 96..127) fills 8 KB
+            "mad.lo.u32 %r6, %r6, 32, %r4;\n"
+            + "".join(f"st.shared.v4.b32 [%r6+{16 * i}], {{%r5, %r5, %r5, %r5}};\n" for i in range(16))
+            + "GO:\nwgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n"
+            "wgmma.wait_group.sync.aligned 0;")
+    out = _kernel(body)
+    assert (out == 16).all(), np.unique(out)
+
+
+_WARP3_FILLS = ("shr.u32 %r2, %r1, 5;\nsetp.eq.u32 %p1, %r2, 3;\nmov.u32 %r4, smem;\nmov.b32 %r5, 0x3C003C00;\n"
+                "@!%p1 bra GO;\n"
+                "mul.lo.u32 %r6, %r1, 8;\nsub.u32 %r6, %r6, 768;\n"          # warp 3 (tid 96..127) fills 8 KB
+                "mad.lo.u32 %r6, %r6, 32, %r4;\n"
+                + "".join(f"st.shared.v4.b32 [%r6+{16 * i}], {{%r5, %r5, %r5, %r5}};\n" for i in range(16))
+                + "GO:\nwgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n")
+
+
+@pytest.mark.parametrize("after, what", [("", "reads %f0"), ("mov.f32 %f1, 0f3F800000;\n", "writes %f1"),
+                                         ("mov.f32 %f6, %f2;\n", "reads %f2")])
+def test_injected_wait_waits_for_the_other_warps(after, what):
+    """ptxas's injected wait (C7517) before an instruction that touches an in-flight accumulator needs the
+    warpgroup to have computed the wgmma, like wgmma.wait_group: warps 0-2 reach it before warp 3 issued the
+    instruction and stall there, so what they read (the kernel's store of %f0) is the product of what warp 3
+    stored, never the accumulator's old value; one note."""
+    notes = []
+    out = _kernel(_WARP3_FILLS + after, strict=False, notes=notes)
+    assert (out == 16).all(), np.unique(out)
+    assert len(notes) == 1 and what in notes[0] and "C7517" in notes[0], notes
+    with pytest.raises(AsyncHazardError, match=what.replace("s ", "s register ")):
+        _kernel(_WARP3_FILLS + after)
+
+
+def test_injected_wait_for_a_warp_that_never_issues():
+    """The injected wait of warps 0-2 waits for a wgmma warp 3 skips: the deadlock report names warp 3."""
+    body = ("setp.ge.u32 %p1, %r1, 96;\nwgmma.fence.sync.aligned;\n@%p1 bra SKIP;\n" + MMA +
+            "\nSKIP:\nwgmma.commit_group.sync.aligned;\nmov.f32 %f6, %f1;")
+    with pytest.raises(WarpSyncError, match="warp 3 of warpgroup 0 never executed"):
+        _kernel(body, strict=False)

@@ -37,7 +37,8 @@ from ..errors import (DeviceAssertError, EmulatorError, OperandError, Unsupporte
 from ..memory import LANES
 from ..memory.asyncunit import AsyncUnit
 from ..ops.common import format_lanes
-from ..ops.wgmma.state import check_cta_end as check_wgmma_end
+from ..ops.wgmma.state import (WgmmaStall, check_cta_end as check_wgmma_end, last_computed as wgmma_last_computed,
+                               must_wait as wgmma_must_wait)
 from .convergence import convergence, pick
 from .kernel_warp import KernelWarp
 from .spin import SPIN_CHECK
@@ -457,7 +458,15 @@ class CTA:
                 p_ = p_ if p_.dtype == np.bool_ else p_ != 0
                 shown = mask & (~p_ if neg else p_)
             try:
+                # ptxas's injected wait (C7517) before an instruction that touches registers of an in-flight
+                # wgmma.mma_async: stall while the warpgroup has not computed it (its other warps have not
+                # all issued it); the executor's register guard then retires it
+                if "get_reg" in w.__dict__ and wgmma_must_wait(w, op.instr, mask):
+                    return self._park(w, op, mask, shown)
                 op.fn(w, mask)
+            except WgmmaStall as e:
+                w.stall(mask, e.reason)
+                return self._park(w, op, mask, shown)
             except EmulatorError as e:
                 if w.san is not None:
                     w.san.launch.failed_in = w          # the report names this warp (Module.launch)
@@ -734,7 +743,10 @@ class CTA:
     def _trace(self, w, op, mask):
         """One trace record (``machine.tracing.Trace``): the registers the instruction wrote, those of its
         destination operand included (mma/wgmma/wmma fragments are written without the per-register hook)."""
-        names = dict.fromkeys(list(w._written or ()) + list(dest_registers(op.instr)))
+        dest = dest_registers(op.instr)
+        if dest and op.instr.base == "wgmma" and not wgmma_last_computed(w):
+            dest = ()       # the warpgroup computes it (writes D) when its last warp issues it
+        names = dict.fromkeys(list(w._written or ()) + list(dest))
         self.trace.emit(self.ctaid, w, w.cur_pc, op.instr, mask, names)
         w._written = None
 

@@ -7,6 +7,7 @@ import numpy as np
 from isa.types import SPECIAL_REGISTERS, TYPES, name_width, type_width
 from ..frontend import ptx
 from ..errors import (EmulatorError, OperandError, PTXSyntaxError, UnsupportedError)
+from ..frontend.constfold import fold_constants
 from ..frontend.contract import contract
 from ..frontend.module import Function, Variable, parse_variable
 from ..memory import LANES, MAX_LOCAL_BYTES, MAX_SHARED_BYTES
@@ -117,6 +118,60 @@ def _rename(op, suffix):
     return op
 
 
+def _suffixed(statements, suffix):
+    """A callee's statements with its registers renamed (``_rename``), nested blocks included."""
+    if suffix is None:
+        return statements
+    out = []
+    for st in statements:
+        if isinstance(st, ptx.Instruction):
+            st = ptx.Instruction(st.opcode, tuple(_rename(o, suffix) for o in st.operands),
+                                 (_rename(st.guard[0], suffix), st.guard[1]) if st.guard else None,
+                                 st.line, st.col, st.text)
+        elif isinstance(st, ptx.Block):
+            st = ptx.Block(_suffixed(st.statements, suffix), st.line, st.col)
+        out.append(st)
+    return out
+
+
+def _block_regs(statements):
+    """The register names a ``{ }`` block declares itself (its .reg directives, not its nested blocks')."""
+    names = []
+    for st in statements:
+        if isinstance(st, ptx.Directive) and st.name == ".reg":
+            try:
+                names.extend(ptx.expand_reg_directive(st)[1])
+            except (ValueError, EmulatorError):
+                pass              # _declare reports it
+    return names
+
+
+def _scope(statements, mapping, suffix=None):
+    """A block's statements with the registers of ``mapping`` renamed, nested blocks included except where
+    one declares the name again (its own declaration hides the outer one)."""
+    def ren(op):
+        if isinstance(op, (ptx.Reg, ptx.Sym)):       # names without '%' are parsed as symbols
+            return type(op)(mapping[op.name]) if op.name in mapping else op
+        if isinstance(op, ptx.Mem):
+            return ptx.Mem(ren(op.base), op.offset) if op.base is not None else op
+        if isinstance(op, (ptx.Vec, ptx.Pair, ptx.Paren)):
+            return type(op)(tuple(ren(x) for x in op.items))
+        if isinstance(op, ptx.Not):
+            return ptx.Not(ren(op.item))
+        return op
+    out = []
+    for st in statements:
+        if isinstance(st, ptx.Instruction):
+            st = ptx.Instruction(st.opcode, tuple(ren(o) for o in st.operands),
+                                 (ren(st.guard[0]), st.guard[1]) if st.guard else None, st.line, st.col, st.text)
+        elif isinstance(st, ptx.Block):
+            inner = {n + suffix if suffix and n.startswith("%") else n for n in _block_regs(st.statements)}
+            sub = {k: v for k, v in mapping.items() if k not in inner}
+            st = ptx.Block(_scope(st.statements, sub, suffix) if sub else st.statements, st.line, st.col)
+        out.append(st)
+    return out
+
+
 class _Layout:
     """Addresses handed out while compiling: per-thread .param and .local bytes, shared offsets."""
 
@@ -152,6 +207,8 @@ class Program:
         self.contract = "debug" not in [t.strip() for t in target.split(",")[1:]]
         self.code: list[Op] = []
         self.reg_types: dict[str, str] = {}
+        self._nblocks = 0                      # { } blocks that declare registers (their names get {k})
+        self._block_scopes = {}                # id(block) -> {declared name: its name in the program}
         self.entries: dict[str, int] = {}
         self.formals: dict[str, tuple] = {}     # function -> (param addresses, return addresses)
         self.layout = _Layout()
@@ -210,7 +267,7 @@ class Program:
             self.layout.shared_vars.append((v, off))
             syms[v.name] = ("shared", off)
 
-    def _declare(self, d: ptx.Directive, syms, suffix):
+    def _declare(self, d: ptx.Directive, syms, suffix, scoped=None):
         if d.name == ".reg":
             try:
                 ptype, names = ptx.expand_reg_directive(d, room=MAX_REGS - len(self.reg_types))
@@ -223,7 +280,8 @@ class Program:
                 raise UnsupportedError(f"line {d.line}, column {d.col}: .reg: more registers than the program may "
                                        f"declare ({MAX_REGS} in all)")
             for n in names:
-                self.reg_types[n + suffix if suffix and n.startswith("%") else n] = ptype
+                n = n + suffix if suffix and n.startswith("%") else n     # as _rename names them
+                self.reg_types[scoped.get(n, n) if scoped else n] = ptype
             return
         if d.name in (".pragma", ".loc", ".file") or d.name in TARGET_LISTS:     # lists: see _flatten
             return
@@ -267,9 +325,13 @@ class Program:
             self.kernel_params = params
         self.formals[fn.name] = (params, rets)
         labels: list[dict] = [{}]   # the scopes around a statement, innermost first (labels are block-scoped)
-        fixups = []       # (Op, label, instr, scopes)
+        fixups = []       # (Op, label, instr, scopes[, index in a brx's targets])
         called = []
-        self._flatten(fn.body.statements, syms, suffix, labels, fixups, called, pending_calls, is_entry)
+        body = self._scope_blocks(_suffixed(fn.body.statements, suffix), suffix)
+        if self.contract:                 # (a `.target ..., debug` module is compiled without optimisation)
+            fold_constants(body)          # what ptxas evaluates at compile time (frontend/constfold.py)
+            contract(body)                # ptxas's mul/add -> fma contraction (frontend/contract.py)
+        self._flatten(body, syms, suffix, labels, fixups, called, pending_calls, is_entry)
         for op, label, instr, scopes, *slot in fixups:
             hit = next((sc[label] for sc in scopes if label in sc), None)
             if hit is None:
@@ -283,21 +345,34 @@ class Program:
         self.code.append(Op("ret", ptx.Instruction("ret", (), None, fn.body.line, fn.body.col, "ret")))
         return called
 
-    def _flatten(self, statements, syms, suffix, labels, fixups, called, pending_calls, is_entry):
+    def _scope_blocks(self, statements, suffix):
+        """The statements with the registers each ``{ }`` block declares renamed to names of their own,
+        ``a0{7}`` (Triton's inline asm declares ``a0`` as .b32 in one block and as .f16 in the next); the
+        renaming of each block is kept for its .reg directives (``_block_scopes``)."""
+        out = []
+        for st in statements:
+            if isinstance(st, ptx.Block):
+                own = [n + suffix if suffix and n.startswith("%") else n for n in _block_regs(st.statements)]
+                inner = st.statements
+                mapping = None
+                if own:
+                    self._nblocks += 1
+                    mapping = {n: f"{n}{{{self._nblocks}}}" for n in own}
+                    inner = _scope(inner, mapping, suffix)
+                st = ptx.Block(self._scope_blocks(inner, suffix), st.line, st.col)
+                if mapping:
+                    self._block_scopes[id(st)] = mapping
+            out.append(st)
+        return out
+
+    def _flatten(self, statements, syms, suffix, labels, fixups, called, pending_calls, is_entry, scoped=None):
         from ..ops import compile_instruction
         syms = dict(syms)
         # declarations first: PTX scopes see every name declared anywhere in the block
         for st in statements:
             if isinstance(st, ptx.Directive):
-                self._declare(st, syms, suffix)
+                self._declare(st, syms, suffix, scoped)
         env = _Env(self.arch, self.reg_types, syms)
-        if suffix is not None:
-            statements = [ptx.Instruction(st.opcode, tuple(_rename(o, suffix) for o in st.operands),
-                                          (_rename(st.guard[0], suffix), st.guard[1]) if st.guard else None,
-                                          st.line, st.col, st.text) if isinstance(st, ptx.Instruction) else st
-                          for st in statements]
-        if self.contract:
-            contract(statements)          # ptxas's mul/add -> fma contraction (frontend/contract.py)
         # 'name: .branchtargets L1, L2;' / '.calltargets f, g;' / '.callprototype ...': a named list, not a code
         # label; kept in the scope under ("list", name) beside the labels
         lists = set()
@@ -318,7 +393,8 @@ class Program:
                 labels[0][st.name] = len(self.code)
                 continue
             if isinstance(st, ptx.Block):     # a { } block: its labels are its own (inline asm repeats them)
-                self._flatten(st.statements, syms, suffix, [{}] + labels, fixups, called, pending_calls, is_entry)
+                self._flatten(st.statements, syms, suffix, [{}] + labels, fixups, called, pending_calls, is_entry,
+                              self._block_scopes.get(id(st)))
                 continue
             instr = st
             guard = (instr.guard[0].name, instr.guard[1]) if instr.guard else None
@@ -348,6 +424,10 @@ class Program:
                 op = Op("op", instr, fn=compile_instruction(instr, env))
             elif base in ("bar", "barrier"):
                 op = self._compile_bar(instr, env, guard)
+            elif getattr(instr, "folded", None) is not None:     # ptxas's compile-time value (frontend/constfold.py)
+                mov = ptx.Instruction("mov.b32", (instr.operands[0], ptx.Imm(instr.folded, "int", f"{instr.folded:#x}")),
+                                      instr.guard, instr.line, instr.col, instr.text)
+                op = Op("op", mov, fn=compile_instruction(mov, env))
             else:
                 op = Op("op", instr, fn=compile_instruction(instr, env))
             op.env = env

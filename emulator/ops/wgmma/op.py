@@ -204,7 +204,7 @@ def _compile_control(instr, env, kind, text):
         elif kind == "commit_group":
             S.commit(warp, ws)
         else:
-            S.wait(warp, cst, ws, keep)
+            S.wait(warp, cst, ws, keep, text, mask)
     return run
 
 
@@ -309,38 +309,45 @@ def _compile_mma(instr, env, text):
                 any(n in ws.reg_count for n in d_names):
             fail(AsyncHazardError, text, "accumulates onto registers of an in-flight wgmma.mma_async of another "
                  "shape or type")
-        # operands
-        wi = warp.warp_id % 4
-        smem = warp.smem
-        B, b_idx = op.read(smem, bd, "B", trans_b, text, v.n)            # (N, K)
-        if ss:
-            A64, a_idx = op.read(smem, ad, "A", trans_a, text, 64)
-            A = A64[16 * wi:16 * wi + 16]
-            key = (id(a_idx), id(b_idx))
-            hit = unions.get(key)
-            if hit is None or hit[0] is not a_idx or hit[1] is not b_idx:
-                if len(unions) >= 1024:
-                    unions.clear()
-                hit = unions[key] = (a_idx, b_idx, np.union1d(a_idx, b_idx))
-            idx = hit[2]
-        else:
-            A = op.a_tile(np.stack([S.raw_get(warp, n, text) for n in a_names]))
-            idx = b_idx
-        if warp.san is not None and warp._async is not None:    # asynccheck: operands written without the fence
-            warp._async.check_async_read(text, idx, "wgmma.mma_async", (warp, int(np.flatnonzero(mask)[0])))
-        C = op.c_tile(np.stack([S.raw_get(warp, n, text) for n in d_names]))
-        Dt = op.compute(A, np.ascontiguousarray(B.T), C, scd, scale_a, scale_b)
-        dregs = op.d_regs(Dt)
-        setr = type(warp).set_reg
-        for i, n in enumerate(d_names):
-            if n != "_":
-                setr(warp, n, dregs[i], full)
-        exp = ws.expected
-        for i, n in enumerate(d_names):
-            exp[n] = dregs[i].copy()
         ws.last_shape = shape_key
-        S.issue(warp, cst, ws, dict(regs=set(d_names) | set(a_names), smem=idx, text=text,
-                                    line=S.current(warp)[0]))
+        number = ws.issued - 1
+
+        def compute(issuer):
+            """The warp's 16 rows of D, once the whole warpgroup has issued the instruction (``issuer``: the warp
+            whose issue completed it): the shared operands, the A and accumulator registers as they are then;
+            returns the shared bytes read."""
+            wi = warp.warp_id % 4
+            smem = warp.smem
+            B, b_idx = op.read(smem, bd, "B", trans_b, text, v.n)            # (N, K)
+            if ss:
+                A64, a_idx = op.read(smem, ad, "A", trans_a, text, 64)
+                A = A64[16 * wi:16 * wi + 16]
+                key = (id(a_idx), id(b_idx))
+                hit = unions.get(key)
+                if hit is None or hit[0] is not a_idx or hit[1] is not b_idx:
+                    if len(unions) >= 1024:
+                        unions.clear()
+                    hit = unions[key] = (a_idx, b_idx, np.union1d(a_idx, b_idx))
+                idx = hit[2]
+            else:
+                A = op.a_tile(np.stack([S.raw_get(warp, n, text) for n in a_names]))
+                idx = b_idx
+            if issuer is warp and warp.san is not None and warp._async is not None:
+                # asynccheck: operands written without the fence (the same bytes for the four warps: checked once)
+                warp._async.check_async_read(text, idx, "wgmma.mma_async", (warp, int(np.flatnonzero(full)[0])))
+            C = op.c_tile(np.stack([S.raw_get(warp, n, text) for n in d_names]))
+            Dt = op.compute(A, np.ascontiguousarray(B.T), C, scd, scale_a, scale_b)
+            dregs = op.d_regs(Dt)
+            setr = type(warp).set_reg
+            exp = ws.expected
+            for i, n in enumerate(d_names):
+                if n != "_":
+                    setr(warp, n, dregs[i], full)
+                exp[n] = dregs[i].copy()
+            return idx
+
+        S.issue(warp, cst, ws, dict(regs=set(d_names) | set(a_names), text=text, run=compute,
+                                    line=S.current(warp)[0]), g, number)
     return run
 
 

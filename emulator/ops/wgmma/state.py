@@ -1,16 +1,26 @@
 """The asynchronous state of wgmma in a CTA: groups in flight per warp, the registers and shared bytes they
 hold, the fence rule, and the warpgroup's agreement (``.sync.aligned`` across its four warps).
 
-Model.  Each warp of a warpgroup computes its own 16 rows of D when it issues ``wgmma.mma_async`` (the rows
-of a warp depend only on its own A rows, the common B and its own accumulator), and the instruction stays
-*in flight* until a ``wgmma.wait_group`` retires its group.  While it is in flight:
+Model.  ``wgmma.mma_async`` is one operation of the whole warpgroup: each warp's issue only hands its share
+over, and the tensor core starts once all four warps have issued it.  So the emulator records each warp's issue
+and computes the instruction when the last warp of the warpgroup issues it: then it reads the shared-memory
+operands (written by any warp of the warpgroup before its own issue, e.g. each warp's own cp.async retired
+by its ``cp.async.wait_all``: CUTLASS's CuTe tutorial ``wgmma_sm90.cu`` relies on this, without a barrier),
+each warp's accumulator and A registers, and writes each warp's 16 rows of D (the rows of a warp depend only on
+its own A rows, the common B and its own accumulator).  A ``wgmma.wait_group`` that must retire an instruction
+the warpgroup has not all issued yet waits (the warp stalls) until the other warps issue it.  From issue to
+retirement the instruction is *in flight*:
 
 * its accumulator and A registers may be touched only by later ``wgmma.mma_async`` of the same warp
   (accumulating chains). Another instruction that reads or writes one waits, as ptxas compiles it, until
   every wgmma of the warp has completed: ptxas puts ``WARPGROUP.DEPBAR.LE gsb0, 0x0`` before it (its info
-  message C7517, "warpgroup.wait is injected"), and the launch records a note (``LaunchResult.notes``). With
+  message C7517, "warpgroup.wait is injected"), and the launch records a note (``LaunchResult.notes``). That
+  wait, like ``wgmma.wait_group``, first needs the other warps of the warpgroup to issue the instructions it
+  waits for: until they have, the warp stalls before the instruction (``must_wait``, called by the CTA's
+  scheduler), so it never reads an accumulator the warpgroup has not computed yet. With
   ``WarpOptions(wgmma_hazards="error")`` it raises AsyncHazardError instead (the PTX manual's rule);
-* the shared bytes it reads may not be written (by any warp of the CTA): AsyncHazardError.
+* once computed, the shared bytes it reads may not be written (by any warp of the CTA) until a warp of the
+  warpgroup retires it (the instruction is then complete for the whole warpgroup): AsyncHazardError.
 
 ``wgmma.fence`` must come before the first ``wgmma.mma_async`` of a warp and between any other write of an
 accumulator or A register and the ``wgmma.mma_async`` that uses it. Where it is missing ptxas inserts one itself
@@ -25,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import AsyncHazardError, WarpSyncError, fail
+from ...frontend.ptx import Mem, Not, Pair, Paren, Reg, TensorAddr, Vec
 
 
 class WarpWgmma:
@@ -50,6 +61,7 @@ class CtaWgmma:
         self.n_reading = 0
         self.logs = {}             # warpgroup -> [(pc, text, descs)], what its first issuer issued
         self.warps = {}            # warp id -> WarpWgmma
+        self.slots = {}            # (warpgroup, issue number) -> [record]: issued by some warps, not all four
 
 
 def cta_state(warp, instr_text):
@@ -129,18 +141,92 @@ def _reg_hazard(warp, ws, instr, name, verb):
              f"wgmma.wait_group")
     rec = next((r for g in ws.groups + [ws.pending] for r in g if name in r["regs"]), None)
     at = f" (line {rec['line']})" if rec and rec.get("line") else ""
+    cst = cta_state(warp, "wgmma")
+    todo = _not_computed(ws)
+    if todo:        # the scheduler's must_wait stalls before such an instruction; this one got past it
+        raise WgmmaStall(WgmmaWait(text, todo, warp.warp_id, cst))
     note(warp, f"line {line}: {text}: {verb} {name}, a register of an in-flight wgmma.mma_async{at}; as ptxas "
                f"compiles it (C7517: warpgroup.wait is injected), the warp first waits for every wgmma it has "
                f"issued to complete")
-    drain(warp, ws)
+    drain(warp, cst, ws)
 
 
-def drain(warp, ws):
-    """ptxas's injected wait: every wgmma of the warp completes (uncommitted ones too)."""
-    cst = cta_state(warp, "wgmma")
+class WgmmaStall(Exception):
+    """Raised out of an executor that touched a register of an in-flight wgmma.mma_async the warpgroup has not
+    computed yet (the other warps have not all issued it): the CTA's scheduler stalls the warp on ``reason``
+    and the instruction runs again when it is ready."""
+
+    def __init__(self, reason):
+        super().__init__(reason.describe())
+        self.reason = reason
+
+
+def _not_computed(ws):
+    return [rec for grp in ws.groups + [ws.pending] for rec in grp if not rec["done"]]
+
+
+def drain(warp, cst, ws):
+    """ptxas's injected wait: every wgmma of the warp completes (uncommitted ones too). The caller has seen
+    that the warpgroup computed them all (``must_wait``)."""
     if ws.pending:
         commit(warp, ws)
-    wait(warp, cst, ws, 0)
+    wait(warp, cst, ws, 0, "wgmma", None)
+
+
+def operand_regs(instr):
+    """The register names an instruction's operands mention (vectors, addresses, negations included)."""
+    names = getattr(instr, "_wgmma_names", None)
+    if names is None:
+        names = set()
+        todo = list(instr.operands)
+        while todo:
+            o = todo.pop()
+            if isinstance(o, Reg):
+                names.add(o.name)
+            elif isinstance(o, (Vec, Pair, Paren)):
+                todo.extend(o.items)
+            elif isinstance(o, Not):
+                todo.append(o.item)
+            elif isinstance(o, Mem):
+                if isinstance(o.base, Reg):
+                    names.add(o.base.name)
+            elif isinstance(o, TensorAddr):
+                todo.extend((o.addr, o.coords))
+        names = frozenset(names)
+        instr._wgmma_names = names
+    return names
+
+
+def must_wait(warp, instr, mask):
+    """Called by the CTA's scheduler before a non-wgmma instruction of a warp whose wgmma hold registers (the
+    guard is installed): True when the instruction touches one of them and ptxas's injected wait (C7517) must
+    wait for a wgmma.mma_async the other warps of the warpgroup have not issued yet; the warp then stalls
+    (``warp.stall``) and runs the instruction again when the warpgroup has computed it. Under
+    ``wgmma_hazards="error"`` the executor raises instead."""
+    cst = getattr(getattr(warp, "_cta", None), "wgmma", None)
+    ws = cst.warps.get(warp.warp_id) if cst is not None else None
+    if ws is None or not ws.reg_count or instr.base == "wgmma" or strict(warp):
+        return False
+    counts = ws.reg_count
+    if not any(n in counts for n in operand_regs(instr)):
+        return False
+    todo = _not_computed(ws)
+    if not todo:
+        return False
+    text = " ".join((instr.text or instr.opcode).split())
+    if warp.stall(mask, WgmmaWait(text, todo, warp.warp_id, cst)):
+        return True
+    fail(WarpSyncError, text, f"waits for '{todo[0]['text']}', which the other warps of the warpgroup never "
+         "issued (.aligned: all four warps issue each wgmma.mma_async)")
+
+
+def last_computed(warp):
+    """Whether the wgmma.mma_async the warp issued last has been computed (its D registers written): at its
+    issue only when the warp was the last of the warpgroup to issue it (the trace lists D then)."""
+    cst = getattr(getattr(warp, "_cta", None), "wgmma", None)
+    ws = cst.warps.get(warp.warp_id) if cst is not None else None
+    last = ws.pending[-1] if ws is not None and ws.pending else None
+    return last is None or last["done"]
 
 
 def raw_get(warp, name, text):
@@ -149,16 +235,53 @@ def raw_get(warp, name, text):
 
 
 # ------------------------------------------------------------------------------------------------
-def issue(warp, cst, ws, record):
-    """A new wgmma.mma_async in flight: record = dict(regs=set, smem=index array, text=...)."""
+def issue(warp, cst, ws, record, group, number):
+    """A warp issues its share of a wgmma.mma_async (``record``: dict(regs=set, text=..., run=callable that
+    computes it and returns the shared byte indices it read)); the instruction is computed for all four warps
+    when the last of them issues it."""
     ws.pending.append(record)
+    record["done"] = False
+    record["warp"] = warp.warp_id
+    record["number"] = number
     for r in record["regs"]:
         ws.reg_count[r] = ws.reg_count.get(r, 0) + 1
-    idx = record["smem"]
-    if idx.size:
-        cst.smem_reads[idx] += 1
-        cst.n_reading += 1
     _install_guard(warp, ws)
+    slot = cst.slots.setdefault((group, number), [])
+    slot.append(record)
+    if len(slot) < 4:
+        return
+    del cst.slots[(group, number)]
+    reads = None
+    for rec in sorted(slot, key=lambda r: r["warp"]):
+        idx = rec.pop("run")(warp)      # the same bytes for the four warps (their descriptors agree)
+        if reads is None:
+            reads = {"idx": idx, "held": bool(idx.size)}
+            if idx.size:
+                cst.smem_reads[idx] += 1
+                cst.n_reading += 1
+        rec["smem"] = reads
+        rec["done"] = True
+
+
+class WgmmaWait:
+    """Why a warp stalls at ``wgmma.wait_group``, or before an instruction where ptxas injects its wait (C7517):
+    a wgmma.mma_async it must retire that other warps of its warpgroup have not issued yet (the deadlock report
+    names them)."""
+
+    def __init__(self, text, records, warp_id, cst):
+        self.text, self.records, self.warp_id, self.cst = text, records, warp_id, cst
+
+    def ready(self):
+        return all(r["done"] for r in self.records)
+
+    def describe(self):
+        r = next(r for r in self.records if not r["done"])
+        g = self.warp_id // 4
+        late = [w for w in range(4 * g, 4 * g + 4)
+                if (self.cst.warps[w].issued if w in self.cst.warps else 0) <= r["number"]]
+        who = ", ".join(f"warp {w}" for w in late)
+        return (f"{self.text}: waits for '{r['text']}' (wgmma number {r['number'] + 1}), which {who} of warpgroup "
+                f"{g} never executed: the warpgroup's four warps issue each wgmma.mma_async together (.aligned)")
 
 
 def commit(warp, ws):
@@ -166,8 +289,15 @@ def commit(warp, ws):
     ws.pending = []
 
 
-def wait(warp, cst, ws, keep):
-    """Retire every group but the ``keep`` newest."""
+def wait(warp, cst, ws, keep, text, mask):
+    """Retire every group but the ``keep`` newest; False (the warp stalls) while one of them waits for the
+    other warps of the warpgroup to issue its instructions."""
+    todo = [rec for grp in ws.groups[:max(len(ws.groups) - keep, 0)] for rec in grp if not rec["done"]]
+    if todo:
+        if warp.stall(mask, WgmmaWait(text, todo, warp.warp_id, cst)):
+            return False
+        fail(WarpSyncError, text, f"waits for '{todo[0]['text']}', which the other warps of the warpgroup never "
+             "issued (.aligned: all four warps issue each wgmma.mma_async)")
     while len(ws.groups) > keep:
         for rec in ws.groups.pop(0):
             for r in rec["regs"]:
@@ -176,11 +306,14 @@ def wait(warp, cst, ws, keep):
                     ws.reg_count[r] = n
                 else:
                     del ws.reg_count[r]
-            if rec["smem"].size:
-                cst.smem_reads[rec["smem"]] -= 1
+            reads = rec["smem"]
+            if reads["held"]:           # the warpgroup's instruction is complete: its shared reads are over
+                reads["held"] = False
+                cst.smem_reads[reads["idx"]] -= 1
                 cst.n_reading -= 1
     if not ws.reg_count:
         _remove_guard(warp)
+    return True
 
 
 def check_smem_write(warp, instr, addrs, mask, nbytes):

@@ -39,12 +39,16 @@ def raw(a):
     return a
 
 
-def triton_cases():
+def triton_cases(case_list=None, extra=None):
+    """Compile Triton case dicts (``triton_kernels.cases()`` unless given) for their targets; ``extra`` is added
+    to every config."""
     import triton
     import emulator.triton as et
-    from triton_kernels import cases
+    if case_list is None:
+        from triton_kernels import cases
+        case_list = cases()
     out = {}
-    for c in cases():
+    for c in case_list:
         for target in c["targets"]:
             name = f"triton_{c['name']}_{target.replace('sm_', 'sm')}"
             args = list(c["args"].values())
@@ -67,7 +71,8 @@ def triton_cases():
             cfg = dict(source="triton", tool=f"Triton {triton.__version__}", target=target, kernel=k.name,
                        grid=grid, block=[32 * k.num_warps, 1, 1], shared=int(k.shared), args=arglist,
                        outputs=c["outputs"], scratch=scratch,
-                       scratch_align=int(getattr(k.metadata, "global_scratch_align", 1) or 1))
+                       scratch_align=int(getattr(k.metadata, "global_scratch_align", 1) or 1),
+                       **(extra or {}), **c.get("config", {}))
             out[name] = (k.ptx, cfg, inputs)
     return out
 
@@ -80,7 +85,8 @@ def nvcc_cases(kinds):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out")
-    p.add_argument("--only", default="triton,nvcc,cute", help="triton, nvcc, cute; cluster: only cuda/cluster.cu")
+    p.add_argument("--only", default="triton,nvcc,cute", help="triton, nvcc, cute; cluster: only cuda/cluster.cu; "
+                   "regressions: third-party kernels the emulator once got wrong (regressions.py)")
     a = p.parse_args()
     kinds = a.only.split(",")
     allc = {}
@@ -88,6 +94,9 @@ def main():
         allc.update(triton_cases())
     if "nvcc" in kinds or "cute" in kinds or "cluster" in kinds:
         allc.update(nvcc_cases(kinds))
+    if "regressions" in kinds:
+        import regressions
+        allc.update(regressions.build(triton_cases))
     res, first = {}, {}
     for name, (ptx, cfg, inputs) in allc.items():
         # npz holds numpy dtypes only: ml_dtypes arrays (bfloat16, float8) are stored as raw unsigned

@@ -1,12 +1,16 @@
-"""CUTLASS's CuTe Hopper tutorial with TMA on a 2-CTA cluster (``examples/cute/tutorial/hopper/wgmma_tma_sm90.cu``)
-as corpus cases: its PTX as nvcc writes it from the CUTLASS checkout, and its kernel arguments as the tutorial's own
-host code builds them (the TMA descriptors encoded by the driver included), recorded on the GPU machine by
-``cute/cute_tutorial_tma.cu``.
+"""CUTLASS's CuTe Hopper tutorials as corpus cases: with TMA on a 2-CTA cluster
+(``examples/cute/tutorial/hopper/wgmma_tma_sm90.cu``) and with cp.async into 128-byte-swizzled shared memory and a
+3-stage pipeline (``wgmma_sm90.cu``). Each is its PTX as nvcc writes it from the CUTLASS checkout, and its kernel
+arguments as the tutorial's own host code builds them: for the TMA tutorial the descriptors the driver encodes, so
+``cute/cute_tutorial_tma.cu`` records them on the GPU machine; the cp.async tutorial's arguments hold no driver-made
+bytes and ``cute/cute_tutorial_cpasync.cu`` records them on any machine.
 
     nvcc -std=c++17 -arch=sm_90a -I$CUTLASS/include -I$CUTLASS/tools/util/include \\
          -I$CUTLASS/examples/cute/tutorial/hopper cute/cute_tutorial_tma.cu -o dump      # once, any machine
     ./dump > cute/tutorial_launches.txt                                                    # on the GPU machine
     python cute_tutorial.py cute/tutorial_launches.txt TUTORIAL.ptx BUNDLE.npz             # a bundle for run_gpu.py
+
+    nvcc ... cute/cute_tutorial_cpasync.cu -o dump_cpasync && ./dump_cpasync > cute/tutorial_cpasync_launches.txt
 
 A launch line holds the kernel, grid, block, cluster and dynamic shared memory, then every argument as
 ``size:hex``. An 8-byte argument equal to a recorded allocation (``ptr A|B|C``) becomes that array; an argument that
@@ -23,11 +27,12 @@ import numpy as np
 
 FLAGS = ["-arch=sm_90a"]           # with -std=c++17, as every CuTe case
 TUTORIAL = "examples/cute/tutorial/hopper/wgmma_tma_sm90.cu"
+TUTORIAL_CPASYNC = "examples/cute/tutorial/hopper/wgmma_sm90.cu"
 
 
-def compile_ptx(cutlass_root):
+def compile_ptx(cutlass_root, tutorial=TUTORIAL):
     """The tutorial's PTX, compiled from the checkout (relative file names, as the corpus keeps them)."""
-    cmd = ["nvcc", "-ptx", "-std=c++17", *FLAGS, "-Iinclude", "-Itools/util/include", TUTORIAL, "-o", "-"]
+    cmd = ["nvcc", "-ptx", "-std=c++17", *FLAGS, "-Iinclude", "-Itools/util/include", tutorial, "-o", "-"]
     out = subprocess.run(cmd, cwd=cutlass_root, check=True, capture_output=True, text=True).stdout
     return out
 
@@ -56,8 +61,10 @@ def _entries(ptx):
     return re.findall(r"^\.(?:visible\s+)?entry\s+(\w+)\(", ptx, re.M)
 
 
-def cases(dump_text, ptx, rng):
+def cases(dump_text, ptx, rng, tutorial=TUTORIAL):
+    """{case: (ptx, config, inputs)}: the tutorial's NT and TN launches (in that order in the dump)."""
     entries = [e for e in _entries(ptx) if "gemm_device" in e]
+    tag = "wgmma_tma" if tutorial == TUTORIAL else "wgmma_cpasync"
     version = next((ln[3:].strip() for ln in ptx.splitlines() if ln.startswith("// Cuda compilation")), "nvcc")
     out = {}
     for k, (launch, variant) in enumerate(zip(parse_dump(dump_text), ("nt", "tn"))):
@@ -80,9 +87,9 @@ def cases(dump_text, ptx, rng):
         inputs["C"] = rng.standard_normal(m * n).astype(np.float16)
         cfg = dict(source="cute", tool=version, flags=" ".join(FLAGS), target="sm_90a", kernel=kernel,
                    grid=launch["grid"], block=launch["block"], cluster=launch["cluster"], shared=launch["shared"],
-                   args=args, outputs=["C"], origin=f"CUTLASS {TUTORIAL}, gemm_{variant} (M={m}, N={n}, K={kk}, "
+                   args=args, outputs=["C"], origin=f"CUTLASS {tutorial}, gemm_{variant} (M={m}, N={n}, K={kk}, "
                    f"alpha 1, beta 0.5)", dtypes={k_: "float16" for k_ in inputs})
-        out[f"cute_tutorial_wgmma_tma_{variant}_sm90a"] = (ptx, cfg, inputs)
+        out[f"cute_tutorial_{tag}_{variant}_sm90a"] = (ptx, cfg, inputs)
     return out
 
 

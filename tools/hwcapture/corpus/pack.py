@@ -2,7 +2,8 @@
 
     python tools/hwcapture/corpus/pack.py BUNDLE.npz GPU.npz [BUNDLE2.npz GPU2.npz ...]
 
-Writes one file per source (``triton.npz``, ``nvcc.npz``, ``cute.npz``), compressed, no pickles. Cases the GPU
+Writes one file per source (``triton.npz``, ``nvcc.npz``, ``cute.npz``; a config's ``file`` names another, e.g.
+``regressions.npz``), compressed, no pickles. Cases the GPU
 failed to run, or ran with different results twice, are left out and listed. Cases already in the committed
 files stay unless the new bundles replace them.
 """
@@ -28,6 +29,7 @@ def main():
     for f in sorted(os.listdir(OUT)) if os.path.isdir(OUT) else []:
         if f.endswith(".npz"):
             files[f[:-4]] = _read(os.path.join(OUT, f))
+    touched = set()              # only the files that get cases are written again
     for bundle_path, gpu_path in zip(args[::2], args[1::2]):
         bundle, gpu = _read(bundle_path), _read(gpu_path)
         meta = json.loads(str(gpu.pop("meta")))
@@ -52,7 +54,8 @@ def main():
                     cfg["ptx_from"] = owner
             cfg["gpu"] = meta["gpu"]
             cfg["driver"] = meta.get("nvidia_smi", "")
-            dest = files.setdefault(cfg["source"], {})
+            dest = files.setdefault(cfg.get("file", cfg["source"]), {})
+            touched.add(cfg.get("file", cfg["source"]))
             for k in [k for k in dest if k.split("__")[0] == name]:
                 del dest[k]
             for k, v in bundle.items():
@@ -66,6 +69,8 @@ def main():
     # a case whose module lives in another case (ptx_from) needs that case: keep modules with their users
     os.makedirs(OUT, exist_ok=True)
     for src, data in files.items():
+        if src not in touched:
+            continue
         have = {k.split("__")[0] for k in data if k.endswith("__ptx")}
         for k in list(data):
             if k.endswith("__config"):
