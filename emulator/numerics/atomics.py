@@ -114,6 +114,11 @@ def float_minmax(op, fmt, old, b):
 
 def float_update(op, fmt, old, b, where):
     """One float update (add, min, max) of ``fmt`` elements performed ``where`` ("unit" or "loop")."""
+    with np.errstate(all="ignore"):
+        return _float_update(op, fmt, old, b, where)
+
+
+def _float_update(op, fmt, old, b, where):
     if op in ("min", "max"):
         return float_minmax(op, fmt, old, b)
     if fmt == "f32":
