@@ -309,7 +309,9 @@ def test_async_needs_a_cluster_launch():
     import atomic_forms as F
     import atomic_kernels as K
     f = F.Form("st.async", "", "", "shared::cluster", "", "b32", "", False, False, True)
-    m = load_ptx(K.module([(f, "shared", "ind")]))
+    text = K.module([(f, "shared", "ind")]).replace(".reqnctapercluster 1, 1, 1\n", "")
+    assert ".reqnctapercluster" not in text
+    m = load_ptx(text)
     g = GlobalMemory()
     out = g.upload(np.zeros(2 * 2048 * 16, np.uint8))
     z = g.upload(np.zeros(2048 * 16, np.uint8))

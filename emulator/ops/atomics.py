@@ -24,6 +24,18 @@ from .common import address, dst, src, width
 from .memops import check_inflight
 from .registry import EXECUTORS, executor
 
+# what the executors refuse, and why (docs/supported.md lists these)
+REFUSED = (
+    "every spelling ptxas rejects for sm_90a (`.sc`, `.weak`, `.mmio`, `.volatile` on atom/red, `.acquire` on "
+    "red, half-precision adds without `.noftz`, scalar min/max of halves, `add.s64`, cas/exch on typed "
+    "operands, red.cas/red.exch, vector forms on shared state spaces, the cache hint on shared memory): the "
+    "error lists the forms that exist",
+    "vector atom/red (`.v2`/`.v4`/`.v8`) on a generic address in shared memory: the H100 leaves the memory "
+    "as it was and returns junk (measured); the vector forms work on global memory only",
+    "red.async / st.async in a kernel launched without clusters: the H100 stops such a kernel with an "
+    "illegal-instruction fault (measured: st.async with and without a state space, red.async)",
+)
+
 _SEMS = {"relaxed", "acquire", "release", "acq_rel"}
 _REFUSED_SEMS = {"sc", "weak", "mmio", "volatile"}
 _TYPES = {"b16", "b32", "b64", "b128", "u32", "s32", "u64", "s64", "f16", "bf16", "f16x2", "bf16x2", "f32", "f64"}

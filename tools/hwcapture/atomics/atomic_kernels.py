@@ -13,7 +13,9 @@ Every kernel takes ``(out, b, c)``: ``out`` holds N 16-byte slots for the destin
 N 16-byte memory cells, which the host fills with the initial memory before the launch. A shared-memory
 target copies its cells into shared memory, runs the instruction, and copies them back. ``b``/``c`` are
 N 16-byte slots of operand values (the elements of a vector one after another). ``red.async``/``st.async``
-signal a per-thread mbarrier in the CTA's shared memory and wait on it (at most ``WAIT_LIMIT`` polls;
+run on clusters in every mode (one CTA, two in ``remote``; launched without clusters, the H100 faults on
+them), signal a
+per-thread mbarrier in the CTA's shared memory and wait on it (at most ``WAIT_LIMIT`` polls;
 the destination slot then holds 1 if the phase never completed, else 0).
 
 The same text runs in the emulator (tests/atomics_replay.py), through ``load_ptx`` and ``launch``.
@@ -103,7 +105,7 @@ def kernel(name, form, target, mode):
     is_async = form.base in ("red.async", "st.async")
     lines = [
         f".visible .entry {name}(.param .u64 po, .param .u64 pb, .param .u64 pc)",
-        ".reqnctapercluster 2, 1, 1" if remote else "",
+        ".reqnctapercluster 2, 1, 1" if remote else ".reqnctapercluster 1, 1, 1" if is_async else "",
         "{",
         "  .reg .b16 %h<40>; .reg .b32 %r<40>; .reg .b64 %rd<40>; .reg .b128 %q<40>; .reg .pred %pp, %pq;",
         "  .reg .b64 %ad, %pol, %o, %b, %c, %x, %cell, %y0, %y1; .reg .b32 %as, %ms, %mb, %t, %g, %ci, %s, %rk; .reg .b64 %mbd;",
