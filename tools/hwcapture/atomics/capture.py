@@ -1,7 +1,15 @@
 """Run every atomics case on the GPU; write one compressed .npz.
 
     python tools/hwcapture/atomics/atomic_forms.py --out forms.json            # ptxas decides the forms (no GPU)
-    python tools/hwcapture/atomics/capture.py --forms forms.json --out atomics_sm90.npz [--programs]
+    python tools/hwcapture/atomics/capture.py --prepare inputs.npz             # the operands (needs ml_dtypes)
+    python tools/hwcapture/atomics/capture.py --forms forms.json --inputs inputs.npz --out atomics_sm90.npz \
+        --only plain --programs                                                 # on the H100
+    python tools/hwcapture/atomics/capture.py ... --only async_ss / async_generic:st.async / async_generic:red.async
+
+tests/data/atomics/atomics_sm90.npz is ``--only plain --programs``. Each ``--only`` group runs in its own process:
+a kernel that faults (cudaErrorIllegalInstruction) ends the process's CUDA context, so the rest of its group
+is lost. The red.async/st.async groups faulted on their first kernel when their kernels were launched without
+clusters; their kernels now declare ``.reqnctapercluster`` and have not been run on the GPU since.
 
 The second step runs on a machine with an H100, cupy and ptxas. The kernels of ``atomic_kernels.py`` are compiled
 by ptxas for sm_90a (in parallel, modules of 500 kernels) and loaded through the driver. Every form runs in
@@ -131,8 +139,9 @@ def run_case(cp, fn, f, target, mode, inputs, ops, dev, out, store):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--forms", required=True)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--forms")
+    ap.add_argument("--out")
+    ap.add_argument("--prepare", help="write the scalar capture's inputs to this .npz and stop")
     ap.add_argument("--programs", action="store_true", help="also run atomic_programs.py's kernels")
     ap.add_argument("--inputs", help="the scalar inputs as .npz (default: computed here, which needs ml_dtypes)")
     ap.add_argument("--only", help="plain (atom, red), async_ss (red.async/st.async with a state space) or "
@@ -140,6 +149,9 @@ def main():
     ap.add_argument("--limit", type=int, default=0, help="run only the first and last limit/2 cases (a trial)")
     ap.add_argument("--budget", type=float, default=1e9, help="seconds of running after which the rest is skipped")
     args = ap.parse_args()
+    if args.prepare:
+        np.savez_compressed(args.prepare, **K.scalar_inputs())
+        return
     import cupy as cp
     t0 = time.time()
     spec = json.load(open(args.forms))
