@@ -498,6 +498,8 @@ class Checker:
             if ops:
                 _fail(instr, f"{instr.opcode}: takes no operands")
             return
+        if base in ("st", "red") and mods[:1] == ("async",):
+            return self._async(scope, instr)
         if base in ("ld", "st", "ldu"):
             return self._ldst(scope, instr)
         if base == "cvt":
@@ -1242,11 +1244,15 @@ class Checker:
         if space in ("local", "const", "param"):
             _fail(instr, f"{instr.opcode}: .{space} is not allowed for {base}")
         hint = "L2::cache_hint" in mods
+        vec = [m for m in mods if m in ("v2", "v4", "v8")]
+        if len(vec) > 1:
+            _fail(instr, f"{instr.opcode}: more than one vector qualifier")
+        nv = int(vec[0][1:]) if vec else 1
         n = (2 if base == "red" else 3) + (1 if o == "cas" else 0) + (1 if hint else 0)
         if len(ops) != n:
             _fail(instr, f"{instr.opcode}: takes {n} operands, found {len(ops)}")
         if base == "atom":
-            self.operand(scope, instr, ops[0], "d", t, 0)
+            self._atom_data(scope, instr, ops[0], nv, t, 0, True)
             self.address(scope, instr, ops[1], space, 1)
             rest = ops[2:n - (1 if hint else 0)]
             first = 2
@@ -1255,7 +1261,38 @@ class Checker:
             rest = ops[1:n - (1 if hint else 0)]
             first = 1
         for k2, opnd in enumerate(rest):
-            self.operand(scope, instr, opnd, "s", t, first + k2)
+            self._atom_data(scope, instr, opnd, nv, t, first + k2, False)
+        if hint:
+            self.operand(scope, instr, ops[-1], "s", "b64", n - 1)
+
+    def _atom_data(self, scope, instr, op, nv, t, pos, is_dst):
+        """A data operand of atom/red/st.async: a register (or constant), or a vector of ``nv`` of them."""
+        if nv > 1:
+            self.vector(scope, instr, op, nv, t, pos, is_dst, "relaxed")
+        elif isinstance(op, ptx.Vec):
+            if len(op.items) != 1:
+                _fail(instr, f"{instr.opcode}: a vector operand needs .v{len(op.items)}")
+            self.operand(scope, instr, op.items[0], "d" if is_dst else "s", t, pos)
+        else:
+            self.operand(scope, instr, op, "d" if is_dst else "s", t, pos)
+
+    def _async(self, scope, instr):
+        """red.async / st.async [a], b, [mbar] (which qualifier sets exist, the executors check)."""
+        mods, ops = instr.mods, instr.operands
+        ts = [m for m in mods if m in TYPES]
+        if len(ts) != 1:
+            _fail(instr, f"{instr.opcode}: needs one type")
+        vec = [m for m in mods if m in ("v2", "v4")]
+        nv = int(vec[0][1:]) if vec else 1
+        spaces = [m for m in mods if m in SPACES]
+        space = spaces[0] if spaces else None
+        if space not in (None, "shared::cluster", "shared::cta"):
+            _fail(instr, f"{instr.opcode}: {instr.base}.async writes shared memory (.shared::cluster), not .{space}")
+        if len(ops) != 3:
+            _fail(instr, f"{instr.opcode}: takes [a], b, [mbar]; found {len(ops)} operands")
+        self.address(scope, instr, ops[0], space, 0)
+        self._atom_data(scope, instr, ops[1], nv, ts[0], 1, False)
+        self.address(scope, instr, ops[2], space, 2)
 
     def _cp_async(self, scope, instr):
         mods = instr.mods

@@ -10,3 +10,4 @@ from .registry import EXECUTORS, compile_instruction, executor  # noqa: F401
 from . import alu, carry, cvt, datamove, falu, intx, memops, mma, mufu, simd, warpops, wgmma  # noqa: E402,F401
 from . import wmma  # noqa: E402,F401  (after mma)
 from . import bulk, cluster, mbarrier  # noqa: E402,F401  (after datamove and warpops: they extend 'cp' and 'fence')
+from . import atomics  # noqa: E402,F401  (after memops: it extends 'st' with st.async)

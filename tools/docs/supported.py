@@ -27,7 +27,31 @@ def text():
            "",
            f"## mma.sync spellings ({len(VARIANTS)})", ""]
     out += [f"* `{s}`" for s in VARIANTS]
+    out += ["", *atomics_section()]
     return "\n".join(out) + "\n"
+
+
+def atomics_section():
+    """The atom/red/red.async/st.async forms (isa.atomics: what ptxas 13 accepts for sm_90a) and the refusals."""
+    from isa import atomics as A
+    from emulator.ops.atomics import REFUSED
+    out = ["## Atomics: atom, red, red.async, st.async", "",
+           "Every form ptxas 13 accepts for sm_90a runs (8,435 atom/red spellings, 4,710 more with",
+           "`.L2::cache_hint`, 226 red.async/st.async), bit for bit as the H100 ([kernels.md](kernels.md#atomics)):",
+           "",
+           f"* `atom`/`red{{.sem}}{{.scope}}{{.space}}.op{{.noftz}}{{.L2::cache_hint}}{{.vec}}.type`, semantics "
+           f"{', '.join('`.' + x + '`' for x in A.SEMS['atom'])} (red: {', '.join('`.' + x + '`' for x in A.SEMS['red'])}),"
+           f" scopes {', '.join('`.' + x + '`' for x in A.SCOPES)}, generic or {', '.join('`.' + x + '`' for x in A.SPACES)}:",
+           *[f"  * `{f}`" for f in A.supported_forms().split("; ")],
+           "  (red: every operation but cas and exch; the cache hint: generic and `.global`, not cas)",
+           "* `red.async.relaxed.cluster{.shared::cluster}.mbarrier::complete_tx::bytes.op.type`: "
+           + ", ".join(f"`.{o}.{{{','.join(t)}}}`" for o, t in A.RED_ASYNC.items()),
+           "* `st.async{.weak}{.shared::cluster}.mbarrier::complete_tx::bytes{.v2,.v4}.type` (also `.cluster`, and",
+           "  `.shared::cta` with the completion mechanism optional): `.b32 .b64 .u32 .s32 .u64 .s64 .f32 .f64`",
+           "  (`.v4`: the 32-bit types)", "",
+           "Refused, with an error that names the rule:", ""]
+    out += [f"* {r}" for r in REFUSED]
+    return out
 
 
 if __name__ == "__main__":
