@@ -25,6 +25,7 @@ PERF = {".maxntid", ".reqntid", ".minnctapersm", ".maxnctapersm", ".maxnreg", ".
         ".explicitcluster", ".reqnctapercluster", ".maxclusterrank", ".blocksareclusters"}
 
 _STRIP_RE = re.compile(r"^[ \t]*\.(?:loc|file)\b[^\n]*$", re.MULTILINE)
+_DEBUG_NUM_RE = re.compile(r"(?<![\w.])\d{10,}(?![\w.])")   # numbers of .loc/.file (strings blanked first)
 _SECTION_RE = re.compile(r"^[ \t]*\.section\b[^{;\n]*\s*\{", re.MULTILINE)
 
 
@@ -108,7 +109,17 @@ def strip_debug(text: str) -> str:
         out.append("\n" * text.count("\n", m.start(), end))
         pos = end
     out.append(text[pos:])
-    return _STRIP_RE.sub("", "".join(out))
+    kept = "".join(out)
+    for m in _STRIP_RE.finditer(kept):
+        nums = list(_DEBUG_NUM_RE.finditer(re.sub(r'"[^"]*"', '""', m.group(0))))
+        if m.group(0).lstrip().startswith(".file"):
+            nums = nums[:1] if nums and m.group(0).split()[1:2] == [nums[0].group(0)] else []   # the file index
+        for n in nums:
+            if int(n.group(0)) >= 1 << 32:
+                line = kept.count("\n", 0, m.start()) + 1
+                raise PTXSyntaxError(f"line {line}, column {m.start() - kept.rfind(chr(10), 0, m.start())}: "
+                                     f"{m.group(0).strip()[:60]}: constant {n.group(0)} overflows 32 bits")
+    return _STRIP_RE.sub("", kept)
 
 
 def _closing_brace(text, i):
@@ -165,7 +176,7 @@ def parse_module(text: str) -> ModuleInfo:
         raise PTXSyntaxError(f"malformed number: {e}") from None
     info = ModuleInfo()
     i = 0
-    order = 0                        # module-level directives seen: .version, .target, .address_size come first
+    order = [0, None]                # module-level directives seen, and the last one's name (_header_order)
     while i < len(stmts):
         st = stmts[i]
         i += 1
@@ -177,7 +188,6 @@ def parse_module(text: str) -> ModuleInfo:
                 if not head:
                     continue
                 _header_order(ch[0], head[0], order)
-                order += 1
                 if head[0] in (".entry", ".func"):
                     fn = _parse_header(ch)
                     if last and i < len(stmts) and isinstance(stmts[i], ptx.Block):
@@ -200,7 +210,8 @@ def parse_module(text: str) -> ModuleInfo:
                         _err(ch[0], ".address_size 32 is not supported; supported: .address_size 64")
                 elif head[0] in (".global", ".const", ".shared"):
                     v = parse_variable(ch)
-                    if v.name in info.variables:
+                    extern = any(t.text == ".extern" for t in ch)
+                    if v.name in info.variables and not (extern and v.space == "shared"):
                         _err(ch[0], f"duplicate definition of variable {v.name}")
                     info.variables[v.name] = v
                 elif head[0] in (".section", ".alias"):
@@ -217,16 +228,19 @@ def parse_module(text: str) -> ModuleInfo:
 
 
 def _header_order(tok, name, order):
-    """ptxas's rule for a module's first directives: ``.version``, then ``.target``, then an optional
-    ``.address_size``; none of them again later."""
-    if order == 0 and name != ".version":
+    """ptxas's rule for a module's first directives: ``.version``, then ``.target`` (which ptxas also takes
+    repeated), then an optional ``.address_size``; none of them later. ``order`` = [count, last name]."""
+    n, last = order
+    if n == 0 and name != ".version":
         _err(tok, f"{name}: a module must begin with .version (ptxas: missing .version directive at start of file)")
-    if order == 1 and name != ".target":
+    if n == 1 and name != ".target":
         _err(tok, f"{name}: .target must follow .version (ptxas: missing .target directive at start of file)")
-    if name == ".version" and order != 0 or name == ".target" and order != 1 or \
-            name == ".address_size" and order != 2:
-        _err(tok, f"{name} may appear only once, among the module's first directives (.version, .target, "
-                  f".address_size)")
+    ok = {".version": n == 0, ".target": n == 1 or last == ".target",
+          ".address_size": last == ".target"}.get(name, True)
+    if not ok:
+        _err(tok, f"{name} may appear only among the module's first directives (.version, .target, "
+                  f".address_size), once")
+    order[0], order[1] = n + 1, name
 
 
 def _parse_header(toks):

@@ -1543,13 +1543,16 @@ def validate_module(info):
             if p.ptype not in PARAM_TYPES:
                 raise PTXValidationError(f"line {fn.line}, column {fn.col}: parameter {p.name} of {fn.name}: "
                                          f".{p.ptype} cannot be a .param type")
+        seen = set()
+        for p in list(fn.params) + list(fn.returns):
+            if p.name in seen:
+                raise PTXValidationError(f"line {fn.line}, column {fn.col}: {fn.name}: duplicate definition of "
+                                         f"parameter {p.name}")
+            seen.add(p.name)
         if fn.body is None:
             continue
         scope = Scope(module_scope)
         for p in list(fn.params) + list(fn.returns):
-            if p.name in scope.names:
-                raise PTXValidationError(f"line {fn.line}, column {fn.col}: {fn.name}: duplicate definition of "
-                                         f"parameter {p.name}")
             scope.names[p.name] = "param"
         labels = _labels(fn.body.statements, set())
         checker.inputs = {p.name for p in fn.params}
