@@ -99,6 +99,10 @@ def test_debugger_breakpoints_conditions_and_state():
     s = d.cont()
     assert (s.reason, s.warp, s.lanes, s.source[1]) == ("breakpoint 1", 1, tuple(range(8)), 7)
     assert d.read("%r1", lane=3) == 35 and d.read("%r1").tolist() == list(range(32, 64))
+    s = d.step()      # lanes 0-7 ran their add; the smaller group runs first (docs/kernels.md, Convergence)
+    assert s.reason == "step" and s.warp == 1 and s.line == 17 and s.lanes == tuple(range(8, 32))
+    s = d.step()
+    assert s.reason == "step" and s.warp == 1 and s.line == 18 and "bra.uni" in s.instruction
     s = d.step()
     assert s.reason == "step" and s.warp == 1 and s.line == 24 and len(s.lanes) == 32
     assert d.read("%r2", lane=3) == 2035 and d.read("%r2", lane=8) == 1040

@@ -128,8 +128,9 @@ def test_tools_are_selective(planted):
     assert run_planted(planted, "raw_2warps_bug", "initcheck") == ([], None)
     reports, _ = run_planted(planted, "raw_2warps_bug", ("racecheck",))
     assert [(r.kind, r.severity, r.first.warp, r.second.warp) for r in reports] == [("RAW", "error", 0, 1)]
-    _, err = run_planted(planted, "divergent_barrier_bug", "racecheck")
-    assert isinstance(err, WarpSyncError)
+    # without synccheck the launch runs as without a sanitizer: the lanes that skip the barrier run on to
+    # the exit first (docs/kernels.md, Convergence), so nothing is raised or reported
+    assert run_planted(planted, "divergent_barrier_bug", "racecheck") == ([], None)
     reports, err = run_planted(planted, "divergent_barrier_bug", "synccheck")
     assert err is None and [r.kind for r in reports] == ["divergent-barrier"]
 

@@ -258,7 +258,10 @@ class CTA:
             force = w._force
         come = ~w.exited & ~w.held
         if not w.depth:
-            return pick(self.cv, w, live, come, force)
+            got = pick(self.cv, w, live, come, force)
+            if got is not None and w.san is not None:
+                self._skipped_barrier(w, got, come)
+            return got
         ids = w.chain_id
         chains = {c: i for i, c in w._chains.items()} if len(w._chain_of) != len(w._chains) else w._chain_of
         w._chain_of = chains
@@ -681,6 +684,28 @@ class CTA:
             w.pc[lane] = ret_pc
         if w.exited[mask].any():
             self._check_barriers()
+
+    def _skipped_barrier(self, w, got, come):
+        """synccheck under the reconvergence rule: lanes that left a barrier behind (they stand after it, on
+        their way to the exit with work still to do) while other lanes of the warp wait at that ``.aligned``
+        barrier: the barrier runs on a partial warp, as compute-sanitizer's "divergent barrier"."""
+        p, mask = got
+        code = self.prog.code
+        if not self.cv.tail[p] or code[p].kind in ("ret", "exit"):
+            return
+        for q in np.unique(w.pc[come & ~mask]).tolist():
+            op = code[q]
+            ins = op.instr
+            if ins is not None and (ins.base == "bar" or (ins.base == "barrier" and "aligned" in ins.mods)) \
+                    and self.cv.joins(p, q):
+                text = ins.text or ins.opcode
+                lanes = format_lanes(np.flatnonzero(come & (w.pc == q)))
+                w.cur_pc = q                    # the report names the barrier, once for every warp
+                self.san.hazard(w, "synccheck", "divergent-barrier",
+                                f"{text}: lanes {format_lanes(np.flatnonzero(mask))} of warp {w.warp_id} go on "
+                                f"past this barrier without it while lanes {lanes} wait at it",
+                                int(np.flatnonzero(mask)[0]))
+                return
 
     # -- barriers ----------------------------------------------------------------------------------
     def _arrive(self, w, op, mask):
