@@ -1,12 +1,14 @@
 """A loaded PTX module and its launches: names, module variables, parameters, the grid loop."""
+import functools
+import re
 import sys
 
 import numpy as np
 
 from isa.targets import DEFAULT_ARCH, parse_target
 from isa.types import TYPES
-from ..errors import (OperandError, PTXSyntaxError, PTXValidationError, UnsupportedError)
-from ..frontend.module import parse_module
+from ..errors import (EmulatorError, OperandError, PTXSyntaxError, PTXValidationError, UnsupportedError)
+from ..frontend.module import parse_module, source_of_line
 from ..frontend.validate import validate_module
 from ..memory import LANES, MAX_SHARED_BYTES, GlobalMemory
 from .warp import ARCHS, WarpOptions
@@ -16,6 +18,35 @@ from .result import LaunchResult
 
 
 ENGINES = ("auto", "fast", "reference")
+
+_AT_LINE = re.compile(r"^line (\d+), column \d+: ")
+
+
+def _in_source(launch):
+    """An error raised while a kernel runs names, after the PTX line, the source line the module's debug
+    information (``.loc``, ``nvcc -lineinfo``, Triton) gives for it: ``... [at kernel.py:12]``."""
+    @functools.wraps(launch)
+    def run(self, *args, **kwargs):
+        try:
+            return launch(self, *args, **kwargs)
+        except EmulatorError as e:
+            raise with_source(self.text, e) from None
+    return run
+
+
+def with_source(text, e):
+    """``e`` with the source position of the PTX line its message names appended (the same ``e`` when the
+    module has no line information there)."""
+    msg = str(e)
+    m = _AT_LINE.match(msg)
+    if m is None or " [at " in msg:
+        return e
+    where = source_of_line(text, int(m.group(1)))
+    if where is None:
+        return e
+    e.args = (f"{msg} [at {where[0]}:{where[1]}]",) + tuple(e.args[1:])
+    e.source = where
+    return e
 
 
 def load_ptx(text: str, arch: str | None = None, validate: bool = True) -> "Module":
@@ -121,6 +152,7 @@ class Module:
         return self._variables(gmem)[name]
 
     # -- launch ------------------------------------------------------------------------------------
+    @_in_source
     def launch(self, kernel: str, grid=(1, 1, 1), block=(32, 1, 1), args=(), gmem: GlobalMemory | None = None,
                shared_bytes: int = 0, options: WarpOptions | None = None, trace=None, out=None,
                max_instructions: int = 20_000_000, engine: str = "auto", schedule=None, timeline: bool = False,
