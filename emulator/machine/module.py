@@ -44,7 +44,9 @@ def with_source(text, e):
     where = source_of_line(text, int(m.group(1)))
     if where is None:
         return e
-    e.args = (f"{msg} [at {where[0]}:{where[1]}]",) + tuple(e.args[1:])
+    import linecache
+    code = linecache.getline(where[0], where[1]).strip()
+    e.args = (f"{msg} [at {where[0]}:{where[1]}" + (f": {code}" if code else "") + "]",) + tuple(e.args[1:])
     e.source = where
     return e
 

@@ -1,0 +1,101 @@
+"""pytest set-up for running Triton's own language tests (python/test/unit/language) on a machine without a
+GPU: ``WARPEMU_TRITON=1 pytest --device cpu ...`` (the emulator) or ``TRITON_INTERPRET=1 pytest --device cpu``
+(Triton's interpreter). Copied beside the test files by ``tools/triton_suite/run.py``.
+
+It provides what Triton's own ``python/test/conftest.py`` provides (the ``--device`` option and fixtures) and,
+where torch has no CUDA, answers the few ``torch.cuda`` questions the tests ask about the GPU
+(``get_device_capability``, ``get_device_name``, ``device``) as an H100 would: a harness shim, not part of the
+product. Both modes get the same shim.
+"""
+import contextlib
+import os
+import tempfile
+
+import pytest
+import torch
+
+_EMULATOR = os.environ.get("WARPEMU_TRITON", "0") not in ("", "0")
+
+if not torch.cuda.is_available():
+    _cc = (8, 0) if os.environ.get("WARPEMU_TRITON_ARCH", "sm_90a") == "sm_80" else (9, 0)
+    torch.cuda.get_device_capability = lambda device=None: _cc
+    torch.cuda.get_device_name = lambda device=None: "NVIDIA H100 80GB HBM3" if _cc == (9, 0) else "NVIDIA A100"
+    torch.cuda.device = lambda device=None: contextlib.nullcontext()
+    torch.cuda.synchronize = lambda device=None: None
+
+if _EMULATOR:
+    import triton.backends
+    import emulator.triton as _et
+    from emulator.triton.backend.compiler import WarpemuBackend
+    if not any(b.compiler is WarpemuBackend for b in triton.backends.backends.values()):
+        _et.activate()              # the package is not installed: register the backend here
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "interpreter: indicate whether interpreter supports the test")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--device", action="store", default="cuda")
+
+
+@pytest.fixture
+def device(request):
+    return request.config.getoption("--device")
+
+
+@pytest.fixture
+def fresh_triton_cache():
+    with tempfile.TemporaryDirectory() as tmpdir:
+        from triton import knobs
+        with knobs.cache.scope(), knobs.runtime.scope():
+            knobs.cache.dir = tmpdir
+            yield tmpdir
+
+
+@pytest.fixture
+def fresh_knobs():
+    from triton._internal_testing import _fresh_knobs_impl
+    fresh_function, reset_function = _fresh_knobs_impl()
+    try:
+        yield fresh_function()
+    finally:
+        reset_function()
+
+
+@pytest.fixture
+def fresh_knobs_except_libraries():
+    from triton._internal_testing import _fresh_knobs_impl
+    fresh_function, reset_function = _fresh_knobs_impl(skipped_attr={"build", "nvidia", "amd"})
+    try:
+        yield fresh_function()
+    finally:
+        reset_function()
+
+
+@pytest.fixture
+def with_allocator():
+    import triton
+    from triton.runtime._allocation import NullAllocator
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device=dev))
+    try:
+        yield
+    finally:
+        triton.set_allocator(NullAllocator())
+
+
+def pytest_collection_modifyitems(config, items):
+    """``TRITON_SUITE_IDS=file``: run only the test ids listed in the file (one a line), in the file's order."""
+    path = os.environ.get("TRITON_SUITE_IDS")
+    if not path:
+        return
+    with open(path) as f:
+        wanted = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    order = {t: i for i, t in enumerate(wanted)}
+    keep = [it for it in items if it.nodeid in order]
+    drop = [it for it in items if it.nodeid not in order]
+    keep.sort(key=lambda it: order[it.nodeid])
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+    items[:] = keep
