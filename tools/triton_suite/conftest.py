@@ -85,6 +85,12 @@ def with_allocator():
         triton.set_allocator(NullAllocator())
 
 
+def _short(nodeid):
+    """``test_core.py::test_x[...]`` whatever directory pytest took as its root."""
+    head, sep, tail = nodeid.partition("::")
+    return head.rsplit("/", 1)[-1] + sep + tail
+
+
 def pytest_collection_modifyitems(config, items):
     """``TRITON_SUITE_IDS=file``: run only the test ids listed in the file (one a line), in the file's order."""
     path = os.environ.get("TRITON_SUITE_IDS")
@@ -93,9 +99,32 @@ def pytest_collection_modifyitems(config, items):
     with open(path) as f:
         wanted = [line.strip() for line in f if line.strip() and not line.startswith("#")]
     order = {t: i for i, t in enumerate(wanted)}
-    keep = [it for it in items if it.nodeid in order]
-    drop = [it for it in items if it.nodeid not in order]
-    keep.sort(key=lambda it: order[it.nodeid])
+    keep = [it for it in items if _short(it.nodeid) in order]
+    drop = [it for it in items if _short(it.nodeid) not in order]
+    keep.sort(key=lambda it: order[_short(it.nodeid)])
     if drop:
         config.hook.pytest_deselected(items=drop)
     items[:] = keep
+
+
+_outcomes = {}
+
+
+def pytest_runtest_logreport(report):
+    """``TRITON_SUITE_LOG=file``: one JSON line per test as it finishes (id, outcome, seconds, the error's last
+    line), so that a run cut short still leaves its results."""
+    path = os.environ.get("TRITON_SUITE_LOG")
+    if not path:
+        return
+    import json
+    st = _outcomes.setdefault(report.nodeid, {"outcome": "passed", "seconds": 0.0, "error": ""})
+    st["seconds"] += report.duration
+    if report.skipped and st["outcome"] == "passed":
+        st["outcome"] = "skipped"
+        st["error"] = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else ""
+    elif report.failed:
+        st["outcome"] = "failed" if report.when == "call" else "error"
+        st["error"] = (report.longreprtext.strip().splitlines() or [""])[-1][:400]
+    if report.when == "teardown":
+        with open(path, "a") as f:
+            f.write(json.dumps({"id": _short(report.nodeid), **st}) + "\n")
