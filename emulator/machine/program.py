@@ -73,6 +73,19 @@ def _rename(op, suffix):
     return op
 
 
+def _rename_in(op, regmap):
+    """``op`` with the registers ``regmap`` names renamed (a nested block's own registers)."""
+    if isinstance(op, (ptx.Reg, ptx.Sym)):
+        return type(op)(regmap[op.name]) if op.name in regmap else op
+    if isinstance(op, ptx.Mem):
+        return ptx.Mem(_rename_in(op.base, regmap), op.offset) if isinstance(op.base, (ptx.Reg, ptx.Sym)) else op
+    if isinstance(op, (ptx.Vec, ptx.Pair, ptx.Paren)):
+        return type(op)(tuple(_rename_in(x, regmap) for x in op.items))
+    if isinstance(op, ptx.Not):
+        return ptx.Not(_rename_in(op.item, regmap))
+    return op
+
+
 class _Layout:
     """Addresses handed out while compiling: per-thread .param and .local bytes, shared offsets."""
 
@@ -108,6 +121,7 @@ class Program:
         self.contract = "debug" not in [t.strip() for t in target.split(",")[1:]]
         self.code: list[Op] = []
         self.reg_types: dict[str, str] = {}
+        self._scopes = 0                        # nested { } blocks with their own registers, numbered
         self.entries: dict[str, int] = {}
         self.formals: dict[str, tuple] = {}     # function -> (param addresses, return addresses)
         self.layout = _Layout()
@@ -162,7 +176,7 @@ class Program:
             self.layout.shared_vars.append((v, off))
             syms[v.name] = ("shared", off)
 
-    def _declare(self, d: ptx.Directive, syms, suffix):
+    def _declare(self, d: ptx.Directive, syms, suffix, regmap=None):
         if d.name == ".reg":
             try:
                 ptype, names = ptx.expand_reg_directive(d, room=MAX_REGS - len(self.reg_types))
@@ -175,6 +189,8 @@ class Program:
                 raise UnsupportedError(f"line {d.line}, column {d.col}: .reg: more registers than the program may "
                                        f"declare ({MAX_REGS} in all)")
             for n in names:
+                if regmap:
+                    n = regmap.get(n, n)
                 self.reg_types[n + suffix if suffix and n.startswith("%") else n] = ptype
             return
         if d.name in (".pragma", ".loc", ".file"):
@@ -232,17 +248,34 @@ class Program:
         self.code.append(Op("ret", ptx.Instruction("ret", (), None, fn.body.line, fn.body.col, "ret")))
         return called
 
-    def _flatten(self, statements, syms, suffix, labels, fixups, called, pending_calls, is_entry):
+    def _flatten(self, statements, syms, suffix, labels, fixups, called, pending_calls, is_entry, regmap=None):
         from ..ops import compile_instruction
         syms = dict(syms)
-        # declarations first: PTX scopes see every name declared anywhere in the block
+        nested = regmap is not None
+        regmap = dict(regmap or {})
+        # declarations first: PTX scopes see every name declared anywhere in the block. A register declared in a
+        # nested { } block is that block's own (inline asm blocks reuse names such as a0 with other types): it
+        # gets a private name, as a callee's registers do
         for st in statements:
             if isinstance(st, ptx.Directive):
-                self._declare(st, syms, suffix)
+                if nested and st.name == ".reg":
+                    self._scopes += 1
+                    try:
+                        _, names = ptx.expand_reg_directive(st, room=MAX_REGS - len(self.reg_types))
+                    except ValueError:
+                        names = []
+                    for n in names:
+                        regmap[n] = f"{n}${self._scopes}"
+                self._declare(st, syms, suffix, regmap if nested else None)
         env = _Env(self.arch, self.reg_types, syms)
         if suffix is not None:
             statements = [ptx.Instruction(st.opcode, tuple(_rename(o, suffix) for o in st.operands),
                                           (_rename(st.guard[0], suffix), st.guard[1]) if st.guard else None,
+                                          st.line, st.col, st.text) if isinstance(st, ptx.Instruction) else st
+                          for st in statements]
+        if regmap:
+            statements = [ptx.Instruction(st.opcode, tuple(_rename_in(o, regmap) for o in st.operands),
+                                          (_rename_in(st.guard[0], regmap), st.guard[1]) if st.guard else None,
                                           st.line, st.col, st.text) if isinstance(st, ptx.Instruction) else st
                           for st in statements]
         if self.contract:
@@ -256,7 +289,8 @@ class Program:
                 labels[0][st.name] = len(self.code)
                 continue
             if isinstance(st, ptx.Block):     # a { } block: its labels are its own (inline asm repeats them)
-                self._flatten(st.statements, syms, suffix, [{}] + labels, fixups, called, pending_calls, is_entry)
+                self._flatten(st.statements, syms, suffix, [{}] + labels, fixups, called, pending_calls, is_entry,
+                              regmap)
                 continue
             instr = st
             guard = (instr.guard[0].name, instr.guard[1]) if instr.guard else None
