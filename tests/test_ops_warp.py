@@ -208,6 +208,21 @@ def test_atomic_float_add_rounds_each_step():
     assert w.smem[:4].view(np.float32)[0] == 1.0
 
 
+@pytest.mark.parametrize("ptype,one,want", [("bf16", 0x3F80, 0x4200), ("f16", 0x3C00, 0x5000),
+                                             ("bf16x2", 0x3F803F80, 0x42004200)])
+def test_atomic_half_float_add_is_a_float_add(ptype, one, want):
+    # 32 lanes add 1.0 to one cell: 32.0 (bf16 is a float type, not bits: atom.add.noftz.bf16)
+    w = Warp()
+    w.write("%r1", np.zeros(32, np.uint32))
+    w.write("%r2", np.full(32, one, np.uint32))
+    reg = "%r2" if ptype.endswith("x2") else "%rs2"
+    if reg == "%rs2":
+        w.write("%rs2", np.full(32, one, np.uint16))
+    w.run(f"red.shared.add.noftz.{ptype} [%r1], {reg};")
+    nbytes = 4 if ptype.endswith("x2") else 2
+    assert int(w.smem[:nbytes].view(np.uint32 if nbytes == 4 else np.uint16)[0]) == want
+
+
 def test_elect_and_no_op_instructions():
     w = Warp()
     w.write("%rd1", 0)

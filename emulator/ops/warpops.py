@@ -302,7 +302,7 @@ def _apply(op, ptype, old, b, c):
         if op == "add":
             return (so + sb) & m
         return (min(so, sb) if op == "min" else max(so, sb)) & m
-    if ptype[0] in ("u", "b"):
+    if ptype[0] == "u" or (ptype[0] == "b" and ptype[1:].isdigit()):      # not bf16: a float
         if op == "add":
             return (old + b) & m
         return min(old, b) if op == "min" else max(old, b)
