@@ -158,7 +158,7 @@ class Module:
     def launch(self, kernel: str, grid=(1, 1, 1), block=(32, 1, 1), args=(), gmem: GlobalMemory | None = None,
                shared_bytes: int = 0, options: WarpOptions | None = None, trace=None, out=None,
                max_instructions: int = 20_000_000, engine: str = "auto", schedule=None, timeline: bool = False,
-               cluster=None, workers: int = 1, progress=None, executor=None) -> LaunchResult:
+               cluster=None, workers: int = 1, progress=None, executor=None, keep_ctas: bool = True) -> LaunchResult:
         """Run ``kernel`` on a grid of CTAs. ``args`` follow the kernel's ``.param`` list (addresses and
         integers as Python ints, floats as Python/numpy floats, byte arrays for aggregate parameters).
         ``trace``: a writable stream that receives one line per executed instruction.
@@ -177,7 +177,9 @@ class Module:
         the serial run, and which kernels run serially anyway). ``progress``: a progress bar on stderr
         (default: for grids of 64 CTAs or more when stderr is a terminal). ``executor``: a
         ``concurrent.futures.Executor`` (a process pool, or a cluster's: Dask's ``Client.get_executor()``,
-        Ray's ``RayExecutor``) that runs the chunks of CTAs instead of forked workers; same results."""
+        Ray's ``RayExecutor``) that runs the chunks of CTAs instead of forked workers; same results.
+        ``keep_ctas=False``: the result keeps no CTA's warps (``result.ctas`` stays empty; for large grids whose
+        registers nobody reads afterwards, as Triton's launches)."""
         schedule = _schedule(schedule)
         max_instructions = _int_arg(max_instructions, "max_instructions")
         if not 0 <= max_instructions < 1 << 62:
@@ -265,8 +267,9 @@ class Module:
             cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
                       local_bases, options, trace, out, result, budget, fast, schedule, timeline)
             warps = cta.run()
-            result.async_units.append(cta.async_unit)
-            result.ctas.append((cid, warps))
+            if keep_ctas:
+                result.async_units.append(cta.async_unit)
+                result.ctas.append((cid, warps))
             if bar:
                 bar.update(1)
         if bar:

@@ -128,3 +128,24 @@ def pytest_runtest_logreport(report):
     if report.when == "teardown":
         with open(path, "a") as f:
             f.write(json.dumps({"id": _short(report.nodeid), **st}) + "\n")
+
+
+@pytest.fixture(autouse=True)
+def _cpu_time_cap():
+    """``TRITON_SUITE_CPU_CAP=seconds``: a test that uses more CPU time than this fails ("over the CPU-time
+    cap"), in both modes alike; CPU time, not wall time, so that a loaded machine does not decide."""
+    cap = float(os.environ.get("TRITON_SUITE_CPU_CAP", "0") or 0)
+    if cap <= 0:
+        yield
+        return
+    import signal
+
+    def over(signum, frame):
+        raise TimeoutError(f"over the CPU-time cap of {cap:g} s")
+    old = signal.signal(signal.SIGPROF, over)
+    signal.setitimer(signal.ITIMER_PROF, cap)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, old)

@@ -239,7 +239,8 @@ class Launcher:
             cluster = (self.num_ctas, 1, 1) if self.num_ctas > 1 else None
             res = function.module.launch(function.name, grid=(gridX * self.num_ctas, gridY, gridZ),
                                          block=(32 * self.num_warps, 1, 1), args=vals, gmem=g,
-                                         shared_bytes=self.shared, cluster=cluster, progress=False)
+                                         shared_bytes=self.shared, cluster=cluster, progress=False,
+                                         keep_ctas=False)
             _stats["instructions"] += res.instructions
             _stats["launches"] += 1
             self.last_result = res
