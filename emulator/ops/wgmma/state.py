@@ -5,8 +5,9 @@ Model.  Each warp of a warpgroup computes its own 16 rows of D when it issues ``
 of a warp depend only on its own A rows, the common B and its own accumulator), and the instruction stays
 *in flight* until a ``wgmma.wait_group`` retires its group.  While it is in flight:
 
-* its accumulator and A registers may be touched only by later ``wgmma.mma_async`` of the same warp
-  (accumulating chains); any other instruction reading or writing them raises AsyncHazardError;
+* its accumulator and A registers are touched by later ``wgmma.mma_async`` of the same warp (accumulating
+  chains); any other instruction reading or writing them waits for every wgmma of the warp first, as the
+  ``warpgroup.wait`` ptxas injects there does (ptxas info C7517, C7514: the wgmmas are serialized);
 * the shared bytes it reads may not be written (by any warp of the CTA): AsyncHazardError.
 
 ``wgmma.fence`` must come before the first ``wgmma.mma_async`` of a warp and between any other write of an
@@ -77,12 +78,12 @@ def _install_guard(warp, ws):
 
     def get_reg(name, instr="read"):
         if name in counts:
-            _reg_hazard(instr, name, "reads")
+            _injected_wait(warp, ws)
         return cls.get_reg(warp, name, instr)
 
     def set_reg(name, values, mask):
         if name in counts:
-            _reg_hazard(getattr(warp, "cur_text", "write"), name, "writes")
+            _injected_wait(warp, ws)
         return cls.set_reg(warp, name, values, mask)
     warp.get_reg = get_reg
     warp.set_reg = set_reg
@@ -93,9 +94,14 @@ def _remove_guard(warp):
     warp.__dict__.pop("set_reg", None)
 
 
-def _reg_hazard(instr, name, verb):
-    fail(AsyncHazardError, instr, f"{verb} register {name} while a wgmma.mma_async that uses it (accumulator or "
-         f"A fragment) is still in flight; retire it first with wgmma.commit_group and wgmma.wait_group")
+def _injected_wait(warp, ws):
+    """Another instruction reads or writes a register of an in-flight wgmma.mma_async: ptxas injects a
+    ``warpgroup.wait`` there ("(C7517) warpgroup.wait is injected ... to allow use of registers defined by
+    GMMA"), which retires every wgmma of the warp issued so far. The accumulators were computed at issue."""
+    cst = warp._cta.wgmma
+    if ws.pending:
+        commit(warp, ws)
+    wait(warp, cst, ws, 0)
 
 
 def raw_get(warp, name, text):
