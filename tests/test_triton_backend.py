@@ -257,3 +257,81 @@ def test_entry_point_activates_with_no_code_change(tmp_path):
     out = subprocess.run([sys.executable, str(tmp_path / "prog.py")], env=env, capture_output=True, text=True,
                          timeout=600)
     assert out.stdout.strip().endswith("WarpemuDriver [0, 3, 6, 9]"), out.stderr[-2000:]
+
+
+# -- Triton's tutorials, in small (slow: they compile several kernels) -------------------------------------
+@pytest.mark.slow
+def test_tutorial_fused_softmax_and_autotuned_matmul(tt):
+    """The kernels of Triton's tutorials 02 (fused softmax) and 03 (matrix multiplication, autotuned, 128x128x128
+    on the tensor cores), written the tutorials' way and checked against torch."""
+    triton, torch = tt
+    import triton.language as tl
+
+    @triton.jit
+    def softmax(out, inp, in_stride, out_stride, n_rows, n_cols, BLOCK: tl.constexpr, num_stages: tl.constexpr):
+        start = tl.program_id(0)
+        for row in tl.range(start, n_rows, tl.num_programs(0), num_stages=num_stages):
+            cols = tl.arange(0, BLOCK)
+            x = tl.load(inp + row * in_stride + cols, mask=cols < n_cols, other=-float("inf"))
+            x = x - tl.max(x, axis=0)
+            num = tl.exp(x)
+            tl.store(out + row * out_stride + cols, num / tl.sum(num, axis=0), mask=cols < n_cols)
+    x = torch.randn(37, 781)
+    y = torch.empty_like(x)
+    softmax[(16,)](y, x, x.stride(0), y.stride(0), 37, 781, BLOCK=1024, num_stages=2, num_warps=8)
+    torch.testing.assert_close(y, torch.softmax(x, dim=1), rtol=1e-6, atol=1e-6)
+
+    @triton.autotune(configs=[triton.Config({"BM": 64, "BN": 64, "BK": 32}, num_warps=4, num_stages=3),
+                              triton.Config({"BM": 128, "BN": 128, "BK": 64}, num_warps=8, num_stages=3)],
+                     key=["M", "N", "K"])
+    @triton.jit
+    def matmul(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, BM: tl.constexpr, BN: tl.constexpr,
+               BK: tl.constexpr):
+        pm = tl.program_id(0) // tl.cdiv(N, BN)
+        pn = tl.program_id(0) % tl.cdiv(N, BN)
+        rm = pm * BM + tl.arange(0, BM)
+        rn = pn * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):
+            x = tl.load(a + rm[:, None] * sam + (k * BK + rk)[None, :] * sak)
+            y = tl.load(b + (k * BK + rk)[:, None] * sbk + rn[None, :] * sbn)
+            acc = tl.dot(x, y, acc)
+        tl.store(c + rm[:, None] * scm + rn[None, :] * scn, acc.to(tl.float16))
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(128, 128, generator=g).half()
+    b = torch.randn(128, 128, generator=g).half()
+    c = torch.empty(128, 128, dtype=torch.float16)
+    matmul[lambda m: (triton.cdiv(128, m["BM"]) * triton.cdiv(128, m["BN"]),)](
+        a, b, c, 128, 128, 128, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+    torch.testing.assert_close(c.float(), (a.float() @ b.float()), rtol=1e-2, atol=5e-2)
+    assert matmul.best_config.kwargs["BM"] in (64, 128)
+
+
+@pytest.mark.slow
+def test_triton_suite_sample():
+    """A sample of Triton 3.6's own language tests (tools/triton_suite/slow_ids.txt: ids the H100 passes),
+    run unchanged with WARPEMU_TRITON=1 from a copy of the test files (TRITON_TESTS_DIR: a directory holding
+    test_core.py ... test_tuple.py of Triton 3.6; tools/triton_suite/README.md says how to get them)."""
+    _triton()
+    src = os.environ.get("TRITON_TESTS_DIR")
+    if not src or not (pathlib.Path(src) / "test_core.py").exists():
+        pytest.skip("set TRITON_TESTS_DIR to Triton 3.6's python/test/unit/language (tools/triton_suite/README.md)")
+    import shutil
+    suite = ROOT / "tools" / "triton_suite"
+    work = pathlib.Path(src)
+    shutil.copy(suite / "conftest.py", work / "conftest.py")
+    ids = [line.strip() for line in (suite / "slow_ids.txt").read_text().splitlines()
+           if line.strip() and not line.startswith("#")]
+    log = work / "slow_run.jsonl"
+    if log.exists():
+        log.unlink()
+    env = dict(os.environ, WARPEMU_TRITON="1", TRITON_SUITE_IDS=str(suite / "slow_ids.txt"),
+               TRITON_SUITE_LOG=str(log), PYTHONPATH=str(ROOT))
+    files = sorted({i.split("::")[0] for i in ids})
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--device", "cpu", "--tb=no",
+                    *files], cwd=work, env=env, capture_output=True, text=True, timeout=3600)
+    import json
+    got = {json.loads(line)["id"]: json.loads(line)["outcome"] for line in log.read_text().splitlines()}
+    assert set(got) == set(ids)
+    assert [i for i in ids if got[i] != "passed"] == []
