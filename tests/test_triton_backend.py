@@ -130,6 +130,9 @@ def test_grid_call_on_torch_tensors_views_and_aliases(tt):
     ref = a[1:] + a[1:]
     add[(1,)](a[1:], a[1:], a[:-1], 63, BLOCK=64)          # sliced views of one storage, written in place
     assert torch.equal(a[:-1], ref)
+    x, y, z = torch.randn(1000), torch.randn(1000), torch.empty(1000)
+    k = add[(4,)](x, y, z, 1000, BLOCK=256, num_ctas=2, num_warps=2)   # clusters of 2 CTAs (sm_90)
+    assert torch.equal(z, x + y) and k.metadata.num_ctas == 2 and ".reqnctapercluster 2" in k.asm["ptx"]
 
 
 def test_error_names_the_python_line(tt):
