@@ -1,5 +1,10 @@
 """Run ``@triton.jit`` kernels on the emulator, lane by lane (optional extra: ``pip install -e ".[triton]"``).
 
+The Triton backend (``emulator.triton.backend``, registered as the ``triton.backends`` entry point ``warpemu``)
+makes unchanged Triton programs run here: ``WARPEMU_TRITON=1`` in the environment, or :func:`activate`, and
+``kernel[grid](...)`` with torch CPU tensors compiles with Triton's NVIDIA pipeline, stops at PTX and launches
+the PTX on the emulator (README, "Triton without a GPU"). Below that, the numpy-level entry points:
+
     import emulator.triton
     out = emulator.triton.launch(add_kernel, (4,), x, y, z, n, BLOCK=256)   # numpy arrays in, results back
     out.result.ctas[0][1][0].read("%r1")                                   # any lane's registers afterwards
