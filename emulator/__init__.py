@@ -15,6 +15,10 @@ try:                    # numba's caches of this package are dropped when its so
     _jitcache.guard(_os.path.dirname(_os.path.abspath(__file__)))
 except Exception:       # never let the cache check stop an import
     pass
+try:                    # an unreadable or unwritable cache falls back to compiling (jitcache.harden)
+    _jitcache.harden(_os.path.dirname(_os.path.abspath(__file__)))
+except Exception:       # noqa: BLE001 (a numba without these internals: its own behaviour)
+    pass
 
 from .errors import (AlignmentError, AsyncHazardError, DeviceAssertError, EmulatorError, MBarrierError,
                      MemoryAccessError, OperandError, ProxyError, PTXSyntaxError, PTXValidationError, TensorMapError, UnsupportedError,
@@ -26,7 +30,7 @@ from .memory.tensormap import TensorMap
 __all__ = ["Warp", "WarpOptions", "GlobalMemory", "SmemAccess", "EmulatorError", "PTXSyntaxError", "PTXValidationError",
            "UnsupportedError", "OperandError", "MemoryAccessError", "AlignmentError", "AsyncHazardError",
            "WarpSyncError", "ProxyError", "MBarrierError", "TensorMapError", "TensorMap", "DeviceAssertError", "mma",
-           "gemm", "wgmma", "load_ptx", "check_layout"]
+           "gemm", "wgmma", "load_ptx", "check_layout", "Trace", "Debugger"]
 
 
 def __getattr__(name):
@@ -40,6 +44,12 @@ def __getattr__(name):
     if name == "load_ptx":
         from .machine.module import load_ptx
         return load_ptx
+    if name == "Trace":
+        from .machine.tracing import Trace
+        return Trace
+    if name == "Debugger":
+        from .machine.debugger import Debugger
+        return Debugger
     if name == "check_layout":
         from .layouts.fragments import check_layout
         return check_layout

@@ -5,6 +5,14 @@ e.g. ``ldmatrix.sync.aligned.m8n8.x4.shared.b16: lane 5: row address 0x13 is not
 """
 
 
+def expect_str(value, what):
+    """``value`` if it is a string; otherwise an OperandError naming the argument (``what``)."""
+    if not isinstance(value, str):
+        shown = f"{type(value).__name__} of shape {value.shape}" if hasattr(value, "shape") else repr(value)[:60]
+        raise OperandError(f"{what} must be a string, not {shown}")
+    return value
+
+
 class EmulatorError(Exception):
     """Base class of every error raised by the emulator."""
 

@@ -5,12 +5,29 @@ from isa.mma import NUMPY_DTYPE
 from .errors import OperandError, fail
 
 
+MAX_TILE_ELEMENTS = 1 << 28     # 2 GiB of 64-bit element bits: larger arrays are refused before any copy
+
+
+def as_tile(x, what, spelling):
+    """A user's tile as a numpy array: a numeric array of at most MAX_TILE_ELEMENTS elements, or an
+    OperandError naming the operand."""
+    try:
+        arr = np.asarray(x)
+    except (ValueError, TypeError) as e:             # ragged lists, objects numpy cannot convert
+        fail(OperandError, spelling, f"{what} is not an array of numbers ({str(e)[:80]})")
+    if arr.dtype.kind not in "biuf" and arr.dtype.name not in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        fail(OperandError, spelling, f"{what} must be an array of numbers, not of dtype {arr.dtype}")
+    if arr.size > MAX_TILE_ELEMENTS:
+        fail(OperandError, spelling, f"{what} has {arr.size} elements; at most {MAX_TILE_ELEMENTS} are taken")
+    return arr
+
+
 def _elem_bits_of(x, t, what, spelling):
     """Raw element bits (uint64) of a user array of element type t."""
     import ml_dtypes  # noqa: F401  (registers bfloat16 / float8 dtypes with numpy)
     want = np.dtype(NUMPY_DTYPE[t]) if NUMPY_DTYPE[t] not in ("bfloat16", "float8_e4m3fn", "float8_e5m2") \
         else np.dtype(getattr(ml_dtypes, NUMPY_DTYPE[t]))
-    x = np.asarray(x)
+    x = as_tile(x, what, spelling)
     if x.dtype != want:
         if t in ("s4", "u4", "s8", "u8", "s32") and x.dtype.kind in "iu":
             pass

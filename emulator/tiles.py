@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from isa.fragments import pack, unpack
-from .errors import OperandError, UnsupportedError, fail
+from .errors import OperandError, UnsupportedError, expect_str, fail
 from .machine.warp import Warp
 from .numerics import gemm_fast
 from .ops.mma import get_mma
-from .tile_bits import _elem_bits_of, _from_bits  # noqa: F401
+from .tile_bits import _elem_bits_of, _from_bits, as_tile  # noqa: F401
 
 
 # ------------------------------------------------------------------------------------------------
@@ -43,6 +43,8 @@ def mma(instr: str, A, B, C, arch: str = "sm_90"):
     products are stacked: A (32, 4), B (4, 32), C/D (32, 8); an (8, 4), (4, 8), (8, 8) problem is run on
     every quad pair and one copy of D returned.  ``instr`` may also be a ``wmma.mma`` form (docs/wmma.md):
     the tiles go into its fragments (A: M x K, B: K x N, C/D: M x N)."""
+    expect_str(instr, "mma: instr")
+    expect_str(arch, "mma: arch")
     if instr.strip().startswith("wmma"):
         return _wmma_tiles(instr, A, B, C, arch)
     op = get_mma(instr, arch)
@@ -93,6 +95,8 @@ def gemm(A, B, C, instr: str = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f3
     """D = A @ B + C built from ``instr``: for every output tile the K steps run in ascending order and
     the D of one step is the C of the next; bit-identical to issuing the instructions one by one.
     ``instr`` may be a ``wgmma.mma_async`` spelling (64 x N x K tiles; A and B from shared memory)."""
+    expect_str(instr, "gemm: instr")
+    expect_str(arch, "gemm: arch")
     if instr.strip().startswith("wgmma"):
         from .wgmma_tiles import wgmma_gemm
         return wgmma_gemm(A, B, C, instr)
@@ -100,7 +104,7 @@ def gemm(A, B, C, instr: str = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f3
     v = op.variant
     if v.family == "m8n8k4_f16":
         fail(UnsupportedError, instr, "gemm is not defined for the quad-pair m8n8k4 .f16 forms")
-    a, b, c = (np.asarray(x) for x in (A, B, C))
+    a, b, c = (as_tile(x, n, instr) for x, n in ((A, "A"), (B, "B"), (C, "C")))
     if a.ndim != 2 or b.ndim != 2 or c.ndim != 2 or a.shape[1] != b.shape[0] or c.shape != (a.shape[0], b.shape[1]):
         fail(OperandError, instr, f"gemm needs A (M, K), B (K, N), C (M, N); got {a.shape}, {b.shape}, {c.shape}")
     Mt, Nt = v.tile_shape("D")

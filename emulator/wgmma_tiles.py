@@ -15,7 +15,7 @@ from .errors import OperandError, fail
 from .numerics import wgmma as num
 from .ops.wgmma import desc as D
 from .ops.wgmma.op import canonical_spelling, get_wgmma
-from .tile_bits import _elem_bits_of, _from_bits
+from .tile_bits import _elem_bits_of, _from_bits, as_tile
 
 def _layout_into(img, tile_mn_k, elem_bits, mn_major, swizzle, start):
     """Write an (MN, K) tile of raw element bits into ``img`` at its canonical layout; its descriptor."""
@@ -65,7 +65,7 @@ def _kernel(spelling, v, ss, nbytes, imms):
 
 def _bits(x, t, what, spelling, shape):
     if t == "b1":
-        x = np.asarray(x)
+        x = as_tile(x, what, spelling)
         if x.dtype.kind not in "biu" or (x.size and (x.min() < 0 or x.max() > 1)):
             fail(OperandError, spelling, f"{what} of .b1 must hold 0/1 values")
         bits = x.astype(np.uint64)

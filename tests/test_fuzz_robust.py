@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import fuzzlib  # noqa: E402
 
 N = int(os.environ.get("WARPEMU_FUZZ_SAMPLE", "0"))
-SAMPLE = {"warp": N or 400, "api": N or 300, "ptx": N or 12}
+SAMPLE = {"warp": N or 400, "api": N or 300, "ptx": N or 12, "types": N or 300, "grammar": N or 12}
 
 
 @pytest.mark.parametrize("kind", fuzzlib.KINDS)

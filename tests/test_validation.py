@@ -172,7 +172,7 @@ def test_ptxas_accepts(line):
 
 @pytest.mark.parametrize("line, rule", INVALID)
 def test_ptxas_rejects(line, rule):
-    text = module(line.replace("$L", "$L;\n$L:") if "$L" in line else line)
+    text = module(line.replace("$L;", "$L;\n$L:") if "$L" in line else line)
     with pytest.raises(PTXValidationError, match=rf"line 13, column 5: .*{__import__('re').escape(rule)}"):
         load_ptx(text)
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 import emulator
 from emulator import (AsyncHazardError, EmulatorError, GlobalMemory, MemoryAccessError, OperandError,
-                      UnsupportedError, Warp, WarpSyncError, load_ptx)
+                      UnsupportedError, Warp, WarpOptions, WarpSyncError, load_ptx)
 from emulator.numerics import wgmma as num
 from emulator.ops.wgmma import Descriptor, canonical_descriptor, core_matrix_map, make_descriptor
 from emulator.ops.wgmma import desc as D
@@ -163,11 +163,16 @@ ret;
 """
 
 
-def _kernel(body, threads=128):
+def _kernel(body, threads=128, strict=True, notes=None):
+    """Run ``body``; ``strict``: WarpOptions(wgmma_hazards="error"), the PTX manual's rules; else as ptxas
+    compiles it, the launch's notes appended to ``notes``."""
     text = HEAD + f"mov.b64 %rd1, {DA};\nmov.b64 %rd2, {DB};\n" + body + "\n" + TAIL
     g = GlobalMemory()
     out = g.alloc(4 * threads)
-    load_ptx(text).launch("k", grid=(1, 1, 1), block=(threads, 1, 1), args=[out], gmem=g)
+    res = load_ptx(text).launch("k", grid=(1, 1, 1), block=(threads, 1, 1), args=[out], gmem=g,
+                                options=WarpOptions(wgmma_hazards="error" if strict else "wait"))
+    if notes is not None:
+        notes.extend(res.notes)
     return g.download(out, 4 * threads).view(np.float32)
 
 
@@ -178,13 +183,55 @@ def test_kernel_ok_and_chained_accumulation():
     assert (out == 0).all()                       # zero shared memory: 0 * 0 + 0
 
 
+def test_wait_group_keeps_newest():
+    body = ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n"
+            "wgmma.wait_group.sync.aligned 1;\nadd.f32 %f5, %f0, %f0;")
+    with pytest.raises(AsyncHazardError, match="reads register %f0 while a wgmma.mma_async"):
+        _kernel(body)
+
+
 def test_reading_an_in_flight_accumulator_waits_as_ptxas_injects():
     # wait_group 1 keeps the group in flight; reading %f0 then makes ptxas inject a warpgroup.wait
     # ("(C7517) warpgroup.wait is injected ... to allow use of registers defined by GMMA"): no error, the value
     # is the wgmma's, and the group is retired (wait_group 0 finds nothing left)
     body = ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n"
             "wgmma.wait_group.sync.aligned 1;\nadd.f32 %f5, %f0, %f0;\nwgmma.wait_group.sync.aligned 0;")
-    assert (_kernel(body) == 0).all()
+    notes = []
+    assert (_kernel(body, strict=False, notes=notes) == 0).all()
+    assert len(notes) == 1 and "C7517" in notes[0], notes
+
+
+@pytest.mark.parametrize("body, line, what", [
+    ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 1;\n"
+     "add.f32 %f5, %f0, %f0;", 16, "reads %f0, a register of an in-flight wgmma.mma_async (line 13)"),
+    ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\nmov.f32 %f6, %f2;",
+     15, "reads %f2"),
+    ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\nmov.f32 %f2, 0f3F800000;\n"
+     "wgmma.wait_group.sync.aligned 0;", 15, "writes %f2"),
+    (MMA + "\nwgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;", 12, "no wgmma.fence"),
+    ("wgmma.fence.sync.aligned;\nmov.f32 %f1, 0f3F800000;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n"
+     "wgmma.wait_group.sync.aligned 0;", 14, "%f1 was written after the last wgmma.fence"),
+])
+def test_hazards_ptxas_repairs_are_notes(body, line, what):
+    """By default the hazards ptxas repairs itself (C7517 wait, C7519 arrive) run as compiled, with a note."""
+    notes = []
+    _kernel(body, strict=False, notes=notes)
+    assert len(notes) == 1 and notes[0].startswith(f"line {line}: ") and what in notes[0], notes
+    assert ("C7519" if "fence" in what else "C7517") in notes[0]
+    with pytest.raises(AsyncHazardError):
+        _kernel(body)
+
+
+def test_hazard_wait_retires_every_group():
+    """ptxas's injected wait is WARPGROUP.DEPBAR.LE gsb0, 0x0: after it no wgmma of the warp is in flight,
+    so a later touch of another group's register needs no second wait (one note)."""
+    mmb = MMA.replace("%f0, %f1, %f2, %f3", "%f4, %f5, %f6, %f7")
+    body = ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n" + mmb +
+            "\nwgmma.commit_group.sync.aligned;\nadd.f32 %f1, %f2, %f2;\nwgmma.wait_group.sync.aligned 1;\n"
+            "add.f32 %f3, %f6, %f6;\nwgmma.wait_group.sync.aligned 0;")
+    notes = []
+    _kernel(body, strict=False, notes=notes)
+    assert len(notes) == 1 and "reads %f2" in notes[0], notes
 
 
 def test_missing_fence():
@@ -199,10 +246,16 @@ def test_write_after_fence_needs_another_fence():
         _kernel(body)
 
 
+def test_accumulator_read_before_wait():
+    body = "wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\nmov.f32 %f6, %f2;"
+    with pytest.raises(AsyncHazardError, match="%f2"):
+        _kernel(body)
+
+
 def test_accumulator_read_before_wait_is_serialized():
     # as ptxas does (C7517): the read waits for the wgmma, whose accumulators it then sees
     body = "wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\nmov.f32 %f6, %f2;"
-    assert (_kernel(body) == 0).all()
+    assert (_kernel(body, strict=False) == 0).all()
 
 
 def test_shared_write_while_read():
@@ -329,7 +382,7 @@ def test_atom_check_can_fail(monkeypatch):
 def test_fast_engine_runs_on_while_a_wgmma_is_in_flight():
     """Between commit and wait the fast engine's loop runs the instructions that touch no register a wgmma
     holds (they are not handed back), and both engines leave the same state; one that reads an accumulator
-    is handed back and waits for the wgmma (ptxas's injected warpgroup.wait), on both engines alike."""
+    waits for the wgmma (ptxas's injected wait), or raises the hazard under wgmma_hazards="error"."""
     from engines import compare_engines
     work = "\n".join(f"add.s32 %r{2 + i % 4}, %r{2 + i % 4}, %r1;" for i in range(40))
     body = ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n" + work +
@@ -341,7 +394,10 @@ def test_fast_engine_runs_on_while_a_wgmma_is_in_flight():
     bad = text.replace("wgmma.wait_group.sync.aligned 0;\nadd.f32", "add.f32 %f4, %f3, %f3;\n"
                        "wgmma.wait_group.sync.aligned 0;\nadd.f32")
     ref, fast, diffs = compare_engines(load_ptx(bad), "k", 1, 128, [np.zeros(128, np.float32)])
-    assert not diffs and "error" not in ref
+    assert not diffs and "error" not in ref          # as ptxas compiles it: the read waits for the wgmma
+    ref, fast, diffs = compare_engines(load_ptx(bad), "k", 1, 128, [np.zeros(128, np.float32)],
+                                       options=WarpOptions(wgmma_hazards="error"))
+    assert not diffs and "reads register %f3" in ref["error"][1]
 
 
 def test_cp_async_into_bytes_an_in_flight_wgmma_reads():

@@ -13,6 +13,7 @@ from ..errors import EmulatorError
 COMMAND_MODULES = [
     "emulator.cli.show",
     "emulator.cli.run",
+    "emulator.cli.debug",
 ]
 
 

@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from ..errors import OperandError
+from ..errors import EmulatorError, OperandError
 
 DEMO_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "demo")
 _DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "u8": np.uint8,
@@ -48,8 +48,22 @@ def add_parser(subparsers):
     p.add_argument("--out", metavar="DIR", help="write every array argument back as DIR/<name>.npy")
     p.add_argument("--trace", action="store_true", help="print each executed instruction, its lanes and the "
                                                        "registers it wrote")
+    p.add_argument("--trace-format", choices=("text", "jsonl"), default="text",
+                   help="the trace's form: text lines (default) or JSON lines (one object per instruction)")
+    p.add_argument("--trace-file", metavar="FILE", help="write the trace to FILE instead of stdout (implies --trace)")
+    p.add_argument("--trace-cta", metavar="X[,Y[,Z]]", help="trace only this CTA")
+    p.add_argument("--trace-warp", metavar="W[,W...]", help="trace only these warps")
+    p.add_argument("--trace-lane", metavar="L[,L...]", help="trace only these lanes (their values alone)")
+    p.add_argument("--trace-lines", metavar="FIRST-LAST", help="trace only PTX lines FIRST..LAST")
+    p.add_argument("--trace-opcode", metavar="OP[,OP...]", help="trace only these opcodes (prefixes: mma, ld.shared)")
     p.add_argument("--bank-report", action="store_true", help="print the shared-memory wavefronts and bank "
                                                              "conflicts of every shared-memory instruction, per warp")
+    p.add_argument("--profile", nargs="?", const="-", default=None, metavar="FILE",
+                   help="count every instruction per source line (.loc) and PTX line: warp-instructions, active lanes, "
+                        "shared wavefronts and bank conflicts, global sectors, tensor-core MACs; print the table "
+                        "(costliest first), or write it to FILE (.html: the source view)")
+    p.add_argument("--profile-by", choices=("source", "ptx"), default="source",
+                   help="the text table's rows: source lines (default; PTX lines when the PTX has no .loc) or PTX lines")
     p.add_argument("--arch", default=None, help="the machine emulated: sm_80, sm_86, sm_90 (default: sm_90, the H100, whatever "
                                               "the module's .target)")
     p.add_argument("--timeline", metavar="FILE", help="draw CTA 0's timeline (warps' instructions, mbarrier phases, "
@@ -58,6 +72,9 @@ def add_parser(subparsers):
                    help="interleave warps in a seeded random order (shakes out races); default: round-robin")
     p.add_argument("--cp-async", choices=("deferred", "eager"), default="deferred",
                    help="when cp.async copies land in shared memory (default: at the wait that retires them)")
+    p.add_argument("--sanitize", metavar="TOOLS", default=None,
+                   help="watch the launch with the sanitizer: all, or a comma list of memcheck, racecheck, synccheck, "
+                        "initcheck, asynccheck (docs/sanitize.md); prints the reports and a summary per tool")
     p.set_defaults(func=_cmd_run)
 
     d = subparsers.add_parser(
@@ -113,6 +130,16 @@ def _parse_args(module, entry, values, gmem):
             addr = gmem.upload(arr)
             arrays.append((os.path.splitext(os.path.basename(text))[0], addr, arr))
             args.append(addr)
+        elif text.startswith("empty:"):         # allocated, never written: uninitialised for the sanitizer
+            try:
+                _, dt, n = text.split(":")
+                arr = np.zeros(int(n), _DTYPES[dt])
+            except (ValueError, KeyError):
+                raise OperandError(f"--arg {text!r}: expected empty:DTYPE:N with DTYPE one of "
+                                   f"{', '.join(_DTYPES)}") from None
+            addr = gmem.alloc(arr.nbytes)
+            arrays.append((f"arg{k}", addr, arr))
+            args.append(addr)
         elif text.startswith("zeros:"):
             try:
                 _, dt, n = text.split(":")
@@ -137,6 +164,28 @@ def _parse_args(module, entry, values, gmem):
     return args, arrays
 
 
+def trace_from_args(a, stream):
+    """The ``Trace`` the --trace-* options ask for, writing to ``stream``."""
+    from ..machine.tracing import Trace
+
+    def ints(text, what):
+        try:
+            return [int(x) for x in text.split(",")]
+        except ValueError:
+            raise OperandError(f"--trace-{what}: expected integers separated by commas, got {text!r}") from None
+    lines = None
+    if a.trace_lines:
+        try:
+            lo, _, hi = a.trace_lines.partition("-")
+            lines = (int(lo), int(hi or lo))
+        except ValueError:
+            raise OperandError(f"--trace-lines: expected FIRST-LAST, got {a.trace_lines!r}") from None
+    return Trace(stream, a.trace_format, cta=tuple(ints(a.trace_cta, "cta")) if a.trace_cta else None,
+                 warp=ints(a.trace_warp, "warp") if a.trace_warp else None,
+                 lane=ints(a.trace_lane, "lane") if a.trace_lane else None, lines=lines,
+                 opcode=a.trace_opcode.split(",") if a.trace_opcode else None)
+
+
 def _cmd_run(a):
     from ..machine.module import load_ptx
     from ..machine.warp import WarpOptions
@@ -145,13 +194,56 @@ def _cmd_run(a):
     entry = module.resolve(a.kernel)
     g = GlobalMemory()
     args, arrays = _parse_args(module, entry, a.arg, g)
-    res = module.launch(entry, grid=_dims(a.grid, "grid"), block=_dims(a.block, "block"), args=args, gmem=g,
+    sanitize = None if a.sanitize is None else tuple(a.sanitize.split(",")) if a.sanitize != "all" else "all"
+    if sanitize is not None:
+        from ..machine.sanitize import tools_of, print_reports
+        tools = tools_of(sanitize)
+        try:
+            res = module.launch(entry, grid=_dims(a.grid, "grid"), block=_dims(a.block, "block"), args=args, gmem=g,
+                                shared_bytes=a.shared, options=WarpOptions(cp_async=a.cp_async),
+                                cluster=None if a.cluster is None else _dims(a.cluster, "cluster"),
+                                max_instructions=a.max_instructions, sanitize=sanitize)
+        except EmulatorError as e:
+            print_reports(getattr(e, "reports", []), tools, sys.stdout)
+            raise
+        print_reports(res.reports, tools, sys.stdout)
+        print(f"{entry}: {len(res.ctas)} CTA(s), {res.instructions} warp instructions issued")
+        return 1 if res.reports else 0
+    trace_file = open(a.trace_file, "w") if a.trace_file else None
+    trace = trace_from_args(a, trace_file or sys.stdout) if (a.trace or trace_file) else None
+    try:
+        res = _launch(module, entry, a, args, g, trace)
+    finally:
+        if trace_file:
+            trace_file.close()
+    _report(a, entry, res)
+    for name, addr, arr in arrays:
+        out = g.download(addr, arr.nbytes).view(arr.dtype).reshape(arr.shape)
+        if a.out:
+            os.makedirs(a.out, exist_ok=True)
+            path = os.path.join(a.out, name + ".npy")
+            np.save(path, out)
+            print(f"wrote {path}")
+    return 0
+
+
+def _launch(module, entry, a, args, g, trace):
+    from ..machine.warp import WarpOptions
+    return module.launch(entry, grid=_dims(a.grid, "grid"), block=_dims(a.block, "block"), args=args, gmem=g,
                         shared_bytes=a.shared, options=WarpOptions(cp_async=a.cp_async),
-                        trace=sys.stdout if a.trace else None, timeline=bool(a.timeline),
+                        trace=trace, timeline=bool(a.timeline),
                         schedule=None if a.schedule is None else ("random", a.schedule),
                         cluster=None if a.cluster is None else _dims(a.cluster, "cluster"),
-                        max_instructions=a.max_instructions)
+                        max_instructions=a.max_instructions, profile=a.profile is not None)
+
+
+def _report(a, entry, res):
     print(f"{entry}: {len(res.ctas)} CTA(s), {res.instructions} warp instructions issued")
+    if a.profile == "-":
+        print(res.profile.table(by=a.profile_by))
+    elif a.profile:
+        res.profile.save(a.profile, by=a.profile_by)
+        print(f"wrote {a.profile}")
     if a.timeline:
         if not a.timeline.endswith((".svg", ".html")):
             raise OperandError(f"--timeline: {a.timeline!r} must end in .svg or .html")
@@ -171,14 +263,6 @@ def _cmd_run(a):
                 s[2] += r.conflicts
             for text, (n, wf, cf) in summary.items():
                 print(f"  {text}: wavefronts {wf}, conflicts {cf}" + (f" (over {n} executions)" if n > 1 else ""))
-    for name, addr, arr in arrays:
-        out = g.download(addr, arr.nbytes).view(arr.dtype).reshape(arr.shape)
-        if a.out:
-            os.makedirs(a.out, exist_ok=True)
-            path = os.path.join(a.out, name + ".npy")
-            np.save(path, out)
-            print(f"wrote {path}")
-    return 0
 
 
 def demo_inputs():

@@ -35,6 +35,21 @@ def _gluon(args):
     return _render(figure(layout, shape), args)
 
 
+def default_row_addresses(instr, row_stride):
+    """Row addresses of an ldmatrix/stmatrix whose matrices never overlap: side by side (matrix j at byte 16j
+    of each row) when a row holds them all (``row_stride >= 16 * matrices``), else one below the other
+    (matrix j at 8 * row_stride * j)."""
+    from ..layouts.show import parse_matrix_instr
+    from ..errors import OperandError
+    _, nmat, _ = parse_matrix_instr(instr)
+    if row_stride < 16:
+        raise OperandError(f"--row-stride {row_stride}: the rows of a matrix are 16 bytes; a smaller stride "
+                           f"overlaps them")
+    l = np.arange(32)
+    step = 16 if row_stride >= 16 * nmat else 8 * row_stride
+    return (l % 8) * row_stride + (l // 8) % nmat * step
+
+
 def _cmd(args):
     if args.gluon:
         return _gluon(args)
@@ -56,8 +71,7 @@ def _cmd(args):
     elif _MATRIX.match(what):
         addrs = None
         if args.row_stride is not None:
-            l = np.arange(32)
-            addrs = (l % 8) * args.row_stride + (l // 8) * 16
+            addrs = default_row_addresses(what, args.row_stride)
         obj = ldmatrix_view(what, addrs)
     else:
         obj = swizzle.view_from_text(what, args)
@@ -82,7 +96,9 @@ def add_parser(subparsers):
     p.add_argument("--operand", choices=list("ABCD"))
     p.add_argument("--svg", metavar="FILE", help="write an SVG picture instead of printing text")
     p.add_argument("--row-stride", type=int, help="ldmatrix/stmatrix: bytes between the rows of each matrix "
-                                                  "(shows addresses and banks)")
+                                                  "(shows addresses and banks); the matrices sit side by side "
+                                                  "when a row holds them all, else one below the other, so "
+                                                  "they never overlap")
     p.add_argument("--rows", type=int, default=8)
     p.add_argument("--cols", type=int, default=64)
     p.add_argument("--elem-bytes", type=int, default=2)

@@ -66,6 +66,7 @@ class Variable:
     extern: bool = False
     line: int = 0
     col: int = 0
+    relocs: tuple = ()  # (byte offset, width, name, token): addresses written when the module is placed
 
     @property
     def size(self):
@@ -164,6 +165,7 @@ def parse_module(text: str) -> ModuleInfo:
         raise PTXSyntaxError(f"malformed number: {e}") from None
     info = ModuleInfo()
     i = 0
+    order = 0                        # module-level directives seen: .version, .target, .address_size come first
     while i < len(stmts):
         st = stmts[i]
         i += 1
@@ -174,6 +176,8 @@ def parse_module(text: str) -> ModuleInfo:
                 head = [t.text for t in ch if t.text not in LINKAGE]
                 if not head:
                     continue
+                _header_order(ch[0], head[0], order)
+                order += 1
                 if head[0] in (".entry", ".func"):
                     fn = _parse_header(ch)
                     if last and i < len(stmts) and isinstance(stmts[i], ptx.Block):
@@ -182,6 +186,8 @@ def parse_module(text: str) -> ModuleInfo:
                         if any(t.text == ".extern" for t in ch):
                             _err(ch[0], f".extern {fn.name} has a body: an .extern function is defined elsewhere")
                     old = info.functions.get(fn.name)
+                    if old is not None and old.body is not None and fn.body is not None:
+                        _err(ch[0], f"duplicate definition of function {fn.name}")
                     if old is None or fn.body is not None:
                         info.functions[fn.name] = fn
                 elif head[0] == ".version":
@@ -194,6 +200,8 @@ def parse_module(text: str) -> ModuleInfo:
                         _err(ch[0], ".address_size 32 is not supported; supported: .address_size 64")
                 elif head[0] in (".global", ".const", ".shared"):
                     v = parse_variable(ch)
+                    if v.name in info.variables:
+                        _err(ch[0], f"duplicate definition of variable {v.name}")
                     info.variables[v.name] = v
                 elif head[0] in (".section", ".alias"):
                     raise UnsupportedError(f"line {ch[0].line}, column {ch[0].col}: {head[0]} is not supported")
@@ -206,6 +214,19 @@ def parse_module(text: str) -> ModuleInfo:
         else:
             raise PTXSyntaxError(f"line {st.line}, column {st.col}: label {st.name} outside a function")
     return info
+
+
+def _header_order(tok, name, order):
+    """ptxas's rule for a module's first directives: ``.version``, then ``.target``, then an optional
+    ``.address_size``; none of them again later."""
+    if order == 0 and name != ".version":
+        _err(tok, f"{name}: a module must begin with .version (ptxas: missing .version directive at start of file)")
+    if order == 1 and name != ".target":
+        _err(tok, f"{name}: .target must follow .version (ptxas: missing .target directive at start of file)")
+    if name == ".version" and order != 0 or name == ".target" and order != 1 or \
+            name == ".address_size" and order != 2:
+        _err(tok, f"{name} may appear only once, among the module's first directives (.version, .target, "
+                  f".address_size)")
 
 
 def _parse_header(toks):
@@ -353,26 +374,37 @@ def parse_variable(toks):
         if rest[0].text != "=":
             _err(rest[0], f"unexpected {rest[0].text!r} after the variable {name}")
         if count == 0:          # 'x[] = {...}': the initializer gives the size
-            count = sum(1 for t in rest[1:] if t.kind == "num")
-        init = _initializer(rest[1:], ptype, count, rest[0])
+            count = sum(1 for t in rest[1:] if t.kind in ("num", "name") and t.text != "generic")
+        relocs = []
+        init = _initializer(rest[1:], ptype, count, rest[0], relocs)
+        return Variable(name, space, ptype, count, align, init, extern, space_tok.line, space_tok.col,
+                        tuple(relocs))
     return Variable(name, space, ptype, count, align, init, extern, space_tok.line, space_tok.col)
 
 
 MAX_INITIALIZED_BYTES = 1 << 28       # a variable with an initializer is built in host memory at load
 
 
-def _initializer(toks, ptype, count, at):
+def _initializer(toks, ptype, count, at, relocs=None):
+    """The initial bytes; a function or variable name (``{f0, f1}``, ``generic(v)``) is an address the module
+    fills in when it is placed: listed in ``relocs`` as (byte offset, width, name, token), zero bytes here."""
     vals = []
     neg = False
     for t in toks:
-        if t.text in ("{", "}", ","):
+        if t.text in ("{", "}", ",", "(", ")", "generic"):
             continue
         if t.text == "-":
             neg = True
             continue
+        if t.kind == "name" and relocs is not None and not neg and TYPES[ptype][1] in "bu" and \
+                TYPES[ptype][0] in (32, 64):
+            relocs.append((len(vals) * (TYPES[ptype][0] // 8), TYPES[ptype][0] // 8, t.text, t))
+            vals.append(ptx.Imm(0, "int", "0"))
+            continue
         if t.kind != "num":
             raise UnsupportedError(f"line {t.line}, column {t.col}: initializer {t.text!r} is not supported "
-                                   f"(numbers only; address initializers such as generic(var) are not)")
+                                   f"(numbers, and names of functions and variables in .u32/.u64/.b32/.b64 "
+                                   f"variables)")
         try:
             vals.append(ptx.parse_number(t, negative=neg))
         except ValueError:

@@ -6,7 +6,9 @@ Accepts PTX as written in CUDA inline asm and in ``nvcc -ptx`` output. Every syn
 from __future__ import annotations
 
 import re
+import sys
 import struct
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -340,6 +342,8 @@ def _parse_operand(s: _Stream):
         s.next()
         if t.text.startswith("%") or t.text == "_":
             op = Reg(t.text)
+        elif t.text == "WARP_SZ":            # PTX's predefined constant: the warp size, an integer immediate
+            return Imm(32, "int", "WARP_SZ")
         else:
             op = Sym(t.text)
         if s.peek().text == "+" and s.peek(1).kind == "num" and isinstance(op, Sym):
@@ -409,6 +413,8 @@ def _split_statements(toks, newline_terminates):
                 _err(t, "';' inside brackets")
             if cur:
                 out.append(("stmt", cur))
+            elif not newline_terminates:
+                _err(t, "an empty statement: ';' with nothing before it (ptxas: syntax error)")
             cur = []
             continue
         if t.kind == "punct" and depth == 0 and (t.text == "}" or (t.text == "{" and not _opens_operand(cur))):
@@ -457,6 +463,24 @@ def parse(text: str, newline_terminates: bool = True):
     return list(_parse_cached(text, newline_terminates))
 
 
+MAX_SCOPE_DEPTH = 1664        # nested { } (a function body's own braces included) that ptxas 13 parses
+
+
+@contextmanager
+def deep_scopes():
+    """Room on the interpreter's stack for the passes that walk nested ``{ }`` scopes (parse allows
+    MAX_SCOPE_DEPTH of them, a few frames each)."""
+    need = 4 * MAX_SCOPE_DEPTH + 2000
+    old = sys.getrecursionlimit()
+    if old < need:
+        sys.setrecursionlimit(need)
+    try:
+        yield
+    finally:
+        if old < need:
+            sys.setrecursionlimit(old)
+
+
 @lru_cache(maxsize=4096)
 def _parse_cached(text, newline_terminates):
     lines = text.split("\n")
@@ -466,6 +490,9 @@ def _parse_cached(text, newline_terminates):
     opens = []
     for kind, ts in groups:
         if kind == "{":
+            if len(stack) > MAX_SCOPE_DEPTH:
+                _err(ts[0], f"'{{' opens a scope {len(stack)} deep; ptxas's parser stops at {MAX_SCOPE_DEPTH} "
+                            f"nested {{ }} (\"memory exhausted\")")
             stack.append([])
             opens.append(ts[0])
         elif kind == "}":

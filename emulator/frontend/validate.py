@@ -287,6 +287,7 @@ def _fail(node, rule):
 
 class Checker:
     def __init__(self, target_sm=90, functions=(), lenient=False, target_name=""):
+        self.inputs = set()           # the input parameters of the function being checked
         self.target_sm = target_sm
         self.target_name = target_name
         self.functions = set(functions)
@@ -487,6 +488,7 @@ class Checker:
                                    f"instruction '{base}': not a PTX instruction")
         mods = instr.mods
         self._target(instr, base, mods)
+        _qualifier_order(instr, base, mods)
         if base in ("bra", "brx"):
             return self._bra(scope, instr, labels)
         if base in ("ret", "exit"):
@@ -690,10 +692,15 @@ class Checker:
     # -- families ----------------------------------------------------------------------------------------
     def _bra(self, scope, instr, labels):
         bad = [m for m in instr.mods if m != "uni"]
+        if instr.base == "brx":
+            bad = [] if instr.mods[:1] == ("idx",) and all(m == "uni" for m in instr.mods[1:]) else \
+                [m for m in instr.mods if m not in ("idx", "uni")] or ["idx"]
+            if bad:
+                _fail(instr, f"{instr.opcode}: brx needs .idx (brx.idx{{.uni}}); illegal qualifier .{bad[0]}")
         if bad:
             _fail(instr, f"{instr.opcode}: illegal qualifier .{bad[0]} for bra")
         if instr.base == "brx":
-            return
+            return self._brx(scope, instr)
         if len(instr.operands) != 1:
             _fail(instr, f"{instr.opcode}: takes one label, found {len(instr.operands)} operands")
         op = instr.operands[0]
@@ -701,6 +708,24 @@ class Checker:
             _fail(instr, f"{instr.opcode}: the target must be a label, found {op}")
         if labels is not None and op.name not in labels:
             _fail(instr, f"{instr.opcode}: unknown label {op.name}")
+
+    def _brx(self, scope, instr):
+        ops = instr.operands
+        if len(ops) != 2 or not isinstance(ops[1], ptx.Sym):
+            _fail(instr, f"{instr.opcode}: takes an index and a .branchtargets list")
+        idx = ops[0]
+        if isinstance(idx, ptx.Imm):
+            if idx.kind != "int":
+                _fail(instr, f"{instr.opcode}: the index must be an integer")
+        elif isinstance(idx, ptx.Reg):
+            t = self.rtype(scope, idx.name, instr)
+            if t not in ("b32", "u32", "s32"):
+                _fail(instr, f"{instr.opcode}: the index {idx.name} must be a 32-bit integer register, not .{t}")
+        else:
+            _fail(instr, f"{instr.opcode}: the index must be a register or an immediate")
+        if not self.lenient and scope.space(ops[1].name) != "branchtargets":
+            _fail(instr, f"{instr.opcode}: {ops[1].name} is not a .branchtargets list declared before this "
+                         f"instruction")
 
     def _ldst(self, scope, instr):
         base, mods, ops = instr.base, instr.mods, instr.operands
@@ -767,6 +792,11 @@ class Checker:
         else:
             addr, data = ops[0], ops[1]
             self.address(scope, instr, addr, space, 0)
+            if space in ("param", "param::entry", "param::func") and isinstance(addr, ptx.Mem) and \
+                    isinstance(addr.base, ptx.Sym) and addr.base.name in self.inputs and \
+                    scope.space(addr.base.name) == "param" and not _declared_in_body(scope, addr.base.name):
+                _fail(instr, f"{instr.opcode}: {addr.base.name} is an input parameter of the function; ptxas "
+                             f"does not allow writing to it")
             if n > 1:
                 self.vector(scope, instr, data, n, t, 1, False, "relaxed")
             elif isinstance(data, ptx.Vec):
@@ -951,6 +981,20 @@ class Checker:
         ops = list(instr.operands)
         if ops and isinstance(ops[0], ptx.Paren):
             ops.pop(0)
+        if ops and isinstance(ops[0], ptx.Reg):          # indirect: call (r), fptr, (a), prototype/targets
+            t = self.rtype(scope, ops[0].name, instr)
+            if t not in ("b32", "u32", "s32", "b64", "u64", "s64"):
+                _fail(instr, f"{instr.opcode}: the function address {ops[0].name} must be a 32- or 64-bit "
+                             f"integer register, not .{t}")
+            last = ops[-1]
+            if len(ops) < 2 or not isinstance(last, ptx.Sym) or not self.lenient and \
+                    scope.space(last.name) not in ("callprototype", "calltargets"):
+                _fail(instr, f"{instr.opcode}: an indirect call ends with a .callprototype or .calltargets list "
+                             f"declared before it")
+            for op in ops[1:-1]:
+                if not isinstance(op, ptx.Paren):
+                    _fail(instr, f"{instr.opcode}: unexpected operand {op}")
+            return
         if not ops or not isinstance(ops[0], ptx.Sym):
             _fail(instr, f"{instr.opcode}: expected the called function's name")
         name = ops[0].name
@@ -1253,6 +1297,29 @@ MIN_SM = {"stmatrix": 90, "wgmma": 90, "setmaxnreg": 90, "elect": 90, "tensormap
           "movmatrix": 78, "match": 70, "activemask": 70, "nanosleep": 70, "createpolicy": 80, "fence": 70}
 
 
+def _declared_in_body(scope, name):
+    """Whether ``name`` is declared in a ``{ }`` scope of the body (which hides a parameter of that name)."""
+    s = scope
+    while s is not None and s.parent is not None and s.parent.parent is not None:
+        if name in s.names:
+            return True
+        s = s.parent
+    return False
+
+
+def _qualifier_order(instr, base, mods):
+    """Orders ptxas refuses although the qualifiers are right: an integer multiply's .lo/.hi/.wide after its
+    type (``mul.u32.wide``: "Unknown modifier"), and cvta's .to anywhere but first."""
+    if base in ("mul", "mad", "mul24", "mad24"):
+        mode = next((k for k, m in enumerate(mods) if m in ("lo", "hi", "wide")), None)
+        typ = next((k for k, m in enumerate(mods) if m in TYPES), None)
+        if mode is not None and typ is not None and mode > typ:
+            _fail(instr, f"{instr.opcode}: .{mods[mode]} must come before the type .{mods[typ]} "
+                         f"({base}.{mods[mode]}.{mods[typ]})")
+    if base == "cvta" and "to" in mods and mods[0] != "to":
+        _fail(instr, f"{instr.opcode}: .to must come first (cvta.to.<space>.<size>)")
+
+
 def _double(t):
     return {"u16": "u32", "s16": "s32", "u32": "u64", "s32": "s64"}.get(t)
 
@@ -1293,9 +1360,14 @@ def declare(scope, d: ptx.Directive, checker=None):
                 count = int(toks[i + 2].text)
                 if count > 1 << 24:
                     _fail(toks[i + 2], f".reg: {count} registers is more than a function may declare")
+                if tk.text in scope.ranges or any(_in_range(n, tk.text, count) for n in scope.regs):
+                    _fail(tk, f".reg: duplicate definition of {tk.text}<{count}> in this scope")
                 scope.ranges.setdefault(tk.text, []).append((count, t))
                 i += 4
             else:
+                if tk.text in scope.regs or any(_in_range(tk.text, pre, n) for pre, rs in scope.ranges.items()
+                                                for n, _ in rs):
+                    _fail(tk, f".reg: duplicate definition of {tk.text} in this scope")
                 scope.regs[tk.text] = t
                 i += 1
             if i < len(toks):
@@ -1318,8 +1390,18 @@ def declare(scope, d: ptx.Directive, checker=None):
             if toks[k].text == "[" and toks[k + 1].text == "]" and not any(t.text == ".extern" for t in toks):
                 _fail(toks[k], "an array without a size must be .extern")
         if names:
+            if names[0].text in scope.names:
+                _fail(names[0], f"{d.name}: duplicate definition of {names[0].text} in this scope")
             scope.names[names[0].text] = d.name[1:]
         return
+
+
+def _in_range(name, prefix, count):
+    """Whether register ``name`` is one of ``prefix<count>`` (``%r3`` of ``%r<5>``; not ``%r03``)."""
+    if not name.startswith(prefix):
+        return False
+    idx = name[len(prefix):]
+    return idx.isdigit() and (idx == "0" or idx[0] != "0") and int(idx) < count
 
 
 def _check_align(toks):
@@ -1345,14 +1427,26 @@ def _labels(statements, out):
 
 def check_body(checker, statements, scope, labels):
     scope = Scope(scope)
+    here = set()
     for st in statements:
         if isinstance(st, ptx.Directive):
             declare(scope, st, checker)
-    for st in statements:
+        elif isinstance(st, ptx.Label):
+            if st.name in here:
+                _fail(st, f"duplicate definition of label {st.name} in this scope")
+            here.add(st.name)
+    for i, st in enumerate(statements):
         if isinstance(st, ptx.Instruction):
             checker.instruction(scope, st, labels)
         elif isinstance(st, ptx.Block):
             check_body(checker, st.statements, scope, labels)
+        elif isinstance(st, ptx.Directive) and st.name in _TARGET_LISTS and i and \
+                isinstance(statements[i - 1], ptx.Label):
+            # 'name: .branchtargets ...': usable from here on (ptxas allows no forward reference to a list)
+            scope.names[statements[i - 1].name] = st.name[1:]
+
+
+_TARGET_LISTS = (".branchtargets", ".calltargets", ".callprototype")
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -1416,8 +1510,12 @@ def validate_module(info):
             continue
         scope = Scope(module_scope)
         for p in list(fn.params) + list(fn.returns):
+            if p.name in scope.names:
+                raise PTXValidationError(f"line {fn.line}, column {fn.col}: {fn.name}: duplicate definition of "
+                                         f"parameter {p.name}")
             scope.names[p.name] = "param"
         labels = _labels(fn.body.statements, set())
+        checker.inputs = {p.name for p in fn.params}
         check_body(checker, fn.body.statements, scope, labels)
 
 

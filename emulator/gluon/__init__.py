@@ -14,3 +14,4 @@ from .layouts import (BlockedLayout, DistributedLayout, DistributedLinearLayout,
                       SwizzledSharedLayout, parse_layout)
 from .linear import GluonLayoutError  # noqa: F401
 from .tmem import TensorMemoryLayout  # noqa: F401
+from . import show as _show  # noqa: F401,E402 (layouts render as pictures in Jupyter)

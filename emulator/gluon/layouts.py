@@ -19,27 +19,24 @@ import math
 
 import numpy as np
 
-from .linear import (ByRepr, GluonLayoutError, LinearLayout, apply, cga_split, check_shape, fail, fit_to_shape,
-                     identity1d, identity_nd, log2, product)
+from .linear import (ByRepr, GluonLayoutError, LinearLayout, apply, as_int, as_ints, as_list, cga_split, check_shape, fail,
+                     fit_to_shape, identity1d, identity_nd, log2, product)
 
 WARP = 32
 
 
 def _ints(x, what, layout):
-    try:
-        return [int(v) for v in x]
-    except (TypeError, ValueError):
-        fail(layout, f"{what} must be a list of integers, got {x!r}")
+    return as_ints(x, what, layout)
 
 
 def _cga(layout, cga_layout, rank):
     """Check ``cga_layout``: a list of bases of ``rank`` entries, each 0 or a power of two."""
     name = type(layout).__name__
     out = []
-    try:
-        bases = [[int(x) for x in b] for b in (cga_layout or [])]
-    except (TypeError, ValueError):
+    if isinstance(cga_layout, (str, bytes)) or not hasattr(cga_layout or [], "__iter__"):
         fail(name, f"cga_layout {cga_layout!r} is not a list of lists of integers")
+    bases = [as_ints(b, f"cga_layout[{i}]", name)
+             for i, b in enumerate(as_list(cga_layout or [], "cga_layout", name, of="lists of integers"))]
     for b in bases:
         if len(b) != rank or any(x < 0 or x & (x - 1) for x in b):
             fail(name, f"cga_layout basis {b} must have {rank} entries, each 0 or a power of two")
@@ -199,7 +196,7 @@ class SliceLayout(ByRepr, DistributedLayout):
     ``dim`` now hold the same element (replication)."""
 
     def __init__(self, dim, parent):
-        self.dim, self.parent = int(dim), parent
+        self.dim, self.parent = as_int(dim, "dim", "SliceLayout"), parent
         if not isinstance(parent, DistributedLayout):
             fail(self, f"parent must be a distributed layout, got {parent!r}")
         if not 0 <= self.dim < parent.rank:
@@ -302,7 +299,8 @@ class DotOperandLayout(ByRepr, DistributedLayout):
     the same operand elements (replication). With a v3 (wgmma) parent only A can live in registers."""
 
     def __init__(self, operand_index, parent, k_width):
-        self.operand_index, self.parent, self.k_width = int(operand_index), parent, int(k_width)
+        self.operand_index = as_int(operand_index, "operand_index", "DotOperandLayout")
+        self.parent, self.k_width = parent, as_int(k_width, "k_width", "DotOperandLayout")
         if not isinstance(parent, NVMMADistributedLayout):
             fail(self, f"parent must be an NVMMADistributedLayout here, got {parent!r}")
         if self.operand_index not in (0, 1):
@@ -351,11 +349,11 @@ class DistributedLinearLayout(ByRepr, DistributedLayout):
     given outright; ``to_linear`` returns them for that shape."""
 
     def __init__(self, reg_bases, lane_bases, warp_bases, block_bases, shape):
-        self.shape = [int(s) for s in shape]
-        self.bases = {"register": [list(map(int, b)) for b in reg_bases],
-                      "lane": [list(map(int, b)) for b in lane_bases],
-                      "warp": [list(map(int, b)) for b in warp_bases],
-                      "block": [list(map(int, b)) for b in block_bases]}
+        name = "DistributedLinearLayout"
+        self.shape = as_ints(shape, "shape", name)
+        self.bases = {k: [as_ints(b, f"{k}_bases[{i}]", name) for i, b in enumerate(as_list(v, f"{k}_bases", name))]
+                      for k, v in (("register", reg_bases), ("lane", lane_bases), ("warp", warp_bases),
+                                   ("block", block_bases))}
         for k, vs in self.bases.items():
             for b in vs:
                 if len(b) != len(self.shape):
@@ -458,9 +456,9 @@ class NVMMASharedLayout(ByRepr, SharedLayout):
 
     def __init__(self, swizzle_byte_width, element_bitwidth, rank=2, transposed=False, fp4_padded=False,
                  cga_layout=()):
-        self.swizzle_byte_width = int(swizzle_byte_width)
-        self.element_bitwidth = int(element_bitwidth)
-        self.rank = int(rank)
+        self.swizzle_byte_width = as_int(swizzle_byte_width, "swizzle_byte_width", "NVMMASharedLayout")
+        self.element_bitwidth = as_int(element_bitwidth, "element_bitwidth", "NVMMASharedLayout")
+        self.rank = as_int(rank, "rank", "NVMMASharedLayout")
         self.transposed = bool(transposed)
         self.fp4_padded = bool(fp4_padded)
         self.cga_layout = _cga(self, cga_layout, self.rank)
@@ -523,7 +521,8 @@ class SwizzledSharedLayout(ByRepr, SharedLayout):
     element_bitwidth = None
 
     def __init__(self, vec, per_phase, max_phase, order, cga_layout=()):
-        self.vec, self.per_phase, self.max_phase = int(vec), int(per_phase), int(max_phase)
+        self.vec, self.per_phase, self.max_phase = (as_int(v, n, "SwizzledSharedLayout") for v, n in
+                                                    ((vec, "vec"), (per_phase, "per_phase"), (max_phase, "max_phase")))
         self.order = _ints(order, "order", "SwizzledSharedLayout")
         self.cga_layout = _cga(self, cga_layout, len(self.order))
         for v in (self.vec, self.per_phase, self.max_phase):

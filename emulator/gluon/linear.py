@@ -13,6 +13,7 @@ to every layout (``fit_to_shape``): a layout smaller than the tensor is repeated
 minor dimension first; a layout larger than the tensor drops its largest basis vectors first (they become zero,
 so the same element is held more than once: *replication*).
 """
+import operator
 from dataclasses import dataclass, field
 
 from ..errors import EmulatorError
@@ -26,6 +27,41 @@ class GluonLayoutError(EmulatorError):
 
 def fail(layout, rule):
     raise GluonLayoutError(f"{layout}: {rule}")
+
+
+MAX_NUMEL = 1 << 20        # Triton's TRITON_MAX_TENSOR_NUMEL: no tensor (and so no layout's shape) is larger
+
+
+def as_int(x, what, layout):
+    """An integer argument (Python or numpy integer); anything else names the argument."""
+    try:
+        return operator.index(x)
+    except Exception:                                  # noqa: BLE001 (a user object whose __index__ fails)
+        fail(layout, f"{what} must be an integer, got {_short(x)}")
+
+
+def as_list(x, what, layout, of="integers"):
+    """The items of a list argument (any iterable but a string or mapping), at most 64 of them."""
+    if isinstance(x, (str, bytes, bytearray, dict, set)) or not hasattr(x, "__iter__") or \
+            getattr(x, "ndim", 1) == 0:
+        fail(layout, f"{what} must be a list of {of}, got {_short(x)}")
+    try:
+        items = list(x)
+    except Exception:                                  # noqa: BLE001 (a user object whose iteration fails)
+        fail(layout, f"{what} must be a list of {of}, got {_short(x)}")
+    if len(items) > 64:
+        fail(layout, f"{what} has {len(items)} entries; a layout has at most 64")
+    return items
+
+
+def as_ints(x, what, layout):
+    """A list of integers (any iterable of Python or numpy integers, not a string)."""
+    return [as_int(v, f"{what}[{i}]", layout) for i, v in enumerate(as_list(x, what, layout))]
+
+
+def _short(x):
+    text = repr(x) if not hasattr(x, "shape") else f"{type(x).__name__} of shape {getattr(x, 'shape', '?')}"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def log2(n, what="size"):
@@ -165,12 +201,17 @@ def fit_to_shape(ll, shape, drop_registers=False, cga=()):
 
 
 def check_shape(layout, shape, rank):
-    shape = [int(s) for s in shape]
+    shape = as_ints(shape, "shape", layout)
     if len(shape) != rank:
         fail(layout, f"shape {shape} has rank {len(shape)}, the layout has rank {rank}")
     for s in shape:
         if s < 1 or s & (s - 1):
             fail(layout, f"shape {shape}: every dimension must be a power of two (Triton's rule for tensors)")
+    numel = 1
+    for s in shape:
+        numel *= s
+    if numel > MAX_NUMEL:
+        fail(layout, f"shape {shape} has {numel} elements; Triton's tensors have at most {MAX_NUMEL}")
     return shape
 
 

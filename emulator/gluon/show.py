@@ -9,7 +9,7 @@
 """
 import numpy as np
 
-from ..layouts.draw import Figure, Grid, bank_colour
+from ..layouts.draw import Figure, Grid, bank_colour, warp_colour, warp_legend
 from ..memory.banks import SmemAccess, analyze
 from .layouts import DistributedLayout, SharedLayout
 from .linear import fail
@@ -39,6 +39,10 @@ def owner_view(layout, shape, title=None):
             f"{layout.num_warps()} warps" + (f"; every element is held by {rep} threads/registers (the first "
                                               f"shown)" if rep > 1 else ""))
     rn = [str(i) for i in range(gs[0])]
+    nw = layout.num_warps()
+    if nw > 1:                      # each warp its own hue, named in the legend
+        return Grid(t, labels, thr, rn, [str(j) for j in range(gs[1])], note=note, colour=warp_colour,
+                    legend=warp_legend(nw))
     return Grid(t, labels, lane, rn, [str(j) for j in range(gs[1])], note=note)
 
 
@@ -48,8 +52,9 @@ def warp_view(layout, shape, title=None):
     gs = _grid_shape(shape)
     w = o.warp[..., 0].reshape(gs)
     labels = [[f"w{w[i, j]}" for j in range(gs[1])] for i in range(gs[0])]
-    return Grid(title or f"{layout!r} on {list(shape)}: warps", labels, w * 9 % 32,
-                [str(i) for i in range(gs[0])], [str(j) for j in range(gs[1])], colour=bank_colour)
+    return Grid(title or f"{layout!r} on {list(shape)}: warps", labels, w * 32 + 19,
+                [str(i) for i in range(gs[0])], [str(j) for j in range(gs[1])], colour=warp_colour,
+                legend=warp_legend(int(w.max()) + 1))
 
 
 def chunk_read_conflicts(layout, shape, elem_bits=None):
@@ -156,3 +161,27 @@ def figure(layout, shape, **kw):
     if isinstance(layout, TensorMemoryLayout):
         return tmem_view(layout, shape)
     return Figure([owner_view(layout, shape)])
+
+
+# ---- Jupyter: a layout renders as its picture ---------------------------------------------------------
+
+def _default_shape(layout):
+    if isinstance(layout, SharedLayout):
+        return [64, 64] if layout.rank in (None, 2) else [64] * layout.rank
+    return [128] if layout.rank == 1 else [32, 32] if layout.rank == 2 else None
+
+
+def _repr_svg_(layout):
+    """The layout's picture on a small default shape (32 x 32 for register layouts, 64 x 64 for shared
+    ones); None (the text repr) when the layout cannot take that shape."""
+    shape = _default_shape(layout)
+    if shape is None:
+        return None
+    try:
+        return figure(layout, shape).svg()
+    except Exception:            # noqa: BLE001 (a picture is optional: fall back to the text repr)
+        return None
+
+
+DistributedLayout._repr_svg_ = _repr_svg_
+SharedLayout._repr_svg_ = _repr_svg_

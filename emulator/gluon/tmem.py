@@ -11,7 +11,7 @@ M = 128 writes its accumulator row ``m`` to lane ``m``, column ``n`` to column `
 lanes 0-15 of each sub-partition (rows ``16 * s + i`` in lane ``32 * s + i``), and Gluon puts a second
 64-row block (or, without one, the next N block) in lanes 16-31.
 """
-from .linear import ByRepr, check_shape, fail, log2
+from .linear import ByRepr, as_int, as_ints, check_shape, fail, log2
 
 
 class TensorMemoryLayout(ByRepr):
@@ -23,10 +23,10 @@ class TensorMemoryLayout(ByRepr):
     the column slot (``col``) -> tensor coordinate. Modelled from published semantics, not measured."""
 
     def __init__(self, block, col_stride=1, cga_layout=(), two_ctas=False, fp4_padded=False, unpacked=None):
-        self.block = [int(b) for b in block]
+        self.block = as_ints(block, "block", "TensorMemoryLayout")
         if unpacked is not None:                     # older Triton spelling: unpacked=True means col_stride 32/bits
             fail(self, "unpacked= is the older spelling; pass col_stride (1 packed, 32 // bits unpacked)")
-        self.col_stride = int(col_stride)
+        self.col_stride = as_int(col_stride, "col_stride", "TensorMemoryLayout")
         if len(self.block) != 2 or self.block[0] not in (64, 128):
             fail(self, f"block must be (M, N) with M = 64 or 128 (tcgen05.mma's M per CTA), got {self.block}")
         log2(self.block[1], "block N")

@@ -16,6 +16,7 @@ exactly as CuTe does. Names follow CuTe one for one (``crd2idx``, ``idx2crd``, `
     '(2,4):(16,1)'
 """
 import math
+import operator
 import re
 
 import numpy as np
@@ -219,6 +220,8 @@ class Layout:
     def parse(cls, text):
         """Read CuTe's printed form ``shape:stride`` (``_`` prefixes optional; ``shape`` alone means
         compact column-major)."""
+        if not isinstance(text, str):
+            _err(f"Layout.parse takes the text of a layout (shape:stride), not {type(text).__name__}")
         sh, pos = _parse_tuple(text, 0)
         rest = text[pos:].strip()
         st = None
@@ -276,10 +279,22 @@ class Layout:
         return [self(i) for i in range(size(self))]
 
 
-def _tupleize(x):
+def _tupleize(x, depth=0):
+    if depth > 32:
+        _err("shapes and strides nest at most 32 deep")
     if isinstance(x, (list, tuple)):
-        return tuple(_tupleize(e) for e in x)
-    return int(x)
+        return tuple(_tupleize(e, depth + 1) for e in x)
+    return _index(x)
+
+
+def _index(x):
+    """An integer mode (Python or numpy integer, not bool); anything else is a LayoutError."""
+    if isinstance(x, (bool, np.bool_)):
+        _err(f"a mode must be an integer, not {x!r}")
+    try:
+        return operator.index(x)
+    except Exception:                                  # noqa: BLE001 (a user object whose __index__ fails)
+        _err(f"a mode must be an integer or a tuple of them, not {type(x).__name__} {repr(x)[:40]}")
 
 
 def _has_none(c):
@@ -589,6 +604,9 @@ class Swizzle:
     (for negative S, the bits at [M, M+B) into [M+S, M+S+B))."""
 
     def __init__(self, bits, base, shift):
+        bits, base, shift = _index(bits), _index(base), _index(shift)
+        if max(bits, base, abs(shift)) > 64:
+            _err(f"Swizzle<{bits},{base},{shift}>: B, M and |S| are at most 64")
         if bits < 0 or base < 0 or abs(shift) < bits:
             _err(f"Swizzle<{bits},{base},{shift}>: needs B >= 0, M >= 0 and |S| >= B")
         self.bits, self.base, self.shift = bits, base, shift

@@ -19,6 +19,27 @@ def lane_colour(lane):
     return "#%02x%02x%02x" % (int(r * 255), int(gg * 255), int(b * 255))
 
 
+# one hue per warp (warps 8 apart repeat it, darker), lanes shaded inside it: multi-warp pictures
+WARP_HUES = (0.58, 0.08, 0.33, 0.0, 0.76, 0.14, 0.47, 0.88)
+
+
+def warp_colour(thread):
+    """A light fill for ``thread`` (32 * warp + lane) of a multi-warp picture: each warp its own hue (see
+    :func:`warp_legend`), its lanes lighter or darker within it."""
+    if thread < 0:
+        return "#ffffff"
+    w, l = divmod(int(thread), 32)
+    hue = WARP_HUES[w % 8] + ((l >> 2) - 3.5) * 0.008
+    light = 0.86 - 0.22 * ((l & 7) / 7) - 0.08 * ((w // 8) % 2)
+    r, g, b = colorsys.hls_to_rgb(hue % 1.0, light, 0.62)
+    return "#%02x%02x%02x" % (int(r * 255), int(g * 255), int(b * 255))
+
+
+def warp_legend(nwarps):
+    """[(colour, "warp w")] for a picture's legend: each warp's middle shade."""
+    return [(warp_colour(32 * w + 19), f"warp {w}") for w in range(nwarps)]
+
+
 def bank_colour(bank):
     """A light fill for one of the 32 shared-memory banks."""
     if bank < 0:
@@ -32,7 +53,8 @@ def bank_colour(bank):
 class Grid:
     """A titled table of labelled cells; ``keys`` (an int per cell, -1 for none) pick the colours."""
 
-    def __init__(self, title, labels, keys, row_names=None, col_names=None, colour=lane_colour, note=""):
+    def __init__(self, title, labels, keys, row_names=None, col_names=None, colour=lane_colour, note="",
+                 legend=None):
         self.title = title
         self.labels = [list(r) for r in labels]
         self.keys = np.asarray(keys)
@@ -41,6 +63,7 @@ class Grid:
         self.col_names = list(col_names) if col_names is not None else [str(j) for j in range(cols)]
         self.colour = colour
         self.note = note
+        self.legend = list(legend or [])        # [(fill colour, text)]: swatches under the grid
 
     @property
     def shape(self):
@@ -90,6 +113,15 @@ class Grid:
             out.append(f'<text x="{x0}" y="{y0 + height + 8}" font-size="11" fill="#333">{html.escape(self.note)}</text>')
             height += 18
             width = max(width, int(6.2 * len(self.note)))
+        if self.legend:
+            lx = x0
+            for fill, text in self.legend:
+                out.append(f'<rect x="{lx}" y="{y0 + height + 2}" width="14" height="14" fill="{fill}" '
+                           f'stroke="#888" stroke-width="0.5"/>')
+                out.append(f'<text x="{lx + 18}" y="{y0 + height + 13}" font-size="11">{html.escape(text)}</text>')
+                lx += 24 + 7 * len(text)
+            height += 22
+            width = max(width, lx - x0)
         return out, width, height
 
     def svg(self):
@@ -102,9 +134,10 @@ class Grid:
 class Figure:
     """Several grids, side by side (``across`` per row of panels) in SVG, one after another in text."""
 
-    def __init__(self, panels, title="", across=None):
+    def __init__(self, panels, title="", across=None, max_width=None):
         self.panels, self.title = list(panels), title
         self.across = across or len(self.panels)
+        self.max_width = max_width       # wider pictures are scaled down to this many pixels (viewBox kept)
 
     def text(self):
         parts = ([self.title, ""] if self.title else []) + ["\n\n".join(p.text() for p in self.panels)]
@@ -125,7 +158,10 @@ class Figure:
             x += w + 24
             width, row_h = max(width, x), max(row_h, h)
         height = y + row_h + 10
-        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        sw, sh = width, height
+        if self.max_width and width > self.max_width:
+            sw, sh = self.max_width, int(height * self.max_width / width)
+        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{sw}" height="{sh}" '
                 f'viewBox="0 0 {width} {height}" font-family="sans-serif">\n'
                 f'<rect width="100%" height="100%" fill="white"/>\n' + "\n".join(body) + "\n</svg>\n")
 

@@ -20,7 +20,7 @@ from isa.mma import VARIANTS
 
 from . import cute
 from .cute import Layout, LayoutError
-from ..errors import UnsupportedError, fail
+from ..errors import UnsupportedError, expect_str, fail
 
 OPERANDS = ("A", "B", "C", "D")
 
@@ -86,6 +86,7 @@ CUTE_SM90 = {
 def variant(instr):
     """The ``isa.mma`` (or ``isa.wgmma``, or ``isa.wmma``) entry for a spelling (modifiers in any order ptxas
     accepts)."""
+    expect_str(instr, "check_layout: instr")
     if instr.strip().startswith("wmma"):
         from isa.wmma import MMA_FORMS, FragmentView
         from ..ops.wmma import canonical_mma
@@ -109,7 +110,7 @@ def variant(instr):
 
 
 def _operand(instr, op):
-    if op not in OPERANDS:
+    if not isinstance(op, str) or op not in OPERANDS:
         fail(UnsupportedError, instr, f"operand {op!r}; choose one of {', '.join(OPERANDS)}")
     if op == "B" and instr.strip().startswith("wgmma"):
         fail(UnsupportedError, instr, "wgmma's B lives in shared memory, read through a matrix descriptor: see "

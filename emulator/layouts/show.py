@@ -23,7 +23,7 @@ import numpy as np
 from isa.mma import NUMPY_DTYPE
 
 from ..errors import UnsupportedError, fail
-from .draw import Figure, Grid, bank_colour, lane_colour  # noqa: F401 (re-exported)
+from .draw import Figure, Grid, bank_colour, lane_colour, warp_colour, warp_legend  # noqa: F401 (re-exported)
 from .fragments import variant
 
 OPERAND_NAMES = {"A": "a", "B": "b", "C": "c", "D": "d"}
@@ -52,29 +52,46 @@ def mma_cells(instr, operand):
     return lane, reg, elem, epr
 
 
-def mma_view(instr, operand, short=False):
+def mma_view(instr, operand, short=False, cols=None):
     """Who holds each element of ``operand`` (A: M x K, B: K x N, C/D: M x N) of mma ``instr``
-    (``short``: leave the instruction out of the title)."""
+    (``short``: leave the instruction out of the title; ``cols``: (first, stop) columns only). A wgmma's
+    operands belong to 4 warps: each warp has its own colour, named in the legend."""
     v = variant(instr)
     lane, reg, elem, epr = mma_cells(instr, operand)
+    c0 = 0
+    if cols is not None:
+        c0 = cols[0]
+        lane, reg, elem = lane[:, cols[0]:cols[1]], reg[:, cols[0]:cols[1]], elem[:, cols[0]:cols[1]]
     rows, cols = lane.shape
     n = OPERAND_NAMES[operand]
     labels = [[f"T{lane[r, c]}:{n}{reg[r, c]}{_elem_suffix(elem[r, c], epr)}" for c in range(cols)]
               for r in range(rows)]
     rn, cn = {"A": ("m", "k"), "B": ("k", "n"), "C": ("m", "n"), "D": ("m", "n")}[operand]
     typ = {"A": v.atype, "B": v.btype, "C": v.ctype, "D": v.dtype}[operand]
-    title = f"operand {operand} ({rows} x {cols} {typ}, rows {rn}, columns {cn})"
+    full = v.tile_shape(operand)[1]
+    part = f", columns {c0}..{c0 + cols - 1} of {full}" if cols != full else ""
+    title = f"operand {operand} ({rows} x {full} {typ}, rows {rn}, columns {cn}{part})"
     title = title if short else f"{v.spelling}: {title}"
-    note = (f"T<lane>:{n}<register>" + (f".<element> (element e = bits [{v.elem_bits(operand)}e, "
-                                       f"{v.elem_bits(operand)}(e+1)) of the register)" if epr > 1 else ""))
-    return Grid(title, labels, lane, [f"{rn}{i}" for i in range(rows)], [f"{cn}{j}" for j in range(cols)],
-                note=note)
+    nwarps = int(lane.max()) // 32 + 1 if lane.size else 1
+    who = "T<thread = 32*warp + lane>" if nwarps > 1 else "T<lane>"
+    note = (f"{who}:{n}<register>" + (f".<element> (element e = bits [{v.elem_bits(operand)}e, "
+                                      f"{v.elem_bits(operand)}(e+1)) of the register)" if epr > 1 else ""))
+    return Grid(title, labels, lane, [f"{rn}{i}" for i in range(rows)], [f"{cn}{j}" for j in range(c0, c0 + cols)],
+                note=note, colour=warp_colour if nwarps > 1 else lane_colour,
+                legend=warp_legend(nwarps) if nwarps > 1 else None)
+
+
+WIDE = 32          # a wgmma D wider than this many columns is drawn in panels of that many columns
 
 
 def mma_figure(instr):
-    """A, B and C/D of one instruction, side by side (wgmma: the register operands A and D)."""
+    """A, B and C/D of one instruction, side by side (wgmma: the register operands A and D; a D wider than
+    32 columns in panels of 32 columns, and the picture scaled down to 1800 pixels at most)."""
     if instr.strip().startswith("wgmma"):
-        return Figure([mma_view(instr, op, short=True) for op in ("A", "D")], variant(instr).spelling, across=2)
+        n = variant(instr).tile_shape("D")[1]
+        ds = [mma_view(instr, "D", short=True, cols=(c, min(c + WIDE, n))) for c in range(0, n, WIDE)]
+        return Figure([mma_view(instr, "A", short=True)] + ds, variant(instr).spelling,
+                      across=2 if len(ds) == 1 else 1, max_width=1800)
     return Figure([mma_view(instr, op, short=True) for op in ("A", "B", "C")], variant(instr).spelling, across=3)
 
 

@@ -17,7 +17,7 @@ import re
 import numpy as np
 
 from ..memory.banks import analyze
-from .cute import Layout, LayoutError, Swizzle
+from .cute import ComposedLayout, Layout, LayoutError, Swizzle
 from .draw import Figure, Grid, bank_colour
 
 NVMMA_BYTES = (0, 32, 64, 128)
@@ -242,3 +242,16 @@ def view_from_text(what, args):
     fail(UnsupportedError, what, "show takes an mma.sync / ldmatrix / stmatrix spelling, 'Swizzle<B,M,S>', "
                                  "'nvmma:32|64|128', 'threadblock:N', 'conflicts' or a rank-2 layout "
                                  "'shape:stride' (with --swizzle B,M,S)")
+
+
+# ---- Jupyter: a rank-2 CuTe layout renders as its offset picture --------------------------------------
+
+def _repr_svg_(layout):
+    try:
+        return layout_view(layout).svg()
+    except Exception:            # noqa: BLE001 (not rank 2, or not drawable: the text repr)
+        return None
+
+
+Layout._repr_svg_ = _repr_svg_
+ComposedLayout._repr_svg_ = _repr_svg_

@@ -5,7 +5,8 @@
 
 How a launch runs
 -----------------
-* A grid runs CTA after CTA (``%ctaid`` x fastest). A CTA is ``ceil(threads / 32)`` warps that share one
+* A grid starts CTA after CTA (``%ctaid`` x fastest); CTAs that wait on each other through global memory stay
+  resident together (``machine.residency``: ``run(park=True)`` returns None while the CTA only spins). A CTA is ``ceil(threads / 32)`` warps that share one
   shared memory (static ``.shared`` variables, demoted ones included, then the dynamic ``extern .shared``
   window of ``shared_bytes``); lanes beyond the block's thread count never run.
 * Each lane has its own program counter. A warp always executes the instruction with the smallest PC
@@ -39,6 +40,7 @@ from ..ops.common import format_lanes
 from ..ops.wgmma.state import check_cta_end as check_wgmma_end
 from .kernel_warp import KernelWarp
 from .spin import SPIN_CHECK
+from .tracing import dest_registers
 
 PARK = "park"          # _step's answer when an executor stalled lanes or yielded the warp's turn
 
@@ -59,9 +61,11 @@ class SpinWait:
 class CTA:
     """One CTA's execution: warps, barriers, the scheduler."""
 
+    san = None          # the sanitizer's observer of this CTA (machine.sanitize), when one watches
+
     def __init__(self, module, prog, ctaid, grid, block, smem_size, gmem, param_init, var_addrs, local_bases,
                  options, trace, out, result, budget, fast=None, schedule=None, timeline=False, cluster=None,
-                 rank=0):
+                 rank=0, profile=None, debug=None):
         self.module, self.prog, self.ctaid = module, prog, ctaid
         if cluster is None:                     # a launch without clusters: each CTA is a cluster of one
             from .cluster import Cluster
@@ -78,6 +82,7 @@ class CTA:
         self.smem_inflight = np.zeros(smem_size, np.int32)
         self.inflight_n = 0             # cp.async copies in flight in this CTA (all warps)
         self.out, self.result, self.trace, self.budget = out, result, trace, budget
+        self.profile, self.debug = profile, debug      # machine.profile.Profile, machine.debugger hooks
         self.barriers = {}         # id -> {'arrived': int, 'waiters': [(warp, mask)], 'expected': int, 'red': []}
         nthreads = block[0] * block[1] * block[2]
         nwarps = -(-nthreads // LANES)
@@ -109,6 +114,8 @@ class CTA:
             kw = KernelWarp(self, prog, w, nthreads - w * LANES, self.smem, gmem, prog.arch, options, param_init,
                             bases, prog.layout.local, trace)
             kw.symbols = dict(symbols)
+            if profile is not None:
+                kw.profile = profile
             sv = kw.special_values
             sv.update(per_warp[w])
             sv.update(same)
@@ -125,11 +132,15 @@ class CTA:
                 f"{self.smem.size} bytes of shared memory>")
 
     # -- scheduler ---------------------------------------------------------------------------------
-    def run(self):
+    def run(self, park=False):
+        """Run the CTA to its end and return its warps. With ``park`` (the grid scheduler, machine.residency),
+        return None instead of reporting a deadlock when its warps only spin on memory another CTA may write;
+        ``self.moved`` then says whether this call changed anything, and a later call goes on."""
         with np.errstate(all="ignore"):          # IEEE exceptions are results here, not warnings
-            return self._run()
+            return self._run(park)
 
-    def _run(self):
+    def _run(self, park=False):
+        moved = False
         start = None
         if self.fast_cta is not None:
             handoff = self.fast_cta.run(self)
@@ -169,14 +180,20 @@ class CTA:
                 au.pump()                          # copies still in flight complete before the CTA retires
                 break
             if progressed or au.mbarriers.version != version:
+                moved = True
                 continue
             if au.pending:                          # nobody can go on by itself: the async unit moves
                 au.pump()
+                moved = True
                 continue
             if yielded:                             # spinning warps whose state still changes: not stuck yet
+                moved = True
                 continue
             self._wake()
             if not any(self._can_run(w) for w in self.warps) or not progressed:
+                if park and self._may_wait_on_other_ctas():
+                    self.moved = moved
+                    return None
                 self._deadlock()
         check_wgmma_end(self)
         return self.warps
@@ -221,6 +238,21 @@ class CTA:
     def _can_run(w):
         return bool((~w.exited & ~w.waiting).any() or w.held.any())
 
+    def _may_wait_on_other_ctas(self):
+        """Whether a spinning warp may wait for another CTA: a spin loop that reads global or generic memory
+        (or calls), or a nanosleep. Warps that only wait on shared memory, barriers or mbarriers of this CTA
+        do not."""
+        code = self.prog.code
+        for w in self.warps:
+            if not self._can_run(w):
+                continue
+            if getattr(w._last_yield, "global_wait", False):
+                return True
+            for p in w.spins:
+                if any(_reads_global(op) for op in code[min(code[p].target, p):p + 1]):
+                    return True
+        return False
+
     def _deadlock_parts(self):
         """What each waiting warp of this CTA waits for (the deadlock report)."""
         parts = []
@@ -230,6 +262,10 @@ class CTA:
         for w in self.warps:
             if self._runnable(w):
                 why = w._last_yield
+                if w.spins:
+                    parts.extend(f"warp {w.warp_id} lanes {format_lanes(np.flatnonzero(lanes))} spin: {how}"
+                                 for lanes, how in w.spins.values())
+                    continue
                 parts.append(f"warp {w.warp_id} spins: " + (why.describe() if hasattr(why, "describe") else
                                                             "it keeps yielding without anything changing"))
         for bid, b in self.barriers.items():
@@ -282,6 +318,8 @@ class CTA:
                 res = {"popc": np.uint32(int(vals.sum())), "and": bool(vals.all()), "or": bool(vals.any())}[rop]
                 for w, writer, _, m in entries:
                     writer(w, np.full(LANES, res, np.uint32 if rop == "popc" else np.bool_), m)
+            if self.san is not None:
+                self.san.bar_release(b)
             for w, m in b["waiters"]:
                 w.waiting[m] = False
             del self.barriers[bid]
@@ -351,6 +389,8 @@ class CTA:
             w.waiting &= ~w.held
             w.held[:] = False
             return None
+        if self.debug is not None:
+            self.debug.before(self, w, p, mask)
         w.cur_pc = p
         budget[0] -= 1
         if budget[0] < 0:
@@ -362,6 +402,8 @@ class CTA:
                                 + "".join(f"; lanes {format_lanes(np.flatnonzero(lanes))} spin: {how}"
                                           for lanes, how in w.spins.values()))
         w.clock = w.issued = w.issued + 1
+        if self.profile is not None:
+            self.profile.step(w, p, mask)
         au = self.async_unit
         au.mbarriers.step += 1
         if au.record:
@@ -380,6 +422,8 @@ class CTA:
             try:
                 op.fn(w, mask)
             except EmulatorError as e:
+                if w.san is not None:
+                    w.san.launch.failed_in = w          # the report names this warp (Module.launch)
                 raise _located(e, op.instr) from None
             if w._stall is not None or w._yield is not None:
                 return self._park(w, op, mask, shown)
@@ -399,6 +443,16 @@ class CTA:
                     nxt = (p + 1, mask)
                 elif (taken == mask).all():
                     nxt = (op.target, mask)
+        elif kind == "brx":
+            taken = mask & self._guard(w, op, mask)
+            pc[mask & ~taken] += 1
+            if taken.any():
+                dest = self._brx_targets(w, op, taken)
+                pc[taken] = dest[taken]
+                if together and (taken == mask).all() and (dest[taken] == dest[taken][0]).all():
+                    nxt = (int(dest[taken][0]), mask)
+            elif together:
+                nxt = (p + 1, mask)
         elif kind in ("ret", "exit"):
             g = mask & self._guard(w, op, mask)
             pc[mask & ~g] += 1
@@ -443,6 +497,12 @@ class CTA:
         """Lanes ``lanes`` of ``w`` wait for someone else: let the warp's other lane groups run (the lanes are
         held back until nothing else in the warp can run), or, when none can, give the other warps a turn."""
         others = ~w.exited & ~w.waiting & ~lanes
+        if others.any():
+            # lanes that stand at a warp-synchronous instruction cannot go on without these: not an alternative
+            code = self.prog.code
+            for lane in np.flatnonzero(others):
+                if _sync_point(code[int(w.pc[lane])]):
+                    others[lane] = False
         w._last_yield = why
         if others.any():
             w.held |= lanes
@@ -506,9 +566,29 @@ class CTA:
         p = p if p.dtype == np.bool_ else p != 0
         return ~p if neg else p
 
+    @staticmethod
+    def _brx_targets(w, op, taken):
+        """brx.idx: each taken lane's target PC from its index (an index past the list is an error: PTX leaves
+        it undefined)."""
+        idx = op.fn(w).astype(np.int64)
+        n = len(op.targets)
+        bad = taken & (idx >= n)
+        if bad.any():
+            lane = int(np.flatnonzero(bad)[0])
+            raise _located(EmulatorError(f"{op.instr.text or op.instr.opcode}: lane {lane}: index {int(idx[lane])} "
+                                         f"is past the end of the .branchtargets list ({n} labels; PTX leaves "
+                                         f"this undefined)"), op.instr)
+        return np.asarray(op.targets, np.int64)[np.where(taken, idx, 0)]
+
     # -- calls -------------------------------------------------------------------------------------
     def _call(self, w, op, mask):
         site = op.call
+        if site.callee is None:                 # indirect: each lane calls the function its register names
+            try:
+                self._call_indirect(w, op, mask)
+            except EmulatorError as e:
+                raise _located(e, op.instr) from None
+            return
         if site.callee == "vprintf":
             self._vprintf(w, op, mask)
             w.pc[mask] += 1
@@ -518,20 +598,41 @@ class CTA:
             raise DeviceAssertError(assert_message(w, op, mask))
         if op.target < 0:
             raise UnsupportedError(f"{op.instr.text}: function {site.callee} has no body")
-        params, rets = self.prog.formals[site.callee]
+        self._enter(w, op, mask, site.callee, op.target)
+
+    def _call_indirect(self, w, op, mask):
+        site = op.call
+        addrs = site.fptr(w).astype(np.uint64)
+        for a in np.unique(addrs[mask]):
+            group = mask & (addrs == a)
+            lane = int(np.flatnonzero(group)[0])
+            callee = self.prog.callee_at(op.instr, a, lane)
+            if site.allowed is not None and callee not in site.allowed:
+                fail(OperandError, op.instr.text, f"calls {callee}, which its .calltargets list "
+                     f"({', '.join(site.allowed)}) does not name", lane)
+            params, rets = self.prog.formals[callee]
+            if len(params) != len(site.args) or len(rets) != len(site.rets):
+                fail(OperandError, op.instr.text, f"calls {callee}, which takes {len(params)} argument(s) and "
+                     f"returns {len(rets)} value(s); the call passes {len(site.args)} and receives "
+                     f"{len(site.rets)}", lane)
+            self._enter(w, op, group, callee, self.prog.entries[callee])
+
+    def _enter(self, w, op, mask, callee, entry):
+        site = op.call
+        params, rets = self.prog.formals[callee]
         lanes = np.flatnonzero(mask)
         for (p, off), src_off in zip(params, site.args):
             w.param[lanes, off:off + p.size] = w.param[lanes, src_off:src_off + p.size]
         for lane in lanes:
             st = w.stacks[lane]
-            if any(f[1] == site.callee for f in st):
-                fail(UnsupportedError, op.instr.text, f"recursive call of {site.callee} (its registers and "
+            if any(f[1] == callee for f in st):
+                fail(UnsupportedError, op.instr.text, f"recursive call of {callee} (its registers and "
                      f"parameters are not kept per activation)", lane)
             if not st:
                 w.depth += 1
-            st.append((int(w.pc[lane]) + 1, site.callee, site))
+            st.append((int(w.pc[lane]) + 1, callee, site))
             w.chain_id[lane] = w._chains.setdefault(tuple(f[0] for f in st), len(w._chains))
-        w.pc[mask] = op.target
+        w.pc[mask] = entry
 
     def _return(self, w, mask, exit_):
         for lane in np.flatnonzero(mask):
@@ -562,8 +663,11 @@ class CTA:
             missing = ~w.exited & ~mask
             if missing.any():
                 self._run_to_assert(w, missing)
-                fail(WarpSyncError, text, f"an .aligned barrier must be executed by every non-exited lane of the "
-                     f"warp; lanes {format_lanes(np.flatnonzero(missing))} are not executing it")
+                msg = (f"an .aligned barrier must be executed by every non-exited lane of the warp; lanes "
+                       f"{format_lanes(np.flatnonzero(missing))} are not executing it")
+                if self.san is None or not self.san.hazard(w, "synccheck", "divergent-barrier", f"{text}: {msg}",
+                                                           int(np.flatnonzero(mask)[0])):
+                    fail(WarpSyncError, text, msg)
         bids = bid_r(w)[mask]
         if (bids != bids[0]).any() or int(bids[0]) > 15:
             fail(OperandError, text, f"barrier number must be uniform and 0..15, got {sorted(set(bids.tolist()))}")
@@ -575,8 +679,13 @@ class CTA:
                 fail(OperandError, text, f"thread count {count} must be a positive multiple of 32")
         b = self.barriers.setdefault(bid, {"arrived": 0, "waiters": [], "count": count, "red": []})
         if count is not None and b["count"] is not None and b["count"] != count:
-            fail(WarpSyncError, text, f"barrier {bid} used with thread counts {b['count']} and {count}")
+            msg = f"barrier {bid} used with thread counts {b['count']} and {count}"
+            if self.san is None or not self.san.hazard(w, "synccheck", "barrier-count", f"{text}: {msg} (the "
+                                                       f"first count stays)", int(np.flatnonzero(mask)[0])):
+                fail(WarpSyncError, text, msg)
         b["arrived"] += int(mask.sum())
+        if self.san is not None:
+            self.san.bar_arrive(b, w, mask)
         if kind in ("sync", "red"):
             w.waiting |= mask
             b["waiters"].append((w, mask.copy()))
@@ -630,18 +739,10 @@ class CTA:
 
     # -- trace -------------------------------------------------------------------------------------
     def _trace(self, w, op, mask):
-        lanes = format_lanes(np.flatnonzero(mask))
-        parts = []
-        for name in dict.fromkeys(w._written):
-            v = w.regs[name][mask]
-            shown = ", ".join(_fmt_val(x) for x in v[:4]) + (", ..." if v.size > 4 else "")
-            if v.size and (v == v[0]).all():
-                shown = f"{_fmt_val(v[0])} (all)"
-            parts.append(f"{name}=[{shown}]")
-        cta = ",".join(map(str, self.ctaid))
-        txt = " ".join((op.instr.text or op.instr.opcode).split())
-        self.trace.write(f"cta({cta}) w{w.warp_id} pc{w.cur_pc:>4} "
-                         f"lanes {lanes}: {txt}" + (f"  -> {' '.join(parts)}" if parts else "") + "\n")
+        """One trace record (``machine.tracing.Trace``): the registers the instruction wrote, those of its
+        destination operand included (mma/wgmma/wmma fragments are written without the per-register hook)."""
+        names = dict.fromkeys(list(w._written or ()) + list(dest_registers(op.instr)))
+        self.trace.emit(self.ctaid, w, w.cur_pc, op.instr, mask, names)
         w._written = None
 
 
@@ -676,6 +777,18 @@ def _launch_specials(block, grid, smem_size, shared_static, nwarps):
     return same, per_warp
 
 
+_LOCAL_SPACES = {"shared", "shared::cta", "local", "param", "const", "param::entry", "param::func"}
+
+
+def _reads_global(op):
+    """Whether ``op`` may read memory another CTA writes: a global or generic load, atomic, or a call."""
+    if op.kind == "call":
+        return True
+    if op.kind != "op" or op.instr is None or op.instr.base not in ("ld", "ldu", "atom", "red", "multimem"):
+        return False
+    return not _LOCAL_SPACES.intersection(op.instr.mods)
+
+
 def _sync_point(op):
     """Whether the lanes of a warp must meet at ``op``: barriers, and instructions with .sync or .aligned."""
     sp = getattr(op, "_sync_point", None)
@@ -686,12 +799,6 @@ def _sync_point(op):
         except AttributeError:
             pass
     return sp
-
-
-def _fmt_val(x):
-    if isinstance(x, (bool, np.bool_)):
-        return str(int(x))
-    return hex(int(x))
 
 
 def _located(e, instr):

@@ -10,8 +10,13 @@ How (the contract, also in docs/speed.md):
   CTA wins, as in the serial run; printf output is written in CTA order.
 * This is the serial result for every kernel whose CTAs do not read global bytes that other CTAs write
   during the launch: the kernels whose GPU results do not depend on the order the GPU runs CTAs in.
-* Kernels that use global atomics or reductions (``atom``, ``red``), a trace, a seeded schedule or a
-  timeline run serially whatever ``workers`` says: their order is part of their result here.
+* Kernels that use global atomics or reductions (``atom``, ``red``), acquire/volatile/relaxed loads of global
+  memory (flags other CTAs set: their CTAs may wait on each other, ``machine.residency``), that write through
+  the asynchronous proxy (bulk or tensor copies and reductions into global memory, ``st.async``,
+  ``red.async``), a trace, a seeded schedule or a timeline run serially whatever ``workers`` says: their order
+  is part of their result.
+* A launch from a daemonic process (a ``multiprocessing.Pool`` worker, which may not have children) runs
+  serially, with one warning. Forked workers end when the launching process dies.
 * A chunk that raises, or a grid that runs past ``max_instructions`` in total, is run again serially, so
   the error (and the memory left behind) is exactly the serial run's.
 
@@ -26,8 +31,11 @@ import io
 import mmap
 import multiprocessing
 import os
+import signal
 import sys
+import threading
 import time
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -106,12 +114,33 @@ class WorkerWarp:
         return [analyze(rec) for rec in self._smem_log]
 
 
+_SPACES = ("global", "shared", "shared::cta", "shared::cluster", "local", "const", "param")
+_OWN = {"shared", "shared::cta", "local", "param", "const"}
+
+
 def serial_only(prog):
-    """Why this program must run its CTAs serially, or None."""
+    """Why this program must run its CTAs serially, or None: CTAs that may communicate through global memory
+    (atomics and reductions, acquire/volatile/relaxed loads of flags) and every write through the asynchronous
+    proxy (bulk and tensor copies or reductions into global memory, ``st.async``, ``red.async``), whose order
+    between CTAs is part of the result."""
     for op in prog.code:
-        base = op.instr.base if op.instr is not None else ""
-        if base in ("atom", "red") and "shared" not in op.instr.mods and "shared::cta" not in op.instr.mods:
-            return f"{op.instr.opcode} (global atomics run in CTA order)"
+        instr = op.instr
+        if instr is None:
+            continue
+        base, mods = instr.base, instr.mods
+        if base in ("atom", "red") and "async" not in mods and "shared" not in mods and "shared::cta" not in mods:
+            return f"{instr.opcode} (global atomics run in CTA order)"
+        if base in ("ld", "ldu") and not _OWN.intersection(mods) and \
+                {"acquire", "volatile", "relaxed", "mmio"}.intersection(mods):
+            return f"{instr.opcode} (a flag another CTA may set: CTAs that wait on each other run in CTA order)"
+        if base in ("st", "red") and "async" in mods:
+            return f"{instr.opcode} (asynchronous-proxy writes run in CTA order)"
+        if base == "cp" and "bulk" in mods:
+            dst = next((m for m in mods if m in _SPACES), None)
+            if dst == "global":
+                return f"{instr.opcode} (bulk copies and reductions into global memory run in CTA order)"
+        if base == "multimem":
+            return f"{instr.opcode} (multimem reductions run in CTA order)"
     return None
 
 
@@ -123,6 +152,40 @@ def chunks(ctaids, workers, per_worker=4):
 
 
 _JOB = None          # (run_cta, gmem, shared register memory or None) in the forked workers
+_WARNED_DAEMON = False
+
+
+def can_fork():
+    """False (with one warning per process) where worker processes cannot be made: inside a daemonic process,
+    such as a ``multiprocessing.Pool`` worker. The launch then runs serially, with the same results."""
+    global _WARNED_DAEMON
+    if not multiprocessing.current_process().daemon:
+        return True
+    if not _WARNED_DAEMON:
+        _WARNED_DAEMON = True
+        warnings.warn("launch(workers=N): this process is daemonic (a multiprocessing pool's worker?) and may not "
+                      "have children; the grid runs serially", RuntimeWarning, stacklevel=3)
+    return False
+
+
+def _init_worker(parent):
+    """A forked worker: no garbage collection (the inherited heap stays shared), and it ends with its parent."""
+    gc.disable()
+    try:                                             # Linux: the kernel kills this worker when its parent dies
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(1, signal.SIGKILL, 0, 0, 0) != 0:      # PR_SET_PDEATHSIG
+            raise OSError
+    except (OSError, AttributeError):
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:                       # the parent died before the line above took effect
+        os._exit(1)
+
+
+def _watch_parent(parent):
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
 
 
 def _work(chunk, base=None):
@@ -150,7 +213,7 @@ def _work(chunk, base=None):
     else:
         ctas = [(ctaid, [WorkerWarp(w, shared, (base + i, k)) for k, w in enumerate(warps)])
                 for i, (ctaid, warps) in enumerate(done["ctas"])]
-    return ("ok", changes, out.getvalue(), done["stdout"], ctas, done["instructions"])
+    return ("ok", changes, out.getvalue(), done["stdout"], ctas, done["instructions"], done.get("notes", []))
 
 
 class LaunchSpec(NamedTuple):
@@ -220,6 +283,8 @@ def run_parallel(run_cta, ctaids, gmem, workers, result, out, max_instructions, 
     workers then write every warp's final registers into memory mapped here before forking, instead of
     sending them back."""
     global _JOB
+    if not can_fork():
+        return False
     parts = chunks(ctaids, workers)
     bases = np.cumsum([0] + [len(p) for p in parts[:-1]]).tolist()
     shared = None
@@ -230,7 +295,7 @@ def run_parallel(run_cta, ctaids, gmem, workers, result, out, max_instructions, 
     ctx = multiprocessing.get_context("fork")
     gc.freeze()                 # the forked workers' collections leave the inherited heap alone (no page copies)
     try:
-        with ctx.Pool(workers, initializer=gc.disable) as pool:
+        with ctx.Pool(workers, initializer=_init_worker, initargs=(os.getpid(),)) as pool:
             merged = _collect(parts, pool.imap(_work_at, list(zip(parts, bases))), len(ctaids), progress)
     finally:
         _JOB = None
@@ -265,7 +330,7 @@ def _merge(merged, gmem, result, out, max_instructions):
     """Apply the chunks' changes in CTA order (the later CTA wins a byte two chunks wrote)."""
     if sum(res[5] for res in merged) > max_instructions:
         return False
-    for _, changes, text, stdout, ctas, n in merged:
+    for _, changes, text, stdout, ctas, n, notes in merged:
         for i, starts, ends, values in changes:
             buf = gmem._bufs[i]
             if 64 * starts.size <= values.size:        # long runs: one slice each
@@ -281,6 +346,8 @@ def _merge(merged, gmem, result, out, max_instructions):
         result.stdout.extend(stdout)
         result.ctas.extend(ctas)
         result.instructions += n
+        for m in notes:
+            result.note(m)
     if hasattr(out, "flush"):
         out.flush()
     return True

@@ -9,6 +9,7 @@ from isa.targets import DEFAULT_ARCH, parse_target
 from isa.types import TYPES
 from ..errors import (EmulatorError, OperandError, PTXSyntaxError, PTXValidationError, UnsupportedError)
 from ..frontend.module import parse_module, source_of_line
+from ..frontend.ptx import deep_scopes
 from ..frontend.validate import validate_module
 from ..memory import LANES, MAX_SHARED_BYTES, GlobalMemory
 from .warp import ARCHS, WarpOptions
@@ -76,13 +77,20 @@ class Module:
         self.text = text
         self._validate = validate
         try:
-            self.info = parse_module(text)
-            if validate:
-                validate_module(self.info)
+            with deep_scopes():
+                self.info = parse_module(text)
+                if validate:
+                    validate_module(self.info)
         except PTXSyntaxError as e:        # everything ptxas refuses at load is a PTXValidationError
             if isinstance(e, PTXValidationError):
                 raise
             raise PTXValidationError(str(e)) from None
+        for v in self.info.variables.values():          # names in initializers: functions and variables
+            for _, width, name, tok in v.relocs:
+                other = self.info.variables.get(name)
+                if name not in self.info.functions and (other is None or other.space not in ("global", "const")):
+                    raise PTXValidationError(f"line {tok.line}, column {tok.col}: initializer of {v.name}: {name} is "
+                                             f"not a function or a .global/.const variable of this module")
         self.target = None
         if self.info.target:
             try:
@@ -96,6 +104,7 @@ class Module:
             raise UnsupportedError(f"load_ptx: architecture {self.arch!r} is not supported; supported: "
                                    f"{', '.join(ARCHS)}")
         self._programs = {}
+        self._san = None                  # the sanitizer of the launch under way (machine.sanitize)
         self._globals = {}                # id(gmem) -> (gmem, {name: address})
         self._function_vars = set()
 
@@ -129,7 +138,8 @@ class Module:
         entry = self.resolve(name)
         prog = self._programs.get(entry)
         if prog is None:
-            prog = self._programs[entry] = Program(self, self.info.functions[entry], self.arch)
+            with deep_scopes():
+                prog = self._programs[entry] = Program(self, self.info.functions[entry], self.arch)
         return prog
 
     def _variables(self, gmem):
@@ -138,11 +148,38 @@ class Module:
         for v in self.info.variables.values():
             if v.space in ("global", "const") and v.name not in addrs:
                 a = gmem.alloc(max(v.size, 1))
+                getattr(gmem, "_uninit", {}).pop(a, None)   # module variables start zeroed or initialised
                 if v.init is not None:
                     gmem.write(a, np.frombuffer(v.init, np.uint8))
                 addrs[v.name] = a
+                if v.relocs:
+                    self._relocate(v, a, gmem, addrs)
         self._globals[id(gmem)] = (gmem, addrs)
         return addrs
+
+    def _relocate(self, v, at, gmem, addrs):
+        """Write the addresses a variable's initializer names: functions (FUNCTION_BASE...), .global and
+        .const variables (allocated here first when they are not yet)."""
+        from .program import function_address
+        for off, width, name, tok in v.relocs:
+            if name in self.info.functions:
+                value = function_address(self.info, name)
+            else:
+                other = self.info.variables.get(name)
+                if other is None or other.space not in ("global", "const"):
+                    raise OperandError(f"line {tok.line}, column {tok.col}: initializer of {v.name}: {name} is not a "
+                                       f"function or a .global/.const variable of this module")
+                if name not in addrs:
+                    addrs[name] = gmem.alloc(max(other.size, 1))
+                    if other.init is not None:
+                        gmem.write(addrs[name], np.frombuffer(other.init, np.uint8))
+                    if other.relocs:
+                        self._relocate(other, addrs[name], gmem, addrs)
+                value = addrs[name]
+            if width == 4 and value >= 1 << 32:
+                raise OperandError(f"line {tok.line}, column {tok.col}: initializer of {v.name}: the address of "
+                                   f"{name} ({value:#x}) does not fit 32 bits")
+            gmem.write(at + off, np.frombuffer(int(value).to_bytes(width, "little"), np.uint8))
 
     def global_address(self, name: str, gmem: GlobalMemory) -> int:
         """Address of a ``.global`` / ``.const`` module variable in ``gmem`` (allocated and initialised on
@@ -158,10 +195,13 @@ class Module:
     def launch(self, kernel: str, grid=(1, 1, 1), block=(32, 1, 1), args=(), gmem: GlobalMemory | None = None,
                shared_bytes: int = 0, options: WarpOptions | None = None, trace=None, out=None,
                max_instructions: int = 20_000_000, engine: str = "auto", schedule=None, timeline: bool = False,
-               cluster=None, workers: int = 1, progress=None, executor=None, keep_ctas: bool = True) -> LaunchResult:
+               cluster=None, workers: int = 1, progress=None, executor=None,
+               regs_per_thread: int | None = None, sanitize=None, profile: bool = False,
+               debug=None, keep_ctas: bool = True) -> LaunchResult:
         """Run ``kernel`` on a grid of CTAs. ``args`` follow the kernel's ``.param`` list (addresses and
         integers as Python ints, floats as Python/numpy floats, byte arrays for aggregate parameters).
-        ``trace``: a writable stream that receives one line per executed instruction.
+        ``trace``: a writable stream that receives one line per executed instruction, or a
+        ``machine.tracing.Trace`` (JSON lines; filters by CTA, warp, lane, PTX lines, opcode).
         ``engine``: ``"fast"`` (common instructions in jitted loops, the rest through the reference
         executors), ``"reference"`` (every instruction through the readable executors) or ``"auto"`` (the
         default: ``"fast"`` once its loops are compiled; until a background process has compiled them the
@@ -178,9 +218,32 @@ class Module:
         (default: for grids of 64 CTAs or more when stderr is a terminal). ``executor``: a
         ``concurrent.futures.Executor`` (a process pool, or a cluster's: Dask's ``Client.get_executor()``,
         Ray's ``RayExecutor``) that runs the chunks of CTAs instead of forked workers; same results.
+        ``regs_per_thread``: the kernel's registers per thread (``ptxas -v``), for the number of CTAs an H100
+        holds at once (``occupancy``; default: the PTX's ``.maxnreg``, else 32). CTAs that wait on memory other
+        CTAs write stay resident together up to that number (``machine.residency``).
+        ``sanitize``: ``"memcheck"``, ``"racecheck"``, ``"synccheck"``, ``"initcheck"``, ``"asynccheck"``, a tuple
+        of these or ``"all"`` (docs/sanitize.md): the launch runs on the reference executors, serially, and
+        ``result.reports`` lists what the tools found; an error that cannot continue carries them as
+        ``e.reports``.
+        ``profile``: count every instruction per PTX line and source line (``result.profile``, a
+        ``machine.profile.Profile``; docs/profile.md). ``debug``: a ``machine.debugger.Debugger``'s hook
+        (``Debugger.launch`` passes it; docs/debug.md). Both run the CTAs one after the other on the reference
+        executors.
         ``keep_ctas=False``: the result keeps no CTA's warps (``result.ctas`` stays empty; for large grids whose
         registers nobody reads afterwards, as Triton's launches)."""
+        from .sanitize import tools_of
+        tools = tools_of(sanitize)
+        if tools is not None:
+            return self._launch_sanitized(tools, kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
+                                          max_instructions, schedule, timeline, cluster, keep_ctas)
+        if gmem is not None and getattr(gmem, "_uninit", None) and self._san is None:
+            gmem._uninit.clear()          # an unwatched launch may write anything: nothing stays uninitialised
+        if not isinstance(profile, (bool, np.bool_)):
+            raise OperandError(f"launch: profile must be True or False, not {profile!r}")
+        profile = bool(profile)
+        instrumented = profile or debug is not None
         schedule = _schedule(schedule)
+        _check_streams_and_options(options, trace, out, gmem, timeline, progress, args)
         max_instructions = _int_arg(max_instructions, "max_instructions")
         if not 0 <= max_instructions < 1 << 62:
             raise OperandError(f"launch: max_instructions must be 0..2^62-1, not {max_instructions}")
@@ -208,17 +271,35 @@ class Module:
             raise OperandError(f"launch: {prog.shared_static} bytes of static .shared plus {shared_bytes} dynamic "
                                f"bytes exceed the {MAX_SHARED_BYTES} bytes of shared memory a CTA may have")
         nwarps = -(-nthreads // LANES)
+        from .residency import occupancy
+        if regs_per_thread is not None:
+            regs_per_thread = _int_arg(regs_per_thread, "regs_per_thread")
+        occ = occupancy(nthreads, smem_size, regs_per_thread, _maxnreg(entry))
         # one allocation per thread (separated by unmapped gaps), so that a generic access that runs off a
         # thread's .local depot is reported instead of landing in its neighbour's
         local_bases = np.array([gmem.alloc(prog.layout.local) if prog.layout.local else 0
                                 for _ in range(nwarps * LANES)], np.uint64)
+        san = self._san
+        if prog.layout.local:
+            for a in local_bases.tolist():
+                getattr(gmem, "_uninit", {}).pop(int(a), None)   # .local depots: private, not watched
+                if san is not None:
+                    san.untracked.add(int(a))
         result = LaunchResult(entry.name, grid, block)
         out = out if out is not None else sys.stdout
         budget = [max_instructions, max_instructions]
         fast = None
         pending = False          # "auto" while the fast engine's loops compile in the background
+        if trace is not None:
+            from .tracing import Trace
+            if not isinstance(trace, Trace):
+                trace = Trace(trace)
+        prof = None
+        if profile:
+            from .profile import Profile
+            prof = result.profile = Profile(prog, self.text)
         if engine in ("fast", "auto") and trace is None and (options is None or options.uninitialized == "zero") \
-                and schedule is None and not timeline:
+                and schedule is None and not timeline and not instrumented:
             from .fastcore import FastLaunch, warmup
             if engine == "fast" or warmup.ready():
                 if engine == "fast":
@@ -237,8 +318,9 @@ class Module:
         if cdims != (1, 1, 1) or explicit:
             return self._launch_clusters(prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init,
                                          var_addrs, local_bases, options, trace, out, result, budget, fast,
-                                         schedule, timeline, max_instructions)
+                                         schedule, timeline, max_instructions, prof, debug, keep_ctas)
         if executor is not None and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
+                not instrumented and \
                 gridmod.serial_only(prog) is None:
             spec = gridmod.LaunchSpec(self.text, self.arch, kernel, grid, block, list(args), int(shared_bytes), options,
                                       int(max_instructions), engine, local_bases, var_addrs,
@@ -247,6 +329,7 @@ class Module:
                                     progress):
                 return result
         elif workers > 1 and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
+                not instrumented and \
                 gridmod.serial_only(prog) is None:
             def run_ctas(chunk, out_):
                 part = LaunchResult(entry.name, grid, block)
@@ -255,31 +338,92 @@ class Module:
                     cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs, local_bases,
                               options, trace, out_, part, b, fast, schedule, timeline)
                     part.ctas.append((cid, cta.run()))
-                return {"ctas": part.ctas, "stdout": part.stdout, "instructions": int(max_instructions) - b[0]}
+                return {"ctas": part.ctas, "stdout": part.stdout, "instructions": int(max_instructions) - b[0],
+                        "notes": part.notes}
             regs = None if fast is None else (-(-int(np.prod(block)) // LANES), max(fast.tr.arena_bytes, 8))
             if gridmod.run_parallel(run_ctas, ctaids, gmem, workers, result, out, int(max_instructions), progress,
                                     regs):
                 return result
         bar = gridmod._Progress(len(ctaids)) if progress else None
-        for cid in ctaids:
+        depots = [local_bases]          # .local depots free for the next CTA (one set per resident CTA)
+        done = {}
+
+        def make(cid):
+            nonlocal fast, pending
             if pending and warmup.ready():
                 fast, pending = FastLaunch(prog, gmem), False
+            if depots:
+                bases = depots.pop()
+            else:                       # another CTA is resident: its threads get their own .local depots
+                bases = np.array([gmem.alloc(prog.layout.local) if prog.layout.local else 0
+                                  for _ in range(nwarps * LANES)], np.uint64)
+                if fast is not None and prog.layout.local:
+                    from .fastcore.engine import global_table
+                    fast.gtab = global_table(gmem)
             cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
-                      local_bases, options, trace, out, result, budget, fast, schedule, timeline)
-            warps = cta.run()
+                      bases, options, trace, out, result, budget, fast, schedule, timeline,
+                      profile=prof, debug=debug)
+            cta._depot = bases
+            if san is not None:
+                san.attach(cta)
+            return cta
+
+        def finish(cta):
+            if san is not None:
+                san.detach(cta)
+            depots.append(cta._depot)
             if keep_ctas:
-                result.async_units.append(cta.async_unit)
-                result.ctas.append((cid, warps))
+                done[tuple(cta.ctaid)] = cta
             if bar:
                 bar.update(1)
-        if bar:
-            bar.close()
+
+        from .residency import run_grid
+        rng = None if schedule is None else np.random.default_rng([int(schedule[1]), 1 << 21])
+        try:
+            run_grid(ctaids, make, finish, occ, rng)
+        finally:
+            if bar:
+                bar.close()
+        for cid in ctaids if keep_ctas else ():
+            cta = done[cid]
+            result.async_units.append(cta.async_unit)
+            result.ctas.append((cid, cta.warps))
         result.instructions = int(max_instructions) - budget[0]
         return result
 
+    def occupancy(self, kernel: str, block=(32, 1, 1), shared_bytes: int = 0, regs_per_thread: int | None = None):
+        """How many CTAs of ``kernel`` an H100 holds at once for this block and dynamic shared memory
+        (``machine.residency.Occupancy``: per SM, resident on 132 SMs, and each limit)."""
+        from .residency import occupancy
+        prog = self.program(kernel)
+        block = _dim3(block, "block")
+        smem = prog.shared_static + (-(-_int_arg(shared_bytes, "shared_bytes") // 16) * 16)
+        return occupancy(block[0] * block[1] * block[2], smem, regs_per_thread, _maxnreg(prog.entry))
+
+
+    def _launch_sanitized(self, tools, kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
+                          max_instructions, schedule, timeline, cluster, keep_ctas=True):
+        """A launch watched by the sanitizer (machine.sanitize): the reference engine, CTA after CTA."""
+        from .sanitize import Sanitizer
+        gmem = gmem if gmem is not None else GlobalMemory()
+        before = {a for a, _ in gmem.allocations()}
+        san = self._san = Sanitizer(tools, self, gmem, _dim3(grid, "grid"))
+        san.before = before
+        try:
+            result = self.launch(kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
+                                 max_instructions, "reference", schedule, timeline, cluster, 1, False, None,
+                                 keep_ctas=keep_ctas)
+        except EmulatorError as e:
+            raise san.fatal(e, getattr(san, "failed_in", None)) from None
+        finally:
+            self._san = None
+        result.reports = san.reports
+        result.sanitizer = san
+        return result
 
     def _launch_clusters(self, prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init, var_addrs,
-                         local_bases, options, trace, out, result, budget, fast, schedule, timeline, max_instructions):
+                         local_bases, options, trace, out, result, budget, fast, schedule, timeline, max_instructions,
+                         prof=None, debug=None, keep_ctas=True):
         """Cluster after cluster (cluster id x fastest); the CTAs of a cluster run together."""
         from .cluster import Cluster
         ncl = tuple(g // c for g, c in zip(grid, cdims))
@@ -293,13 +437,18 @@ class Module:
                                 cid = (cx * cdims[0] + x, cy * cdims[1] + y, cz * cdims[2] + z)
                                 cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
                                           local_bases, options, trace, out, result, budget, fast, schedule, timeline,
-                                          cluster=cl, rank=len(cl.ctas))
+                                          cluster=cl, rank=len(cl.ctas), profile=prof, debug=debug)
+                                if self._san is not None:
+                                    self._san.attach(cta)
                                 cl.ctas.append(cta)
                     rng = None
                     if schedule is not None:
                         rng = np.random.default_rng([int(schedule[1]), 1 << 20, cx, cy, cz])
                     all_warps = cl.run(rng) if cl.size > 1 else [cl.ctas[0].run()]
-                    for cta, warps in zip(cl.ctas, all_warps):
+                    if self._san is not None:
+                        for cta in cl.ctas:
+                            self._san.detach(cta)
+                    for cta, warps in zip(cl.ctas, all_warps) if keep_ctas else ():
                         result.async_units.append(cta.async_unit)
                         result.ctas.append((cta.ctaid, warps))
         result.instructions = int(max_instructions) - budget[0]
@@ -323,8 +472,16 @@ class Module:
             cta = CTA(self, prog, cid, spec.grid, spec.block, smem_size, gmem, param_init, spec.var_addrs,
                       spec.local_bases, spec.options, None, out, result, budget, fast, None, False)
             result.ctas.append((cid, cta.run()))
-        return {"ctas": result.ctas, "stdout": result.stdout, "instructions": int(spec.max_instructions) - budget[0]}
+        return {"ctas": result.ctas, "stdout": result.stdout, "instructions": int(spec.max_instructions) - budget[0],
+                "notes": result.notes}
 
+
+
+def _maxnreg(entry):
+    v = entry.perf.get(".maxnreg")
+    if isinstance(v, (list, tuple)):
+        v = v[0] if v else None
+    return None if v is None else int(v)
 
 
 def _cluster_dims(entry, cluster, grid):
@@ -376,6 +533,25 @@ def _schedule(s):
             isinstance(s[1], (int, np.integer)) and not isinstance(s[1], bool) and 0 <= s[1] < 1 << 64:
         return ("random", int(s[1]))
     raise OperandError(f"launch: schedule must be None, 'round_robin' or ('random', seed), not {s!r}")
+
+
+def _check_streams_and_options(options, trace, out, gmem, timeline, progress, args):
+    """The launch's object arguments, checked before anything runs (a wrong type names the argument)."""
+    if options is not None and not isinstance(options, WarpOptions):
+        raise OperandError(f"launch: options must be a WarpOptions, not {type(options).__name__}")
+    for name, stream in (("trace", trace), ("out", out)):
+        if stream is not None and not callable(getattr(stream, "write", None)):
+            raise OperandError(f"launch: {name} must be a writable text stream (an object with .write), "
+                               f"not {type(stream).__name__}")
+    if gmem is not None and not isinstance(gmem, GlobalMemory):
+        raise OperandError(f"launch: gmem must be a GlobalMemory, not {type(gmem).__name__}")
+    if not isinstance(timeline, (bool, np.bool_)):
+        raise OperandError(f"launch: timeline must be True or False, not {type(timeline).__name__}")
+    if progress is not None and not isinstance(progress, (bool, np.bool_)):
+        raise OperandError(f"launch: progress must be None, True or False, not {type(progress).__name__}")
+    if not isinstance(args, (list, tuple)):
+        raise OperandError(f"launch: args must be a list or tuple of the kernel's arguments, not "
+                           f"{type(args).__name__}")
 
 
 def _int_arg(v, what):

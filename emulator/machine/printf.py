@@ -16,6 +16,10 @@ _SPEC = re.compile(r"%(?P<flags>[-+ #0]*)(?P<width>\d+|\*)?(?:\.(?P<prec>\d+|\*)
                    r"(?P<len>hh|h|ll|l|L|z|j|t)?(?P<conv>[diouxXcspfFeEgGaA%n])")
 
 
+MAX_FIELD = 4096            # widths and precisions above this are refused (a field, not a page)
+MAX_TEXT = 1 << 20          # one call prints at most this much: the device's printf FIFO holds 1 MiB by default
+
+
 def read_cstring(gmem, addr, instr, limit=1 << 16):
     hit = gmem._find(int(addr), 1)
     if hit is None:
@@ -53,6 +57,10 @@ def format_printf(gmem, fmt_addr, args_addr, instr="vprintf"):
             continue
         if conv == "n" or m.group("width") == "*" or m.group("prec") == "*":
             fail(OperandError, instr, f"printf conversion {m.group(0)!r} is not supported")
+        for part in ("width", "prec"):
+            if m.group(part) is not None and int(m.group(part)) > MAX_FIELD:
+                fail(OperandError, instr, f"printf conversion {m.group(0)[:40]!r}: a field {part} of "
+                                          f"{int(m.group(part))} is more than the {MAX_FIELD} taken")
         spec = "%" + m.group("flags") + (m.group("width") or "") + \
             ("." + m.group("prec") if m.group("prec") is not None else "")
         nargs += 1
@@ -62,9 +70,11 @@ def format_printf(gmem, fmt_addr, args_addr, instr="vprintf"):
             u = int(raw.view(np.uint64 if size == 8 else np.uint32)[0])
             s = int(raw.view(np.int64 if size == 8 else np.int32)[0])
             if length == "hh":
-                u, s = u & 0xFF, int(np.int8(u & 0xFF))
+                u = u & 0xFF
+                s = u - 0x100 if u & 0x80 else u
             elif length == "h":
-                u, s = u & 0xFFFF, int(np.int16(u & 0xFFFF))
+                u = u & 0xFFFF
+                s = u - 0x10000 if u & 0x8000 else u
             if conv == "c":
                 out.append((spec + "c") % chr(u & 0xFF))
             else:
@@ -82,6 +92,9 @@ def format_printf(gmem, fmt_addr, args_addr, instr="vprintf"):
         elif conv == "p":
             p = int(take(8).view(np.uint64)[0])
             out.append((spec + "s") % (f"{p:#x}" if p else "(nil)"))
+        if sum(map(len, out)) > MAX_TEXT:
+            fail(OperandError, instr, f"printf output of one call exceeds {MAX_TEXT} characters (the device's "
+                                      f"printf buffer)")
     out.append(fmt[pos:])
     return "".join(out), nargs
 

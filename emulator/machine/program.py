@@ -20,20 +20,64 @@ BUILTINS = {"vprintf": 2,            # printf(format, argument buffer)
 
 @dataclass
 class Op:
-    kind: str                  # 'op', 'bra', 'ret', 'exit', 'call', 'bar'
+    """One instruction of the flat code. Control operations: 'bra' (``target``), 'brx' (``brx.idx``: the
+    ``targets`` of its ``.branchtargets`` list, the index reader in ``fn``), 'ret', 'exit', 'call' (``call``,
+    a :class:`CallSite`; ``target`` is the callee's entry, -1 for an indirect call) and 'bar'. ``successors``
+    lists where control can go next inside the function (the basis of a control-flow graph)."""
+    kind: str                  # 'op', 'bra', 'brx', 'ret', 'exit', 'call', 'bar'
     instr: object
-    fn: object = None          # 'op': executor; 'bar': (id reader, count reader or None, red info)
-    target: int = 0            # 'bra': pc; 'call': callee entry pc
+    fn: object = None          # 'op': executor; 'bar': (id reader, count reader or None, red info); 'brx': index
+    target: int = 0            # 'bra': pc; 'call': callee entry pc (-1: indirect, resolved per lane at run time)
     guard: object = None       # (reg name, negated) for control flow
     call: object = None        # 'call': CallSite
     env: object = None         # the compile-time scope (register widths, symbols), for the fast engine
+    targets: list = None       # 'brx': the pc of each entry of the .branchtargets list, in order
+
+    def successors(self, pc):
+        """The PCs that can run after this instruction at ``pc`` in the same function: the fall-through
+        (``pc + 1``) unless the instruction always leaves, and every branch target. ``ret`` and ``exit`` have
+        none (unless guarded); a call continues at ``pc + 1`` (its callee's body is another function)."""
+        if self.kind == "bra":
+            nxt = [self.target]
+        elif self.kind == "brx":
+            nxt = list(dict.fromkeys(self.targets))
+        elif self.kind in ("ret", "exit"):
+            nxt = []
+        else:
+            return [pc + 1]
+        if self.guard is not None and pc + 1 not in nxt:
+            nxt.append(pc + 1)
+        return nxt
 
 
 @dataclass
 class CallSite:
-    callee: str
+    callee: str                # None for an indirect call (through a register holding a function address)
     rets: list                 # caller-side param symbols receiving the return values
     args: list                 # caller-side param symbols holding the arguments
+    fptr: object = None        # indirect: reader of the function address (uint64 per lane)
+    allowed: tuple = None      # indirect: the functions a .calltargets list allows (None: any)
+    proto: tuple = None        # indirect: (return count, argument count) of the .callprototype, if given
+
+
+# Function addresses (``mov.u64 %rd, func``, function names in initializers): the k-th function of the module
+# is at FUNCTION_BASE + k * FUNCTION_STRIDE. They fit 32 bits, as ptxas lets a .u32 register hold one; they are
+# the emulator's own numbers (the H100's are code offsets), only good for calling through.
+FUNCTION_BASE = 0xF000_0000
+FUNCTION_STRIDE = 0x100
+TARGET_LISTS = (".branchtargets", ".calltargets", ".callprototype")
+
+
+def function_address(info, name):
+    """The address of function ``name`` of a parsed module (``info.functions``)."""
+    return FUNCTION_BASE + FUNCTION_STRIDE * list(info.functions).index(name)
+
+
+def function_at(info, address):
+    """The name of the function at ``address``, or None."""
+    k, r = divmod(int(address) - FUNCTION_BASE, FUNCTION_STRIDE)
+    names = list(info.functions)
+    return names[k] if r == 0 and 0 <= k < len(names) else None
 
 
 class _Env:
@@ -134,11 +178,12 @@ class Program:
             else:
                 base_syms[v.name] = (v.space, 0)             # resolved per GlobalMemory at run time
         for name, fn in module.info.functions.items():
-            base_syms.setdefault(name, ("func", 0))
+            base_syms.setdefault(name, ("func", function_address(module.info, name)))
         self.base_syms = base_syms
         todo = [entry.name]
         seen = set()
         pending_calls = []
+        self.indirect = False          # an indirect call: every function with a body may be called
         while todo:
             name = todo.pop(0)
             if name in seen:
@@ -148,6 +193,9 @@ class Program:
             self.entries[name] = len(self.code)
             called = self._compile_function(fn, fn is entry, pending_calls)
             todo.extend(c for c in called if c not in seen)
+            if not todo and self.indirect:
+                todo = [n for n, f in module.info.functions.items() if n not in seen and f.kind == "func" and
+                        f.body is not None]
         for op in pending_calls:
             op.target = self.entries.get(op.call.callee, -1)
         self.shared_static = -(-self.layout.shared // 16) * 16
@@ -193,7 +241,7 @@ class Program:
                     n = regmap.get(n, n)
                 self.reg_types[n + suffix if suffix and n.startswith("%") else n] = ptype
             return
-        if d.name in (".pragma", ".loc", ".file"):
+        if d.name in (".pragma", ".loc", ".file") or d.name in TARGET_LISTS:     # lists: see _flatten
             return
         if d.name in (".shared", ".local", ".global", ".const", ".param", ".extern"):
             try:
@@ -238,12 +286,15 @@ class Program:
         fixups = []       # (Op, label, instr, scopes)
         called = []
         self._flatten(fn.body.statements, syms, suffix, labels, fixups, called, pending_calls, is_entry)
-        for op, label, instr, scopes in fixups:
+        for op, label, instr, scopes, *slot in fixups:
             hit = next((sc[label] for sc in scopes if label in sc), None)
             if hit is None:
                 raise PTXSyntaxError(f"line {instr.line}, column {instr.col}: {instr.opcode}: unknown label "
                                      f"{label}")
-            op.target = hit
+            if slot:
+                op.targets[slot[0]] = hit
+            else:
+                op.target = hit
         # falling off the end of a body returns
         self.code.append(Op("ret", ptx.Instruction("ret", (), None, fn.body.line, fn.body.col, "ret")))
         return called
@@ -280,8 +331,19 @@ class Program:
                           for st in statements]
         if self.contract:
             contract(statements)          # ptxas's mul/add -> fma contraction (frontend/contract.py)
+        # 'name: .branchtargets L1, L2;' / '.calltargets f, g;' / '.callprototype ...': a named list, not a code
+        # label; kept in the scope under ("list", name) beside the labels
+        lists = set()
+        for a, b in zip(statements, statements[1:]):
+            if isinstance(a, ptx.Label) and isinstance(b, ptx.Directive) and b.name in TARGET_LISTS:
+                if ("list", a.name) in labels[0]:
+                    raise PTXSyntaxError(f"line {a.line}, column {a.col}: {a.name} defined twice")
+                labels[0][("list", a.name)] = b
+                lists.add(id(a))
         for st in statements:
             if isinstance(st, ptx.Directive):
+                continue
+            if isinstance(st, ptx.Label) and id(st) in lists:
                 continue
             if isinstance(st, ptx.Label):
                 if st.name in labels[0]:
@@ -295,10 +357,9 @@ class Program:
             instr = st
             guard = (instr.guard[0].name, instr.guard[1]) if instr.guard else None
             base = instr.base
-            if base in ("bra", "brx"):
-                if base == "brx":
-                    raise UnsupportedError(f"line {instr.line}, column {instr.col}: {instr.opcode}: indirect "
-                                           f"branches are not supported; supported: bra, bra.uni")
+            if base == "brx":
+                op = self._compile_brx(instr, env, guard, labels, fixups)
+            elif base == "bra":
                 _check_mods(instr, {"uni"})
                 if len(instr.operands) != 1 or not isinstance(instr.operands[0], ptx.Sym):
                     raise OperandError(f"line {instr.line}, column {instr.col}: {instr.opcode}: takes one label")
@@ -310,8 +371,11 @@ class Program:
                     raise OperandError(f"line {instr.line}, column {instr.col}: {instr.opcode}: takes no operands")
                 op = Op("exit" if base == "exit" else "ret", instr, guard=guard, env=env)
             elif base == "call":
-                op = self._compile_call(instr, env, guard)
-                if op.call.callee not in BUILTINS:
+                op = self._compile_call(instr, env, guard, labels)
+                if op.call.callee is None:
+                    self.indirect = True
+                    pending_calls.append(op)
+                elif op.call.callee not in BUILTINS:
                     called.append(op.call.callee)
                     pending_calls.append(op)
             elif base == "barrier" and "cluster" in instr.mods:        # ops.cluster: it stalls like try_wait
@@ -323,22 +387,47 @@ class Program:
             op.env = env
             self.code.append(op)
 
-    def _compile_call(self, instr, env, guard):
+    def _compile_brx(self, instr, env, guard, labels, fixups):
+        """brx.idx{.uni} index, list: jump to the index-th label of a .branchtargets list declared before it in
+        this scope or an enclosing one; index a .b32 register or an immediate."""
+        from ..ops.common import src
+        where = f"line {instr.line}, column {instr.col}: {instr.opcode}"
+        if not instr.mods or instr.mods[0] != "idx" or any(m != "uni" for m in instr.mods[1:]):
+            raise UnsupportedError(f"{where}: unsupported; supported: brx.idx, brx.idx.uni")
+        if len(instr.operands) != 2 or not isinstance(instr.operands[1], ptx.Sym):
+            raise OperandError(f"{where}: brx.idx takes an index and the name of a .branchtargets list")
+        name = instr.operands[1].name
+        d = next((sc[("list", name)] for sc in labels if ("list", name) in sc), None)
+        if d is None or d.name != ".branchtargets":
+            raise OperandError(f"{where}: {name} is not a .branchtargets list of this scope")
+        idx_op = instr.operands[0]
+        if isinstance(idx_op, ptx.Reg) and env.reg_width(idx_op.name) != 32:
+            raise OperandError(f"{where}: the index {idx_op.name} must be a 32-bit register "
+                               f"({env.reg_width(idx_op.name)}-bit)")
+        names = _list_names(d, where, ".branchtargets")
+        op = Op("brx", instr, fn=src(env, idx_op, "u32", instr), guard=guard, env=env, targets=[0] * len(names))
+        for k, label in enumerate(names):
+            fixups.append((op, label, instr, labels, k))
+        return op
+
+    def _compile_call(self, instr, env, guard, labels=()):
         _check_mods(instr, {"uni"})
         ops = list(instr.operands)
         where = f"line {instr.line}, column {instr.col}: {instr.opcode}"
         rets = []
         if ops and isinstance(ops[0], ptx.Paren):
             rets = [o.name for o in ops.pop(0).items if isinstance(o, ptx.Sym)]
+        if ops and (isinstance(ops[0], ptx.Reg) or isinstance(ops[0], ptx.Sym) and ops[0].name in env.reg_types):
+            return self._compile_indirect(instr, env, guard, labels, ops, rets, where)
         if not ops or not isinstance(ops[0], ptx.Sym):
-            raise OperandError(f"{where}: expected the called function's name (indirect calls are not supported)")
+            raise OperandError(f"{where}: expected the called function's name or a register holding its address")
         callee = ops.pop(0).name
         args = []
         if ops and isinstance(ops[0], ptx.Paren):
             args = [o.name for o in ops.pop(0).items if isinstance(o, ptx.Sym)]
         if ops:
-            raise OperandError(f"{where}: unexpected operands after the argument list (prototype-based calls "
-                               f"are not supported)")
+            raise OperandError(f"{where}: unexpected operands after the argument list (a .callprototype or "
+                               f".calltargets list follows a function address in a register, not a name)")
         for n in rets + args:
             if env.symbols.get(n, ("",))[0] != "param":
                 raise OperandError(f"{where}: {n} is not a .param variable of this scope")
@@ -355,6 +444,53 @@ class Program:
         elif len(args) != BUILTINS[callee]:
             raise OperandError(f"{where}: {callee} takes {BUILTINS[callee]} arguments")
         return Op("call", instr, guard=guard, call=site)
+
+    def _compile_indirect(self, instr, env, guard, labels, ops, rets, where):
+        """call{.uni} (rets), fptr, (args), list: the function whose address the register holds, checked against
+        the .callprototype or .calltargets list at run time (the callee of each lane)."""
+        from ..ops.common import src
+        reg = ops.pop(0)
+        width = env.reg_width(reg.name)
+        if width not in (32, 64):
+            raise OperandError(f"{where}: the function address {reg.name} must be a 32- or 64-bit register")
+        fptr = src(env, reg, "u64" if width == 64 else "u32", instr)
+        args = []
+        if ops and isinstance(ops[0], ptx.Paren):
+            args = [o.name for o in ops.pop(0).items if isinstance(o, ptx.Sym)]
+        if len(ops) != 1 or not isinstance(ops[0], ptx.Sym):
+            raise OperandError(f"{where}: an indirect call ends with a .callprototype or .calltargets list")
+        name = ops[0].name
+        d = next((sc[("list", name)] for sc in labels if ("list", name) in sc), None)
+        if d is None or d.name not in (".callprototype", ".calltargets"):
+            raise OperandError(f"{where}: {name} is not a .callprototype or .calltargets list of this scope")
+        for n in rets + args:
+            if env.symbols.get(n, ("",))[0] != "param":
+                raise OperandError(f"{where}: {n} is not a .param variable of this scope")
+        allowed = proto = None
+        if d.name == ".calltargets":
+            allowed = tuple(_list_names(d, where, ".calltargets"))
+            for f in allowed:
+                if f not in self.module.info.functions or self.module.info.functions[f].kind != "func":
+                    raise OperandError(f"{where}: .calltargets names {f}, which is not a .func of this module")
+        else:
+            proto = _prototype(d, where)
+            if proto != (len(rets), len(args)):
+                raise OperandError(f"{where}: the prototype {name} returns {proto[0]} value(s) and takes "
+                                   f"{proto[1]} argument(s); the call receives {len(rets)} and passes {len(args)}")
+        site = CallSite(None, [env.symbols[n][1] for n in rets], [env.symbols[n][1] for n in args], fptr=fptr,
+                        allowed=allowed, proto=proto)
+        return Op("call", instr, guard=guard, call=site, target=-1)
+
+    def callee_at(self, instr, address, lane):
+        """The function an indirect call reaches at ``address`` (EmulatorError when it is none)."""
+        name = function_at(self.module.info, address)
+        if name is None or name not in self.entries or self.module.info.functions[name].kind != "func":
+            from ..errors import fail
+            what = "a kernel (.entry), which cannot be called" if name is not None and \
+                self.module.info.functions[name].kind == "entry" else "not the address of a function of this module"
+            fail(OperandError, instr.text or instr.opcode, f"calls through address {int(address):#x}: {what}",
+                 lane)
+        return name
 
     def _compile_bar(self, instr, env, guard):
         from ..ops.common import dst, src
@@ -388,6 +524,55 @@ class Program:
         return Op("bar", instr, fn=(bid, cnt, red, kind, aligned), guard=guard)
 
 
+def _list_names(d, where, what):
+    """The names of a .branchtargets / .calltargets list, in order."""
+    names, expect_name = [], True
+    for t in d.tokens:
+        if t.text == ",":
+            if expect_name:
+                break
+            expect_name = True
+        elif expect_name and t.kind == "name" and not t.text.startswith("."):
+            names.append(t.text)
+            expect_name = False
+        else:
+            expect_name = None
+            break
+    if not names or expect_name is None or expect_name:
+        raise PTXSyntaxError(f"{where}: malformed {what} list (names separated by commas)")
+    return names
+
+
+def _prototype(d, where):
+    """A .callprototype's (return count, argument count): '(.param .b32 _) _ (.param .b64 _, ...)' or
+    '_ (...)' without a return value."""
+    toks = [t.text for t in d.tokens]
+    groups, depth, cur = [], 0, None
+    for t in toks:
+        if t == "(":
+            depth += 1
+            if depth == 1:
+                cur = []
+                groups.append((len(groups), cur))
+            continue
+        if t == ")":
+            depth -= 1
+            continue
+        if depth >= 1:
+            cur.append(t)
+    if "_" not in toks or depth:
+        raise PTXSyntaxError(f"{where}: malformed .callprototype (expected '(.param .bN _) _ (.param .bN _, ...)')")
+
+    def count(g):
+        return 0 if not g else 1 + sum(1 for t in g if t == ",")
+    if toks[0] == "(":
+        rets = count(groups[0][1])
+        args = count(groups[1][1]) if len(groups) > 1 else 0
+    else:
+        rets, args = 0, count(groups[0][1]) if groups else 0
+    return rets, args
+
+
 def _check_mods(instr, allowed):
     bad = [m for m in instr.mods if m not in allowed]
     if bad:
@@ -404,7 +589,9 @@ def _compile_warp_sync(instr, env):
     def run(warp, mask):
         from ..ops.warpops import _member_check
         members = m(warp) & np.uint32(warp.present_bits)
-        _member_check(instr, mask, members)
+        _member_check(instr, mask, members, warp)
+        if warp.san is not None:
+            warp.san.warp_sync(warp, mask & (((members >> np.arange(32, dtype=np.uint32)) & 1) != 0))
     return run
 
 

@@ -15,12 +15,47 @@ class LaunchResult:
     stdout: list = field(default_factory=list)       # printf output, in emission order
     instructions: int = 0
     async_units: list = field(default_factory=list)  # per CTA: mbarriers, copies, events (timeline)
+    profile: object = None                           # machine.profile.Profile of a launch with profile=True
+    # what the launch did differently from the letter of the PTX manual, as ptxas compiles the code (e.g. a
+    # wait for in-flight wgmma that ptxas injects, its info message C7517): "line L: instruction: what"
+    notes: list = field(default_factory=list)
+
+    reports: list = field(default_factory=list)      # sanitizer reports (launch(..., sanitize=...))
+    sanitizer: object = None                         # the launch's machine.sanitize.Sanitizer, when one watched
+
+    def sanitizer_summary(self):
+        """compute-sanitizer-like closing lines, one per tool that watched the launch."""
+        from .sanitize import summary
+        return summary(self.reports, None if self.sanitizer is None else
+                       [t for t in ("memcheck", "racecheck", "synccheck", "initcheck", "asynccheck")
+                        if t in self.sanitizer.tools])
+
+    def note(self, message):
+        """Record ``message`` once."""
+        if message not in self.notes:
+            self.notes.append(message)
 
     def __repr__(self):
         nwarps = sum(len(ws) for _, ws in self.ctas)
         return (f"LaunchResult(kernel={self.kernel!r}, grid={tuple(self.grid)}, block={tuple(self.block)}: "
                 f"{len(self.ctas)} CTA(s), {nwarps} warp(s), {self.instructions} warp instructions, "
                 f"{len(self.stdout)} printf line(s))")
+
+    def _repr_html_(self):
+        """A summary table (Jupyter), with the profile's costliest lines when the launch was profiled."""
+        from html import escape
+        nwarps = sum(len(ws) for _, ws in self.ctas)
+        rows = [("kernel", self.kernel), ("grid", tuple(self.grid)), ("block", tuple(self.block)),
+                ("CTAs run", len(self.ctas)), ("warps", nwarps), ("warp-instructions", self.instructions),
+                ("printf lines", len(self.stdout))]
+        if self.async_units and self.async_units[0].record:
+            rows.append(("timeline", "recorded: result.timeline()"))
+        out = ["<table class='warpemu-launch'>"] + [f"<tr><th style='text-align:left'>{escape(str(k))}</th>"
+                                                    f"<td style='text-align:left'>{escape(str(v))}</td></tr>"
+                                                    for k, v in rows] + ["</table>"]
+        if self.profile is not None:
+            out.append(f"<pre>{escape(self.profile.table(top=10))}</pre>")
+        return "\n".join(out)
 
     def timeline(self, cta: int = 0):
         """The timeline of one CTA (launch with ``timeline=True``): each warp's instructions along the step

@@ -157,6 +157,9 @@ class Timeline:
         out.append("</svg>")
         return "\n".join(out)
 
+    def _repr_svg_(self):
+        return self.svg()
+
     def save(self, path, **kw):
         data = self.svg(**kw)
         if str(path).endswith(".html"):

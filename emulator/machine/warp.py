@@ -112,14 +112,22 @@ class WarpOptions:
     bank_log:  how many shared-memory instructions each warp records for ``bank_report`` (default 10,000;
                None: all). Later ones are only counted, in ``warp.smem_log_dropped``, so that a long kernel
                runs in bounded memory.
+    wgmma_hazards: 'wait' (default) — as ptxas compiles it: an instruction that touches registers of an
+               in-flight wgmma.mma_async first waits for the warp's wgmma to complete (ptxas injects
+               warpgroup.wait, C7517), a missing wgmma.fence is inserted (warpgroup.arrive, C7519), and the
+               launch records a note (``LaunchResult.notes``); 'error' — the PTX manual's rules: both raise
+               AsyncHazardError.
     """
     cp_async: str = "deferred"
     uninitialized: str = "zero"
     bank_log: int | None = 10_000
+    wgmma_hazards: str = "wait"
 
     def __post_init__(self):
         if not isinstance(self.cp_async, str) or self.cp_async not in ("deferred", "eager"):
             raise EmulatorError(f"WarpOptions: cp_async must be 'deferred' or 'eager', not {self.cp_async!r}")
+        if not isinstance(self.wgmma_hazards, str) or self.wgmma_hazards not in ("wait", "error"):
+            raise EmulatorError(f"WarpOptions: wgmma_hazards must be 'wait' or 'error', not {self.wgmma_hazards!r}")
         if not isinstance(self.uninitialized, str) or self.uninitialized not in ("zero", "error"):
             raise EmulatorError(f"WarpOptions: uninitialized must be 'zero' or 'error', not {self.uninitialized!r}")
         if self.bank_log is not None and (isinstance(self.bank_log, bool) or
@@ -166,6 +174,8 @@ class _CpAsyncState:
             if done.any():
                 lanes = np.flatnonzero(done)
                 idx = dst[lanes, None] + np.arange(data.shape[1])
+                if warp.san is not None:        # the copy lands: a write by the lanes that issued it
+                    warp.san.shared(warp, "cp.async", dst, done, data.shape[1], True, data)
                 warp.smem[idx] = data[lanes]
                 np.subtract.at(warp.smem_inflight, idx, 1)
                 warp._inflight_n -= lanes.size
@@ -178,9 +188,12 @@ class _CpAsyncState:
 class Warp:
     """One warp of 32 lanes (see docs/api.md: Memory and the warp, Writing registers)."""
 
+    san = None          # the sanitizer's observer (machine.sanitize) while one watches; None costs nothing
+    profile = None          # a launch's machine.profile.Profile while it profiles (counted per cur_pc)
+
     def __init__(self, smem_bytes: int = 48 * 1024, gmem: GlobalMemory | None = None, arch: str = "sm_90",
                  options: WarpOptions | None = None, *, smem: np.ndarray | None = None, warp_id: int = 0):
-        if arch not in ARCHS:
+        if not isinstance(arch, str) or arch not in ARCHS:
             raise UnsupportedError(f"Warp: architecture {arch!r} is not supported; supported: {', '.join(ARCHS)}")
         self.arch = arch
         if gmem is not None and not isinstance(gmem, GlobalMemory):
@@ -230,10 +243,11 @@ class Warp:
 
     def declare(self, ptype: str, names):
         from isa.types import TYPES
-        if ptype not in TYPES:
+        if not isinstance(ptype, str) or ptype not in TYPES:
             raise UnsupportedError(f"declare: unknown type .{ptype}; types: {', '.join(TYPES)}")
-        if isinstance(names, str):
-            raise OperandError("declare: names is a list of register names, not one string")
+        if isinstance(names, str) or not isinstance(names, (list, tuple)) or \
+                not all(isinstance(n, str) for n in names):
+            raise OperandError(f"declare: names is a list of register names (strings), not {names!r:.60}")
         for n in names:
             self.reg_types[n] = ptype
 
@@ -290,6 +304,8 @@ class Warp:
             return self.special(name)
         if self.options.uninitialized == "error":
             raise OperandError(f"{instr}: register {name} is read before it is written")
+        if self.san is not None:
+            self.san.uninit_reg(self, name)
         width = self.reg_width(name)
         if width not in _UINT:
             raise UnsupportedError(f"{instr}: register {name} is {width} bits wide; {width}-bit registers are not "
@@ -349,19 +365,47 @@ class Warp:
         return np.zeros(LANES, _UINT[SPECIAL_REGISTERS[name]])
 
     # -- execution ---------------------------------------------------------------------------------
-    def run(self, text: str) -> None:
-        """Execute PTX instructions (separated by ';' and/or line breaks) on all 32 lanes."""
+    def run(self, text: str, sanitize=None):
+        """Execute PTX instructions (separated by ';' and/or line breaks) on all 32 lanes.
+        ``sanitize``: as ``Module.launch`` (docs/sanitize.md); then the list of reports is returned (an error
+        that cannot continue carries them as ``e.reports``). The sanitizer's state lasts for this call."""
         if not isinstance(text, str):
             raise OperandError(f"Warp.run: expected PTX text (a str), not {type(text).__name__}")
         prog = self._programs.get(text)
         if prog is None:
             prog = self._programs[text] = self._compile(text)
-        for fn in prog:
-            fn(self, ALL_LANES)
+        if sanitize is not None:
+            return self._run_sanitized(prog, sanitize)
+        if self.gmem._uninit:                 # an unwatched run may write anything: nothing stays uninitialised
+            self.gmem._uninit.clear()
+        with np.errstate(all="ignore"):          # NaN, overflow, ... are results here, not warnings
+            for fn in prog:
+                fn(self, ALL_LANES)
+
+    def _run_sanitized(self, prog, sanitize):
+        from .sanitize import lone_warp, tools_of
+        tools = tools_of(sanitize)
+        if tools is None:
+            for fn in prog:
+                fn(self, ALL_LANES)
+            return []
+        launch, self.san = lone_warp(tools, self)
+        au = self.async_unit
+        au.on_hazard = self.san.async_hazard
+        try:
+            for fn in prog:
+                fn(self, ALL_LANES)
+        except EmulatorError as e:
+            raise launch.fatal(e, self) from None
+        finally:
+            self.san = None
+            au.on_hazard = None
+        return launch.reports
 
     def _compile(self, text):
         statements = ptx.parse(text, newline_terminates=True)
-        prog = self._compile_statements(statements)
+        with ptx.deep_scopes():
+            prog = self._compile_statements(statements)
         # ptxas's rules (frontend.validate), after the executors' own checks so that their messages come first;
         # undeclared registers are typed from nvcc's naming
         validate_statements(statements, self.reg_types)
@@ -463,6 +507,8 @@ class Warp:
 
     # -- shared-memory traffic -----------------------------------------------------------------------
     def log_smem(self, instruction, op, addrs, width, mask, nmat=0, src=None):
+        if self.profile is not None:
+            self.profile.smem(self.cur_pc, op, addrs, width, mask, nmat)
         if self._smem_n >= self.smem_log_cap:
             self.smem_log_dropped += 1
             return

@@ -40,6 +40,7 @@ class AsyncUnit:
         self.any_dirty = False
         self.events = []                      # ('instr', step, warp, pc, text, nlanes) when recording
         self.record = False
+        self.on_hazard = None                 # a sanitiser's report(instr, message, address) -> True: go on
 
     @property
     def step(self):
@@ -55,14 +56,17 @@ class AsyncUnit:
             self.dirty[:] = False
             self.any_dirty = False
 
-    def check_async_read(self, instr, idx, what):
+    def check_async_read(self, instr, idx, what, who=None):
         """The async proxy reads shared bytes ``idx``: a generic write to them must have been fenced."""
         if self.any_dirty:
             hit = self.dirty[idx]
             if hit.any():
                 a = int(np.asarray(idx).reshape(-1)[int(np.flatnonzero(hit.reshape(-1))[0])])
-                fail(ProxyError, instr, f"{what} reads shared byte {a:#x}, written by a generic-proxy store (st, "
-                     f"stmatrix, ...) with no fence.proxy.async since; the async proxy may not see that write")
+                msg = (f"{what} reads shared byte {a:#x}, written by a generic-proxy store (st, stmatrix, ...) with no "
+                       f"fence.proxy.async since; the async proxy may not see that write")
+                if self.on_hazard is not None and self.on_hazard(instr, msg, a, who):
+                    return
+                fail(ProxyError, instr, msg)
 
     # -- copies -----------------------------------------------------------------------------------
     def issue(self, copy: AsyncCopy):

@@ -31,6 +31,10 @@ def _raw_bytes(data, where):
     """The bytes of a numpy array (or of what np.asarray makes of ``data``): numbers, bools, bytes."""
     if isinstance(data, (bytes, bytearray)):
         return np.frombuffer(bytes(data), np.uint8)
+    nbytes = getattr(data, "nbytes", 0)
+    if isinstance(nbytes, (int, np.integer)) and nbytes > MAX_ALLOC_BYTES:
+        raise MemoryAccessError(f"{where}: {nbytes} bytes is more than one allocation may take "
+                                f"({MAX_ALLOC_BYTES} bytes)")
     try:
         a = np.ascontiguousarray(data)
     except (TypeError, ValueError) as e:
@@ -56,13 +60,20 @@ class GlobalMemory:
         self._bases: list[int] = []
         self._bufs: list[np.ndarray] = []
         self._next = self.BASE
+        # allocations made by alloc() without a fill, for the sanitizer's initcheck: address -> None (nothing
+        # written yet) or a bool array of the bytes written (by write() or a watched kernel). upload(), map(),
+        # alloc(fill=...) and any launch that is not sanitised leave an allocation out (initialised).
+        self._uninit: dict[int, np.ndarray | None] = {}
 
     def __repr__(self):
         return f"<GlobalMemory: {len(self._bufs)} allocation(s), {sum(b.size for b in self._bufs)} bytes>"
 
     # -- allocation ------------------------------------------------------------------------------
-    def alloc(self, nbytes: int, fill: int = 0) -> int:
-        """Reserve ``nbytes`` of zero-filled (or ``fill``-filled) memory; returns its address."""
+    def alloc(self, nbytes: int, fill: int | None = None) -> int:
+        """Reserve ``nbytes`` of zero-filled (or ``fill``-filled) memory; returns its address. Without ``fill``
+        the bytes read as zero but count as uninitialised for the sanitizer (docs/sanitize.md) until written."""
+        fresh = fill is None
+        fill = 0 if fill is None else fill
         nbytes = _int(nbytes, "GlobalMemory.alloc", "nbytes")
         if _int(fill, "GlobalMemory.alloc", "fill") not in range(256):
             raise MemoryAccessError(f"GlobalMemory.alloc: fill must be a byte value 0..255, not {fill}")
@@ -81,12 +92,14 @@ class GlobalMemory:
         self._bufs.append(buf)
         span = -(-max(nbytes, 1) // self.ALIGN) * self.ALIGN
         self._next = addr + span + self.GAP
+        if fresh and nbytes:
+            self._uninit[addr] = None
         return addr
 
     def upload(self, array) -> int:
         """Copy the bytes of ``array`` (any numpy array, C order) into a new allocation."""
         raw = _raw_bytes(array, "GlobalMemory.upload")
-        addr = self.alloc(raw.size)
+        addr = self.alloc(raw.size, 0)
         self._bufs[-1][:] = raw
         return addr
 
@@ -97,11 +110,13 @@ class GlobalMemory:
         if not isinstance(array, np.ndarray) or not array.flags.c_contiguous or not array.flags.writeable:
             raise MemoryAccessError("GlobalMemory.map: needs a C-contiguous, writeable numpy array; use "
                                     "upload() to copy any other array in")
+        if array.dtype.hasobject or array.dtype.kind in "UM":
+            raise MemoryAccessError(f"GlobalMemory.map: an array of {array.dtype} has no device bytes; map numbers")
         phase = _int(phase, "GlobalMemory.map", "phase")
         if phase not in range(self.ALIGN):
             raise MemoryAccessError(f"GlobalMemory.map: phase must be 0..{self.ALIGN - 1}, not {phase}")
         raw = array.reshape(-1).view(np.uint8)
-        addr = self.alloc(0) + phase
+        addr = self.alloc(0, 0) + phase
         self._bases[-1] = addr
         self._bufs[-1] = raw
         span = -(-max(raw.size + phase, 1) // self.ALIGN) * self.ALIGN
@@ -119,6 +134,23 @@ class GlobalMemory:
         raw = _raw_bytes(data, "GlobalMemory.write")
         buf, off = self._locate(_int(addr, "GlobalMemory.write", "addr"), raw.size, "GlobalMemory.write")
         buf[off:off + raw.size] = raw
+        if self._uninit:
+            self._mark_written(np.array([int(addr)], np.int64), raw.size)
+
+    def _mark_written(self, addrs, nbytes):
+        """Bytes [a, a + nbytes) for each a in ``addrs`` now hold written data (the sanitizer's initcheck)."""
+        bases = np.asarray(self._bases, np.int64)
+        a = np.asarray(addrs, np.int64)
+        which = np.searchsorted(bases, a, "right") - 1
+        for i in np.unique(which):
+            base = int(bases[i]) if i >= 0 else -1
+            if base not in self._uninit:
+                continue
+            init = self._uninit[base]
+            if init is None:
+                init = self._uninit[base] = np.zeros(self._bufs[i].size, np.bool_)
+            off = a[which == i] - base
+            init[np.clip(off[:, None] + np.arange(nbytes), 0, init.size - 1)] = True
 
     def view(self, addr: int, nbytes: int) -> np.ndarray:
         """A live uint8 view of ``nbytes`` at ``addr``."""

@@ -170,6 +170,8 @@ def global_write(gmem, instr, addr, data):
     if not addr.size:
         return
     es = data.shape[1]
+    if getattr(gmem, "_uninit", None):          # a bulk or TMA store initialises what it writes
+        gmem._mark_written(addr, es)
     lo, hi = int(addr.min()), int(addr.max()) + es
     hit = gmem._find(lo, hi - lo)
     if hit is not None:

@@ -98,3 +98,54 @@ def guard(root):
         except OSError:                    # a cache another process is updating, or read-only: leave it
             pass
     return cleared
+
+
+# ------------------------------------------------------------------------------------------------------------
+# A cache that cannot be read or written (a full disk, a read-only folder, a truncated or foreign file) must
+# not stop a launch: ``harden`` makes numba's cache loads and saves for this package's functions fall back to
+# compiling without the cache, with one warning per process.
+
+_WARNED = []
+
+
+def _warn_once(what, path, exc):
+    if not _WARNED:
+        _WARNED.append(path)
+        import warnings
+        warnings.warn(f"warpemu: numba's cache in {path} could not be {what} ({type(exc).__name__}: "
+                      f"{str(exc)[:120]}); compiling without it", RuntimeWarning, stacklevel=4)
+
+
+def harden(root):
+    """Guard numba's cache loads and saves of the functions defined under ``root``. Idempotent."""
+    from numba.core.caching import Cache
+    if getattr(Cache, "_warpemu_hardened", False):
+        return
+    load, save = Cache.load_overload, Cache.save_overload
+
+    def ours(cache):
+        try:
+            return os.path.abspath(cache._py_func.__code__.co_filename).startswith(root)
+        except Exception:                  # noqa: BLE001 (not a plain Python function: not ours)
+            return False
+
+    def load_overload(self, sig, target_context):
+        if not ours(self):
+            return load(self, sig, target_context)
+        try:
+            return load(self, sig, target_context)
+        except Exception as e:             # noqa: BLE001 (unpickling errors, OSError, foreign data)
+            _warn_once("read", getattr(self, "_cache_path", "?"), e)
+            return None                    # numba compiles, as on a cache miss
+
+    def save_overload(self, sig, data):
+        if not ours(self):
+            return save(self, sig, data)
+        try:
+            return save(self, sig, data)
+        except Exception as e:             # noqa: BLE001 (a full disk, a read-only folder)
+            _warn_once("written", getattr(self, "_cache_path", "?"), e)
+            return None
+
+    Cache.load_overload, Cache.save_overload = load_overload, save_overload
+    Cache._warpemu_hardened = True

@@ -196,12 +196,16 @@ def fmul(xp, a, b, ftz=False):
     a, b = _u32(xp, a), _u32(xp, b)
     if ftz:
         a, b = flush(xp, a), flush(xp, b)
-    return round_to_f32(xp, f32_to_f64(xp, a) * f32_to_f64(xp, b), ftz=ftz)
+    with np.errstate(invalid="ignore", over="ignore"):       # inf * 0 is NaN on purpose
+        p = f32_to_f64(xp, a) * f32_to_f64(xp, b)
+    return round_to_f32(xp, p, ftz=ftz)
 
 
 def fadd(xp, a, b):
     """FADD (.rn) of two f32 whose exact sum float64 holds (the uses here add small integers)."""
-    return round_to_f32(xp, f32_to_f64(xp, a) + f32_to_f64(xp, b))
+    with np.errstate(invalid="ignore", over="ignore"):       # inf - inf is NaN on purpose
+        p = f32_to_f64(xp, a) + f32_to_f64(xp, b)
+    return round_to_f32(xp, p)
 
 
 def flush(xp, x):

@@ -98,6 +98,11 @@ def _shared_idx(warp, text, addr, nbytes, lane):
 def _land(warp, copy, idx, data, mbar, nbytes, text):
     """Complete a load: write shared bytes, release their in-flight marks, signal complete_tx."""
     def complete():
+        if warp.san is not None:
+            snap = copy.info.get("san")
+            warp.san.async_write(idx, snap)
+            if mbar is not None:
+                warp.san.mbar_tx(warp.async_unit, mbar, snap)
         warp.smem[idx] = data
         np.subtract.at(warp.smem_inflight, idx, 1)
         warp._inflight_n -= 1
@@ -107,8 +112,10 @@ def _land(warp, copy, idx, data, mbar, nbytes, text):
     return complete
 
 
-def _start_load(warp, text, lane, idx, data, mbar, nbytes, info):
+def _start_load(warp, text, lane, idx, data, mbar, nbytes, info, issuer=None):
     flat = idx.reshape(-1)
+    if warp.san is not None and issuer is not None and issuer.san is warp.san:
+        info["san"] = warp.san.snapshot(issuer, lane)
     np.add.at(warp.smem_inflight, flat, 1)
     warp._inflight_n += 1
     c = AsyncCopy("load", text, warp.warp_id, int(lane), 0, None, info=info)
@@ -161,7 +168,7 @@ def _bulk(instr, env):
                 idx = _shared_idx(tw, text, doff, nb, lane)
                 if from_shared:
                     sidx = _shared_idx(warp, text, int(sa[lane]), nb, lane)
-                    u.check_async_read(text, sidx, "the bulk copy")
+                    u.check_async_read(text, sidx, "the bulk copy", (warp, lane))
                     data = warp.smem[sidx].copy()
                 else:
                     m = np.zeros(32, np.bool_)
@@ -169,10 +176,10 @@ def _bulk(instr, env):
                     data = global_gather(warp.gmem, text, sa.astype(np.uint64), m, nb)[lane]
                 _mbar_lane(tw, text, moff, lane)
                 _start_load(tw, text, lane, idx, data, moff, nb,
-                            {"bytes": nb, "dst": doff, "mbar": moff, "cta": tw.cluster_rank})
+                            {"bytes": nb, "dst": doff, "mbar": moff, "cta": tw.cluster_rank}, issuer=warp)
             else:
                 sidx = _shared_idx(warp, text, int(sa[lane]), nb, lane)
-                u.check_async_read(text, sidx, "the bulk copy")
+                u.check_async_read(text, sidx, "the bulk copy", (warp, lane))
                 check_inflight(warp, text, sa, mask & (np.arange(32) == lane), nb, False)
                 data = warp.smem[sidx].copy()
                 gaddr = int(da[lane])
@@ -286,13 +293,13 @@ def _tensor(instr, env):
                     _mbar_lane(tw, text, moff, lane)
                     _start_load(tw, text, lane, idx, data, moff, tm.box_bytes,
                                 {"bytes": tm.box_bytes, "dst": doff, "mbar": moff, "coords": c,
-                                 "box": list(tm.box_dim), "cta": tw.cluster_rank})
+                                 "box": list(tm.box_dim), "cta": tw.cluster_rank}, issuer=warp)
             else:
                 addr, inside, off = tile_store_targets(tm, c, text)
                 sidx = smem_addresses(base, off, es, tm.swizzle)
                 if int(sidx.max(initial=0)) >= warp.smem.size:
                     fail(MemoryAccessError, text, f"the box runs past shared memory ({warp.smem.size} bytes)", lane)
-                u.check_async_read(text, sidx, "the TMA store")
+                u.check_async_read(text, sidx, "the TMA store", (warp, lane))
                 lm = np.zeros(32, np.bool_)
                 lm[lane] = True
                 data = warp.smem[sidx].copy()
@@ -327,8 +334,9 @@ def _cp_async_arrive(instr, env):
         a = addr(warp)
         u = warp.async_unit
         for lane in _lanes(mask):
+            before = u.mbarriers.get(text, int(a[lane]), lane).phase
             if noinc:
                 u.mbarriers.arrive(text, int(a[lane]), 1, False, lane)
-            else:
-                u.mbarriers.get(text, int(a[lane]), lane)
+            if warp.san is not None:          # the landed copies are released to the mbarrier's waiters
+                warp.san.mbar_arrive(warp, u, int(a[lane]), lane, before)
     return run

@@ -134,6 +134,11 @@ def compile_barrier_cluster(instr, env):
             raise UnsupportedError(f"{text}: barrier.cluster needs a kernel launch (load_ptx(...).launch)")
         if kind == "arrive":
             cl.arrive(warp, mask, text)
+            if warp.san is not None:
+                warp.san.cluster_arrive(warp, mask)
         else:
             cl.wait(warp, mask, text)
+            if warp.san is not None:
+                stalled = warp._stall[0] if getattr(warp, "_stall", None) is not None else None
+                warp.san.cluster_wait(warp, mask if stalled is None else mask & ~stalled)
     return run

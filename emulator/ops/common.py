@@ -184,6 +184,9 @@ def vec_regs(env, op, instr, n=None, what="vector operand"):
 
 def symbol_address(env, op, instr):
     """Reader of the address of a variable (``sym`` or ``sym+off``), as uint64 lane values."""
+    if not isinstance(op, Sym) and not isinstance(getattr(op, "base", None), Sym):
+        raise OperandError(f"{instr.opcode}: operand {op} is a memory address; this operand takes a register, "
+                           f"an immediate or a variable name")
     name = op.name if isinstance(op, Sym) else op.base.name
     off = 0 if isinstance(op, Sym) else op.offset
     if not isinstance(op, Sym):

@@ -188,7 +188,10 @@ def compile_mbarrier(instr, env):
                     n = int(e[lane]) if e is not None else 1
                     if e is not None and not 1 <= n < 1 << 20:
                         fail(MBarrierError, text, f"arrive count {n} must be 1..{(1 << 20) - 1}", lane)
+                before = u.mbarriers.get(text, off, lane).phase if warp.san is not None else 0
                 out[lane] = u.mbarriers.arrive(text, off, n, drop, lane)
+                if warp.san is not None:
+                    warp.san.mbar_arrive(warp, u, off, lane, before)
             if state_w is not None:
                 state_w(warp, out, mask)
         return run
@@ -214,6 +217,10 @@ def compile_mbarrier(instr, env):
                     done[lane] = tu.mbarriers.phase_done(text, off, int(v[lane]) & 1, lane)
                 else:
                     done[lane] = tu.mbarriers.state_done(text, off, int(v[lane]), lane)
+            if warp.san is not None:
+                for lane in _lanes(mask):
+                    warp.san.mbar_wait(warp, where[lane][0], where[lane][1], lane, bool(done[lane]),
+                                       int(v[lane]) & 1 if parity else None)
             waiting = mask & ~done
             if waiting.any():
                 lanes = _lanes(waiting)

@@ -28,7 +28,11 @@ def check_inflight(warp, instr, addrs, mask, nbytes, writing):
     """Raise if an active lane touches bytes that a cp.async has not yet delivered, or writes bytes that an
     in-flight wgmma.mma_async reads."""
     if writing:
-        check_wgmma_reads(warp, instr, addrs, mask, nbytes)
+        try:
+            check_wgmma_reads(warp, instr, addrs, mask, nbytes)
+        except AsyncHazardError as e:
+            if warp.san is None or not warp.san.hazard(warp, "asynccheck", "in-flight-read", str(e)):
+                raise
     if not warp._inflight_any():
         return
     lanes = np.flatnonzero(mask)
@@ -38,6 +42,11 @@ def check_inflight(warp, instr, addrs, mask, nbytes, writing):
         lane = int(lanes[np.flatnonzero(hit)[0]])
         a = int(addrs[lane])
         verb = "overwrites" if writing else "reads"
+        if warp.san is not None and warp.san.hazard(
+                warp, "asynccheck" if "asynccheck" in warp.san.tools else "racecheck", "in-flight-read",
+                f"{instr}: lane {lane}: {verb} shared bytes [{a:#x}, {a + nbytes:#x}) while an asynchronous copy "
+                f"into them is still in flight", lane, "shared", a):
+            return
         fail(AsyncHazardError, instr, f"{verb} shared bytes [{a:#x}, {a + nbytes:#x}) while a cp.async into them "
              f"is still in flight; retire it first with cp.async.wait_group / cp.async.wait_all", lane)
 
@@ -48,6 +57,8 @@ def shared_load(warp, instr, addrs, mask, nbytes, align, op="ld", log=True):
     check_inflight(warp, instr, addrs, mask, nbytes, False)
     if log:
         warp.log_smem(instr, op, addrs, nbytes, mask)
+    if warp.san is not None and log:
+        warp.san.shared(warp, instr, addrs, mask, nbytes, False)
     return gather(warp.smem, addrs, mask, nbytes)
 
 
@@ -58,6 +69,11 @@ def shared_store(warp, instr, addrs, mask, data, align, op="st", log=True):
     check_inflight(warp, instr, addrs, mask, nbytes, True)
     if log:
         warp.log_smem(instr, op, addrs, nbytes, mask)
+    if warp.san is not None:               # a store from another CTA of the cluster: only its bytes count
+        if log:
+            warp.san.shared(warp, instr, addrs, mask, nbytes, True, data)
+        else:
+            warp.san.untracked_write(addrs[mask].astype(np.int64)[:, None] + np.arange(nbytes))
     scatter(warp.smem, addrs, mask, data)
     if warp._async is not None:                 # generic-proxy writes, for the async-proxy fence check
         lanes = np.flatnonzero(mask)
@@ -91,7 +107,12 @@ def load(warp, instr, space, addrs, mask, nbytes, align):
         return cluster_load(warp, instr, addrs, mask, nbytes, align)
     if space == "global":
         check_alignment(instr, addrs, mask, align)
-        return global_gather(warp.gmem, instr, addrs, mask, nbytes)
+        if warp.profile is not None:
+            warp.profile.gmem(warp.cur_pc, addrs, mask, nbytes)
+        out = global_gather(warp.gmem, instr, addrs, mask, nbytes)
+        if warp.san is not None:
+            warp.san.global_access(warp, instr, addrs, mask, nbytes, False)
+        return out
     if space is None:
         sh, dsm, gl = _generic_split(warp, addrs, mask)
         out = np.zeros((32, nbytes), np.uint8)
@@ -101,7 +122,11 @@ def load(warp, instr, space, addrs, mask, nbytes, align):
             out[dsm] = cluster_load(warp, instr, addrs, dsm, nbytes, align)[dsm]
         if gl.any():
             check_alignment(instr, addrs, gl, align)
+            if warp.profile is not None:
+                warp.profile.gmem(warp.cur_pc, addrs, gl, nbytes)
             out[gl] = global_gather(warp.gmem, instr, addrs, gl, nbytes)[gl]
+            if warp.san is not None:
+                warp.san.global_access(warp, instr, addrs, gl, nbytes, False)
         return out
     return warp.space_load(instr, space, addrs, mask, nbytes, align)
 
@@ -113,12 +138,21 @@ def store(warp, instr, space, addrs, mask, data, align):
         return cluster_store(warp, instr, addrs, mask, data, align)
     if space == "global":
         check_alignment(instr, addrs, mask, align)
-        return global_scatter(warp.gmem, instr, addrs, mask, data)
+        if warp.profile is not None:
+            warp.profile.gmem(warp.cur_pc, addrs, mask, data.shape[1])
+        global_scatter(warp.gmem, instr, addrs, mask, data)
+        if warp.san is not None:
+            warp.san.global_access(warp, instr, addrs, mask, data.shape[1], True)
+        return None
     if space is None:
         sh, dsm, gl = _generic_split(warp, addrs, mask)
         if gl.any():
             check_alignment(instr, addrs, gl, align)
+            if warp.profile is not None:
+                warp.profile.gmem(warp.cur_pc, addrs, gl, data.shape[1])
             global_scatter(warp.gmem, instr, addrs, gl, data)
+            if warp.san is not None:
+                warp.san.global_access(warp, instr, addrs, gl, data.shape[1], True)
         if sh.any():
             shared_store(warp, instr, addrs, sh, data, align)
         if dsm.any():

@@ -13,7 +13,7 @@ from isa.fragments import reg_dtype
 from isa.mma import ARCHS, ELEM, VARIANTS
 from .registry import executor
 from .common import require_full_warp, vec_regs
-from ..errors import OperandError, UnsupportedError, did_you_mean, fail
+from ..errors import OperandError, UnsupportedError, did_you_mean, expect_str, fail
 from ..numerics import fast, gemm_fast, tile_numpy
 from ..numerics.jitcache import compiling as _compiling
 from ..numerics.params import ARCH_ALIASES, FORMATS, tc_params
@@ -227,6 +227,8 @@ _CACHE: dict = {}
 
 def get_mma(opcode: str, arch: str = "sm_90") -> MmaOp:
     """The mma.sync variant spelled ``opcode`` (any modifier order ptxas accepts) on ``arch``."""
+    expect_str(opcode, "mma: instr")
+    expect_str(arch, "mma: arch")
     key = (opcode, arch)
     op = _CACHE.get(key)
     if op is not None:

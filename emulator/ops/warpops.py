@@ -22,15 +22,24 @@ from .cluster import cluster_groups, generic_window
 LANE = np.arange(32, dtype=np.uint32)
 
 
-def _member_check(instr, mask, members):
-    """Every lane named in membermask must execute the instruction, and only those lanes may."""
+def _member_check(instr, mask, members, warp=None):
+    """Every lane named in membermask must execute the instruction, and only those lanes may (a sanitised
+    launch reports a broken rule and goes on)."""
     named = ((members >> LANE) & np.uint32(1)).astype(np.bool_)
     missing = named & ~mask
+    san = getattr(warp, "san", None)
     if missing.any():
         lanes = np.flatnonzero(missing)
-        fail(WarpSyncError, instr.text or instr.opcode,
-             f"membermask names lanes {format_lanes(lanes)} that are not executing it (diverged or exited)")
+        msg = f"membermask names lanes {format_lanes(lanes)} that are not executing it (diverged or exited)"
+        if san is None or not san.hazard(warp, "synccheck", "membermask", f"{instr.text or instr.opcode}: {msg}",
+                                         int(np.flatnonzero(mask)[0]) if mask.any() else 0):
+            fail(WarpSyncError, instr.text or instr.opcode, msg)
     extra = mask & ~named
+    if extra.any() and san is not None and san.hazard(
+            warp, "synccheck", "membermask", f"{instr.text or instr.opcode}: lane {int(np.flatnonzero(extra)[0])}: "
+            f"the executing lane is not in membermask {int(members[np.flatnonzero(extra)[0]]):#010x}",
+            int(np.flatnonzero(extra)[0])):
+        return
     if extra.any():
         fail(WarpSyncError, instr.text or instr.opcode,
              f"the executing lane is not in membermask {int(members[np.flatnonzero(extra)[0]]):#010x}",
@@ -57,7 +66,7 @@ def compile_shfl(instr, env):
 
     def run(warp, mask):
         members = m(warp)
-        _member_check(instr, mask, members)
+        _member_check(instr, mask, members, warp)
         lane = LANE
         bval = b(warp) & np.uint32(0x1F)
         cv = c(warp)
@@ -109,7 +118,7 @@ def compile_vote(instr, env):
 
     def run(warp, mask):
         members = m(warp)
-        _member_check(instr, mask, members)
+        _member_check(instr, mask, members, warp)
         p = a(warp) & mask
         if mode == "ballot":
             bits = np.uint32(int(np.sum((p.astype(np.uint64) << LANE.astype(np.uint64)))))
@@ -148,7 +157,7 @@ def compile_match(instr, env):
 
     def run(warp, mask):
         members = m(warp)
-        _member_check(instr, mask, members)
+        _member_check(instr, mask, members, warp)
         v = a(warp)
         same = (v[:, None] == v[None, :]) & mask[None, :]
         bits = (same.astype(np.uint64) << LANE.astype(np.uint64)[None, :]).sum(axis=1).astype(np.uint32)
@@ -181,7 +190,7 @@ def compile_redux(instr, env):
     m = src(env, instr.operands[2], "b32", instr)
 
     def run(warp, mask):
-        _member_check(instr, mask, m(warp))
+        _member_check(instr, mask, m(warp), warp)
         v = a(warp)[mask]
         if op == "add":
             r = np.uint32(int(v.astype(np.int64).sum()) & 0xFFFFFFFF).view(NP[ptype])
@@ -195,8 +204,10 @@ def compile_redux(instr, env):
 
 
 class _Nap:
-    """nanosleep: the lanes step aside; the scheduler lets the warp's other lanes, then other warps, run."""
+    """nanosleep: the lanes step aside; the scheduler lets the warp's other lanes, then other warps, run (and,
+    when the whole CTA only sleeps, other CTAs: a back-off loop waits on memory another CTA may write)."""
     lane_yield = True
+    global_wait = True
 
     def __init__(self, text):
         self.text = text
@@ -232,6 +243,13 @@ def compile_nop(instr, env):
                                            not set(instr.mods) <= {"wait", "launch_dependents"}):
         raise OperandError(f"{instr.opcode}: griddepcontrol.wait / griddepcontrol.launch_dependents take no "
                            f"operands")
+    if instr.base in ("membar", "fence"):
+        text = instr.text or instr.opcode
+
+        def order(warp, mask):          # nothing to do, but a sanitiser follows the release it starts
+            if warp.san is not None:
+                warp.san.fence(warp, mask, text)
+        return order
     return lambda warp, mask: None
 
 
@@ -249,7 +267,7 @@ def compile_elect(instr, env):
 
     def run(warp, mask):
         members = m(warp)
-        _member_check(instr, mask, members)
+        _member_check(instr, mask, members, warp)
         leader = int(np.flatnonzero(mask)[0])
         write(warp, np.full(32, leader, np.uint32), mask)
         if write_p:
@@ -264,8 +282,25 @@ def compile_trap(instr, env):
     return run
 
 
+@executor("brkpt")
+def compile_brkpt(instr, env):
+    """brkpt: a breakpoint. Without a debugger attached, executing it ends the launch with an error (CUTLASS
+    puts it on branches that must never be taken); a module that contains it loads and runs as long as no lane
+    reaches it."""
+    if instr.operands or instr.mods:
+        raise OperandError(f"{instr.opcode}: brkpt takes no qualifiers and no operands")
+
+    def run(warp, mask):
+        lanes = np.flatnonzero(mask)
+        raise EmulatorTrap(f"{instr.text or instr.opcode}: {'lane' if lanes.size == 1 else 'lanes'} "
+                           f"{format_lanes(lanes)} of warp "
+                           f"{getattr(warp, 'warp_id', 0)}: brkpt executed (a breakpoint; without a debugger the "
+                           f"launch stops with an error)")
+    return run
+
+
 class EmulatorTrap(EmulatorError):
-    """The program executed ``trap``."""
+    """The program executed ``trap`` or ``brkpt``."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -384,8 +419,16 @@ def compile_atom(instr, env):
                     warp.log_smem(text, "atom", off, nbytes, lanes)
                 for lane in np.flatnonzero(lanes):
                     cells[lane] = (tw.smem, int(off[lane]))
+        if warp.profile is not None and glob.any():
+            warp.profile.gmem(warp.cur_pc, a, glob, nbytes)
         for lane in np.flatnonzero(glob):
             cells[lane] = warp.gmem._locate(int(a[lane]), nbytes, text, int(lane))
+        san = warp.san
+        if san is not None:
+            if shared.any():
+                san.shared(warp, text, a, shared, nbytes, True)
+            if glob.any():
+                san.global_access(warp, text, a, glob, nbytes, True)
         bv = rb(warp).view(ut)
         cv = rc(warp).view(ut) if rc else bv
         old_out = np.zeros(32, ut)

@@ -142,9 +142,11 @@ class Launched(tuple):
         return self
 
 
-def launch(kernel, grid, *args, num_warps=4, num_stages=3, target="sm_90a", arch=None, gmem=None, **constexprs):
+def launch(kernel, grid, *args, num_warps=4, num_stages=3, target="sm_90a", arch=None, gmem=None, sanitize=None,
+           **constexprs):
     """Compile ``kernel`` with Triton, then run it on the emulator over ``grid`` (an int, a tuple, or a callable
-    of the bound arguments as Triton accepts). Returns :class:`Launched`."""
+    of the bound arguments as Triton accepts). Returns :class:`Launched`. ``sanitize``: as ``Module.launch``
+    (docs/sanitize.md); the reports are ``launched.result.reports``."""
     compiled = compile(kernel, *args, target=target, num_warps=num_warps, num_stages=num_stages, **constexprs)
     bound = _bind(kernel, args, constexprs)
     if callable(grid):
@@ -153,11 +155,12 @@ def launch(kernel, grid, *args, num_warps=4, num_stages=3, target="sm_90a", arch
     arrays = [bound[p.name] for p in kernel.params if isinstance(bound[p.name], np.ndarray)]
     result, module = run_ptx(compiled.ptx, compiled.name, grid, values, num_warps=compiled.num_warps,
                              shared=compiled.shared, arch=arch, gmem=gmem,
-                             scratch=getattr(compiled.metadata, "global_scratch_size", 0))
+                             scratch=getattr(compiled.metadata, "global_scratch_size", 0), sanitize=sanitize)
     return Launched(arrays, result, compiled, module)
 
 
-def run_ptx(ptx, name, grid, args, num_warps=4, shared=0, arch=None, gmem=None, scratch=0, options=None):
+def run_ptx(ptx, name, grid, args, num_warps=4, shared=0, arch=None, gmem=None, scratch=0, options=None,
+            sanitize=None):
     """Launch a Triton-compiled kernel from its PTX text: ``args`` are the kernel's own arguments (numpy arrays
     are mapped into global memory and written in place; scalars as given); the two trailing scratch pointers
     Triton adds are supplied here. Returns (LaunchResult, Module)."""
@@ -185,7 +188,7 @@ def run_ptx(ptx, name, grid, args, num_warps=4, shared=0, arch=None, gmem=None, 
         scratch_addr = g.alloc(int(scratch) * nprog) if scratch else 0
         vals += [scratch_addr, 0][:extra]
     result = module.launch(name, grid=grid, block=(32 * num_warps, 1, 1), args=vals, gmem=g,
-                           shared_bytes=shared, options=options)
+                           shared_bytes=shared, options=options, sanitize=sanitize)
     return result, module
 
 

@@ -19,7 +19,11 @@ def text():
            "[wgmma.md](wgmma.md).", "",
            f"## Instructions ({len(bases)} base opcodes)", "",
            ", ".join(f"`{b}`" for b in bases), "",
-           "Kernels loaded with `load_ptx` also run the control flow: `bra`, `call`, `ret`, `exit`, `bar` / `barrier`.",
+           "Kernels loaded with `load_ptx` also run the control flow: `bra`, `brx.idx` (`.branchtargets` jump tables),",
+           "`call` (direct, and through a register holding a function address with a `.callprototype` or",
+           "`.calltargets` list), `ret`, `exit`, `bar` / `barrier`.", "",
+           "Still refused (an `UnsupportedError` naming the construct): recursion (also through function pointers),",
+           "`.address_size 32`, texture and surface instructions, im2col tensor copies, sparse `wgmma.mma_async.sp`.",
            "",
            f"## mma.sync spellings ({len(VARIANTS)})", ""]
     out += [f"* `{s}`" for s in VARIANTS]

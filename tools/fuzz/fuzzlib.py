@@ -16,6 +16,9 @@ reproduces it):
   ``read``, ``Warp(...)``, ``launch`` (args, grid, block, shared_bytes, schedule, ...), ``mma`` / ``gemm``,
   ``check_layout``, and the command line (arguments, missing, empty and garbage files).
 
+* ``types`` and ``grammar``: ``typegen.py`` (every public callable with arguments of other kinds, odd numpy
+  arrays; PTX written from a grammar: deep scopes, printf formats, duplicates, immediates).
+
 ``tools/fuzz/run.py`` runs them for a long time in several processes; ``tests/test_fuzz_robust.py``
 runs a fixed sample.
 """
@@ -38,7 +41,7 @@ for _p in (ROOT, os.path.join(ROOT, "tests")):
 
 from emulator import EmulatorError, GlobalMemory, Warp, WarpOptions, load_ptx  # noqa: E402
 
-KINDS = ("ptx", "warp", "api")
+KINDS = ("ptx", "warp", "api", "types", "grammar")
 TOKEN = re.compile(r"%[A-Za-z_][A-Za-z0-9_.]*|[A-Za-z_$][A-Za-z0-9_.$]*|0[xX][0-9A-Fa-f]+|0[fFdD][0-9A-Fa-f]+|"
                    r"\d+|\s+|.", re.S)
 
@@ -538,7 +541,10 @@ def gen_api(rng):
     return API_GENERATORS[0][0](rng)
 
 
-GENERATORS = {"ptx": gen_ptx, "warp": gen_warp, "api": gen_api}
+import typegen  # noqa: E402  (beside this file: the type- and grammar-driven generators)
+
+GENERATORS = {"ptx": gen_ptx, "warp": gen_warp, "api": gen_api, "types": typegen.gen_types,
+              "grammar": typegen.gen_grammar}
 
 
 def warm_up():

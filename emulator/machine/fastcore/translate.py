@@ -515,8 +515,16 @@ def r_prmt(t, env, instr, row, imm):
 
 def _ldst_mods(instr):
     from isa.datamove import LD_ST
+    hints = set(LD_ST["hints"]) - {"L2::cache_hint"}
+    # one group per kind of hint, as the reference (ops.memops): ld.global.acquire.gpu carries two
     q = _classify(instr.mods, {"space": set(s for s in SPACE if s), "vec": {"v2", "v4", "v8"},
-                               "type": LDST_TYPES, "hint": set(LD_ST["hints"]) - {"L2::cache_hint"}})
+                               "type": LDST_TYPES, "nc": {"nc"},
+                               "cache": hints & {"ca", "cg", "cs", "lu", "cv", "wb", "wt"},
+                               "sem": hints & {"weak", "volatile", "relaxed", "acquire", "release", "mmio"},
+                               "scope": hints & {"cta", "gpu", "sys", "cluster"},
+                               "L1": {h for h in hints if h.startswith("L1::")},
+                               "L2": {h for h in hints if h.startswith("L2::evict")},
+                               "prefetch": hints & {"L2::64B", "L2::128B", "L2::256B"}})
     ptype = q.get("type")
     if ptype is None:
         raise _Slow

@@ -106,6 +106,8 @@ def compile_matrix(instr, env):
         if store:
             regs = np.stack([warp.get_reg(n, text) for n in names]).astype(np.uint32)
             stmatrix_fast(warp.smem, a, nmat, trans, regs)
+            if warp.san is not None:
+                warp.san.untracked_write(a[used].astype(np.int64)[:, None] + np.arange(16))
             if warp._async is not None:
                 warp._async.generic_write(a[used].astype(np.int64)[:, None] + np.arange(16))
             return
@@ -215,10 +217,14 @@ def compile_cp(instr, env):
             if k:
                 lanes = mask if sizes.size == 1 else mask & (n == k)
                 data[lanes, :k] = global_gather(warp.gmem, text, s, lanes, k)[lanes]
+        if warp.profile is not None:                 # lanes that read global memory (src-size > 0)
+            warp.profile.gmem(warp.cur_pc, s, mask & (n > 0), cp_size)
         warp.log_smem(text, op_name, d, cp_size, mask, src=s)
         check_inflight(warp, text, d, mask, cp_size, True)   # overlapping un-waited destinations
         lanes = np.flatnonzero(mask)
         if warp.options.cp_async == "eager":
+            if warp.san is not None:
+                warp.san.shared(warp, text, d, mask, cp_size, True, data)
             warp.smem[d[lanes, None] + np.arange(cp_size)] = data[lanes]
             return
         np.add.at(warp.smem_inflight, d[lanes, None] + np.arange(cp_size), 1)

@@ -12,7 +12,7 @@ import numpy as np
 from isa.wgmma import VARIANTS, K_OF
 from ..registry import executor
 from ..common import format_lanes, reg_name, vec_regs
-from ...errors import AsyncHazardError, OperandError, UnsupportedError, WarpSyncError, fail
+from ...errors import AsyncHazardError, OperandError, UnsupportedError, WarpSyncError, expect_str, fail
 from ...frontend.ptx import Imm, Not, Vec
 from ...numerics import wgmma as num
 from . import desc as D
@@ -23,6 +23,7 @@ ARCHS = ("sm_90a", "sm_90")     # sm_90 without 'a' is accepted by the emulator;
 
 
 def canonical_spelling(opcode: str):
+    expect_str(opcode, "wgmma: instr")
     parts = opcode.strip().split(".")
     if parts[:2] != ["wgmma", "mma_async"]:
         return None
@@ -288,16 +289,22 @@ def _compile_mma(instr, env, text):
         else:
             log.append(entry)
         ws.issued += 1
-        # the fence rule
+        # the fence rule: ptxas inserts the missing fence itself (WARPGROUP.ARRIVE, C7519) unless strict
         if ws.expected is None:
-            fail(AsyncHazardError, text, f"warp {warp.warp_id}: no wgmma.fence before the first wgmma.mma_async "
-                 f"(the fence orders earlier register accesses before the asynchronous read)")
+            if S.strict(warp) or getattr(warp, "cur_pc", None) is None:
+                fail(AsyncHazardError, text, f"warp {warp.warp_id}: no wgmma.fence before the first "
+                     f"wgmma.mma_async (the fence orders earlier register accesses before the asynchronous read)")
+            _fence_note(warp, "no wgmma.fence comes before it")
+            ws.expected = {}
         for n in a_names + (d_names if scd else []):
             cur = S.raw_get(warp, n, text)
             exp = ws.expected.get(n)
             if exp is not None and not np.array_equal(exp, cur):
-                fail(AsyncHazardError, text, f"warp {warp.warp_id}: register {n} was written after the last "
-                     f"wgmma.fence; a wgmma.fence must separate that write from this wgmma.mma_async")
+                if S.strict(warp) or getattr(warp, "cur_pc", None) is None:
+                    fail(AsyncHazardError, text, f"warp {warp.warp_id}: register {n} was written after the last "
+                         f"wgmma.fence; a wgmma.fence must separate that write from this wgmma.mma_async")
+                _fence_note(warp, f"register {n} was written after the last wgmma.fence")
+                break
         if ws.last_shape is not None and ws.in_flight() and ws.last_shape != shape_key and \
                 any(n in ws.reg_count for n in d_names):
             fail(AsyncHazardError, text, "accumulates onto registers of an in-flight wgmma.mma_async of another "
@@ -319,6 +326,8 @@ def _compile_mma(instr, env, text):
         else:
             A = op.a_tile(np.stack([S.raw_get(warp, n, text) for n in a_names]))
             idx = b_idx
+        if warp.san is not None and warp._async is not None:    # asynccheck: operands written without the fence
+            warp._async.check_async_read(text, idx, "wgmma.mma_async", (warp, int(np.flatnonzero(mask)[0])))
         C = op.c_tile(np.stack([S.raw_get(warp, n, text) for n in d_names]))
         Dt = op.compute(A, np.ascontiguousarray(B.T), C, scd, scale_a, scale_b)
         dregs = op.d_regs(Dt)
@@ -330,8 +339,15 @@ def _compile_mma(instr, env, text):
         for i, n in enumerate(d_names):
             exp[n] = dregs[i].copy()
         ws.last_shape = shape_key
-        S.issue(warp, cst, ws, dict(regs=set(d_names) | set(a_names), smem=idx, text=text))
+        S.issue(warp, cst, ws, dict(regs=set(d_names) | set(a_names), smem=idx, text=text,
+                                    line=S.current(warp)[0]))
     return run
+
+
+def _fence_note(warp, why):
+    line, text = S.current(warp)
+    S.note(warp, f"line {line}: {text}: {why}; as ptxas compiles it (C7519: warpgroup.arrive is injected), a "
+                 f"fence is inserted before this wgmma.mma_async, which reads the registers' current values")
 
 
 def _imm_signed(op, instr, what):

@@ -5,15 +5,19 @@ Model.  Each warp of a warpgroup computes its own 16 rows of D when it issues ``
 of a warp depend only on its own A rows, the common B and its own accumulator), and the instruction stays
 *in flight* until a ``wgmma.wait_group`` retires its group.  While it is in flight:
 
-* its accumulator and A registers are touched by later ``wgmma.mma_async`` of the same warp (accumulating
-  chains); any other instruction reading or writing them waits for every wgmma of the warp first, as the
-  ``warpgroup.wait`` ptxas injects there does (ptxas info C7517, C7514: the wgmmas are serialized);
+* its accumulator and A registers may be touched only by later ``wgmma.mma_async`` of the same warp
+  (accumulating chains). Another instruction that reads or writes one waits, as ptxas compiles it, until
+  every wgmma of the warp has completed: ptxas puts ``WARPGROUP.DEPBAR.LE gsb0, 0x0`` before it (its info
+  message C7517, "warpgroup.wait is injected"), and the launch records a note (``LaunchResult.notes``). With
+  ``WarpOptions(wgmma_hazards="error")`` it raises AsyncHazardError instead (the PTX manual's rule);
 * the shared bytes it reads may not be written (by any warp of the CTA): AsyncHazardError.
 
 ``wgmma.fence`` must come before the first ``wgmma.mma_async`` of a warp and between any other write of an
-accumulator or A register and the ``wgmma.mma_async`` that uses it; otherwise WarpSyncError-style
-``AsyncHazardError`` ("missing wgmma.fence").  All four warps of the warpgroup must issue the same
-``wgmma.mma_async`` instructions in the same order with the same descriptors, and no warp may be absent
+accumulator or A register and the ``wgmma.mma_async`` that uses it. Where it is missing ptxas inserts one itself
+(``WARPGROUP.ARRIVE``, info message C7519, "warpgroup.arrive is injected"): the launch records a note, or, with
+``wgmma_hazards="error"``, raises ``AsyncHazardError`` ("missing wgmma.fence").  All four warps of the
+warpgroup must issue the same ``wgmma.mma_async`` instructions in the same order with the same descriptors,
+and no warp may be absent
 (``check_cta_end`` runs when the CTA finishes).
 """
 from __future__ import annotations
@@ -78,12 +82,12 @@ def _install_guard(warp, ws):
 
     def get_reg(name, instr="read"):
         if name in counts:
-            _injected_wait(warp, ws)
+            _reg_hazard(warp, ws, instr, name, "reads")
         return cls.get_reg(warp, name, instr)
 
     def set_reg(name, values, mask):
         if name in counts:
-            _injected_wait(warp, ws)
+            _reg_hazard(warp, ws, getattr(warp, "cur_text", None), name, "writes")
         return cls.set_reg(warp, name, values, mask)
     warp.get_reg = get_reg
     warp.set_reg = set_reg
@@ -94,11 +98,46 @@ def _remove_guard(warp):
     warp.__dict__.pop("set_reg", None)
 
 
-def _injected_wait(warp, ws):
-    """Another instruction reads or writes a register of an in-flight wgmma.mma_async: ptxas injects a
-    ``warpgroup.wait`` there ("(C7517) warpgroup.wait is injected ... to allow use of registers defined by
-    GMMA"), which retires every wgmma of the warp issued so far. The accumulators were computed at issue."""
-    cst = warp._cta.wgmma
+def strict(warp):
+    """True under ``WarpOptions(wgmma_hazards="error")``: the PTX manual's rules raise instead of being
+    repaired as ptxas repairs them."""
+    return getattr(getattr(warp, "options", None), "wgmma_hazards", "wait") == "error"
+
+
+def current(warp):
+    """(line, text) of the instruction the warp is executing, when it runs in a kernel."""
+    prog, pc = getattr(warp, "program", None), getattr(warp, "cur_pc", None)
+    if prog is None or pc is None:
+        return None, None
+    instr = prog.code[pc].instr
+    return instr.line, " ".join((instr.text or instr.opcode).split())
+
+
+def note(warp, message):
+    """Record a note on the launch (``LaunchResult.notes``), once per message."""
+    cta = getattr(warp, "_cta", None)
+    result = getattr(cta, "result", None)
+    if result is not None and hasattr(result, "note"):
+        result.note(message)
+
+
+def _reg_hazard(warp, ws, instr, name, verb):
+    line, text = current(warp)
+    if strict(warp) or line is None:
+        fail(AsyncHazardError, instr or text or "write", f"{verb} register {name} while a wgmma.mma_async that "
+             f"uses it (accumulator or A fragment) is still in flight; retire it first with wgmma.commit_group and "
+             f"wgmma.wait_group")
+    rec = next((r for g in ws.groups + [ws.pending] for r in g if name in r["regs"]), None)
+    at = f" (line {rec['line']})" if rec and rec.get("line") else ""
+    note(warp, f"line {line}: {text}: {verb} {name}, a register of an in-flight wgmma.mma_async{at}; as ptxas "
+               f"compiles it (C7517: warpgroup.wait is injected), the warp first waits for every wgmma it has "
+               f"issued to complete")
+    drain(warp, ws)
+
+
+def drain(warp, ws):
+    """ptxas's injected wait: every wgmma of the warp completes (uncommitted ones too)."""
+    cst = cta_state(warp, "wgmma")
     if ws.pending:
         commit(warp, ws)
     wait(warp, cst, ws, 0)
