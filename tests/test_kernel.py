@@ -488,3 +488,77 @@ S:
     even = sum(1 << t for t in range(0, 32, 2))
     # inside the callee the even lanes run together; after the call all 32 lanes are together again
     assert out.tolist() == [even ^ 0xFFFFFFFF if t % 2 == 0 else 0xFFFFFFFF for t in range(32)]
+
+
+NESTED_SCOPES = """
+.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .u64 out)
+{
+	.reg .b64 %rd<3>;
+	.reg .b32 %r<4>;
+	ld.param.u64 %rd1, [out];
+	mov.u32 %r1, 0x12345678;
+	{
+	.reg .b32 a0;
+	mov.b32 a0, %r1;
+	add.u32 %r2, a0, 1;
+	}
+	{
+	.reg .b16 a0;
+	mov.b16 a0, 0x7;
+	cvt.u32.u16 %r3, a0;
+	}
+	st.global.u32 [%rd1], %r2;
+	st.global.u32 [%rd1+4], %r3;
+	ret;
+}
+"""
+
+
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+def test_nested_blocks_have_their_own_registers(engine):
+    # Triton's inline asm declares `a0` as .b32 in one { } block and as .f16 in another: each block's a0 is
+    # its own register with its own width (ptxas accepts this text)
+    g = GlobalMemory()
+    out = g.alloc(8)
+    load_ptx(NESTED_SCOPES).launch("k", grid=1, block=32, args=[out], gmem=g, engine=engine)
+    assert g.download(out, 8).view(np.uint32).tolist() == [0x12345679, 7]
+
+
+KEEP_CTAS = """
+.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .u64 out)
+{
+	.reg .b64 %rd<4>;
+	.reg .b32 %r<4>;
+	ld.param.u64 %rd1, [out];
+	mov.u32 %r1, %ctaid.x;
+	mov.u32 %r2, %tid.x;
+	mad.lo.u32 %r3, %r1, 32, %r2;
+	mul.wide.u32 %rd2, %r3, 4;
+	add.u64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], %r3;
+	ret;
+}
+"""
+
+
+@pytest.mark.parametrize("cluster", [None, (2, 1, 1)])
+@pytest.mark.parametrize("sanitize", [None, "memcheck"])
+def test_keep_ctas_false_keeps_no_warps(cluster, sanitize):
+    # keep_ctas=False (Triton's launches): the same memory, no CTA's warps in the result, through the
+    # residency scheduler, clusters and the sanitizer alike
+    for keep in (True, False):
+        g = GlobalMemory()
+        out = g.alloc(4 * 128)
+        res = load_ptx(KEEP_CTAS).launch("k", grid=4, block=32, args=[out], gmem=g, cluster=cluster,
+                                         sanitize=sanitize, keep_ctas=keep)
+        assert g.download(out, 4 * 128).view(np.uint32).tolist() == list(range(128))
+        assert len(res.ctas) == (4 if keep else 0)
+        assert res.instructions > 0

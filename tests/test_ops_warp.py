@@ -3,7 +3,7 @@ transcription of the PTX ISA's pseudo-code, over all 32 lanes."""
 import numpy as np
 import pytest
 
-from emulator import OperandError, UnsupportedError, Warp, WarpSyncError
+from emulator import GlobalMemory, OperandError, UnsupportedError, Warp, WarpSyncError
 
 RNG = np.random.default_rng(12)
 LANES = np.arange(32)
@@ -208,6 +208,21 @@ def test_atomic_float_add_rounds_each_step():
     assert w.smem[:4].view(np.float32)[0] == 1.0
 
 
+@pytest.mark.parametrize("ptype,one,want", [("bf16", 0x3F80, 0x4200), ("f16", 0x3C00, 0x5000),
+                                             ("bf16x2", 0x3F803F80, 0x42004200)])
+def test_atomic_half_float_add_is_a_float_add(ptype, one, want):
+    # 32 lanes add 1.0 to one cell: 32.0 (bf16 is a float type, not bits: atom.add.noftz.bf16)
+    w = Warp()
+    w.write("%r1", np.zeros(32, np.uint32))
+    w.write("%r2", np.full(32, one, np.uint32))
+    reg = "%r2" if ptype.endswith("x2") else "%rs2"
+    if reg == "%rs2":
+        w.write("%rs2", np.full(32, one, np.uint16))
+    w.run(f"red.shared.add.noftz.{ptype} [%r1], {reg};")
+    nbytes = 4 if ptype.endswith("x2") else 2
+    assert int(w.smem[:nbytes].view(np.uint32 if nbytes == 4 else np.uint16)[0]) == want
+
+
 def test_elect_and_no_op_instructions():
     w = Warp()
     w.write("%rd1", 0)
@@ -217,3 +232,18 @@ def test_elect_and_no_op_instructions():
     assert w.read("%p1").tolist() == [True] + [False] * 31
     with pytest.raises(OperandError, match="takes an address"):
         w.run("prefetch.global.L2 %rd1;")
+
+
+def test_atomic_cas_b16():
+    # atom.cas.b16 (Triton's float16 atomic_cas): lane 0 swaps, the others see its value (ptxas rejects exch.b16)
+    g = GlobalMemory()
+    x = g.upload(np.array([5, 9], np.uint16))
+    w = Warp(gmem=g)
+    w.write("%rd1", np.full(32, x, np.uint64))
+    w.write("%rs2", np.full(32, 5, np.uint16))
+    w.write("%rs3", np.arange(32, dtype=np.uint16) + 100)
+    w.run("atom.global.acquire.gpu.cas.b16 %rs1, [%rd1], %rs2, %rs3;")
+    assert g.download(x, 4).view(np.uint16).tolist() == [100, 9]
+    assert w.read("%rs1").tolist() == [5] + [100] * 31
+    with pytest.raises(UnsupportedError, match=r".exch is not defined for .b16"):
+        w.run("atom.global.exch.b16 %rs1, [%rd1], %rs2;")

@@ -190,6 +190,17 @@ def test_wait_group_keeps_newest():
         _kernel(body)
 
 
+def test_reading_an_in_flight_accumulator_waits_as_ptxas_injects():
+    # wait_group 1 keeps the group in flight; reading %f0 then makes ptxas inject a warpgroup.wait
+    # ("(C7517) warpgroup.wait is injected ... to allow use of registers defined by GMMA"): no error, the value
+    # is the wgmma's, and the group is retired (wait_group 0 finds nothing left)
+    body = ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n"
+            "wgmma.wait_group.sync.aligned 1;\nadd.f32 %f5, %f0, %f0;\nwgmma.wait_group.sync.aligned 0;")
+    notes = []
+    assert (_kernel(body, strict=False, notes=notes) == 0).all()
+    assert len(notes) == 1 and "C7517" in notes[0], notes
+
+
 @pytest.mark.parametrize("body, line, what", [
     ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 1;\n"
      "add.f32 %f5, %f0, %f0;", 16, "reads %f0, a register of an in-flight wgmma.mma_async (line 13)"),
@@ -239,6 +250,12 @@ def test_accumulator_read_before_wait():
     body = "wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\nmov.f32 %f6, %f2;"
     with pytest.raises(AsyncHazardError, match="%f2"):
         _kernel(body)
+
+
+def test_accumulator_read_before_wait_is_serialized():
+    # as ptxas does (C7517): the read waits for the wgmma, whose accumulators it then sees
+    body = "wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\nmov.f32 %f6, %f2;"
+    assert (_kernel(body, strict=False) == 0).all()
 
 
 def test_shared_write_while_read():

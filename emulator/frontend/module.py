@@ -443,3 +443,47 @@ def _initializer(toks, ptype, count, at, relocs=None):
             raw = (int(imm.value) & ((1 << (8 * w)) - 1)).to_bytes(w, "little")
         out[k * w:(k + 1) * w] = raw
     return bytes(out)
+
+
+_LOC_RE = re.compile(r"^[ \t]*\.loc[ \t]+(\d+)[ \t]+(\d+)[ \t]+(\d+)", re.MULTILINE)
+_FILE_RE = re.compile(r'^[ \t]*\.file[ \t]+(\d+)[ \t]+"([^"]*)"(?:[ \t]*,[ \t]*"([^"]*)")?', re.MULTILINE)
+
+
+def source_of_line(text: str, line: int):
+    """The source position (file, line, column) that the debug information of ``text`` (``.loc`` / ``.file``
+    lines, as ``nvcc -lineinfo`` and Triton write them) gives for PTX line ``line`` (1-based): the last
+    ``.loc`` above it in its function. None when the module has no line information there."""
+    if ".loc" not in text:
+        return None
+    files = {}
+    for m in _FILE_RE.finditer(text):
+        path = m.group(2)
+        if m.group(3):                       # .file N "directory", "name" (DWARF 5 form)
+            path = path.rstrip("/") + "/" + m.group(3) if path else m.group(3)
+        files[int(m.group(1))] = path
+    best = None
+    for m in _LOC_RE.finditer(text):
+        at = text.count("\n", 0, m.start()) + 1
+        if at >= line:
+            break
+        best = m
+    if best is None:
+        return None
+    # a function boundary ('}' alone on a line, or an .entry/.func header) between the .loc and the line ends it
+    between = text[best.end():_line_start(text, line)]
+    if re.search(r"^\s*\}\s*$|\.(entry|func)\b", between, re.MULTILINE):
+        return None
+    src_line = int(best.group(2))
+    if src_line == 0:
+        return None
+    return files.get(int(best.group(1)), f"file {best.group(1)}"), src_line, int(best.group(3))
+
+
+def _line_start(text, line):
+    pos = 0
+    for _ in range(line - 1):
+        nxt = text.find("\n", pos)
+        if nxt < 0:
+            return len(text)
+        pos = nxt + 1
+    return pos

@@ -714,6 +714,7 @@ class CTA:
         if aligned:
             missing = ~w.exited & ~mask
             if missing.any():
+                self._run_to_assert(w, missing)
                 msg = (f"an .aligned barrier must be executed by every non-exited lane of the warp; lanes "
                        f"{format_lanes(np.flatnonzero(missing))} are not executing it")
                 if self.san is None or not self.san.hazard(w, "synccheck", "divergent-barrier", f"{text}: {msg}",
@@ -746,6 +747,30 @@ class CTA:
                 b["red"].append((rop,))
             b["red"].append((w, writer, pred(w).copy(), mask.copy()))
         self._check_barriers()
+
+    def _run_to_assert(self, w, missing):
+        """Lanes missing at an .aligned barrier that are on their way (straight-line code) to a failed
+        device assert (``__assertfail``) or a ``trap`` run there first: on the GPU they stop the kernel before
+        the barrier could be reported. Returns when they are not."""
+        lanes = missing & ~w.waiting
+        if not lanes.any():
+            return
+        p = int(w.pc[lanes].min())
+        q = p
+        while q < len(self.prog.code):
+            op = self.prog.code[q]
+            if op.kind == "call" and op.call.callee == "__assertfail":
+                break
+            if op.kind == "op" and op.instr.opcode == "trap":
+                break
+            if op.kind != "op" or op.instr.guard is not None or _sync_point(op):
+                return
+            q += 1
+        else:
+            return
+        group = lanes & (w.pc == p)
+        for _ in range(q - p + 1):
+            self._step(w, int(w.pc[group].min()), group, False)
 
     # -- printf ------------------------------------------------------------------------------------
     def _vprintf(self, w, op, mask):

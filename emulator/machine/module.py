@@ -1,4 +1,6 @@
 """A loaded PTX module and its launches: names, module variables, parameters, the grid loop."""
+import functools
+import re
 import sys
 
 import numpy as np
@@ -6,7 +8,7 @@ import numpy as np
 from isa.targets import DEFAULT_ARCH, parse_target
 from isa.types import TYPES
 from ..errors import (EmulatorError, OperandError, PTXSyntaxError, PTXValidationError, UnsupportedError)
-from ..frontend.module import parse_module
+from ..frontend.module import parse_module, source_of_line
 from ..frontend.ptx import deep_scopes
 from ..frontend.validate import validate_module
 from ..memory import LANES, MAX_SHARED_BYTES, GlobalMemory
@@ -17,6 +19,37 @@ from .result import LaunchResult
 
 
 ENGINES = ("auto", "fast", "reference")
+
+_AT_LINE = re.compile(r"^line (\d+), column \d+: ")
+
+
+def _in_source(launch):
+    """An error raised while a kernel runs names, after the PTX line, the source line the module's debug
+    information (``.loc``, ``nvcc -lineinfo``, Triton) gives for it: ``... [at kernel.py:12]``."""
+    @functools.wraps(launch)
+    def run(self, *args, **kwargs):
+        try:
+            return launch(self, *args, **kwargs)
+        except EmulatorError as e:
+            raise with_source(self.text, e) from None
+    return run
+
+
+def with_source(text, e):
+    """``e`` with the source position of the PTX line its message names appended (the same ``e`` when the
+    module has no line information there)."""
+    msg = str(e)
+    m = _AT_LINE.match(msg)
+    if m is None or " [at " in msg:
+        return e
+    where = source_of_line(text, int(m.group(1)))
+    if where is None:
+        return e
+    import linecache
+    code = linecache.getline(where[0], where[1]).strip()
+    e.args = (f"{msg} [at {where[0]}:{where[1]}" + (f": {code}" if code else "") + "]",) + tuple(e.args[1:])
+    e.source = where
+    return e
 
 
 def load_ptx(text: str, arch: str | None = None, validate: bool = True) -> "Module":
@@ -158,12 +191,13 @@ class Module:
         return self._variables(gmem)[name]
 
     # -- launch ------------------------------------------------------------------------------------
+    @_in_source
     def launch(self, kernel: str, grid=(1, 1, 1), block=(32, 1, 1), args=(), gmem: GlobalMemory | None = None,
                shared_bytes: int = 0, options: WarpOptions | None = None, trace=None, out=None,
                max_instructions: int = 20_000_000, engine: str = "auto", schedule=None, timeline: bool = False,
                cluster=None, workers: int = 1, progress=None, executor=None,
                regs_per_thread: int | None = None, sanitize=None, profile: bool = False,
-               debug=None) -> LaunchResult:
+               debug=None, keep_ctas: bool = True) -> LaunchResult:
         """Run ``kernel`` on a grid of CTAs. ``args`` follow the kernel's ``.param`` list (addresses and
         integers as Python ints, floats as Python/numpy floats, byte arrays for aggregate parameters).
         ``trace``: a writable stream that receives one line per executed instruction, or a
@@ -194,12 +228,14 @@ class Module:
         ``profile``: count every instruction per PTX line and source line (``result.profile``, a
         ``machine.profile.Profile``; docs/profile.md). ``debug``: a ``machine.debugger.Debugger``'s hook
         (``Debugger.launch`` passes it; docs/debug.md). Both run the CTAs one after the other on the reference
-        executors."""
+        executors.
+        ``keep_ctas=False``: the result keeps no CTA's warps (``result.ctas`` stays empty; for large grids whose
+        registers nobody reads afterwards, as Triton's launches)."""
         from .sanitize import tools_of
         tools = tools_of(sanitize)
         if tools is not None:
             return self._launch_sanitized(tools, kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
-                                          max_instructions, schedule, timeline, cluster)
+                                          max_instructions, schedule, timeline, cluster, keep_ctas)
         if gmem is not None and getattr(gmem, "_uninit", None) and self._san is None:
             gmem._uninit.clear()          # an unwatched launch may write anything: nothing stays uninitialised
         if not isinstance(profile, (bool, np.bool_)):
@@ -282,7 +318,7 @@ class Module:
         if cdims != (1, 1, 1) or explicit:
             return self._launch_clusters(prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init,
                                          var_addrs, local_bases, options, trace, out, result, budget, fast,
-                                         schedule, timeline, max_instructions, prof, debug)
+                                         schedule, timeline, max_instructions, prof, debug, keep_ctas)
         if executor is not None and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
                 not instrumented and \
                 gridmod.serial_only(prog) is None:
@@ -336,7 +372,8 @@ class Module:
             if san is not None:
                 san.detach(cta)
             depots.append(cta._depot)
-            done[tuple(cta.ctaid)] = cta
+            if keep_ctas:
+                done[tuple(cta.ctaid)] = cta
             if bar:
                 bar.update(1)
 
@@ -347,7 +384,7 @@ class Module:
         finally:
             if bar:
                 bar.close()
-        for cid in ctaids:
+        for cid in ctaids if keep_ctas else ():
             cta = done[cid]
             result.async_units.append(cta.async_unit)
             result.ctas.append((cid, cta.warps))
@@ -365,7 +402,7 @@ class Module:
 
 
     def _launch_sanitized(self, tools, kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
-                          max_instructions, schedule, timeline, cluster):
+                          max_instructions, schedule, timeline, cluster, keep_ctas=True):
         """A launch watched by the sanitizer (machine.sanitize): the reference engine, CTA after CTA."""
         from .sanitize import Sanitizer
         gmem = gmem if gmem is not None else GlobalMemory()
@@ -374,7 +411,8 @@ class Module:
         san.before = before
         try:
             result = self.launch(kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
-                                 max_instructions, "reference", schedule, timeline, cluster, 1, False, None)
+                                 max_instructions, "reference", schedule, timeline, cluster, 1, False, None,
+                                 keep_ctas=keep_ctas)
         except EmulatorError as e:
             raise san.fatal(e, getattr(san, "failed_in", None)) from None
         finally:
@@ -385,7 +423,7 @@ class Module:
 
     def _launch_clusters(self, prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init, var_addrs,
                          local_bases, options, trace, out, result, budget, fast, schedule, timeline, max_instructions,
-                         prof=None, debug=None):
+                         prof=None, debug=None, keep_ctas=True):
         """Cluster after cluster (cluster id x fastest); the CTAs of a cluster run together."""
         from .cluster import Cluster
         ncl = tuple(g // c for g, c in zip(grid, cdims))
@@ -410,7 +448,7 @@ class Module:
                     if self._san is not None:
                         for cta in cl.ctas:
                             self._san.detach(cta)
-                    for cta, warps in zip(cl.ctas, all_warps):
+                    for cta, warps in zip(cl.ctas, all_warps) if keep_ctas else ():
                         result.async_units.append(cta.async_unit)
                         result.ctas.append((cta.ctaid, warps))
         result.instructions = int(max_instructions) - budget[0]

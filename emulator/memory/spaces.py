@@ -103,19 +103,24 @@ class GlobalMemory:
         self._bufs[-1][:] = raw
         return addr
 
-    def map(self, array: np.ndarray) -> int:
+    def map(self, array: np.ndarray, phase: int = 0) -> int:
         """Place an existing C-contiguous, writeable numpy array in global memory without copying: the
-        kernel reads and writes the array's own bytes. Returns its address (256-byte aligned)."""
+        kernel reads and writes the array's own bytes. Returns its address: 256-byte aligned, plus ``phase``
+        (0..255) to give the array the alignment its host address has."""
         if not isinstance(array, np.ndarray) or not array.flags.c_contiguous or not array.flags.writeable:
             raise MemoryAccessError("GlobalMemory.map: needs a C-contiguous, writeable numpy array; use "
                                     "upload() to copy any other array in")
         if array.dtype.hasobject or array.dtype.kind in "UM":
             raise MemoryAccessError(f"GlobalMemory.map: an array of {array.dtype} has no device bytes; map numbers")
+        phase = _int(phase, "GlobalMemory.map", "phase")
+        if phase not in range(self.ALIGN):
+            raise MemoryAccessError(f"GlobalMemory.map: phase must be 0..{self.ALIGN - 1}, not {phase}")
         raw = array.reshape(-1).view(np.uint8)
-        addr = self.alloc(0, 0)
+        addr = self.alloc(0, 0) + phase
+        self._bases[-1] = addr
         self._bufs[-1] = raw
-        span = -(-max(raw.size, 1) // self.ALIGN) * self.ALIGN
-        self._next = addr + span + self.GAP
+        span = -(-max(raw.size + phase, 1) // self.ALIGN) * self.ALIGN
+        self._next = addr - phase + span + self.GAP
         return addr
 
     def download(self, addr: int, nbytes: int) -> np.ndarray:

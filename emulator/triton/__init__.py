@@ -1,5 +1,10 @@
 """Run ``@triton.jit`` kernels on the emulator, lane by lane (optional extra: ``pip install -e ".[triton]"``).
 
+The Triton backend (``emulator.triton.backend``, registered as the ``triton.backends`` entry point ``warpemu``)
+makes unchanged Triton programs run here: ``WARPEMU_TRITON=1`` in the environment, or :func:`activate`, and
+``kernel[grid](...)`` with torch CPU tensors compiles with Triton's NVIDIA pipeline, stops at PTX and launches
+the PTX on the emulator (README, "Triton without a GPU"). Below that, the numpy-level entry points:
+
     import emulator.triton
     out = emulator.triton.launch(add_kernel, (4,), x, y, z, n, BLOCK=256)   # numpy arrays in, results back
     out.result.ctas[0][1][0].read("%r1")                                   # any lane's registers afterwards
@@ -16,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import OperandError, UnsupportedError
-from .machine.module import load_ptx
-from .memory import GlobalMemory
+from ..errors import OperandError, UnsupportedError
+from ..machine.module import load_ptx
+from ..memory import GlobalMemory
 
 # numpy dtype -> the name Triton's specialiser gives the same torch dtype
 _DTYPES = {
@@ -185,3 +190,41 @@ def run_ptx(ptx, name, grid, args, num_warps=4, shared=0, arch=None, gmem=None, 
     result = module.launch(name, grid=grid, block=(32 * num_warps, 1, 1), args=vals, gmem=g,
                            shared_bytes=shared, options=options, sanitize=sanitize)
     return result, module
+
+
+# -- the Triton backend ---------------------------------------------------------------------------------
+def activate(target: str | None = None) -> None:
+    """Make the emulator Triton's CUDA device in this process, as ``WARPEMU_TRITON=1`` does at start-up:
+    ``kernel[grid](...)`` then compiles with Triton's NVIDIA pipeline for ``target`` (``"sm_90a"``, the
+    default, or ``"sm_80"``), stops at PTX and runs the PTX here. Works also where the package is not
+    installed (the ``triton.backends`` entry point is registered on the fly)."""
+    triton = _triton()[0]
+    from triton.backends import Backend, backends
+    from triton.runtime import driver
+    from .backend import TARGETS as _T, claim_cuda, set_state
+    if target is not None and target not in _T:
+        raise UnsupportedError(f"emulator.triton.activate: target {target!r} is not supported; supported: "
+                               f"{', '.join(_T)}")
+    from .backend.compiler import WarpemuBackend
+    from .backend.driver import WarpemuDriver
+    set_state(True, target)
+    claim_cuda()
+    if not any(b.compiler is WarpemuBackend for b in backends.values()):
+        backends["warpemu"] = Backend(WarpemuBackend, WarpemuDriver)
+    driver.set_active(WarpemuDriver())
+    del triton
+
+
+def deactivate() -> None:
+    """Undo :func:`activate` (and ``WARPEMU_TRITON=1``): Triton's own drivers decide again."""
+    from triton.runtime import driver
+    from .backend import set_state
+    set_state(False)
+    driver._default = None
+    driver._active = None
+
+
+def is_active() -> bool:
+    """Whether Triton launches on the emulator in this process."""
+    from .backend import active
+    return active()
