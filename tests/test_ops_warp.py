@@ -3,7 +3,7 @@ transcription of the PTX ISA's pseudo-code, over all 32 lanes."""
 import numpy as np
 import pytest
 
-from emulator import GlobalMemory, OperandError, UnsupportedError, Warp, WarpSyncError
+from emulator import EmulatorError, GlobalMemory, OperandError, UnsupportedError, Warp, WarpSyncError
 
 RNG = np.random.default_rng(12)
 LANES = np.arange(32)
@@ -245,5 +245,5 @@ def test_atomic_cas_b16():
     w.run("atom.global.acquire.gpu.cas.b16 %rs1, [%rd1], %rs2, %rs3;")
     assert g.download(x, 4).view(np.uint16).tolist() == [100, 9]
     assert w.read("%rs1").tolist() == [5] + [100] * 31
-    with pytest.raises(UnsupportedError, match=r".exch is not defined for .b16"):
+    with pytest.raises(EmulatorError, match=r"exch.b16 is not an sm_90a form"):
         w.run("atom.global.exch.b16 %rs1, [%rd1], %rs2;")
