@@ -49,8 +49,6 @@ KNOWN = {
     # inner if, so both groups read the same value; no order of the PTX's lane groups gives the H100's bits
     "div_order_if_else_nvcc": "out", "div_order_if_else_rev": "out", "div_order_if_else_shuf": "out",
     "div_order_loop_exit_nvcc": "out", "div_order_loop_exit_rev": "out", "div_order_loop_exit_shuf": "out",
-    # arithmetic, not scheduling: powf of large arguments differs in a few lanes (the same in every layout)
-    "div_libdevice_branches_nvcc": "y", "div_libdevice_branches_rev": "y", "div_libdevice_branches_shuf": "y",
 }
 RUNNABLE = sorted(n for n in CASES if n not in KNOWN)
 SAMPLE = ["div_join_before_named_bar_rev", "div_elect_after_loop_rev", "div_early_return_bar_nvcc",
