@@ -242,10 +242,22 @@ def test_corpus_sample_has_no_reports(name):
     _corpus_clean(name)
 
 
+# Triton's e2m1 upcast in tl.dot_scaled reads registers that nothing writes (LLVM's undef, a byte permute of
+# don't-care bytes): initcheck reports exactly that, which is true of the PTX (compute-sanitizer does not check
+# registers); the output still equals the H100's
+UNDEF_REGISTER_READS = {f"triton_scaled_dot_{a}_e2m1_sb_32x32x64_sm90a" for a in ("bf16", "e4m3", "e5m2", "fp16")}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(set(corpus_lib.load_all()) - set(corpus_lib.CANNOT_RUN)))
 def test_corpus_has_no_reports(name):
-    _corpus_clean(name)
+    if name not in UNDEF_REGISTER_READS:
+        return _corpus_clean(name)
+    cases = corpus_lib.load_all()
+    got, res, _ = corpus_lib.replay(cases[name], sanitize="all")
+    assert res.reports and {(r.tool, r.kind) for r in res.reports} == {("initcheck", "uninitialized-read")}
+    assert all("register" in r.message and "nothing wrote" in r.message for r in res.reports)
+    assert corpus_lib.mismatches(cases[name], got) == []
 
 
 # -- planted bugs written in Triton (tools/hwcapture/sanitize/planted_triton.py; Triton 3.6 PTX for sm_90a) ----
