@@ -87,10 +87,9 @@ class GlobalMemory:
                 if nbytes else np.zeros(0, np.uint8)
         except MemoryError:
             raise MemoryAccessError(f"GlobalMemory.alloc: the host cannot hold {nbytes} bytes") from None
-        addr = self._next
-        self._bases.append(addr)
-        self._bufs.append(buf)
         span = -(-max(nbytes, 1) // self.ALIGN) * self.ALIGN
+        addr = self._free(span)
+        self._insert(addr, buf)
         self._next = addr + span + self.GAP
         if fresh and nbytes:
             self._uninit[addr] = None
@@ -100,13 +99,15 @@ class GlobalMemory:
         """Copy the bytes of ``array`` (any numpy array, C order) into a new allocation."""
         raw = _raw_bytes(array, "GlobalMemory.upload")
         addr = self.alloc(raw.size, 0)
-        self._bufs[-1][:] = raw
+        self._bufs[bisect.bisect_right(self._bases, addr) - 1][:] = raw
         return addr
 
-    def map(self, array: np.ndarray, phase: int = 0) -> int:
+    def map(self, array: np.ndarray, phase: int = 0, at: int | None = None) -> int:
         """Place an existing C-contiguous, writeable numpy array in global memory without copying: the
         kernel reads and writes the array's own bytes. Returns its address: 256-byte aligned, plus ``phase``
-        (0..255) to give the array the alignment its host address has."""
+        (0..255) to give the array the alignment its host address has. ``at`` places the array at that
+        exact address instead (for example the one it had on a GPU, so that recorded argument bytes that hold
+        device pointers need no patching); it must not overlap another allocation."""
         if not isinstance(array, np.ndarray) or not array.flags.c_contiguous or not array.flags.writeable:
             raise MemoryAccessError("GlobalMemory.map: needs a C-contiguous, writeable numpy array; use "
                                     "upload() to copy any other array in")
@@ -116,11 +117,43 @@ class GlobalMemory:
         if phase not in range(self.ALIGN):
             raise MemoryAccessError(f"GlobalMemory.map: phase must be 0..{self.ALIGN - 1}, not {phase}")
         raw = array.reshape(-1).view(np.uint8)
-        addr = self.alloc(0, 0) + phase
-        self._bases[-1] = addr
-        self._bufs[-1] = raw
+        if at is not None:
+            return self._map_at(raw, _int(at, "GlobalMemory.map", "at"))
         span = -(-max(raw.size + phase, 1) // self.ALIGN) * self.ALIGN
-        self._next = addr - phase + span + self.GAP
+        start = self._free(span)
+        self._insert(start + phase, raw)
+        self._next = start + span + self.GAP
+        return start + phase
+
+    def _free(self, span):
+        """The lowest 256-aligned address at or above the next free one where ``span`` bytes (and a gap)
+        fit between the allocations placed at exact addresses by ``map(at=)``."""
+        addr = self._next
+        i = bisect.bisect_right(self._bases, addr)
+        if i and addr < self._bases[i - 1] + max(self._bufs[i - 1].size, 1) + self.GAP:
+            addr = -(-(self._bases[i - 1] + max(self._bufs[i - 1].size, 1) + self.GAP) // self.ALIGN) * self.ALIGN
+        while i < len(self._bases) and addr + span + self.GAP > self._bases[i]:
+            addr = -(-(self._bases[i] + max(self._bufs[i].size, 1) + self.GAP) // self.ALIGN) * self.ALIGN
+            i += 1
+        return addr
+
+    def _insert(self, addr, buf):
+        i = bisect.bisect_right(self._bases, addr)
+        self._bases.insert(i, addr)
+        self._bufs.insert(i, buf)
+
+    def _map_at(self, raw, addr):
+        if addr <= 0 or addr + raw.size > 1 << 64:
+            raise MemoryAccessError(f"GlobalMemory.map: address {addr:#x} is not a 64-bit device address")
+        i = bisect.bisect_right(self._bases, addr)
+        prev = (self._bases[i - 1], self._bufs[i - 1].size) if i else None
+        if prev is not None and addr < prev[0] + max(prev[1], 1):
+            raise MemoryAccessError(f"GlobalMemory.map: address {addr:#x} lies inside the allocation at "
+                                    f"{prev[0]:#x} (+{prev[1]} bytes)")
+        if i < len(self._bases) and addr + max(raw.size, 1) > self._bases[i]:
+            raise MemoryAccessError(f"GlobalMemory.map: {raw.size} bytes at {addr:#x} overlap the allocation "
+                                    f"at {self._bases[i]:#x}")
+        self._insert(addr, raw)
         return addr
 
     def download(self, addr: int, nbytes: int) -> np.ndarray:
