@@ -1,4 +1,4 @@
-"""Production kernels nobody here wrote, as corpus cases (``tests/data/corpus/production.npz``), each run on the
+"""Third-party production kernels as corpus cases (``tests/data/corpus/production.npz``), each run on the
 H100 from its own PTX and replayed bit for bit by the tests.
 
 * Triton kernels of Liger-Kernel (``LIGER_DIR``) and unsloth (``UNSLOTH_DIR``), copied out of their source files
@@ -12,7 +12,9 @@ H100 from its own PTX and replayed bit for bit by the tests.
       (then run_gpu.py and pack.py as for the other bundles)
 
 * CUDA C++ kernels with TMA descriptors inside their ``__grid_constant__`` arguments (``production/*.cu``):
-  ThunderKittens' H100 bf16 GEMM and attention forward, DeepGEMM's SM90 fp8 GEMM. Each host program builds the
+  ThunderKittens' H100 bf16 and fp8 GEMMs and attention forward (D 64 and 128, causal or not, grouped heads),
+  DeepGEMM's SM90 fp8 GEMM (BLOCK_M 64/128, BLOCK_N 128/112, 2-CTA clusters with TMA multicast of A or B) and
+  bf16 GEMM. Each host program builds the
   arguments as the project's own host code does, loads the PTX text with ``cuModuleLoadData``, launches it
   twice and writes the argument bytes, every array's device address and its bytes before and after
   (``production/capture.cuh``); ``build_native.sh`` compiles the PTX and the host programs with each project's
@@ -26,6 +28,7 @@ import ast
 import importlib.util
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -309,7 +312,8 @@ def native(capdir, bundle, gpu):
         raw = json.load(open(os.path.join(d, "config.json")))
         ptx = open(os.path.join(capdir, raw["ptx_file"]), "rb").read()
         arrays = raw["arrays"]
-        cfg = dict(FILE, source="nvcc", tool=meta["nvcc"], target="sm_90a", flags=raw["flags"], kernel=raw["kernel"],
+        version = re.search(r"cuda_(\d+\.\d+)", meta["nvcc"])
+        cfg = dict(FILE, source="nvcc", tool=f"nvcc {version.group(1) if version else meta['nvcc']}", target="sm_90a", flags=raw["flags"], kernel=raw["kernel"],
                    grid=raw["grid"], block=raw["block"], shared=raw["shared"],
                    args=[["bytes", h] for h in raw["args"]], at={a["name"]: a["address"] for a in arrays},
                    outputs=[a["name"] for a in arrays if a["out"]], origin=raw["origin"],

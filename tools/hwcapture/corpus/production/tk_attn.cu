@@ -53,5 +53,7 @@ int main(int argc, char **argv) {
     attn_case<64, false>(argv[1], argv[2], "nvcc_tk_attn_fwd_d64_n384", 1, 1, 1, 384);
     attn_case<64, true>(argv[1], argv[2], "nvcc_tk_attn_fwd_causal_d64_n384", 1, 1, 1, 384);
     attn_case<64, false>(argv[1], argv[2], "nvcc_tk_attn_fwd_gqa_d64_n384", 1, 2, 1, 384);
+    attn_case<128, false>(argv[1], argv[2], "nvcc_tk_attn_fwd_d128_n384", 1, 1, 1, 384);
+    attn_case<128, true>(argv[1], argv[2], "nvcc_tk_attn_fwd_causal_d128_n384", 1, 1, 1, 384);
     return 0;
 }
