@@ -275,12 +275,11 @@ def triton_build(bundle):
     only = os.environ.get("ONLY")
     if only:
         cases = [c for c in cases if only in c["name"]]
-    sys.argv = ["build.py", bundle]
-    res = build.triton_cases(cases)
-    build.write_bundle(res, bundle) if hasattr(build, "write_bundle") else _write(build, res, bundle)
+    _write(build, build.triton_cases(cases), bundle)
 
 
 def _write(build, allc, path):
+    """A bundle in build.py's form (the PTX of a module shared by several cases stored once)."""
     res, first = {}, {}
     for name, (ptx, cfg, inputs) in allc.items():
         cfg["dtypes"] = {k: v.dtype.name for k, v in inputs.items()}
