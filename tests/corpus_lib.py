@@ -80,6 +80,9 @@ def replay(case, arch=None, **launch):
     g = GlobalMemory()
     addrs, args = {}, []
     nprog = int(np.prod(cfg["grid"]))
+    for name, at in cfg.get("at", {}).items():      # arrays placed where they were on the GPU: recorded argument
+        arr = np.array(case["in"][name], copy=True)   # bytes that hold their device addresses need no patching
+        addrs[name] = (g.map(arr, at=at), arr)
     for a in cfg["args"]:          # every array first: a tensor map names the array it describes
         if a[0] in ("array", "tensormap") and a[1] not in addrs:
             arr = case["in"][a[1]]
