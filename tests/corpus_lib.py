@@ -33,10 +33,13 @@ def _files():
     return sorted(glob.glob(os.path.join(DATA, "*.npz")))
 
 
-def load_all():
-    """{case: {"ptx": str, "config": dict, "in": {arg: array}, "out": {arg: array}}} of every committed case."""
+def load_all(only=None):
+    """{case: {"ptx": str, "config": dict, "in": {arg: array}, "out": {arg: array}}} of every committed case
+    (``only``: the file names to read, e.g. ``["cutlass.npz"]``)."""
     cases = {}
     for path in _files():
+        if only is not None and os.path.basename(path) not in only:
+            continue
         with np.load(path, allow_pickle=False) as z:
             for key in z.files:
                 name, kind, *rest = key.split("__")

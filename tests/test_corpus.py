@@ -1,7 +1,7 @@
 """The corpus of compiler-written PTX replayed bit for bit against the H100 (tests/data/corpus).
 
 Each case is a kernel as Triton 3.6 or nvcc 13 wrote it (for sm_80 and sm_90a; nvcc also with -lineinfo, -G and
---use_fast_math; CuTe kernels from the CUTLASS headers), with the outputs an H100 produced from the same PTX
+--use_fast_math; CuTe kernels from the CUTLASS headers; CUTLASS 3 CollectiveBuilder GEMMs), with the outputs an H100 produced from the same PTX
 text. The default run replays a fixed sample that covers every source, target and flag set; the whole corpus
 runs under ``-m slow``. ``corpus_lib.CANNOT_RUN`` lists what does not run yet, and the tests keep it true.
 """
@@ -31,6 +31,9 @@ SAMPLE = [
     # third-party kernels the emulator once got wrong (regressions.npz)
     "cute_tutorial_wgmma_cpasync_tn_sm90a", "triton_scaled_dot_e2m1_e4m3_sa_32x32x64_sm90a",
     "triton_liger_layer_norm_f16_1000_sm80", "triton_unsloth_geglu_exact_sm90a",
+    # CUTLASS 3 CollectiveBuilder GEMMs (cutlass.npz): a 2x1 cluster with TMA multicast, and stream-K whose two
+    # CTAs share a tile and fix it up through the workspace
+    "cutlass_cluster2x1_f16_sm90a", "cutlass_streamk_f16_sm90a",
 ]
 
 
@@ -49,9 +52,9 @@ def test_corpus_is_whole():
         assert case["ptx"].lstrip().startswith(("//", ".version")), name
         assert "H100" in cfg["gpu"] or "H200" in cfg["gpu"], name      # sm_90 (the H200 is the same GH100 chip)
         assert set(case["out"]) == set(cfg["outputs"]) and case["out"], name
-        assert cfg["source"] in ("triton", "nvcc", "cute") and name.startswith(cfg["source"] + "_"), name
+        assert cfg["source"] in ("triton", "nvcc", "cute", "cutlass") and name.startswith(cfg["source"] + "_"), name
     sources = {c["config"]["source"] for c in CASES.values()}
-    assert sources == {"triton", "nvcc", "cute"}
+    assert sources == {"triton", "nvcc", "cute", "cutlass"}
 
 
 def test_sample_covers_every_setting():

@@ -10,14 +10,15 @@ address and bytes, then loads the PTX nvcc wrote for that same translation unit 
 it twice with those exact bytes from freshly reset buffers.
 
     python cutlass3.py build $CUTLASS DIR        # compile every case (binaries and their PTX) into DIR
-    DIR/run.sh 1 2 3 4 5 6 7 8 9                  # on the GPU machine, with OUT set: writes OUT/raw0.npz, raw1.npz
-    python cutlass3.py pack DIR raw0.npz raw1.npz # -> tests/data/corpus/cutlass.npz
+    DIR/run.sh 1 2 3 4 5 6 7 8 9 10                 # on the GPU machine, with OUT set: writes OUT/raw0.npz, raw1.npz
+    python cutlass3.py pack raw0.npz raw1.npz     # -> tests/data/corpus/cutlass.npz
 
 The replay maps every buffer at the address it had on the GPU (``GlobalMemory.map(at=)``, the config's ``at``),
 so the recorded ``Params`` run unchanged.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,9 +43,12 @@ CASES = {
        "M=N=256, K=512",
     7: "KernelTmaWarpSpecializedPingpongFP8FastAccum, fp8 e5m2 x e4m3 -> f16, tile 64x128x128, M=N=256, K=512",
     8: "KernelTmaWarpSpecializedCooperative with StreamKScheduler (stream-K forced, deterministic reduction, "
-       "3 workers), f16 -> f32, tile 128x128x64, M=256, N=128, K=1024",
+       "2 workers of 24 k-blocks over 3 tiles of 16: the two CTAs share the middle tile and fix it up through the "
+       "workspace), f16 -> f32, tile 128x128x64, M=384, N=128, K=1024",
     9: "KernelTmaWarpSpecializedCooperative with LinCombPerRowBiasEltAct<ReLu> (fused bias + ReLU, TMA store), "
        "f16, tile 128x128x64, M=N=K=256, alpha 1, beta 0.5",
+    10: "KernelTmaWarpSpecializedCooperative with StreamKScheduler in split-K mode (3 splits, deterministic "
+        "reduction through the workspace), f16, tile 128x128x64, M=N=256, K=768",
 }
 
 
@@ -67,18 +71,39 @@ def build(cutlass, out, jobs=3):
         shutil.copy(os.path.join(HERE, "cutlass3", f), out)
 
 
-def pack(build_dir, raws):
+def _meta(text, log, ptx):
+    """The record of one case. A record whose first fields were cut short (an early version of gemm.cu printed
+    them into a 512-byte buffer, shorter than CUTLASS's mangled kernel names) is completed from the run's log
+    line and the PTX's entry."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    meta = {"name": re.search(r'"name": "([^"]+)"', text).group(1),
+            "params": re.search(r'"params": "([0-9a-f]+)"', text).group(1),
+            "buffers": json.loads(text[text.index('"buffers": ') + 11:].strip()[:-1]),
+            "kernel": next(e for e in re.findall(r"^\.(?:visible\s+)?entry\s+(\w+)\(", ptx, re.M)
+                           if "device_kernel" in e)}
+    m = re.search(r"grid (\d+) (\d+) (\d+) block (\d+) cluster (\d+)x(\d+) smem (\d+) ws \d+ sane (\d) .* agree (\d) "
+                  r"same_as_cutlass (\d)", log)
+    g = [int(x) for x in m.groups()]
+    meta.update(grid=g[0:3], block=[g[3], 1, 1], cluster=[g[4], g[5], 1], shared=g[6], sane=bool(g[7]),
+                runs_agree=bool(g[8]), same_as_cutlass_run=bool(g[9]))
+    return meta
+
+
+def pack(raws, gpu=None):
     res = {}
     for path in raws:
         with np.load(path, allow_pickle=False) as z:
             raw = {k: z[k] for k in z.files}
         for key in sorted(k for k in raw if k.endswith("__meta")):
             c = key.split("__")[0]
-            meta = json.loads(str(raw[key]))
-            if not (meta["sane"] and meta["same_as_cutlass_run"]):
+            meta = _meta(str(raw[key]), str(raw[f"{c}__log"]), raw[f"{c}__ptx"].tobytes().decode())
+            if not (meta["sane"] and meta["same_as_cutlass_run"] and meta["runs_agree"]):
                 print(f"left out case {c}: {meta['name']}: the PTX run is not CUTLASS's own answer", meta)
                 continue
-            ptx = open(os.path.join(build_dir, f"k{c[1:]}.ptx")).read()
+            ptx = raw[f"{c}__ptx"].tobytes().decode()
             tool = next((ln[3:].strip() for ln in ptx.splitlines() if ln.startswith("// Cuda compilation")), "nvcc")
             name = f"cutlass_{meta['name']}_sm90a"
             at, dtypes, outputs, nondet = {}, {}, [], {}
@@ -99,7 +124,7 @@ def pack(build_dir, raws):
             cfg = dict(source="cutlass", file="cutlass", tool=tool, flags=" ".join(FLAGS), target="sm_90a",
                        kernel=meta["kernel"], grid=meta["grid"], block=meta["block"], cluster=meta["cluster"],
                        shared=meta["shared"], args=[["bytes", meta["params"]]], at=at, outputs=outputs,
-                       dtypes=dtypes, gpu=meta["gpu"],
+                       dtypes=dtypes, gpu=str(raw["gpu"]) if "gpu" in raw else gpu,
                        origin=f"CUTLASS 3 CollectiveBuilder GEMM (tools/hwcapture/corpus/cutlass3/gemm.cu CASE="
                               f"{c[1:]}): {CASES[int(c[1:])]}")
             if nondet:
@@ -116,6 +141,7 @@ if __name__ == "__main__":
     if sys.argv[1] == "build":
         build(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "pack":
-        pack(sys.argv[2], sys.argv[3:])
+        gpu = sys.argv[sys.argv.index("--gpu") + 1] if "--gpu" in sys.argv else None   # for records without it
+        pack([a for a in sys.argv[2:] if a.endswith(".npz")], gpu)
     else:
         sys.exit(__doc__)

@@ -93,16 +93,18 @@ using LA = RowMajor; using LB = ColMajor; using LC = RowMajor;
 using TileMNK = Shape<_64, _128, _128>; using Cluster = Shape<_1, _1, _1>;
 using KSched = kern::KernelTmaWarpSpecializedPingpongFP8FastAccum; using ESched = epi::TmaWarpSpecialized;
 constexpr int M = 256, N = 256, K = 512; constexpr float ALPHA = 1.0f, BETA = 0.5f;
-#elif CASE == 8 // stream-K, cooperative, f16 -> f32, 3 workers over 2 tiles of 16 k-blocks
+#elif CASE == 8 // stream-K, cooperative, f16 -> f32: 2 workers over 3 tiles of 16 k-blocks (24 k-blocks each)
 #define NAME "streamk_f16"
 using EA = cutlass::half_t; using EB = cutlass::half_t; using EC = float; using ED = float;
 using LA = RowMajor; using LB = ColMajor; using LC = RowMajor;
 using TileMNK = Shape<_128, _128, _64>; using Cluster = Shape<_1, _1, _1>;
 using KSched = kern::KernelTmaWarpSpecializedCooperative; using ESched = epi::TmaWarpSpecializedCooperative;
-#undef TS_OVERRIDE
 #define TS_OVERRIDE kern::StreamKScheduler
-constexpr int M = 256, N = 128, K = 1024; constexpr float ALPHA = 1.0f, BETA = 0.5f;
-constexpr int SK_SMS = 3;
+constexpr int M = 384, N = 128, K = 1024; constexpr float ALPHA = 1.0f, BETA = 0.5f;
+// CUTLASS gives a stream-K unit's piece of a tile to a neighbour when it is under 8 k-blocks: 24 k-blocks per
+// unit split the middle tile 8 + 8, so the two CTAs share it and fix it up through the workspace
+constexpr int SK_SMS = 2;
+#define SK_MODE StreamK
 #elif CASE == 9 // fused epilogue: ReLU(alpha * acc + beta * C + per-row bias), TMA store
 #define NAME "evt_bias_relu_f16"
 using EA = cutlass::half_t; using EB = cutlass::half_t; using EC = cutlass::half_t; using ED = cutlass::half_t;
@@ -111,6 +113,16 @@ using TileMNK = Shape<_128, _128, _64>; using Cluster = Shape<_1, _1, _1>;
 using KSched = kern::KernelTmaWarpSpecializedCooperative; using ESched = epi::TmaWarpSpecializedCooperative;
 #define FUSION epi::fusion::LinCombPerRowBiasEltAct<cutlass::epilogue::thread::ReLu, ED, float, ED, EC, float>
 constexpr int M = 256, N = 256, K = 256; constexpr float ALPHA = 1.0f, BETA = 0.5f;
+#elif CASE == 10 // split-K in 3 (the stream-K scheduler's split-K mode), cooperative, f16 -> f16
+#define NAME "splitk3_f16"
+using EA = cutlass::half_t; using EB = cutlass::half_t; using EC = cutlass::half_t; using ED = cutlass::half_t;
+using LA = RowMajor; using LB = ColMajor; using LC = RowMajor;
+using TileMNK = Shape<_128, _128, _64>; using Cluster = Shape<_1, _1, _1>;
+using KSched = kern::KernelTmaWarpSpecializedCooperative; using ESched = epi::TmaWarpSpecializedCooperative;
+#define TS_OVERRIDE kern::StreamKScheduler
+constexpr int M = 256, N = 256, K = 768; constexpr float ALPHA = 1.0f, BETA = 0.5f;
+#define SK_MODE SplitK
+#define SK_SPLITS 3
 #endif
 
 #ifdef TS_OVERRIDE
@@ -242,10 +254,16 @@ int main(int argc, char** argv) {
 #ifdef FUSION
   args.epilogue.thread.bias_ptr = (ED*)bufs[4].dev;
 #endif
-#if CASE == 8
-  args.hw_info.sm_count = SK_SMS;
-  args.scheduler.decomposition_mode = kern::kernel::detail::PersistentTileSchedulerSm90StreamKParams::DecompositionMode::StreamK;
-  args.scheduler.reduction_mode = kern::kernel::detail::PersistentTileSchedulerSm90StreamKParams::ReductionMode::Deterministic;
+#ifdef SK_MODE
+  using SKParams = kern::kernel::detail::PersistentTileSchedulerSm90StreamKParams;
+#ifdef SK_SPLITS
+  args.scheduler.splits = SK_SPLITS;
+#else
+  args.hw_info.sm_count = SK_SMS;   // fewer workers than tiles, and not a multiple: CTAs share tiles
+  args.scheduler.raster_order = SKParams::RasterOrderOptions::AlongN;   // one group of units over every tile
+#endif
+  args.scheduler.decomposition_mode = SKParams::DecompositionMode::SK_MODE;
+  args.scheduler.reduction_mode = SKParams::ReductionMode::Deterministic;
 #endif
 
   Gemm gemm;
@@ -342,7 +360,7 @@ int main(int argc, char** argv) {
 
   // 3. the record
   std::string meta = "{";
-  char tmp[512];
+  char tmp[16384];   // mangled CUTLASS kernel names run to thousands of characters
   snprintf(tmp, sizeof tmp, "\"name\": \"%s\", \"kernel\": \"%s\", \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], "
            "\"cluster\": [%d, %d, 1], \"shared\": %d, \"m\": %d, \"n\": %d, \"k\": %d, \"alpha\": %g, \"beta\": %g, "
            "\"sane\": %s, \"maxerr\": %g, \"maxref\": %g, \"runs_agree\": %s, \"same_as_cutlass_run\": %s, ",
