@@ -9,9 +9,10 @@ ordinary CUTLASS way, checks it against a host reference, records the kernel's `
 address and bytes, then loads the PTX nvcc wrote for that same translation unit through the driver and launches
 it twice with those exact bytes from freshly reset buffers.
 
-    python cutlass3.py build $CUTLASS DIR        # compile every case (binaries and their PTX) into DIR
-    DIR/run.sh 1 2 3 4 5 6 7 8 9 10                 # on the GPU machine, with OUT set: writes OUT/raw0.npz, raw1.npz
-    python cutlass3.py pack raw0.npz raw1.npz     # -> tests/data/corpus/cutlass.npz
+    # on the GPU machine, with OUT set: builds every case in parallel (nvcc -keep keeps the PTX that the
+    # binary then loads), runs them, writes OUT/raw0.npz and OUT/raw1.npz
+    CUTLASS=/path/to/cutlass cutlass3/run.sh 1 2 3 4 5 6 7 8 9 10
+    python cutlass3.py pack raw0.npz raw1.npz [more.npz ...]   # -> tests/data/corpus/cutlass.npz (later files win)
 
 The replay maps every buffer at the address it had on the GPU (``GlobalMemory.map(at=)``, the config's ``at``),
 so the recorded ``Params`` run unchanged.
@@ -19,17 +20,14 @@ so the recorded ``Params`` run unchanged.
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 OUT = os.path.join(ROOT, "tests", "data", "corpus", "cutlass.npz")
-FLAGS = ["-std=c++17", "--expt-relaxed-constexpr", "-arch=sm_90a", "-O3", "-DNDEBUG"]
+FLAGS = ["-std=c++17", "--expt-relaxed-constexpr", "-arch=sm_90a", "-O3", "-DNDEBUG"]     # as run.sh builds
 
 # CASE -> what the kernel is (the names the host program records)
 CASES = {
@@ -50,25 +48,6 @@ CASES = {
     10: "KernelTmaWarpSpecializedCooperative with StreamKScheduler in split-K mode (3 splits, deterministic "
         "reduction through the workspace), f16, tile 128x128x64, M=N=256, K=768",
 }
-
-
-def build(cutlass, out, jobs=3):
-    """Every case's binary (``g<n>``) and the PTX nvcc wrote for it (``k<n>.ptx``), with the run scripts."""
-    os.makedirs(out, exist_ok=True)
-    src = os.path.join(HERE, "cutlass3", "gemm.cu")
-
-    def one(c):
-        keep = os.path.join(out, f"keep{c}")
-        os.makedirs(keep, exist_ok=True)
-        cmd = ["nvcc", *FLAGS, f"-DCASE={c}", f"-I{cutlass}/include", f"-I{cutlass}/tools/util/include",
-               "-diag-suppress", "20012", "-keep", "-keep-dir", keep, "-o", os.path.join(out, f"g{c}"), src]
-        subprocess.run(cmd, check=True)
-        shutil.copy(os.path.join(keep, "gemm.compute_90a.ptx"), os.path.join(out, f"k{c}.ptx"))
-        shutil.rmtree(keep)
-    with ThreadPoolExecutor(jobs) as ex:
-        list(ex.map(one, CASES))
-    for f in ("run.sh", "pack_raw.py"):
-        shutil.copy(os.path.join(HERE, "cutlass3", f), out)
 
 
 def _meta(text, log, ptx):
@@ -138,9 +117,7 @@ def pack(raws, gpu=None):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "build":
-        build(sys.argv[2], sys.argv[3])
-    elif sys.argv[1] == "pack":
+    if sys.argv[1:2] == ["pack"]:
         gpu = sys.argv[sys.argv.index("--gpu") + 1] if "--gpu" in sys.argv else None   # for records without it
         pack([a for a in sys.argv[2:] if a.endswith(".npz")], gpu)
     else:
