@@ -2,8 +2,8 @@
 
 Each case is a kernel as Triton 3.6 or nvcc 13 wrote it (for sm_80 and sm_90a; nvcc also with -lineinfo, -G and
 --use_fast_math; CuTe kernels from the CUTLASS headers; production kernels of ThunderKittens, DeepGEMM,
-Liger-Kernel and unsloth with their projects' flags), with the outputs an H100 produced from the same PTX
-text. The default run replays a fixed sample that covers every source, target and flag set; the whole corpus
+Liger-Kernel and unsloth with their projects' flags; CUTLASS 3 CollectiveBuilder GEMMs), with the outputs an H100
+produced from the same PTX text. The default run replays a fixed sample that covers every source, target and flag set; the whole corpus
 runs under ``-m slow``. ``corpus_lib.CANNOT_RUN`` lists what does not run yet, and the tests keep it true.
 """
 import re
@@ -36,6 +36,9 @@ SAMPLE = [
     "nvcc_tk_gemm_bf16_256x512x128_2cta", "nvcc_tk_attn_fwd_causal_d64_n384",
     "nvcc_deepgemm_fp8_1d2d_128x224x512_bn112", "nvcc_deepgemm_fp8_1d2d_256x256x512_mcast_a",
     "triton_liger_cross_entropy_softcap_bf16_sm90a",
+    # CUTLASS 3 CollectiveBuilder GEMMs (cutlass.npz): a 2x1 cluster with TMA multicast, and stream-K whose two
+    # CTAs share a tile and fix it up through the workspace
+    "cutlass_cluster2x1_f16_sm90a", "cutlass_streamk_f16_sm90a",
 ]
 
 
@@ -54,9 +57,9 @@ def test_corpus_is_whole():
         assert case["ptx"].lstrip().startswith(("//", ".version")), name
         assert "H100" in cfg["gpu"] or "H200" in cfg["gpu"], name      # sm_90 (the H200 is the same GH100 chip)
         assert set(case["out"]) == set(cfg["outputs"]) and case["out"], name
-        assert cfg["source"] in ("triton", "nvcc", "cute") and name.startswith(cfg["source"] + "_"), name
+        assert cfg["source"] in ("triton", "nvcc", "cute", "cutlass") and name.startswith(cfg["source"] + "_"), name
     sources = {c["config"]["source"] for c in CASES.values()}
-    assert sources == {"triton", "nvcc", "cute"}
+    assert sources == {"triton", "nvcc", "cute", "cutlass"}
 
 
 def test_sample_covers_every_setting():

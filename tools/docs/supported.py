@@ -25,6 +25,10 @@ def text():
            "Still refused (an `UnsupportedError` naming the construct): recursion (also through function pointers),",
            "`.address_size 32`, texture and surface instructions, im2col tensor copies, sparse `wgmma.mma_async.sp`.",
            "",
+           "CUTLASS 3 `CollectiveBuilder` GEMMs (warp-specialised, ping-pong, cooperative, clusters with TMA",
+           "multicast, fp8, stream-K and split-K, fused epilogues with TMA store) run from their PTX with nothing",
+           "refused and equal the H100 bit for bit ([corpus.md](corpus.md), `cutlass.npz`).",
+           "",
            f"## mma.sync spellings ({len(VARIANTS)})", ""]
     out += [f"* `{s}`" for s in VARIANTS]
     out += ["", *atomics_section()]
