@@ -1066,6 +1066,8 @@ class Checker:
 
     def _mma(self, scope, instr):
         from isa.mma import VARIANTS as MMA
+        if any(m in ("sp", "sp::ordered_metadata") for m in instr.mods):
+            return self._mma_sp(scope, instr)
         var = MMA.get(instr.opcode)
         if var is None:
             raise UnsupportedError(f"line {instr.line}, column {instr.col}: {instr.opcode}: not an mma form the "
@@ -1082,6 +1084,28 @@ class Checker:
                     name = self.reg_of(scope, it)
                     if name is not None and self.rtype(scope, name, instr) not in ("b32", "_"):
                         _fail(instr, f"{instr.opcode}: packed {which} fragment register {name} must be .b32")
+
+    def _mma_sp(self, scope, instr):
+        from isa.mma_sp import VARIANTS as SP
+        var = SP.get(instr.opcode)
+        if var is None:
+            raise UnsupportedError(f"line {instr.line}, column {instr.col}: {instr.opcode}: not an mma.sp form the "
+                                   f"emulator knows (isa/mma_sp.py lists them)")
+        ops = instr.operands
+        if len(ops) != 6:
+            _fail(instr, f"{instr.opcode}: takes 6 operands (D, A, B, C, metadata, selector), found {len(ops)}")
+        for k, (op, which) in enumerate(zip(ops[:4], "DABC")):
+            t = {"D": var.dtype, "A": var.atype, "B": var.btype, "C": var.ctype}[which]
+            rt = t if t in ("f32", "s32") else "b32"
+            self.vector(scope, instr, op, var.n_regs(which), rt, k, which == "D")
+        e, f = ops[4], ops[5]
+        if not isinstance(e, ptx.Imm):
+            name = self.reg_of(scope, e)
+            if name is None or TYPES.get(self.rtype(scope, name, instr), (0,))[0] != 32:
+                _fail(instr, f"{instr.opcode}: the metadata (operand 5) must be a 32-bit register or constant")
+        if not isinstance(f, ptx.Imm) or f.kind != "int" or int(f.value) not in var.selectors:
+            _fail(instr, f"{instr.opcode}: the sparsity selector (operand 6) must be one of the constants "
+                         f"{', '.join(map(str, var.selectors))}")
 
     def _cp_other(self, scope, instr):
         mods, ops = instr.mods, instr.operands

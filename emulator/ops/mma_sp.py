@@ -159,9 +159,17 @@ def compile_mma_sp(instr, env):
                 raise OperandError(f"{instr.opcode}: {what} register {name} is {env.reg_width(name)}-bit; "
                                    f"mma.sp operands are 32-bit registers")
         groups.append(names)
-    e_names = vec_regs(env, ops[4], instr, 1, "metadata operand")
-    if env.reg_width(e_names[0]) != 32:
-        raise OperandError(f"{instr.opcode}: the metadata operand {e_names[0]} must be a 32-bit register")
+    e_const = None
+    if isinstance(ops[4], Imm):
+        if ops[4].kind != "int":
+            raise OperandError(f"{instr.opcode}: a constant metadata operand must be an integer, found {ops[4]}")
+        e_const = np.full(32, int(ops[4].value) & 0xFFFFFFFF, np.uint32)
+        op.positions(e_const, instr.text)              # constant metadata: checked once, here
+        e_names = None
+    else:
+        e_names = vec_regs(env, ops[4], instr, 1, "metadata operand")
+        if env.reg_width(e_names[0]) != 32:
+            raise OperandError(f"{instr.opcode}: the metadata operand {e_names[0]} must be a 32-bit register")
     d_names, a_names, b_names, c_names = groups
     text = instr.text
     bufs = [np.empty((len(n), 32), np.uint32) for n in (a_names, b_names, c_names)]
@@ -173,7 +181,7 @@ def compile_mma_sp(instr, env):
         for names, buf in srcs:
             for i, n in enumerate(names):
                 buf[i] = get(n, text)
-        e = np.asarray(get(e_names[0], text), np.uint32)
+        e = e_const if e_names is None else np.asarray(get(e_names[0], text), np.uint32)
         d = op.execute(*bufs, e, text=text)
         regs = warp.regs
         for i, n in enumerate(d_names):
