@@ -1126,7 +1126,8 @@ class Checker:
                  "multicast::cluster", "L2::cache_hint", "prefetch", "add", "min", "max", "inc", "dec", "and", "or",
                  "xor", "u32", "s32", "u64", "s64", "f32", "f64", "f16", "bf16", "b32", "b64", "noftz", "cp_mask",
                  "mbarrier", "arrive", "noinc", "b8", "L2::evict_last", "L2::evict_first", "L2::evict_normal",
-                 "tile::gather4", "tile::scatter4", "cta_group::1", "cta_group::2", "im2col::w", "im2col::w::128"}
+                 "tile::gather4", "tile::scatter4", "cta_group::1", "cta_group::2", "im2col::w", "im2col::w::128",
+                 "L2"}
         bad = [m for m in mods if m not in vocab]
         if bad:
             _fail(instr, f"{instr.opcode}: illegal qualifier .{bad[0]} for cp")

@@ -24,8 +24,9 @@ def text():
            "`call` (direct, and through a register holding a function address with a `.callprototype` or",
            "`.calltargets` list), `ret`, `exit`, `bar` / `barrier`.", "",
            "Still refused (an `UnsupportedError` naming the construct): recursion (also through function pointers),",
-           "`.address_size 32`, texture and surface instructions, im2col tensor copies, sparse `wgmma.mma_async.sp`.",
+           "`.address_size 32`, and the instructions the coverage table below lists as refused.",
            "",
+           *coverage_section(), "",
            f"## mma.sync spellings ({len(VARIANTS)})", ""]
     out += [f"* `{s}`" for s in VARIANTS]
     out += ["", f"## mma.sp spellings ({len(SPARSE)})", "",
@@ -34,6 +35,20 @@ def text():
     out += [f"* `{s}` (selector {', '.join(map(str, v.defined_selectors))})" for s, v in SPARSE.items()]
     out += ["", *atomics_section()]
     return "\n".join(out) + "\n"
+
+
+def coverage_section():
+    """isa.coverage: every instruction of the PTX ISA for sm_90a, executed (with its evidence) or refused (why)."""
+    from isa.coverage import COVERAGE
+    out = ["## Coverage of the PTX ISA for sm_90a", "",
+           "Every instruction ptxas 13 accepts for sm_90a (and, last, the newer ones it rejects), executed with the",
+           "evidence named (an H100 capture the tests replay bit for bit, or why there is nothing to measure), or",
+           "refused with the reason. `tests/test_coverage.py` runs each row's sample (`isa/coverage.py`): an",
+           "executed row must run, a refused one must raise an error naming it.", "",
+           "| instruction | | evidence / reason |", "|---|---|---|"]
+    for name, _sample, status, why, _match in COVERAGE:
+        out.append(f"| {name} | {'executed' if status == 'run' else '**refused**'} | {why} |")
+    return out
 
 
 def atomics_section():
