@@ -257,3 +257,21 @@ def test_validator_checks_kernels():
         load_ptx(body.replace("@@", _text(F16K32, 7)))
     with pytest.raises(UnsupportedError, match="not an mma.sp form the emulator knows"):
         load_ptx(body.replace("@@", _text(F16K32.replace("k32", "k24"), 0)))
+
+
+# ---- pictures -----------------------------------------------------------------------------------------------
+def test_show_metadata_and_compressed_a(capsys):
+    from emulator.cli import main
+    from emulator.layouts.show import metadata_view, mma_view
+    g = metadata_view(F16K32, 1)
+    text = g.text()
+    assert "T2:e[3:0]" in text and "T3:e[15:12]" in text and "T1:" not in text.split("\n", 2)[2]
+    a = mma_view("mma.sp.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "A").text()
+    assert "compressed" in a and "16 x 8 f16" in a
+    assert main(["show", "mma.sp.sync.aligned.m16n8k64.row.col.s32.s8.s8.s32", "--operand", "E"]) == 0
+    out = capsys.readouterr().out
+    assert "T1:e[3:0]" in out and "16 rows x 16 chunks" in out
+    with pytest.raises(UnsupportedError, match="selector 1: this form takes 0"):
+        metadata_view("mma.sp.sync.aligned.m16n8k64.row.col.s32.s8.s8.s32", 1)
+    with pytest.raises(UnsupportedError, match="belongs to the sparse mma.sp forms"):
+        metadata_view("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 0)
