@@ -38,7 +38,7 @@ TMA = "H100 captures of TMA loads, stores, reductions and Triton/warp-specialise
 ATOM = "H100 capture of every form (tests/test_atomics_diff.py)"
 ASYNC = "H100 capture of every form (tests/test_atomics_async.py)"
 HINT = "no architectural effect (a cache or scheduling hint); its operands are checked"
-CLUSTER = "semantics (tests/test_cluster.py); used by the captured corpus kernels (tests/test_corpus.py)"
+CLUSTER = "semantics (tests/test_cluster.py); the captured nvcc cluster kernels of the corpus (tests/test_corpus.py)"
 NOT_SM90 = "ptxas 13 rejects it for sm_90a (Blackwell, sm_100a and later)"
 
 COVERAGE = [
@@ -108,7 +108,8 @@ COVERAGE = [
     ("tensormap.replace / tensormap.cp_fenceproxy / fence.proxy.tensormap",
      "tensormap.replace.tile.global_address.shared::cta.b1024.b64 [smem], %rd1;\n"
      "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%rd1], [smem], 128;",
-     "run", "semantics (tests/test_tma.py); the tensor maps' bytes equal the driver's (tests/data/tma/tensormap_encode.npz)", ""),
+     "run", "semantics (tests/test_tma.py); the tensor maps' bytes equal the driver's (tests/data/tma/tensormap_encode.npz); "
+     "the captured Triton corpus kernels (tests/test_corpus.py)", ""),
     ("mapa / getctarank", "mapa.shared::cluster.u32 %r1, %r2, 0;\ngetctarank.shared::cluster.u32 %r1, %r2;", "run",
      CLUSTER, ""),
     # ---- texture / surface / multimem / stack
@@ -136,7 +137,8 @@ COVERAGE = [
     ("vote / match / activemask / redux / elect", "vote.sync.ballot.b32 %r1, %p1, -1;\nmatch.any.sync.b32 %r1, %r2, -1;\n"
      "activemask.b32 %r1;\nredux.sync.add.u32 %r1, %r2, -1;\nelect.sync %r1|%p1, -1;", "run", KERNELS, ""),
     ("griddepcontrol", "griddepcontrol.launch_dependents;\ngriddepcontrol.wait;", "run",
-     "a grid runs after the one before it has finished, so both are satisfied at once (tests/test_coresident.py)", ""),
+     "a grid runs after the one before it has finished, so both are satisfied at once; the captured coresident "
+     "kernels (tests/test_coresident.py)", ""),
     ("mbarrier (init, inval, arrive, arrive_drop, expect_tx, complete_tx, test_wait, try_wait, pending_count, "
      "remote arrive)", "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 %rd2, [%r9], 0;\n"
      "mbarrier.test_wait.shared::cta.b64 %p1, [%r9], %rd2;\nmbarrier.pending_count.b64 %r1, %rd2;\n"
