@@ -45,8 +45,9 @@ def build(outdir):
 
 
 def jobs():
-    """Everything to launch, in order: the mma.sp forms, the experiments, then the wgmma.sp forms.  (tests/data/sparse/mma_sp_h100.npz holds the mma.sp forms; the wgmma.sp
-    forms and the experiments have not run on an H100 yet.)"""
+    """Everything to launch, in order: the mma.sp forms, the experiments, then the wgmma.sp forms
+    (tests/data/sparse/mma_sp_h100.npz holds the mma.sp forms; the wgmma.sp forms and the experiments have not
+    run on an H100 yet)."""
     out = [("m", i, "") for i, f in enumerate(G.MMA_FORMS) if not G.risky(f)]
     out += [("x", i, mode) for i, mode in G.EXPERIMENTS]
     out += [("w", i, "") for i in range(len(G.WG_FORMS))]
