@@ -30,7 +30,7 @@ from .memory.tensormap import TensorMap
 __all__ = ["Warp", "WarpOptions", "GlobalMemory", "SmemAccess", "EmulatorError", "PTXSyntaxError", "PTXValidationError",
            "UnsupportedError", "OperandError", "MemoryAccessError", "AlignmentError", "AsyncHazardError",
            "WarpSyncError", "ProxyError", "MBarrierError", "TensorMapError", "TensorMap", "DeviceAssertError", "mma",
-           "gemm", "wgmma", "load_ptx", "check_layout", "Trace", "Debugger"]
+           "gemm", "wgmma", "load_ptx", "check_layout", "Trace", "Debugger", "warmup"]
 
 
 def __getattr__(name):
@@ -50,6 +50,9 @@ def __getattr__(name):
     if name == "Debugger":
         from .machine.debugger import Debugger
         return Debugger
+    if name == "warmup":
+        from .machine.fastcore.warmup import warmup
+        return warmup
     if name == "check_layout":
         from .layouts.fragments import check_layout
         return check_layout
