@@ -109,12 +109,14 @@ def test_while_another_process_compiles_no_second_compile_starts(fresh_state, tm
     try:
         assert warmup.ready() is False
         assert warmup.compiling()            # the executors take their numpy paths meanwhile
+        warmup._STATE["busy_at"] = -1e9
         assert fresh_state == []             # no child of our own
     finally:
         p.send_signal(signal.SIGKILL)
         p.wait()
     warmup._STATE["checked"] = 0.0
     assert warmup.ready() is False and fresh_state == [False]    # nobody compiles now: one child, attached
+    warmup._STATE["busy_at"] = -1e9
     assert not warmup.compiling()
 
 

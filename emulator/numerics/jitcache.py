@@ -17,6 +17,27 @@ def in_cache(disp) -> bool:
         return False
 
 
+_PREPARED = []
+
+
+def prepare():
+    """Before the package's first jitted function loads from numba's cache: drop stale cached functions
+    (``guard``) and make cache faults fall back to compiling (``harden``). Once per process; every module
+    with jitted functions calls it when it is imported, so that ``import emulator`` does not import numba."""
+    if _PREPARED:
+        return
+    _PREPARED.append(True)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        guard(root)
+    except Exception:                      # noqa: BLE001 (never let the cache check stop an import)
+        pass
+    try:
+        harden(root)
+    except Exception:                      # noqa: BLE001 (a numba without these internals: its own behaviour)
+        pass
+
+
 PROBE = [None]          # set by machine.fastcore.warmup: () -> whether its background compile is running
 
 

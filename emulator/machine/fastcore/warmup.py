@@ -101,10 +101,15 @@ def ready(start=True) -> bool:
 
 def compiling() -> bool:
     """True while a process of this machine compiles the jitted code (this process's child, or another
-    process holding the lock)."""
-    if _STATE["ready"] and not _child_running():
-        return False
-    return _child_running() or lock().busy()
+    process holding the lock). Looks at the lock at most every ``RECHECK_S`` seconds (the executors ask
+    before every tensor-core instruction)."""
+    if _child_running():
+        return True
+    now = time.monotonic()
+    if now - _STATE.get("busy_at", -1e9) >= RECHECK_S:
+        _STATE["busy_at"] = now
+        _STATE["busy"] = lock().busy()
+    return _STATE["busy"]
 
 
 jitcache.PROBE[0] = compiling
@@ -158,19 +163,17 @@ def warmup(background=False, extras=True):
     return time.process_time() - t
 
 
+# set by machine.module (which imports this module): () -> None, two tiny launches on the fast engine, one the
+# CTA loop runs and one it cannot (a call), which make numba compile both loops
+WARM_LAUNCHES = [None]
+
+
 def _compile_loops():
-    """Two tiny launches on the fast engine: one the CTA loop runs, one it cannot (a call)."""
-    import numpy as np
-    from ..module import load_ptx
-    from ...memory import GlobalMemory
     _STATE["here"] = True
     try:
-        m = load_ptx(KERNEL)
-        g = GlobalMemory()
-        a = g.alloc(64 * 4)
-        m.launch("k", 1, 64, [a, 0], gmem=g, engine="fast")
-        m.launch("kc", 1, 32, [a], gmem=g, engine="fast")
-        assert (g.download(a, 128).view(np.uint32) == 2 * np.arange(32)).all()
+        if WARM_LAUNCHES[0] is None:
+            raise AssertionError("warmup: emulator.machine.module sets WARM_LAUNCHES when it loads")
+        WARM_LAUNCHES[0]()
     finally:
         _STATE["here"] = False
 
@@ -243,6 +246,7 @@ if sys.argv[1] == "attached":
     threading.Thread(target=_watch, daemon=True).start()
 """
 BODY = """
+import emulator.machine.module
 from emulator.machine.fastcore import warmup
 if warmup.lock().acquire(blocking=False):
     import emulator.machine.fastcore.fcall
