@@ -121,11 +121,28 @@ def triton_sources():
         import triton_kernels
     except Exception as e:                 # noqa: BLE001 (the optional extra is missing or broken)
         return None, f"{type(e).__name__}: {e}"
+    _numpy2_scalars()
     out = {}
     for c in triton_kernels.cases():
         for t in c["targets"]:
             out[f"triton_{c['name']}_{t.replace('_', '')}"] = c
     return out, None
+
+
+def _numpy2_scalars():
+    """Triton 3.6's interpreter turns its scalar tensors (1-element arrays) into Python ints with ``int(array)``,
+    which numpy 2.4 refuses for arrays of one dimension (``range(0, tl.cdiv(K, BK))`` fails): take the element
+    instead, the value numpy used to give."""
+    from triton.runtime import interpreter as it
+    original = it._patch_lang_tensor
+    if getattr(original, "_numpy2", False):
+        return
+
+    def patched(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+    patched._numpy2 = True
+    it._patch_lang_tensor = patched
 
 
 def best(fn, runs):

@@ -157,3 +157,11 @@ def test_the_compile_child_stops_with_the_command_that_started_it_unless_detache
     finally:
         os.kill(detached, signal.SIGKILL)
         _gone(detached)
+
+
+def test_every_wgmma_fragment_is_a_bijection_onto_its_tile():
+    """(checked here rather than when isa.wgmma is imported, which every load_ptx does)"""
+    from isa.wgmma import VARIANTS
+    for v in VARIANTS.values():
+        v.check()
+    assert len(VARIANTS) > 500
