@@ -20,6 +20,7 @@ two engines only.
 import argparse
 import math
 import os
+import re
 import sys
 import time
 
@@ -36,7 +37,7 @@ def classify(ptx):
         return "wgmma/TMA"
     if "mma.sync" in ptx:
         return "mma.sync"
-    if "atom." in ptx or "red." in ptx:
+    if re.search(r"(^|[\s}])(@!?%?\w+\s+)?(atom|red)\.", ptx, re.M):
         return "atomics"
     return "no tensor cores"
 

@@ -15,8 +15,9 @@ def add_parser(subparsers):
 
 
 def _cmd_warmup(args):
-    import emulator
-    cpu = emulator.warmup(background=args.background)
+    from ..machine import module  # noqa: F401 (the warm-up launches)
+    from ..machine.fastcore.warmup import warmup
+    cpu = warmup(background=args.background)
     if args.background:
         print("compiling in a detached process")
     else:

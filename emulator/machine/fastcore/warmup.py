@@ -130,13 +130,13 @@ def _start_child(detached=False):
 
 
 def wait():
-    """Block until the fast engine's loops can run: wait for this process's child, or for another process
-    that holds the compile lock; if the cache still lacks the loops, compile them here under the lock."""
+    """Block until the fast engine's loops can run: wait for this process's child to have compiled them, or for
+    another process that holds the compile lock; if the cache still lacks them, compile them here under the
+    lock."""
     if _STATE.get("here"):
         return                             # the warm-up launches of _compile_loops, in this process
-    p = _STATE["proc"]
-    if p is not None:
-        p.wait()
+    while _child_running() and not _done(_loops()):
+        time.sleep(0.1)                    # this process's child: until it has the loops (it goes on with the rest)
     if not _done(_loops()):
         with lock():                       # another process's compile ends first
             if not _done(_loops()):
