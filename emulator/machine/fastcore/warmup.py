@@ -87,12 +87,9 @@ def ready(start=True) -> bool:
         return True
     if _child_running() or lock().busy():
         return False                       # a compile runs: reference executors until the cache holds the loops
-    if _STATE["proc"] is not None:         # our child ended without filling the cache (killed, or failed):
-        _STATE["ready"] = True             # the first call compiles here
-        return True
     mode = _mode()
-    if mode in ("0", "off", "no", "false"):
-        _STATE["ready"] = True             # compile here, at the first call (wait() takes the lock)
+    if _STATE["proc"] is not None or mode in ("0", "off", "no", "false"):
+        wait()                             # no child (or ours failed): compile here, under the lock
         return True
     if start:
         _start_child(detached=mode == "detach")
