@@ -16,6 +16,7 @@ from .warp import ARCHS, WarpOptions
 from .cta import CTA
 from .program import Program
 from .result import LaunchResult
+from .fastcore import warmup as _warmup
 
 
 ENGINES = ("auto", "fast", "reference")
@@ -63,6 +64,21 @@ def load_ptx(text: str, arch: str | None = None, validate: bool = True) -> "Modu
     if arch is not None and not isinstance(arch, str):
         raise UnsupportedError(f"load_ptx: arch must be a string such as 'sm_90', not {arch!r}")
     return Module(text, arch, validate)
+
+
+def _warm_launches():
+    """Two tiny launches on the fast engine (``fastcore.warmup.KERNEL``): one the CTA loop runs, one it cannot
+    (a call); numba compiles both loops for them."""
+    m = load_ptx(_warmup.KERNEL)
+    g = GlobalMemory()
+    a = g.alloc(64 * 4)
+    m.launch("k", 1, 64, [a, 0], gmem=g, engine="fast")
+    m.launch("kc", 1, 32, [a], gmem=g, engine="fast")
+    if not (g.download(a, 128).view(np.uint32) == 2 * np.arange(32)).all():
+        raise AssertionError("the fast engine's warm-up launches computed a wrong result")
+
+
+_warmup.WARM_LAUNCHES[0] = _warm_launches
 
 
 def _load_unvalidated(text, arch=None):

@@ -804,8 +804,10 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     srcs = scratch[10].view(np.int64)
     sizes = scratch[11].view(np.int64)
     qs = scratch[12].view(np.int64)
-    live = 0
-    come = 0                    # lanes that will get somewhere (no lane is held back by a spin here)
+    # the lane masks start as np.int64(0), not 0: a literal 0 would make numba compile every function they are
+    # passed to twice (once for Literal[int](0), once for int64), which doubled much of the compile time
+    live = np.int64(0)
+    come = np.int64(0)          # lanes that will get somewhere (no lane is held back by a spin here)
     for lane in range(LANES):
         if not exited[lane]:
             come |= 1 << lane
@@ -815,7 +817,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
         state[T.S_STATUS] = T.ST_IDLE
         return
     p = -1
-    m = 0
+    m = np.int64(0)
     budget = state[T.S_BUDGET]
     issued = state[T.S_ISSUED]
     nlog = state[T.S_NLOG]
@@ -829,7 +831,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
             if p < 0:
                 state[T.S_STATUS] = T.ST_IDLE if executed > 0 else T.ST_DEFER
                 break
-            m = 0
+            m = np.int64(0)
             for lane in range(LANES):
                 if (live >> lane) & 1 and pc[lane] == p:
                     m |= 1 << lane
@@ -852,7 +854,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
         em = m
         g = row[T.GUARD]
         if g != -1:
-            em = 0
+            em = np.int64(0)
             neg = row[T.GNEG]
             for lane in range(LANES):
                 if (m >> lane) & 1:
