@@ -169,12 +169,18 @@ class FastWarp:
         ws = cst.warps.get(w.warp_id) if cst is not None else None
         st[T.S_WG_REGS] = int(ws is not None and bool(ws.reg_count))
         st[T.S_WG_SMEM] = int(cst is not None and cst.n_reading > 0)
+        st[T.S_WG_READS] = cst.smem_reads.ctypes.data if st[T.S_WG_SMEM] else 0
+        au = w._async if fl.tr.async_readers else None      # generic-proxy writes the fence check reads (memx.py)
+        st[T.S_DIRTY] = au.dirty.ctypes.data if au is not None else 0
+        st[T.S_DIRTY_N] = 0
         tr = fl.tr
         fl._run(tr.code, tr.imm, self.arena, w.pc, w.exited, w.waiting, w.smem_inflight, fl.gtab, st,
                 fl.log_pc, fl.log_addr, fl.log_mask, tr.mma_regs, tr.mma_maps, tr.mma_prm, *tr.mma_luts, tr.mma_lutidx, fl.scratch,
                 tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags, tr.mufu_ptr, tr.mufu_size, fl.log_src,
                 *self.cp.row(self.cpk))
         w._inflight_n = int(st[T.S_INFLIGHT])
+        if st[T.S_DIRTY_N]:
+            au.any_dirty = True
         budget[0] = int(st[T.S_BUDGET])
         w.clock = w.issued = int(st[T.S_ISSUED])
         w.back_taken = int(st[T.S_BACK])
@@ -246,6 +252,7 @@ class FastCTA:
         cp = self.cp
         st[T.S_SPIN_CHECK] = SPIN_CHECK
         st[T.S_WG_REGS] = st[T.S_WG_SMEM] = 0       # (CTAs with wgmma keep the Python scheduler)
+        st[T.S_WG_READS] = st[T.S_DIRTY] = st[T.S_DIRTY_N] = 0    # (and those whose async proxy reads shared memory)
         while True:
             st[T.S_BUDGET] = cta.budget[0]
             st[T.S_INFLIGHT] = cta.inflight_n

@@ -13,6 +13,7 @@ from .raw import _allocation, _peek, _peek16, _poke  # noqa: F401 (raw memory ac
 from .cpasync import cp_step
 from ...numerics.gemm_fast import tc_one_noalloc
 from .fmath import call_rows
+from .memx import mark_generic, smem_write_ok
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -837,8 +838,8 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
         opc = row[T.OP]
         if opc == T.BAR and state[T.S_CTA] == 0:
             opc = T.SLOW
-        if row[T.WG] == 1 and state[T.S_WG_REGS] != 0 or opc == T.CPASYNC and state[T.S_WG_SMEM] != 0:
-            opc = T.SLOW                   # a register or shared bytes an in-flight wgmma may hold: the executor checks
+        if row[T.WG] == 1 and state[T.S_WG_REGS] != 0:
+            opc = T.SLOW                   # a register an in-flight wgmma may hold: the executor checks
         if opc == T.SLOW or budget <= 0 or (opc == T.LD or opc == T.ST or opc == T.CPASYNC) and \
                 nlog >= log_pc.shape[0]:
             state[T.S_STATUS] = T.ST_SLOW if (opc == T.SLOW or budget <= 0) else T.ST_LOG
@@ -930,11 +931,15 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                                 xr[lane] = _peek(np.int64(xq[lane]) + i * ew, ew)
                         _scatter(row[T.V0 + i], xr, em, w, sgn, a8, a16, a32, a64)
                 else:
+                    if shared_lanes != 0 and not smem_write_ok(state, addrs, shared_lanes, n * ew):
+                        handback = True          # bytes an in-flight wgmma reads (memx.py): the reference raises
+                        break
                     for i in range(n):
                         _gather(row[T.V0 + i], w, sgn, xr, a8, a16, a32, a64, imrow)
                         for lane in range(LANES):
                             if (em >> lane) & 1:
                                 _poke(np.int64(xq[lane]) + i * ew, ew, xr[lane])
+                    mark_generic(state, addrs, shared_lanes, n * ew)
                 if shared_lanes != 0:
                     log_pc[nlog] = p
                     log_mask[nlog] = shared_lanes

@@ -126,7 +126,10 @@ ST_DEFER = 5      # no instruction ran: every runnable lane group waits for lane
 # -- fields of the state vector ----------------------------------------------------------------------------
 (S_STATUS, S_PC, S_MASK, S_BUDGET, S_ISSUED, S_INFLIGHT, S_NLOG, S_EXECUTED, S_SMEM_PTR, S_SMEM_SIZE,
  S_PARAM_PTR, S_PARAM_SIZE, S_LASTALLOC, S_CTA, S_BACK, S_SPIN_CHECK, S_WG_REGS, S_WG_SMEM) = range(18)
-NSTATE = 18        # S_CTA: 1 when the CTA loop (run_cta) runs the warp: BAR is executed, not handed back;
+S_WG_READS, S_DIRTY, S_DIRTY_N = 18, 19, 20   # shared stores beside the async proxy (memx.py): raw pointers to the
+                                               # CTA's wgmma read counts (int32 a byte) and async-proxy marks (bool a
+                                               # byte), 0: none; the number of stores the loop marked
+NSTATE = 21              # S_CTA: 1 when the CTA loop (run_cta) runs the warp: BAR is executed, not handed back;
                    # S_BACK: backward branches the warp took; S_SPIN_CHECK: machine.cta.SPIN_CHECK;
                    # S_WG_REGS: 1 while wgmma.mma_async of this warp hold registers (rows with WG go back);
                    # S_WG_SMEM: 1 while wgmma.mma_async of the CTA read shared memory (cp.async goes back)

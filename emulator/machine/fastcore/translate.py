@@ -618,8 +618,6 @@ def r_st(t, env, instr, row, imm):
     space, ptype, n, ew = _ldst_mods(instr)
     if space == T.PARAM or len(instr.operands) != 2:
         raise _Slow
-    if t.async_readers and space in (T.SHARED, T.GENERIC):
-        raise _Slow            # the reference marks generic-proxy writes for the async-proxy fence check
     a, s = instr.operands
     _address(t, env, a, row, imm, space)
     _set_type(row, ptype)

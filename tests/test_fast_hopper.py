@@ -1,0 +1,111 @@
+"""The fast engine on Hopper kernels: what it runs in its loop instead of handing back, proved equal to the
+reference executors bit for bit (``engines.compare_engines``), errors included."""
+import numpy as np
+import pytest
+
+from emulator import load_ptx
+from emulator.machine.fastcore import table as T, translation
+from engines import compare_engines
+from test_wgmma import DA, DB, HEAD, MMA, TAIL
+
+BULK = r"""
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u32 fence, .param .u32 vec)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<4>;
+    .shared .align 128 .b8 buf[2048];
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, buf;
+    shl.b32 %r3, %r1, 4;
+    add.u32 %r4, %r2, %r3;
+    ld.param.u32 %r9, [vec];
+    setp.ne.u32 %p3, %r9, 0;
+    @%p3 bra VEC;
+    st.shared.u32 [%r4], %r1;
+    st.shared.u16 [%r4+4], %r1;
+    st.shared.u8 [%r4+6], %r1;
+    cvta.shared.u64 %rd2, %rd1;
+    bra.uni DONE;
+VEC:
+    add.u32 %r5, %r1, 1;
+    st.shared.v4.b32 [%r4], {%r1, %r5, %r1, %r5};
+    cvt.u64.u32 %rd3, %r4;
+    st.u64 [%rd3+8], %rd1;
+DONE:
+    ld.param.u32 %r6, [fence];
+    setp.ne.u32 %p2, %r6, 0;
+    @%p2 fence.proxy.async.shared::cta;
+    bar.sync 0;
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r2], 2048;
+    @%p1 cp.async.bulk.commit_group;
+    @%p1 cp.async.bulk.wait_group.read 0;
+    ret;
+}
+"""
+
+
+def _slow_rows(module, kernel="k"):
+    prog = module.program(kernel)
+    tr = translation(prog)
+    return tr, [prog.code[p].instr.text for p in np.flatnonzero(tr.code[:, T.OP] == T.SLOW)
+                if prog.code[p].kind == "op"]
+
+
+@pytest.mark.parametrize("vec", [0, 1])
+@pytest.mark.parametrize("fence", [0, 1])
+def test_shared_stores_beside_a_bulk_store_run_in_the_loop(fence, vec):
+    """Shared stores (every width, vectors, generic addresses) in a kernel whose bulk copy reads shared memory:
+    the loop runs them and marks their bytes for the fence.proxy.async check, so a missing fence is the same
+    ProxyError on both engines, and a fenced store the same bytes."""
+    module = load_ptx(BULK)
+    ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(2048, np.uint8)], [fence, vec])
+    assert not diffs, diffs
+    if fence:
+        assert "error" not in ref, ref["error"]
+        got = ref["memory"][0][1]
+        assert got.view(np.uint32).reshape(128, 4)[:, 0].tolist() == list(range(128))
+    else:
+        assert ref["error"][0] == "ProxyError" and "written by a generic-proxy store" in ref["error"][1]
+    tr, slow = _slow_rows(module)
+    assert tr.async_readers and not any(s.startswith("st.") for s in slow), slow
+
+
+def test_a_store_into_bytes_an_in_flight_wgmma_reads_is_handed_back():
+    """The loop checks the CTA's wgmma read counts: a store into the bytes an in-flight wgmma.mma_async reads
+    raises the reference's AsyncHazardError on both engines; a store beside them runs."""
+    body = ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n"
+            "mov.u32 %r2, smem;\nmov.b32 %r3, 7;\n@%p0 st.shared.u32 [%r2+OFF], %r3;\n"
+            "wgmma.wait_group.sync.aligned 0;")
+    text = HEAD + "setp.eq.u32 %p0, %r1, 96;\n" + f"mov.b64 %rd1, {DA};\nmov.b64 %rd2, {DB};\n" + body + "\n" + TAIL
+    for off, hazard in ((4100, True), (8000, False)):
+        module = load_ptx(text.replace("OFF", str(off)))
+        ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(128, np.float32)])
+        assert not diffs, diffs
+        assert ("error" in ref) == hazard
+        if hazard:
+            assert ref["error"][0] == "AsyncHazardError" and "in-flight wgmma.mma_async reads" in ref["error"][1]
+        _, slow = _slow_rows(module)
+        assert not any(s.startswith("st.shared") for s in slow)
+
+
+def test_a_wrong_store_mark_is_caught(monkeypatch):
+    """The comparison can fail: a loop that forgot the async-proxy marks would let the unfenced store through."""
+    from emulator.machine.fastcore import engine
+    module = load_ptx(BULK)
+    real = engine.FastWarp.run
+
+    def forgetful(self, w, budget):
+        out = real(self, w, budget)
+        if w._async is not None:
+            w._async.dirty[:] = False
+            w._async.any_dirty = False
+        return out
+    monkeypatch.setattr(engine.FastWarp, "run", forgetful)
+    ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(2048, np.uint8)], [0, 0])
+    assert diffs and "error" in ref and "error" not in fast
