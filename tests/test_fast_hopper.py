@@ -109,3 +109,69 @@ def test_a_wrong_store_mark_is_caught(monkeypatch):
     monkeypatch.setattr(engine.FastWarp, "run", forgetful)
     ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(2048, np.uint8)], [0, 0])
     assert diffs and "error" in ref and "error" not in fast
+
+
+def _capture_kernel(i, engine, n=1):
+    """The wgmma capture's own kernel (tools/hwcapture/wgmma) on its inputs: the D registers it stores."""
+    import wgmma_captures as wc
+    from emulator import GlobalMemory
+    f = wc.gen.forms()[i]
+    inp = wc.gen.form_inputs(i, f)
+    g = GlobalMemory()
+    args = [g.upload(inp["img"][:n]), g.upload(inp["desc"][:n]), g.upload(inp["a"][:n]), g.upload(inp["c"][:n])]
+    d = g.upload(np.zeros_like(inp["c"][:n]))
+    misc = g.upload(np.concatenate([inp["scale_d"][:n], np.zeros(n, np.uint32)]))
+    load_ptx(wc.gen.ptx(f)).launch("wgmma_cap", grid=(n, 1, 1), block=(128, 1, 1), args=args + [d, misc], gmem=g,
+                                   shared_bytes=wc.gen.DYN_SMEM, engine=engine)
+    return g.download(d, inp["c"][:n].nbytes).view(np.uint32).reshape(inp["c"][:n].shape)
+
+
+def _spread_forms(k):
+    """``k`` capture forms spread over the list (every type pair, ss and rs, scale-d, transposes appear)."""
+    import wgmma_captures as wc
+    safe, _ = wc.load("h100_safe.npz")
+    have = [i for i in range(len(wc.gen.forms())) if f"d{i}" in safe]
+    return [have[j * len(have) // k] for j in range(k)], safe
+
+
+def test_the_warpgroup_tile_equals_the_h100_on_both_engines(monkeypatch):
+    """The four warps' shares of a wgmma.mma_async computed as one 64-row tile (ops/wgmma/state.issue) give the
+    H100's registers, as the per-warp computation does, on the fast and the reference engine."""
+    from emulator.ops.wgmma import op as wop
+    forms, safe = _spread_forms(12)
+    sizes = []
+    real = wop.WgmmaOp.compute
+
+    def spy(self, A, B, C, *a):
+        sizes.append(A.shape[0])
+        return real(self, A, B, C, *a)
+    monkeypatch.setattr(wop.WgmmaOp, "compute", spy)
+    for i in forms:
+        want = safe[f"d{i}"][:1]
+        for engine in ("fast", "reference"):
+            assert (_capture_kernel(i, engine) == want).all(), (i, engine)
+    assert sizes and set(sizes) == {64}
+    # without the batch: one 16-row tile per warp, the same bits
+    from emulator.ops.wgmma import state as S
+    issue = S.issue
+
+    def single(warp, cst, ws, record, group, number):
+        record.pop("batch", None)
+        return issue(warp, cst, ws, record, group, number)
+    monkeypatch.setattr(S, "issue", single)
+    sizes.clear()
+    assert (_capture_kernel(forms[0], "fast") == safe[f"d{forms[0]}"][:1]).all()
+    assert set(sizes) == {16}
+
+
+def test_a_wrong_warpgroup_tile_is_caught(monkeypatch):
+    """The H100 comparison can fail: warps' rows put in the wrong order mismatch."""
+    from emulator.ops.wgmma import op as wop
+    forms, safe = _spread_forms(1)
+    real = wop.WgmmaOp.compute
+
+    def swapped(self, A, B, C, *a):
+        D = real(self, A, B, C, *a)
+        return np.concatenate([D[16:32], D[:16], D[32:]]) if D.shape[0] == 64 else D
+    monkeypatch.setattr(wop.WgmmaOp, "compute", swapped)
+    assert not (_capture_kernel(forms[0], "fast") == safe[f"d{forms[0]}"][:1]).all()
