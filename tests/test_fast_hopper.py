@@ -175,3 +175,28 @@ def test_a_wrong_warpgroup_tile_is_caught(monkeypatch):
         return np.concatenate([D[16:32], D[:16], D[32:]]) if D.shape[0] == 64 else D
     monkeypatch.setattr(wop.WgmmaOp, "compute", swapped)
     assert not (_capture_kernel(forms[0], "fast") == safe[f"d{forms[0]}"][:1]).all()
+
+
+
+@pytest.mark.parametrize("name", ["triton_matmul_f16_w8_sm90a", "triton_tma_matmul_sm90a", "cute_wgmma_tn_sm90a"])
+def test_sm90a_corpus_kernels_keep_barriers_stores_and_copies_in_the_loop(name, monkeypatch):
+    """Triton's and CuTe's wgmma kernels (and Triton's TMA matmul) on both engines equal the H100's outputs, and
+    the fast engine hands back none of their barriers, shared stores or cp.async copies."""
+    import collections
+    import corpus_lib
+    from emulator.machine import cta as cta_mod
+    case = corpus_lib.load_all()[name]
+    count = collections.Counter()
+    real = cta_mod.CTA._step
+
+    def step(cta, w, p, mask, together):
+        op = cta.prog.code[p]
+        count[op.kind if op.kind != "op" else ".".join((op.instr.base,) + tuple(op.instr.mods[:2]))] += 1
+        return real(cta, w, p, mask, together)
+    monkeypatch.setattr(cta_mod.CTA, "_step", step)
+    for engine in ("reference", "fast"):
+        count.clear()
+        got, res, _ = corpus_lib.replay(case, engine=engine)
+        assert corpus_lib.mismatches(case, got) == [], engine
+    assert count, "the fast engine hands the wgmma and TMA instructions back"
+    assert not any(k == "bar" or k.startswith(("st.", "cp.async.ca", "cp.async.cg")) for k in count), count

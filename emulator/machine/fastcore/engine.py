@@ -191,7 +191,7 @@ class FastLaunch:
 
 class FastWarp:
     """One warp's arena and counters."""
-    IDLE, SLOW, LOG, EXITED, DEFER = T.ST_IDLE, T.ST_SLOW, T.ST_LOG, T.ST_EXITED, T.ST_DEFER
+    IDLE, SLOW, LOG, EXITED, DEFER, BAR = T.ST_IDLE, T.ST_SLOW, T.ST_LOG, T.ST_EXITED, T.ST_DEFER, T.ST_BAR
 
     def __init__(self, launch, warp, arena=None):
         tr = launch.tr

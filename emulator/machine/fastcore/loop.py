@@ -836,8 +836,6 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     m |= 1 << lane
         row = code[p]
         opc = row[T.OP]
-        if opc == T.BAR and state[T.S_CTA] == 0:
-            opc = T.SLOW
         if row[T.WG] == 1 and state[T.S_WG_REGS] != 0:
             opc = T.SLOW                   # a register an in-flight wgmma may hold: the executor checks
         if opc == T.SLOW or budget <= 0 or (opc == T.LD or opc == T.ST or opc == T.CPASYNC) and \
