@@ -200,3 +200,60 @@ def test_sm90a_corpus_kernels_keep_barriers_stores_and_copies_in_the_loop(name, 
         assert corpus_lib.mismatches(case, got) == [], engine
     assert count, "the fast engine hands the wgmma and TMA instructions back"
     assert not any(k == "bar" or k.startswith(("st.", "cp.async.ca", "cp.async.cg")) for k in count), count
+
+
+MOVS = r"""
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+    .reg .b16 %h<8>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<8>;
+    .reg .pred %p<2>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    mad.lo.u32 %r2, %r1, -1640531535, 12345;
+    xor.b32 %r3, %r2, 0x5A5A5A5A;
+    mov.b32 {%h1, %h2}, %r2;
+    mov.b32 {%h3, _}, %r3;
+    mov.b32 %r4, {%h2, %h3};
+    mov.b64 %rd2, {%r2, %r3};
+    mov.b64 {%r5, %r6}, %rd2;
+    mov.b64 %rd3, {%h1, %h2, %h3, %h1};
+    mov.b64 {%h4, %h5, %h6, %h7}, %rd3;
+    mov.b32 %r7, {%h7, %h4};
+    setp.lt.u32 %p1, %r1, 20;
+    @%p1 mov.b64 %rd3, {%r6, %r4};
+    mul.wide.u32 %rd4, %r1, 32;
+    add.s64 %rd5, %rd1, %rd4;
+    st.global.v4.u32 [%rd5], {%r4, %r5, %r6, %r7};
+    st.global.v2.u64 [%rd5+16], {%rd2, %rd3};
+    ret;
+}
+"""
+
+
+def test_mov_pack_and_unpack_run_in_the_loop():
+    """mov.bW pack and unpack of 2 and 4 parts (a sink, a guard) on both engines: the same bits, as the
+    readable rule gives them, and no hand-back."""
+    module = load_ptx(MOVS)
+    ref, fast, diffs = compare_engines(module, "k", 1, 64, [np.zeros(64 * 32, np.uint8)])
+    assert not diffs, diffs
+    got = ref["memory"][0][1].view(np.uint32).reshape(64, 8)
+    t = np.arange(64, dtype=np.uint64)
+    r2 = (t * np.uint64(2654435761) + np.uint64(12345)) & np.uint64(0xFFFFFFFF)
+    r3 = r2 ^ np.uint64(0x5A5A5A5A)
+    h1, h2, h3 = r2 & np.uint64(0xFFFF), r2 >> np.uint64(16), r3 & np.uint64(0xFFFF)
+    r4 = h2 | h3 << np.uint64(16)
+    assert (got[:, 0] == r4).all() and (got[:, 1] == r2).all() and (got[:, 2] == r3).all()
+    assert (got[:, 3] == (h1 | h1 << np.uint64(16))).all()
+    assert (got[:, 4] == r2).all() and (got[:, 5] == r3).all()
+    rd3 = np.where(t < 20, r3 | r4 << np.uint64(32), h1 | h2 << np.uint64(16) | h3 << np.uint64(32) |
+                   h1 << np.uint64(48))
+    assert (got[:, 6] == rd3 & np.uint64(0xFFFFFFFF)).all() and (got[:, 7] == rd3 >> np.uint64(32)).all()
+    _, slow = _slow_rows(module)
+    assert not slow, slow
+    tr = translation(module.program("k"))
+    assert {T.MOV_PACK, T.MOV_UNPACK} <= set(tr.code[:, T.OP].tolist())

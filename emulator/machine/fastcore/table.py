@@ -60,6 +60,8 @@ CPASYNC = 40      # cp.async.{ca,cg}.shared{::cta}.global (cpasync.py; X: cp-siz
                   # offsets in immediate slots 0/1, C: src-size operand or -1)
 CP_COMMIT = 41    # cp.async.commit_group
 CP_WAIT = 42      # cp.async.wait_group N (X: N) / cp.async.wait_all (Y: 1: commit first, X: 0)
+MOV_PACK = 90     # mov.bW d, {e0, .., e(n-1)}: element i (Z bits) at bit i*Z of d (W bits; Y: n, sources V0..)
+MOV_UNPACK = 91   # mov.bW {d0, .., d(n-1)}, a: element i of a into d_i (Y: n, Z: element bits, destinations V0..)
 
 NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
 FLOAT_ROWS = (MUFU, MUFU_DIV, MUFU_DIVFMA, FMINMAX, FNEGABS, FARITH, FCVT)   # run by fcall.rows_c (fmath.py)
