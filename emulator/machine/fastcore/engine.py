@@ -29,7 +29,7 @@ def _pointer(a):
     """The data address of a long-lived array (kept with the array, so that an id is never reused)."""
     got = _POINTERS.get(id(a))
     if got is None or got[0] is not a:
-        if len(_POINTERS) > 64:          # (they hold the arrays: a few CTAs' worth)
+        if len(_POINTERS) > 16:          # (they hold the arrays: a few CTAs' worth)
             _POINTERS.clear()
         got = _POINTERS[id(a)] = (a, a.ctypes.data)
     return got[1]
