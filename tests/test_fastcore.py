@@ -172,6 +172,13 @@ def _instruction(rng):
             return f"mov.u32 {pick(REGS[32])}, {rng.choice(['%tid.x', '%laneid', '%ntid.x', '%ctaid.x', '%warpid'])};"
         if rng.random() < 0.2:
             return f"mov.pred {pick(REGS[1])}, {pick(REGS[1])};"
+        if rng.random() < 0.25:          # pack / unpack (a sink among the parts)
+            ww, pw = [(32, 16), (64, 32), (64, 16)][int(rng.integers(3))]
+            parts = ", ".join(pick(REGS[pw]) for _ in range(ww // pw))
+            if rng.random() < 0.5:
+                return f"mov.b{ww} {pick(REGS[ww])}, {{{parts}}};"
+            parts = parts if rng.random() < 0.7 else "_" + parts[parts.index(","):]
+            return f"mov.b{ww} {{{parts}}}, {pick(REGS[ww])};"
         return f"mov.b{w} {pick(R)}, {srcb()};"
     if fam == 14:                # shared memory: 16 bytes per thread at %s0
         ew = int(rng.choice([2, 4, 8]))

@@ -34,6 +34,7 @@ from numba import njit
 
 from . import table as T
 from .raw import _allocation, _peek8, _peek64, _poke32, _poke64
+from .memx import wg_free
 
 LANES = 32
 RECORDS = 16                      # records a warp's table starts with (doubled when full)
@@ -204,6 +205,8 @@ def cp_step(opc, row, imrow, em, p, nlog, a32, a64, inflight, gtab, state, log_p
             for b in range(cp):
                 if inflight[d + b] != 0:
                     return -1
+        if not wg_free(state, d, cp):           # bytes an in-flight wgmma.mma_async reads (memx.py)
+            return -1
     active = 0
     for lane in range(nl):
         d = addrs[lane]

@@ -13,6 +13,7 @@ from .raw import _allocation, _peek, _peek16, _poke  # noqa: F401 (raw memory ac
 from .cpasync import cp_step
 from ...numerics.gemm_fast import tc_one_noalloc
 from .fmath import call_rows
+from .memx import mark_generic, smem_write_ok
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -523,6 +524,29 @@ def _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32,
 
 
 @njit(cache=True, _nrt=False)
+def _movpack(opc, row, imrow, em, a8, a16, a32, a64, xa, xr):
+    """mov.bW pack / unpack (``ops.memops._mov_pack``): element i is bits [i*Z, (i+1)*Z) of the W-bit value."""
+    n, ew, w = row[T.Y], row[T.Z], row[T.W]
+    mk = _mask(ew)
+    if opc == T.MOV_PACK:
+        for lane in range(LANES):
+            xr[lane] = U0
+        for i in range(n):
+            _gather(row[T.V0 + i], ew, 0, xa, a8, a16, a32, a64, imrow)
+            sh = np.uint64(i * ew)
+            for lane in range(LANES):
+                xr[lane] |= (xa[lane] & mk) << sh
+        _scatter(row[T.D], xr, em, w, 0, a8, a16, a32, a64)
+        return
+    _gather(row[T.A], w, 0, xa, a8, a16, a32, a64, imrow)
+    for i in range(n):
+        sh = np.uint64(i * ew)
+        for lane in range(LANES):
+            xr[lane] = (xa[lane] >> sh) & mk
+        _scatter(row[T.V0 + i], xr, em, ew, 0, a8, a16, a32, a64)
+
+
+@njit(cache=True, _nrt=False)
 def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
     """shfl.sync as ``ops.warpops`` defines it; False (nothing written) when a lane breaks a rule."""
     _gather(row[T.V0], 32, 0, xr, a8, a16, a32, a64, imrow)      # membermask, per lane
@@ -837,10 +861,8 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     m |= 1 << lane
         row = code[p]
         opc = row[T.OP]
-        if opc == T.BAR and state[T.S_CTA] == 0:
-            opc = T.SLOW
-        if row[T.WG] == 1 and state[T.S_WG_REGS] != 0 or opc == T.CPASYNC and state[T.S_WG_SMEM] != 0:
-            opc = T.SLOW                   # a register or shared bytes an in-flight wgmma may hold: the executor checks
+        if row[T.WG] == 1 and state[T.S_WG_REGS] != 0:
+            opc = T.SLOW                   # a register an in-flight wgmma may hold: the executor checks
         if opc == T.SLOW or budget <= 0 or (opc == T.LD or opc == T.ST or opc == T.CPASYNC) and \
                 nlog >= log_pc.shape[0]:
             state[T.S_STATUS] = T.ST_SLOW if (opc == T.SLOW or budget <= 0) else T.ST_LOG
@@ -932,11 +954,15 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                                 xr[lane] = _peek(np.int64(xq[lane]) + i * ew, ew)
                         _scatter(row[T.V0 + i], xr, em, w, sgn, a8, a16, a32, a64)
                 else:
+                    if shared_lanes != 0 and not smem_write_ok(state, addrs, shared_lanes, n * ew):
+                        handback = True          # bytes an in-flight wgmma reads (memx.py): the reference raises
+                        break
                     for i in range(n):
                         _gather(row[T.V0 + i], w, sgn, xr, a8, a16, a32, a64, imrow)
                         for lane in range(LANES):
                             if (em >> lane) & 1:
                                 _poke(np.int64(xq[lane]) + i * ew, ew, xr[lane])
+                    mark_generic(state, addrs, shared_lanes, n * ew)
                 if shared_lanes != 0:
                     log_pc[nlog] = p
                     log_mask[nlog] = shared_lanes
@@ -975,6 +1001,8 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
         elif (opc == T.MUFU or opc == T.MUFU_DIV or opc == T.FMINMAX or opc == T.FNEGABS or opc == T.FARITH or
               opc == T.FCVT or opc == T.MUFU_DIVFMA) and em != 0:                  # table.FLOAT_ROWS
             _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, mptr, msz)
+        elif (opc == T.MOV_PACK or opc == T.MOV_UNPACK) and em != 0:
+            _movpack(opc, row, imrow, em, a8, a16, a32, a64, xa, xr)
         elif opc != T.NOP and em != 0:
             _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64)
         for lane in range(LANES):
