@@ -235,7 +235,7 @@ class Module:
         tools = tools_of(sanitize)
         if tools is not None:
             return self._launch_sanitized(tools, kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
-                                          max_instructions, schedule, timeline, cluster, keep_ctas)
+                                          max_instructions, schedule, timeline, cluster, keep_ctas, engine)
         if gmem is not None and getattr(gmem, "_uninit", None) and self._san is None:
             gmem._uninit.clear()          # an unwatched launch may write anything: nothing stays uninitialised
         if not isinstance(profile, (bool, np.bool_)):
@@ -300,11 +300,11 @@ class Module:
             prof = result.profile = Profile(prog, self.text)
         if engine in ("fast", "auto") and trace is None and (options is None or options.uninitialized == "zero") \
                 and schedule is None and not timeline and not instrumented:
-            from .fastcore import FastLaunch, warmup
+            from .fastcore import warmup
             if engine == "fast" or warmup.ready():
                 if engine == "fast":
                     warmup.wait()
-                fast = FastLaunch(prog, gmem)
+                fast = self._fast_launch(prog, gmem)
                 engine = "fast"
             else:
                 pending = True
@@ -351,7 +351,7 @@ class Module:
         def make(cid):
             nonlocal fast, pending
             if pending and warmup.ready():
-                fast, pending = FastLaunch(prog, gmem), False
+                fast, pending = self._fast_launch(prog, gmem), False
             if depots:
                 bases = depots.pop()
             else:                       # another CTA is resident: its threads get their own .local depots
@@ -401,9 +401,19 @@ class Module:
         return occupancy(block[0] * block[1] * block[2], smem, regs_per_thread, _maxnreg(prog.entry))
 
 
+    def _fast_launch(self, prog, gmem):
+        """The fast engine's launch state; a sanitised launch's hands the sanitizer what it must see
+        (machine.sanitize_fast)."""
+        from .fastcore import FastLaunch
+        if self._san is not None:
+            from .sanitize_fast import SanFastLaunch
+            return SanFastLaunch(prog, gmem, self._san)
+        return FastLaunch(prog, gmem)
+
     def _launch_sanitized(self, tools, kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
-                          max_instructions, schedule, timeline, cluster, keep_ctas=True):
-        """A launch watched by the sanitizer (machine.sanitize): the reference engine, CTA after CTA."""
+                          max_instructions, schedule, timeline, cluster, keep_ctas=True, engine="auto"):
+        """A launch watched by the sanitizer (machine.sanitize), CTA after CTA: on the fast engine (its loop
+        logs every access for the sanitizer, machine.sanitize_fast) or the reference executors."""
         from .sanitize import Sanitizer
         gmem = gmem if gmem is not None else GlobalMemory()
         before = {a for a, _ in gmem.allocations()}
@@ -411,7 +421,7 @@ class Module:
         san.before = before
         try:
             result = self.launch(kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
-                                 max_instructions, "reference", schedule, timeline, cluster, 1, False, None,
+                                 max_instructions, engine, schedule, timeline, cluster, 1, False, None,
                                  keep_ctas=keep_ctas)
         except EmulatorError as e:
             raise san.fatal(e, getattr(san, "failed_in", None)) from None

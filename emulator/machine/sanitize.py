@@ -357,11 +357,8 @@ class CtaSanitizer:
             un = wt == -1
             if un.any():
                 k, b = np.argwhere(un)[0]
-                a = int(idx[k, b])
-                self.launch.add(("init-shared", pc), lambda: Report(
-                    "initcheck", "uninitialized-read", f"reads shared byte {a:#x}, which nothing wrote",
-                    space="shared", address=a, size=nbytes, first=self.access(warp, lanes[k], "read"),
-                    values={"memory": int.from_bytes(warp.smem[idx[k]].tobytes(), "little")}))
+                self.init_shared(warp, int(lanes[k]), pc, int(idx[k, b]), nbytes,
+                                 lambda: int.from_bytes(warp.smem[idx[k]].tobytes(), "little"))
         same_value = None
         if write and data is not None:          # writing the bytes already there changes nothing another
             same_value = warp.smem[idx] == np.asarray(data, np.uint8)[lanes]     # thread could see (benign)
@@ -432,23 +429,38 @@ class CtaSanitizer:
 
     def _race1(self, warp, lanes, tids, idx, race, other, other_pc, kind, nbytes, write, data):
         k, b = np.argwhere(race)[0]
-        t2 = int(other[k, b])
-        same_warp = t2 // LANES == warp.warp_id
-        sev = "warning" if same_warp else "error"
-        pc = self._pc(warp)
-        opc = int(other_pc[k, b])
         a = int(idx[k, 0])
         lane = int(lanes[k])
+        written = None
+        if write and data is not None:
+            written = int.from_bytes(np.asarray(data[lane], np.uint8).tobytes(), "little")
+        self.race(warp, lane, self._pc(warp), int(other[k, b]), int(other_pc[k, b]), kind, a, nbytes, write,
+                  lambda: int.from_bytes(warp.smem[a:a + nbytes].tobytes(), "little") if
+                  a + nbytes <= warp.smem.size else 0, written)
+
+    def init_shared(self, warp, lane, pc, a, nbytes, memory):
+        """initcheck: lane ``lane`` of ``warp`` reads shared byte ``a`` that nothing wrote (``memory()``: the
+        bytes its access reads, as an integer)."""
+        self.launch.add(("init-shared", pc), lambda: Report(
+            "initcheck", "uninitialized-read", f"reads shared byte {a:#x}, which nothing wrote",
+            space="shared", address=a, size=nbytes, first=self.access(warp, lane, "read", pc=pc),
+            values={"memory": memory()}))
+
+    def race(self, warp, lane, pc, t2, opc, kind, a, nbytes, write, memory, written=None):
+        """A shared-memory hazard of ``kind`` between thread ``t2`` (at ``opc``) and lane ``lane`` of ``warp`` (at
+        ``pc``) on the access of ``nbytes`` at ``a`` (``memory()``: the bytes there before the access)."""
+        same_warp = t2 // LANES == warp.warp_id
+        sev = "warning" if same_warp else "error"
         first_op = {"RAW": "write", "WAW": "write", "WAR": "read"}[kind]
 
         def make():
             first = self.access(_Lane(t2 // LANES), t2 % LANES, first_op, pc=opc)
-            second = self.access(warp, lane, ("atomic" if _semantics(self._text(warp))[4] else "write") if write
-                                 else "read")
-            vals = {"memory": int.from_bytes(warp.smem[a:a + nbytes].tobytes(), "little") if
-                    a + nbytes <= warp.smem.size else 0}
-            if write and data is not None:
-                vals["written"] = int.from_bytes(np.asarray(data[lane], np.uint8).tobytes(), "little")
+            ins = self._instr(pc)
+            atomic = ins is not None and _semantics(ins.text or ins.opcode)[4]
+            second = self.access(warp, lane, ("atomic" if atomic else "write") if write else "read", pc=pc)
+            vals = {"memory": memory()}
+            if written is not None:
+                vals["written"] = written
             who = "lanes of one warp" if same_warp else "warps"
             return Report("racecheck", kind, f"{kind} hazard on shared {a:#x} between {who}: thread {t2} "
                           f"{'wrote' if first_op == 'write' else 'read'} it at line {first.line}, thread "
@@ -542,12 +554,8 @@ class CtaSanitizer:
                 un = np.ones(off.shape, np.bool_) if init is None else ~init[off]
                 if un.any():
                     k, b = np.argwhere(un)[0]
-                    addr = base + int(off[k, b])
-                    launch.add(("init-global", pc), lambda: Report(
-                        "initcheck", "uninitialized-read", f"reads global byte {addr:#x} of the allocation at "
-                        f"{base:#x}, which neither the host nor a kernel wrote", space="global", address=addr,
-                        size=nbytes, first=self.access(warp, ls[k], "read"),
-                        values={"memory": int.from_bytes(buf[off[k]].tobytes(), "little")}))
+                    self.init_global(warp, int(ls[k]), pc, base, base + int(off[k, b]), nbytes,
+                                     int.from_bytes(buf[off[k]].tobytes(), "little"))
             if write and base in g._uninit:
                 init = g._uninit[base]
                 if init is None:
@@ -561,6 +569,27 @@ class CtaSanitizer:
                 if release or self.fenced[t]:
                     self._release(int(a[k]))
                     self.fenced[t] = False
+
+    def init_global(self, warp, lane, pc, base, addr, nbytes, memory):
+        """initcheck: lane ``lane`` reads global byte ``addr`` of the allocation at ``base`` that nothing wrote."""
+        self.launch.add(("init-global", pc), lambda: Report(
+            "initcheck", "uninitialized-read", f"reads global byte {addr:#x} of the allocation at "
+            f"{base:#x}, which neither the host nor a kernel wrote", space="global", address=addr,
+            size=nbytes, first=self.access(warp, lane, "read", pc=pc), values={"memory": memory}))
+
+    def global_race(self, warp, lane, pc, kind, c2, t2, opc, addr, nbytes, write):
+        """racecheck: an access of lane ``lane`` races with thread ``t2`` of the CTA numbered ``c2`` (at ``opc``)."""
+        g = self.launch.grid
+        cid = (c2 % g[0], (c2 // g[0]) % g[1], c2 // (g[0] * g[1]))
+
+        def make():
+            first = self.access(_Lane(t2 // LANES), t2 % LANES, "write" if kind != "WAR" else "read", pc=opc)
+            first.cta = cid
+            second = self.access(warp, lane, "write" if write else "read", pc=pc)
+            return Report("racecheck", "global-race", f"{kind} race on global {addr:#x} between CTAs {cid} and "
+                          f"{self.ctaid}: no release/acquire (fence + atomic, st.release/ld.acquire) orders the "
+                          f"two accesses", space="global", address=addr, size=nbytes, first=first, second=second)
+        self.launch.add(("grace", kind, opc, pc), make)
 
     def _release(self, addr):
         launch = self.launch
@@ -585,19 +614,8 @@ class CtaSanitizer:
             src_pc, src_tid = sh["w_pc"][off], sh["w_tid"][off]
         if hit.any():
             k, b = np.argwhere(hit)[0]
-            c2, t2, opc = int(wc[k, b]), int(src_tid[k, b]), int(src_pc[k, b])
-            addr = base + int(off[k, 0])
-            g = self.launch.grid
-            cid = (c2 % g[0], (c2 // g[0]) % g[1], c2 // (g[0] * g[1]))
-
-            def make():
-                first = self.access(_Lane(t2 // LANES), t2 % LANES, "write" if kind != "WAR" else "read", pc=opc)
-                first.cta = cid
-                second = self.access(warp, lanes[k], "write" if write else "read")
-                return Report("racecheck", "global-race", f"{kind} race on global {addr:#x} between CTAs {cid} and "
-                              f"{self.ctaid}: no release/acquire (fence + atomic, st.release/ld.acquire) orders the "
-                              f"two accesses", space="global", address=addr, size=nbytes, first=first, second=second)
-            self.launch.add(("grace", kind, opc, pc), make)
+            self.global_race(warp, int(lanes[k]), pc, kind, int(wc[k, b]), int(src_tid[k, b]), int(src_pc[k, b]),
+                             base + int(off[k, 0]), nbytes, write)
         if write:
             sh["w_cta"][off] = me
             sh["w_ep"][off] = self.epoch

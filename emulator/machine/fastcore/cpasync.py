@@ -123,6 +123,9 @@ class CpAsyncRows:
                 lanes = np.flatnonzero(done)
                 cp = int(t.meta[k, r, 1])
                 idx = t.dst[k, r, lanes, None] + np.arange(cp)
+                if warp.san is not None:        # the copy lands: a write by the lanes that issued it (sanitizer)
+                    warp.san.shared(warp, "cp.async", t.dst[k, r], done, cp, True,
+                                    t.data[k, r].view(np.uint8)[:, :cp])
                 warp.smem[idx] = t.data[k, r].view(np.uint8)[lanes, :cp]
                 np.subtract.at(warp.smem_inflight, idx, 1)
                 warp._inflight_n -= lanes.size

@@ -105,12 +105,16 @@ def compile_matrix(instr, env):
         warp.log_smem(text, spec.op, a, 16, used, nmat)
         if store:
             regs = np.stack([warp.get_reg(n, text) for n in names]).astype(np.uint32)
+            if warp.san is not None:          # each row-address lane writes its 16 bytes (the race check)
+                rows = np.zeros(32 * 16, np.uint8)
+                stmatrix_fast(rows, np.arange(32, dtype=a.dtype) * 16, nmat, trans, regs)
+                warp.san.shared(warp, text, a, used, 16, True, rows.reshape(32, 16))
             stmatrix_fast(warp.smem, a, nmat, trans, regs)
-            if warp.san is not None:
-                warp.san.untracked_write(a[used].astype(np.int64)[:, None] + np.arange(16))
             if warp._async is not None:
                 warp._async.generic_write(a[used].astype(np.int64)[:, None] + np.arange(16))
             return
+        if warp.san is not None:              # each row-address lane reads its 16 bytes
+            warp.san.shared(warp, text, a, used, 16, False)
         out = np.empty((nmat, 32), np.uint32)
         ldmatrix_fast(warp.smem, a, nmat, trans, out)
         for j, n in enumerate(names):
