@@ -30,14 +30,16 @@ from numba import njit
 
 from ..ops.common import format_lanes
 from .fastcore import table as T
-from .fastcore.engine import LOG_CAP, ArenaRegs, FastLaunch, FastWarp, _records
+from .fastcore.engine import LOG_CAP, ArenaRegs, FastCTA, FastLaunch, FastWarp, _records
 from .sanitize import LANES, _semantics
 
 WIDE = LANES + 4 * LANES          # log columns: each lane's address, then up to 4 stored values per lane
 GLOBAL = 1 << 32                  # log_mask bit: the record lists the global lanes of an ld/st
+SYNC = 1 << 33                    # log_mask bit: a barrier arrival or an exit (the CTA loop)
 NHIT = 10                         # columns of a hit: code, record, lane, address, byte, other thread, other pc,
 #                                   bytes, memory (low 8 bytes), memory (high 8 bytes)
-H_INIT, H_RAW, H_WAW, H_WAR = 0, 1, 2, 3
+H_INIT, H_RAW, H_WAW, H_WAR, H_DIV = 0, 1, 2, 3, 4
+K_BAR, K_EXIT = 4, 5
 
 
 def _regs_read(instr):
@@ -60,8 +62,7 @@ def _regs_read(instr):
 
 class SanFastLaunch(FastLaunch):
     """A FastLaunch whose translation hands back what the sanitizer must see one instruction at a time, and
-    whose log carries what :func:`replay` needs. No CTA loop: each warp runs in the per-warp loop, and the
-    scheduler of ``machine.cta`` runs the barriers (with the sanitizer's clocks)."""
+    whose log carries what :func:`replay` needs (also the barrier arrivals and exits of the CTA loop)."""
 
     def __init__(self, prog, gmem, san):
         super().__init__(prog, gmem)
@@ -73,6 +74,9 @@ class SanFastLaunch(FastLaunch):
         self.pnb = np.zeros(n, np.int64)        # bytes per lane
         self.pew = np.ones(n, np.int64)         # bytes per element (stores: where each value goes)
         self.pn = np.ones(n, np.int64)          # elements per lane
+        self.pbid = np.full(n, -1, np.int64)    # barriers: number, 1 for bar.arrive, 1 for .aligned
+        self.parrive = np.zeros(n, np.int64)
+        self.paligned = np.zeros(n, np.int64)
         written = set()
         for op in prog.code:
             ins = getattr(op, "instr", None)
@@ -103,19 +107,25 @@ class SanFastLaunch(FastLaunch):
                 self.pew[pc] = 16
             elif opc in (T.NOP, T.CPASYNC, T.CP_COMMIT, T.CP_WAIT):
                 row[T.OP] = T.SLOW
+            elif opc == T.BAR:
+                self.pkind[pc] = K_BAR
+                self.pbid[pc] = int(row[T.X])
+                self.parrive[pc] = int(row[T.Y])
+                self.paligned[pc] = int(row[T.Z])
+            elif opc == T.EXIT:
+                self.pkind[pc] = K_EXIT
             if self.never and ins is not None and row[T.OP] != T.SLOW and _regs_read(ins) & self.never:
                 row[T.OP] = T.SLOW
         self.aligned_bars = any(getattr(op, "instr", None) is not None and (
             op.instr.base == "bar" or (op.instr.base == "barrier" and "aligned" in op.instr.mods))
             for op in prog.code)
         tr.code = code
-        tr.cta_ok = False
         self.tr = tr
         self.log_addr = np.zeros((LOG_CAP, WIDE), np.int64)
         self.hits = np.zeros((5 * LOG_CAP + 8, NHIT), np.int64)
 
     def cta_arrays(self, nwarps):
-        return None
+        return SanFastCTA(self, nwarps) if self.tr.cta_ok else None
 
     def attach(self, warp, arena=None):
         return SanFastWarp(self, warp, arena)
@@ -198,28 +208,130 @@ def _left_behind(w, gone):
             return
 
 
+class SanFastCTA(FastCTA):
+    """The CTA loop of a sanitised launch: the replay follows its barriers (arrivals and exits are logged,
+    releases happen where the loop's happen) in the sanitizer's state ``san.rb``."""
+
+    def bind(self, cta):
+        FastCTA.bind(self, cta)
+        self.pre = np.empty(cta.smem.size, np.uint8)
+        return self
+
+    def _state(self, cta):
+        san = cta.san
+        rb = getattr(san, "rb", None)
+        if rb is None:
+            T_ = san.T
+            exited = np.concatenate([w.exited for w in cta.warps]).copy()
+            rb = san.rb = {"acc": np.zeros((16, T_), np.int32), "arrived": np.zeros(16, np.int64),
+                           "wait": np.full(T_, -1, np.int64), "wait_pc": np.full(T_, -1, np.int64),
+                           "exited": exited, "alive": np.array([int((~exited).sum())], np.int64),
+                           "gone": np.zeros(len(cta.warps), np.int64), "gone_pc": np.full(len(cta.warps), -1,
+                                                                                        np.int64)}
+        return rb
+
+    def _enter(self, cta):
+        san = cta.san
+        if san is None:
+            return
+        if cta.smem.size:
+            np.copyto(self.pre, cta.smem)
+        rb = self._state(cta)
+        now = np.concatenate([w.exited for w in cta.warps])
+        py = now & ~rb["exited"]                 # exits Python ran since the last look: the loop releases at once
+        if py.any():
+            _exits(np.flatnonzero(py).astype(np.int64), rb["exited"], rb["alive"], rb["arrived"], rb["acc"],
+                   rb["wait"], san.vc)
+
+    def _flush(self, ws, n):
+        fl = self.launch
+        cta = ws[0]._cta if ws else None
+        san = cta.san if cta is not None else None
+        if san is not None:
+            replay(san, None, fl, n, self.pre, wids=self.log_warp[:n].copy(), ws=ws, rb=self._state(cta))
+        masks = fl.log_mask[:n]
+        who = self.log_warp[:n]
+        plain = (masks >> 32) == 0
+        for k, w in enumerate(ws):
+            sel = np.flatnonzero((who == k) & plain)
+            if sel.size:
+                keep = min(sel.size, max(w.smem_log_cap - w._smem_n, 0))
+                w.smem_log_dropped += sel.size - keep
+                w._smem_n += keep
+                sel = sel[:keep]
+            if sel.size:
+                w._smem_pending.append(partial(_records, w.program.code, fl.tr.code, fl.log_pc[sel],
+                                               fl.log_mask[sel], fl.log_addr[sel, :LANES], fl.log_src[sel]))
+
+    def _handoff(self, cta, k, parked):
+        got = FastCTA._handoff(self, cta, k, parked)
+        if cta.san is not None:                  # the Python scheduler goes on: its barriers get the clocks
+            rb = self._state(cta)
+            for b, d in cta.barriers.items():
+                d["vc"] = rb["acc"][b].copy()
+        return got
+
+
+@njit(cache=True)
+def _release(alive, arrived, acc, wait, vc):
+    """The loop's _check_bars on the clocks: each barrier every live thread arrived at releases its waiters."""
+    for bid in range(16):
+        if arrived[bid] > 0 and arrived[bid] >= alive[0]:
+            for t in range(wait.size):
+                if wait[t] == bid:
+                    for u in range(vc.shape[1]):
+                        if vc[t, u] < acc[bid, u]:
+                            vc[t, u] = acc[bid, u]
+                    wait[t] = -1
+            arrived[bid] = 0
+            acc[bid, :] = 0
+
+
+@njit(cache=True)
+def _exits(tids, exited, alive, arrived, acc, wait, vc):
+    for t in tids:
+        if not exited[t]:
+            exited[t] = True
+            alive[0] -= 1
+    _release(alive, arrived, acc, wait, vc)
+
+
 # ---------------------------------------------------------------------------------------------------
 # the replay
 
-def replay(san, w, fl, n, pre):
-    """Apply the loop's ``n`` log records of warp ``w`` to the sanitizer ``san`` (a CtaSanitizer)."""
+def replay(san, w, fl, n, pre, wids=None, ws=None, rb=None):
+    """Apply the loop's ``n`` log records to the sanitizer ``san`` (a CtaSanitizer): those of warp ``w``, or,
+    from the CTA loop, of the warps ``ws`` (``wids``: the warp of each record) with the barrier state ``rb``
+    (``SanFastCTA._state``)."""
     tools = san.tools
     race, init = "racecheck" in tools, "initcheck" in tools
-    if not (race or init):
+    cta_mode = rb is not None
+    if not (race or init or cta_mode):
         return
     pcs, masks, addrs = fl.log_pc[:n], fl.log_mask[:n], fl.log_addr
+    if wids is None:
+        wids = np.full(n, w.warp_id, np.int64)
     events = []                              # (record, order, report): reports in program order
-    if san.w_tid.size and pre is not None:
+    if cta_mode or (san.w_tid.size and pre is not None):
         hits = fl.hits
-        nh = _replay_shared(pcs, masks, addrs, n, w.warp_id, fl.pkind, fl.pnb, fl.pew, san.vc, san.w_tid,
-                            san.w_clk, san.w_pc, san.w_strong, san.r_tid, san.r_clk, san.r_pc, san.r_strong, pre,
-                            init, race, hits)
+        if rb is None:
+            rb = _NO_RB
+        nh = _replay_shared(pcs, masks, addrs, n, wids, fl.pkind, fl.pnb, fl.pew, fl.pbid, fl.parrive,
+                            fl.paligned, san.vc, san.w_tid, san.w_clk, san.w_pc, san.w_strong, san.r_tid, san.r_clk,
+                            san.r_pc, san.r_strong, pre if pre is not None else _NO_PRE, init, race, hits, cta_mode,
+                            rb["acc"], rb["arrived"], rb["wait"], rb["wait_pc"], rb["exited"], rb["alive"],
+                            rb["gone"], rb["gone_pc"])
         for k in range(nh):
             code, r, lane, a0, x, other, opc, nb, lo, hi = hits[k].tolist()
-            mem = ((lo & 0xFFFFFFFFFFFFFFFF) | ((hi & 0xFFFFFFFFFFFFFFFF) << 64)) & ((1 << (8 * nb)) - 1)
+            wk = ws[int(wids[r])] if ws is not None else w
             pc = int(pcs[r])
+            if code == H_DIV:
+                q, gone, waiting, p_exit = a0, x, other, opc
+                events.append((r, k, partial(_divergent, san, wk, q, p_exit, gone, waiting)))
+                continue
+            mem = ((lo & 0xFFFFFFFFFFFFFFFF) | ((hi & 0xFFFFFFFFFFFFFFFF) << 64)) & ((1 << (8 * nb)) - 1)
             if code == H_INIT:
-                events.append((r, k, partial(san.init_shared, w, lane, pc, x, nb, partial(int, mem))))
+                events.append((r, k, partial(san.init_shared, wk, lane, pc, x, nb, partial(int, mem))))
             else:
                 written = None
                 if code != H_RAW:
@@ -227,21 +339,52 @@ def replay(san, w, fl, n, pre):
                     written = sum((int(addrs[r, LANES + 4 * lane + i]) & ((1 << (8 * ew)) - 1)) << (8 * ew * i)
                                   for i in range(ne))
                 kind = ("RAW", "WAW", "WAR")[code - 1]
-                events.append((r, k, partial(san.race, w, lane, pc, other, opc, kind, a0, nb, code != H_RAW,
+                events.append((r, k, partial(san.race, wk, lane, pc, other, opc, kind, a0, nb, code != H_RAW,
                                              partial(int, mem), written)))
     glob = np.flatnonzero(masks & GLOBAL)
     launch = san.launch
     if glob.size and (init or (race and launch.nctas > 1)):
-        _replay_global(san, w, fl, pcs, masks, addrs, glob, init, race, events)
+        _replay_global(san, w, ws, wids, fl, pcs, masks, addrs, glob, init, race, events)
     events.sort(key=lambda e: (e[0], e[1]))
     for _, _, report in events:
         report()
 
 
+_NO_PRE = np.zeros(0, np.uint8)
+_NO_RB = {"acc": np.zeros((16, 1), np.int32), "arrived": np.zeros(16, np.int64), "wait": np.zeros(1, np.int64),
+          "wait_pc": np.zeros(1, np.int64), "exited": np.zeros(1, np.bool_), "alive": np.zeros(1, np.int64),
+          "gone": np.zeros(1, np.int64), "gone_pc": np.zeros(1, np.int64)}
+
+
+def _divergent(san, w, q, p_exit, gone, waiting):
+    """synccheck in the CTA loop: lanes ``gone`` of ``w`` exited at ``p_exit`` past the ``.aligned`` barrier at
+    ``q`` that lanes ``waiting`` of the warp execute (``CTA._skipped_barrier``). An exit that is a branch target
+    (an early ``return``) may have been reached without passing the barrier: not reported."""
+    cta = w._cta
+    if p_exit in _targets(cta) or not cta.cv.joins(p_exit, q):
+        return
+    ins = cta.prog.code[q].instr
+    lanes = np.flatnonzero((gone >> np.arange(32)) & 1)
+    wl = np.flatnonzero((waiting >> np.arange(32)) & 1)
+    keep = getattr(w, "cur_pc", -1)
+    w.cur_pc = q
+    san.hazard(w, "synccheck", "divergent-barrier",
+               f"{ins.text or ins.opcode}: lanes {format_lanes(lanes)} of warp {w.warp_id} go on past this barrier "
+               f"without it while lanes {format_lanes(wl)} wait at it", int(lanes[0]))
+    w.cur_pc = keep
+
+
+def _targets(cta):
+    t = getattr(cta.prog, "_san_targets", None)
+    if t is None:
+        t = cta.prog._san_targets = {op.target for op in cta.prog.code if op.kind == "bra"}
+    return t
+
+
 _LANE_BITS = np.arange(LANES, dtype=np.int64)
 
 
-def _replay_global(san, w, fl, pcs, masks, addrs, glob, init, race, events):
+def _replay_global(san, w, ws, wids, fl, pcs, masks, addrs, glob, init, race, events):
     launch = san.launch
     g = launch.gmem
     bits = ((masks[glob][:, None] >> _LANE_BITS) & 1).astype(np.bool_)
@@ -253,7 +396,9 @@ def _replay_global(san, w, fl, pcs, masks, addrs, glob, init, race, events):
     write = fl.pkind[pc] == 2
     bases = np.asarray(g._bases, np.int64)
     which = np.searchsorted(bases, a, "right") - 1
-    tids = w.warp_id * LANES + lanes
+    wrec = wids[rec]
+    tids = wrec * LANES + lanes
+    who = (lambda k: ws[int(wrec[k])]) if ws is not None else (lambda k: w)
     for i in np.unique(which).tolist():
         if i < 0:
             continue
@@ -274,7 +419,7 @@ def _replay_global(san, w, fl, pcs, masks, addrs, glob, init, race, events):
                 o = int(off[k])
                 n_ = int(nb[sel][k])
                 events.append((int(rec[sel][k]), -1, partial(
-                    san.init_global, w, int(lanes[sel][k]), int(pc[sel][k]), base, base + byte, n_,
+                    san.init_global, who(sel[k]), int(lanes[sel][k]), int(pc[sel][k]), base, base + byte, n_,
                     int.from_bytes(buf[o:o + n_].tobytes(), "little"))))
         if race and launch.nctas > 1:
             sh = launch.gshadow(base, buf.size)
@@ -285,13 +430,14 @@ def _replay_global(san, w, fl, pcs, masks, addrs, glob, init, race, events):
             for h in range(nh):
                 k, kind, c2, t2, opc, _ = hits[h].tolist()
                 events.append((int(rec[sel][k]), -1, partial(
-                    san.global_race, w, int(lanes[sel][k]), int(pc[sel][k]), ("RAW", "WAW", "WAR")[kind - 1],
+                    san.global_race, who(sel[k]), int(lanes[sel][k]), int(pc[sel][k]), ("RAW", "WAW", "WAR")[kind - 1],
                     c2, t2, opc, base + int(off[k]), int(nb[sel][k]), bool(write[sel][k]))))
 
 
 @njit(cache=True)
-def _replay_shared(pcs, masks, addrs, n, wid, pkind, pnb, pew, vc, w_tid, w_clk, w_pc, w_strong, r_tid, r_clk,
-                   r_pc, r_strong, pre, do_init, do_race, hits):
+def _replay_shared(pcs, masks, addrs, n, wids, pkind, pnb, pew, pbid, parrive, paligned, vc, w_tid, w_clk, w_pc,
+                   w_strong, r_tid, r_clk, r_pc, r_strong, pre, do_init, do_race, hits, cta_mode, acc, arrived, wait,
+                   wait_pc, exited, alive, gone, gone_pc):
     """``CtaSanitizer.shared`` for the weak shared accesses of one warp's log, in order. Per record: the
     checks against the state before it, then its updates (as the vectorised reference: a byte two lanes
     touch keeps the last lane's access). Hits: at most one per kind and side (between warps, within the
@@ -301,11 +447,15 @@ def _replay_shared(pcs, masks, addrs, n, wid, pkind, pnb, pew, vc, w_tid, w_clk,
     got = np.zeros(5, np.bool_)
     for r in range(n):
         m = masks[r]
-        if m >> 32 != 0:
-            continue
         p = pcs[r]
         kind = pkind[p]
-        if kind == 0:
+        wid = wids[r]
+        if (m >> 33) & 1:
+            if cta_mode:
+                nh = _sync(r, m & 0xFFFFFFFF, p, kind, wid, pbid, parrive, paligned, vc, acc, arrived, wait, wait_pc,
+                           exited, alive, gone, gone_pc, hits, nh)
+            continue
+        if m >> 32 != 0 or kind == 0 or kind > 3:
             continue
         write = kind == 2
         nb = pnb[p]
@@ -394,6 +544,63 @@ def _replay_shared(pcs, masks, addrs, n, wid, pkind, pnb, pew, vc, w_tid, w_clk,
                     r_clk[x, 0] = vc[t, t]
                     r_pc[x, 0] = p
                     r_strong[x, 0] = False
+    return nh
+
+
+@njit(cache=True)
+def _sync(r, em, p, kind, wid, pbid, parrive, paligned, vc, acc, arrived, wait, wait_pc, exited, alive, gone, gone_pc,
+          hits, nh):
+    """A barrier arrival or an exit of the CTA loop (``CtaSanitizer.bar_arrive`` / ``bar_release``)."""
+    T_ = vc.shape[0]
+    if kind == K_BAR:
+        bid = pbid[p]
+        if paligned[p] == 1 and gone[wid] != 0 and nh < hits.shape[0]:
+            g = gone[wid]
+            first = 0
+            while not (g >> first) & 1:
+                first += 1
+            hits[nh, 0], hits[nh, 1], hits[nh, 2], hits[nh, 3], hits[nh, 4] = H_DIV, r, first, p, g
+            hits[nh, 5], hits[nh, 6] = em, gone_pc[wid]
+            nh += 1
+        gone[wid] = 0
+        for lane in range(32):
+            if (em >> lane) & 1:
+                t = wid * 32 + lane
+                for u in range(T_):
+                    if acc[bid, u] < vc[t, u]:
+                        acc[bid, u] = vc[t, u]
+        for lane in range(32):
+            if (em >> lane) & 1:
+                t = wid * 32 + lane
+                vc[t, t] += 1
+                arrived[bid] += 1
+                if parrive[p] == 0:
+                    wait[t] = bid
+                    wait_pc[t] = p
+    else:
+        waiting = 0
+        q = -1
+        for lane in range(32):
+            t = wid * 32 + lane
+            if not (em >> lane) & 1 and wait[t] >= 0 and not exited[t] and paligned[wait_pc[t]] == 1:
+                waiting |= 1 << lane
+                q = wait_pc[t]
+        if waiting != 0 and nh < hits.shape[0]:
+            first = 0
+            while not (em >> first) & 1:
+                first += 1
+            hits[nh, 0], hits[nh, 1], hits[nh, 2], hits[nh, 3], hits[nh, 4] = H_DIV, r, first, q, em
+            hits[nh, 5], hits[nh, 6] = waiting, p
+            nh += 1
+        for lane in range(32):
+            if (em >> lane) & 1:
+                t = wid * 32 + lane
+                if not exited[t]:
+                    exited[t] = True
+                    alive[0] -= 1
+        gone[wid] |= em
+        gone_pc[wid] = p
+    _release(alive, arrived, acc, wait, vc)
     return nh
 
 

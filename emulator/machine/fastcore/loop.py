@@ -842,8 +842,8 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
             opc = T.SLOW
         if row[T.WG] == 1 and state[T.S_WG_REGS] != 0 or opc == T.CPASYNC and state[T.S_WG_SMEM] != 0:
             opc = T.SLOW                   # a register or shared bytes an in-flight wgmma may hold: the executor checks
-        if opc == T.SLOW or budget <= 0 or (opc == T.LD or opc == T.ST or opc == T.CPASYNC) and \
-                nlog + wide >= log_pc.shape[0]:
+        if opc == T.SLOW or budget <= 0 or (opc == T.LD or opc == T.ST or opc == T.CPASYNC or wide == 1 and (
+                opc == T.BAR or opc == T.EXIT)) and nlog + wide >= log_pc.shape[0]:
             state[T.S_STATUS] = T.ST_SLOW if (opc == T.SLOW or budget <= 0) else T.ST_LOG
             state[T.S_PC] = p
             state[T.S_MASK] = m
@@ -871,6 +871,10 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     else:
                         pc[lane] += 1
             if em != 0:
+                if wide:                       # sanitizer: the exit, in program order (mask bit 33)
+                    log_pc[nlog] = p
+                    log_mask[nlog] = em | (np.int64(1) << 33)
+                    nlog += 1
                 state[T.S_STATUS] = T.ST_EXITED
                 break
             p = p + 1 if together else -1
@@ -888,6 +892,10 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                 if (m >> lane) & 1:
                     pc[lane] += 1
             if em != 0:
+                if wide:                       # sanitizer: the arrival, in program order (mask bit 33)
+                    log_pc[nlog] = p
+                    log_mask[nlog] = em | (np.int64(1) << 33)
+                    nlog += 1
                 state[T.S_STATUS] = T.ST_BAR
                 state[T.S_PC] = p
                 state[T.S_MASK] = em
