@@ -268,7 +268,9 @@ class Sanitizer:
                 "w_pc": np.zeros(size, np.int32), "w_strong": np.zeros(size, np.bool_),
                 "w_tid": np.zeros(size, np.int32),
                 "r_cta": np.full(size, -1, np.int32), "r_ep": np.zeros(size, np.int32),
-                "r_pc": np.zeros(size, np.int32), "r_tid": np.zeros(size, np.int32)}
+                "r_pc": np.zeros(size, np.int32), "r_tid": np.zeros(size, np.int32),
+                "w_clk": np.zeros(size, np.int32), "r_clk": np.zeros(size, np.int32),
+                "r_strong": np.zeros(size, np.bool_), "w_val": np.zeros(size, np.uint8)}
         return sh
 
 
@@ -521,8 +523,9 @@ class CtaSanitizer:
         return snap
 
     # -- global memory -------------------------------------------------------------------------------
-    def global_access(self, warp, instr, addrs, mask, nbytes, write):
-        """An access to global memory: initcheck, and races with other CTAs."""
+    def global_access(self, warp, instr, addrs, mask, nbytes, write, data=None):
+        """An access to global memory: initcheck, and races (with other CTAs, between threads of this one);
+        ``data``: the bytes a store writes (32, nbytes)."""
         lanes = np.flatnonzero(mask)
         if not lanes.size:
             return
@@ -561,8 +564,9 @@ class CtaSanitizer:
                 if init is None:
                     init = g._uninit[base] = np.zeros(buf.size, np.bool_)
                 init[off] = True
-            if "racecheck" in self.tools and launch.nctas > 1:
-                self._global_race(warp, launch.gshadow(base, buf.size), base, off, ls, write, strong, pc, nbytes)
+            if "racecheck" in self.tools:
+                self._global_race(warp, launch.gshadow(base, buf.size), base, off, ls, write, strong, pc, nbytes,
+                                  None if data is None else np.asarray(data, np.uint8)[ls])
         if write and (release or (strong and self.fenced[tids].any())) and gpu:
             for k in range(lanes.size):
                 t = tids[k]
@@ -599,8 +603,9 @@ class CtaSanitizer:
         launch.sync[addr] = rel if cur is None else np.maximum(cur, rel)
         self.epoch += 1
 
-    def _global_race(self, warp, sh, base, off, lanes, write, strong, pc, nbytes):
+    def _global_race(self, warp, sh, base, off, lanes, write, strong, pc, nbytes, data=None):
         me = self.index
+        tids = warp.warp_id * LANES + lanes
         wc = sh["w_cta"][off]
         other = (wc >= 0) & (wc != me)
         hit = other & (self.known[np.where(other, wc, 0)] < sh["w_ep"][off]) & ~(strong & sh["w_strong"][off])
@@ -616,18 +621,57 @@ class CtaSanitizer:
             k, b = np.argwhere(hit)[0]
             self.global_race(warp, int(lanes[k]), pc, kind, int(wc[k, b]), int(src_tid[k, b]), int(src_pc[k, b]),
                              base + int(off[k, 0]), nbytes, write)
+        else:                                   # between threads of this CTA: the vector clocks
+            tcol = tids[:, None]
+            wc, wt = sh["w_cta"][off], sh["w_tid"][off]
+            mine = (wc == me) & (wt != tcol)
+            hit = mine & (self.vc[tcol, np.where(mine, wt, 0)] < sh["w_clk"][off]) & \
+                ~(strong & sh["w_strong"][off])
+            if write and data is not None:      # the same bytes again (replicated layouts): nothing changes
+                hit &= sh["w_val"][off] != data
+            kind, src_tid, src_pc = ("WAW" if write else "RAW"), wt, sh["w_pc"][off]
+            if not hit.any() and write:
+                rc, rt = sh["r_cta"][off], sh["r_tid"][off]
+                mine = (rc == me) & (rt != tcol)
+                hit = mine & (self.vc[tcol, np.where(mine, rt, 0)] < sh["r_clk"][off]) & \
+                    ~(strong & sh["r_strong"][off])
+                kind, src_tid, src_pc = "WAR", rt, sh["r_pc"][off]
+            if hit.any():
+                k, b = np.argwhere(hit)[0]
+                self.global_race_cta(warp, int(lanes[k]), pc, kind, int(src_tid[k, b]), int(src_pc[k, b]),
+                                     base + int(off[k, 0]), nbytes, write)
+        clk = self.vc[tids, tids][:, None]
         if write:
             sh["w_cta"][off] = me
             sh["w_ep"][off] = self.epoch
             sh["w_pc"][off] = pc
-            sh["w_tid"][off] = np.broadcast_to((warp.warp_id * LANES + lanes)[:, None], off.shape)
+            sh["w_tid"][off] = np.broadcast_to(tids[:, None], off.shape)
+            sh["w_clk"][off] = np.broadcast_to(clk, off.shape)
             sh["w_strong"][off] = strong
+            if data is not None:
+                sh["w_val"][off] = data
             sh["r_cta"][off] = -1
         else:
             sh["r_cta"][off] = me
             sh["r_ep"][off] = self.epoch
             sh["r_pc"][off] = pc
-            sh["r_tid"][off] = np.broadcast_to((warp.warp_id * LANES + lanes)[:, None], off.shape)
+            sh["r_tid"][off] = np.broadcast_to(tids[:, None], off.shape)
+            sh["r_clk"][off] = np.broadcast_to(clk, off.shape)
+            sh["r_strong"][off] = strong
+
+    def global_race_cta(self, warp, lane, pc, kind, t2, opc, addr, nbytes, write):
+        """racecheck: an access to global memory races with one by thread ``t2`` of the same CTA (at ``opc``)."""
+        same_warp = t2 // LANES == warp.warp_id
+        sev = "warning" if same_warp else "error"
+
+        def make():
+            first = self.access(_Lane(t2 // LANES), t2 % LANES, "write" if kind != "WAR" else "read", pc=opc)
+            second = self.access(warp, lane, "write" if write else "read", pc=pc)
+            return Report("racecheck", "global-race", f"{kind} race on global {addr:#x} between threads {t2} and "
+                          f"{second.thread} of CTA {self.ctaid}: no barrier or other synchronisation orders the two "
+                          f"accesses", severity=sev, space="global", address=addr, size=nbytes, first=first,
+                          second=second)
+        self.launch.add(("grace-cta", kind, sev, opc, pc), make)
 
     def fence(self, warp, mask, text):
         """membar / fence.sc / fence.acq_rel: the lane's next strong store or atomic releases."""

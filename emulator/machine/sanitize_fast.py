@@ -312,24 +312,30 @@ def replay(san, w, fl, n, pre, wids=None, ws=None, rb=None):
     if wids is None:
         wids = np.full(n, w.warp_id, np.int64)
     events = []                              # (record, order, report): reports in program order
-    if cta_mode or (san.w_tid.size and pre is not None):
+    if rb is None:
+        rb = _NO_RB
+    shared = cta_mode or (san.w_tid.size and pre is not None)
+
+    def shared_part(lo, hi):
+        """Records lo..hi-1 through the jitted replay (shared accesses, barriers, exits)."""
+        if not shared or hi <= lo:
+            return
         hits = fl.hits
-        if rb is None:
-            rb = _NO_RB
-        nh = _replay_shared(pcs, masks, addrs, n, wids, fl.pkind, fl.pnb, fl.pew, fl.pbid, fl.parrive,
-                            fl.paligned, san.vc, san.w_tid, san.w_clk, san.w_pc, san.w_strong, san.r_tid, san.r_clk,
-                            san.r_pc, san.r_strong, pre if pre is not None else _NO_PRE, init, race, hits, cta_mode,
-                            rb["acc"], rb["arrived"], rb["wait"], rb["wait_pc"], rb["exited"], rb["alive"],
-                            rb["gone"], rb["gone_pc"])
+        nh = _replay_shared(pcs[lo:hi], masks[lo:hi], addrs[lo:hi], hi - lo, wids[lo:hi], fl.pkind, fl.pnb, fl.pew,
+                            fl.pbid, fl.parrive, fl.paligned, san.vc, san.w_tid, san.w_clk, san.w_pc, san.w_strong,
+                            san.r_tid, san.r_clk, san.r_pc, san.r_strong, pre if pre is not None else _NO_PRE, init,
+                            race, hits, cta_mode, rb["acc"], rb["arrived"], rb["wait"], rb["wait_pc"], rb["exited"],
+                            rb["alive"], rb["gone"], rb["gone_pc"])
         for k in range(nh):
-            code, r, lane, a0, x, other, opc, nb, lo, hi = hits[k].tolist()
+            code, r, lane, a0, x, other, opc, nb, lo_, hi_ = hits[k].tolist()
+            r += lo
             wk = ws[int(wids[r])] if ws is not None else w
             pc = int(pcs[r])
             if code == H_DIV:
                 q, gone, waiting, p_exit = a0, x, other, opc
                 events.append((r, k, partial(_divergent, san, wk, q, p_exit, gone, waiting)))
                 continue
-            mem = ((lo & 0xFFFFFFFFFFFFFFFF) | ((hi & 0xFFFFFFFFFFFFFFFF) << 64)) & ((1 << (8 * nb)) - 1)
+            mem = ((lo_ & 0xFFFFFFFFFFFFFFFF) | ((hi_ & 0xFFFFFFFFFFFFFFFF) << 64)) & ((1 << (8 * nb)) - 1)
             if code == H_INIT:
                 events.append((r, k, partial(san.init_shared, wk, lane, pc, x, nb, partial(int, mem))))
             else:
@@ -341,10 +347,23 @@ def replay(san, w, fl, n, pre, wids=None, ws=None, rb=None):
                 kind = ("RAW", "WAW", "WAR")[code - 1]
                 events.append((r, k, partial(san.race, wk, lane, pc, other, opc, kind, a0, nb, code != H_RAW,
                                              partial(int, mem), written)))
+
     glob = np.flatnonzero(masks & GLOBAL)
-    launch = san.launch
-    if glob.size and (init or (race and launch.nctas > 1)):
-        _replay_global(san, w, ws, wids, fl, pcs, masks, addrs, glob, init, race, events)
+    if not glob.size or not (init or race):
+        shared_part(0, n)
+    else:
+        # global accesses see the clocks of their moment: the records run in pieces cut at the barrier
+        # arrivals and exits that come between them
+        syncs = np.flatnonzero(masks & SYNC) if cta_mode else np.zeros(0, np.int64)
+        seg = np.searchsorted(syncs, glob)
+        cur = 0
+        for k in np.unique(seg).tolist():
+            end = int(syncs[k - 1]) + 1 if k > 0 else 0
+            if end > cur:
+                shared_part(cur, end)
+                cur = end
+            _replay_global(san, w, ws, wids, fl, pcs, masks, addrs, glob[seg == k], init, race, events)
+        shared_part(cur, n)
     events.sort(key=lambda e: (e[0], e[1]))
     for _, _, report in events:
         report()
@@ -396,6 +415,10 @@ def _replay_global(san, w, ws, wids, fl, pcs, masks, addrs, glob, init, race, ev
     write = fl.pkind[pc] == 2
     bases = np.asarray(g._bases, np.int64)
     which = np.searchsorted(bases, a, "right") - 1
+    # where a store's values are: its own record, or the shared record just before it (a generic store
+    # whose lanes reach both spaces)
+    prev = np.maximum(rec - 1, 0)
+    drow = np.where(~write, -1, np.where((rec > 0) & (pcs[prev] == pc) & ((masks[prev] >> 32) == 0), prev, rec))
     wrec = wids[rec]
     tids = wrec * LANES + lanes
     who = (lambda k: ws[int(wrec[k])]) if ws is not None else (lambda k: w)
@@ -421,17 +444,23 @@ def _replay_global(san, w, ws, wids, fl, pcs, masks, addrs, glob, init, race, ev
                 events.append((int(rec[sel][k]), -1, partial(
                     san.init_global, who(sel[k]), int(lanes[sel][k]), int(pc[sel][k]), base, base + byte, n_,
                     int.from_bytes(buf[o:o + n_].tobytes(), "little"))))
-        if race and launch.nctas > 1:
+        if race:
             sh = launch.gshadow(base, buf.size)
             hits = np.full((sel.size, 6), -1, np.int64)
             nh = _global_race(off, nb[sel], write[sel], rec[sel], tids[sel], pc[sel], sh["w_cta"], sh["w_ep"],
                               sh["w_pc"], sh["w_strong"], sh["w_tid"], sh["r_cta"], sh["r_ep"], sh["r_pc"],
-                              sh["r_tid"], san.index, san.epoch, san.known, hits)
+                              sh["r_tid"], san.index, san.epoch, san.known, hits, san.vc, sh["w_clk"], sh["r_clk"],
+                              sh["r_strong"], sh["w_val"], addrs, drow[sel], lanes[sel], fl.pew[pc[sel]])
             for h in range(nh):
                 k, kind, c2, t2, opc, _ = hits[h].tolist()
-                events.append((int(rec[sel][k]), -1, partial(
-                    san.global_race, who(sel[k]), int(lanes[sel][k]), int(pc[sel][k]), ("RAW", "WAW", "WAR")[kind - 1],
-                    c2, t2, opc, base + int(off[k]), int(nb[sel][k]), bool(write[sel][k]))))
+                name = ("RAW", "WAW", "WAR")[kind - 1]
+                if c2 >= 0:
+                    rep = partial(san.global_race, who(sel[k]), int(lanes[sel][k]), int(pc[sel][k]), name, c2, t2,
+                                  opc, base + int(off[k]), int(nb[sel][k]), bool(write[sel][k]))
+                else:
+                    rep = partial(san.global_race_cta, who(sel[k]), int(lanes[sel][k]), int(pc[sel][k]), name, t2,
+                                  opc, base + int(off[k]), int(nb[sel][k]), bool(write[sel][k]))
+                events.append((int(rec[sel][k]), -1, rep))
 
 
 @njit(cache=True)
@@ -650,8 +679,10 @@ def _global_init(off, nb, write, rec, init, do_init, hits):
 
 @njit(cache=True)
 def _global_race(off, nb, write, rec, tids, pcs, w_cta, w_ep, w_pc, w_strong, w_tid, r_cta, r_ep, r_pc, r_tid, me,
-                 epoch, known, hits):
-    """``CtaSanitizer._global_race`` for the weak accesses of one allocation, record after record."""
+                 epoch, known, hits, vc, w_clk, r_clk, r_strong, w_val, addrs, drow, lanes, ew):
+    """``CtaSanitizer._global_race`` for the weak accesses of one allocation, record after record: with other
+    CTAs (epochs), then between threads of this CTA (vector clocks; a store of the bytes the last writer
+    stored is no hazard). Hits: (entry, kind 1 RAW / 2 WAW / 3 WAR, CTA or -1 for this one, thread, pc)."""
     nh = 0
     i = 0
     n = off.size
@@ -685,20 +716,59 @@ def _global_race(off, nb, write, rec, tids, pcs, w_cta, w_ep, w_pc, w_strong, w_
                         break
                 if found:
                     break
+        if not found:
+            for k in range(i, j):
+                t = tids[k]
+                for b in range(nb[k]):
+                    x = off[k] + b
+                    wt = w_tid[x]
+                    if w_cta[x] == me and wt != t and vc[t, wt] < w_clk[x]:
+                        if wr and drow[k] >= 0:
+                            e = ew[k]
+                            v = (addrs[drow[k], 32 + 4 * lanes[k] + b // e] >> (8 * (b % e))) & 0xFF
+                            if v == w_val[x]:
+                                continue
+                        hits[nh, 0], hits[nh, 1], hits[nh, 2], hits[nh, 3], hits[nh, 4] = k, 2 if wr else 1, -1, \
+                            wt, w_pc[x]
+                        nh += 1
+                        found = True
+                        break
+                if found:
+                    break
+        if not found and wr:
+            for k in range(i, j):
+                t = tids[k]
+                for b in range(nb[k]):
+                    x = off[k] + b
+                    rt = r_tid[x]
+                    if r_cta[x] == me and rt != t and vc[t, rt] < r_clk[x]:
+                        hits[nh, 0], hits[nh, 1], hits[nh, 2], hits[nh, 3], hits[nh, 4] = k, 3, -1, rt, r_pc[x]
+                        nh += 1
+                        found = True
+                        break
+                if found:
+                    break
         for k in range(i, j):
+            t = tids[k]
             for b in range(nb[k]):
                 x = off[k] + b
                 if wr:
                     w_cta[x] = me
                     w_ep[x] = epoch
                     w_pc[x] = pcs[k]
-                    w_tid[x] = tids[k]
+                    w_tid[x] = t
+                    w_clk[x] = vc[t, t]
                     w_strong[x] = False
+                    if drow[k] >= 0:
+                        e = ew[k]
+                        w_val[x] = (addrs[drow[k], 32 + 4 * lanes[k] + b // e] >> (8 * (b % e))) & 0xFF
                     r_cta[x] = -1
                 else:
                     r_cta[x] = me
                     r_ep[x] = epoch
                     r_pc[x] = pcs[k]
-                    r_tid[x] = tids[k]
+                    r_tid[x] = t
+                    r_clk[x] = vc[t, t]
+                    r_strong[x] = False
         i = j
     return nh
