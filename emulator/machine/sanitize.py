@@ -621,10 +621,10 @@ class CtaSanitizer:
             k, b = np.argwhere(hit)[0]
             self.global_race(warp, int(lanes[k]), pc, kind, int(wc[k, b]), int(src_tid[k, b]), int(src_pc[k, b]),
                              base + int(off[k, 0]), nbytes, write)
-        else:                                   # between threads of this CTA: the vector clocks
-            tcol = tids[:, None]
+        else:                                   # between warps of this CTA: the vector clocks (lanes of one
+            tcol = tids[:, None]                # warp are not compared: converged lanes keep program order)
             wc, wt = sh["w_cta"][off], sh["w_tid"][off]
-            mine = (wc == me) & (wt != tcol)
+            mine = (wc == me) & (wt // LANES != warp.warp_id)
             hit = mine & (self.vc[tcol, np.where(mine, wt, 0)] < sh["w_clk"][off]) & \
                 ~(strong & sh["w_strong"][off])
             if write and data is not None:      # the same bytes again (replicated layouts): nothing changes
@@ -632,7 +632,7 @@ class CtaSanitizer:
             kind, src_tid, src_pc = ("WAW" if write else "RAW"), wt, sh["w_pc"][off]
             if not hit.any() and write:
                 rc, rt = sh["r_cta"][off], sh["r_tid"][off]
-                mine = (rc == me) & (rt != tcol)
+                mine = (rc == me) & (rt // LANES != warp.warp_id)
                 hit = mine & (self.vc[tcol, np.where(mine, rt, 0)] < sh["r_clk"][off]) & \
                     ~(strong & sh["r_strong"][off])
                 kind, src_tid, src_pc = "WAR", rt, sh["r_pc"][off]
@@ -660,9 +660,9 @@ class CtaSanitizer:
             sh["r_strong"][off] = strong
 
     def global_race_cta(self, warp, lane, pc, kind, t2, opc, addr, nbytes, write):
-        """racecheck: an access to global memory races with one by thread ``t2`` of the same CTA (at ``opc``)."""
-        same_warp = t2 // LANES == warp.warp_id
-        sev = "warning" if same_warp else "error"
+        """racecheck: an access to global memory races with one by thread ``t2`` of another warp of the same CTA
+        (at ``opc``)."""
+        sev = "error"
 
         def make():
             first = self.access(_Lane(t2 // LANES), t2 % LANES, "write" if kind != "WAR" else "read", pc=opc)

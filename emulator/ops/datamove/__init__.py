@@ -8,7 +8,7 @@ from isa.datamove import (CP_ASYNC_GROUP_OPS, CP_ASYNC_HINTS, CP_ASYNC_OPS, CP_A
                           MATRIX_OPS, MATRIX_QUALIFIERS, MOVMATRIX_OPS)
 from .matrix import ldmatrix_fast, movmatrix_fast, stmatrix_fast
 from ...errors import AsyncHazardError, OperandError, UnsupportedError, fail
-from ...memory import check_alignment, check_bounds, global_gather
+from ...memory import check_alignment, check_bounds, count_rows, global_gather
 from ...frontend.ptx import Imm, Mem
 from ..registry import executor
 from ..common import address, reg_name, require_full_warp, split_mods, src, vec_regs
@@ -231,7 +231,7 @@ def compile_cp(instr, env):
                 warp.san.shared(warp, text, d, mask, cp_size, True, data)
             warp.smem[d[lanes, None] + np.arange(cp_size)] = data[lanes]
             return
-        np.add.at(warp.smem_inflight, d[lanes, None] + np.arange(cp_size), 1)
+        count_rows(warp.smem_inflight, d[lanes], cp_size, 1)
         warp._inflight_n += lanes.size
         warp.cp_async.issue(d, data, mask)
     return run
