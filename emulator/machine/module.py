@@ -222,9 +222,9 @@ class Module:
         holds at once (``occupancy``; default: the PTX's ``.maxnreg``, else 32). CTAs that wait on memory other
         CTAs write stay resident together up to that number (``machine.residency``).
         ``sanitize``: ``"memcheck"``, ``"racecheck"``, ``"synccheck"``, ``"initcheck"``, ``"asynccheck"``, a tuple
-        of these or ``"all"`` (docs/sanitize.md): the launch runs on the reference executors, serially, and
-        ``result.reports`` lists what the tools found; an error that cannot continue carries them as
-        ``e.reports``.
+        of these or ``"all"`` (docs/sanitize.md): the launch runs serially, on the engine ``engine`` names (the
+        fast engine's loops log what the sanitizer checks, ``machine.sanitize_fast``), and ``result.reports``
+        lists what the tools found; an error that cannot continue carries them as ``e.reports``.
         ``profile``: count every instruction per PTX line and source line (``result.profile``, a
         ``machine.profile.Profile``; docs/profile.md). ``debug``: a ``machine.debugger.Debugger``'s hook
         (``Debugger.launch`` passes it; docs/debug.md). Both run the CTAs one after the other on the reference
