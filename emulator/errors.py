@@ -3,6 +3,7 @@
 Messages name the instruction, the lane at fault (when one is) and the rule broken,
 e.g. ``ldmatrix.sync.aligned.m8n8.x4.shared.b16: lane 5: row address 0x13 is not 16-byte aligned``.
 """
+import operator
 
 
 def expect_str(value, what):
@@ -11,6 +12,15 @@ def expect_str(value, what):
         shown = f"{type(value).__name__} of shape {value.shape}" if hasattr(value, "shape") else repr(value)[:60]
         raise OperandError(f"{what} must be a string, not {shown}")
     return value
+
+
+def as_index(value):
+    """``value`` as a Python int when it is an integer (Python, numpy, or anything with ``__index__``);
+    None otherwise, so that each caller raises its own error naming the argument."""
+    try:
+        return operator.index(value)
+    except Exception:                                  # noqa: BLE001 (a user object whose __index__ fails)
+        return None
 
 
 class EmulatorError(Exception):

@@ -25,6 +25,10 @@ SPECIAL_REGISTERS = {
     # thread-block clusters (sm_90)
     **{f"%{r}.{c}": 32 for r in ("cluster_ctaid", "cluster_nctaid", "clusterid", "nclusterid") for c in "xyz"},
     "%cluster_ctarank": 32, "%cluster_nctarank": 32, "%is_explicit_cluster": 1,
+    "%globaltimer_lo": 32, "%globaltimer_hi": 32, "%aggr_smem_size": 32, "%current_graph_exec": 64,
+    **{f"%reserved_smem_offset_{x}": 32 for x in ("begin", "end", "cap", "0", "1")},
+    **{f"%pm{i}": 32 for i in range(8)}, **{f"%pm{i}_64": 64 for i in range(8)},
+    **{f"%envreg{i}": 32 for i in range(32)},
 }
 
 

@@ -33,10 +33,13 @@ def _files():
     return sorted(glob.glob(os.path.join(DATA, "*.npz")))
 
 
-def load_all():
-    """{case: {"ptx": str, "config": dict, "in": {arg: array}, "out": {arg: array}}} of every committed case."""
+def load_all(only=None):
+    """{case: {"ptx": str, "config": dict, "in": {arg: array}, "out": {arg: array}}} of every committed case
+    (``only``: the file names to read, e.g. ``["cutlass.npz"]``)."""
     cases = {}
     for path in _files():
+        if only is not None and os.path.basename(path) not in only:
+            continue
         with np.load(path, allow_pickle=False) as z:
             for key in z.files:
                 name, kind, *rest = key.split("__")
@@ -72,14 +75,18 @@ def typed(case):
 
 
 def replay(case, arch=None, **launch):
-    """Run a case on the emulator (``launch``: extra ``Module.launch`` arguments, e.g. a schedule)."""
-    """Run a case on the emulator; returns ({output name: array}, LaunchResult, printf text)."""
+    """Run a case on the emulator (``launch``: extra ``Module.launch`` arguments, e.g. a schedule); returns
+    ({output name: array}, LaunchResult, printf text). A config's ``at`` ({array: address}) places those arrays
+    at the device addresses they had on the GPU, so recorded argument bytes that hold pointers need no patching."""
     from emulator import GlobalMemory, load_ptx
     cfg = case["config"]
     module = load_ptx(case["ptx"], arch=arch)
     g = GlobalMemory()
     addrs, args = {}, []
     nprog = int(np.prod(cfg["grid"]))
+    for name, at in cfg.get("at", {}).items():   # arrays at the device addresses they had on the GPU
+        arr = np.array(case["in"][name], copy=True, order="C")
+        addrs[name] = (g.map(arr, at=at), arr)
     for a in cfg["args"]:          # every array first: a tensor map names the array it describes
         if a[0] in ("array", "tensormap") and a[1] not in addrs:
             arr = case["in"][a[1]]

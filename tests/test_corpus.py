@@ -1,8 +1,9 @@
 """The corpus of compiler-written PTX replayed bit for bit against the H100 (tests/data/corpus).
 
 Each case is a kernel as Triton 3.6 or nvcc 13 wrote it (for sm_80 and sm_90a; nvcc also with -lineinfo, -G and
---use_fast_math; CuTe kernels from the CUTLASS headers), with the outputs an H100 produced from the same PTX
-text. The default run replays a fixed sample that covers every source, target and flag set; the whole corpus
+--use_fast_math; CuTe kernels from the CUTLASS headers; production kernels of ThunderKittens, DeepGEMM,
+Liger-Kernel and unsloth with their projects' flags; CUTLASS 3 CollectiveBuilder GEMMs), with the outputs an H100
+produced from the same PTX text. The default run replays a fixed sample that covers every source, target and flag set; the whole corpus
 runs under ``-m slow``. ``corpus_lib.CANNOT_RUN`` lists what does not run yet, and the tests keep it true.
 """
 import re
@@ -31,6 +32,13 @@ SAMPLE = [
     # third-party kernels the emulator once got wrong (regressions.npz)
     "cute_tutorial_wgmma_cpasync_tn_sm90a", "triton_scaled_dot_e2m1_e4m3_sa_32x32x64_sm90a",
     "triton_liger_layer_norm_f16_1000_sm80", "triton_unsloth_geglu_exact_sm90a",
+    # production kernels run from their own PTX with recorded argument bytes (production.npz)
+    "nvcc_tk_gemm_bf16_256x512x128_2cta", "nvcc_tk_attn_fwd_causal_d64_n384",
+    "nvcc_deepgemm_fp8_1d2d_128x224x512_bn112", "nvcc_deepgemm_fp8_1d2d_256x256x512_mcast_a",
+    "triton_liger_cross_entropy_softcap_bf16_sm90a",
+    # CUTLASS 3 CollectiveBuilder GEMMs (cutlass.npz): a 2x1 cluster with TMA multicast, and stream-K whose two
+    # CTAs share a tile and fix it up through the workspace
+    "cutlass_cluster2x1_f16_sm90a", "cutlass_streamk_f16_sm90a",
 ]
 
 
@@ -49,9 +57,9 @@ def test_corpus_is_whole():
         assert case["ptx"].lstrip().startswith(("//", ".version")), name
         assert "H100" in cfg["gpu"] or "H200" in cfg["gpu"], name      # sm_90 (the H200 is the same GH100 chip)
         assert set(case["out"]) == set(cfg["outputs"]) and case["out"], name
-        assert cfg["source"] in ("triton", "nvcc", "cute") and name.startswith(cfg["source"] + "_"), name
+        assert cfg["source"] in ("triton", "nvcc", "cute", "cutlass") and name.startswith(cfg["source"] + "_"), name
     sources = {c["config"]["source"] for c in CASES.values()}
-    assert sources == {"triton", "nvcc", "cute"}
+    assert sources == {"triton", "nvcc", "cute", "cutlass"}
 
 
 def test_sample_covers_every_setting():
@@ -99,6 +107,22 @@ def test_cannot_run_list_is_true(name):
         assert bad, f"{name} now matches the H100: remove it from CANNOT_RUN"
         listed = why[len("differs: "):].split(" -- ")[0]
         assert listed == ", ".join(f"{k} ({n} bytes)" for k, _, n in bad), (name, bad)
+
+
+def test_recorded_addresses_place_the_arrays():
+    """A production case passes its arrays inside recorded argument bytes (ThunderKittens' globals struct: three
+    gl<> with their TMA descriptors, built by its host code on the H100): the replay maps each array where it was
+    on the GPU (the config's ``at``). Moved anywhere else, the same bytes no longer give the H100's answer."""
+    import copy
+    case = CASES["nvcc_tk_gemm_bf16_256x512x128_2cta"]
+    assert set(case["config"]["at"]) == {"A", "B", "C"}
+    moved = copy.deepcopy(case)
+    moved["config"]["at"] = {k: v + (1 << 20) for k, v in case["config"]["at"].items()}
+    try:
+        got, _, _ = corpus_lib.replay(moved)
+    except EmulatorError:
+        return
+    assert corpus_lib.mismatches(case, got)
 
 
 def test_replay_is_independent_of_target_for_the_default_machine():

@@ -200,3 +200,47 @@ def test_brx_targets_end_a_straight_line_run_like_bra_targets():
     assert not fused("setp.eq.u32 %p1, %r1, 0;\n@%p1 bra L1;\n")
     assert fused("ts: .branchtargets L0;\nbrx.idx %r1, ts;\n")
     assert not fused("ts: .branchtargets L0, L1;\nbrx.idx %r1, ts;\n")
+
+
+def test_contraction_of_thunderkittens_attention_is_ptxas_choice():
+    """ThunderKittens' attention (production corpus) computes ``att * scale - max * scale`` with both products
+    unrounded: ptxas's SASS is ``FFMA att, 0.18033688, -m`` with ``m = FMUL max, 0.18033688`` shared by the row
+    (and ``FFMA max_old, 0.18033688, -m`` for the rescaling factor).
+    The att product is written once but scales a wgmma accumulator register that every wgmma of the loop writes;
+    each sub fuses with it, never with the shared product. The other choice put 1/3 of the log-sum-exp values
+    1 or 2 ulp off the H100 (tests/test_corpus.py replays the kernel)."""
+    import sys
+    from emulator.frontend import ptx as P
+    from emulator.frontend.constfold import fold_constants
+    from emulator.frontend.contract import _flat, contract
+    from emulator.frontend.module import parse_module
+    sys.path.insert(0, os.path.dirname(__file__))
+    import corpus_lib
+    with np.load(os.path.join(corpus_lib.DATA, "production.npz"), allow_pickle=False) as z:
+        owner = json.loads(str(z["nvcc_tk_attn_fwd_d64_n384__config"])).get("ptx_from", "nvcc_tk_attn_fwd_d64_n384")
+        text = z[f"{owner}__ptx"].tobytes().decode()
+    name = "_Z14fwd_attend_kerILi64ELb0EEv11fwd_globalsIXT_EE"
+    start = text.index(f".visible .entry {name}")
+    end = text.find(".visible .entry", start + 1)
+    text = text[:text.rindex("\n", 0, start)] + "\n" + text[start:end if end > 0 else len(text)]   # that kernel
+    fn = parse_module(text).functions[name]
+    body = fn.body.statements
+    fold_constants(body)
+    contract(body)
+    instrs = [s for s in _flat(body) if isinstance(s, P.Instruction)]
+    readers = {}
+    for s in instrs:
+        for o in s.operands[1:]:
+            if isinstance(o, P.Reg):
+                readers.setdefault(o.name, []).append(s)
+    scaled = {s.operands[0].name: s for s in instrs if s.opcode == "mul.ftz.f32" and
+              getattr(s.operands[2], "text", None) == "0f3E38AA3B"}
+    both = [s for s in instrs if s.opcode == "sub.ftz.f32" and
+            all(isinstance(o, P.Reg) and o.name in scaled for o in s.operands[1:])]
+    # per lane: 64 att * scale - max * scale of its rows, and 2 max_old * scale - max * scale (the rescaling)
+    assert len(both) == 66
+    for s in both:
+        c = s.contract
+        assert c is not None and c.index == 0 and c.negate_other, s.line
+        assert len(readers[c.producer.operands[0].name]) == 1              # the att product, read once
+        assert len(readers[s.operands[2].name]) > 1                        # the shared max product: an FMUL

@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..layouts import swizzle
-from ..layouts.show import _MATRIX, ldmatrix_view, mma_figure, mma_view
+from ..layouts.show import _MATRIX, ldmatrix_view, metadata_view, mma_figure, mma_view
 
 
 def _render(obj, args):
@@ -67,7 +67,10 @@ def _cmd(args):
                                   elem_bytes=args.elem_bytes)
         return _render(obj, args)
     if what.startswith(("mma", "wgmma", "wmma.mma")):
-        obj = mma_view(what, args.operand) if args.operand else mma_figure(what)
+        if args.operand == "E":
+            obj = metadata_view(what, args.selector)
+        else:
+            obj = mma_view(what, args.operand) if args.operand else mma_figure(what)
     elif _MATRIX.match(what):
         addrs = None
         if args.row_stride is not None:
@@ -81,7 +84,8 @@ def _cmd(args):
 def add_parser(subparsers):
     p = subparsers.add_parser(
         "show", help="draw who owns what: mma fragments, ldmatrix/stmatrix, swizzles",
-        description="Lane-ownership pictures. WHAT is an mma.sync spelling (with --operand A/B/C/D, or all), "
+        description="Lane-ownership pictures. WHAT is an mma.sync spelling (with --operand A/B/C/D, or all), an "
+                    "mma.sp spelling (also --operand E: the metadata, with --selector), "
                     "a wgmma.mma_async spelling (--operand A/D), 'gmma:K:128' or 'gmma:MN:64' (a canonical descriptor's byte map, "
                     "with --rows/--elem-bytes) or 'gmma:0x<descriptor>[:MN]', an ldmatrix/stmatrix spelling, 'Swizzle<B,M,S>', 'nvmma:32|64|128' (with --rows/--cols/"
                     "--elem-bytes), 'threadblock:N' (with --tiles M,N), 'conflicts', or a rank-2 CuTe layout "
@@ -93,7 +97,8 @@ def add_parser(subparsers):
     p.add_argument("--shape", default="64x64", help="--gluon: tensor shape, e.g. 64x64 or 128")
     p.add_argument("--convert", metavar="LAYOUT", help="--gluon: explain convert_layout to this layout "
                    "(what moves across lanes/warps, bank conflicts of the shared-memory round trip; --elem-bytes)")
-    p.add_argument("--operand", choices=list("ABCD"))
+    p.add_argument("--operand", choices=list("ABCDE"), help="E: the metadata of an mma.sp form (with --selector)")
+    p.add_argument("--selector", type=int, default=0, help="mma.sp: the sparsity selector of --operand E")
     p.add_argument("--svg", metavar="FILE", help="write an SVG picture instead of printing text")
     p.add_argument("--row-stride", type=int, help="ldmatrix/stmatrix: bytes between the rows of each matrix "
                                                   "(shows addresses and banks); the matrices sit side by side "

@@ -29,8 +29,10 @@ result. The rule, checked against the SASS of the corpus kernels and their H100 
   otherwise they must lie in one
   straight-line run (no branch, branch target, call or barrier between; labels nothing branches to, such as
   Triton's ``$L__tmp`` debug labels, do not end a run), before the product or a factor is written again, and
-  the product must be written again inside the run or the function must end there (else readers beyond it
-  may exist: not fused).
+  the product must be written again inside the run, or be written only once in the function with every
+  reader inside the run, or the function must end there (else readers beyond it may exist: not fused). nvcc
+  writes ``mul`` of a wgmma accumulator register (written by every wgmma of the loop) into a fresh register
+  that one ``sub`` reads a few lines later (ThunderKittens' attention: ``att * scale - max``): one FFMA.
 ``{ }`` blocks are entered, since nvcc wraps each half-precision intrinsic in one.
 
 A module whose ``.target`` carries ``debug`` (``nvcc -G``) is compiled without optimisation: nothing is
@@ -152,8 +154,15 @@ def _consumer(instr, product, key):
     return hits[0]
 
 
-def _mark(producer, consumers):
+def _mark(producer, consumers, nreaders=None):
+    """Fuse ``producer`` into each consumer. An add/sub whose two sources are both fusable products keeps the
+    product with fewer readers (ptxas fuses the one that then dies: ``att * scale - max * scale`` in
+    ThunderKittens' attention is FFMA(att, scale, -m) with m = FMUL(max, scale) shared by the row)."""
     for c, i in consumers:
+        old = getattr(c, "contract", None)
+        if old is not None and old.producer is not producer and nreaders is not None and \
+                nreaders(old.producer) <= nreaders(producer):
+            continue
         sub = c.base == "sub"
         c.contract = Contract(producer, i, negate_product=sub and i == 1, negate_other=sub and i == 0)
 
@@ -171,6 +180,8 @@ def contract(statements):
             ndefs[r] = ndefs.get(r, 0) + 1
         for r in _reads(st):
             readers.setdefault(r, []).append(j)
+    def nread(producer):
+        return len(readers.get(producer.operands[0].name, ()))
     block, b = {}, 0                            # basic blocks: a branch target starts one, a branch ends one
     for st in items:
         if isinstance(st, ptx.Label):
@@ -204,7 +215,7 @@ def contract(statements):
                 f"ptxas fuses them into FFMAs depends on how it if-converts those blocks (a short branch-over "
                 f"block becomes predicated instructions, and then nothing is fused), which the emulator does not "
                 f"model; round the product explicitly (mul.rn) or fuse it (fma.rn)")
-        _mark(p, cons)
+        _mark(p, cons, nread)
     # other products: within a straight-line run (no branch, no branch target, no barrier), fused when every
     # read of the product until it is written again is a fusable add/sub (a product still live where the run
     # ends may have readers beyond it: not fused)
@@ -214,9 +225,12 @@ def contract(statements):
         if st is None or isinstance(st, ptx.Instruction) and st.base in ("ret", "exit") and st.guard is None:
             for rec in live.values():           # the function ends: every reader was seen
                 if rec[2] and rec[1]:
-                    _mark(rec[0], rec[1])
+                    _mark(rec[0], rec[1], nread)
         if st is None or isinstance(st, ptx.Label) and st.name in targets or \
                 isinstance(st, ptx.Instruction) and st.base in _BARRIERS:
+            for reg, rec in live.items():       # a product written once whose every reader lies in the run
+                if rec[2] and rec[1] and ndefs.get(reg) == 1 and len(rec[1]) == len(readers.get(reg, ())):
+                    _mark(rec[0], rec[1], nread)
             live.clear()
             factor_of.clear()
             if st is None or isinstance(st, ptx.Label):
@@ -235,7 +249,7 @@ def contract(statements):
             for reg in written & live.keys():       # the product's life ends here: decide
                 rec = live.pop(reg)
                 if rec[2] and rec[1]:
-                    _mark(rec[0], rec[1])
+                    _mark(rec[0], rec[1], nread)
             for w in written:
                 for reg in factor_of.pop(w, ()):
                     if reg in live:

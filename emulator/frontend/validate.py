@@ -1066,6 +1066,8 @@ class Checker:
 
     def _mma(self, scope, instr):
         from isa.mma import VARIANTS as MMA
+        if any(m in ("sp", "sp::ordered_metadata") for m in instr.mods):
+            return self._mma_sp(scope, instr)
         var = MMA.get(instr.opcode)
         if var is None:
             raise UnsupportedError(f"line {instr.line}, column {instr.col}: {instr.opcode}: not an mma form the "
@@ -1082,6 +1084,28 @@ class Checker:
                     name = self.reg_of(scope, it)
                     if name is not None and self.rtype(scope, name, instr) not in ("b32", "_"):
                         _fail(instr, f"{instr.opcode}: packed {which} fragment register {name} must be .b32")
+
+    def _mma_sp(self, scope, instr):
+        from isa.mma_sp import VARIANTS as SP
+        var = SP.get(instr.opcode)
+        if var is None:
+            raise UnsupportedError(f"line {instr.line}, column {instr.col}: {instr.opcode}: not an mma.sp form the "
+                                   f"emulator knows (isa/mma_sp.py lists them)")
+        ops = instr.operands
+        if len(ops) != 6:
+            _fail(instr, f"{instr.opcode}: takes 6 operands (D, A, B, C, metadata, selector), found {len(ops)}")
+        for k, (op, which) in enumerate(zip(ops[:4], "DABC")):
+            t = {"D": var.dtype, "A": var.atype, "B": var.btype, "C": var.ctype}[which]
+            rt = t if t in ("f32", "s32") else "b32"
+            self.vector(scope, instr, op, var.n_regs(which), rt, k, which == "D")
+        e, f = ops[4], ops[5]
+        if not isinstance(e, ptx.Imm):
+            name = self.reg_of(scope, e)
+            if name is None or TYPES.get(self.rtype(scope, name, instr), (0,))[0] != 32:
+                _fail(instr, f"{instr.opcode}: the metadata (operand 5) must be a 32-bit register or constant")
+        if not isinstance(f, ptx.Imm) or f.kind != "int" or int(f.value) not in var.selectors:
+            _fail(instr, f"{instr.opcode}: the sparsity selector (operand 6) must be one of the constants "
+                         f"{', '.join(map(str, var.selectors))}")
 
     def _cp_other(self, scope, instr):
         mods, ops = instr.mods, instr.operands
@@ -1102,7 +1126,8 @@ class Checker:
                  "multicast::cluster", "L2::cache_hint", "prefetch", "add", "min", "max", "inc", "dec", "and", "or",
                  "xor", "u32", "s32", "u64", "s64", "f32", "f64", "f16", "bf16", "b32", "b64", "noftz", "cp_mask",
                  "mbarrier", "arrive", "noinc", "b8", "L2::evict_last", "L2::evict_first", "L2::evict_normal",
-                 "tile::gather4", "tile::scatter4", "cta_group::1", "cta_group::2", "im2col::w", "im2col::w::128"}
+                 "tile::gather4", "tile::scatter4", "cta_group::1", "cta_group::2", "im2col::w", "im2col::w::128",
+                 "L2"}
         bad = [m for m in mods if m not in vocab]
         if bad:
             _fail(instr, f"{instr.opcode}: illegal qualifier .{bad[0]} for cp")

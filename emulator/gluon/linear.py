@@ -13,10 +13,9 @@ to every layout (``fit_to_shape``): a layout smaller than the tensor is repeated
 minor dimension first; a layout larger than the tensor drops its largest basis vectors first (they become zero,
 so the same element is held more than once: *replication*).
 """
-import operator
 from dataclasses import dataclass, field
 
-from ..errors import EmulatorError
+from ..errors import EmulatorError, as_index
 
 IN_DIMS = ("register", "lane", "warp", "block")
 
@@ -34,10 +33,10 @@ MAX_NUMEL = 1 << 20        # Triton's TRITON_MAX_TENSOR_NUMEL: no tensor (and so
 
 def as_int(x, what, layout):
     """An integer argument (Python or numpy integer); anything else names the argument."""
-    try:
-        return operator.index(x)
-    except Exception:                                  # noqa: BLE001 (a user object whose __index__ fails)
+    v = as_index(x)
+    if v is None:
         fail(layout, f"{what} must be an integer, got {_short(x)}")
+    return v
 
 
 def as_list(x, what, layout, of="integers"):

@@ -16,12 +16,11 @@ exactly as CuTe does. Names follow CuTe one for one (``crd2idx``, ``idx2crd``, `
     '(2,4):(16,1)'
 """
 import math
-import operator
 import re
 
 import numpy as np
 
-from ..errors import EmulatorError
+from ..errors import EmulatorError, as_index
 
 __all__ = ["Layout", "Swizzle", "ComposedLayout", "LayoutError", "make_layout", "crd2idx", "idx2crd",
            "size", "cosize", "rank", "depth", "shape", "stride", "flatten", "product", "prefix_product",
@@ -291,10 +290,10 @@ def _index(x):
     """An integer mode (Python or numpy integer, not bool); anything else is a LayoutError."""
     if isinstance(x, (bool, np.bool_)):
         _err(f"a mode must be an integer, not {x!r}")
-    try:
-        return operator.index(x)
-    except Exception:                                  # noqa: BLE001 (a user object whose __index__ fails)
+    v = as_index(x)
+    if v is None:
         _err(f"a mode must be an integer or a tuple of them, not {type(x).__name__} {repr(x)[:40]}")
+    return v
 
 
 def _has_none(c):

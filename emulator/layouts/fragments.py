@@ -101,6 +101,14 @@ def variant(instr):
         if v is None:
             fail(UnsupportedError, instr, f"not a supported wgmma.mma_async variant ({len(WG)} are, see isa/wgmma.py)")
         return v
+    if instr.strip().startswith("mma") and any(m in ("sp", "sp::ordered_metadata")
+                                               for m in instr.strip().split(".")[1:]):
+        from isa.mma_sp import VARIANTS as SP
+        from ..ops.mma_sp import canonical_spelling as sp_spelling
+        v = SP.get(sp_spelling(instr.strip()) or "")
+        if v is None:
+            fail(UnsupportedError, instr, f"not a supported mma.sp variant ({len(SP)} are, see isa/mma_sp.py)")
+        return v
     from ..ops.mma import canonical_spelling
     spelling = canonical_spelling(instr) if instr.startswith("mma") else None
     v = VARIANTS.get(spelling) if spelling else None

@@ -10,7 +10,8 @@ one colour per lane, and Jupyter renders it inline (``_repr_svg_``).
 
 Views:
   * :func:`mma_view` -- operand A (M x K), B (K x N), C or D (M x N) of an ``mma.sync`` variant, in the
-    PTX manual's orientation;
+    PTX manual's orientation (``mma.sp``: A is the compressed M x K/2 tile);
+  * :func:`metadata_view` -- ``mma.sp``: which lane's metadata nibble describes each chunk of each row of A;
   * :func:`ldmatrix_view` / :func:`stmatrix_view` -- which lane gives each row address, and which lane
     and register receive (or supply) each element of each 8x8 matrix, with or without ``.trans``;
   * :func:`registers_view` -- the values a live :class:`~emulator.Warp` holds in an operand's registers,
@@ -67,10 +68,15 @@ def mma_view(instr, operand, short=False, cols=None):
     labels = [[f"T{lane[r, c]}:{n}{reg[r, c]}{_elem_suffix(elem[r, c], epr)}" for c in range(cols)]
               for r in range(rows)]
     rn, cn = {"A": ("m", "k"), "B": ("k", "n"), "C": ("m", "n"), "D": ("m", "n")}[operand]
+    sparse = operand == "A" and hasattr(v, "meta_owner")
+    if sparse:
+        cn = "q"                             # the compressed column: kept element q % kept of chunk q // kept
     typ = {"A": v.atype, "B": v.btype, "C": v.ctype, "D": v.dtype}[operand]
     full = v.tile_shape(operand)[1]
     part = f", columns {c0}..{c0 + cols - 1} of {full}" if cols != full else ""
     title = f"operand {operand} ({rows} x {full} {typ}, rows {rn}, columns {cn}{part})"
+    if sparse:
+        title += f", compressed: column q is kept element q % {v.chunk[1]} of chunk q // {v.chunk[1]}"
     title = title if short else f"{v.spelling}: {title}"
     nwarps = int(lane.max()) // 32 + 1 if lane.size else 1
     who = "T<thread = 32*warp + lane>" if nwarps > 1 else "T<lane>"
@@ -79,6 +85,31 @@ def mma_view(instr, operand, short=False, cols=None):
     return Grid(title, labels, lane, [f"{rn}{i}" for i in range(rows)], [f"{cn}{j}" for j in range(c0, c0 + cols)],
                 note=note, colour=warp_colour if nwarps > 1 else lane_colour,
                 legend=warp_legend(nwarps) if nwarps > 1 else None)
+
+
+def metadata_view(instr, sel=0, short=False):
+    """Sparse ``mma.sp``: which lane's metadata register, and which of its nibbles, describes each chunk of
+    each row of A (for sparsity selector ``sel``).  A cell ``T5:e[7:4]``: bits 7..4 of lane 5's metadata."""
+    from isa.mma_sp import SpVariant
+    v = variant(instr)
+    if not isinstance(v, SpVariant):
+        fail(UnsupportedError, instr, "the metadata operand E belongs to the sparse mma.sp forms")
+    if sel not in v.selectors:
+        fail(UnsupportedError, instr, f"sparsity selector {sel}: this form takes "
+                                      f"{', '.join(map(str, v.selectors))}")
+    mo = v.meta_owner(sel)
+    lane = 4 * (np.arange(16) % 8)[:, None] + mo[..., 0]
+    labels = [[f"T{lane[m, c]}:e[{4 * mo[m, c, 1] + 3}:{4 * mo[m, c, 1]}]" for c in range(v.n_chunks)]
+              for m in range(16)]
+    width, kept = v.chunk
+    what = {"tf32": "0b0100: element 0, 0b1110: element 1"}.get(
+        v.atype, "bits [1:0] and [3:2]: the positions of the two kept " + ("pairs" if kept == 4 else "elements"))
+    title = (f"metadata E, selector {sel} (16 rows x {v.n_chunks} chunks of {width} columns of k; "
+             f"{kept} kept per chunk)")
+    title = title if short else f"{v.spelling}: {title}"
+    return Grid(title, labels, lane, [f"m{i}" for i in range(16)],
+                [f"k{width * c}..{width * c + width - 1}" for c in range(v.n_chunks)],
+                note=f"T<lane>:e[hi:lo]: those bits of the lane's metadata register; {what}", colour=lane_colour)
 
 
 WIDE = 32          # a wgmma D wider than this many columns is drawn in panels of that many columns
@@ -92,6 +123,9 @@ def mma_figure(instr):
         ds = [mma_view(instr, "D", short=True, cols=(c, min(c + WIDE, n))) for c in range(0, n, WIDE)]
         return Figure([mma_view(instr, "A", short=True)] + ds, variant(instr).spelling,
                       across=2 if len(ds) == 1 else 1, max_width=1800)
+    if hasattr(variant(instr), "meta_owner"):
+        return Figure([mma_view(instr, op, short=True) for op in ("A", "B", "C")]
+                      + [metadata_view(instr, 0, short=True)], variant(instr).spelling, across=2)
     return Figure([mma_view(instr, op, short=True) for op in ("A", "B", "C")], variant(instr).spelling, across=3)
 
 

@@ -41,6 +41,7 @@ from ..ops.wgmma.state import (WgmmaStall, check_cta_end as check_wgmma_end, las
                                must_wait as wgmma_must_wait)
 from .convergence import convergence, pick
 from .kernel_warp import KernelWarp
+from .warp import H100_SMS
 from .spin import SPIN_CHECK
 from .tracing import dest_registers
 
@@ -101,6 +102,8 @@ class CTA:
             same[f"%cluster_nctaid.{c}"] = np.full(LANES, cdims[k], np.uint32)
             same[f"%clusterid.{c}"] = np.full(LANES, ctaid[k] // cdims[k], np.uint32)
             same[f"%nclusterid.{c}"] = np.full(LANES, grid[k] // cdims[k], np.uint32)
+        linear = ctaid[0] + grid[0] * (ctaid[1] + grid[1] * ctaid[2])
+        same["%smid"] = np.full(LANES, linear % H100_SMS, np.uint32)      # a deterministic placement
         same["%cluster_ctarank"] = np.full(LANES, rank, np.uint32)
         same["%cluster_nctarank"] = np.full(LANES, cluster.size, np.uint32)
         same["%is_explicit_cluster"] = np.full(LANES, cluster.explicit, np.bool_)

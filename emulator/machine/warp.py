@@ -16,6 +16,10 @@ from ..errors import EmulatorError, OperandError, PTXSyntaxError, UnsupportedErr
 from ..memory import LANES, MAX_SHARED_BYTES, GlobalMemory, SmemAccess, count_rows  # noqa: F401 (SmemAccess: re-exported)
 from .fastcore import warmup  # noqa: F401 (tells the executors while the jitted kernels compile in the background)
 
+GLOBALTIMER_NS = 32      # %globaltimer: nanoseconds per issued instruction of the warp (a deterministic model)
+H100_SMS = 132           # %nsmid; a kernel's CTA runs on %smid = (linear CTA id) % 132
+NO_MODEL = ("%envreg", "%pm", "%gridid", "%reserved_smem", "%aggr_smem_size", "%current_graph_exec")  # refused
+
 ARCHS = ("sm_80", "sm_86", "sm_90", "sm_90a")     # machines with a tensor-core model (sm_89 has none: not offered)
 
 _UINT = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64, 128: np.uint64}
@@ -330,7 +334,7 @@ class Warp:
         else:
             cur[mask] = values[mask]
 
-    def special(self, name: str) -> np.ndarray:
+    def special(self, name: str) -> np.ndarray:  # noqa: C901
         """Values of a special register (%laneid, %tid.x, ...); a lone warp is CTA (32,1,1), warp 0."""
         v = self.special_values.get(name)
         if v is not None:
@@ -362,6 +366,15 @@ class Warp:
             return np.full(LANES, self.clock, np.uint64 if name == "%clock64" else np.uint32)
         if name in ("%dynamic_smem_size", "%total_smem_size"):
             return np.full(LANES, self.smem.size, np.uint32)
+        if name.startswith("%globaltimer"):     # deterministic: 32 ns per instruction the warp has issued
+            t = np.uint64(GLOBALTIMER_NS * self.clock)
+            v = {"%globaltimer": t, "%globaltimer_lo": t & np.uint64(0xFFFFFFFF), "%globaltimer_hi": t >> np.uint64(32)}
+            return np.full(LANES, v[name], _UINT[SPECIAL_REGISTERS.get(name, 64)])
+        if name == "%nsmid":
+            return np.full(LANES, H100_SMS, np.uint32)
+        if name.startswith(NO_MODEL):
+            raise UnsupportedError(f"{name}: the driver or the profiler sets this special register on the GPU; "
+                                   f"the emulator has no model of its value and refuses to make one up")
         return np.zeros(LANES, _UINT[SPECIAL_REGISTERS[name]])
 
     # -- execution ---------------------------------------------------------------------------------

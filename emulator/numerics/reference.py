@@ -283,18 +283,36 @@ def b1_dot(a_bits, b_bits, c_bits, bop):
 
 
 # ------------------------------------------------------------------------------------------------
+def _element(v, a, b, c, p):
+    fam = v.family
+    if fam == "tc":
+        return tc_dot(a, b, c, v.atype, v.btype, v.ctype, v.dtype, p)
+    if fam == "fp8":
+        return fp8_dot(a, b, c, v.atype, v.btype, v.dtype, p)
+    if fam == "int":
+        return int_dot(a, b, c, v.atype, v.btype, v.satfinite)
+    if fam == "b1":
+        return b1_dot(a, b, c, v.bop)
+    if fam == "f64":
+        return f64_dot(a, b, c)
+    return m8n8k4_f16_dot(a, b, c, v.ctype, v.dtype)
+
+
+def _params(v, arch):
+    from .params import tc_params
+    return tc_params(arch, v.atype, v.dtype) if v.family in ("tc", "fp8") else None
+
+
 def mma_tiles(variant, A, B, C, arch="sm_90"):
     """Reference D tile (raw bits) from raw-bit tiles A (M,K), B (K,N), C (M,N) of one instruction."""
-    from .params import tc_params
     v = variant
     M, N = v.tile_shape("D")
     K = v.tile_shape("A")[1]
-    fam = v.family
-    p = tc_params(arch, v.atype, v.dtype) if fam in ("tc", "fp8") else None
+    p = _params(v, arch)
     D = [[0] * N for _ in range(M)]
     for m in range(M):
         for n in range(N):
-            if fam == "m8n8k4_f16":
+            if v.family == "m8n8k4_f16":
                 # four independent 8x8x4 products: rows 8q.., columns 8q.. of the stacked tiles
                 q = m // 8
                 a = [A[m][k] for k in range(4)]
@@ -302,17 +320,17 @@ def mma_tiles(variant, A, B, C, arch="sm_90"):
             else:
                 a = [A[m][k] for k in range(K)]
                 b = [B[k][n] for k in range(K)]
-            c = C[m][n]
-            if fam == "tc":
-                D[m][n] = tc_dot(a, b, c, v.atype, v.btype, v.ctype, v.dtype, p)
-            elif fam == "fp8":
-                D[m][n] = fp8_dot(a, b, c, v.atype, v.btype, v.dtype, p)
-            elif fam == "int":
-                D[m][n] = int_dot(a, b, c, v.atype, v.btype, v.satfinite)
-            elif fam == "b1":
-                D[m][n] = b1_dot(a, b, c, v.bop)
-            elif fam == "f64":
-                D[m][n] = f64_dot(a, b, c)
-            else:
-                D[m][n] = m8n8k4_f16_dot(a, b, c, v.ctype, v.dtype)
+            D[m][n] = _element(v, a, b, C[m][n], p)
     return D
+
+
+def mma_sp_tiles(dense, A, B, C, pos, arch="sm_90"):
+    """Reference D tile of a sparse mma.sp: the compressed A (M, K/2), the whole B (K, N), C (M, N) and
+    ``pos[m][q]``, the row of B that compressed element (m, q) multiplies (from the metadata).  Each row is the
+    dense form ``dense`` (m16n8k(K/2), same types) over the rows of B its metadata picks: D[m][n] =
+    dense(A[m][:], [B[pos[m][q]][n] for q], C[m][n])."""
+    M, N = dense.tile_shape("D")
+    K = dense.tile_shape("A")[1]
+    p = _params(dense, arch)
+    return [[_element(dense, [A[m][q] for q in range(K)], [B[pos[m][q]][n] for q in range(K)], C[m][n], p)
+             for n in range(N)] for m in range(M)]

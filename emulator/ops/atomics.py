@@ -20,7 +20,7 @@ from ..frontend.ptx import Mem, Vec
 from ..memory import check_alignment, check_bounds
 from ..numerics import atomics as A
 from .cluster import cluster_groups, generic_window
-from .common import address, dst, src, width
+from .common import address, dst, split_mods, src, width
 from .memops import check_inflight
 from .registry import EXECUTORS, executor
 
@@ -50,19 +50,12 @@ def _classify(instr, extra=()):
               "scope": set(ISA.SCOPES), "noftz": {"noftz"}, "hint": {"L2::cache_hint"}, "vec": {"v2", "v4", "v8"}}
     for g in extra:
         groups[g[0]] = g[1]
-    q = {}
-    for m in instr.mods:
-        for g, vals in groups.items():
-            if m in vals:
-                if g in q:
-                    raise UnsupportedError(f"{instr.opcode}: two {g} qualifiers (.{q[g]} and .{m})")
-                q[g] = m
-                break
-        else:
-            raise UnsupportedError(f"{instr.opcode}: unknown qualifier .{m} for {instr.base}; the forms: "
-                                   f"{instr.base}{{.sem}}{{.scope}}{{.space}}.op{{.noftz}}{{.L2::cache_hint}}{{.vec}}"
-                                   f".type ({ISA.supported_forms()})")
-    return q
+    return split_mods(
+        instr, groups,
+        conflict=lambda g, first, second: f"{instr.opcode}: two {g} qualifiers (.{first} and .{second})",
+        unknown=lambda m: (f"{instr.opcode}: unknown qualifier .{m} for {instr.base}; the forms: "
+                           f"{instr.base}{{.sem}}{{.scope}}{{.space}}.op{{.noftz}}{{.L2::cache_hint}}{{.vec}}"
+                           f".type ({ISA.supported_forms()})"))
 
 
 def _check_form(instr, q):

@@ -237,21 +237,25 @@ def address(env, op, instr):
     return lambda warp: warp.get_reg(name, text).astype(np.int64) + o
 
 
-def split_mods(instr, known_groups):
+def split_mods(instr, known_groups, conflict=None, unknown=None):
     """Classify an instruction's qualifiers. ``known_groups``: {group: set of allowed values}.
 
     Returns {group: value} (each group at most once) and raises UnsupportedError for a qualifier that is
-    in no group, listing what is supported.
+    in no group, listing what is supported. ``conflict(group, first, second)`` and ``unknown(qualifier)``
+    word those two errors where a family has its own message.
     """
     out = {}
     for m in instr.mods:
         for g, vals in known_groups.items():
             if m in vals:
                 if g in out:
-                    raise UnsupportedError(f"{instr.opcode}: qualifier .{m} conflicts with .{out[g]}")
+                    raise UnsupportedError(conflict(g, out[g], m) if conflict else
+                                           f"{instr.opcode}: qualifier .{m} conflicts with .{out[g]}")
                 out[g] = m
                 break
         else:
+            if unknown is not None:
+                raise UnsupportedError(unknown(m))
             allowed = sorted({v for vals in known_groups.values() for v in vals})
             if len(allowed) > 16:               # a long list: the nearest few, the rest in the docs
                 raise UnsupportedError(f"{instr.opcode}: unsupported qualifier .{m}; " + did_you_mean(

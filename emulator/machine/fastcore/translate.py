@@ -673,6 +673,8 @@ def r_bfe(t, env, instr, row, imm):
 def r_mma(t, env, instr, row, imm):
     from ...numerics import gemm_fast
     from ...ops.mma import get_mma
+    if any(m in ("sp", "sp::ordered_metadata") for m in instr.opcode.split(".")[1:]):
+        raise _Slow                 # mma.sp: the executor (ops/mma_sp.py)
     op = get_mma(instr.opcode, env.arch)
     if op._kern is not gemm_fast.tc_batch or len(instr.operands) != 4 or instr.guard is not None:
         raise _Slow
