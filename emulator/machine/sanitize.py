@@ -621,24 +621,17 @@ class CtaSanitizer:
             k, b = np.argwhere(hit)[0]
             self.global_race(warp, int(lanes[k]), pc, kind, int(wc[k, b]), int(src_tid[k, b]), int(src_pc[k, b]),
                              base + int(off[k, 0]), nbytes, write)
-        else:                                   # between warps of this CTA: the vector clocks (lanes of one
-            tcol = tids[:, None]                # warp are not compared: converged lanes keep program order)
-            wc, wt = sh["w_cta"][off], sh["w_tid"][off]
-            mine = (wc == me) & (wt // LANES != warp.warp_id)
+        elif write:                             # stores of different bytes from two warps of this CTA that
+            tcol = tids[:, None]                # nothing orders (the vector clocks). Reads are not compared
+            wc, wt = sh["w_cta"][off], sh["w_tid"][off]     # here: Triton's replicated lanes read what another
+            mine = (wc == me) & (wt // LANES != warp.warp_id)   # warp stores and drop the value
             hit = mine & (self.vc[tcol, np.where(mine, wt, 0)] < sh["w_clk"][off]) & \
                 ~(strong & sh["w_strong"][off])
-            if write and data is not None:      # the same bytes again (replicated layouts): nothing changes
+            if data is not None:                # the same bytes again (replicated layouts): nothing changes
                 hit &= sh["w_val"][off] != data
-            kind, src_tid, src_pc = ("WAW" if write else "RAW"), wt, sh["w_pc"][off]
-            if not hit.any() and write:
-                rc, rt = sh["r_cta"][off], sh["r_tid"][off]
-                mine = (rc == me) & (rt // LANES != warp.warp_id)
-                hit = mine & (self.vc[tcol, np.where(mine, rt, 0)] < sh["r_clk"][off]) & \
-                    ~(strong & sh["r_strong"][off])
-                kind, src_tid, src_pc = "WAR", rt, sh["r_pc"][off]
             if hit.any():
                 k, b = np.argwhere(hit)[0]
-                self.global_race_cta(warp, int(lanes[k]), pc, kind, int(src_tid[k, b]), int(src_pc[k, b]),
+                self.global_race_cta(warp, int(lanes[k]), pc, "WAW", int(wt[k, b]), int(sh["w_pc"][off][k, b]),
                                      base + int(off[k, 0]), nbytes, write)
         clk = self.vc[tids, tids][:, None]
         if write:

@@ -681,7 +681,7 @@ def _global_init(off, nb, write, rec, init, do_init, hits):
 def _global_race(off, nb, write, rec, tids, pcs, w_cta, w_ep, w_pc, w_strong, w_tid, r_cta, r_ep, r_pc, r_tid, me,
                  epoch, known, hits, vc, w_clk, r_clk, r_strong, w_val, addrs, drow, lanes, ew):
     """``CtaSanitizer._global_race`` for the weak accesses of one allocation, record after record: with other
-    CTAs (epochs), then between warps of this CTA (vector clocks; a store of the bytes the last writer
+    CTAs (epochs), then stores from two warps of this CTA (vector clocks; a store of the bytes the last writer
     stored is no hazard). Hits: (entry, kind 1 RAW / 2 WAW / 3 WAR, CTA or -1 for this one, thread, pc)."""
     nh = 0
     i = 0
@@ -716,33 +716,19 @@ def _global_race(off, nb, write, rec, tids, pcs, w_cta, w_ep, w_pc, w_strong, w_
                         break
                 if found:
                     break
-        if not found:
+        if not found and wr:
             for k in range(i, j):
                 t = tids[k]
                 for b in range(nb[k]):
                     x = off[k] + b
                     wt = w_tid[x]
                     if w_cta[x] == me and wt // 32 != t // 32 and vc[t, wt] < w_clk[x]:
-                        if wr and drow[k] >= 0:
+                        if drow[k] >= 0:
                             e = ew[k]
                             v = (addrs[drow[k], 32 + 4 * lanes[k] + b // e] >> (8 * (b % e))) & 0xFF
                             if v == w_val[x]:
                                 continue
-                        hits[nh, 0], hits[nh, 1], hits[nh, 2], hits[nh, 3], hits[nh, 4] = k, 2 if wr else 1, -1, \
-                            wt, w_pc[x]
-                        nh += 1
-                        found = True
-                        break
-                if found:
-                    break
-        if not found and wr:
-            for k in range(i, j):
-                t = tids[k]
-                for b in range(nb[k]):
-                    x = off[k] + b
-                    rt = r_tid[x]
-                    if r_cta[x] == me and rt // 32 != t // 32 and vc[t, rt] < r_clk[x]:
-                        hits[nh, 0], hits[nh, 1], hits[nh, 2], hits[nh, 3], hits[nh, 4] = k, 3, -1, rt, r_pc[x]
+                        hits[nh, 0], hits[nh, 1], hits[nh, 2], hits[nh, 3], hits[nh, 4] = k, 2, -1, wt, w_pc[x]
                         nh += 1
                         found = True
                         break

@@ -1,5 +1,5 @@
 // More planted bugs for the sanitizer, each with a clean twin (<name>_bug / <name>_ok), as planted.cu:
-// ldmatrix and stmatrix in the race check, and a race on global memory between two warps of one CTA.
+// ldmatrix and stmatrix in the race check, and conflicting stores to global memory from two warps of one CTA.
 // Every kernel takes (out, in, buf, n); the launch shapes are in planted_more.json.
 #include <cstdint>
 
@@ -27,8 +27,8 @@ LDM(ldmatrix_read_ok, __syncthreads())
 STM(stmatrix_write_bug, (void)0)
 STM(stmatrix_write_ok, __syncthreads())
 
-// global memory inside one CTA: warp 0 writes words of out, warp 1 reads them back
+// global memory inside one CTA: warps 0 and 1 write different words to the same places of out
 #define GIC(NAME, SYNC) K NAME(ARGS) { unsigned t = threadIdx.x; \
-    if (t < 32) out[64 + t] = in[t] + 7u; SYNC; if (t >= 32) out[t - 32] = out[64 + t - 32]; }
+    if (t < 32) out[64 + t] = in[t] + 7u; SYNC; if (t >= 32) out[64 + t - 32] = in[t] * 2u; }
 GIC(global_intra_cta_bug, (void)0)
 GIC(global_intra_cta_ok, __syncthreads())
