@@ -74,6 +74,7 @@ class SanFastLaunch(FastLaunch):
         self.pnb = np.zeros(n, np.int64)        # bytes per lane
         self.pew = np.ones(n, np.int64)         # bytes per element (stores: where each value goes)
         self.pn = np.ones(n, np.int64)          # elements per lane
+        self.shared_stores = False              # the loop stores to shared memory: replays need a copy of it
         self.pbid = np.full(n, -1, np.int64)    # barriers: number, 1 for bar.arrive, 1 for .aligned
         self.parrive = np.zeros(n, np.int64)
         self.paligned = np.zeros(n, np.int64)
@@ -98,6 +99,8 @@ class SanFastLaunch(FastLaunch):
                     row[T.OP] = T.SLOW          # strong: release/acquire edges in CtaSanitizer
                 else:
                     self.pkind[pc] = 1 if opc == T.LD else 2
+                    if opc == T.ST and row[T.X] in (T.SHARED, T.GENERIC):
+                        self.shared_stores = True
                     self.pnb[pc] = int(row[T.Y] * row[T.Z])
                     self.pew[pc] = int(row[T.Z])
                     self.pn[pc] = int(row[T.Y])
@@ -161,9 +164,12 @@ class SanFastWarp(FastWarp):
     def run(self, w, budget):
         san = w.san
         if san is not None and w.smem.size and ("racecheck" in san.tools or "initcheck" in san.tools):
-            if self.pre is None or self.pre.size != w.smem.size:
-                self.pre = np.empty(w.smem.size, np.uint8)
-            np.copyto(self.pre, w.smem)        # the bytes each logged store overwrites start from here
+            if not self.launch.shared_stores:
+                self.pre = w.smem              # nothing the loop runs changes it
+            else:
+                if self.pre is None or self.pre.size != w.smem.size or self.pre is w.smem:
+                    self.pre = np.empty(w.smem.size, np.uint8)
+                np.copyto(self.pre, w.smem)    # the bytes each logged store overwrites start from here
         if san is None or not self.launch.aligned_bars or "synccheck" not in san.tools:
             return FastWarp.run(self, w, budget)
         before = w.exited.copy()
@@ -234,7 +240,11 @@ class SanFastCTA(FastCTA):
         san = cta.san
         if san is None:
             return
-        if cta.smem.size:
+        if not self.launch.shared_stores:
+            self.pre = cta.smem
+        elif cta.smem.size:
+            if self.pre is cta.smem:
+                self.pre = np.empty(cta.smem.size, np.uint8)
             np.copyto(self.pre, cta.smem)
         rb = self._state(cta)
         now = np.concatenate([w.exited for w in cta.warps])
