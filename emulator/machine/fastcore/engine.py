@@ -342,6 +342,7 @@ class FastCTA:
             st[T.S_SMEM_PTR] = cta.smem.ctypes.data
             st[T.S_SMEM_SIZE] = cta.smem.size
             st[T.S_PARAM_SIZE] = ws[0].param.shape[1]
+            self._enter(cta)
             run_cta(tr.code, tr.imm, self.arenas, self.pcs, self.exited, self.waiting, cta.smem_inflight, fl.gtab,
                     st, fl.log_pc, fl.log_addr, fl.log_mask, self.log_warp, tr.mma_regs, tr.mma_maps, tr.mma_prm,
                     *tr.mma_luts, tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags,
@@ -379,6 +380,9 @@ class FastCTA:
             self.cst[T.C_PROGRESSED] = 1
         self._finish(ws)
         return None
+
+    def _enter(self, cta):
+        """Before each run of the CTA loop (a sanitised launch's hook: machine.sanitize_fast)."""
 
     def _finish(self, ws):
         for w, k, b in zip(ws, self.executed.tolist(), self.backs.tolist()):

@@ -849,6 +849,9 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     spin_check = state[T.S_SPIN_CHECK]
     executed = 0
     handback = False            # the instruction at p (lanes m) goes back to Python, not counted here
+    # a sanitised launch (machine.sanitize_fast) passes a wider log: its records also carry the values each
+    # lane stores and the global lanes of every ld/st (mask bit 32), which the sanitizer replays
+    wide = 1 if log_addr.shape[1] > LANES else 0
     while True:
         if p < 0:                      # pick (machine.convergence.pick): the lane group to run next
             p = _pick(code, pc, live, come, qs, a32)
@@ -861,10 +864,12 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     m |= 1 << lane
         row = code[p]
         opc = row[T.OP]
+        if opc == T.BAR and state[T.S_CTA] == 0 and wide == 1:
+            opc = T.SLOW                   # a sanitised warp alone: the reference arrives (and tells the sanitizer)
         if row[T.WG] == 1 and state[T.S_WG_REGS] != 0:
             opc = T.SLOW                   # a register an in-flight wgmma may hold: the executor checks
-        if opc == T.SLOW or budget <= 0 or (opc == T.LD or opc == T.ST or opc == T.CPASYNC) and \
-                nlog >= log_pc.shape[0]:
+        if opc == T.SLOW or budget <= 0 or (opc == T.LD or opc == T.ST or opc == T.CPASYNC or wide == 1 and (
+                opc == T.BAR or opc == T.EXIT)) and nlog + wide >= log_pc.shape[0]:
             state[T.S_STATUS] = T.ST_SLOW if (opc == T.SLOW or budget <= 0) else T.ST_LOG
             state[T.S_PC] = p
             state[T.S_MASK] = m
@@ -892,6 +897,10 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     else:
                         pc[lane] += 1
             if em != 0:
+                if wide:                       # sanitizer: the exit, in program order (mask bit 33)
+                    log_pc[nlog] = p
+                    log_mask[nlog] = em | (np.int64(1) << 33)
+                    nlog += 1
                 state[T.S_STATUS] = T.ST_EXITED
                 break
             p = p + 1 if together else -1
@@ -909,6 +918,10 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                 if (m >> lane) & 1:
                     pc[lane] += 1
             if em != 0:
+                if wide:                       # sanitizer: the arrival, in program order (mask bit 33)
+                    log_pc[nlog] = p
+                    log_mask[nlog] = em | (np.int64(1) << 33)
+                    nlog += 1
                 state[T.S_STATUS] = T.ST_BAR
                 state[T.S_PC] = p
                 state[T.S_MASK] = em
@@ -962,10 +975,18 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                         for lane in range(LANES):
                             if (em >> lane) & 1:
                                 _poke(np.int64(xq[lane]) + i * ew, ew, xr[lane])
+                                if wide:
+                                    log_addr[nlog, LANES + 4 * lane + i] = np.int64(xr[lane])
                     mark_generic(state, addrs, shared_lanes, n * ew)
                 if shared_lanes != 0:
                     log_pc[nlog] = p
                     log_mask[nlog] = shared_lanes
+                    for lane in range(LANES):
+                        log_addr[nlog, lane] = addrs[lane]
+                    nlog += 1
+                if wide and row[T.X] != T.PARAM and em & ~shared_lanes != 0:
+                    log_pc[nlog] = p
+                    log_mask[nlog] = (em & ~shared_lanes) | (np.int64(1) << 32)
                     for lane in range(LANES):
                         log_addr[nlog, lane] = addrs[lane]
                     nlog += 1
