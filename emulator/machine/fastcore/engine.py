@@ -26,7 +26,22 @@ def translation(prog) -> Translation:
     tr = getattr(prog, "_fast", None)
     if tr is None:
         tr = prog._fast = Translation(prog)
+        tr.handed_back = np.zeros(len(tr.code), np.int64)   # per PC: times the loop handed it to the executors
     return tr
+
+
+def handback_counts(prog):
+    """{opcode spelling: times the fast engine handed it back to the reference executors} for a program the
+    fast engine ran (``benchmarks/bench_handback.py``); empty when it never ran."""
+    tr = getattr(prog, "_fast", None)
+    out: dict[str, int] = {}
+    if tr is None:
+        return out
+    for p in np.flatnonzero(tr.handed_back).tolist():
+        op = prog.code[p]
+        name = op.instr.opcode if op.kind == "op" else op.kind
+        out[name] = out.get(name, 0) + int(tr.handed_back[p])
+    return out
 
 
 def global_table(gmem):
@@ -184,6 +199,8 @@ class FastWarp:
         status = int(st[T.S_STATUS])
         if status in (T.ST_IDLE, T.ST_EXITED, T.ST_DEFER):
             return status, 0, None
+        if status == T.ST_SLOW:
+            tr.handed_back[st[T.S_PC]] += 1
         mask = ((int(st[T.S_MASK]) >> fl.lanes) & 1).astype(np.bool_)
         return status, int(st[T.S_PC]), mask
 
@@ -279,6 +296,7 @@ class FastCTA:
             k = int(self.cst[T.C_WARP])
             w = ws[k]
             mask = ((int(st[T.S_MASK]) >> fl.lanes) & 1).astype(np.bool_)
+            tr.handed_back[st[T.S_PC]] += 1
             w.back_taken = int(self.backs[k])
             try:
                 r = cta._step(w, int(st[T.S_PC]), mask, False)

@@ -12,7 +12,9 @@ from . import table as T
 from .raw import _allocation, _peek, _peek16, _poke  # noqa: F401 (raw memory access, shared with cpasync)
 from .cpasync import cp_step
 from ...numerics.gemm_fast import tc_one_noalloc
-from .fmath import call_rows
+from .fmath import call_rows, TABLES as _TABLES
+from .scalarx import call_x
+from .atomics import call_atom
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -20,6 +22,8 @@ ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 IDX = T.INDEX_MASK
 CANON32 = np.uint32(0x7FFFFFFF)
 LANES = 32
+XSLOT = len(_TABLES)        # translation.mufu_ptr: the addresses of xcall.x_c and xcall.atom_c
+ASLOT = len(_TABLES) + 1
 
 
 @njit(cache=True, inline="always")
@@ -570,6 +574,41 @@ def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
     return True
 
 
+@njit(cache=True, _nrt=False)
+def _xrow(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xd, xr, xq, mptr):
+    """An XROW (scalarx.py) on the lanes in ``em``; False (nothing written) when a lane breaks a rule."""
+    w, sgn = row[T.W], row[T.SGN]
+    v = T.V0
+    sb = row[v + 4]
+    if row[T.A] != -1:
+        _gather(row[T.A], w, sgn, xa, a8, a16, a32, a64, imrow)
+    if row[T.B] != -1:
+        _gather(row[T.B], row[v + 1], sb & 1, xb, a8, a16, a32, a64, imrow)
+    if row[T.C] != -1:
+        _gather(row[T.C], row[v + 2], (sb >> 1) & 1, xc, a8, a16, a32, a64, imrow)
+    if row[v] != -1:
+        _gather(row[v], row[v + 3], (sb >> 2) & 1, xd, a8, a16, a32, a64, imrow)
+    if call_x(mptr[XSLOT], row[T.X], row[T.Y], row[T.Z], w, sgn, em, xa.ctypes.data, xb.ctypes.data,
+              xc.ctypes.data, xd.ctypes.data, xr.ctypes.data, xq.ctypes.data) != 0:
+        return False
+    _scatter(row[T.D], xr, em, row[v + 5], row[v + 6], a8, a16, a32, a64)
+    if row[v + 7] != -1:
+        _scatter(row[v + 7], xq, em, 32, 0, a8, a16, a32, a64)
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def _atom(row, imrow, em, shared_lanes, a8, a16, a32, a64, xb, xc, ptrs, xr, mptr):
+    """An ATOM row (atomics.py) on the lanes in ``em``, whose raw addresses ``_mem_plan`` put in ``ptrs``."""
+    w = row[T.W]
+    _gather(row[T.B], w, 0, xb, a8, a16, a32, a64, imrow)
+    if row[T.C] != -1:
+        _gather(row[T.C], w, 0, xc, a8, a16, a32, a64, imrow)
+    call_atom(mptr[ASLOT], row[T.V0], row[T.V0 + 1], row[T.Z], em, shared_lanes, ptrs.ctypes.data, xb.ctypes.data,
+              xc.ctypes.data, xr.ctypes.data)
+    _scatter(row[T.D], xr, em, w, 0, a8, a16, a32, a64)
+
+
 @njit(cache=True, inline="always")
 def _lut(kind, i, l1, l256, l64k):
     if kind == 0:
@@ -839,7 +878,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
             opc = T.SLOW
         if row[T.WG] == 1 and state[T.S_WG_REGS] != 0 or opc == T.CPASYNC and state[T.S_WG_SMEM] != 0:
             opc = T.SLOW                   # a register or shared bytes an in-flight wgmma may hold: the executor checks
-        if opc == T.SLOW or budget <= 0 or (opc == T.LD or opc == T.ST or opc == T.CPASYNC) and \
+        if opc == T.SLOW or budget <= 0 or (opc == T.LD or opc == T.ST or opc == T.CPASYNC or opc == T.ATOM) and \
                 nlog >= log_pc.shape[0]:
             state[T.S_STATUS] = T.ST_SLOW if (opc == T.SLOW or budget <= 0) else T.ST_LOG
             state[T.S_PC] = p
@@ -966,6 +1005,22 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     handback = True
                     break
                 nlog = got
+        elif opc == T.XROW and em != 0:
+            if not _xrow(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, scratch[10], xr, xq, mptr):
+                handback = True
+                break
+        elif opc == T.ATOM and em != 0:
+            shared_lanes = _mem_plan(row, imrow, em, a8, a16, a32, a64, inflight, gtab, state, addrs, xq)
+            if shared_lanes < 0:
+                handback = True
+                break
+            _atom(row, imrow, em, shared_lanes, a8, a16, a32, a64, xa, xb, xq, xr, mptr)
+            if shared_lanes != 0:
+                log_pc[nlog] = p
+                log_mask[nlog] = shared_lanes
+                for lane in range(LANES):
+                    log_addr[nlog, lane] = addrs[lane]
+                nlog += 1
         elif opc == T.SHFL and em != 0:
             if not _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
                 handback = True

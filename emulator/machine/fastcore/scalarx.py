@@ -1,0 +1,353 @@
+"""The fast engine's integer, bit and warp-collective rows (table.XROW): lop3, popc, clz, brev, bfind, bfi,
+prmt with a mode, shf, div/rem, bmsk, szext, the carry chains (add.cc/addc/sub.cc/subc/mad.cc/madc), vote,
+activemask, match and redux, lane by lane as the executors of ``ops.intx``, ``ops.simd``, ``ops.carry`` and
+``ops.warpops`` define them.
+
+The executors are the definition; the functions here transcribe them step for step on raw bits held in
+uint64, and ``tests/test_fastcore_scalarx.py`` checks both engines equal on edge values and random bits. A row
+whose lanes break a rule (a membermask that names a lane not executing the instruction) returns 1: the loop
+hands the instruction back and the executor raises the error it defines.
+
+Like the float rows (``fcall.py``), the rows are compiled apart from the loops, as one C-callable function the
+loops call through its address (``xcall.py``, through ``call_x``; the translation puts the address in its
+table-pointer array), so the loops' compile time stays what it was and this code is compiled (or loaded from
+numba's cache) only for kernels that have such a row.
+"""
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+LANES = 32
+U0 = np.uint64(0)
+U1 = np.uint64(1)
+ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+M32 = np.uint64(0xFFFFFFFF)
+
+# row field X of XROW rows (Y, Z: the kind's parameters, listed with each)
+(K_LOP3,        # Y: the truth table
+ K_POPC, K_CLZ, K_BREV,
+ K_BFIND,       # Y: 1 = .shiftamt
+ K_BFI,         # A: f, B: b, C: position, D: length
+ K_PRMT,        # Y: the mode (PRMT_MODES order)
+ K_SHF,         # Y: 1 = .l, Z: 1 = .clamp
+ K_DIV, K_REM,
+ K_BMSK,        # Y: 1 = .clamp
+ K_SZEXT,       # Y: 1 = .clamp, Z: 1 = .s32
+ K_CARRY,       # Y: CY_* bits; D: the carry flag in; second destination: the carry flag out
+ K_VOTE,        # Y: 0 all, 1 any, 2 uni, 3 ballot; D: membermask
+ K_ACTIVEMASK,
+ K_MATCH,       # Y: 0 any, 1 all; D: membermask; second destination: the predicate of .all
+ K_REDUX,       # Y: REDUX_OPS index; D: membermask
+ ) = range(17)
+CY_IN, CY_SUB, CY_MAD, CY_HI, CY_SIGNED = 1, 2, 4, 8, 16
+PRMT_MODES = ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16")
+REDUX_OPS = ("add", "min", "max", "and", "or", "xor")
+_PRMT = np.array([   # ops.intx._PRMT_MODES: selector (c & 3) -> source byte of result bytes 0..3
+    [[0, 1, 2, 3], [1, 2, 3, 4], [2, 3, 4, 5], [3, 4, 5, 6]],
+    [[0, 7, 6, 5], [1, 0, 7, 6], [2, 1, 0, 7], [3, 2, 1, 0]],
+    [[0, 0, 0, 0], [1, 1, 1, 1], [2, 2, 2, 2], [3, 3, 3, 3]],
+    [[0, 1, 2, 3], [1, 1, 2, 3], [2, 2, 2, 3], [3, 3, 3, 3]],
+    [[0, 0, 0, 0], [0, 1, 1, 1], [0, 1, 2, 2], [0, 1, 2, 3]],
+    [[0, 1, 0, 1], [2, 3, 2, 3], [0, 1, 0, 1], [2, 3, 2, 3]]], np.int64)
+
+
+@njit(cache=True, inline="always")
+def _mask(w):
+    return ALL >> np.uint64(64 - w)
+
+
+@njit(cache=True, inline="always")
+def _sext(v, w):
+    if w >= 64:
+        return v
+    m = U1 << np.uint64(w - 1)
+    return ((v & _mask(w)) ^ m) - m
+
+
+@njit(cache=True)
+def _bitlen(x):
+    n = 0
+    while x != U0:
+        x >>= U1
+        n += 1
+    return n
+
+
+@njit(cache=True)
+def _popc(x):
+    n = 0
+    while x != U0:
+        x &= x - U1
+        n += 1
+    return n
+
+
+@njit(cache=True)
+def _field(v, w):
+    """ops.intx._field: the 32-bit forms read a position/length's low 8 bits, the 64-bit forms clamp it at 255."""
+    return np.int64(v & np.uint64(0xFF)) if w == 32 else np.int64(min(v, np.uint64(0xFF)))
+
+
+@njit(cache=True)
+def _amount(v, clamp):
+    """ops.intx._amount: .clamp limits a bmsk/szext count to 32, .wrap takes it modulo 32."""
+    return np.int64(min(v, np.uint64(32))) if clamp else np.int64(v & np.uint64(31))
+
+
+@njit(cache=True)
+def _mulhi_u64(a, b):
+    m32 = np.uint64(0xFFFFFFFF)
+    s32 = np.uint64(32)
+    a0, a1 = a & m32, a >> s32
+    b0, b1 = b & m32, b >> s32
+    p00 = a0 * b0
+    p01 = a0 * b1
+    p10 = a1 * b0
+    mid = (p00 >> s32) + (p01 & m32) + (p10 & m32)
+    return a1 * b1 + (p01 >> s32) + (p10 >> s32) + (mid >> s32)
+
+
+@njit(cache=True)
+def _divrem(a, b, w, sgn, rem):
+    """ops.intx.compile_intdiv: truncating division (C), all ones for a zero divisor, results wrapped."""
+    mk = _mask(w)
+    if b & mk == U0:
+        return mk
+    if not sgn:
+        q = (a & mk) // (b & mk)
+        return ((a & mk) - q * (b & mk)) & mk if rem else q
+    x, y = _sext(a, w), _sext(b, w)
+    nx, ny = np.int64(x) < 0, np.int64(y) < 0
+    ux = (U0 - x) if nx else x                    # magnitudes (|INT64_MIN| = 2^63 as uint64)
+    uy = (U0 - y) if ny else y
+    q = ux // uy
+    if nx != ny:
+        q = U0 - q
+    if rem:
+        return (x - q * y) & mk
+    return q & mk
+
+
+@njit(cache=True)
+def _carry(a, b, c, cin, w, flags):
+    """ops.carry.compile_carry for one lane: (result, carry or borrow out)."""
+    mk = _mask(w)
+    if flags & CY_MAD:
+        if w == 64:
+            if flags & CY_HI:
+                p = _mulhi_u64(a, b)
+                if flags & CY_SIGNED:
+                    if np.int64(a) < 0:
+                        p -= b
+                    if np.int64(b) < 0:
+                        p -= a
+            else:
+                p = a * b
+        else:
+            x, y = a, b
+            if flags & CY_SIGNED:
+                x, y = _sext(a, w), _sext(b, w)
+            p = x * y                              # the low 64 bits hold the 2w-bit product
+            p = (p >> np.uint64(w)) & mk if flags & CY_HI else p & mk
+        a, b = p, c
+    if flags & CY_SUB:
+        t = a - b
+        s = t - cin
+        if w == 64:
+            out = U1 if (a < b or t < cin) else U0
+        else:
+            out = U1 if np.int64(a) - np.int64(b) - np.int64(cin) < 0 else U0
+        return s & mk, out
+    t = a + b
+    s = t + cin
+    if w == 64:
+        out = U1 if (t < a or s < t) else U0
+    else:
+        out = s >> np.uint64(w)
+    return s & mk, out
+
+
+@njit(cache=True)
+def _members_ok(em, xd):
+    """ops.warpops._member_check: each executing lane is in its own membermask, and every lane an executing
+    lane names executes the instruction."""
+    union = U0
+    for lane in range(LANES):
+        if (em >> lane) & 1:
+            union |= xd[lane]
+            if (xd[lane] >> np.uint64(lane)) & U1 == U0:
+                return False
+    for lane in range(LANES):
+        if (union >> np.uint64(lane)) & U1 != U0 and (em >> lane) & 1 == 0:
+            return False
+    return True
+
+
+@njit(cache=True)
+def x_rows(kind, y, z, w, sgn, em, xa, xb, xc, xd, xr, xq):
+    """One XROW on the lanes in ``em``: sources xa, xb, xc, xd (read with their types), results in xr (and the
+    second destination's in xq). Returns 0, or 1 when a lane breaks a rule (the loop hands the row back)."""
+    mk = _mask(w)
+    if kind >= K_VOTE:
+        if kind != K_ACTIVEMASK and not _members_ok(em, xd):
+            return 1
+        bits = U0
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                bits |= U1 << np.uint64(lane)
+        if kind == K_ACTIVEMASK:
+            for lane in range(LANES):
+                xr[lane] = bits
+            return 0
+        if kind == K_VOTE:
+            ballot = U0
+            n = 0
+            for lane in range(LANES):
+                if (em >> lane) & 1 and xa[lane] != U0:
+                    ballot |= U1 << np.uint64(lane)
+                    n += 1
+            nact = _popc(bits)
+            if y == 3:
+                r = ballot
+            elif y == 0:
+                r = U1 if n == nact else U0
+            elif y == 1:
+                r = U1 if n > 0 else U0
+            else:
+                r = U1 if (n == nact or n == 0) else U0
+            for lane in range(LANES):
+                xr[lane] = r
+            return 0
+        if kind == K_MATCH:
+            allsame = True
+            first = -1
+            for lane in range(LANES):
+                if (em >> lane) & 1:
+                    if first < 0:
+                        first = lane
+                    elif xa[lane] != xa[first]:
+                        allsame = False
+            for lane in range(LANES):
+                if y == 1:
+                    xr[lane] = bits if allsame else U0
+                    xq[lane] = U1 if allsame else U0
+                else:
+                    same = U0
+                    for j in range(LANES):
+                        if (em >> j) & 1 and xa[j] == xa[lane]:
+                            same |= U1 << np.uint64(j)
+                    xr[lane] = same
+            return 0
+        # K_REDUX
+        r = U0
+        started = False
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                v = xa[lane] & M32
+                if not started:
+                    r = v
+                    started = True
+                elif y == 0:
+                    r = (r + v) & M32
+                elif y == 1 or y == 2:
+                    if sgn:
+                        lt = np.int64(_sext(v, 32)) < np.int64(_sext(r, 32))
+                    else:
+                        lt = v < r
+                    if lt == (y == 1) and v != r:
+                        r = v
+                elif y == 3:
+                    r &= v
+                elif y == 4:
+                    r |= v
+                else:
+                    r ^= v
+        for lane in range(LANES):
+            xr[lane] = r
+        return 0
+    for lane in range(LANES):
+        if not (em >> lane) & 1:
+            continue
+        a = xa[lane]
+        b = xb[lane]
+        c = xc[lane]
+        if kind == K_LOP3:
+            r = U0
+            for k in range(8):
+                if (y >> k) & 1:
+                    r |= (a if k & 4 else ~a) & (b if k & 2 else ~b) & (c if k & 1 else ~c)
+            xr[lane] = r & M32
+        elif kind == K_POPC:
+            xr[lane] = np.uint64(_popc(a & mk))
+        elif kind == K_CLZ:
+            xr[lane] = np.uint64(w - _bitlen(a & mk))
+        elif kind == K_BREV:
+            x = a & mk
+            r = U0
+            for i in range(w):
+                r = (r << U1) | ((x >> np.uint64(i)) & U1)
+            xr[lane] = r
+        elif kind == K_BFIND:
+            x = a & mk
+            if sgn and (x >> np.uint64(w - 1)) & U1:
+                x = ~x & mk
+            pos = _bitlen(x) - 1
+            if pos < 0:
+                xr[lane] = M32
+            else:
+                xr[lane] = np.uint64(w - 1 - pos if y else pos)
+        elif kind == K_BFI:
+            pos = _field(c, w)
+            ln = _field(xd[lane], w)
+            k = min(ln, w - pos) if pos < w else 0
+            if k <= 0:
+                xr[lane] = b & mk
+            else:
+                fm = (ALL >> np.uint64(64 - k)) << np.uint64(pos)
+                xr[lane] = ((b & ~fm) | ((a << np.uint64(pos)) & fm)) & mk
+        elif kind == K_PRMT:
+            both = (a & M32) | ((b & M32) << np.uint64(32))
+            sel = np.int64(c & np.uint64(3))
+            r = U0
+            for k in range(4):
+                byte = (both >> np.uint64(8 * _PRMT[y, sel, k])) & np.uint64(0xFF)
+                r |= byte << np.uint64(8 * k)
+            xr[lane] = r
+        elif kind == K_SHF:
+            n = min(c, np.uint64(32)) if z else c & np.uint64(31)
+            both = (a & M32) | ((b & M32) << np.uint64(32))
+            if y:
+                xr[lane] = ((both << n) >> np.uint64(32)) & M32
+            else:
+                xr[lane] = (both >> n) & M32
+        elif kind == K_DIV or kind == K_REM:
+            xr[lane] = _divrem(a, b, w, sgn, kind == K_REM)
+        elif kind == K_BMSK:
+            pos, n = _amount(a, y), _amount(b, y)
+            xr[lane] = (((U1 << np.uint64(n)) - U1) << np.uint64(pos)) & M32
+        elif kind == K_SZEXT:
+            x = a & M32
+            n = _amount(b, y)
+            low = x & ((U1 << np.uint64(n)) - U1)
+            if z and n > 0 and (x >> np.uint64(n - 1)) & U1:
+                low -= U1 << np.uint64(n)
+            xr[lane] = low & M32
+        elif kind == K_CARRY:
+            cin = xd[lane] & U1 if y & CY_IN else U0
+            xr[lane], xq[lane] = _carry(a & mk, b & mk, c & mk, cin, w, y)
+    return 0
+
+
+@intrinsic
+def call_x(typingctx, fn, kind, y, z, w, sgn, em, pxa, pxb, pxc, pxd, pxr, pxq):
+    """Call the compiled ``x_c`` at the address ``fn`` (all arguments int64; the last seven are the addresses of
+    xa, xb, xc, xd, xr, xq); returns its int64."""
+    sig = types.int64(*([types.int64] * 13))
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        fnty = ir.FunctionType(i64, [i64] * 6 + [i64.as_pointer()] * 6)
+        f = builder.inttoptr(args[0], fnty.as_pointer())
+        return builder.call(f, list(args[1:7]) + [builder.inttoptr(a, i64.as_pointer()) for a in args[7:]])
+    return sig, codegen
