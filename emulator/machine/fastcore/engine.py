@@ -362,6 +362,8 @@ def _records(code, tcode, pcs, masks, addrs, srcs):
         if row[T.OP] == T.CPASYNC:
             out.append(SmemAccess(str(code[p].instr.text), "cp.async.cg" if row[T.Y] else "cp.async.ca", a,
                                   int(row[T.X]), mask, 0, s))
+        elif row[T.OP] == T.ATOM:
+            out.append(SmemAccess(str(code[p].instr.text), "atom", a, int(row[T.Z]), mask, 0, None))
         elif row[T.OP] == T.LDMATRIX:
             out.append(SmemAccess(str(code[p].instr.text), "ldmatrix", a, 16, mask, int(row[T.Y]), None))
         else:

@@ -18,6 +18,9 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from ...numerics.fast import f2i, i2f
+from .atomics import _f32_of as i2f32
+
 LANES = 32
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -39,7 +42,15 @@ M32 = np.uint64(0xFFFFFFFF)
  K_ACTIVEMASK,
  K_MATCH,       # Y: 0 any, 1 all; D: membermask; second destination: the predicate of .all
  K_REDUX,       # Y: REDUX_OPS index; D: membermask
- ) = range(17)
+ K_PACK,        # mov.bW d, {a, b(, c, d)}: Y: the part's width, Z: the number of parts
+ K_UNPACK,      # mov.bW {d, d2}, a: Y: the part's width (the low part to the destination, the high one to the second)
+ K_HALF,        # add/sub/mul/fma{.rn}.{f16,bf16,f16x2,bf16x2}: Y: HALF_OPS index, Z: 0 f16, 1 bf16; W: 16 or 32
+ K_CVTF,        # cvt{.rn} between f16, bf16, f32 and f64: Y: the source's format, Z: the destination's (F_*)
+ K_FP8,         # cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2}: Y: 0 e4m3, 1 e5m2; Z: 1 = .relu
+ ) = range(22)
+HALF_OPS = ("add", "sub", "mul", "fma")
+F_F16, F_BF16, F_F32, F_F64 = range(4)
+FMT_BITS = (16, 16, 32, 64)
 CY_IN, CY_SUB, CY_MAD, CY_HI, CY_SIGNED = 1, 2, 4, 8, 16
 PRMT_MODES = ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16")
 REDUX_OPS = ("add", "min", "max", "and", "or", "xor")
@@ -189,6 +200,8 @@ def x_rows(kind, y, z, w, sgn, em, xa, xb, xc, xd, xr, xq):
     """One XROW on the lanes in ``em``: sources xa, xb, xc, xd (read with their types), results in xr (and the
     second destination's in xq). Returns 0, or 1 when a lane breaks a rule (the loop hands the row back)."""
     mk = _mask(w)
+    if kind >= K_PACK:
+        return _moves_floats(kind, y, z, w, em, xa, xb, xc, xd, xr, xq)
     if kind >= K_VOTE:
         if kind != K_ACTIVEMASK and not _members_ok(em, xd):
             return 1
@@ -351,3 +364,184 @@ def call_x(typingctx, fn, kind, y, z, w, sgn, em, pxa, pxb, pxc, pxd, pxr, pxq):
         f = builder.inttoptr(args[0], fnty.as_pointer())
         return builder.call(f, list(args[1:7]) + [builder.inttoptr(a, i64.as_pointer()) for a in args[7:]])
     return sig, codegen
+
+
+# -- mov pack/unpack, half-precision arithmetic, float conversions ---------------------------------------------
+
+@njit(cache=True)
+def _f16_value(h):
+    """The binary16 ``h`` (raw bits) as a float64 (exact)."""
+    e = np.int64((h >> np.uint64(10)) & np.uint64(0x1F))
+    f = np.int64(h & np.uint64(0x3FF))
+    neg = (h >> np.uint64(15)) & U1
+    if e == 31:
+        v = np.inf if f == 0 else np.nan
+    elif e == 0:
+        v = np.float64(f) * 2.0 ** -24
+    else:
+        v = np.float64(1024 + f) * 2.0 ** (e - 25)
+    return -v if neg else v
+
+
+@njit(cache=True)
+def _value(bits, fmt):
+    """Raw bits of format ``fmt`` (F_*) as a float64 (exact)."""
+    if fmt == F_F16:
+        return _f16_value(bits & np.uint64(0xFFFF))
+    if fmt == F_BF16:
+        return np.float64(i2f32((bits & np.uint64(0xFFFF)) << np.uint64(16)))
+    if fmt == F_F32:
+        return np.float64(i2f32(bits & M32))
+    return i2f(np.int64(bits))
+
+
+@njit(cache=True)
+def _rne(x, fmt):
+    """The float64 ``x`` (not a NaN) rounded to nearest even in ``fmt`` (F_*): raw bits (overflow: inf)."""
+    if fmt == F_F64:
+        return np.uint64(f2i(x))
+    eb, mb = (5, 10) if fmt == F_F16 else ((8, 7) if fmt == F_BF16 else (8, 23))
+    wd = 1 + eb + mb
+    bits = np.uint64(f2i(x))
+    sign = bits >> np.uint64(63)
+    ex = np.int64((bits >> np.uint64(52)) & np.uint64(0x7FF))
+    frac = bits & np.uint64(0xFFFFFFFFFFFFF)
+    top = sign << np.uint64(wd - 1)
+    expmax = np.uint64((1 << eb) - 1)
+    if ex == 0x7FF:
+        return top | (expmax << np.uint64(mb))
+    if ex == 0:                              # zero, or a float64 subnormal: far below every format here
+        return top
+    mant = frac | (U1 << np.uint64(52))
+    e = ex - 1023
+    bias = (1 << (eb - 1)) - 1
+    emin = 1 - bias
+    shift = 52 - mb + (emin - e if e < emin else 0)
+    if shift >= 64:
+        return top
+    r = mant >> np.uint64(shift)
+    rem = mant & ((U1 << np.uint64(shift)) - U1)
+    half = U1 << np.uint64(shift - 1)
+    if rem > half or (rem == half and (r & U1)):
+        r += U1
+    big = e if e > emin else emin
+    if r >> np.uint64(mb + 1):
+        r >>= U1
+        big += 1
+    if (r >> np.uint64(mb)) == U0:
+        return top | r                       # subnormal (or zero)
+    biased = big + bias
+    if biased >= (1 << eb) - 1:
+        return top | (expmax << np.uint64(mb))
+    return top | (np.uint64(biased) << np.uint64(mb)) | (r & ((U1 << np.uint64(mb)) - U1))
+
+
+@njit(cache=True)
+def _fold_odd(s, e):
+    """fround.round_odd: the float64 neighbour of s + e whose last bit is odd (s when e is 0)."""
+    if e == 0.0 or s - s != 0.0:
+        return s
+    b = f2i(s)
+    if b & 1:
+        return s
+    if (e > 0.0) == (s > 0.0):
+        return i2f(b + 1)
+    return i2f(b - 1)
+
+
+@njit(cache=True)
+def _half_op(op, fmt, a, b, c):
+    """ops.falu add/sub/mul/fma .rn of one f16/bf16 element (raw bits): the exact result (products are exact in
+    float64, sums carry their TwoSum error), one rounding; a NaN result is the canonical 0x7FFF."""
+    x = _value(a, fmt)
+    y = _value(b, fmt)
+    if op == 1:
+        y = -y
+    e = 0.0
+    if op == 2:
+        s = x * y
+    else:
+        if op == 3:
+            p = x * y
+            cc = _value(c, fmt)
+        else:
+            p = x
+            cc = y
+        s = p + cc
+        if s - s == 0.0:
+            bb = s - p
+            e = (p - (s - bb)) + (cc - bb)
+    if s != s:
+        return np.uint64(0x7FFF)
+    return _rne(_fold_odd(s, e), fmt)
+
+
+@njit(cache=True)
+def _nan_convert(bits, af, df):
+    """ops.cvt.nan_convert (no .ftz): the NaN cvt makes of the NaN ``bits`` of format ``af`` in format ``df``."""
+    aw, dw = FMT_BITS[af], FMT_BITS[df]
+    if af == F_BF16 and df == F_F32:
+        return (bits & np.uint64(0xFFFF)) << np.uint64(16)
+    if af == F_F64 or df == F_F64:
+        afb = 10 if af == F_F16 else (7 if af == F_BF16 else (23 if af == F_F32 else 52))
+        dfb = 10 if df == F_F16 else (7 if df == F_BF16 else (23 if df == F_F32 else 52))
+        sign = ((bits >> np.uint64(aw - 1)) & U1) << np.uint64(dw - 1)
+        pay = bits & ((U1 << np.uint64(afb)) - U1)
+        pay = pay << np.uint64(dfb - afb) if dfb > afb else pay >> np.uint64(afb - dfb)
+        ex = np.uint64(((1 << (dw - 1 - dfb)) - 1)) << np.uint64(dfb)
+        return sign | ex | pay | (U1 << np.uint64(dfb - 1))
+    return np.uint64(0x7FFF) if dw == 16 else np.uint64(0x7FFFFFFF)
+
+
+@njit(cache=True)
+def _fp8_to_f16(b, e5m2):
+    """ops.cvt_narrow._from_fp8 of one byte: exact widening to binary16, a NaN gives 0x7FFF."""
+    if e5m2:
+        if (b & np.uint64(0x7F)) > np.uint64(0x7C):
+            return np.uint64(0x7FFF)
+        return b << np.uint64(8)
+    if (b & np.uint64(0x7F)) == np.uint64(0x7F):
+        return np.uint64(0x7FFF)
+    e = np.int64((b >> np.uint64(3)) & np.uint64(0xF))
+    m = np.float64(b & np.uint64(7))
+    v = m * 2.0 ** -9 if e == 0 else (8.0 + m) * 2.0 ** (e - 10)
+    if (b >> np.uint64(7)) & U1:
+        v = -v
+    return _rne(v, F_F16)
+
+
+@njit(cache=True)
+def _moves_floats(kind, y, z, w, em, xa, xb, xc, xd, xr, xq):
+    pm = _mask(y) if kind <= K_UNPACK else U0
+    for lane in range(LANES):
+        if not (em >> lane) & 1:
+            continue
+        a = xa[lane]
+        if kind == K_PACK:
+            r = (a & pm) | ((xb[lane] & pm) << np.uint64(y))
+            if z == 4:
+                r |= ((xc[lane] & pm) << np.uint64(2 * y)) | ((xd[lane] & pm) << np.uint64(3 * y))
+            xr[lane] = r
+        elif kind == K_UNPACK:
+            xr[lane] = a & pm
+            xq[lane] = (a >> np.uint64(y)) & pm
+        elif kind == K_HALF:
+            r = U0
+            for i in range(w // 16):
+                sh = np.uint64(16 * i)
+                h = _half_op(y, z, (a >> sh) & np.uint64(0xFFFF), (xb[lane] >> sh) & np.uint64(0xFFFF),
+                             (xc[lane] >> sh) & np.uint64(0xFFFF))
+                r |= h << sh
+            xr[lane] = r
+        elif kind == K_CVTF:
+            x = _value(a, y)
+            xr[lane] = _nan_convert(a, y, z) if x != x else _rne(x, z)
+        else:                                         # K_FP8
+            r = U0
+            for i in range(2):
+                h = _fp8_to_f16((a >> np.uint64(8 * i)) & np.uint64(0xFF), y == 1)
+                if z and h != np.uint64(0x7FFF) and (h >> np.uint64(15)) & U1:
+                    h = U0                            # .relu: negative values and -0 give +0
+                r |= h << np.uint64(16 * i)
+            xr[lane] = r
+    return 0

@@ -1003,12 +1003,12 @@ def _x_operand(t, env, op, ptype, imm, k):
 def _xrow(t, env, instr, row, imm, kind, srcs, dtype, y=0, z=0, dst2=None):
     """Fill an XROW: ``srcs`` [(operand, type)] for A, B, C and the fourth source, ``dtype`` the destination's
     type (operand 0), ``dst2`` a second destination (register name)."""
-    from . import scalarx
     d = instr.operands[0]
     if isinstance(d, (Vec, Pair, Not, Imm, Mem)):
         raise _Slow
     row[T.D] = t._dst(env, d)
     fields = (T.A, T.B, T.C, T.V0)
+    row[T.A] = row[T.B] = row[T.C] = -1
     row[T.V0:T.V0 + 8] = -1
     row[T.V0 + 4] = 0
     for k, (op, ptype) in enumerate(srcs):
@@ -1024,7 +1024,6 @@ def _xrow(t, env, instr, row, imm, kind, srcs, dtype, y=0, z=0, dst2=None):
     row[T.V0 + 6] = _signed(dtype)
     row[T.V0 + 7] = t._slot(dst2, env.reg_width(dst2) if dst2 != CF else 32) if dst2 is not None else -1
     row[T.X], row[T.Y], row[T.Z] = kind, y, z
-    assert 0 <= kind <= scalarx.K_REDUX
     t._xcall = True
     row[T.OP] = T.XROW
 
@@ -1259,3 +1258,93 @@ _RULES.update({"lop3": r_lop3, "popc": r_bits, "clz": r_bits, "brev": r_bits, "b
                "add": _carry_or(_RULES["add"]), "sub": _carry_or(_RULES["sub"]), "mad": _carry_or(_RULES["mad"]),
                "vote": r_vote, "activemask": r_activemask, "match": r_match, "redux": r_redux,
                "atom": r_atom, "red": r_atom})
+
+
+def r_mov_x(t, env, instr, row, imm):
+    """mov with a vector operand: pack ({a, b} or {a, b, c, d} into one register) or unpack (into two)."""
+    from . import scalarx
+    ops = instr.operands
+    if len(ops) != 2 or not (isinstance(ops[0], Vec) or isinstance(ops[1], Vec)):
+        return r_mov(t, env, instr, row, imm)
+    q = _classify(instr.mods, {"type": {"b16", "b32", "b64", "u16", "u32", "u64", "s16", "s32", "s64",
+                                        "f16", "f32", "f64", "bf16", "f16x2", "bf16x2"}})
+    if "type" not in q:
+        raise _Slow
+    w = _width(q["type"])
+    d, a = ops
+    if isinstance(a, Vec) and not isinstance(d, Vec):
+        k = len(a.items)
+        if k not in (2, 4) or w // k not in (16, 32):
+            raise _Slow
+        ew = w // k
+        instr_d = type("I", (), {"operands": (d,)})()
+        _xrow(t, env, instr_d, row, imm, scalarx.K_PACK, [(it, "b%d" % ew) for it in a.items], "b%d" % w,
+              y=ew, z=k)
+        return
+    if isinstance(d, Vec) and not isinstance(a, Vec) and len(d.items) == 2 and w // 2 in (16, 32):
+        ew = w // 2
+        lo, hi = d.items
+        names = []
+        for it in (lo, hi):
+            if not isinstance(it, (Reg, Sym)):
+                raise _Slow
+            n = t._reg(env, it)
+            if n != "_" and (n in CONST_SPECIALS or env.reg_width(n) not in (16, 32, 64)):
+                raise _Slow
+            names.append(n)
+        instr_d = type("I", (), {"operands": (lo,)})()
+        _xrow(t, env, instr_d, row, imm, scalarx.K_UNPACK, [(a, "b%d" % w)], "b%d" % ew, y=ew,
+              dst2=None if names[1] == "_" else names[1])
+        return
+    raise _Slow
+
+
+_HALVES = {"f16": 0, "bf16": 1, "f16x2": 0, "bf16x2": 1}
+
+
+def _half_or(rule):
+    """add/sub/mul/fma{.rn}.{f16,bf16,f16x2,bf16x2}: a K_HALF row; anything else: ``rule``."""
+    def r(t, env, instr, row, imm):
+        from . import scalarx
+        ptype = next((m for m in instr.mods if m in _HALVES), None)
+        if ptype is None:
+            return rule(t, env, instr, row, imm)
+        q = _classify(instr.mods, {"type": set(_HALVES), "rnd": {"rn"}})
+        fma = instr.base == "fma"
+        ops = instr.operands
+        if len(ops) != (4 if fma else 3) or (fma and "rnd" not in q):
+            raise _Slow
+        raw = "b%d" % _width(ptype)
+        _xrow(t, env, instr, row, imm, scalarx.K_HALF, [(o, raw) for o in ops[1:]], raw,
+              y=scalarx.HALF_OPS.index(instr.base), z=_HALVES[ptype])
+    return r
+
+
+_FMT = {"f16": 0, "bf16": 1, "f32": 2, "f64": 3}
+
+
+def r_cvt_x(t, env, instr, row, imm):
+    """The conversions between f16, bf16, f32 and f64 (to nearest, no .ftz/.sat) and the fp8 widenings; the
+    others as before (``r_fcvt``)."""
+    from . import scalarx
+    mods = list(instr.mods)
+    ops = instr.operands
+    if len(ops) == 2 and not any(isinstance(o, (Vec, Pair, Imm)) for o in ops):
+        if mods in (["rn", "f16x2", "e4m3x2"], ["rn", "relu", "f16x2", "e4m3x2"], ["rn", "f16x2", "e5m2x2"],
+                    ["rn", "relu", "f16x2", "e5m2x2"]):
+            _xrow(t, env, instr, row, imm, scalarx.K_FP8, [(ops[1], "b16")], "b32", y=int("e5m2x2" in mods),
+                  z=int("relu" in mods))
+            return
+        types = [m for m in mods if m in _FMT]
+        rest = [m for m in mods if m not in _FMT]
+        if len(types) == 2 and types[0] != types[1] and rest in ([], ["rn"]) and \
+                (tuple(types) not in _CVT_KINDS or "rn" not in rest):
+            dtype, atype = types
+            _xrow(t, env, instr, row, imm, scalarx.K_CVTF, [(ops[1], "b%d" % _width(atype))],
+                  "b%d" % _width(dtype), y=_FMT[atype], z=_FMT[dtype])
+            return
+    return r_fcvt(t, env, instr, row, imm)
+
+
+_RULES.update({"mov": r_mov_x, "add": _half_or(_RULES["add"]), "sub": _half_or(_RULES["sub"]),
+               "mul": _half_or(_RULES["mul"]), "fma": _half_or(_RULES["fma"]), "cvt": r_cvt_x})
