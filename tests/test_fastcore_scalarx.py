@@ -111,6 +111,19 @@ FORMS = {
              "match.any.sync.b64 %t0, %x0, -1; activemask.b32 %t2; add.u32 {D}, %t1, %t3; add.u32 {D}, {D}, %t0; "
              "add.u32 {D}, {D}, %t2;",
 }
+_F64 = "mov.b64 %x0, {{{B}, {A}}}; mov.b64 %x1, {{{A}, {C}}}; mov.b64 %x3, {{{C}, {B}}}; OP " \
+       "mov.b64 {{%t0, %t1}}, %x2; xor.b32 {D}, %t0, %t1;"
+FORMS.update({f"f64 {op}": _F64.replace("OP", op) for op in (
+    "add.f64 %x2, %x0, %x1;", "sub.f64 %x2, %x0, %x1;", "mul.f64 %x2, %x0, %x1;", "add.rz.f64 %x2, %x0, %x1;",
+    "add.rm.f64 %x2, %x0, %x1;", "sub.rp.f64 %x2, %x0, %x1;", "sub.rm.f64 %x2, %x0, %x1;",
+    "fma.rn.f64 %x2, %x0, %x1, %x3;", "mad.rn.f64 %x2, %x1, %x3, %x0;", "div.rn.f64 %x2, %x0, %x1;",
+    "rcp.rn.f64 %x2, %x0;", "sqrt.rn.f64 %x2, %x0;", "neg.f64 %x2, %x0;", "abs.f64 %x2, %x1;",
+    "add.f64 %x2, %x0, 0d3FF0000000000001;", "sub.f64 %x2, %x0, 0d7FF4000000000001;",
+    "mul.rn.f64 %x2, %x0, 0dFFF0000000000000;")})
+F64HI_EDGES = np.array([0x00000000, 0x80000000, 0x000FFFFF, 0x00100000, 0x80100000, 0x3FF00000, 0xBFF00000,
+                        0x7FEFFFFF, 0xFFEFFFFF, 0x7FF00000, 0xFFF00000, 0x7FF80000, 0x7FF40000, 0xFFF80001,
+                        0x43400000, 0x3CA00000, 0x3CB00000, 0xC3400000, 0x7FE00000, 0x00000001, 0x3FF80000,
+                        0x40000000, 0xBCA00000, 0x7FDFFFFF], np.uint32)
 
 
 def form_kernel(text, n_per_thread=4):
@@ -143,6 +156,8 @@ def form_kernel(text, n_per_thread=4):
 
 
 def _edges(form):
+    if form.startswith("f64"):
+        return F64HI_EDGES
     if any(t in form for t in ("f16", "bf16", "e4m3", "e5m2")) or form.startswith(("add.", "sub.", "mul.", "fma.")):
         h = HALF_EDGES
         return np.concatenate([h | (h[::-1] << 16), np.repeat(h, h.size) | (np.tile(h, h.size) << 16)])
@@ -159,6 +174,8 @@ def _inputs(form, per=4, nrand=256, seed=0):
     a = np.concatenate([e if e.size > 64 else np.repeat(e, e.size), r[0]])
     b = np.concatenate([np.roll(e, 3) if e.size > 64 else np.tile(e, e.size), r[1]])
     c = np.concatenate([np.roll(a[:n0], 11), r[2]])
+    if form.startswith("f64"):          # low words: 0, 1, all ones, random
+        b[:n0] = np.resize(np.array([0, 1, 0xFFFFFFFF, 0, 0x80000000, 0x12345678], np.uint32), n0)
     n = -(-a.size // (32 * per)) * 32 * per
     words = np.zeros((n, 4), np.uint32)
     words[:a.size, 0], words[:a.size, 1], words[:a.size, 2] = a, b, c

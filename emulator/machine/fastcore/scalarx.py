@@ -18,7 +18,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from ...numerics.fast import f2i, i2f
+from ...numerics.fast import _fma64, f2i, i2f
 from .atomics import _f32_of as i2f32
 
 LANES = 32
@@ -47,7 +47,10 @@ M32 = np.uint64(0xFFFFFFFF)
  K_HALF,        # add/sub/mul/fma{.rn}.{f16,bf16,f16x2,bf16x2}: Y: HALF_OPS index, Z: 0 f16, 1 bf16; W: 16 or 32
  K_CVTF,        # cvt{.rn} between f16, bf16, f32 and f64: Y: the source's format, Z: the destination's (F_*)
  K_FP8,         # cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2}: Y: 0 e4m3, 1 e5m2; Z: 1 = .relu
- ) = range(22)
+ K_F64,         # add/sub/mul/fma/div/rcp/sqrt/neg/abs .f64: Y: F64_OPS index, Z: MODES index (directed: add/sub)
+ ) = range(23)
+F64_OPS = ("add", "sub", "mul", "fma", "div", "rcp", "sqrt", "neg", "abs")
+MODES = ("rn", "rz", "rm", "rp")
 HALF_OPS = ("add", "sub", "mul", "fma")
 F_F16, F_BF16, F_F32, F_F64 = range(4)
 FMT_BITS = (16, 16, 32, 64)
@@ -200,6 +203,8 @@ def x_rows(kind, y, z, w, sgn, em, xa, xb, xc, xd, xr, xq):
     """One XROW on the lanes in ``em``: sources xa, xb, xc, xd (read with their types), results in xr (and the
     second destination's in xq). Returns 0, or 1 when a lane breaks a rule (the loop hands the row back)."""
     mk = _mask(w)
+    if kind == K_F64:
+        return _f64_rows(y, z, em, xa, xb, xc, xr)
     if kind >= K_PACK:
         return _moves_floats(kind, y, z, w, em, xa, xb, xc, xd, xr, xq)
     if kind >= K_VOTE:
@@ -544,4 +549,88 @@ def _moves_floats(kind, y, z, w, em, xa, xb, xc, xd, xr, xq):
                     h = U0                            # .relu: negative values and -0 give +0
                 r |= h << np.uint64(16 * i)
             xr[lane] = r
+    return 0
+
+
+Q64 = np.uint64(0x8000000000000)
+SIGN64 = np.uint64(0x8000000000000000)
+MAX64 = np.uint64(0x7FEFFFFFFFFFFFFF)
+
+
+@njit(cache=True, inline="always")
+def _isnan64(b):
+    return (b & np.uint64(0x7FFFFFFFFFFFFFFF)) > np.uint64(0x7FF0000000000000)
+
+
+@njit(cache=True)
+def _f64_sum(x, y, mode):
+    """fround: x + y rounded once in ``mode`` (MODES index): the TwoSum error steps the nearest result
+    (_directed_f64), an exact zero takes IEEE's sign (zero_sum_sign), an overflow of finite operands gives the
+    largest finite value where the mode rounds away from infinity. Raw bits."""
+    s = x + y
+    if mode == 0:
+        return np.uint64(f2i(s))
+    e = 0.0
+    fin = s - s == 0.0
+    if fin:
+        bb = s - x
+        e = (x - (s - bb)) + (y - bb)
+    if s == 0.0 and mode == 2 and not (x == 0.0 and y == 0.0 and f2i(x) >= 0 and f2i(y) >= 0):
+        s = -0.0
+    b = np.uint64(f2i(s))
+    if fin and e != 0.0:                             # s is not zero: step one ulp (sign-magnitude bits)
+        if mode == 1:
+            if (e > 0.0) != (s > 0.0):
+                b -= U1                                  # toward zero
+        elif mode == 2:
+            if e < 0.0:
+                b = b + U1 if s < 0.0 else b - U1        # toward -inf
+        elif e > 0.0:
+            b = b + U1 if s > 0.0 else b - U1            # toward +inf
+    elif not fin and s == s and x - x == 0.0 and y - y == 0.0:      # overflow of finite operands
+        neg = s < 0.0
+        keep = (mode == 2 and neg) or (mode == 3 and not neg)
+        if not keep:
+            b = MAX64 | (SIGN64 if neg else U0)
+    return b
+
+
+@njit(cache=True, error_model="numpy")           # x / 0 is IEEE's, not ZeroDivisionError
+def _f64_rows(op, mode, em, xa, xb, xc, xr):
+    """ops.falu's .f64 forms: one IEEE operation (products, quotients, roots and fma correctly rounded by the
+    machine's binary64), NaN operands give the first NaN in the reference's order quieted (f64_nan: b then a;
+    fma: b, c, a; neg/abs: a), a NaN made of numbers the machine's. div/rcp/sqrt keep the machine's NaN."""
+    for lane in range(LANES):
+        if not (em >> lane) & 1:
+            continue
+        a, b, c = xa[lane], xb[lane], xc[lane]
+        x, yv = i2f(np.int64(a)), i2f(np.int64(b))
+        if op == 7 or op == 8:                           # neg, abs
+            r = (a ^ SIGN64) if op == 7 else (a & ~SIGN64)
+            if _isnan64(a):
+                r = a | Q64
+        elif op == 4:
+            r = np.uint64(f2i(x / yv))
+        elif op == 5:
+            r = np.uint64(f2i(1.0 / x))
+        elif op == 6:
+            r = np.uint64(f2i(np.sqrt(x)))
+        elif op == 3:
+            r = np.uint64(f2i(_fma64(x, yv, i2f(np.int64(c)))))
+            if _isnan64(b):
+                r = b | Q64
+            elif _isnan64(c):
+                r = c | Q64
+            elif _isnan64(a):
+                r = a | Q64
+        else:
+            if op == 2:
+                r = np.uint64(f2i(x * yv))
+            else:
+                r = _f64_sum(x, -yv if op == 1 else yv, mode)
+            if _isnan64(b):
+                r = b | Q64
+            elif _isnan64(a):
+                r = a | Q64
+        xr[lane] = r
     return 0

@@ -1348,3 +1348,34 @@ def r_cvt_x(t, env, instr, row, imm):
 
 _RULES.update({"mov": r_mov_x, "add": _half_or(_RULES["add"]), "sub": _half_or(_RULES["sub"]),
                "mul": _half_or(_RULES["mul"]), "fma": _half_or(_RULES["fma"]), "cvt": r_cvt_x})
+
+
+def _f64_or(rule):
+    """add/sub/mul/fma/div/rcp/sqrt/neg/abs .f64 (ops.falu): a K_F64 row; anything else: ``rule``."""
+    def r(t, env, instr, row, imm):
+        from . import scalarx
+        if "f64" not in instr.mods or "approx" in instr.mods:
+            return rule(t, env, instr, row, imm)
+        q = _classify(instr.mods, {"type": {"f64"}, "rnd": set(scalarx.MODES), "ftz": {"ftz"}})
+        base = "fma" if instr.base == "mad" else instr.base
+        mode = q.get("rnd", "rn")
+        n = {"fma": 3, "rcp": 1, "sqrt": 1, "neg": 1, "abs": 1}.get(base, 2)
+        ops = instr.operands
+        if len(ops) != n + 1 or (base in ("fma", "div", "rcp", "sqrt") and "rnd" not in q) or \
+                (mode != "rn" and base not in ("add", "sub")) or ("ftz" in q and base in ("neg", "abs")):
+            raise _Slow
+        if base in ("neg", "abs") and "rnd" in q:
+            raise _Slow
+        srcs = list(ops[1:])
+        if any(isinstance(o, Imm) for o in srcs[:1]) and n > 1:
+            raise _Slow                  # ptxas moves an immediate a into the second slot (ops.falu._f64_slots)
+        _xrow(t, env, instr, row, imm, scalarx.K_F64, [(o, "b64") for o in srcs], "b64",
+              y=scalarx.F64_OPS.index(base), z=scalarx.MODES.index(mode))
+        if base == "sub" and isinstance(ops[2], Imm):           # a + (-imm): ptxas flips the constant's sign
+            imm[1] = np.uint64(int(imm[1]) ^ (1 << 63))
+            row[T.Y] = scalarx.F64_OPS.index("add")
+    return r
+
+
+_RULES.update({b: _f64_or(_RULES[b]) for b in ("add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "neg",
+                                               "abs")})
