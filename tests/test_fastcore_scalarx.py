@@ -111,6 +111,14 @@ FORMS = {
              "match.any.sync.b64 %t0, %x0, -1; activemask.b32 %t2; add.u32 {D}, %t1, %t3; add.u32 {D}, {D}, %t0; "
              "add.u32 {D}, {D}, %t2;",
 }
+FORMS.update({
+    "contract f16x2": "mul.f16x2 %t0, {A}, {B}; add.f16x2 {D}, %t0, {C};",
+    "contract sub bf16x2": "mul.bf16x2 %t0, {A}, {B}; sub.bf16x2 {D}, {C}, %t0;",
+    "contract sub f16": "mov.b32 {{%h0, %h1}}, {A}; mov.b32 {{%h2, %h3}}, {B}; mul.f16 %h0, %h0, %h2; "
+                        "sub.f16 %h0, %h0, %h3; cvt.u32.u16 {D}, %h0;",
+    "contract bf16": "mov.b32 {{%h0, %h1}}, {A}; mov.b32 {{%h2, %h3}}, {B}; mul.bf16 %h0, %h0, %h2; "
+                     "add.bf16 %h0, %h3, %h0; cvt.u32.u16 {D}, %h0;",
+})
 _F64 = "mov.b64 %x0, {{{B}, {A}}}; mov.b64 %x1, {{{A}, {C}}}; mov.b64 %x3, {{{C}, {B}}}; OP " \
        "mov.b64 {{%t0, %t1}}, %x2; xor.b32 {D}, %t0, %t1;"
 FORMS.update({f"f64 {op}": _F64.replace("OP", op) for op in (

@@ -44,7 +44,8 @@ M32 = np.uint64(0xFFFFFFFF)
  K_REDUX,       # Y: REDUX_OPS index; D: membermask
  K_PACK,        # mov.bW d, {a, b(, c, d)}: Y: the part's width, Z: the number of parts
  K_UNPACK,      # mov.bW {d, d2}, a: Y: the part's width (the low part to the destination, the high one to the second)
- K_HALF,        # add/sub/mul/fma{.rn}.{f16,bf16,f16x2,bf16x2}: Y: HALF_OPS index, Z: 0 f16, 1 bf16; W: 16 or 32
+ K_HALF,        # add/sub/mul/fma{.rn}.{f16,bf16,f16x2,bf16x2}: Y: HALF_OPS index (fma: + 16 the product negated,
+                # + 32 the addend negated: a contracted mul and add), Z: 0 f16, 1 bf16; W: 16 or 32
  K_CVTF,        # cvt{.rn} between f16, bf16, f32 and f64: Y: the source's format, Z: the destination's (F_*)
  K_FP8,         # cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2}: Y: 0 e4m3, 1 e5m2; Z: 1 = .relu
  K_F64,         # add/sub/mul/fma/div/rcp/sqrt/neg/abs .f64: Y: F64_OPS index, Z: MODES index (directed: add/sub)
@@ -458,10 +459,14 @@ def _fold_odd(s, e):
 def _half_op(op, fmt, a, b, c):
     """ops.falu add/sub/mul/fma .rn of one f16/bf16 element (raw bits): the exact result (products are exact in
     float64, sums carry their TwoSum error), one rounding; a NaN result is the canonical 0x7FFF."""
+    negp, negc = (op >> 4) & 1, (op >> 5) & 1    # a fused (contracted) product or addend negated
+    op &= 15
     x = _value(a, fmt)
     y = _value(b, fmt)
     if op == 1:
         y = -y
+    if negp:
+        x = -x
     e = 0.0
     if op == 2:
         s = x * y
@@ -469,6 +474,8 @@ def _half_op(op, fmt, a, b, c):
         if op == 3:
             p = x * y
             cc = _value(c, fmt)
+            if negc:
+                cc = -cc
         else:
             p = x
             cc = y

@@ -274,7 +274,7 @@ class Translation:
                     row[T.GNEG] = int(instr.guard[1])
                 fn = _RULES.get(instr.base)
                 if getattr(instr, "contract", None) is not None:
-                    fn = r_contract     # fused by ptxas (frontend/contract.py): one FFMA
+                    fn = r_contract_any     # fused by ptxas (frontend/contract.py): one FFMA (HFMA2)
                 if fn is None:
                     raise _Slow
                 fn(self, env, instr, row, imm)
@@ -1379,3 +1379,25 @@ def _f64_or(rule):
 
 _RULES.update({b: _f64_or(_RULES[b]) for b in ("add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "neg",
                                                "abs")})
+
+
+def r_contract_any(t, env, instr, row, imm):
+    """A contracted add/sub (frontend/contract.py): .f32 as ``r_contract``; .f16/.bf16/.f16x2/.bf16x2 with a
+    ``mul`` producer as one K_HALF fma (ops.falu._compile_contracted: a*b + c, one rounding)."""
+    from . import scalarx
+    ptype = next((m for m in instr.mods if m in _HALVES), None)
+    if ptype is None:
+        return r_contract(t, env, instr, row, imm)
+    info = instr.contract
+    prod = info.producer
+    allowed = {"type": {ptype}, "rnd": {"rn"}}
+    _classify(instr.mods, allowed)
+    _classify(prod.mods, allowed)
+    if instr.base not in ("add", "sub") or prod.base != "mul" or len(instr.operands) != 3 or \
+            len(prod.operands) != 3 or ptype not in prod.mods:
+        raise _Slow
+    raw = "b%d" % _width(ptype)
+    instr_d = type("I", (), {"operands": (instr.operands[0],)})()
+    srcs = [prod.operands[1], prod.operands[2], instr.operands[2 - info.index]]
+    _xrow(t, env, instr_d, row, imm, scalarx.K_HALF, [(o, raw) for o in srcs], raw,
+          y=3 | 16 * int(info.negate_product) | 32 * int(info.negate_other), z=_HALVES[ptype])
