@@ -140,14 +140,17 @@ def atom_rows(op, kind, ew, em, shared, ptrs, xb, xc, xr):
 
 
 @intrinsic
-def call_atom(typingctx, fn, op, kind, ew, em, shared, pptrs, pxb, pxc, pxr):
-    """Call the compiled ``atom_c`` at the address ``fn`` (all arguments int64; the last four are the addresses
-    of ptrs, xb, xc, xr)."""
-    sig = types.int64(*([types.int64] * 10))
+def call_atom(typingctx, fn, em, shared, prow, pimm, parena, n, pscratch):
+    """Call the compiled ``xcall.atom_c`` at the address ``fn`` (all arguments int64: the lanes, the lanes on
+    shared memory, the addresses of the row, its immediates, the arena, the arena's length, the loop's scratch,
+    whose row 7 holds the lanes' raw addresses)."""
+    sig = types.int64(*([types.int64] * 8))
 
     def codegen(context, builder, signature, args):
         i64 = ir.IntType(64)
-        fnty = ir.FunctionType(i64, [i64] * 5 + [i64.as_pointer()] * 4)
+        p64, p8 = i64.as_pointer(), ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(i64, [i64, i64, p64, p64, p8, i64, p64])
         f = builder.inttoptr(args[0], fnty.as_pointer())
-        return builder.call(f, list(args[1:6]) + [builder.inttoptr(a, i64.as_pointer()) for a in args[6:]])
+        return builder.call(f, [args[1], args[2], builder.inttoptr(args[3], p64), builder.inttoptr(args[4], p64),
+                                builder.inttoptr(args[5], p8), args[6], builder.inttoptr(args[7], p64)])
     return sig, codegen

@@ -574,41 +574,6 @@ def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
     return True
 
 
-@njit(cache=True, _nrt=False)
-def _xrow(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xd, xr, xq, mptr):
-    """An XROW (scalarx.py) on the lanes in ``em``; False (nothing written) when a lane breaks a rule."""
-    w, sgn = row[T.W], row[T.SGN]
-    v = T.V0
-    sb = row[v + 4]
-    if row[T.A] != -1:
-        _gather(row[T.A], w, sgn, xa, a8, a16, a32, a64, imrow)
-    if row[T.B] != -1:
-        _gather(row[T.B], row[v + 1], sb & 1, xb, a8, a16, a32, a64, imrow)
-    if row[T.C] != -1:
-        _gather(row[T.C], row[v + 2], (sb >> 1) & 1, xc, a8, a16, a32, a64, imrow)
-    if row[v] != -1:
-        _gather(row[v], row[v + 3], (sb >> 2) & 1, xd, a8, a16, a32, a64, imrow)
-    if call_x(mptr[XSLOT], row[T.X], row[T.Y], row[T.Z], w, sgn, em, xa.ctypes.data, xb.ctypes.data,
-              xc.ctypes.data, xd.ctypes.data, xr.ctypes.data, xq.ctypes.data) != 0:
-        return False
-    _scatter(row[T.D], xr, em, row[v + 5], row[v + 6], a8, a16, a32, a64)
-    if row[v + 7] != -1:
-        _scatter(row[v + 7], xq, em, 32, 0, a8, a16, a32, a64)
-    return True
-
-
-@njit(cache=True, _nrt=False)
-def _atom(row, imrow, em, shared_lanes, a8, a16, a32, a64, xb, xc, ptrs, xr, mptr):
-    """An ATOM row (atomics.py) on the lanes in ``em``, whose raw addresses ``_mem_plan`` put in ``ptrs``."""
-    w = row[T.W]
-    _gather(row[T.B], w, 0, xb, a8, a16, a32, a64, imrow)
-    if row[T.C] != -1:
-        _gather(row[T.C], w, 0, xc, a8, a16, a32, a64, imrow)
-    call_atom(mptr[ASLOT], row[T.V0], row[T.V0 + 1], row[T.Z], em, shared_lanes, ptrs.ctypes.data, xb.ctypes.data,
-              xc.ctypes.data, xr.ctypes.data)
-    _scatter(row[T.D], xr, em, w, 0, a8, a16, a32, a64)
-
-
 @njit(cache=True, inline="always")
 def _lut(kind, i, l1, l256, l64k):
     if kind == 0:
@@ -1005,16 +970,18 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     handback = True
                     break
                 nlog = got
-        elif opc == T.XROW and em != 0:
-            if not _xrow(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, scratch[10], xr, xq, mptr):
-                handback = True
+        elif opc == T.XROW and em != 0:                     # xcall.x_c: gathers, computes, writes back
+            if call_x(mptr[XSLOT], em, row.ctypes.data, imrow.ctypes.data, arena.ctypes.data, arena.shape[0],
+                      scratch.ctypes.data) != 0:
+                handback = True                             # a lane breaks a rule: nothing was written
                 break
         elif opc == T.ATOM and em != 0:
             shared_lanes = _mem_plan(row, imrow, em, a8, a16, a32, a64, inflight, gtab, state, addrs, xq)
             if shared_lanes < 0:
                 handback = True
                 break
-            _atom(row, imrow, em, shared_lanes, a8, a16, a32, a64, xa, xb, xq, xr, mptr)
+            call_atom(mptr[ASLOT], em, shared_lanes, row.ctypes.data, imrow.ctypes.data, arena.ctypes.data,
+                      arena.shape[0], scratch.ctypes.data)     # xcall.atom_c; the addresses in scratch[7] (xq)
             if shared_lanes != 0:
                 log_pc[nlog] = p
                 log_mask[nlog] = shared_lanes

@@ -359,16 +359,18 @@ def x_rows(kind, y, z, w, sgn, em, xa, xb, xc, xd, xr, xq):
 
 
 @intrinsic
-def call_x(typingctx, fn, kind, y, z, w, sgn, em, pxa, pxb, pxc, pxd, pxr, pxq):
-    """Call the compiled ``x_c`` at the address ``fn`` (all arguments int64; the last seven are the addresses of
-    xa, xb, xc, xd, xr, xq); returns its int64."""
-    sig = types.int64(*([types.int64] * 13))
+def call_x(typingctx, fn, em, prow, pimm, parena, n, pscratch):
+    """Call the compiled ``xcall.x_c`` at the address ``fn`` (all arguments int64: the lanes, the addresses of
+    the row, its immediates, the arena, the arena's length, the loop's scratch); returns its int64."""
+    sig = types.int64(*([types.int64] * 7))
 
     def codegen(context, builder, signature, args):
         i64 = ir.IntType(64)
-        fnty = ir.FunctionType(i64, [i64] * 6 + [i64.as_pointer()] * 6)
+        p64, p8 = i64.as_pointer(), ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(i64, [i64, p64, p64, p8, i64, p64])
         f = builder.inttoptr(args[0], fnty.as_pointer())
-        return builder.call(f, list(args[1:7]) + [builder.inttoptr(a, i64.as_pointer()) for a in args[7:]])
+        return builder.call(f, [args[1], builder.inttoptr(args[2], p64), builder.inttoptr(args[3], p64),
+                                builder.inttoptr(args[4], p8), args[5], builder.inttoptr(args[6], p64)])
     return sig, codegen
 
 
