@@ -12,6 +12,7 @@ back most often. The summary sums the opcodes over the whole corpus. With ``--ti
 """
 import argparse
 import os
+import re
 import sys
 import time
 
@@ -36,7 +37,7 @@ def classify(name, case):
         return "sm90 (wgmma/TMA)"
     if "mma.sync" in ptx:
         return "mma.sync"
-    if "atom." in ptx or "red." in ptx:
+    if re.search(r"^\s*(@!?%\w+\s+)?(atom|red)\.", ptx, re.M):
         return "atomics"
     if ".f64" in ptx:
         return "f64"

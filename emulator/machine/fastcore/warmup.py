@@ -52,8 +52,7 @@ def ready(start=True) -> bool:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
         # the loops, and beside them the float rows' and the integer rows' functions (fcall.py, xcall.py, a few
-        # seconds each: on a machine with two
-        # cores it does not delay the loops)
+        # seconds each: on a machine with two cores they do not delay the loops)
         _STATE["proc"] = [subprocess.Popen([sys.executable, "-c", main], env=env, stdin=subprocess.DEVNULL,
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                           for main in (MAIN, "import emulator.machine.fastcore.fcall, "
