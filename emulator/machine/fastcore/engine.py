@@ -50,7 +50,22 @@ def translation(prog) -> Translation:
     tr = getattr(prog, "_fast", None)
     if tr is None:
         tr = prog._fast = Translation(prog)
+        tr.handed_back = np.zeros(len(tr.code), np.int64)   # per PC: times the loop handed it to the executors
     return tr
+
+
+def handback_counts(prog):
+    """{opcode spelling: times the fast engine handed it back to the reference executors} for a program the
+    fast engine ran (``benchmarks/bench_handback.py``); empty when it never ran."""
+    tr = getattr(prog, "_fast", None)
+    out: dict[str, int] = {}
+    if tr is None:
+        return out
+    for p in np.flatnonzero(tr.handed_back).tolist():
+        op = prog.code[p]
+        name = op.instr.opcode if op.kind == "op" else op.kind
+        out[name] = out.get(name, 0) + int(tr.handed_back[p])
+    return out
 
 
 def global_table(gmem):
@@ -273,6 +288,8 @@ class FastWarp:
         status = int(st[T.S_STATUS])
         if status in (T.ST_IDLE, T.ST_EXITED, T.ST_DEFER):
             return status, 0, None
+        if status == T.ST_SLOW:
+            fl.tr.handed_back[st[T.S_PC]] += 1
         return status, int(st[T.S_PC]), _lanes(int(st[T.S_MASK]))
 
     def _flush(self, w, n):
@@ -369,6 +386,7 @@ class FastCTA:
             k = int(self.cst[T.C_WARP])
             w = ws[k]
             mask = ((int(st[T.S_MASK]) >> fl.lanes) & 1).astype(np.bool_)
+            tr.handed_back[st[T.S_PC]] += 1
             w.back_taken = int(self.backs[k])
             try:
                 r = cta._step(w, int(st[T.S_PC]), mask, False)
@@ -437,6 +455,8 @@ def _records(code, tcode, pcs, masks, addrs, srcs):
         if row[T.OP] == T.CPASYNC:
             out.append(SmemAccess(str(code[p].instr.text), "cp.async.cg" if row[T.Y] else "cp.async.ca", a,
                                   int(row[T.X]), mask, 0, s))
+        elif row[T.OP] == T.ATOM:
+            out.append(SmemAccess(str(code[p].instr.text), "atom", a, int(row[T.Z]), mask, 0, None))
         elif row[T.OP] == T.LDMATRIX:
             out.append(SmemAccess(str(code[p].instr.text), "ldmatrix", a, 16, mask, int(row[T.Y]), None))
         else:

@@ -12,8 +12,10 @@ from . import table as T
 from .raw import _allocation, _peek, _peek16, _poke  # noqa: F401 (raw memory access, shared with cpasync)
 from .cpasync import cp_step
 from ...numerics.gemm_fast import tc_one_noalloc
-from .fmath import call_rows
+from .fmath import call_rows, TABLES as _TABLES
 from .memx import mark_generic, smem_write_ok
+from .scalarx import call_x
+from .atomics import call_atom
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -21,6 +23,8 @@ ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 IDX = T.INDEX_MASK
 CANON32 = np.uint32(0x7FFFFFFF)
 LANES = 32
+XSLOT = len(_TABLES)        # translation.mufu_ptr: the addresses of xcall.x_c and xcall.atom_c
+ASLOT = len(_TABLES) + 1
 
 
 @njit(cache=True, inline="always")
@@ -866,10 +870,12 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
         opc = row[T.OP]
         if opc == T.BAR and state[T.S_CTA] == 0 and wide == 1:
             opc = T.SLOW                   # a sanitised warp alone: the reference arrives (and tells the sanitizer)
-        if row[T.WG] == 1 and state[T.S_WG_REGS] != 0:
-            opc = T.SLOW                   # a register an in-flight wgmma may hold: the executor checks
-        if opc == T.SLOW or budget <= 0 or (opc == T.LD or opc == T.ST or opc == T.CPASYNC or wide == 1 and (
-                opc == T.BAR or opc == T.EXIT)) and nlog + wide >= log_pc.shape[0]:
+        if row[T.WG] == 1 and state[T.S_WG_REGS] != 0 or opc == T.ATOM and wide == 1:
+            opc = T.SLOW                   # a register an in-flight wgmma may hold (the executor checks); a sanitised
+                                           # atomic (the reference tells the sanitizer)
+        if opc == T.SLOW or budget <= 0 or (opc == T.LD or opc == T.ST or opc == T.CPASYNC or opc == T.ATOM or
+                                            wide == 1 and (opc == T.BAR or opc == T.EXIT)) and \
+                nlog + wide >= log_pc.shape[0]:
             state[T.S_STATUS] = T.ST_SLOW if (opc == T.SLOW or budget <= 0) else T.ST_LOG
             state[T.S_PC] = p
             state[T.S_MASK] = m
@@ -1015,6 +1021,24 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     handback = True
                     break
                 nlog = got
+        elif opc == T.XROW and em != 0:                     # xcall.x_c: gathers, computes, writes back
+            if call_x(mptr[XSLOT], em, row.ctypes.data, imrow.ctypes.data, arena.ctypes.data, arena.shape[0],
+                      scratch.ctypes.data) != 0:
+                handback = True                             # a lane breaks a rule: nothing was written
+                break
+        elif opc == T.ATOM and em != 0:
+            shared_lanes = _mem_plan(row, imrow, em, a8, a16, a32, a64, inflight, gtab, state, addrs, xq)
+            if shared_lanes < 0:
+                handback = True
+                break
+            call_atom(mptr[ASLOT], em, shared_lanes, row.ctypes.data, imrow.ctypes.data, arena.ctypes.data,
+                      arena.shape[0], scratch.ctypes.data)     # xcall.atom_c; the addresses in scratch[7] (xq)
+            if shared_lanes != 0:
+                log_pc[nlog] = p
+                log_mask[nlog] = shared_lanes
+                for lane in range(LANES):
+                    log_addr[nlog, lane] = addrs[lane]
+                nlog += 1
         elif opc == T.SHFL and em != 0:
             if not _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
                 handback = True
