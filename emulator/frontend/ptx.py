@@ -109,7 +109,7 @@ class Paren:
 # Statements
 
 
-@dataclass
+@dataclass(slots=True)
 class Instruction:
     opcode: str                    # the dotted opcode as written, e.g. 'ldmatrix.sync.aligned.m8n8.x4.shared.b16'
     operands: tuple
@@ -117,6 +117,11 @@ class Instruction:
     line: int = 1
     col: int = 1
     text: str = ""                 # the statement as written (without ';')
+    # set by later passes: ptxas's compile-time value (frontend/constfold.py), the fused producer
+    # (frontend/contract.py), the wgmma register names (ops/wgmma/state.py)
+    folded: object = field(default=None, compare=False, repr=False)
+    contract: object = field(default=None, compare=False, repr=False)
+    _wgmma_names: object = field(default=None, compare=False, repr=False)
 
     @property
     def base(self):
@@ -159,7 +164,7 @@ class Block:
 # ----------------------------------------------------------------------------------------------
 # Tokens
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Token:
     kind: str      # 'name', 'num', 'str', 'punct'
     text: str
@@ -302,7 +307,7 @@ def _parse_operand(s: _Stream):
         first = s.peek()
         if first.kind == "name":
             s.next()
-            base = Reg(first.text) if first.text.startswith("%") else Sym(first.text)
+            base = _reg(first.text) if first.text.startswith("%") else Sym(first.text)
         elif first.kind == "num":
             s.next()
             imm = parse_number(first)
@@ -341,7 +346,7 @@ def _parse_operand(s: _Stream):
     if t.kind == "name":
         s.next()
         if t.text.startswith("%") or t.text == "_":
-            op = Reg(t.text)
+            op = _reg(t.text)
         elif t.text == "WARP_SZ":            # PTX's predefined constant: the warp size, an integer immediate
             return Imm(32, "int", "WARP_SZ")
         else:
@@ -352,6 +357,12 @@ def _parse_operand(s: _Stream):
             return Mem(op, parse_number(s.next()).value)
         return _maybe_pair(s, op)
     _err(t, f"expected an operand, found {t.text!r}")
+
+
+@lru_cache(maxsize=1 << 16)
+def _reg(name):
+    """One shared ``Reg`` per register name (operands are immutable): a long kernel names few registers."""
+    return Reg(sys.intern(name))
 
 
 def _maybe_pair(s, op):
@@ -383,7 +394,7 @@ def _parse_instruction(toks, lines):
         g = s.next()
         if g.kind != "name" or g.text.startswith("."):      # %p1, or a name declared with .reg .pred
             _err(g, f"expected a predicate register after '@', found {g.text!r}")
-        guard = (Reg(g.text), neg)
+        guard = (_reg(g.text), neg)
     op = s.next()
     if op.kind != "name" or op.text.startswith("%") or op.text.startswith("."):
         _err(op, f"expected an instruction name, found {op.text!r}")
@@ -396,7 +407,8 @@ def _parse_instruction(toks, lines):
             t = s.next()
             if t.text != ",":
                 _err(t, f"expected ',' between operands, found {t.text!r}")
-    return Instruction(op.text, tuple(operands), guard, first.line, first.col, _source_text(lines, toks))
+    return Instruction(sys.intern(op.text), tuple(operands), guard, first.line, first.col,
+                       _source_text(lines, toks))
 
 
 def _split_statements(toks, newline_terminates):
