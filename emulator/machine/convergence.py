@@ -209,6 +209,7 @@ class Convergence:
         for pc, ls in self.loops.items():
             for d, (_, lid, a, b) in enumerate(sorted(ls)[:LOOP_DEPTH]):
                 self.lid[pc, d], self.lin[pc, d], self.lout[pc, d] = lid, a, b
+        self.loops = None                    # per PC: only needed here (a long loop holds a list per PC)
         entry = prog.entries[prog.entry.name]
         hi = next(h for lo, h in bounds if lo == entry)
         follow = False           # code[pc + 1] is on the exit path
