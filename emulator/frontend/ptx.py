@@ -226,6 +226,24 @@ def parse_int(text: str) -> int:
     return int(t, 16) if t[:2] in ("0x", "0X") else int(t, 10)
 
 
+def int_overflows(text: str) -> bool:
+    """Whether ptxas refuses the integer literal ``text`` ("Constant overflow"). Measured with ptxas 13: it
+    reads the digits into 64 bits and refuses a literal only when the value of all its digits but the last is
+    2^63 or more; a larger value is kept modulo 2^64 (``18446744073709551616`` is 0, ``92233720368547758079``
+    = 5 * 2^64 - 1 is accepted, ``92233720368547758080`` refused; the same for hexadecimal)."""
+    t = text.lstrip("-").rstrip("uU")
+    if t[:2] in ("0x", "0X"):
+        digits, base = t[2:], 16
+    elif t[:1] == "0" and len(t) > 1:
+        digits, base = t[1:], 8
+    else:
+        digits, base = t, 10
+    try:
+        return len(digits) > 1 and int(digits[:-1], base) >= 1 << 63
+    except ValueError:
+        return False
+
+
 def parse_number(tok: Token, negative=False) -> Imm:
     try:
         return _parse_number(tok, negative)
@@ -243,6 +261,7 @@ def _parse_number(tok: Token, negative=False) -> Imm:
         v = parse_int(t)
         if t[:1] == "0" and len(t.rstrip("uU")) > 1 and t[:2] not in ("0x", "0X"):
             v = int(t.rstrip("uU"), 8)     # PTX octal literal
+        v &= (1 << 64) - 1                 # ptxas keeps a literal past 64 bits modulo 2^64 (int_overflows)
         return Imm(-v if negative else v, "int", ("-" if negative else "") + t)
     v = float(t)
     return Imm(-v if negative else v, "float", ("-" if negative else "") + t)

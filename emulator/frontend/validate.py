@@ -212,7 +212,7 @@ READ_ONLY = SPECIAL_PREFIXES
 
 _NAME_RE = re.compile(r"^(.*?)(\d+)$")
 _DEC_RE = re.compile(r"[0-9]+[uU]?")
-_BIGDEC_RE = re.compile(r"(?<![\w.$])[0-9]{20,}")
+_BIGDEC_RE = re.compile(r"(?<![\w.$])(?:0[xX][0-9a-fA-F]{17,}|[0-9]{20,})")
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -318,7 +318,7 @@ class Checker:
         k = TYPES[t][1]
         w = TYPES[t][0]
         if imm.kind == "int":
-            if _DEC_RE.fullmatch(imm.text.lstrip("-")) and abs(imm.value) >= 1 << 64:
+            if ptx.int_overflows(imm.text):
                 _fail(instr, f"{instr.opcode}: constant {imm.text} overflows 64 bits")
             if k == "f":
                 _fail(instr, f"{instr.opcode}: integer constant {imm.text} for a .{t} operand (write a float)")
@@ -471,7 +471,7 @@ class Checker:
         ops = instr.operands
         if _BIGDEC_RE.search(instr.text):
             for m in _BIGDEC_RE.finditer(instr.text):
-                if int(m.group()) >= 1 << 64:
+                if ptx.int_overflows(m.group()):
                     _fail(instr, f"{instr.opcode}: constant {m.group()} overflows 64 bits")
         if instr.guard is not None:
             g = instr.guard[0].name
