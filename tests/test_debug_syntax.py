@@ -44,3 +44,17 @@ def test_comma_after_a_function_header():
                   "(\n.param .b64 a, .param .b64 b\n);\n" + BODY.replace("{LOC}", "")
     with pytest.raises(EmulatorError, match="unexpected ','"):                # Parsing error near ','
         load_ptx(text)
+
+
+@pytest.mark.parametrize("sreg,target,ok", [("%cluster_ctarank", "sm_80", False), ("%cluster_ctarank", "sm_90", True),
+                                            ("%clusterid.x", "sm_89", False), ("%reserved_smem_offset_1", "sm_75", False),
+                                            ("%reserved_smem_offset_1", "sm_80", True), ("%tid.x", "sm_75", True)])
+def test_special_registers_above_the_target(sreg, target, ok):
+    """ptxas 13: "Feature '%cluster_ctarank' requires .target sm_90 or higher" (measured per target)."""
+    text = (f".version 8.0\n.target {target}\n.address_size 64\n.visible .entry k()\n{{\n.reg .b32 %r<2>;\n"
+            f"mov.u32 %r1, {sreg};\nret;\n}}\n")
+    if ok:
+        load_ptx(text)
+    else:
+        with pytest.raises(EmulatorError, match=f"needs .target sm_"):
+            load_ptx(text)

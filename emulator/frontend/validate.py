@@ -209,6 +209,21 @@ SPECIAL_PREFIXES = ("%tid", "%ntid", "%laneid", "%warpid", "%nwarpid", "%ctaid",
                     "%dynamic_smem_size", "%aggr_smem_size", "%reserved_smem_offset", "%cluster_", "%clusterid",
                     "%nclusterid", "%is_explicit_cluster", "%current_graph_exec")
 READ_ONLY = SPECIAL_PREFIXES
+# special registers newer than some targets (ptxas 13: "Feature '%cluster_ctarank' requires .target sm_90")
+_SM90_SPECIALS = ("%cluster_", "%clusterid", "%nclusterid", "%is_explicit_cluster")
+
+
+def _special_names(ops):
+    for op in ops:
+        if isinstance(op, ptx.Reg):
+            if op.name.startswith("%") and op.name.startswith(_SM90_SPECIALS + ("%reserved_smem_offset",)):
+                yield op.name
+        elif isinstance(op, ptx.Mem) and isinstance(op.base, ptx.Reg):
+            yield from _special_names((op.base,))
+        elif isinstance(op, (ptx.Vec, ptx.Pair, ptx.Paren)):
+            yield from _special_names(op.items)
+        elif isinstance(op, ptx.Not):
+            yield from _special_names((op.item,))
 
 _NAME_RE = re.compile(r"^(.*?)(\d+)$")
 _DEC_RE = re.compile(r"[0-9]+[uU]?")
@@ -600,6 +615,11 @@ class Checker:
                     need, what = (89 if m.startswith("e") else 80), f"{base}.{m}"
                 if m == "abs" and base in ("min", "max"):
                     need, what = 86, f"{base}.abs"
+        if need <= self.target_sm:
+            for name in _special_names(instr.operands):
+                n = 90 if name.startswith(_SM90_SPECIALS) else 80 if name.startswith("%reserved_smem_offset") else 0
+                if n > need:
+                    need, what = n, name
         if need > self.target_sm:
             _fail(instr, f"{instr.opcode}: {what} needs .target sm_{need} or higher (the module's .target is "
                          f"sm_{self.target_sm})")
