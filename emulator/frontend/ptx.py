@@ -261,7 +261,9 @@ def _parse_number(tok: Token, negative=False) -> Imm:
         v = parse_int(t)
         if t[:1] == "0" and len(t.rstrip("uU")) > 1 and t[:2] not in ("0x", "0X"):
             v = int(t.rstrip("uU"), 8)     # PTX octal literal
-        v &= (1 << 64) - 1                 # ptxas keeps a literal past 64 bits modulo 2^64 (int_overflows)
+        if v >> 64 and not int_overflows(t):
+            v &= (1 << 64) - 1             # ptxas keeps such a literal modulo 2^64 (int_overflows); others stay
+                                           # whole, for the checks that refuse them
         return Imm(-v if negative else v, "int", ("-" if negative else "") + t)
     v = float(t)
     return Imm(-v if negative else v, "float", ("-" if negative else "") + t)
