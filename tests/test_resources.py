@@ -162,3 +162,9 @@ def test_memory_per_instruction_of_a_loaded_kernel():
     per = (held[1] - held[0]) / (sizes[1] - sizes[0])
     print(f"{per:.0f} bytes per instruction")
     assert 0 < per < 1024, per
+
+
+def test_executor_must_have_submit():
+    """Found by the fuzz runner: launch(executor=True) raised an AttributeError."""
+    with pytest.raises(OperandError, match="executor must be"):
+        load_ptx(RET).launch("k", grid=(2, 1, 1), executor=True)

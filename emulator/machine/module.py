@@ -320,6 +320,9 @@ class Module:
                 result.note(f"launch: the grid has {len(ctaids)} CTAs (more than {KEEP_ALL_MAX}): result.ctas "
                             f"keeps the last CTA only (keep='all' keeps every CTA)")
         workers = _int_arg(workers, "workers")
+        if executor is not None and not callable(getattr(executor, "submit", None)):
+            raise OperandError(f"launch: executor must be a concurrent.futures.Executor (an object with submit()), "
+                               f"not {executor!r}")
         if workers < 1:
             raise OperandError(f"launch: workers must be >= 1, not {workers}")
         if progress is None:
