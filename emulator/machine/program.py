@@ -34,6 +34,12 @@ class Op:
     env: object = None         # the compile-time scope (register widths, symbols), for the fast engine
     targets: list = None       # 'brx': the pc of each entry of the .branchtargets list, in order
 
+    @property
+    def aligned_sync(self):
+        """A ``.sync.aligned`` instruction (``wgmma.fence.sync.aligned``, ``ldmatrix.sync.aligned``, ...)."""
+        mods = getattr(self.instr, "mods", ())
+        return "sync" in mods and "aligned" in mods
+
     def successors(self, pc):
         """The PCs that can run after this instruction at ``pc`` in the same function: the fall-through
         (``pc + 1``) unless the instruction always leaves, and every branch target. ``ret`` and ``exit`` have
