@@ -486,6 +486,10 @@ class CTA:
                 if "get_reg" in w.__dict__ and wgmma_must_wait(w, op.instr, mask):
                     return self._park(w, op, mask, shown)
                 op.fn(w, mask)
+                if w.san is not None and op.aligned_sync:
+                    # a .sync.aligned instruction runs once for the whole warp, converged (ptxas lowers it to one
+                    # warp-wide instruction): what a lane did before it is ordered before what any lane does after
+                    w.san.warp_sync(w, mask)
             except WgmmaStall as e:
                 w.stall(mask, e.reason)
                 return self._park(w, op, mask, shown)

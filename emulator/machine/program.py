@@ -57,6 +57,12 @@ class Op:
     def __repr__(self):
         return f"Op({self.kind!r}, {str(self.instr)!r})"
 
+    @property
+    def aligned_sync(self):
+        """A ``.sync.aligned`` instruction (``wgmma.fence.sync.aligned``, ``ldmatrix.sync.aligned``, ...)."""
+        mods = getattr(self.instr, "mods", ())
+        return "sync" in mods and "aligned" in mods
+
     def successors(self, pc):
         """The PCs that can run after this instruction at ``pc`` in the same function: the fall-through
         (``pc + 1``) unless the instruction always leaves, and every branch target. ``ret`` and ``exit`` have
