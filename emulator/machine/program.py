@@ -21,6 +21,7 @@ BUILTINS = {"vprintf": 2,            # printf(format, argument buffer)
 
 EAGER_FNS = 2048     # a program's first instructions keep their compiled executors; later ones compile on use
 
+
 class Op:
     """One instruction of the flat code. Control operations: 'bra' (``target``), 'brx' (``brx.idx``: the
     ``targets`` of its ``.branchtargets`` list, the index reader in ``fn``), 'ret', 'exit', 'call' (``call``,
