@@ -325,6 +325,41 @@ def _float_mods(instr, allowed_rnd=("rn",)):
     return q
 
 
+def r_mov_pack(t, env, instr, row, imm, ptype):
+    """mov.bW {%d0, ..}, %a (unpack) into 2, 4 or 8 registers of W/n bits each (``ops.memops._mov_pack``), the
+    forms scalarx's K_UNPACK does not take; immediates, other widths and b128 stay with the executor."""
+    if len(instr.operands) != 2 or _TYPES_KIND.get(ptype) is None:
+        raise _Slow
+    d, a = instr.operands
+    if isinstance(d, Vec) == isinstance(a, Vec):
+        raise _Slow
+    vec = a if isinstance(a, Vec) else d
+    w = _width(ptype)
+    n = len(vec.items)
+    if n not in (2, 4, 8) or w // n not in (8, 16, 32) or w % n:
+        raise _Slow
+    ew = w // n
+    for it in vec.items:
+        if isinstance(it, (Imm, Vec, Pair, Not)):
+            raise _Slow
+        name = t._reg(env, it)
+        if name != "_" and (name in CONST_SPECIALS or name.startswith("%") and name in SPECIAL_REGISTERS or
+                            env.reg_width(name) != ew):
+            raise _Slow
+    one = d if isinstance(a, Vec) else a
+    if isinstance(one, (Imm, Pair, Not)) or t._reg(env, one) in ("_",) or t._reg(env, one) in SPECIAL_REGISTERS \
+            or t._reg(env, one) in CONST_SPECIALS or env.reg_width(t._reg(env, one)) != w:
+        raise _Slow
+    if isinstance(a, Vec):
+        raise _Slow                     # a pack r_mov_x (scalarx K_PACK) does not take: the executor
+    row[T.A] = t._src(env, a, "b%d" % w, imm, 0)
+    for i, it in enumerate(d.items):
+        row[T.V0 + i] = t._dst(env, it)
+    row[T.OP] = T.MOV_UNPACK
+    row[T.W], row[T.SGN] = w, 0
+    row[T.Y], row[T.Z] = n, ew
+
+
 _TYPES_KIND = {p: TYPES[p][1] for p in TYPES if TYPES[p][1] in ("b", "u", "s", "f") and p != "b128"}
 
 
@@ -334,7 +369,7 @@ def r_mov(t, env, instr, row, imm):
     if ptype is None:
         raise _Slow
     if len(instr.operands) == 2 and any(isinstance(o, Vec) for o in instr.operands):
-        raise _Slow                     # pack/unpack: r_mov_x (scalarx K_PACK/K_UNPACK)
+        return r_mov_pack(t, env, instr, row, imm, ptype)     # the forms scalarx's K_PACK/K_UNPACK leave
     d, a = _ops(instr, 2)
     if isinstance(d, Vec):
         raise _Slow
@@ -1280,7 +1315,7 @@ def r_mov_x(t, env, instr, row, imm):
     if isinstance(a, Vec) and not isinstance(d, Vec):
         k = len(a.items)
         if k not in (2, 4) or w // k not in (16, 32):
-            raise _Slow
+            return r_mov(t, env, instr, row, imm)
         ew = w // k
         instr_d = type("I", (), {"operands": (d,)})()
         _xrow(t, env, instr_d, row, imm, scalarx.K_PACK, [(it, "b%d" % ew) for it in a.items], "b%d" % w,
@@ -1292,16 +1327,16 @@ def r_mov_x(t, env, instr, row, imm):
         names = []
         for it in (lo, hi):
             if not isinstance(it, (Reg, Sym)):
-                raise _Slow
+                return r_mov(t, env, instr, row, imm)
             n = t._reg(env, it)
             if n != "_" and (n in CONST_SPECIALS or env.reg_width(n) not in (16, 32, 64)):
-                raise _Slow
+                return r_mov(t, env, instr, row, imm)
             names.append(n)
         instr_d = type("I", (), {"operands": (lo,)})()
         _xrow(t, env, instr_d, row, imm, scalarx.K_UNPACK, [(a, "b%d" % w)], "b%d" % ew, y=ew,
               dst2=None if names[1] == "_" else names[1])
         return
-    raise _Slow
+    return r_mov(t, env, instr, row, imm)         # other unpacks: in the loop (MOV_UNPACK)
 
 
 _HALVES = {"f16": 0, "bf16": 1, "f16x2": 0, "bf16x2": 1}
