@@ -49,8 +49,9 @@ def jobs():
     (tests/data/sparse/mma_sp_h100.npz holds the mma.sp forms; the wgmma.sp forms and the experiments have not
     run on an H100 yet)."""
     out = [("m", i, "") for i, f in enumerate(G.MMA_FORMS) if not G.risky(f)]
-    out += [("x", i, mode) for i, mode in G.EXPERIMENTS]
     out += [("w", i, "") for i in range(len(G.WG_FORMS))]
+    out += [("y", i, mode) for i, mode in G.WG_EXPERIMENTS]
+    out += [("x", i, mode) for i, mode in G.EXPERIMENTS]
     return out
 
 
@@ -80,7 +81,7 @@ def child(outdir, tmp, start, skip=""):
             res = {"d": cp.asnumpy(dev_out).reshape(nw, 32, nd)}
         else:
             f = G.WG_FORMS[i]
-            inp = G.wg_inputs(i, f)
+            inp = G.wg_inputs(i, f, mode or None)
             fn = cp.RawModule(path=os.path.join(outdir, f"w{i}.cubin")).get_function("wgmma_sp_cap")
             fn.max_dynamic_shared_size_bytes = G.W.DYN_SMEM
             n = f["n_cta"]
@@ -95,6 +96,7 @@ def child(outdir, tmp, start, skip=""):
 
 
 def run(outdir, result, budget=150.0, skip=""):
+    budget = float(os.environ.get("SP_BUDGET", budget))
     import tempfile
     import cupy as cp
     props = cp.cuda.runtime.getDeviceProperties(0)
