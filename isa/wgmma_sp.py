@@ -30,6 +30,12 @@ class WgmmaSpVariant:
     dense: WgmmaVariant
     _frags: dict = field(default_factory=dict, compare=False, repr=False)
 
+    def __getattr__(self, name):
+        """Fragments, tile shapes and types of A (compressed), C and D: those of the dense m64nNk(K/2) form."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.dense, name)
+
     @property
     def atype(self):
         return self.dense.atype

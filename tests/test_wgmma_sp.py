@@ -238,3 +238,13 @@ def test_async_rules_as_for_dense():
     assert (got == DATA[f"w{i}"][:1]).all()
     with pytest.raises(EmulatorError, match=r"reads register %d0"):
         _run_kernel(i, n=1, text=text, options=WarpOptions(wgmma_hazards="error"))
+
+
+def test_show_metadata_and_compressed_a():
+    from emulator.layouts.show import metadata_view, mma_view
+    g = metadata_view("wgmma.mma_async.sp.sync.aligned.m64n16k32.f32.f16.f16", 1)
+    assert g.labels[8][0] == "T2:e[19:16]" and g.labels[0][7] == "T3:e[15:12]"
+    g = metadata_view("wgmma.mma_async.sp.sync.aligned.m64n16k64.s32.u8.s8", 0)
+    assert g.labels[9][15] == "T7:e[31:28]"
+    a = mma_view("wgmma.mma_async.sp.sync.aligned.m64n16k32.f32.f16.f16", "A")
+    assert "compressed" in a.title and len(a.labels) == 64 and len(a.labels[0]) == 16
