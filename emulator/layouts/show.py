@@ -94,8 +94,8 @@ def metadata_view(instr, sel=0, short=False):
     from isa.wgmma_sp import WgmmaSpVariant
     v = variant(instr)
     if not isinstance(v, (SpVariant, WgmmaSpVariant)):
-        fail(UnsupportedError, instr, "the metadata operand E belongs to the sparse mma.sp and wgmma.mma_async.sp "
-                                      "forms")
+        fail(UnsupportedError, instr, "the metadata operand E belongs to the sparse mma.sp forms and to "
+                                      "wgmma.mma_async.sp")
     if sel not in v.selectors:
         fail(UnsupportedError, instr, f"sparsity selector {sel}: this form takes "
                                       f"{', '.join(map(str, v.selectors))}")
