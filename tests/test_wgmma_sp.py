@@ -193,6 +193,8 @@ SS = "wgmma.mma_async.sp.sync.aligned.m64n8k32.f32.f16.f16 {%f0, %f1, %f2, %f3},
                                                    r"found 9"),
     ("%r1, 2, %p1, 1, 1, 0, 0;", PTXValidationError, r"sp-sel must be 0 or 1, not 2"),
     ("%r1, %r2, %p1, 1, 1, 0, 0;", PTXValidationError, r"sp-sel must be an immediate"),
+    ("0x44444444, 0, %p1, 1, 1, 0, 0;", PTXValidationError, r"sp-meta must be a 32-bit register \(ptxas takes no "
+                                                            r"immediate\)"),
 ])
 def test_validator_errors(tail, err, msg):
     with pytest.raises(err, match=msg):
@@ -220,11 +222,24 @@ def test_executor_errors():
     assert (op.positions(e, 1, "x", 0) == op.positions(e, 0, "x", 0)).all()
 
 
-def test_constant_bad_tf32_metadata_refused_at_load():
+def test_rs_operand_rules_as_ptxas():
+    """ptxas 13 (sm_90a): A from registers is four registers and takes no imm-trans-a."""
+    rs = "wgmma.mma_async.sp.sync.aligned.m64n8k32.f32.f16.f16 {%f0, %f1, %f2, %f3}, "
+    with pytest.raises(PTXValidationError, match="vector of 4 registers, found 3"):
+        load_ptx(_kernel(rs + "{%r1, %r2, %r3}, %rd2, %r1, 1, %p1, 1, 1, 0;"))
+    with pytest.raises(PTXValidationError, match=r"takes 9 operands \(d, a, b-desc, sp-meta, sp-sel, scale-d, "
+                                                 r"imm-scale-a, imm-scale-b, imm-trans-b\), found 10"):
+        load_ptx(_kernel(rs + "{%r1, %r2, %r3, %r4}, %rd2, %r1, 1, %p1, 1, 1, 0, 0;"))
+
+
+def test_bad_tf32_metadata_in_a_kernel_refused():
     k = _kernel("wgmma.mma_async.sp.sync.aligned.m64n8k16.f32.tf32.tf32 {%f0, %f1, %f2, %f3}, %rd1, %rd2, "
-                "0x11111111, 0, %p1, 1, 1;")
-    with pytest.raises(EmulatorError, match="must be 0b0100 or 0b1110"):
-        load_ptx(k).launch("k", grid=(1, 1, 1), block=(128, 1, 1), args=[], shared_bytes=1024)
+                "%r2, 0, %p1, 1, 1;").replace("mov.b32 %r1, 0x44444444;", "mov.b32 %r2, 0x44444444;\n"
+                                              "  mov.u32 %r3, %laneid;\n  setp.eq.u32 %p0, %r3, 9;\n"
+                                              "  @%p0 mov.b32 %r2, 0x44444044;\n  mov.b32 %r1, 0;")
+    with pytest.raises(EmulatorError, match=r"lane 9: sp-meta nibble 2 \(row 2, chunk 6, selector 0\) is 0b0000: "
+                                            r"a .tf32 metadata index must be 0b0100 or 0b1110"):
+        load_ptx(k).launch("k", grid=(1, 1, 1), block=(128, 1, 1), args=[], shared_bytes=4096)
 
 
 def test_async_rules_as_for_dense():

@@ -1086,6 +1086,9 @@ class Checker:
         if rs and len(ops[1].items) != 4:
             _fail(instr, f"{instr.opcode}: the A operand from registers is a vector of 4 registers, found "
                          f"{len(ops[1].items)}")
+        if isinstance(ops[3], ptx.Imm):
+            _fail(instr, f"{instr.opcode}: sp-meta must be a 32-bit register (ptxas takes no immediate), found "
+                         f"{ops[3]}")
         if not isinstance(ops[4], ptx.Imm):
             _fail(instr, f"{instr.opcode}: sp-sel must be an immediate")
         if ops[4].value not in sv.selectors:

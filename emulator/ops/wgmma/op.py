@@ -295,20 +295,16 @@ def _compile_mma(instr, env, text):
     b_desc = reg_name(env, ops[2], instr)
     if env.reg_width(b_desc) != 64:
         fail(OperandError, instr.opcode, f"b-desc {b_desc} must be a 64-bit register")
-    e_name = e_const = sel = None
+    e_name = sel = None
     if sv is not None:
         if isinstance(ops[3], Imm):
-            if ops[3].kind != "int":
-                fail(OperandError, instr.opcode, f"a constant sp-meta operand must be an integer, found {ops[3]}")
-            e_const = np.full(32, int(ops[3].value) & 0xFFFFFFFF, np.uint32)
-        else:
-            e_name = vec_regs(env, ops[3], instr, 1, "sp-meta")[0]
-            if env.reg_width(e_name) != 32:
-                fail(OperandError, instr.opcode, f"sp-meta register {e_name} is {env.reg_width(e_name)}-bit; "
-                     f"needs 32-bit")
+            fail(OperandError, instr.opcode, f"sp-meta must be a 32-bit register (ptxas takes no immediate), "
+                 f"found {ops[3]}")
+        e_name = vec_regs(env, ops[3], instr, 1, "sp-meta")[0]
+        if env.reg_width(e_name) != 32:
+            fail(OperandError, instr.opcode, f"sp-meta register {e_name} is {env.reg_width(e_name)}-bit; "
+                 f"needs 32-bit")
         sel = _imm_int(ops[4], instr, "sp-sel", sv.selectors)
-        if e_const is not None:
-            op.positions(e_const, sel, instr.text or instr.opcode)        # constant metadata: checked here
     sd = ops[3 + extra]
     sd_neg = isinstance(sd, Not)
     if sd_neg:
@@ -388,7 +384,7 @@ def _compile_mma(instr, env, text):
         number = ws.issued - 1
         pos = None
         if sv is not None:          # the metadata as it is at issue
-            e = e_const if e_name is None else np.asarray(S.raw_get(warp, e_name, text), np.uint32)
+            e = np.asarray(S.raw_get(warp, e_name, text), np.uint32)
             pos = op.positions(e, sel, text, warp.warp_id)
 
         def compute(issuer):
