@@ -272,3 +272,18 @@ def test_show_metadata_and_compressed_a():
     assert g.labels[9][15] == "T7:e[31:28]"
     a = mma_view("wgmma.mma_async.sp.sync.aligned.m64n16k32.f32.f16.f16", "A")
     assert "compressed" in a.title and len(a.labels) == 64 and len(a.labels[0]) == 16
+
+
+def test_both_engines_agree():
+    """The fast engine hands wgmma.mma_async.sp back to this executor: both engines leave the same state."""
+    sys.path.insert(0, os.path.dirname(__file__))
+    from engines import compare_engines
+    i = _pick(lambda f: f["op_form"] == "rs" and f["atype"] == "tf32")
+    f = FORMS[i]
+    inp = G.wg_inputs(i, f)
+    n = 1
+    arrays = [inp["img"][:n], inp["desc"][:n], inp["a"][:n], inp["c"][:n], np.zeros_like(inp["c"][:n]),
+              np.concatenate([inp["scale_d"][:n], np.zeros(n, np.uint32)]), inp["e"][:n]]
+    ref, fast, diffs = compare_engines(load_ptx(G.wg_ptx(f)), "wgmma_sp_cap", n, 128, arrays,
+                                       shared_bytes=G.W.DYN_SMEM)
+    assert not diffs and "error" not in ref
