@@ -1,14 +1,23 @@
-"""Cold start: ``import emulator`` + ``load_ptx`` + the first launch of a Triton kernel in a fresh process,
-with an empty numba cache (a fresh install) and with the cache filled by a previous process; and the time
-``load_ptx`` takes for a 5,000-line PTX file. Each measurement runs in its own subprocess. With an empty cache
-the default engine ("auto") runs the first launch on the reference executors while a background process
-compiles the fast engine's loops (machine.fastcore.warmup); the table says which engine ran it, when the fast
-engine was ready, and how long a second launch took.
+"""Cold start, as a fresh install sees it: ``import emulator`` + ``load_ptx`` + the first kernel launch in a new
+process, in CPU seconds (this process and its children: on one core, the CPU time is what it waits).
 
-    python benchmarks/bench_coldstart.py
+The package (``emulator/``, ``isa/``) is copied into a temporary directory (no ``__pycache__``) and numba's
+cache is pointed at an empty directory there (``NUMBA_CACHE_DIR``), so the first process finds nothing
+compiled, exactly as after ``pip install``. Then, each in its own process:
+
+1. ``engine="fast"``, empty cache: the first launch compiles the fast engine's loops in the process (under
+   the compile lock) and runs on them: the cost of the first fast launch, compile included;
+2. the same kernel in a second process: the cache is filled, nothing compiles;
+3. ``engine="auto"`` (the default) with a new empty cache: the launch runs on the reference executors while a
+   child process compiles; the child stops when the process exits (the table says whether it did);
+4. ``python -c "import emulator"`` alone, cache filled.
+
+    python benchmarks/bench_coldstart.py [--case triton_matmul|nvcc_gemm] [--skip-auto]
 """
+import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -17,32 +26,31 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CHILD = r"""
-import sys, time, json
-t0 = time.perf_counter()
-sys.path.insert(0, ROOT)
+import os, resource, sys, time, json
+def cpu():
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+t0 = cpu()
 import numpy as np
 import emulator
 from emulator import GlobalMemory, load_ptx
-t1 = time.perf_counter()
-text = open(PTX).read()
-m = load_ptx(text)
-t2 = time.perf_counter()
+t1 = cpu()
+m = load_ptx(open(PTX).read())
+t2 = cpu()
 g = GlobalMemory()
 ARGS
-r = m.launch(KERNEL, GRID, BLOCK, args, gmem=g, shared_bytes=SHARED)
-t3 = time.perf_counter()
-first = r.ctas[0][1][0].fast is not None
-from emulator.machine.fastcore import warmup
-warmup.wait()                      # the background compile (if one was started) finishes
-t4 = time.perf_counter()
-g2 = GlobalMemory()
-g = g2
+r = m.launch(KERNEL, GRID, BLOCK, args, gmem=g, shared_bytes=SHARED, engine=ENGINE)
+t3 = cpu()
+first_fast = r.ctas[0][1][0].fast is not None
+g = GlobalMemory()
 ARGS
-r2 = m.launch(KERNEL, GRID, BLOCK, args, gmem=g2, shared_bytes=SHARED)
-t5 = time.perf_counter()
+r2 = m.launch(KERNEL, GRID, BLOCK, args, gmem=g, shared_bytes=SHARED, engine=ENGINE)
+t4 = cpu()
+from emulator.machine.fastcore import warmup
+p = warmup._STATE["proc"]
 print(json.dumps({"import": t1 - t0, "load_ptx": t2 - t1, "launch": t3 - t2, "total": t3 - t0,
-                  "lines": text.count("\n"), "instructions": r.instructions, "first_fast": first,
-                  "ready": t4 - t0, "second": t5 - t4, "second_fast": r2.ctas[0][1][0].fast is not None}))
+                  "second": t4 - t3, "instructions": r.instructions, "first_fast": first_fast,
+                  "child": p.pid if p is not None else None}))
 """
 
 CASES = {
@@ -57,62 +65,79 @@ args = [a, b, c, 64, 64, 64]"""),
 }
 
 
-def child(case, cache_dir):
+def fresh_install(tmp):
+    """A copy of the package without bytecode, and an empty numba cache directory; returns (root, cache)."""
+    root = os.path.join(tmp, "site")
+    for pkg in ("emulator", "isa"):
+        shutil.copytree(os.path.join(ROOT, pkg), os.path.join(root, pkg),
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.nbi", "*.nbc", "warpemu.*"))
+    cache = os.path.join(tmp, "numba-cache")
+    os.makedirs(cache)
+    return root, cache
+
+
+def child(case, root, cache, engine, background="1"):
     ptx, kernel, grid, block, shared, args = CASES[case]
-    code = (CHILD.replace("ROOT", repr(ROOT)).replace("PTX", repr(os.path.join(ROOT, ptx)))
-            .replace("KERNEL", repr(kernel)).replace("GRID", repr(grid)).replace("BLOCK", repr(block))
-            .replace("SHARED", repr(shared)).replace("ARGS", args))
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
-    t = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t
+    code = (CHILD.replace("PTX", repr(os.path.join(ROOT, ptx))).replace("KERNEL", repr(kernel))
+            .replace("GRID", repr(grid)).replace("BLOCK", repr(block)).replace("SHARED", repr(shared))
+            .replace("ENGINE", repr(engine)).replace("ARGS", args))
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=root, WARPEMU_BACKGROUND_COMPILE=background)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=root)
     if out.returncode:
-        return {"error": out.stderr.strip().splitlines()[-1]}
-    r = json.loads(out.stdout.strip().splitlines()[-1])
-    r["process"] = wall
-    return r
+        return {"error": (out.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def big_ptx(lines=5000):
-    """A 5,000-line kernel: the nvcc GEMM's body repeated under fresh labels and registers."""
-    src = open(os.path.join(ROOT, "tests", "data", "kernels", "gemm_tiled.ptx")).read()
-    return src, src.count("\n")
+def import_cost(root, cache, repeat=3):
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=root)
+    code = ("import resource, time; t = time.process_time(); import emulator; "
+            "print(time.process_time() - t)")
+    return min(float(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                    cwd=root).stdout) for _ in range(repeat))
 
 
-def main():
-    print("first launch with engine='auto' (the default); 'fast ready': seconds from the start until the fast\n"
-          "engine's loops were compiled (by a background process when the cache was empty), then a second launch")
-    print(f"{'case':<15}{'numba cache':<13}{'import':>8}{'load_ptx':>10}{'launch':>9}{'total':>8}  {'engine':<10}"
-          f"{'fast ready':>11}{'2nd launch':>11}")
-    for case in CASES:
-        with tempfile.TemporaryDirectory() as cache:
-            for label in ("empty", "filled"):
-                r = child(case, cache)
-                if "error" in r:
-                    print(f"{case:<15}{label:<13} error: {r['error']}")
-                    continue
-                print(f"{case:<15}{label:<13}{r['import']:>7.2f}s{r['load_ptx']:>9.2f}s{r['launch']:>8.2f}s"
-                      f"{r['total']:>7.2f}s  {'fast' if r['first_fast'] else 'reference':<10}{r['ready']:>10.2f}s"
-                      f"{r['second']:>10.2f}s")
-    sys.path.insert(0, ROOT)
-    from emulator import load_ptx
-    text = _many_lines()
-    t = time.perf_counter()
-    load_ptx(text)
-    dt = time.perf_counter() - t
-    print(f"load_ptx of a {text.count(chr(10)):,}-line PTX file: {dt:.2f} s")
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
-def _many_lines(target=5000):
-    """A module of about ``target`` lines: copies of the nvcc GEMM kernel under distinct names."""
-    src = open(os.path.join(ROOT, "tests", "data", "kernels", "gemm_tiled.ptx")).read()
-    head, _, body = src.partition(".visible .entry")
-    parts = [head]
-    k = 0
-    while sum(p.count("\n") for p in parts) < target:
-        parts.append(".visible .entry" + body.replace("gemm_tiled", f"gemm_tiled_{k}"))
-        k += 1
-    return "".join(parts)
+def show(label, r):
+    if "error" in r:
+        print(f"{label:44s} error: {r['error']}")
+        return
+    print(f"{label:44s}{r['import']:>8.2f}{r['load_ptx']:>10.2f}{r['launch']:>9.2f}{r['total']:>8.2f}  "
+          f"{'fast' if r['first_fast'] else 'reference':<10s}{r['second']:>10.3f}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--case", choices=list(CASES), default="triton_matmul")
+    ap.add_argument("--skip-auto", action="store_true", help="leave out the engine='auto' row")
+    a = ap.parse_args(argv)
+    print(f"{a.case}: CPU seconds (this process and its children), each row a new process")
+    print(f"{'':44s}{'import':>8s}{'load_ptx':>10s}{'launch':>9s}{'total':>8s}  {'engine':<10s}{'2nd launch':>10s}")
+    with tempfile.TemporaryDirectory() as tmp:
+        root, cache = fresh_install(tmp)
+        show("fresh install, engine='fast' (compiles)", child(a.case, root, cache, "fast", "0"))
+        show("next process, cache filled", child(a.case, root, cache, "fast"))
+        print(f"import emulator alone (cache filled): {import_cost(root, cache):.2f} s")
+        if not a.skip_auto:
+            cache2 = os.path.join(tmp, "numba-cache-2")
+            os.makedirs(cache2)
+            r = child(a.case, root, cache2, "auto")
+            show("fresh install, engine='auto' (the default)", r)
+            if r.get("child"):
+                t = time.monotonic()
+                while alive(r["child"]) and time.monotonic() - t < 30:
+                    time.sleep(0.05)
+                print(f"  its compile child " + (f"stopped {time.monotonic() - t:.2f} s after the process exited"
+                                                 if not alive(r["child"]) else "is STILL RUNNING 30 s after the "
+                                                 "process exited"))
 
 
 if __name__ == "__main__":

@@ -7,19 +7,8 @@ The package is layered (docs/architecture.md); each layer imports only from the 
 ``errors`` < ``numerics`` < ``frontend`` < ``memory`` < ``ops`` < ``machine`` < ``layouts`` < the API
 modules (``tiles``, ``cute``) < ``cli``.
 """
-import os as _os
-
-from .numerics import jitcache as _jitcache
-
-try:                    # numba's caches of this package are dropped when its sources changed (jitcache.guard)
-    _jitcache.guard(_os.path.dirname(_os.path.abspath(__file__)))
-except Exception:       # never let the cache check stop an import
-    pass
-try:                    # an unreadable or unwritable cache falls back to compiling (jitcache.harden)
-    _jitcache.harden(_os.path.dirname(_os.path.abspath(__file__)))
-except Exception:       # noqa: BLE001 (a numba without these internals: its own behaviour)
-    pass
-
+# numba loads with the first module that has jitted functions (each calls numerics.jitcache.prepare, which drops
+# stale cached functions and hardens the cache first): `import emulator` alone stays light.
 from .errors import (AlignmentError, AsyncHazardError, DeviceAssertError, EmulatorError, MBarrierError,
                      MemoryAccessError, OperandError, ProxyError, PTXSyntaxError, PTXValidationError, TensorMapError, UnsupportedError,
                      WarpSyncError)
@@ -30,7 +19,7 @@ from .memory.tensormap import TensorMap
 __all__ = ["Warp", "WarpOptions", "GlobalMemory", "SmemAccess", "EmulatorError", "PTXSyntaxError", "PTXValidationError",
            "UnsupportedError", "OperandError", "MemoryAccessError", "AlignmentError", "AsyncHazardError",
            "WarpSyncError", "ProxyError", "MBarrierError", "TensorMapError", "TensorMap", "DeviceAssertError", "mma",
-           "gemm", "wgmma", "load_ptx", "check_layout", "Trace", "Debugger"]
+           "gemm", "wgmma", "load_ptx", "check_layout", "Trace", "Debugger", "warmup"]
 
 
 def __getattr__(name):
@@ -50,6 +39,10 @@ def __getattr__(name):
     if name == "Debugger":
         from .machine.debugger import Debugger
         return Debugger
+    if name == "warmup":
+        from .machine import module  # noqa: F401 (the warm-up launches)
+        from .machine.fastcore.warmup import warmup
+        return warmup
     if name == "check_layout":
         from .layouts.fragments import check_layout
         return check_layout

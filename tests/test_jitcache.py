@@ -35,9 +35,21 @@ def test_guard_drops_cached_functions_when_the_sources_change(tmp_path):
     assert not any(os.path.exists(p) for p in cached) and os.path.exists(other)
 
 
-def test_the_package_is_guarded_at_import():
+def test_the_package_is_guarded_before_its_jitted_functions_load():
     import emulator
+    import emulator.numerics.fast  # noqa: F401 (a module with jitted functions: it guards the package first)
+    assert jitcache._PREPARED
     root = os.path.dirname(os.path.abspath(emulator.__file__))
     d = jitcache._cache_dir(os.path.join(root, "machine", "fastcore", "loop.py"))
     assert d is not None and os.path.exists(os.path.join(d, jitcache.STAMP))
     assert jitcache.guard(root) == []
+
+
+def test_import_emulator_does_not_load_numba():
+    import subprocess
+    import sys
+    code = "import sys, emulator; print('numba' in sys.modules)"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
+                         env=dict(os.environ, PYTHONPATH=root))
+    assert out.stdout.strip() == "False", out.stderr

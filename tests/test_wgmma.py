@@ -402,7 +402,7 @@ def test_fast_engine_runs_on_while_a_wgmma_is_in_flight():
 
 def test_cp_async_into_bytes_an_in_flight_wgmma_reads():
     """A cp.async whose destination an in-flight wgmma.mma_async reads is a hazard on both engines (the fast
-    engine's loop hands cp.async back while the CTA's wgmma read shared memory)."""
+    engine's loop checks the CTA's wgmma read counts, fastcore/memx.py, and hands it back on a hit)."""
     from engines import compare_engines
     body = ("ld.param.u64 %rd5, [out];\nwgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n"
             "mov.u32 %r2, smem;\ncp.async.ca.shared.global [%r2+4100], [%rd5], 4;\ncp.async.wait_all;\n"

@@ -14,6 +14,7 @@ COMMAND_MODULES = [
     "emulator.cli.show",
     "emulator.cli.run",
     "emulator.cli.debug",
+    "emulator.cli.warmup",
 ]
 
 

@@ -414,6 +414,9 @@ class CTA:
                     continue
                 if status == fast.LOG:
                     continue
+                if status == fast.BAR:      # lanes ``mask`` arrived at the barrier at ``p`` (their PCs moved on)
+                    self._arrive(w, self.prog.code[p], mask)
+                    continue
             if self._step(w, p, mask, False) is PARK:
                 return "spin"
 

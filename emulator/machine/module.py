@@ -16,6 +16,7 @@ from .warp import ARCHS, WarpOptions
 from .cta import CTA
 from .program import Program
 from .result import LaunchResult
+from .fastcore import warmup as _warmup
 
 
 ENGINES = ("auto", "fast", "reference")
@@ -63,6 +64,21 @@ def load_ptx(text: str, arch: str | None = None, validate: bool = True) -> "Modu
     if arch is not None and not isinstance(arch, str):
         raise UnsupportedError(f"load_ptx: arch must be a string such as 'sm_90', not {arch!r}")
     return Module(text, arch, validate)
+
+
+def _warm_launches():
+    """Two tiny launches on the fast engine (``fastcore.warmup.KERNEL``): one the CTA loop runs, one it cannot
+    (a call); numba compiles both loops for them."""
+    m = load_ptx(_warmup.KERNEL)
+    g = GlobalMemory()
+    a = g.alloc(64 * 4)
+    m.launch("k", 1, 64, [a, 0], gmem=g, engine="fast")
+    m.launch("kc", 1, 32, [a], gmem=g, engine="fast")
+    if not (g.download(a, 128).view(np.uint32) == 2 * np.arange(32)).all():
+        raise AssertionError("the fast engine's warm-up launches computed a wrong result")
+
+
+_warmup.WARM_LAUNCHES[0] = _warm_launches
 
 
 def _load_unvalidated(text, arch=None):
@@ -222,9 +238,9 @@ class Module:
         holds at once (``occupancy``; default: the PTX's ``.maxnreg``, else 32). CTAs that wait on memory other
         CTAs write stay resident together up to that number (``machine.residency``).
         ``sanitize``: ``"memcheck"``, ``"racecheck"``, ``"synccheck"``, ``"initcheck"``, ``"asynccheck"``, a tuple
-        of these or ``"all"`` (docs/sanitize.md): the launch runs on the reference executors, serially, and
-        ``result.reports`` lists what the tools found; an error that cannot continue carries them as
-        ``e.reports``.
+        of these or ``"all"`` (docs/sanitize.md): the launch runs serially, on the engine ``engine`` names (the
+        fast engine's loops log what the sanitizer checks, ``machine.sanitize_fast``), and ``result.reports``
+        lists what the tools found; an error that cannot continue carries them as ``e.reports``.
         ``profile``: count every instruction per PTX line and source line (``result.profile``, a
         ``machine.profile.Profile``; docs/profile.md). ``debug``: a ``machine.debugger.Debugger``'s hook
         (``Debugger.launch`` passes it; docs/debug.md). Both run the CTAs one after the other on the reference
@@ -235,7 +251,7 @@ class Module:
         tools = tools_of(sanitize)
         if tools is not None:
             return self._launch_sanitized(tools, kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
-                                          max_instructions, schedule, timeline, cluster, keep_ctas)
+                                          max_instructions, schedule, timeline, cluster, keep_ctas, engine)
         if gmem is not None and getattr(gmem, "_uninit", None) and self._san is None:
             gmem._uninit.clear()          # an unwatched launch may write anything: nothing stays uninitialised
         if not isinstance(profile, (bool, np.bool_)):
@@ -300,11 +316,11 @@ class Module:
             prof = result.profile = Profile(prog, self.text)
         if engine in ("fast", "auto") and trace is None and (options is None or options.uninitialized == "zero") \
                 and schedule is None and not timeline and not instrumented:
-            from .fastcore import FastLaunch, warmup
+            from .fastcore import warmup
             if engine == "fast" or warmup.ready():
                 if engine == "fast":
                     warmup.wait()
-                fast = FastLaunch(prog, gmem)
+                fast = self._fast_launch(prog, gmem)
                 engine = "fast"
             else:
                 pending = True
@@ -351,7 +367,7 @@ class Module:
         def make(cid):
             nonlocal fast, pending
             if pending and warmup.ready():
-                fast, pending = FastLaunch(prog, gmem), False
+                fast, pending = self._fast_launch(prog, gmem), False
             if depots:
                 bases = depots.pop()
             else:                       # another CTA is resident: its threads get their own .local depots
@@ -401,9 +417,19 @@ class Module:
         return occupancy(block[0] * block[1] * block[2], smem, regs_per_thread, _maxnreg(prog.entry))
 
 
+    def _fast_launch(self, prog, gmem):
+        """The fast engine's launch state; a sanitised launch's hands the sanitizer what it must see
+        (machine.sanitize_fast)."""
+        from .fastcore import FastLaunch
+        if self._san is not None:
+            from .sanitize_fast import SanFastLaunch
+            return SanFastLaunch(prog, gmem, self._san)
+        return FastLaunch(prog, gmem)
+
     def _launch_sanitized(self, tools, kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
-                          max_instructions, schedule, timeline, cluster, keep_ctas=True):
-        """A launch watched by the sanitizer (machine.sanitize): the reference engine, CTA after CTA."""
+                          max_instructions, schedule, timeline, cluster, keep_ctas=True, engine="auto"):
+        """A launch watched by the sanitizer (machine.sanitize), CTA after CTA: on the fast engine (its loop
+        logs every access for the sanitizer, machine.sanitize_fast) or the reference executors."""
         from .sanitize import Sanitizer
         gmem = gmem if gmem is not None else GlobalMemory()
         before = {a for a, _ in gmem.allocations()}
@@ -411,7 +437,7 @@ class Module:
         san.before = before
         try:
             result = self.launch(kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
-                                 max_instructions, "reference", schedule, timeline, cluster, 1, False, None,
+                                 max_instructions, engine, schedule, timeline, cluster, 1, False, None,
                                  keep_ctas=keep_ctas)
         except EmulatorError as e:
             raise san.fatal(e, getattr(san, "failed_in", None)) from None

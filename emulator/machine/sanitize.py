@@ -268,7 +268,9 @@ class Sanitizer:
                 "w_pc": np.zeros(size, np.int32), "w_strong": np.zeros(size, np.bool_),
                 "w_tid": np.zeros(size, np.int32),
                 "r_cta": np.full(size, -1, np.int32), "r_ep": np.zeros(size, np.int32),
-                "r_pc": np.zeros(size, np.int32), "r_tid": np.zeros(size, np.int32)}
+                "r_pc": np.zeros(size, np.int32), "r_tid": np.zeros(size, np.int32),
+                "w_clk": np.zeros(size, np.int32), "r_clk": np.zeros(size, np.int32),
+                "r_strong": np.zeros(size, np.bool_), "w_val": np.zeros(size, np.uint8)}
         return sh
 
 
@@ -357,11 +359,8 @@ class CtaSanitizer:
             un = wt == -1
             if un.any():
                 k, b = np.argwhere(un)[0]
-                a = int(idx[k, b])
-                self.launch.add(("init-shared", pc), lambda: Report(
-                    "initcheck", "uninitialized-read", f"reads shared byte {a:#x}, which nothing wrote",
-                    space="shared", address=a, size=nbytes, first=self.access(warp, lanes[k], "read"),
-                    values={"memory": int.from_bytes(warp.smem[idx[k]].tobytes(), "little")}))
+                self.init_shared(warp, int(lanes[k]), pc, int(idx[k, b]), nbytes,
+                                 lambda: int.from_bytes(warp.smem[idx[k]].tobytes(), "little"))
         same_value = None
         if write and data is not None:          # writing the bytes already there changes nothing another
             same_value = warp.smem[idx] == np.asarray(data, np.uint8)[lanes]     # thread could see (benign)
@@ -432,23 +431,38 @@ class CtaSanitizer:
 
     def _race1(self, warp, lanes, tids, idx, race, other, other_pc, kind, nbytes, write, data):
         k, b = np.argwhere(race)[0]
-        t2 = int(other[k, b])
-        same_warp = t2 // LANES == warp.warp_id
-        sev = "warning" if same_warp else "error"
-        pc = self._pc(warp)
-        opc = int(other_pc[k, b])
         a = int(idx[k, 0])
         lane = int(lanes[k])
+        written = None
+        if write and data is not None:
+            written = int.from_bytes(np.asarray(data[lane], np.uint8).tobytes(), "little")
+        self.race(warp, lane, self._pc(warp), int(other[k, b]), int(other_pc[k, b]), kind, a, nbytes, write,
+                  lambda: int.from_bytes(warp.smem[a:a + nbytes].tobytes(), "little") if
+                  a + nbytes <= warp.smem.size else 0, written)
+
+    def init_shared(self, warp, lane, pc, a, nbytes, memory):
+        """initcheck: lane ``lane`` of ``warp`` reads shared byte ``a`` that nothing wrote (``memory()``: the
+        bytes its access reads, as an integer)."""
+        self.launch.add(("init-shared", pc), lambda: Report(
+            "initcheck", "uninitialized-read", f"reads shared byte {a:#x}, which nothing wrote",
+            space="shared", address=a, size=nbytes, first=self.access(warp, lane, "read", pc=pc),
+            values={"memory": memory()}))
+
+    def race(self, warp, lane, pc, t2, opc, kind, a, nbytes, write, memory, written=None):
+        """A shared-memory hazard of ``kind`` between thread ``t2`` (at ``opc``) and lane ``lane`` of ``warp`` (at
+        ``pc``) on the access of ``nbytes`` at ``a`` (``memory()``: the bytes there before the access)."""
+        same_warp = t2 // LANES == warp.warp_id
+        sev = "warning" if same_warp else "error"
         first_op = {"RAW": "write", "WAW": "write", "WAR": "read"}[kind]
 
         def make():
             first = self.access(_Lane(t2 // LANES), t2 % LANES, first_op, pc=opc)
-            second = self.access(warp, lane, ("atomic" if _semantics(self._text(warp))[4] else "write") if write
-                                 else "read")
-            vals = {"memory": int.from_bytes(warp.smem[a:a + nbytes].tobytes(), "little") if
-                    a + nbytes <= warp.smem.size else 0}
-            if write and data is not None:
-                vals["written"] = int.from_bytes(np.asarray(data[lane], np.uint8).tobytes(), "little")
+            ins = self._instr(pc)
+            atomic = ins is not None and _semantics(ins.text or ins.opcode)[4]
+            second = self.access(warp, lane, ("atomic" if atomic else "write") if write else "read", pc=pc)
+            vals = {"memory": memory()}
+            if written is not None:
+                vals["written"] = written
             who = "lanes of one warp" if same_warp else "warps"
             return Report("racecheck", kind, f"{kind} hazard on shared {a:#x} between {who}: thread {t2} "
                           f"{'wrote' if first_op == 'write' else 'read'} it at line {first.line}, thread "
@@ -509,8 +523,9 @@ class CtaSanitizer:
         return snap
 
     # -- global memory -------------------------------------------------------------------------------
-    def global_access(self, warp, instr, addrs, mask, nbytes, write):
-        """An access to global memory: initcheck, and races with other CTAs."""
+    def global_access(self, warp, instr, addrs, mask, nbytes, write, data=None):
+        """An access to global memory: initcheck, and races (with other CTAs, between threads of this one);
+        ``data``: the bytes a store writes (32, nbytes)."""
         lanes = np.flatnonzero(mask)
         if not lanes.size:
             return
@@ -542,25 +557,43 @@ class CtaSanitizer:
                 un = np.ones(off.shape, np.bool_) if init is None else ~init[off]
                 if un.any():
                     k, b = np.argwhere(un)[0]
-                    addr = base + int(off[k, b])
-                    launch.add(("init-global", pc), lambda: Report(
-                        "initcheck", "uninitialized-read", f"reads global byte {addr:#x} of the allocation at "
-                        f"{base:#x}, which neither the host nor a kernel wrote", space="global", address=addr,
-                        size=nbytes, first=self.access(warp, ls[k], "read"),
-                        values={"memory": int.from_bytes(buf[off[k]].tobytes(), "little")}))
+                    self.init_global(warp, int(ls[k]), pc, base, base + int(off[k, b]), nbytes,
+                                     int.from_bytes(buf[off[k]].tobytes(), "little"))
             if write and base in g._uninit:
                 init = g._uninit[base]
                 if init is None:
                     init = g._uninit[base] = np.zeros(buf.size, np.bool_)
                 init[off] = True
-            if "racecheck" in self.tools and launch.nctas > 1:
-                self._global_race(warp, launch.gshadow(base, buf.size), base, off, ls, write, strong, pc, nbytes)
+            if "racecheck" in self.tools:
+                self._global_race(warp, launch.gshadow(base, buf.size), base, off, ls, write, strong, pc, nbytes,
+                                  None if data is None else np.asarray(data, np.uint8)[ls])
         if write and (release or (strong and self.fenced[tids].any())) and gpu:
             for k in range(lanes.size):
                 t = tids[k]
                 if release or self.fenced[t]:
                     self._release(int(a[k]))
                     self.fenced[t] = False
+
+    def init_global(self, warp, lane, pc, base, addr, nbytes, memory):
+        """initcheck: lane ``lane`` reads global byte ``addr`` of the allocation at ``base`` that nothing wrote."""
+        self.launch.add(("init-global", pc), lambda: Report(
+            "initcheck", "uninitialized-read", f"reads global byte {addr:#x} of the allocation at "
+            f"{base:#x}, which neither the host nor a kernel wrote", space="global", address=addr,
+            size=nbytes, first=self.access(warp, lane, "read", pc=pc), values={"memory": memory}))
+
+    def global_race(self, warp, lane, pc, kind, c2, t2, opc, addr, nbytes, write):
+        """racecheck: an access of lane ``lane`` races with thread ``t2`` of the CTA numbered ``c2`` (at ``opc``)."""
+        g = self.launch.grid
+        cid = (c2 % g[0], (c2 // g[0]) % g[1], c2 // (g[0] * g[1]))
+
+        def make():
+            first = self.access(_Lane(t2 // LANES), t2 % LANES, "write" if kind != "WAR" else "read", pc=opc)
+            first.cta = cid
+            second = self.access(warp, lane, "write" if write else "read", pc=pc)
+            return Report("racecheck", "global-race", f"{kind} race on global {addr:#x} between CTAs {cid} and "
+                          f"{self.ctaid}: no release/acquire (fence + atomic, st.release/ld.acquire) orders the "
+                          f"two accesses", space="global", address=addr, size=nbytes, first=first, second=second)
+        self.launch.add(("grace", kind, opc, pc), make)
 
     def _release(self, addr):
         launch = self.launch
@@ -570,8 +603,9 @@ class CtaSanitizer:
         launch.sync[addr] = rel if cur is None else np.maximum(cur, rel)
         self.epoch += 1
 
-    def _global_race(self, warp, sh, base, off, lanes, write, strong, pc, nbytes):
+    def _global_race(self, warp, sh, base, off, lanes, write, strong, pc, nbytes, data=None):
         me = self.index
+        tids = warp.warp_id * LANES + lanes
         wc = sh["w_cta"][off]
         other = (wc >= 0) & (wc != me)
         hit = other & (self.known[np.where(other, wc, 0)] < sh["w_ep"][off]) & ~(strong & sh["w_strong"][off])
@@ -585,31 +619,52 @@ class CtaSanitizer:
             src_pc, src_tid = sh["w_pc"][off], sh["w_tid"][off]
         if hit.any():
             k, b = np.argwhere(hit)[0]
-            c2, t2, opc = int(wc[k, b]), int(src_tid[k, b]), int(src_pc[k, b])
-            addr = base + int(off[k, 0])
-            g = self.launch.grid
-            cid = (c2 % g[0], (c2 // g[0]) % g[1], c2 // (g[0] * g[1]))
-
-            def make():
-                first = self.access(_Lane(t2 // LANES), t2 % LANES, "write" if kind != "WAR" else "read", pc=opc)
-                first.cta = cid
-                second = self.access(warp, lanes[k], "write" if write else "read")
-                return Report("racecheck", "global-race", f"{kind} race on global {addr:#x} between CTAs {cid} and "
-                              f"{self.ctaid}: no release/acquire (fence + atomic, st.release/ld.acquire) orders the "
-                              f"two accesses", space="global", address=addr, size=nbytes, first=first, second=second)
-            self.launch.add(("grace", kind, opc, pc), make)
+            self.global_race(warp, int(lanes[k]), pc, kind, int(wc[k, b]), int(src_tid[k, b]), int(src_pc[k, b]),
+                             base + int(off[k, 0]), nbytes, write)
+        elif write:                             # stores of different bytes from two warps of this CTA that
+            tcol = tids[:, None]                # nothing orders (the vector clocks). Reads are not compared
+            wc, wt = sh["w_cta"][off], sh["w_tid"][off]     # here: Triton's replicated lanes read what another
+            mine = (wc == me) & (wt // LANES != warp.warp_id)   # warp stores and drop the value
+            hit = mine & (self.vc[tcol, np.where(mine, wt, 0)] < sh["w_clk"][off]) & \
+                ~(strong & sh["w_strong"][off])
+            if data is not None:                # the same bytes again (replicated layouts): nothing changes
+                hit &= sh["w_val"][off] != data
+            if hit.any():
+                k, b = np.argwhere(hit)[0]
+                self.global_race_cta(warp, int(lanes[k]), pc, "WAW", int(wt[k, b]), int(sh["w_pc"][off][k, b]),
+                                     base + int(off[k, 0]), nbytes, write)
+        clk = self.vc[tids, tids][:, None]
         if write:
             sh["w_cta"][off] = me
             sh["w_ep"][off] = self.epoch
             sh["w_pc"][off] = pc
-            sh["w_tid"][off] = np.broadcast_to((warp.warp_id * LANES + lanes)[:, None], off.shape)
+            sh["w_tid"][off] = np.broadcast_to(tids[:, None], off.shape)
+            sh["w_clk"][off] = np.broadcast_to(clk, off.shape)
             sh["w_strong"][off] = strong
+            if data is not None:
+                sh["w_val"][off] = data
             sh["r_cta"][off] = -1
         else:
             sh["r_cta"][off] = me
             sh["r_ep"][off] = self.epoch
             sh["r_pc"][off] = pc
-            sh["r_tid"][off] = np.broadcast_to((warp.warp_id * LANES + lanes)[:, None], off.shape)
+            sh["r_tid"][off] = np.broadcast_to(tids[:, None], off.shape)
+            sh["r_clk"][off] = np.broadcast_to(clk, off.shape)
+            sh["r_strong"][off] = strong
+
+    def global_race_cta(self, warp, lane, pc, kind, t2, opc, addr, nbytes, write):
+        """racecheck: an access to global memory races with one by thread ``t2`` of another warp of the same CTA
+        (at ``opc``)."""
+        sev = "error"
+
+        def make():
+            first = self.access(_Lane(t2 // LANES), t2 % LANES, "write" if kind != "WAR" else "read", pc=opc)
+            second = self.access(warp, lane, "write" if write else "read", pc=pc)
+            return Report("racecheck", "global-race", f"{kind} race on global {addr:#x} between threads {t2} and "
+                          f"{second.thread} of CTA {self.ctaid}: no barrier or other synchronisation orders the two "
+                          f"accesses", severity=sev, space="global", address=addr, size=nbytes, first=first,
+                          second=second)
+        self.launch.add(("grace-cta", kind, sev, opc, pc), make)
 
     def fence(self, warp, mask, text):
         """membar / fence.sc / fence.acq_rel: the lane's next strong store or atomic releases."""

@@ -13,7 +13,7 @@ from isa.types import SPECIAL_REGISTERS, name_width, type_width
 from ..frontend import ptx
 from ..frontend.validate import validate_statements
 from ..errors import EmulatorError, OperandError, PTXSyntaxError, UnsupportedError
-from ..memory import LANES, MAX_SHARED_BYTES, GlobalMemory, SmemAccess  # noqa: F401 (SmemAccess: re-exported)
+from ..memory import LANES, MAX_SHARED_BYTES, GlobalMemory, SmemAccess, count_rows  # noqa: F401 (SmemAccess: re-exported)
 from .fastcore import warmup  # noqa: F401 (tells the executors while the jitted kernels compile in the background)
 
 GLOBALTIMER_NS = 32      # %globaltimer: nanoseconds per issued instruction of the warp (a deterministic model)
@@ -181,7 +181,7 @@ class _CpAsyncState:
                 if warp.san is not None:        # the copy lands: a write by the lanes that issued it
                     warp.san.shared(warp, "cp.async", dst, done, data.shape[1], True, data)
                 warp.smem[idx] = data[lanes]
-                np.subtract.at(warp.smem_inflight, idx, 1)
+                count_rows(warp.smem_inflight, dst[lanes], data.shape[1], -1)
                 warp._inflight_n -= lanes.size
                 live &= ~done
             if live.any():

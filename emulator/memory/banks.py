@@ -35,7 +35,6 @@ The rules (measured; see ``tests/data/banks/h100_ncu.json`` for the captures tha
 """
 from dataclasses import dataclass, field, replace
 
-import numba
 import numpy as np
 
 from ..errors import OperandError, fail
@@ -172,68 +171,14 @@ def _src_note(rec, phases, width):
 _OP_CODE = {op: i for i, op in enumerate(OPS)}
 
 
-@numba.njit(cache=True)
-def _counts_kernel(addrs, mask, width, op, nmat):
-    """(wavefronts, conflicts) by the same rules as :func:`analyze` (op: index into OPS)."""
-    if op == 5:                                   # cp.async.cg: bypass
-        return 0, 0
-    merge = not (op == 4 or op == 6)              # cp.async.ca, atom: no merging
-    if op == 2 or op == 3:                        # ldmatrix/stmatrix: one phase per matrix
-        n, width, nlanes = 8, 16, 8 * nmat
-    else:
-        n = 32 if width <= 4 else (16 if width == 8 else 8)
-        nlanes = 32
-        if op == 0 and width >= 8:                # paired loads
-            for m in (1, 2):
-                ok = True
-                for l in range(32):
-                    if mask[l] and mask[l ^ m] and addrs[l] != addrs[l ^ m]:
-                        ok = False
-                        break
-                if ok:
-                    n *= 2
-                    break
-    words = np.empty(32 * 4, np.int64)
-    total, phases = 0, 0
-    for s in range(0, nlanes, n):
-        cnt = 0
-        for l in range(s, s + n):
-            if mask[l]:
-                for w in range(addrs[l] // 4, (addrs[l] + width - 1) // 4 + 1):
-                    words[cnt] = w
-                    cnt += 1
-        if cnt == 0:
-            continue
-        phases += 1
-        best = 0
-        for b in range(32):
-            k = 0
-            for i in range(cnt):
-                if words[i] % 32 == b:
-                    if merge:
-                        dup = False
-                        for j in range(i):
-                            if words[j] == words[i]:
-                                dup = True
-                                break
-                        if dup:
-                            continue
-                    k += 1
-            if k > best:
-                best = k
-        total += best
-    if op == 4 and phases == 0:                   # an empty cp.async still costs one, conflict-free
-        return 1, 0
-    return total, total - phases
-
-
 def counts(rec):
     """(wavefronts, conflicts) of a recorded access: the numba path, equal to :func:`analyze`'s counts."""
     if rec.op not in _OP_CODE:
         fail(OperandError, rec.instruction, f"unknown shared-memory access kind {rec.op!r}; known: {', '.join(OPS)}")
     if rec.op not in ("ldmatrix", "stmatrix") and int(rec.width) not in _LANES_PER_PHASE:
         fail(OperandError, rec.instruction, f"{rec.width} bytes per lane; shared-memory accesses are 1, 2, 4, 8 or 16 bytes")
-    wf, conflicts = _counts_kernel(np.asarray(rec.addrs, np.int64), np.asarray(rec.mask, np.bool_),
+    from .banks_fast import counts_kernel     # numba loads here, not at `import emulator`
+    wf, conflicts = counts_kernel(np.asarray(rec.addrs, np.int64), np.asarray(rec.mask, np.bool_),
                                    int(rec.width), _OP_CODE[rec.op], int(rec.nmat))
     return int(wf), int(conflicts)
 

@@ -217,6 +217,18 @@ class GlobalMemory:
 # ------------------------------------------------------------------------------------------------
 # Per-lane access helpers. ``addrs`` is an int64/uint64 array of 32 addresses, ``mask`` the active lanes.
 
+def count_rows(counter: np.ndarray, starts, width: int, delta: int):
+    """``counter[s:s + width] += delta`` for every start ``s`` (``np.add.at`` over the rows, which may overlap;
+    rows that do not overlap, the common case, take one fancy-indexed update)."""
+    starts = np.asarray(starts, np.int64)
+    idx = starts[:, None] + np.arange(width)
+    srt = np.sort(starts)
+    if srt.size < 2 or (np.diff(srt) >= width).all():
+        counter[idx] += delta
+    else:
+        np.add.at(counter, idx, delta)
+
+
 def check_alignment(instr, addrs, mask, align, what="address"):
     bad = mask & ((addrs.astype(np.int64) % align) != 0)
     if bad.any():

@@ -10,6 +10,10 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from . import jitcache
+
+jitcache.prepare()          # before any cached function of the package loads
+
 RZ, RNE = 0, 1
 ZQ = -(1 << 20)            # exponent given to zeros, far below every e_zero (their products vanish)
 NUM, INF, NAN = 0, 1, 2

@@ -17,6 +17,27 @@ def in_cache(disp) -> bool:
         return False
 
 
+_PREPARED = []
+
+
+def prepare():
+    """Before the package's first jitted function loads from numba's cache: drop stale cached functions
+    (``guard``) and make cache faults fall back to compiling (``harden``). Once per process; every module
+    with jitted functions calls it when it is imported, so that ``import emulator`` does not import numba."""
+    if _PREPARED:
+        return
+    _PREPARED.append(True)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        guard(root)
+    except Exception:                      # noqa: BLE001 (never let the cache check stop an import)
+        pass
+    try:
+        harden(root)
+    except Exception:                      # noqa: BLE001 (a numba without these internals: its own behaviour)
+        pass
+
+
 PROBE = [None]          # set by machine.fastcore.warmup: () -> whether its background compile is running
 
 
@@ -149,3 +170,147 @@ def harden(root):
 
     Cache.load_overload, Cache.save_overload = load_overload, save_overload
     Cache._warpemu_hardened = True
+
+
+# ------------------------------------------------------------------------------------------------------------
+# One compile per machine: the process that compiles the package's jitted functions holds ``LOCK_NAME`` in
+# numba's cache directory, and the others see it held (``CompileLock.busy``) and do not compile the same code
+# beside it. With ``fcntl`` the lock is an advisory ``flock``: the kernel drops it when its holder dies, so a
+# killed compile leaves no stale lock. Without ``fcntl`` the file itself is the lock (``O_CREAT | O_EXCL``,
+# holding the holder's pid); a file whose process is gone, or older than ``STALE_S``, is stale and removed.
+
+LOCK_NAME = "warpemu.compile.lock"
+STALE_S = 3600.0
+
+try:
+    import fcntl as _fcntl
+except ImportError:                        # pragma: no cover (Windows)
+    _fcntl = None
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):     # another user's live process, or a platform without signal 0
+        return True
+    return True
+
+
+class CompileLock:
+    """The compile lock of one cache directory. ``acquire(blocking)`` returns whether this process holds it
+    now; ``busy()`` tells whether another process holds it. A directory that cannot hold the file (read-only,
+    missing) gives a lock that is never busy and is always acquired (each process then compiles for itself,
+    as numba does)."""
+
+    def __init__(self, directory):
+        self.path = os.path.join(directory, LOCK_NAME) if directory else None
+        self._fd = None
+        self._depth = 0                    # nested acquisitions by this process
+
+    @property
+    def held(self):
+        return self._fd is not None
+
+    def acquire(self, blocking=False) -> bool:
+        if self._fd is not None:
+            self._depth += 1
+            return True
+        if self.path is None:
+            return True
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        except OSError:
+            return True
+        if _fcntl is not None:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            except OSError:
+                return True                # no lock possible here: compile as numba would
+            try:
+                _fcntl.flock(fd, _fcntl.LOCK_EX | (0 if blocking else _fcntl.LOCK_NB))
+            except OSError:
+                os.close(fd)
+                return False
+            try:
+                os.ftruncate(fd, 0)
+                os.write(fd, str(os.getpid()).encode())
+            except OSError:
+                pass
+            self._fd = fd
+            return True
+        import time
+        while True:                        # pragma: no cover (no fcntl)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+            except FileExistsError:
+                if self._stale():
+                    try:
+                        os.remove(self.path)
+                    except OSError:
+                        pass
+                    continue
+                if not blocking:
+                    return False
+                time.sleep(0.2)
+                continue
+            except OSError:
+                return True
+            os.write(fd, str(os.getpid()).encode())
+            self._fd = fd
+            return True
+
+    def _stale(self):                      # pragma: no cover (no fcntl)
+        import time
+        try:
+            with open(self.path) as fh:
+                pid = int(fh.read().strip() or 0)
+            age = time.time() - os.path.getmtime(self.path)
+        except (OSError, ValueError):
+            return True
+        return pid <= 0 or not _alive(pid) or age > STALE_S
+
+    def release(self):
+        if self._depth:
+            self._depth -= 1
+            return
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        if _fcntl is not None:
+            try:
+                _fcntl.flock(fd, _fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+            return
+        os.close(fd)                       # pragma: no cover (no fcntl)
+        try:
+            os.remove(self.path)
+        except OSError:
+            pass
+
+    def busy(self) -> bool:
+        """True while another process holds the lock (it is compiling)."""
+        if self._fd is not None or self.path is None:
+            return False
+        if _fcntl is not None:
+            try:
+                fd = os.open(self.path, os.O_RDWR)
+            except OSError:
+                return False               # no file: nobody ever compiled here
+            try:
+                _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)
+            except OSError:
+                return True
+            finally:
+                os.close(fd)               # closing drops the probe's lock
+            return False
+        return os.path.exists(self.path) and not self._stale()    # pragma: no cover (no fcntl)
+
+    def __enter__(self):
+        self.acquire(blocking=True)
+        return self
+
+    def __exit__(self, *exc):
+        self.release()

@@ -142,7 +142,7 @@ def store(warp, instr, space, addrs, mask, data, align):
             warp.profile.gmem(warp.cur_pc, addrs, mask, data.shape[1])
         global_scatter(warp.gmem, instr, addrs, mask, data)
         if warp.san is not None:
-            warp.san.global_access(warp, instr, addrs, mask, data.shape[1], True)
+            warp.san.global_access(warp, instr, addrs, mask, data.shape[1], True, data)
         return None
     if space is None:
         sh, dsm, gl = _generic_split(warp, addrs, mask)
@@ -152,7 +152,7 @@ def store(warp, instr, space, addrs, mask, data, align):
                 warp.profile.gmem(warp.cur_pc, addrs, gl, data.shape[1])
             global_scatter(warp.gmem, instr, addrs, gl, data)
             if warp.san is not None:
-                warp.san.global_access(warp, instr, addrs, gl, data.shape[1], True)
+                warp.san.global_access(warp, instr, addrs, gl, data.shape[1], True, data)
         if sh.any():
             shared_store(warp, instr, addrs, sh, data, align)
         if dsm.any():

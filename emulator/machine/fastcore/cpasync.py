@@ -32,8 +32,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ...memory import count_rows
 from . import table as T
 from .raw import _allocation, _peek8, _peek64, _poke32, _poke64
+from .memx import wg_free
 
 LANES = 32
 RECORDS = 16                      # records a warp's table starts with (doubled when full)
@@ -123,8 +125,11 @@ class CpAsyncRows:
                 lanes = np.flatnonzero(done)
                 cp = int(t.meta[k, r, 1])
                 idx = t.dst[k, r, lanes, None] + np.arange(cp)
+                if warp.san is not None:        # the copy lands: a write by the lanes that issued it (sanitizer)
+                    warp.san.shared(warp, "cp.async", t.dst[k, r], done, cp, True,
+                                    t.data[k, r].view(np.uint8)[:, :cp])
                 warp.smem[idx] = t.data[k, r].view(np.uint8)[lanes, :cp]
-                np.subtract.at(warp.smem_inflight, idx, 1)
+                count_rows(warp.smem_inflight, t.dst[k, r, lanes], cp, -1)
                 warp._inflight_n -= lanes.size
                 live &= ~done
                 t.meta[k, r, 0] = _bits(live)
@@ -204,6 +209,8 @@ def cp_step(opc, row, imrow, em, p, nlog, a32, a64, inflight, gtab, state, log_p
             for b in range(cp):
                 if inflight[d + b] != 0:
                     return -1
+        if not wg_free(state, d, cp):           # bytes an in-flight wgmma.mma_async reads (memx.py)
+            return -1
     active = 0
     for lane in range(nl):
         d = addrs[lane]

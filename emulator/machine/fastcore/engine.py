@@ -21,12 +21,51 @@ _DTYPE = {T.PRED: np.bool_, T.R16: np.uint16, T.R32: np.uint32, T.R64: np.uint64
 LOG_CAP = 1024
 
 
+_POINTERS: dict = {}
+_MASKS: dict = {}
+
+
+def _pointer(a):
+    """The data address of a long-lived array (kept with the array, so that an id is never reused)."""
+    got = _POINTERS.get(id(a))
+    if got is None or got[0] is not a:
+        if len(_POINTERS) > 16:          # (they hold the arrays: a few CTAs' worth)
+            _POINTERS.clear()
+        got = _POINTERS[id(a)] = (a, a.ctypes.data)
+    return got[1]
+
+
+def _lanes(bits):
+    """The bool[32] lane mask of a bit mask (a fresh array)."""
+    m = _MASKS.get(bits)
+    if m is None:
+        if len(_MASKS) > 4096:
+            _MASKS.clear()
+        m = _MASKS[bits] = ((bits >> np.arange(32, dtype=np.int64)) & 1).astype(np.bool_)
+    return m.copy()
+
+
 def translation(prog) -> Translation:
     """The program's translation, made once and kept on the Program."""
     tr = getattr(prog, "_fast", None)
     if tr is None:
         tr = prog._fast = Translation(prog)
+        tr.handed_back = np.zeros(len(tr.code), np.int64)   # per PC: times the loop handed it to the executors
     return tr
+
+
+def handback_counts(prog):
+    """{opcode spelling: times the fast engine handed it back to the reference executors} for a program the
+    fast engine ran (``benchmarks/bench_handback.py``); empty when it never ran."""
+    tr = getattr(prog, "_fast", None)
+    out: dict[str, int] = {}
+    if tr is None:
+        return out
+    for p in np.flatnonzero(tr.handed_back).tolist():
+        op = prog.code[p]
+        name = op.instr.opcode if op.kind == "op" else op.kind
+        out[name] = out.get(name, 0) + int(tr.handed_back[p])
+    return out
 
 
 def global_table(gmem):
@@ -41,12 +80,55 @@ class ArenaRegs(MutableMapping):
     Assigning a new array to an arena register (as executors that replace whole registers do) copies the
     values into the arena, where the loop reads them."""
 
-    __slots__ = ("arena", "slots", "views", "other")
+    __slots__ = ("arena", "slots", "views", "other", "u32", "_rows")
 
     def __init__(self, arena, slots, old):
         self.arena, self.slots, self.views, self.other = arena, slots, {}, {}
+        self.u32 = arena.view(np.uint32)
+        self._rows = {}
         for k, v in old.items():
             self[k] = v
+
+    def _row_index(self, names):
+        """(n, 32) indices into the arena's 32-bit view of the registers ``names``, or None when one is not a
+        32-bit arena register (``_`` rows: -1, for writes only)."""
+        key = tuple(names)
+        idx = self._rows.get(key, False)
+        if idx is False:
+            idx = np.empty((len(key), 32), np.int64)
+            for i, n in enumerate(key):
+                s = self.slots.get(n)
+                if n == "_":
+                    idx[i] = -1
+                elif s is None or s[0] != T.R32 or n in self.other:
+                    idx = None
+                    break
+                else:
+                    idx[i] = s[1] // 4 + np.arange(32)
+            if len(self._rows) > 256:
+                self._rows.clear()
+            self._rows[key] = idx
+        return idx
+
+    def rows(self, names):
+        """The 32-bit registers ``names`` as one (n, 32) uint32 copy (wgmma's operands), or None."""
+        idx = self._row_index(names)
+        if idx is None or (idx < 0).any():
+            return None
+        return self.u32[idx]
+
+    def set_rows(self, names, values):
+        """Write row i of ``values`` to register ``names[i]`` (``_``: skipped) in every lane; False when one is not
+        a 32-bit arena register (nothing written)."""
+        idx = self._row_index(names)
+        if idx is None:
+            return False
+        keep = idx[:, 0] >= 0
+        if keep.all():
+            self.u32[idx] = values
+        else:
+            self.u32[idx[keep]] = values[keep]
+        return True
 
     def _view(self, name):
         cls, off = self.slots[name]
@@ -124,7 +206,7 @@ class FastLaunch:
 
 class FastWarp:
     """One warp's arena and counters."""
-    IDLE, SLOW, LOG, EXITED, DEFER = T.ST_IDLE, T.ST_SLOW, T.ST_LOG, T.ST_EXITED, T.ST_DEFER
+    IDLE, SLOW, LOG, EXITED, DEFER, BAR = T.ST_IDLE, T.ST_SLOW, T.ST_LOG, T.ST_EXITED, T.ST_DEFER, T.ST_BAR
 
     def __init__(self, launch, warp, arena=None):
         tr = launch.tr
@@ -139,6 +221,7 @@ class FastWarp:
             raise AssertionError("the fast engine addresses .param and shared memory as contiguous bytes")
         self.param = warp.param
         self.cp, self.cpk = None, 0
+        self._args = None
         if not in_cta:
             self.use_cp_table(CpAsyncTable(1, warp.options.cp_async == "eager"), 0, warp)
 
@@ -149,10 +232,26 @@ class FastWarp:
         self.cp, self.cpk = table, k
         warp.cp_async = CpAsyncRows(table, k)
 
+    def _arguments(self, w):
+        """The loop's arguments for warp ``w`` (kept while the arrays they name are the same objects) and the
+        raw pointers of its shared memory and parameters."""
+        key = (w.pc, w.exited, w.waiting, w.smem_inflight, w.smem, self.cp.meta)
+        got = self._args
+        if got is None or any(a is not b for a, b in zip(got[0], key)):
+            fl, tr = self.launch, self.launch.tr
+            args = (tr.code, tr.imm, self.arena, w.pc, w.exited, w.waiting, w.smem_inflight, fl.gtab, fl.state,
+                    fl.log_pc, fl.log_addr, fl.log_mask, tr.mma_regs, tr.mma_maps, tr.mma_prm, *tr.mma_luts,
+                    tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags, tr.mufu_ptr,
+                    tr.mufu_size, fl.log_src, *self.cp.row(self.cpk))
+            got = self._args = (key, args, w.smem.ctypes.data, w.smem.size, self.param.ctypes.data,
+                                self.param.shape[1])
+        return got
+
     def run(self, w, budget):
         """Run until the loop stops; returns (status, pc, mask) with the reference's types."""
         fl = self.launch
         st = fl.state
+        _, args, smem_ptr, smem_size, param_ptr, param_size = self._arguments(w)
         st[T.S_BUDGET] = budget[0]
         st[T.S_ISSUED] = w.issued
         st[T.S_BACK] = w.back_taken
@@ -160,21 +259,26 @@ class FastWarp:
         st[T.S_INFLIGHT] = w._inflight_n
         st[T.S_NLOG] = 0
         st[T.S_EXECUTED] = 0
-        st[T.S_SMEM_PTR] = w.smem.ctypes.data
-        st[T.S_SMEM_SIZE] = w.smem.size
-        st[T.S_PARAM_PTR] = self.param.ctypes.data
-        st[T.S_PARAM_SIZE] = self.param.shape[1]
+        st[T.S_SMEM_PTR] = smem_ptr
+        st[T.S_SMEM_SIZE] = smem_size
+        st[T.S_PARAM_PTR] = param_ptr
+        st[T.S_PARAM_SIZE] = param_size
         st[T.S_CTA] = 0
         cst = getattr(getattr(w, "_cta", None), "wgmma", None)
-        ws = cst.warps.get(w.warp_id) if cst is not None else None
-        st[T.S_WG_REGS] = int(ws is not None and bool(ws.reg_count))
-        st[T.S_WG_SMEM] = int(cst is not None and cst.n_reading > 0)
-        tr = fl.tr
-        fl._run(tr.code, tr.imm, self.arena, w.pc, w.exited, w.waiting, w.smem_inflight, fl.gtab, st,
-                fl.log_pc, fl.log_addr, fl.log_mask, tr.mma_regs, tr.mma_maps, tr.mma_prm, *tr.mma_luts, tr.mma_lutidx, fl.scratch,
-                tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags, tr.mufu_ptr, tr.mufu_size, fl.log_src,
-                *self.cp.row(self.cpk))
+        if cst is not None:
+            ws = cst.warps.get(w.warp_id)
+            st[T.S_WG_REGS] = int(ws is not None and bool(ws.reg_count))
+            st[T.S_WG_SMEM] = int(cst.n_reading > 0)
+            st[T.S_WG_READS] = _pointer(cst.smem_reads) if cst.n_reading > 0 else 0
+        else:
+            st[T.S_WG_REGS] = st[T.S_WG_SMEM] = st[T.S_WG_READS] = 0
+        au = w._async if fl.tr.async_readers else None      # generic-proxy writes the fence check reads (memx.py)
+        st[T.S_DIRTY] = _pointer(au.dirty) if au is not None else 0
+        st[T.S_DIRTY_N] = 0
+        fl._run(*args)
         w._inflight_n = int(st[T.S_INFLIGHT])
+        if st[T.S_DIRTY_N]:
+            au.any_dirty = True
         budget[0] = int(st[T.S_BUDGET])
         w.clock = w.issued = int(st[T.S_ISSUED])
         w.back_taken = int(st[T.S_BACK])
@@ -184,8 +288,9 @@ class FastWarp:
         status = int(st[T.S_STATUS])
         if status in (T.ST_IDLE, T.ST_EXITED, T.ST_DEFER):
             return status, 0, None
-        mask = ((int(st[T.S_MASK]) >> fl.lanes) & 1).astype(np.bool_)
-        return status, int(st[T.S_PC]), mask
+        if status == T.ST_SLOW:
+            fl.tr.handed_back[st[T.S_PC]] += 1
+        return status, int(st[T.S_PC]), _lanes(int(st[T.S_MASK]))
 
     def _flush(self, w, n):
         fl = self.launch
@@ -246,6 +351,7 @@ class FastCTA:
         cp = self.cp
         st[T.S_SPIN_CHECK] = SPIN_CHECK
         st[T.S_WG_REGS] = st[T.S_WG_SMEM] = 0       # (CTAs with wgmma keep the Python scheduler)
+        st[T.S_WG_READS] = st[T.S_DIRTY] = st[T.S_DIRTY_N] = 0    # (and those whose async proxy reads shared memory)
         while True:
             st[T.S_BUDGET] = cta.budget[0]
             st[T.S_INFLIGHT] = cta.inflight_n
@@ -253,6 +359,7 @@ class FastCTA:
             st[T.S_SMEM_PTR] = cta.smem.ctypes.data
             st[T.S_SMEM_SIZE] = cta.smem.size
             st[T.S_PARAM_SIZE] = ws[0].param.shape[1]
+            self._enter(cta)
             run_cta(tr.code, tr.imm, self.arenas, self.pcs, self.exited, self.waiting, cta.smem_inflight, fl.gtab,
                     st, fl.log_pc, fl.log_addr, fl.log_mask, self.log_warp, tr.mma_regs, tr.mma_maps, tr.mma_prm,
                     *tr.mma_luts, tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags,
@@ -279,6 +386,7 @@ class FastCTA:
             k = int(self.cst[T.C_WARP])
             w = ws[k]
             mask = ((int(st[T.S_MASK]) >> fl.lanes) & 1).astype(np.bool_)
+            tr.handed_back[st[T.S_PC]] += 1
             w.back_taken = int(self.backs[k])
             try:
                 r = cta._step(w, int(st[T.S_PC]), mask, False)
@@ -290,6 +398,9 @@ class FastCTA:
             self.cst[T.C_PROGRESSED] = 1
         self._finish(ws)
         return None
+
+    def _enter(self, cta):
+        """Before each run of the CTA loop (a sanitised launch's hook: machine.sanitize_fast)."""
 
     def _finish(self, ws):
         for w, k, b in zip(ws, self.executed.tolist(), self.backs.tolist()):
@@ -344,6 +455,8 @@ def _records(code, tcode, pcs, masks, addrs, srcs):
         if row[T.OP] == T.CPASYNC:
             out.append(SmemAccess(str(code[p].instr.text), "cp.async.cg" if row[T.Y] else "cp.async.ca", a,
                                   int(row[T.X]), mask, 0, s))
+        elif row[T.OP] == T.ATOM:
+            out.append(SmemAccess(str(code[p].instr.text), "atom", a, int(row[T.Z]), mask, 0, None))
         elif row[T.OP] == T.LDMATRIX:
             out.append(SmemAccess(str(code[p].instr.text), "ldmatrix", a, 16, mask, int(row[T.Y]), None))
         else:

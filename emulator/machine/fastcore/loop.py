@@ -12,7 +12,10 @@ from . import table as T
 from .raw import _allocation, _peek, _peek16, _poke  # noqa: F401 (raw memory access, shared with cpasync)
 from .cpasync import cp_step
 from ...numerics.gemm_fast import tc_one_noalloc
-from .fmath import call_rows
+from .fmath import call_rows, TABLES as _TABLES
+from .memx import mark_generic, smem_write_ok
+from .scalarx import call_x
+from .atomics import call_atom
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -20,6 +23,8 @@ ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 IDX = T.INDEX_MASK
 CANON32 = np.uint32(0x7FFFFFFF)
 LANES = 32
+XSLOT = len(_TABLES)        # translation.mufu_ptr: the addresses of xcall.x_c and xcall.atom_c
+ASLOT = len(_TABLES) + 1
 
 
 @njit(cache=True, inline="always")
@@ -523,6 +528,29 @@ def _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32,
 
 
 @njit(cache=True, _nrt=False)
+def _movpack(opc, row, imrow, em, a8, a16, a32, a64, xa, xr):
+    """mov.bW pack / unpack (``ops.memops._mov_pack``): element i is bits [i*Z, (i+1)*Z) of the W-bit value."""
+    n, ew, w = row[T.Y], row[T.Z], row[T.W]
+    mk = _mask(ew)
+    if opc == T.MOV_PACK:
+        for lane in range(LANES):
+            xr[lane] = U0
+        for i in range(n):
+            _gather(row[T.V0 + i], ew, 0, xa, a8, a16, a32, a64, imrow)
+            sh = np.uint64(i * ew)
+            for lane in range(LANES):
+                xr[lane] |= (xa[lane] & mk) << sh
+        _scatter(row[T.D], xr, em, w, 0, a8, a16, a32, a64)
+        return
+    _gather(row[T.A], w, 0, xa, a8, a16, a32, a64, imrow)
+    for i in range(n):
+        sh = np.uint64(i * ew)
+        for lane in range(LANES):
+            xr[lane] = (xa[lane] >> sh) & mk
+        _scatter(row[T.V0 + i], xr, em, ew, 0, a8, a16, a32, a64)
+
+
+@njit(cache=True, _nrt=False)
 def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
     """shfl.sync as ``ops.warpops`` defines it; False (nothing written) when a lane breaks a rule."""
     _gather(row[T.V0], 32, 0, xr, a8, a16, a32, a64, imrow)      # membermask, per lane
@@ -804,8 +832,10 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     srcs = scratch[10].view(np.int64)
     sizes = scratch[11].view(np.int64)
     qs = scratch[12].view(np.int64)
-    live = 0
-    come = 0                    # lanes that will get somewhere (no lane is held back by a spin here)
+    # the lane masks start as np.int64(0), not 0: a literal 0 would make numba compile every function they are
+    # passed to twice (once for Literal[int](0), once for int64), which doubled much of the compile time
+    live = np.int64(0)
+    come = np.int64(0)          # lanes that will get somewhere (no lane is held back by a spin here)
     for lane in range(LANES):
         if not exited[lane]:
             come |= 1 << lane
@@ -815,7 +845,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
         state[T.S_STATUS] = T.ST_IDLE
         return
     p = -1
-    m = 0
+    m = np.int64(0)
     budget = state[T.S_BUDGET]
     issued = state[T.S_ISSUED]
     nlog = state[T.S_NLOG]
@@ -823,24 +853,29 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     spin_check = state[T.S_SPIN_CHECK]
     executed = 0
     handback = False            # the instruction at p (lanes m) goes back to Python, not counted here
+    # a sanitised launch (machine.sanitize_fast) passes a wider log: its records also carry the values each
+    # lane stores and the global lanes of every ld/st (mask bit 32), which the sanitizer replays
+    wide = 1 if log_addr.shape[1] > LANES else 0
     while True:
         if p < 0:                      # pick (machine.convergence.pick): the lane group to run next
             p = _pick(code, pc, live, come, qs, a32)
             if p < 0:
                 state[T.S_STATUS] = T.ST_IDLE if executed > 0 else T.ST_DEFER
                 break
-            m = 0
+            m = np.int64(0)
             for lane in range(LANES):
                 if (live >> lane) & 1 and pc[lane] == p:
                     m |= 1 << lane
         row = code[p]
         opc = row[T.OP]
-        if opc == T.BAR and state[T.S_CTA] == 0:
-            opc = T.SLOW
-        if row[T.WG] == 1 and state[T.S_WG_REGS] != 0 or opc == T.CPASYNC and state[T.S_WG_SMEM] != 0:
-            opc = T.SLOW                   # a register or shared bytes an in-flight wgmma may hold: the executor checks
-        if opc == T.SLOW or budget <= 0 or (opc == T.LD or opc == T.ST or opc == T.CPASYNC) and \
-                nlog >= log_pc.shape[0]:
+        if opc == T.BAR and state[T.S_CTA] == 0 and wide == 1:
+            opc = T.SLOW                   # a sanitised warp alone: the reference arrives (and tells the sanitizer)
+        if row[T.WG] == 1 and state[T.S_WG_REGS] != 0 or opc == T.ATOM and wide == 1:
+            opc = T.SLOW                   # a register an in-flight wgmma may hold (the executor checks); a sanitised
+                                           # atomic (the reference tells the sanitizer)
+        if opc == T.SLOW or budget <= 0 or (opc == T.LD or opc == T.ST or opc == T.CPASYNC or opc == T.ATOM or
+                                            wide == 1 and (opc == T.BAR or opc == T.EXIT)) and \
+                nlog + wide >= log_pc.shape[0]:
             state[T.S_STATUS] = T.ST_SLOW if (opc == T.SLOW or budget <= 0) else T.ST_LOG
             state[T.S_PC] = p
             state[T.S_MASK] = m
@@ -852,7 +887,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
         em = m
         g = row[T.GUARD]
         if g != -1:
-            em = 0
+            em = np.int64(0)
             neg = row[T.GNEG]
             for lane in range(LANES):
                 if (m >> lane) & 1:
@@ -868,6 +903,10 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     else:
                         pc[lane] += 1
             if em != 0:
+                if wide:                       # sanitizer: the exit, in program order (mask bit 33)
+                    log_pc[nlog] = p
+                    log_mask[nlog] = em | (np.int64(1) << 33)
+                    nlog += 1
                 state[T.S_STATUS] = T.ST_EXITED
                 break
             p = p + 1 if together else -1
@@ -885,6 +924,10 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                 if (m >> lane) & 1:
                     pc[lane] += 1
             if em != 0:
+                if wide:                       # sanitizer: the arrival, in program order (mask bit 33)
+                    log_pc[nlog] = p
+                    log_mask[nlog] = em | (np.int64(1) << 33)
+                    nlog += 1
                 state[T.S_STATUS] = T.ST_BAR
                 state[T.S_PC] = p
                 state[T.S_MASK] = em
@@ -930,14 +973,26 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                                 xr[lane] = _peek(np.int64(xq[lane]) + i * ew, ew)
                         _scatter(row[T.V0 + i], xr, em, w, sgn, a8, a16, a32, a64)
                 else:
+                    if shared_lanes != 0 and not smem_write_ok(state, addrs, shared_lanes, n * ew):
+                        handback = True          # bytes an in-flight wgmma reads (memx.py): the reference raises
+                        break
                     for i in range(n):
                         _gather(row[T.V0 + i], w, sgn, xr, a8, a16, a32, a64, imrow)
                         for lane in range(LANES):
                             if (em >> lane) & 1:
                                 _poke(np.int64(xq[lane]) + i * ew, ew, xr[lane])
+                                if wide:
+                                    log_addr[nlog, LANES + 4 * lane + i] = np.int64(xr[lane])
+                    mark_generic(state, addrs, shared_lanes, n * ew)
                 if shared_lanes != 0:
                     log_pc[nlog] = p
                     log_mask[nlog] = shared_lanes
+                    for lane in range(LANES):
+                        log_addr[nlog, lane] = addrs[lane]
+                    nlog += 1
+                if wide and row[T.X] != T.PARAM and em & ~shared_lanes != 0:
+                    log_pc[nlog] = p
+                    log_mask[nlog] = (em & ~shared_lanes) | (np.int64(1) << 32)
                     for lane in range(LANES):
                         log_addr[nlog, lane] = addrs[lane]
                     nlog += 1
@@ -966,6 +1021,24 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     handback = True
                     break
                 nlog = got
+        elif opc == T.XROW and em != 0:                     # xcall.x_c: gathers, computes, writes back
+            if call_x(mptr[XSLOT], em, row.ctypes.data, imrow.ctypes.data, arena.ctypes.data, arena.shape[0],
+                      scratch.ctypes.data) != 0:
+                handback = True                             # a lane breaks a rule: nothing was written
+                break
+        elif opc == T.ATOM and em != 0:
+            shared_lanes = _mem_plan(row, imrow, em, a8, a16, a32, a64, inflight, gtab, state, addrs, xq)
+            if shared_lanes < 0:
+                handback = True
+                break
+            call_atom(mptr[ASLOT], em, shared_lanes, row.ctypes.data, imrow.ctypes.data, arena.ctypes.data,
+                      arena.shape[0], scratch.ctypes.data)     # xcall.atom_c; the addresses in scratch[7] (xq)
+            if shared_lanes != 0:
+                log_pc[nlog] = p
+                log_mask[nlog] = shared_lanes
+                for lane in range(LANES):
+                    log_addr[nlog, lane] = addrs[lane]
+                nlog += 1
         elif opc == T.SHFL and em != 0:
             if not _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
                 handback = True
@@ -973,6 +1046,8 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
         elif (opc == T.MUFU or opc == T.MUFU_DIV or opc == T.FMINMAX or opc == T.FNEGABS or opc == T.FARITH or
               opc == T.FCVT or opc == T.MUFU_DIVFMA) and em != 0:                  # table.FLOAT_ROWS
             _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, mptr, msz)
+        elif (opc == T.MOV_PACK or opc == T.MOV_UNPACK) and em != 0:
+            _movpack(opc, row, imrow, em, a8, a16, a32, a64, xa, xr)
         elif opc != T.NOP and em != 0:
             _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64)
         for lane in range(LANES):

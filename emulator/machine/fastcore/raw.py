@@ -4,7 +4,10 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from ...numerics import jitcache
 from . import table as T
+
+jitcache.prepare()          # before any cached function of the package loads
 
 
 def _peek_intrinsic(nbits):

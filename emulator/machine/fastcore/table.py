@@ -42,8 +42,8 @@ EXIT = 32         # ret / exit while no lane is inside a call: the guarded lanes
 SHFL = 31         # shfl.sync.{up,down,bfly,idx}.b32 (X: mode; membermask operand in V0)
 BFE = 36          # bfe.{u32,s32,u64,s64} (A: value, B: position, C: length, both read as u32)
 BAR = 35          # bar{.cta}.sync/.arrive, barrier{.cta}{.aligned}.sync/.arrive with an immediate barrier number
-                  # and no thread count (X: barrier, Y: 1 = arrive, Z: 1 = .aligned); run by the CTA loop
-                  # (run_cta), handed back like SLOW when a warp runs alone
+                  # and no thread count (X: barrier, Y: 1 = arrive, Z: 1 = .aligned): the loop stops with ST_BAR;
+                  # the CTA loop (run_cta) keeps the barriers, or, for a warp run alone, machine.cta arrives
 PRMT = 50         # prmt.b32 without a mode (selector nibbles: byte index, bit 3 replicates the sign)
 TF32_RNA = 51     # cvt.rna{.satfinite}.tf32.f32 (X: 1 = .satfinite): ops.cvt_narrow's integer steps
 MUFU = 37         # the f32 forms of ex2/lg2/rcp/rsqrt/sqrt/sin/cos .approx and tanh.approx (fmath.py; X: form,
@@ -60,6 +60,15 @@ CPASYNC = 40      # cp.async.{ca,cg}.shared{::cta}.global (cpasync.py; X: cp-siz
                   # offsets in immediate slots 0/1, C: src-size operand or -1)
 CP_COMMIT = 41    # cp.async.commit_group
 CP_WAIT = 42      # cp.async.wait_group N (X: N) / cp.async.wait_all (Y: 1: commit first, X: 0)
+MOV_PACK = 90     # mov.bW d, {e0, .., e(n-1)}: element i (Z bits) at bit i*Z of d (W bits; Y: n, sources V0..)
+MOV_UNPACK = 91   # mov.bW {d0, .., d(n-1)}, a: element i of a into d_i (Y: n, Z: element bits, destinations V0..)
+XROW = 70         # integer, bit and warp-collective rows (scalarx.py; X: scalarx.K_*, Y/Z: its parameters; W/SGN:
+                  # A's type; V0: a fourth source, V0+1..V0+3: the widths B, C and V0 are read with, V0+4: their
+                  # signedness (bits 0..2), V0+5/V0+6: the destination's width/signedness, V0+7: a second
+                  # destination (carry flag, predicate))
+ATOM = 71         # atom/red on global or this CTA's shared memory (atomics.py; X/Y/Z: space, 1, element bytes
+                  # as for LD/ST; A: address, B/C: b/c read as W bits, D: the old value; V0: atomics.OPS index,
+                  # V0+1: atomics.T_*)
 
 NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
 FLOAT_ROWS = (MUFU, MUFU_DIV, MUFU_DIVFMA, FMINMAX, FNEGABS, FARITH, FCVT)   # run by fcall.rows_c (fmath.py)
@@ -126,7 +135,10 @@ ST_DEFER = 5      # no instruction ran: every runnable lane group waits for lane
 # -- fields of the state vector ----------------------------------------------------------------------------
 (S_STATUS, S_PC, S_MASK, S_BUDGET, S_ISSUED, S_INFLIGHT, S_NLOG, S_EXECUTED, S_SMEM_PTR, S_SMEM_SIZE,
  S_PARAM_PTR, S_PARAM_SIZE, S_LASTALLOC, S_CTA, S_BACK, S_SPIN_CHECK, S_WG_REGS, S_WG_SMEM) = range(18)
-NSTATE = 18        # S_CTA: 1 when the CTA loop (run_cta) runs the warp: BAR is executed, not handed back;
+S_WG_READS, S_DIRTY, S_DIRTY_N = 18, 19, 20   # shared stores beside the async proxy (memx.py): raw pointers to the
+                                               # CTA's wgmma read counts (int32 a byte) and async-proxy marks (bool a
+                                               # byte), 0: none; the number of stores the loop marked
+NSTATE = 21              # S_CTA: 1 when the CTA loop (run_cta) runs the warp (it arrives at ST_BAR itself);
                    # S_BACK: backward branches the warp took; S_SPIN_CHECK: machine.cta.SPIN_CHECK;
                    # S_WG_REGS: 1 while wgmma.mma_async of this warp hold registers (rows with WG go back);
                    # S_WG_SMEM: 1 while wgmma.mma_async of the CTA read shared memory (cp.async goes back)

@@ -84,6 +84,7 @@ class Translation:
                                                  99))) for op in prog.code)
         self._mma = []           # (MmaOp, [D, A, B, C] register operands) per translated mma
         self._mufu = set()       # indices (fmath.TABLES) of the MUFU tables the translated rows read
+        self._xcall = False      # a row calls xcall.py (XROW, ATOM)
         for pc, op in enumerate(prog.code):
             self._translate(pc, op)
         cv = convergence(prog)
@@ -165,14 +166,19 @@ class Translation:
     def _mufu_tables(self):
         """Raw pointers (and lengths) of the measured MUFU tables the MUFU rows read (numerics.mufu.tables,
         unpacked here; the translation keeps them alive); 0 for the others, which no row reads. The last
-        slot: the address of the compiled float rows (fastcore/fcall.py), when a row needs it."""
+        slot: the address of the compiled float rows (fastcore/fcall.py), when a row needs it; the two before it
+        those of xcall.py's functions."""
         from ...numerics import mufu
-        self.mufu_ptr = np.zeros(len(fmath.TABLES) + 1, np.int64)
-        self.mufu_size = np.zeros(len(fmath.TABLES) + 1, np.int64)
+        self.mufu_ptr = np.zeros(len(fmath.TABLES) + 3, np.int64)
+        self.mufu_size = np.zeros(len(fmath.TABLES) + 3, np.int64)
         self._mufu_keep = []
         if np.isin(self.code[:, T.OP], T.FLOAT_ROWS).any():
             from .fcall import ADDRESS
             self.mufu_ptr[-1] = ADDRESS
+        if self._xcall:            # the slots after the tables: xcall.x_c, xcall.atom_c (loop.XSLOT, ASLOT)
+            from . import xcall
+            self.mufu_ptr[len(fmath.TABLES)] = xcall.ADDRESS
+            self.mufu_ptr[len(fmath.TABLES) + 1] = xcall.ATOM_ADDRESS
         for k in sorted(self._mufu):
             tab = mufu.tables()[fmath.TABLES[k]]
             if tab.dtype != np.uint32 or not tab.flags.c_contiguous:
@@ -268,7 +274,7 @@ class Translation:
                     row[T.GNEG] = int(instr.guard[1])
                 fn = _RULES.get(instr.base)
                 if getattr(instr, "contract", None) is not None:
-                    fn = r_contract     # fused by ptxas (frontend/contract.py): one FFMA
+                    fn = r_contract_any     # fused by ptxas (frontend/contract.py): one FFMA (HFMA2)
                 if fn is None:
                     raise _Slow
                 fn(self, env, instr, row, imm)
@@ -319,11 +325,55 @@ def _float_mods(instr, allowed_rnd=("rn",)):
     return q
 
 
+def r_mov_pack(t, env, instr, row, imm, ptype):
+    """mov.bW %d, {%e0, ..} (pack) and mov.bW {%d0, ..}, %a (unpack) of 2, 4 or 8 registers of W/n bits each
+    (``ops.memops._mov_pack``); immediates, other widths and b128 stay with the executor."""
+    if len(instr.operands) != 2 or _TYPES_KIND.get(ptype) is None:
+        raise _Slow
+    d, a = instr.operands
+    if isinstance(d, Vec) == isinstance(a, Vec):
+        raise _Slow
+    vec = a if isinstance(a, Vec) else d
+    w = _width(ptype)
+    n = len(vec.items)
+    if n not in (2, 4, 8) or w // n not in (8, 16, 32) or w % n:
+        raise _Slow
+    ew = w // n
+    for it in vec.items:
+        if isinstance(it, (Imm, Vec, Pair, Not)):
+            raise _Slow
+        name = t._reg(env, it)
+        if name != "_" and (name in CONST_SPECIALS or name.startswith("%") and name in SPECIAL_REGISTERS or
+                            env.reg_width(name) != ew):
+            raise _Slow
+    one = d if isinstance(a, Vec) else a
+    if isinstance(one, (Imm, Pair, Not)) or t._reg(env, one) in ("_",) or t._reg(env, one) in SPECIAL_REGISTERS \
+            or t._reg(env, one) in CONST_SPECIALS or env.reg_width(t._reg(env, one)) != w:
+        raise _Slow
+    if isinstance(a, Vec):
+        row[T.D] = t._dst(env, d)
+        for i, it in enumerate(a.items):
+            row[T.V0 + i] = t._src(env, it, "b%d" % ew, imm, 0)
+        row[T.OP] = T.MOV_PACK
+    else:
+        row[T.A] = t._src(env, a, "b%d" % w, imm, 0)
+        for i, it in enumerate(d.items):
+            row[T.V0 + i] = t._dst(env, it)
+        row[T.OP] = T.MOV_UNPACK
+    row[T.W], row[T.SGN] = w, 0
+    row[T.Y], row[T.Z] = n, ew
+
+
+_TYPES_KIND = {p: TYPES[p][1] for p in TYPES if TYPES[p][1] in ("b", "u", "s", "f") and p != "b128"}
+
+
 def r_mov(t, env, instr, row, imm):
     q = _classify(instr.mods, {"type": set(TYPES) - {"b128"}})
     ptype = q.get("type")
     if ptype is None:
         raise _Slow
+    if len(instr.operands) == 2 and any(isinstance(o, Vec) for o in instr.operands):
+        return r_mov_pack(t, env, instr, row, imm, ptype)
     d, a = _ops(instr, 2)
     if isinstance(d, Vec):
         raise _Slow
@@ -618,8 +668,6 @@ def r_st(t, env, instr, row, imm):
     space, ptype, n, ew = _ldst_mods(instr)
     if space == T.PARAM or len(instr.operands) != 2:
         raise _Slow
-    if t.async_readers and space in (T.SHARED, T.GENERIC):
-        raise _Slow            # the reference marks generic-proxy writes for the async-proxy fence check
     a, s = instr.operands
     _address(t, env, a, row, imm, space)
     _set_type(row, ptype)
@@ -983,3 +1031,417 @@ _RULES.update({"ex2": r_mufu, "lg2": r_mufu, "rsqrt": r_mufu, "sin": r_mufu, "co
                "min": r_fminmax, "max": r_fminmax, "neg": r_fnegabs, "abs": r_fnegabs, "copysign": r_copysign,
                "add": _farith(r_addsub), "sub": _farith(r_addsub), "mul": _farith(r_mul), "fma": _farith(r_mad),
                "mad": _farith(r_mad), "cvt": r_fcvt})
+
+
+# -- integer, bit and warp-collective rows (XROW, scalarx.py) and atomics (ATOM, atomics.py) --------------------
+
+def _x_operand(t, env, op, ptype, imm, k):
+    """A source of an XROW: register (any width: read as ``ptype``, as ops.common.src) or immediate."""
+    if isinstance(op, (Vec, Pair, Not, Mem)):
+        raise _Slow
+    if not isinstance(op, Imm) and t._reg(env, op) == "_":
+        raise _Slow
+    return t._src(env, op, ptype, imm, k)
+
+
+def _xrow(t, env, instr, row, imm, kind, srcs, dtype, y=0, z=0, dst2=None):
+    """Fill an XROW: ``srcs`` [(operand, type)] for A, B, C and the fourth source, ``dtype`` the destination's
+    type (operand 0), ``dst2`` a second destination (register name)."""
+    d = instr.operands[0]
+    if isinstance(d, (Vec, Pair, Not, Imm, Mem)):
+        raise _Slow
+    row[T.D] = t._dst(env, d)
+    fields = (T.A, T.B, T.C, T.V0)
+    row[T.A] = row[T.B] = row[T.C] = -1
+    row[T.V0:T.V0 + 8] = -1
+    row[T.V0 + 4] = 0
+    for k, (op, ptype) in enumerate(srcs):
+        row[fields[k]] = _x_operand(t, env, op, ptype, imm, k)
+        if k == 0:
+            _set_type(row, ptype)
+        else:
+            row[T.V0 + k] = _width(ptype)
+            row[T.V0 + 4] |= _signed(ptype) << (k - 1)
+    if not srcs:
+        _set_type(row, "b32")
+    row[T.V0 + 5] = _width(dtype)
+    row[T.V0 + 6] = _signed(dtype)
+    row[T.V0 + 7] = t._slot(dst2, env.reg_width(dst2) if dst2 != CF else 32) if dst2 is not None else -1
+    row[T.X], row[T.Y], row[T.Z] = kind, y, z
+    t._xcall = True
+    row[T.OP] = T.XROW
+
+
+CF = "%cc.cf"        # ops.carry: the carry flag, a hidden 32-bit register
+
+
+def _types(instr, allowed, extra=None):
+    groups = {"type": allowed}
+    groups.update(extra or {})
+    q = _classify(instr.mods, groups)
+    if "type" not in q:
+        raise _Slow
+    return q
+
+
+def r_lop3(t, env, instr, row, imm):
+    from . import scalarx
+    ops = instr.operands
+    if list(instr.mods) != ["b32"] or len(ops) != 5 or not isinstance(ops[4], Imm) or ops[4].kind != "int" or \
+            not 0 <= ops[4].value <= 255:
+        raise _Slow
+    _xrow(t, env, instr, row, imm, scalarx.K_LOP3, [(o, "b32") for o in ops[1:4]], "b32", y=ops[4].value)
+
+
+def r_bits(t, env, instr, row, imm):
+    from . import scalarx
+    base = instr.base
+    if base == "bfind":
+        q = _types(instr, {"u32", "u64", "s32", "s64"}, {"shiftamt": {"shiftamt"}})
+    else:
+        q = _types(instr, {"b32", "b64"})
+    if len(instr.operands) != 2:
+        raise _Slow
+    ptype = q["type"]
+    kind = {"popc": scalarx.K_POPC, "clz": scalarx.K_CLZ, "brev": scalarx.K_BREV, "bfind": scalarx.K_BFIND}[base]
+    _xrow(t, env, instr, row, imm, kind, [(instr.operands[1], ptype)], ptype if base == "brev" else "u32",
+          y=int("shiftamt" in q))
+
+
+def r_bfi(t, env, instr, row, imm):
+    from . import scalarx
+    ptype = _types(instr, {"b32", "b64"})["type"]
+    ops = instr.operands
+    if len(ops) != 5:
+        raise _Slow
+    _xrow(t, env, instr, row, imm, scalarx.K_BFI, [(ops[1], ptype), (ops[2], ptype), (ops[3], "u32"),
+                                                    (ops[4], "u32")], ptype)
+
+
+def r_prmt_x(t, env, instr, row, imm):
+    from . import scalarx
+    if list(instr.mods) == ["b32"]:
+        return r_prmt(t, env, instr, row, imm)
+    q = _types(instr, {"b32"}, {"mode": set(scalarx.PRMT_MODES)})
+    ops = instr.operands
+    if "mode" not in q or len(ops) != 4:
+        raise _Slow
+    _xrow(t, env, instr, row, imm, scalarx.K_PRMT, [(o, "b32") for o in ops[1:4]], "b32",
+          y=scalarx.PRMT_MODES.index(q["mode"]))
+
+
+def r_shf(t, env, instr, row, imm):
+    from . import scalarx
+    q = _types(instr, {"b32"}, {"dir": {"l", "r"}, "mode": {"wrap", "clamp"}})
+    ops = instr.operands
+    if "dir" not in q or "mode" not in q or len(ops) != 4:
+        raise _Slow
+    _xrow(t, env, instr, row, imm, scalarx.K_SHF, [(ops[1], "b32"), (ops[2], "b32"), (ops[3], "u32")], "b32",
+          y=int(q["dir"] == "l"), z=int(q["mode"] == "clamp"))
+
+
+def r_intdiv(t, env, instr, row, imm):
+    from . import scalarx
+    if not any(m in INT_TYPES for m in instr.mods):
+        return r_divlike(t, env, instr, row, imm)
+    ptype = _types(instr, INT_TYPES)["type"]
+    ops = instr.operands
+    if len(ops) != 3:
+        raise _Slow
+    _xrow(t, env, instr, row, imm, scalarx.K_DIV if instr.base == "div" else scalarx.K_REM,
+          [(ops[1], ptype), (ops[2], ptype)], ptype)
+
+
+def r_bmsk_szext(t, env, instr, row, imm):
+    from . import scalarx
+    ops = instr.operands
+    if len(ops) != 3:
+        raise _Slow
+    if instr.base == "bmsk":
+        q = _types(instr, {"b32"}, {"mode": {"clamp", "wrap"}})
+        srcs, kind = [(ops[1], "u32"), (ops[2], "u32")], scalarx.K_BMSK
+    else:
+        q = _types(instr, {"u32", "s32"}, {"mode": {"clamp", "wrap"}})
+        srcs, kind = [(ops[1], "b32"), (ops[2], "u32")], scalarx.K_SZEXT
+    if "mode" not in q:
+        raise _Slow
+    _xrow(t, env, instr, row, imm, kind, srcs, "b32", y=int(q["mode"] == "clamp"), z=int(q["type"] == "s32"))
+
+
+def r_carry(t, env, instr, row, imm):
+    """add.cc, addc, sub.cc, subc, mad.cc, madc (ops.carry): the carry flag lives in the hidden register %cc.cf."""
+    from . import scalarx
+    base = instr.base
+    q = _types(instr, {"u32", "s32", "u64", "s64"}, {"cc": {"cc"}, "mode": {"lo", "hi"}})
+    mad = base in ("mad", "madc")
+    ops = instr.operands
+    if mad != ("mode" in q) or len(ops) != (4 if mad else 3):
+        raise _Slow
+    ptype = "u" + q["type"][1:]
+    cin = base in ("addc", "subc", "madc")
+    flags = (scalarx.CY_IN * cin | scalarx.CY_SUB * (base in ("sub", "subc")) | scalarx.CY_MAD * mad |
+             scalarx.CY_HI * (q.get("mode") == "hi") | scalarx.CY_SIGNED * (q["type"][0] == "s"))
+    srcs = [(o, ptype) for o in ops[1:]]
+    _xrow(t, env, instr, row, imm, scalarx.K_CARRY, srcs, ptype, y=flags,
+          dst2=CF if "cc" in q else None)
+    if cin:
+        row[T.V0] = t._slot(CF, 32)
+        row[T.V0 + 3] = 32
+
+
+def _carry_or(rule):
+    def r(t, env, instr, row, imm):
+        if "cc" in instr.mods:
+            return r_carry(t, env, instr, row, imm)
+        return rule(t, env, instr, row, imm)
+    return r
+
+
+def _membermask(t, env, row, imm, op):
+    row[T.V0] = _x_operand(t, env, op, "b32", imm, 3)
+    row[T.V0 + 3] = 32
+
+
+def r_vote(t, env, instr, row, imm):
+    from . import scalarx
+    q = _classify(instr.mods, {"sync": {"sync"}, "mode": {"all", "any", "uni", "ballot"}, "type": {"pred", "b32"}})
+    ops = instr.operands
+    if len(q) != 3 or (q["mode"] == "ballot") != (q["type"] == "b32") or len(ops) != 3 or isinstance(ops[1], Imm):
+        raise _Slow
+    _xrow(t, env, instr, row, imm, scalarx.K_VOTE, [(ops[1], "pred")], q["type"],
+          y=("all", "any", "uni", "ballot").index(q["mode"]))
+    _membermask(t, env, row, imm, ops[2])
+
+
+def r_activemask(t, env, instr, row, imm):
+    from . import scalarx
+    if list(instr.mods) != ["b32"] or len(instr.operands) != 1:
+        raise _Slow
+    _xrow(t, env, instr, row, imm, scalarx.K_ACTIVEMASK, [], "b32")
+
+
+def r_match(t, env, instr, row, imm):
+    from . import scalarx
+    q = _classify(instr.mods, {"sync": {"sync"}, "mode": {"any", "all"}, "type": {"b32", "b64"}})
+    ops = instr.operands
+    if len(q) != 3 or len(ops) != 3:
+        raise _Slow
+    d_op = ops[0]
+    d_reg, p_reg = d_op.items if isinstance(d_op, Pair) else (d_op, None)
+    p_name = None
+    if p_reg is not None:
+        p_name = t._reg(env, p_reg)
+        if p_name == "_" or env.reg_width(p_name) != 1:
+            raise _Slow
+    instr_d = type("I", (), {"operands": (d_reg,) + tuple(ops[1:])})()
+    _xrow(t, env, instr_d, row, imm, scalarx.K_MATCH, [(ops[1], q["type"])], "b32", y=int(q["mode"] == "all"),
+          dst2=p_name)
+    _membermask(t, env, row, imm, ops[2])
+
+
+def r_redux(t, env, instr, row, imm):
+    from . import scalarx
+    q = _classify(instr.mods, {"sync": {"sync"}, "op": set(scalarx.REDUX_OPS), "type": {"u32", "s32", "b32"}})
+    ops = instr.operands
+    if len(q) != 3 or len(ops) != 3 or (q["type"] == "b32") != (q["op"] in ("and", "or", "xor")):
+        raise _Slow
+    _xrow(t, env, instr, row, imm, scalarx.K_REDUX, [(ops[1], q["type"])], q["type"],
+          y=scalarx.REDUX_OPS.index(q["op"]))
+    _membermask(t, env, row, imm, ops[2])
+
+
+_ATOM_TYPES = {"b16": 0, "b32": 0, "b64": 0, "u32": 0, "u64": 0, "s32": 1, "s64": 1, "f32": 2, "f64": 2}
+
+
+def r_atom(t, env, instr, row, imm):
+    """atom/red on global memory or this CTA's shared memory (explicit or generic addresses): the integer forms
+    and the f32/f64 adds. The executor has checked the form (ops.atomics); vector, half-precision and .b128
+    forms, shared::cluster and red.async stay with it."""
+    from ...ops.atomics import _check_form, _classify as _atom_classify
+    from ...errors import EmulatorError
+    from . import atomics
+    if instr.mods[:1] == ("async",):
+        raise _Slow
+    try:
+        op, ptype, vec, noftz, space = _check_form(instr, _atom_classify(instr))
+    except EmulatorError:
+        raise _Slow from None
+    if vec or ptype not in _ATOM_TYPES or space not in (None, "global", "shared", "shared::cta"):
+        raise _Slow
+    if ptype[0] == "f" and op != "add":
+        raise _Slow
+    red = instr.base == "red"
+    ops = instr.operands
+    hint = "L2::cache_hint" in instr.mods
+    k = 0 if red else 1
+    if len(ops) != k + 2 + (op == "cas") + hint:
+        raise _Slow
+    _address(t, env, ops[k], row, imm, SPACE[space])
+    w = _width(ptype)
+    raw = "b%d" % w
+    row[T.B] = _x_operand(t, env, ops[k + 1], raw, imm, 0)
+    row[T.C] = _x_operand(t, env, ops[k + 2], raw, imm, 1) if op == "cas" else -1
+    if red:
+        row[T.D] = -1
+    else:
+        if isinstance(ops[0], (Vec, Pair, Not, Imm, Mem)):
+            raise _Slow
+        row[T.D] = t._dst(env, ops[0])
+    row[T.W], row[T.SGN] = w, 0
+    row[T.X], row[T.Y], row[T.Z] = SPACE[space], 1, w // 8
+    row[T.V0] = atomics.OPS.index(op)
+    row[T.V0 + 1] = {0: atomics.T_UINT, 1: atomics.T_SINT}.get(_ATOM_TYPES[ptype],
+                                                               atomics.T_F32 if ptype == "f32" else atomics.T_F64)
+    t._xcall = True
+    row[T.OP] = T.ATOM
+
+
+_RULES.update({"lop3": r_lop3, "popc": r_bits, "clz": r_bits, "brev": r_bits, "bfind": r_bits, "bfi": r_bfi,
+               "prmt": r_prmt_x, "shf": r_shf, "div": r_intdiv, "rem": r_intdiv, "bmsk": r_bmsk_szext,
+               "szext": r_bmsk_szext, "addc": r_carry, "subc": r_carry, "madc": r_carry,
+               "add": _carry_or(_RULES["add"]), "sub": _carry_or(_RULES["sub"]), "mad": _carry_or(_RULES["mad"]),
+               "vote": r_vote, "activemask": r_activemask, "match": r_match, "redux": r_redux,
+               "atom": r_atom, "red": r_atom})
+
+
+def r_mov_x(t, env, instr, row, imm):
+    """mov with a vector operand: pack ({a, b} or {a, b, c, d} into one register) or unpack (into two)."""
+    from . import scalarx
+    ops = instr.operands
+    if len(ops) != 2 or not (isinstance(ops[0], Vec) or isinstance(ops[1], Vec)):
+        return r_mov(t, env, instr, row, imm)
+    q = _classify(instr.mods, {"type": {"b16", "b32", "b64", "u16", "u32", "u64", "s16", "s32", "s64",
+                                        "f16", "f32", "f64", "bf16", "f16x2", "bf16x2"}})
+    if "type" not in q:
+        raise _Slow
+    w = _width(q["type"])
+    d, a = ops
+    if isinstance(a, Vec) and not isinstance(d, Vec):
+        k = len(a.items)
+        if k not in (2, 4) or w // k not in (16, 32):
+            raise _Slow
+        ew = w // k
+        instr_d = type("I", (), {"operands": (d,)})()
+        _xrow(t, env, instr_d, row, imm, scalarx.K_PACK, [(it, "b%d" % ew) for it in a.items], "b%d" % w,
+              y=ew, z=k)
+        return
+    if isinstance(d, Vec) and not isinstance(a, Vec) and len(d.items) == 2 and w // 2 in (16, 32):
+        ew = w // 2
+        lo, hi = d.items
+        names = []
+        for it in (lo, hi):
+            if not isinstance(it, (Reg, Sym)):
+                raise _Slow
+            n = t._reg(env, it)
+            if n != "_" and (n in CONST_SPECIALS or env.reg_width(n) not in (16, 32, 64)):
+                raise _Slow
+            names.append(n)
+        instr_d = type("I", (), {"operands": (lo,)})()
+        _xrow(t, env, instr_d, row, imm, scalarx.K_UNPACK, [(a, "b%d" % w)], "b%d" % ew, y=ew,
+              dst2=None if names[1] == "_" else names[1])
+        return
+    raise _Slow
+
+
+_HALVES = {"f16": 0, "bf16": 1, "f16x2": 0, "bf16x2": 1}
+
+
+def _half_or(rule):
+    """add/sub/mul/fma{.rn}.{f16,bf16,f16x2,bf16x2}: a K_HALF row; anything else: ``rule``."""
+    def r(t, env, instr, row, imm):
+        from . import scalarx
+        ptype = next((m for m in instr.mods if m in _HALVES), None)
+        if ptype is None:
+            return rule(t, env, instr, row, imm)
+        q = _classify(instr.mods, {"type": set(_HALVES), "rnd": {"rn"}})
+        fma = instr.base == "fma"
+        ops = instr.operands
+        if len(ops) != (4 if fma else 3) or (fma and "rnd" not in q):
+            raise _Slow
+        raw = "b%d" % _width(ptype)
+        _xrow(t, env, instr, row, imm, scalarx.K_HALF, [(o, raw) for o in ops[1:]], raw,
+              y=scalarx.HALF_OPS.index(instr.base), z=_HALVES[ptype])
+    return r
+
+
+_FMT = {"f16": 0, "bf16": 1, "f32": 2, "f64": 3}
+
+
+def r_cvt_x(t, env, instr, row, imm):
+    """The conversions between f16, bf16, f32 and f64 (to nearest, no .ftz/.sat) and the fp8 widenings; the
+    others as before (``r_fcvt``)."""
+    from . import scalarx
+    mods = list(instr.mods)
+    ops = instr.operands
+    if len(ops) == 2 and not any(isinstance(o, (Vec, Pair, Imm)) for o in ops):
+        if mods in (["rn", "f16x2", "e4m3x2"], ["rn", "relu", "f16x2", "e4m3x2"], ["rn", "f16x2", "e5m2x2"],
+                    ["rn", "relu", "f16x2", "e5m2x2"]):
+            _xrow(t, env, instr, row, imm, scalarx.K_FP8, [(ops[1], "b16")], "b32", y=int("e5m2x2" in mods),
+                  z=int("relu" in mods))
+            return
+        types = [m for m in mods if m in _FMT]
+        rest = [m for m in mods if m not in _FMT]
+        if len(types) == 2 and types[0] != types[1] and rest in ([], ["rn"]) and \
+                (tuple(types) not in _CVT_KINDS or "rn" not in rest):
+            dtype, atype = types
+            _xrow(t, env, instr, row, imm, scalarx.K_CVTF, [(ops[1], "b%d" % _width(atype))],
+                  "b%d" % _width(dtype), y=_FMT[atype], z=_FMT[dtype])
+            return
+    return r_fcvt(t, env, instr, row, imm)
+
+
+_RULES.update({"mov": r_mov_x, "add": _half_or(_RULES["add"]), "sub": _half_or(_RULES["sub"]),
+               "mul": _half_or(_RULES["mul"]), "fma": _half_or(_RULES["fma"]), "cvt": r_cvt_x})
+
+
+def _f64_or(rule):
+    """add/sub/mul/fma/div/rcp/sqrt/neg/abs .f64 (ops.falu): a K_F64 row; anything else: ``rule``."""
+    def r(t, env, instr, row, imm):
+        from . import scalarx
+        if "f64" not in instr.mods or "approx" in instr.mods:
+            return rule(t, env, instr, row, imm)
+        q = _classify(instr.mods, {"type": {"f64"}, "rnd": set(scalarx.MODES), "ftz": {"ftz"}})
+        base = "fma" if instr.base == "mad" else instr.base
+        mode = q.get("rnd", "rn")
+        n = {"fma": 3, "rcp": 1, "sqrt": 1, "neg": 1, "abs": 1}.get(base, 2)
+        ops = instr.operands
+        if len(ops) != n + 1 or (base in ("fma", "div", "rcp", "sqrt") and "rnd" not in q) or \
+                (mode != "rn" and base not in ("add", "sub")) or ("ftz" in q and base in ("neg", "abs")):
+            raise _Slow
+        if base in ("neg", "abs") and "rnd" in q:
+            raise _Slow
+        srcs = list(ops[1:])
+        if any(isinstance(o, Imm) for o in srcs[:1]) and n > 1:
+            raise _Slow                  # ptxas moves an immediate a into the second slot (ops.falu._f64_slots)
+        _xrow(t, env, instr, row, imm, scalarx.K_F64, [(o, "b64") for o in srcs], "b64",
+              y=scalarx.F64_OPS.index(base), z=scalarx.MODES.index(mode))
+        if base == "sub" and isinstance(ops[2], Imm):           # a + (-imm): ptxas flips the constant's sign
+            imm[1] = np.uint64(int(imm[1]) ^ (1 << 63))
+            row[T.Y] = scalarx.F64_OPS.index("add")
+    return r
+
+
+_RULES.update({b: _f64_or(_RULES[b]) for b in ("add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "neg",
+                                               "abs")})
+
+
+def r_contract_any(t, env, instr, row, imm):
+    """A contracted add/sub (frontend/contract.py): .f32 as ``r_contract``; .f16/.bf16/.f16x2/.bf16x2 with a
+    ``mul`` producer as one K_HALF fma (ops.falu._compile_contracted: a*b + c, one rounding)."""
+    from . import scalarx
+    ptype = next((m for m in instr.mods if m in _HALVES), None)
+    if ptype is None:
+        return r_contract(t, env, instr, row, imm)
+    info = instr.contract
+    prod = info.producer
+    allowed = {"type": {ptype}, "rnd": {"rn"}}
+    _classify(instr.mods, allowed)
+    _classify(prod.mods, allowed)
+    if instr.base not in ("add", "sub") or prod.base != "mul" or len(instr.operands) != 3 or \
+            len(prod.operands) != 3 or ptype not in prod.mods:
+        raise _Slow
+    raw = "b%d" % _width(ptype)
+    instr_d = type("I", (), {"operands": (instr.operands[0],)})()
+    srcs = [prod.operands[1], prod.operands[2], instr.operands[2 - info.index]]
+    _xrow(t, env, instr_d, row, imm, scalarx.K_HALF, [(o, raw) for o in srcs], raw,
+          y=3 | 16 * int(info.negate_product) | 32 * int(info.negate_other), z=_HALVES[ptype])

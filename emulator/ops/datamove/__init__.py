@@ -8,7 +8,7 @@ from isa.datamove import (CP_ASYNC_GROUP_OPS, CP_ASYNC_HINTS, CP_ASYNC_OPS, CP_A
                           MATRIX_OPS, MATRIX_QUALIFIERS, MOVMATRIX_OPS)
 from .matrix import ldmatrix_fast, movmatrix_fast, stmatrix_fast
 from ...errors import AsyncHazardError, OperandError, UnsupportedError, fail
-from ...memory import check_alignment, check_bounds, global_gather
+from ...memory import check_alignment, check_bounds, count_rows, global_gather
 from ...frontend.ptx import Imm, Mem
 from ..registry import executor
 from ..common import address, reg_name, require_full_warp, split_mods, src, vec_regs
@@ -105,12 +105,16 @@ def compile_matrix(instr, env):
         warp.log_smem(text, spec.op, a, 16, used, nmat)
         if store:
             regs = np.stack([warp.get_reg(n, text) for n in names]).astype(np.uint32)
+            if warp.san is not None:          # each row-address lane writes its 16 bytes (the race check)
+                rows = np.zeros(32 * 16, np.uint8)
+                stmatrix_fast(rows, np.arange(32, dtype=a.dtype) * 16, nmat, trans, regs)
+                warp.san.shared(warp, text, a, used, 16, True, rows.reshape(32, 16))
             stmatrix_fast(warp.smem, a, nmat, trans, regs)
-            if warp.san is not None:
-                warp.san.untracked_write(a[used].astype(np.int64)[:, None] + np.arange(16))
             if warp._async is not None:
                 warp._async.generic_write(a[used].astype(np.int64)[:, None] + np.arange(16))
             return
+        if warp.san is not None:              # each row-address lane reads its 16 bytes
+            warp.san.shared(warp, text, a, used, 16, False)
         out = np.empty((nmat, 32), np.uint32)
         ldmatrix_fast(warp.smem, a, nmat, trans, out)
         for j, n in enumerate(names):
@@ -227,7 +231,7 @@ def compile_cp(instr, env):
                 warp.san.shared(warp, text, d, mask, cp_size, True, data)
             warp.smem[d[lanes, None] + np.arange(cp_size)] = data[lanes]
             return
-        np.add.at(warp.smem_inflight, d[lanes, None] + np.arange(cp_size), 1)
+        count_rows(warp.smem_inflight, d[lanes], cp_size, 1)
         warp._inflight_n += lanes.size
         warp.cp_async.issue(d, data, mask)
     return run

@@ -10,6 +10,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ...numerics import jitcache
+
+jitcache.prepare()          # before any cached function of the package loads
 
 # ------------------------------------------------------------------------------------------------
 # Reference: plain Python over plain ints (readable; used by tests to check the fast path).

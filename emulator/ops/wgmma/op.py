@@ -222,10 +222,14 @@ def _warpgroup_check(warp, text, mask):
              f"{format_lanes(np.flatnonzero(~mask))} of warp {warp.warp_id} are not executing it")
     cta = warp._cta
     g = warp.warp_id // 4
+    whole = cta.__dict__.setdefault("_wgmma_whole", set())     # warpgroups found whole (threads never change)
+    if g in whole:
+        return g
     for w in range(4 * g, 4 * g + 4):
         if w >= len(cta.warps) or not cta.warps[w].present.all():
             fail(WarpSyncError, text, f"warpgroup {g} needs warps {4 * g}-{4 * g + 3} with 32 threads each; warp {w} "
                  f"is absent or partial (launch a multiple of 128 threads)")
+    whole.add(g)
     return g
 
 
@@ -258,7 +262,13 @@ def _compile_control(instr, env, kind, text):
             S.cta_state(warp, text)
         cst, ws = S.warp_state(warp, text)
         if kind == "fence":
-            ws.expected = {n: S.raw_get(warp, n, text).copy() for n in wg_regs}
+            names = list(wg_regs)
+            rows = S.rows(warp, names)
+            ws.expected = S.Expected()
+            if rows is not None:
+                ws.expected.set_rows(names, rows)
+            else:
+                ws.expected.update((n, S.raw_get(warp, n, text).copy()) for n in names)
         elif kind == "commit_group":
             S.commit(warp, ws)
         else:
@@ -366,16 +376,14 @@ def _compile_mma(instr, env, text):
                 fail(AsyncHazardError, text, f"warp {warp.warp_id}: no wgmma.fence before the first "
                      f"wgmma.mma_async (the fence orders earlier register accesses before the asynchronous read)")
             _fence_note(warp, "no wgmma.fence comes before it")
-            ws.expected = {}
-        for n in a_names + (d_names if scd else []):
-            cur = S.raw_get(warp, n, text)
-            exp = ws.expected.get(n)
-            if exp is not None and not np.array_equal(exp, cur):
-                if S.strict(warp) or getattr(warp, "cur_pc", None) is None:
-                    fail(AsyncHazardError, text, f"warp {warp.warp_id}: register {n} was written after the last "
-                         f"wgmma.fence; a wgmma.fence must separate that write from this wgmma.mma_async")
-                _fence_note(warp, f"register {n} was written after the last wgmma.fence")
-                break
+            ws.expected = S.Expected()
+        checked = a_names + (d_names if scd else [])
+        for n in S.changed_since_fence(warp, ws.expected, checked, text):     # the first register only
+            if S.strict(warp) or getattr(warp, "cur_pc", None) is None:
+                fail(AsyncHazardError, text, f"warp {warp.warp_id}: register {n} was written after the last "
+                     f"wgmma.fence; a wgmma.fence must separate that write from this wgmma.mma_async")
+            _fence_note(warp, f"register {n} was written after the last wgmma.fence")
+            break
         if ws.last_shape is not None and ws.in_flight() and ws.last_shape != shape_key and \
                 any(n in ws.reg_count for n in d_names):
             fail(AsyncHazardError, text, "accumulates onto registers of an in-flight wgmma.mma_async of another "
@@ -387,10 +395,10 @@ def _compile_mma(instr, env, text):
             e = np.asarray(S.raw_get(warp, e_name, text), np.uint32)
             pos = op.positions(e, sel, text, warp.warp_id)
 
-        def compute(issuer):
-            """The warp's 16 rows of D, once the whole warpgroup has issued the instruction (``issuer``: the warp
-            whose issue completed it): the shared operands, the A and accumulator registers as they are then;
-            returns the shared bytes read."""
+        def operands(issuer):
+            """The warp's share of the instruction, once the whole warpgroup has issued it (``issuer``: the warp
+            whose issue completed it): its 16 rows of A, B^T (K, N), its accumulator tile, as the shared operands
+            and the registers are then, and the shared bytes read."""
             wi = warp.warp_id % 4
             smem = warp.smem
             B, b_idx = op.read(smem, bd, "B", trans_b, text, v.n)            # (N, K)
@@ -405,26 +413,31 @@ def _compile_mma(instr, env, text):
                     hit = unions[key] = (a_idx, b_idx, np.union1d(a_idx, b_idx))
                 idx = hit[2]
             else:
-                A = op.a_tile(np.stack([S.raw_get(warp, n, text) for n in a_names]))
+                A = op.a_tile(S.get_rows(warp, a_names, text))
                 idx = b_idx
             if issuer is warp and warp.san is not None and warp._async is not None:
                 # asynccheck: operands written without the fence (the same bytes for the four warps: checked once)
                 warp._async.check_async_read(text, idx, "wgmma.mma_async", (warp, int(np.flatnonzero(full)[0])))
-            C = op.c_tile(np.stack([S.raw_get(warp, n, text) for n in d_names]))
-            if pos is None:
-                Dt = op.compute(A, np.ascontiguousarray(B.T), C, scd, scale_a, scale_b)
-            else:
-                Dt = op.compute_sparse(A, np.ascontiguousarray(B.T), C, pos, scd, scale_a, scale_b)
+            C = op.c_tile(S.get_rows(warp, d_names, text))
+            return A, np.ascontiguousarray(B.T), C, idx
+
+        def finish(Dt):
+            """Write the warp's 16 rows of D."""
             dregs = op.d_regs(Dt)
-            setr = type(warp).set_reg
-            exp = ws.expected
-            for i, n in enumerate(d_names):
-                if n != "_":
-                    setr(warp, n, dregs[i], full)
-                exp[n] = dregs[i].copy()
+            S.set_rows(warp, d_names, dregs, full)
+            ws.expected.set_rows(d_names, dregs.copy())
+
+        def compute(issuer):
+            """The warp's 16 rows of D (see ``operands``); returns the shared bytes read."""
+            A, Bt, C, idx = operands(issuer)
+            finish(op.compute(A, Bt, C, scd, scale_a, scale_b) if pos is None else
+                   op.compute_sparse(A, Bt, C, pos, scd, scale_a, scale_b))
             return idx
 
-        S.issue(warp, cst, ws, dict(regs=set(d_names) | set(a_names), text=text, run=compute,
+        # the rows of D of a warp depend only on its own rows of A and C and the common B: the warpgroup's four
+        # shares of one instruction compute as one 64-row tile (state.issue), element for element the same
+        batch = ((op, scd, scale_a, scale_b), operands, finish) if pos is None else None   # .sp: per warp
+        S.issue(warp, cst, ws, dict(regs=set(d_names) | set(a_names), text=text, run=compute, batch=batch,
                                     line=S.current(warp)[0]), g, number)
     return run
 

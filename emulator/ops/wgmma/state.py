@@ -234,6 +234,84 @@ def raw_get(warp, name, text):
     return type(warp).get_reg(warp, name, text)
 
 
+# Registers in bulk: the fast engine keeps a warp's registers in one arena (``machine.fastcore.engine.ArenaRegs``),
+# whose ``rows(names)`` reads 32-bit registers as one (n, 32) array and ``set_rows(names, values)`` writes them
+# (None / False when some name is not a 32-bit register of the arena); otherwise one register at a time.
+def rows(warp, names):
+    """(len(names), 32) uint32 copy of 32-bit registers when the warp's register file reads them in bulk, else
+    None."""
+    f = getattr(warp.regs, "rows", None)
+    return f(names) if f is not None else None
+
+
+def get_rows(warp, names, text):
+    """(len(names), 32) uint32: the 32-bit registers ``names`` (without the in-flight guard)."""
+    r = rows(warp, names)
+    return r if r is not None else np.stack([raw_get(warp, n, text) for n in names])
+
+
+def set_rows(warp, names, values, mask):
+    """Write row i of ``values`` to register ``names[i]`` (``_``: discarded) for the lanes in ``mask``."""
+    f = getattr(warp.regs, "set_rows", None)
+    if f is not None and mask.all() and getattr(warp, "_written", None) is None and f(names, values):
+        return
+    setr = type(warp).set_reg
+    for i, n in enumerate(names):
+        if n != "_":
+            setr(warp, n, values[i], mask)
+
+
+class Expected(dict):
+    """Register name -> the values the next wgmma.mma_async may find (``WarpWgmma.expected``), as the last
+    wgmma.fence or the warp's last wgmma.mma_async left them. The names written together by ``set_rows`` are
+    also kept as the rows of one array (``block``), which ``changed_since_fence`` compares in one step."""
+
+    __slots__ = ("block",)
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.block = None
+
+    def set_rows(self, names, rows):
+        super().update(zip(names, rows))
+        self.block = (tuple(names), rows)
+
+    def __setitem__(self, name, value):
+        self.block = None
+        super().__setitem__(name, value)
+
+    def update(self, *a, **k):
+        self.block = None
+        super().update(*a, **k)
+
+
+def changed_since_fence(warp, expected, names, text):
+    """The registers of ``names``, in order, whose values differ from those ``expected`` (name -> values, as the
+    last wgmma.fence or this warp's last wgmma.mma_async left them); names it does not hold are not checked."""
+    known = [n for n in names if n in expected]
+    if not known:
+        return []
+    cur = get_rows(warp, known, text)
+    block = getattr(expected, "block", None)
+    old = None
+    if block is not None:
+        key = tuple(known)
+        if block[0] == key:
+            old = block[1]
+        elif len(block) == 3 or len(block[0]) <= 1024:        # the rows of a fence's block, by name
+            if len(block) == 2:
+                block = expected.block = block + ({n: i for i, n in enumerate(block[0])},)
+            at = block[2]
+            if all(n in at for n in key):
+                old = block[1][[at[n] for n in key]]
+    if old is None:
+        old = np.stack([expected[n] for n in known])
+    if cur.shape == old.shape and cur.dtype == old.dtype:
+        bad = (cur != old).any(axis=1)
+        return [known[i] for i in np.flatnonzero(bad)]
+    return [n for n in known if not np.array_equal(expected[n], raw_get(warp, n, text))]
+
+
 # ------------------------------------------------------------------------------------------------
 def issue(warp, cst, ws, record, group, number):
     """A warp issues its share of a wgmma.mma_async (``record``: dict(regs=set, text=..., run=callable that
@@ -252,7 +330,19 @@ def issue(warp, cst, ws, record, group, number):
         return
     del cst.slots[(group, number)]
     reads = None
-    for rec in sorted(slot, key=lambda r: r["warp"]):
+    recs = sorted(slot, key=lambda r: r["warp"])
+    batches = [rec.pop("batch", None) for rec in recs]
+    if all(b is not None for b in batches) and len({b[0][1:] for b in batches}) == 1 and \
+            all(b[0][0] is batches[0][0][0] for b in batches):
+        # one tile for the warpgroup (``op``'s ``batch``: (op, scale-d, scale-a, scale-b), operands, finish)
+        (op, scd, sa, sb), _, _ = batches[0]
+        parts = [b[1](warp) for b in batches]
+        Dt = op.compute(np.concatenate([p[0] for p in parts]), parts[0][1], np.concatenate([p[2] for p in parts]),
+                        scd, sa, sb)
+        for k, (b, rec) in enumerate(zip(batches, recs)):
+            b[2](Dt[16 * k:16 * k + 16])
+            rec["run"] = lambda _w, idx=parts[k][3]: idx
+    for rec in recs:
         idx = rec.pop("run")(warp)      # the same bytes for the four warps (their descriptors agree)
         if reads is None:
             reads = {"idx": idx, "held": bool(idx.size)}

@@ -1,0 +1,229 @@
+"""The corpus's Triton kernels on both engines and on Triton's interpreter, in one process, by CPU time.
+
+Every Triton case of ``tests/data/corpus`` (the PTX Triton 3.6 wrote, with the inputs an H100 ran) is
+launched on the fast engine and on the reference executors, each output compared bit for bit with the H100's;
+when Triton is installed, the same kernel from its Python source (``tools/hwcapture/corpus/triton_kernels.py``)
+runs on Triton's interpreter on the same inputs. Each figure is the best of ``--runs`` warm launches (the first
+launch, which compiles and translates, is not timed), in CPU seconds of this process (``time.process_time``:
+the ratios hold on a busy machine). Rates are millions of warp-instructions (the emulator's count for the
+launch) per CPU second; the interpreter's rate is the same count over its own time.
+
+The cases are grouped by class (wgmma/TMA, mma.sync, atomics, no tensor cores); per class the table gives the
+geometric means of the rates and of the ratio fast engine / interpreter, and the fraction of kernels the fast
+engine runs faster than the interpreter.
+
+    python benchmarks/bench_vs_interpreter.py [-k SUBSTRING] [--runs 2] [--no-interpreter]
+
+Triton's interpreter needs the optional extra (Triton, torch): without it the script says so and times the
+two engines only.
+"""
+import argparse
+import math
+import os
+import re
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "tools", "hwcapture", "corpus")]
+
+CLASSES = ("wgmma/TMA", "mma.sync", "atomics", "no tensor cores")
+
+
+def classify(ptx):
+    if "wgmma." in ptx or "cp.async.bulk" in ptx:
+        return "wgmma/TMA"
+    if "mma.sync" in ptx:
+        return "mma.sync"
+    if re.search(r"(^|[\s}])(@!?%?\w+\s+)?(atom|red)\.", ptx, re.M):
+        return "atomics"
+    return "no tensor cores"
+
+
+def _args(case, g):
+    """Upload a case's inputs to ``g``; returns (launch arguments, {output: (address, like)})."""
+    cfg = case["config"]
+    addrs, args = {}, []
+    for a in cfg["args"]:
+        if a[0] in ("array", "tensormap") and a[1] not in addrs:
+            arr = case["in"][a[1]]
+            addrs[a[1]] = (g.upload(arr), arr)
+    for a in cfg["args"]:
+        if a[0] == "array":
+            args.append(addrs[a[1]][0])
+        elif a[0] == "bytes":
+            args.append(bytes.fromhex(a[1]))
+        elif a[0] == "tensormap":
+            raw = bytearray.fromhex(a[2])
+            off = a[3] if len(a) > 3 else 0
+            raw[off:off + 8] = addrs[a[1]][0].to_bytes(8, "little")
+            args.append(bytes(raw))
+        else:
+            args.append(np.array(a[2]).astype(a[1]).item() if a[1] != "bfloat16" else a[2])
+    nprog = int(np.prod(cfg["grid"]))
+    args.append(g.alloc(cfg["scratch"] * nprog) if cfg.get("scratch") else 0)
+    args.append(0)
+    return args, {k: addrs[k] for k in cfg["outputs"]}
+
+
+def emulate(module, case, engine):
+    """One launch: (CPU seconds, warp-instructions, bit-identical to the H100)."""
+    import corpus_lib
+    from emulator import GlobalMemory
+    cfg = case["config"]
+    g = GlobalMemory()
+    args, outs = _args(case, g)
+    t = time.process_time()
+    res = module.launch(cfg["kernel"], cfg["grid"], cfg["block"], args, gmem=g, shared_bytes=cfg.get("shared", 0),
+                        engine=engine)
+    dt = time.process_time() - t
+    got = {k: g.download(a, like.nbytes).view(like.dtype).reshape(like.shape) for k, (a, like) in outs.items()}
+    return dt, res.instructions, not corpus_lib.mismatches(case, got)
+
+
+def interpreter_runner(case, sources):
+    """A function that runs the case's kernel once on Triton's interpreter, or None (no source here)."""
+    src = sources.get(case["config"]["name"])
+    if src is None:
+        return None
+    import torch
+    cfg = case["config"]
+    tensors = {}
+
+    def tensor(arr):
+        dt = arr.dtype.name
+        if dt == "bfloat16":
+            return torch.from_numpy(arr.view(np.uint16).copy()).view(torch.bfloat16)
+        if dt.startswith("float8"):
+            tdt = torch.float8_e4m3fn if "e4m3" in dt else torch.float8_e5m2
+            return torch.from_numpy(arr.view(np.uint8).copy()).view(tdt)
+        return torch.from_numpy(arr.copy())
+
+    def run():
+        args = []
+        for k, v in src["args"].items():
+            if isinstance(v, np.ndarray):
+                tensors[k] = tensor(case["in"].get(k, v))
+                args.append(tensors[k])
+            else:
+                args.append(v)
+        src["kernel"][tuple(src["grid"])](*args, num_warps=src["num_warps"], **src["constexprs"])
+    return run
+
+
+def triton_sources():
+    """{corpus case name: Triton case of triton_kernels.cases()} with every kernel built for the interpreter, or
+    None when Triton is not installed."""
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        import torch  # noqa: F401
+        import triton_kernels
+    except Exception as e:                 # noqa: BLE001 (the optional extra is missing or broken)
+        return None, f"{type(e).__name__}: {e}"
+    _numpy2_scalars()
+    out = {}
+    for c in triton_kernels.cases():
+        for t in c["targets"]:
+            out[f"triton_{c['name']}_{t.replace('_', '')}"] = c
+    return out, None
+
+
+def _numpy2_scalars():
+    """Triton 3.6's interpreter turns its scalar tensors (1-element arrays) into Python ints with ``int(array)``,
+    which numpy 2.4 refuses for arrays of one dimension (``range(0, tl.cdiv(K, BK))`` fails): take the element
+    instead, the value numpy used to give."""
+    from triton.runtime import interpreter as it
+    original = it._patch_lang_tensor
+    if getattr(original, "_numpy2", False):
+        return
+
+    def patched(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+    patched._numpy2 = True
+    it._patch_lang_tensor = patched
+
+
+def best(fn, runs):
+    times = []
+    for _ in range(runs):
+        t = time.process_time()
+        fn()
+        times.append(time.process_time() - t)
+    return min(times)
+
+
+def geo(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-k", default="", help="only cases whose name contains this")
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--no-interpreter", action="store_true")
+    a = ap.parse_args(argv)
+    sources, why = (None, "--no-interpreter") if a.no_interpreter else triton_sources()
+    import corpus_lib
+    from emulator import load_ptx
+    cases = corpus_lib.load_all()
+    names = [n for n in sorted(cases) if cases[n]["config"]["source"] == "triton" and a.k in n and
+             n not in corpus_lib.CANNOT_RUN]
+    if sources is None:
+        print(f"Triton's interpreter: not run ({why}); the two engines only")
+    print(f"{len(names)} Triton cases; CPU seconds of this process, best of {a.runs} warm launches; "
+          f"M/s = million warp-instructions per CPU second")
+    print(f"{'case':44s}{'class':>16s}{'instr':>9s}{'fast M/s':>10s}{'ref M/s':>9s}{'interp M/s':>11s}"
+          f"{'fast/interp':>12s}  bits")
+    rows = []
+    for n in names:
+        case = cases[n]
+        case["config"].setdefault("name", n)
+        module = load_ptx(case["ptx"])
+        cls = classify(case["ptx"])
+        ok = True
+        rate = {}
+        instr = 0
+        for engine in ("fast", "reference"):
+            _, instr, same = emulate(module, case, engine)           # compiles, translates
+            ok &= same
+            dt = best(lambda: emulate(module, case, engine), a.runs)
+            rate[engine] = instr / max(dt, 1e-9) / 1e6
+        rate["interp"] = None
+        run = interpreter_runner(case, sources) if sources else None
+        if run is not None:
+            try:
+                run()
+                rate["interp"] = instr / max(best(run, a.runs), 1e-9) / 1e6
+            except Exception as e:         # noqa: BLE001 (what the interpreter cannot run is reported, not fatal)
+                rate["interp"] = None
+                print(f"  (interpreter failed on {n}: {type(e).__name__}: {str(e)[:80]})")
+        ratio = rate["fast"] / rate["interp"] if rate["interp"] else None
+        rows.append((n, cls, instr, rate, ratio, ok))
+        ri = f"{rate['interp']:.3f}" if rate["interp"] else "-"
+        rr = f"{ratio:.2f}x" if ratio else "-"
+        print(f"{n:44s}{cls:>16s}{instr:>9d}{rate['fast']:>10.3f}{rate['reference']:>9.3f}{ri:>11s}{rr:>12s}  "
+              f"{'same' if ok else 'DIFFER'}")
+    print()
+    print(f"{'class':16s}{'kernels':>8s}{'fast M/s':>10s}{'ref M/s':>9s}{'interp M/s':>11s}{'fast/interp':>12s}"
+          f"{'faster':>9s}   (geometric means; 'faster': kernels the fast engine runs faster than the interpreter)")
+    for cls in CLASSES + ("all",):
+        rs = [r for r in rows if cls in ("all", r[1])]
+        if not rs:
+            continue
+        cmp = [r for r in rs if r[4]]
+        faster = f"{sum(r[4] > 1 for r in cmp)}/{len(cmp)}" if cmp else "-"
+        gi = f"{geo([r[3]['interp'] for r in cmp]):.3f}" if cmp else "-"
+        gr = f"{geo([r[4] for r in cmp]):.2f}x" if cmp else "-"
+        print(f"{cls:16s}{len(rs):>8d}{geo([r[3]['fast'] for r in rs]):>10.3f}"
+              f"{geo([r[3]['reference'] for r in rs]):>9.3f}{gi:>11s}{gr:>12s}{faster:>9s}")
+    bad = [r[0] for r in rows if not r[5]]
+    print(f"\nbit-identical to the H100 on both engines: {len(rows) - len(bad)}/{len(rows)}"
+          + (f"; differ: {', '.join(bad)}" if bad else ""))
+
+
+if __name__ == "__main__":
+    main()

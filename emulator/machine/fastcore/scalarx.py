@@ -1,0 +1,645 @@
+"""The fast engine's integer, bit and warp-collective rows (table.XROW): lop3, popc, clz, brev, bfind, bfi,
+prmt with a mode, shf, div/rem, bmsk, szext, the carry chains (add.cc/addc/sub.cc/subc/mad.cc/madc), vote,
+activemask, match and redux, lane by lane as the executors of ``ops.intx``, ``ops.simd``, ``ops.carry`` and
+``ops.warpops`` define them.
+
+The executors are the definition; the functions here transcribe them step for step on raw bits held in
+uint64, and ``tests/test_fastcore_scalarx.py`` checks both engines equal on edge values and random bits. A row
+whose lanes break a rule (a membermask that names a lane not executing the instruction) returns 1: the loop
+hands the instruction back and the executor raises the error it defines.
+
+Like the float rows (``fcall.py``), the rows are compiled apart from the loops, as one C-callable function the
+loops call through its address (``xcall.py``, through ``call_x``; the translation puts the address in its
+table-pointer array), so the loops' compile time stays what it was and this code is compiled (or loaded from
+numba's cache) only for kernels that have such a row.
+"""
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+from ...numerics.fast import _fma64, f2i, i2f
+from .atomics import _f32_of as i2f32
+
+LANES = 32
+U0 = np.uint64(0)
+U1 = np.uint64(1)
+ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+M32 = np.uint64(0xFFFFFFFF)
+
+# row field X of XROW rows (Y, Z: the kind's parameters, listed with each)
+(K_LOP3,        # Y: the truth table
+ K_POPC, K_CLZ, K_BREV,
+ K_BFIND,       # Y: 1 = .shiftamt
+ K_BFI,         # A: f, B: b, C: position, D: length
+ K_PRMT,        # Y: the mode (PRMT_MODES order)
+ K_SHF,         # Y: 1 = .l, Z: 1 = .clamp
+ K_DIV, K_REM,
+ K_BMSK,        # Y: 1 = .clamp
+ K_SZEXT,       # Y: 1 = .clamp, Z: 1 = .s32
+ K_CARRY,       # Y: CY_* bits; D: the carry flag in; second destination: the carry flag out
+ K_VOTE,        # Y: 0 all, 1 any, 2 uni, 3 ballot; D: membermask
+ K_ACTIVEMASK,
+ K_MATCH,       # Y: 0 any, 1 all; D: membermask; second destination: the predicate of .all
+ K_REDUX,       # Y: REDUX_OPS index; D: membermask
+ K_PACK,        # mov.bW d, {a, b(, c, d)}: Y: the part's width, Z: the number of parts
+ K_UNPACK,      # mov.bW {d, d2}, a: Y: the part's width (the low part to the destination, the high one to the second)
+ K_HALF,        # add/sub/mul/fma{.rn}.{f16,bf16,f16x2,bf16x2}: Y: HALF_OPS index (fma: + 16 the product negated,
+                # + 32 the addend negated: a contracted mul and add), Z: 0 f16, 1 bf16; W: 16 or 32
+ K_CVTF,        # cvt{.rn} between f16, bf16, f32 and f64: Y: the source's format, Z: the destination's (F_*)
+ K_FP8,         # cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2}: Y: 0 e4m3, 1 e5m2; Z: 1 = .relu
+ K_F64,         # add/sub/mul/fma/div/rcp/sqrt/neg/abs .f64: Y: F64_OPS index, Z: MODES index (directed: add/sub)
+ ) = range(23)
+F64_OPS = ("add", "sub", "mul", "fma", "div", "rcp", "sqrt", "neg", "abs")
+MODES = ("rn", "rz", "rm", "rp")
+HALF_OPS = ("add", "sub", "mul", "fma")
+F_F16, F_BF16, F_F32, F_F64 = range(4)
+FMT_BITS = (16, 16, 32, 64)
+CY_IN, CY_SUB, CY_MAD, CY_HI, CY_SIGNED = 1, 2, 4, 8, 16
+PRMT_MODES = ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16")
+REDUX_OPS = ("add", "min", "max", "and", "or", "xor")
+_PRMT = np.array([   # ops.intx._PRMT_MODES: selector (c & 3) -> source byte of result bytes 0..3
+    [[0, 1, 2, 3], [1, 2, 3, 4], [2, 3, 4, 5], [3, 4, 5, 6]],
+    [[0, 7, 6, 5], [1, 0, 7, 6], [2, 1, 0, 7], [3, 2, 1, 0]],
+    [[0, 0, 0, 0], [1, 1, 1, 1], [2, 2, 2, 2], [3, 3, 3, 3]],
+    [[0, 1, 2, 3], [1, 1, 2, 3], [2, 2, 2, 3], [3, 3, 3, 3]],
+    [[0, 0, 0, 0], [0, 1, 1, 1], [0, 1, 2, 2], [0, 1, 2, 3]],
+    [[0, 1, 0, 1], [2, 3, 2, 3], [0, 1, 0, 1], [2, 3, 2, 3]]], np.int64)
+
+
+@njit(cache=True, inline="always")
+def _mask(w):
+    return ALL >> np.uint64(64 - w)
+
+
+@njit(cache=True, inline="always")
+def _sext(v, w):
+    if w >= 64:
+        return v
+    m = U1 << np.uint64(w - 1)
+    return ((v & _mask(w)) ^ m) - m
+
+
+@njit(cache=True)
+def _bitlen(x):
+    n = 0
+    while x != U0:
+        x >>= U1
+        n += 1
+    return n
+
+
+@njit(cache=True)
+def _popc(x):
+    n = 0
+    while x != U0:
+        x &= x - U1
+        n += 1
+    return n
+
+
+@njit(cache=True)
+def _field(v, w):
+    """ops.intx._field: the 32-bit forms read a position/length's low 8 bits, the 64-bit forms clamp it at 255."""
+    return np.int64(v & np.uint64(0xFF)) if w == 32 else np.int64(min(v, np.uint64(0xFF)))
+
+
+@njit(cache=True)
+def _amount(v, clamp):
+    """ops.intx._amount: .clamp limits a bmsk/szext count to 32, .wrap takes it modulo 32."""
+    return np.int64(min(v, np.uint64(32))) if clamp else np.int64(v & np.uint64(31))
+
+
+@njit(cache=True)
+def _mulhi_u64(a, b):
+    m32 = np.uint64(0xFFFFFFFF)
+    s32 = np.uint64(32)
+    a0, a1 = a & m32, a >> s32
+    b0, b1 = b & m32, b >> s32
+    p00 = a0 * b0
+    p01 = a0 * b1
+    p10 = a1 * b0
+    mid = (p00 >> s32) + (p01 & m32) + (p10 & m32)
+    return a1 * b1 + (p01 >> s32) + (p10 >> s32) + (mid >> s32)
+
+
+@njit(cache=True)
+def _divrem(a, b, w, sgn, rem):
+    """ops.intx.compile_intdiv: truncating division (C), all ones for a zero divisor, results wrapped."""
+    mk = _mask(w)
+    if b & mk == U0:
+        return mk
+    if not sgn:
+        q = (a & mk) // (b & mk)
+        return ((a & mk) - q * (b & mk)) & mk if rem else q
+    x, y = _sext(a, w), _sext(b, w)
+    nx, ny = np.int64(x) < 0, np.int64(y) < 0
+    ux = (U0 - x) if nx else x                    # magnitudes (|INT64_MIN| = 2^63 as uint64)
+    uy = (U0 - y) if ny else y
+    q = ux // uy
+    if nx != ny:
+        q = U0 - q
+    if rem:
+        return (x - q * y) & mk
+    return q & mk
+
+
+@njit(cache=True)
+def _carry(a, b, c, cin, w, flags):
+    """ops.carry.compile_carry for one lane: (result, carry or borrow out)."""
+    mk = _mask(w)
+    if flags & CY_MAD:
+        if w == 64:
+            if flags & CY_HI:
+                p = _mulhi_u64(a, b)
+                if flags & CY_SIGNED:
+                    if np.int64(a) < 0:
+                        p -= b
+                    if np.int64(b) < 0:
+                        p -= a
+            else:
+                p = a * b
+        else:
+            x, y = a, b
+            if flags & CY_SIGNED:
+                x, y = _sext(a, w), _sext(b, w)
+            p = x * y                              # the low 64 bits hold the 2w-bit product
+            p = (p >> np.uint64(w)) & mk if flags & CY_HI else p & mk
+        a, b = p, c
+    if flags & CY_SUB:
+        t = a - b
+        s = t - cin
+        if w == 64:
+            out = U1 if (a < b or t < cin) else U0
+        else:
+            out = U1 if np.int64(a) - np.int64(b) - np.int64(cin) < 0 else U0
+        return s & mk, out
+    t = a + b
+    s = t + cin
+    if w == 64:
+        out = U1 if (t < a or s < t) else U0
+    else:
+        out = s >> np.uint64(w)
+    return s & mk, out
+
+
+@njit(cache=True)
+def _members_ok(em, xd):
+    """ops.warpops._member_check: each executing lane is in its own membermask, and every lane an executing
+    lane names executes the instruction."""
+    union = U0
+    for lane in range(LANES):
+        if (em >> lane) & 1:
+            union |= xd[lane]
+            if (xd[lane] >> np.uint64(lane)) & U1 == U0:
+                return False
+    for lane in range(LANES):
+        if (union >> np.uint64(lane)) & U1 != U0 and (em >> lane) & 1 == 0:
+            return False
+    return True
+
+
+@njit(cache=True)
+def x_rows(kind, y, z, w, sgn, em, xa, xb, xc, xd, xr, xq):
+    """One XROW on the lanes in ``em``: sources xa, xb, xc, xd (read with their types), results in xr (and the
+    second destination's in xq). Returns 0, or 1 when a lane breaks a rule (the loop hands the row back)."""
+    mk = _mask(w)
+    if kind == K_F64:
+        return _f64_rows(y, z, em, xa, xb, xc, xr)
+    if kind >= K_PACK:
+        return _moves_floats(kind, y, z, w, em, xa, xb, xc, xd, xr, xq)
+    if kind >= K_VOTE:
+        if kind != K_ACTIVEMASK and not _members_ok(em, xd):
+            return 1
+        bits = U0
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                bits |= U1 << np.uint64(lane)
+        if kind == K_ACTIVEMASK:
+            for lane in range(LANES):
+                xr[lane] = bits
+            return 0
+        if kind == K_VOTE:
+            ballot = U0
+            n = 0
+            for lane in range(LANES):
+                if (em >> lane) & 1 and xa[lane] != U0:
+                    ballot |= U1 << np.uint64(lane)
+                    n += 1
+            nact = _popc(bits)
+            if y == 3:
+                r = ballot
+            elif y == 0:
+                r = U1 if n == nact else U0
+            elif y == 1:
+                r = U1 if n > 0 else U0
+            else:
+                r = U1 if (n == nact or n == 0) else U0
+            for lane in range(LANES):
+                xr[lane] = r
+            return 0
+        if kind == K_MATCH:
+            allsame = True
+            first = -1
+            for lane in range(LANES):
+                if (em >> lane) & 1:
+                    if first < 0:
+                        first = lane
+                    elif xa[lane] != xa[first]:
+                        allsame = False
+            for lane in range(LANES):
+                if y == 1:
+                    xr[lane] = bits if allsame else U0
+                    xq[lane] = U1 if allsame else U0
+                else:
+                    same = U0
+                    for j in range(LANES):
+                        if (em >> j) & 1 and xa[j] == xa[lane]:
+                            same |= U1 << np.uint64(j)
+                    xr[lane] = same
+            return 0
+        # K_REDUX
+        r = U0
+        started = False
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                v = xa[lane] & M32
+                if not started:
+                    r = v
+                    started = True
+                elif y == 0:
+                    r = (r + v) & M32
+                elif y == 1 or y == 2:
+                    if sgn:
+                        lt = np.int64(_sext(v, 32)) < np.int64(_sext(r, 32))
+                    else:
+                        lt = v < r
+                    if lt == (y == 1) and v != r:
+                        r = v
+                elif y == 3:
+                    r &= v
+                elif y == 4:
+                    r |= v
+                else:
+                    r ^= v
+        for lane in range(LANES):
+            xr[lane] = r
+        return 0
+    for lane in range(LANES):
+        if not (em >> lane) & 1:
+            continue
+        a = xa[lane]
+        b = xb[lane]
+        c = xc[lane]
+        if kind == K_LOP3:
+            r = U0
+            for k in range(8):
+                if (y >> k) & 1:
+                    r |= (a if k & 4 else ~a) & (b if k & 2 else ~b) & (c if k & 1 else ~c)
+            xr[lane] = r & M32
+        elif kind == K_POPC:
+            xr[lane] = np.uint64(_popc(a & mk))
+        elif kind == K_CLZ:
+            xr[lane] = np.uint64(w - _bitlen(a & mk))
+        elif kind == K_BREV:
+            x = a & mk
+            r = U0
+            for i in range(w):
+                r = (r << U1) | ((x >> np.uint64(i)) & U1)
+            xr[lane] = r
+        elif kind == K_BFIND:
+            x = a & mk
+            if sgn and (x >> np.uint64(w - 1)) & U1:
+                x = ~x & mk
+            pos = _bitlen(x) - 1
+            if pos < 0:
+                xr[lane] = M32
+            else:
+                xr[lane] = np.uint64(w - 1 - pos if y else pos)
+        elif kind == K_BFI:
+            pos = _field(c, w)
+            ln = _field(xd[lane], w)
+            k = min(ln, w - pos) if pos < w else 0
+            if k <= 0:
+                xr[lane] = b & mk
+            else:
+                fm = (ALL >> np.uint64(64 - k)) << np.uint64(pos)
+                xr[lane] = ((b & ~fm) | ((a << np.uint64(pos)) & fm)) & mk
+        elif kind == K_PRMT:
+            both = (a & M32) | ((b & M32) << np.uint64(32))
+            sel = np.int64(c & np.uint64(3))
+            r = U0
+            for k in range(4):
+                byte = (both >> np.uint64(8 * _PRMT[y, sel, k])) & np.uint64(0xFF)
+                r |= byte << np.uint64(8 * k)
+            xr[lane] = r
+        elif kind == K_SHF:
+            n = min(c, np.uint64(32)) if z else c & np.uint64(31)
+            both = (a & M32) | ((b & M32) << np.uint64(32))
+            if y:
+                xr[lane] = ((both << n) >> np.uint64(32)) & M32
+            else:
+                xr[lane] = (both >> n) & M32
+        elif kind == K_DIV or kind == K_REM:
+            xr[lane] = _divrem(a, b, w, sgn, kind == K_REM)
+        elif kind == K_BMSK:
+            pos, n = _amount(a, y), _amount(b, y)
+            xr[lane] = (((U1 << np.uint64(n)) - U1) << np.uint64(pos)) & M32
+        elif kind == K_SZEXT:
+            x = a & M32
+            n = _amount(b, y)
+            low = x & ((U1 << np.uint64(n)) - U1)
+            if z and n > 0 and (x >> np.uint64(n - 1)) & U1:
+                low -= U1 << np.uint64(n)
+            xr[lane] = low & M32
+        elif kind == K_CARRY:
+            cin = xd[lane] & U1 if y & CY_IN else U0
+            xr[lane], xq[lane] = _carry(a & mk, b & mk, c & mk, cin, w, y)
+    return 0
+
+
+@intrinsic
+def call_x(typingctx, fn, em, prow, pimm, parena, n, pscratch):
+    """Call the compiled ``xcall.x_c`` at the address ``fn`` (all arguments int64: the lanes, the addresses of
+    the row, its immediates, the arena, the arena's length, the loop's scratch); returns its int64."""
+    sig = types.int64(*([types.int64] * 7))
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        p64, p8 = i64.as_pointer(), ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(i64, [i64, p64, p64, p8, i64, p64])
+        f = builder.inttoptr(args[0], fnty.as_pointer())
+        return builder.call(f, [args[1], builder.inttoptr(args[2], p64), builder.inttoptr(args[3], p64),
+                                builder.inttoptr(args[4], p8), args[5], builder.inttoptr(args[6], p64)])
+    return sig, codegen
+
+
+# -- mov pack/unpack, half-precision arithmetic, float conversions ---------------------------------------------
+
+@njit(cache=True)
+def _f16_value(h):
+    """The binary16 ``h`` (raw bits) as a float64 (exact)."""
+    e = np.int64((h >> np.uint64(10)) & np.uint64(0x1F))
+    f = np.int64(h & np.uint64(0x3FF))
+    neg = (h >> np.uint64(15)) & U1
+    if e == 31:
+        v = np.inf if f == 0 else np.nan
+    elif e == 0:
+        v = np.float64(f) * 2.0 ** -24
+    else:
+        v = np.float64(1024 + f) * 2.0 ** (e - 25)
+    return -v if neg else v
+
+
+@njit(cache=True)
+def _value(bits, fmt):
+    """Raw bits of format ``fmt`` (F_*) as a float64 (exact)."""
+    if fmt == F_F16:
+        return _f16_value(bits & np.uint64(0xFFFF))
+    if fmt == F_BF16:
+        return np.float64(i2f32((bits & np.uint64(0xFFFF)) << np.uint64(16)))
+    if fmt == F_F32:
+        return np.float64(i2f32(bits & M32))
+    return i2f(np.int64(bits))
+
+
+@njit(cache=True)
+def _rne(x, fmt):
+    """The float64 ``x`` (not a NaN) rounded to nearest even in ``fmt`` (F_*): raw bits (overflow: inf)."""
+    if fmt == F_F64:
+        return np.uint64(f2i(x))
+    eb, mb = (5, 10) if fmt == F_F16 else ((8, 7) if fmt == F_BF16 else (8, 23))
+    wd = 1 + eb + mb
+    bits = np.uint64(f2i(x))
+    sign = bits >> np.uint64(63)
+    ex = np.int64((bits >> np.uint64(52)) & np.uint64(0x7FF))
+    frac = bits & np.uint64(0xFFFFFFFFFFFFF)
+    top = sign << np.uint64(wd - 1)
+    expmax = np.uint64((1 << eb) - 1)
+    if ex == 0x7FF:
+        return top | (expmax << np.uint64(mb))
+    if ex == 0:                              # zero, or a float64 subnormal: far below every format here
+        return top
+    mant = frac | (U1 << np.uint64(52))
+    e = ex - 1023
+    bias = (1 << (eb - 1)) - 1
+    emin = 1 - bias
+    shift = 52 - mb + (emin - e if e < emin else 0)
+    if shift >= 64:
+        return top
+    r = mant >> np.uint64(shift)
+    rem = mant & ((U1 << np.uint64(shift)) - U1)
+    half = U1 << np.uint64(shift - 1)
+    if rem > half or (rem == half and (r & U1)):
+        r += U1
+    big = e if e > emin else emin
+    if r >> np.uint64(mb + 1):
+        r >>= U1
+        big += 1
+    if (r >> np.uint64(mb)) == U0:
+        return top | r                       # subnormal (or zero)
+    biased = big + bias
+    if biased >= (1 << eb) - 1:
+        return top | (expmax << np.uint64(mb))
+    return top | (np.uint64(biased) << np.uint64(mb)) | (r & ((U1 << np.uint64(mb)) - U1))
+
+
+@njit(cache=True)
+def _fold_odd(s, e):
+    """fround.round_odd: the float64 neighbour of s + e whose last bit is odd (s when e is 0)."""
+    if e == 0.0 or s - s != 0.0:
+        return s
+    b = f2i(s)
+    if b & 1:
+        return s
+    if (e > 0.0) == (s > 0.0):
+        return i2f(b + 1)
+    return i2f(b - 1)
+
+
+@njit(cache=True)
+def _half_op(op, fmt, a, b, c):
+    """ops.falu add/sub/mul/fma .rn of one f16/bf16 element (raw bits): the exact result (products are exact in
+    float64, sums carry their TwoSum error), one rounding; a NaN result is the canonical 0x7FFF."""
+    negp, negc = (op >> 4) & 1, (op >> 5) & 1    # a fused (contracted) product or addend negated
+    op &= 15
+    x = _value(a, fmt)
+    y = _value(b, fmt)
+    if op == 1:
+        y = -y
+    if negp:
+        x = -x
+    e = 0.0
+    if op == 2:
+        s = x * y
+    else:
+        if op == 3:
+            p = x * y
+            cc = _value(c, fmt)
+            if negc:
+                cc = -cc
+        else:
+            p = x
+            cc = y
+        s = p + cc
+        if s - s == 0.0:
+            bb = s - p
+            e = (p - (s - bb)) + (cc - bb)
+    if s != s:
+        return np.uint64(0x7FFF)
+    return _rne(_fold_odd(s, e), fmt)
+
+
+@njit(cache=True)
+def _nan_convert(bits, af, df):
+    """ops.cvt.nan_convert (no .ftz): the NaN cvt makes of the NaN ``bits`` of format ``af`` in format ``df``."""
+    aw, dw = FMT_BITS[af], FMT_BITS[df]
+    if af == F_BF16 and df == F_F32:
+        return (bits & np.uint64(0xFFFF)) << np.uint64(16)
+    if af == F_F64 or df == F_F64:
+        afb = 10 if af == F_F16 else (7 if af == F_BF16 else (23 if af == F_F32 else 52))
+        dfb = 10 if df == F_F16 else (7 if df == F_BF16 else (23 if df == F_F32 else 52))
+        sign = ((bits >> np.uint64(aw - 1)) & U1) << np.uint64(dw - 1)
+        pay = bits & ((U1 << np.uint64(afb)) - U1)
+        pay = pay << np.uint64(dfb - afb) if dfb > afb else pay >> np.uint64(afb - dfb)
+        ex = np.uint64(((1 << (dw - 1 - dfb)) - 1)) << np.uint64(dfb)
+        return sign | ex | pay | (U1 << np.uint64(dfb - 1))
+    return np.uint64(0x7FFF) if dw == 16 else np.uint64(0x7FFFFFFF)
+
+
+@njit(cache=True)
+def _fp8_to_f16(b, e5m2):
+    """ops.cvt_narrow._from_fp8 of one byte: exact widening to binary16, a NaN gives 0x7FFF."""
+    if e5m2:
+        if (b & np.uint64(0x7F)) > np.uint64(0x7C):
+            return np.uint64(0x7FFF)
+        return b << np.uint64(8)
+    if (b & np.uint64(0x7F)) == np.uint64(0x7F):
+        return np.uint64(0x7FFF)
+    e = np.int64((b >> np.uint64(3)) & np.uint64(0xF))
+    m = np.float64(b & np.uint64(7))
+    v = m * 2.0 ** -9 if e == 0 else (8.0 + m) * 2.0 ** (e - 10)
+    if (b >> np.uint64(7)) & U1:
+        v = -v
+    return _rne(v, F_F16)
+
+
+@njit(cache=True)
+def _moves_floats(kind, y, z, w, em, xa, xb, xc, xd, xr, xq):
+    pm = _mask(y) if kind <= K_UNPACK else U0
+    for lane in range(LANES):
+        if not (em >> lane) & 1:
+            continue
+        a = xa[lane]
+        if kind == K_PACK:
+            r = (a & pm) | ((xb[lane] & pm) << np.uint64(y))
+            if z == 4:
+                r |= ((xc[lane] & pm) << np.uint64(2 * y)) | ((xd[lane] & pm) << np.uint64(3 * y))
+            xr[lane] = r
+        elif kind == K_UNPACK:
+            xr[lane] = a & pm
+            xq[lane] = (a >> np.uint64(y)) & pm
+        elif kind == K_HALF:
+            r = U0
+            for i in range(w // 16):
+                sh = np.uint64(16 * i)
+                h = _half_op(y, z, (a >> sh) & np.uint64(0xFFFF), (xb[lane] >> sh) & np.uint64(0xFFFF),
+                             (xc[lane] >> sh) & np.uint64(0xFFFF))
+                r |= h << sh
+            xr[lane] = r
+        elif kind == K_CVTF:
+            x = _value(a, y)
+            xr[lane] = _nan_convert(a, y, z) if x != x else _rne(x, z)
+        else:                                         # K_FP8
+            r = U0
+            for i in range(2):
+                h = _fp8_to_f16((a >> np.uint64(8 * i)) & np.uint64(0xFF), y == 1)
+                if z and h != np.uint64(0x7FFF) and (h >> np.uint64(15)) & U1:
+                    h = U0                            # .relu: negative values and -0 give +0
+                r |= h << np.uint64(16 * i)
+            xr[lane] = r
+    return 0
+
+
+Q64 = np.uint64(0x8000000000000)
+SIGN64 = np.uint64(0x8000000000000000)
+MAX64 = np.uint64(0x7FEFFFFFFFFFFFFF)
+
+
+@njit(cache=True, inline="always")
+def _isnan64(b):
+    return (b & np.uint64(0x7FFFFFFFFFFFFFFF)) > np.uint64(0x7FF0000000000000)
+
+
+@njit(cache=True)
+def _f64_sum(x, y, mode):
+    """fround: x + y rounded once in ``mode`` (MODES index): the TwoSum error steps the nearest result
+    (_directed_f64), an exact zero takes IEEE's sign (zero_sum_sign), an overflow of finite operands gives the
+    largest finite value where the mode rounds away from infinity. Raw bits."""
+    s = x + y
+    if mode == 0:
+        return np.uint64(f2i(s))
+    e = 0.0
+    fin = s - s == 0.0
+    if fin:
+        bb = s - x
+        e = (x - (s - bb)) + (y - bb)
+    if s == 0.0 and mode == 2 and not (x == 0.0 and y == 0.0 and f2i(x) >= 0 and f2i(y) >= 0):
+        s = -0.0
+    b = np.uint64(f2i(s))
+    if fin and e != 0.0:                             # s is not zero: step one ulp (sign-magnitude bits)
+        if mode == 1:
+            if (e > 0.0) != (s > 0.0):
+                b -= U1                                  # toward zero
+        elif mode == 2:
+            if e < 0.0:
+                b = b + U1 if s < 0.0 else b - U1        # toward -inf
+        elif e > 0.0:
+            b = b + U1 if s > 0.0 else b - U1            # toward +inf
+    elif not fin and s == s and x - x == 0.0 and y - y == 0.0:      # overflow of finite operands
+        neg = s < 0.0
+        keep = (mode == 2 and neg) or (mode == 3 and not neg)
+        if not keep:
+            b = MAX64 | (SIGN64 if neg else U0)
+    return b
+
+
+@njit(cache=True, error_model="numpy")           # x / 0 is IEEE's, not ZeroDivisionError
+def _f64_rows(op, mode, em, xa, xb, xc, xr):
+    """ops.falu's .f64 forms: one IEEE operation (products, quotients, roots and fma correctly rounded by the
+    machine's binary64), NaN operands give the first NaN in the reference's order quieted (f64_nan: b then a;
+    fma: b, c, a; neg/abs: a), a NaN made of numbers the machine's. div/rcp/sqrt keep the machine's NaN."""
+    for lane in range(LANES):
+        if not (em >> lane) & 1:
+            continue
+        a, b, c = xa[lane], xb[lane], xc[lane]
+        x, yv = i2f(np.int64(a)), i2f(np.int64(b))
+        if op == 7 or op == 8:                           # neg, abs
+            r = (a ^ SIGN64) if op == 7 else (a & ~SIGN64)
+            if _isnan64(a):
+                r = a | Q64
+        elif op == 4:
+            r = np.uint64(f2i(x / yv))
+        elif op == 5:
+            r = np.uint64(f2i(1.0 / x))
+        elif op == 6:
+            r = np.uint64(f2i(np.sqrt(x)))
+        elif op == 3:
+            r = np.uint64(f2i(_fma64(x, yv, i2f(np.int64(c)))))
+            if _isnan64(b):
+                r = b | Q64
+            elif _isnan64(c):
+                r = c | Q64
+            elif _isnan64(a):
+                r = a | Q64
+        else:
+            if op == 2:
+                r = np.uint64(f2i(x * yv))
+            else:
+                r = _f64_sum(x, -yv if op == 1 else yv, mode)
+            if _isnan64(b):
+                r = b | Q64
+            elif _isnan64(a):
+                r = a | Q64
+        xr[lane] = r
+    return 0

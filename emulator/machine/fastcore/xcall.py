@@ -1,0 +1,74 @@
+"""The XROW rows (``scalarx.x_rows``) and the atomic updates (``atomics.atom_rows``), operand reads and register
+writes included, as C-callable functions compiled apart from the loops (as ``fcall.py`` does for the float
+rows): the loops make one call through their addresses (``scalarx.call_x``, ``atomics.call_atom``; the
+translation puts them in its table-pointer array), so these rows add next to nothing to the loops' compile time. Importing this module compiles them (or loads them from numba's cache); the translation imports it only
+for kernels with such a row, and the background warm-up (``warmup.py``) compiles it beside the loops.
+"""
+import numpy as np
+from numba import carray, cfunc, njit, types
+
+from . import table as T
+from .atomics import atom_rows
+from .loop import _gather, _scatter
+from .scalarx import x_rows
+
+_P64 = types.CPointer(types.uint64)
+_PI64 = types.CPointer(types.int64)
+_P8 = types.CPointer(types.uint8)
+
+
+@njit(cache=True, _nrt=False)
+def _xrow(row, imrow, em, a8, a16, a32, a64, scratch):
+    """An XROW on the lanes in ``em``: gather its sources as the loop does, compute (scalarx.x_rows), write the
+    destinations; 1 (nothing written) when a lane breaks a rule."""
+    xa, xb, xc, xd, xr, xq = scratch[3], scratch[4], scratch[5], scratch[10], scratch[6], scratch[7]
+    w, sgn = row[T.W], row[T.SGN]
+    v = T.V0
+    sb = row[v + 4]
+    if row[T.A] != -1:
+        _gather(row[T.A], w, sgn, xa, a8, a16, a32, a64, imrow)
+    if row[T.B] != -1:
+        _gather(row[T.B], row[v + 1], sb & 1, xb, a8, a16, a32, a64, imrow)
+    if row[T.C] != -1:
+        _gather(row[T.C], row[v + 2], (sb >> 1) & 1, xc, a8, a16, a32, a64, imrow)
+    if row[v] != -1:
+        _gather(row[v], row[v + 3], (sb >> 2) & 1, xd, a8, a16, a32, a64, imrow)
+    if x_rows(row[T.X], row[T.Y], row[T.Z], w, sgn, em, xa, xb, xc, xd, xr, xq) != 0:
+        return 1
+    _scatter(row[T.D], xr, em, row[v + 5], row[v + 6], a8, a16, a32, a64)
+    if row[v + 7] != -1:
+        _scatter(row[v + 7], xq, em, 32, 0, a8, a16, a32, a64)
+    return 0
+
+
+@njit(cache=True, _nrt=False)
+def _atom(row, imrow, em, shared, a8, a16, a32, a64, scratch):
+    """An ATOM row on the lanes in ``em``, whose raw addresses (loop._mem_plan) are in scratch[7]."""
+    xb, xc, ptrs, xr = scratch[3], scratch[4], scratch[7], scratch[6]
+    w = row[T.W]
+    _gather(row[T.B], w, 0, xb, a8, a16, a32, a64, imrow)
+    if row[T.C] != -1:
+        _gather(row[T.C], w, 0, xc, a8, a16, a32, a64, imrow)
+    atom_rows(row[T.V0], row[T.V0 + 1], row[T.Z], em, shared, ptrs, xb, xc, xr)
+    _scatter(row[T.D], xr, em, w, 0, a8, a16, a32, a64)
+    return 0
+
+
+@cfunc(types.int64(types.int64, _PI64, _P64, _P8, types.int64, _P64), cache=True, nopython=True)
+def x_c(em, prow, pimm, parena, n, pscratch):
+    a8 = carray(parena, n)
+    return _xrow(carray(prow, T.NFIELDS), carray(pimm, T.NIMM), em, a8, a8.view(np.uint16), a8.view(np.uint32),
+                 a8.view(np.uint64), carray(pscratch, (13, 32)))
+
+
+ADDRESS = x_c.address
+
+
+@cfunc(types.int64(types.int64, types.int64, _PI64, _P64, _P8, types.int64, _P64), cache=True, nopython=True)
+def atom_c(em, shared, prow, pimm, parena, n, pscratch):
+    a8 = carray(parena, n)
+    return _atom(carray(prow, T.NFIELDS), carray(pimm, T.NIMM), em, shared, a8, a8.view(np.uint16),
+                 a8.view(np.uint32), a8.view(np.uint64), carray(pscratch, (13, 32)))
+
+
+ATOM_ADDRESS = atom_c.address

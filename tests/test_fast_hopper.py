@@ -1,0 +1,259 @@
+"""The fast engine on Hopper kernels: what it runs in its loop instead of handing back, proved equal to the
+reference executors bit for bit (``engines.compare_engines``), errors included."""
+import numpy as np
+import pytest
+
+from emulator import load_ptx
+from emulator.machine.fastcore import table as T, translation
+from engines import compare_engines
+from test_wgmma import DA, DB, HEAD, MMA, TAIL
+
+BULK = r"""
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u32 fence, .param .u32 vec)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<4>;
+    .shared .align 128 .b8 buf[2048];
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, buf;
+    shl.b32 %r3, %r1, 4;
+    add.u32 %r4, %r2, %r3;
+    ld.param.u32 %r9, [vec];
+    setp.ne.u32 %p3, %r9, 0;
+    @%p3 bra VEC;
+    st.shared.u32 [%r4], %r1;
+    st.shared.u16 [%r4+4], %r1;
+    st.shared.u8 [%r4+6], %r1;
+    cvta.shared.u64 %rd2, %rd1;
+    bra.uni DONE;
+VEC:
+    add.u32 %r5, %r1, 1;
+    st.shared.v4.b32 [%r4], {%r1, %r5, %r1, %r5};
+    cvt.u64.u32 %rd3, %r4;
+    st.u64 [%rd3+8], %rd1;
+DONE:
+    ld.param.u32 %r6, [fence];
+    setp.ne.u32 %p2, %r6, 0;
+    @%p2 fence.proxy.async.shared::cta;
+    bar.sync 0;
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r2], 2048;
+    @%p1 cp.async.bulk.commit_group;
+    @%p1 cp.async.bulk.wait_group.read 0;
+    ret;
+}
+"""
+
+
+def _slow_rows(module, kernel="k"):
+    prog = module.program(kernel)
+    tr = translation(prog)
+    return tr, [prog.code[p].instr.text for p in np.flatnonzero(tr.code[:, T.OP] == T.SLOW)
+                if prog.code[p].kind == "op"]
+
+
+@pytest.mark.parametrize("vec", [0, 1])
+@pytest.mark.parametrize("fence", [0, 1])
+def test_shared_stores_beside_a_bulk_store_run_in_the_loop(fence, vec):
+    """Shared stores (every width, vectors, generic addresses) in a kernel whose bulk copy reads shared memory:
+    the loop runs them and marks their bytes for the fence.proxy.async check, so a missing fence is the same
+    ProxyError on both engines, and a fenced store the same bytes."""
+    module = load_ptx(BULK)
+    ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(2048, np.uint8)], [fence, vec])
+    assert not diffs, diffs
+    if fence:
+        assert "error" not in ref, ref["error"]
+        got = ref["memory"][0][1]
+        assert got.view(np.uint32).reshape(128, 4)[:, 0].tolist() == list(range(128))
+    else:
+        assert ref["error"][0] == "ProxyError" and "written by a generic-proxy store" in ref["error"][1]
+    tr, slow = _slow_rows(module)
+    assert tr.async_readers and not any(s.startswith("st.") for s in slow), slow
+
+
+def test_a_store_into_bytes_an_in_flight_wgmma_reads_is_handed_back():
+    """The loop checks the CTA's wgmma read counts: a store into the bytes an in-flight wgmma.mma_async reads
+    raises the reference's AsyncHazardError on both engines; a store beside them runs."""
+    body = ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n"
+            "mov.u32 %r2, smem;\nmov.b32 %r3, 7;\n@%p0 st.shared.u32 [%r2+OFF], %r3;\n"
+            "wgmma.wait_group.sync.aligned 0;")
+    text = HEAD + "setp.eq.u32 %p0, %r1, 96;\n" + f"mov.b64 %rd1, {DA};\nmov.b64 %rd2, {DB};\n" + body + "\n" + TAIL
+    for off, hazard in ((4100, True), (8000, False)):
+        module = load_ptx(text.replace("OFF", str(off)))
+        ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(128, np.float32)])
+        assert not diffs, diffs
+        assert ("error" in ref) == hazard
+        if hazard:
+            assert ref["error"][0] == "AsyncHazardError" and "in-flight wgmma.mma_async reads" in ref["error"][1]
+        _, slow = _slow_rows(module)
+        assert not any(s.startswith("st.shared") for s in slow)
+
+
+def test_a_wrong_store_mark_is_caught(monkeypatch):
+    """The comparison can fail: a loop that forgot the async-proxy marks would let the unfenced store through."""
+    from emulator.machine.fastcore import engine
+    module = load_ptx(BULK)
+    real = engine.FastWarp.run
+
+    def forgetful(self, w, budget):
+        out = real(self, w, budget)
+        if w._async is not None:
+            w._async.dirty[:] = False
+            w._async.any_dirty = False
+        return out
+    monkeypatch.setattr(engine.FastWarp, "run", forgetful)
+    ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(2048, np.uint8)], [0, 0])
+    assert diffs and "error" in ref and "error" not in fast
+
+
+def _capture_kernel(i, engine, n=1):
+    """The wgmma capture's own kernel (tools/hwcapture/wgmma) on its inputs: the D registers it stores."""
+    import wgmma_captures as wc
+    from emulator import GlobalMemory
+    f = wc.gen.forms()[i]
+    inp = wc.gen.form_inputs(i, f)
+    g = GlobalMemory()
+    args = [g.upload(inp["img"][:n]), g.upload(inp["desc"][:n]), g.upload(inp["a"][:n]), g.upload(inp["c"][:n])]
+    d = g.upload(np.zeros_like(inp["c"][:n]))
+    misc = g.upload(np.concatenate([inp["scale_d"][:n], np.zeros(n, np.uint32)]))
+    load_ptx(wc.gen.ptx(f)).launch("wgmma_cap", grid=(n, 1, 1), block=(128, 1, 1), args=args + [d, misc], gmem=g,
+                                   shared_bytes=wc.gen.DYN_SMEM, engine=engine)
+    return g.download(d, inp["c"][:n].nbytes).view(np.uint32).reshape(inp["c"][:n].shape)
+
+
+def _spread_forms(k):
+    """``k`` capture forms spread over the list (every type pair, ss and rs, scale-d, transposes appear)."""
+    import wgmma_captures as wc
+    safe, _ = wc.load("h100_safe.npz")
+    have = [i for i in range(len(wc.gen.forms())) if f"d{i}" in safe]
+    return [have[j * len(have) // k] for j in range(k)], safe
+
+
+def test_the_warpgroup_tile_equals_the_h100_on_both_engines(monkeypatch):
+    """The four warps' shares of a wgmma.mma_async computed as one 64-row tile (ops/wgmma/state.issue) give the
+    H100's registers, as the per-warp computation does, on the fast and the reference engine."""
+    from emulator.ops.wgmma import op as wop
+    forms, safe = _spread_forms(12)
+    sizes = []
+    real = wop.WgmmaOp.compute
+
+    def spy(self, A, B, C, *a):
+        sizes.append(A.shape[0])
+        return real(self, A, B, C, *a)
+    monkeypatch.setattr(wop.WgmmaOp, "compute", spy)
+    for i in forms:
+        want = safe[f"d{i}"][:1]
+        for engine in ("fast", "reference"):
+            assert (_capture_kernel(i, engine) == want).all(), (i, engine)
+    assert sizes and set(sizes) == {64}
+    # without the batch: one 16-row tile per warp, the same bits
+    from emulator.ops.wgmma import state as S
+    issue = S.issue
+
+    def single(warp, cst, ws, record, group, number):
+        record.pop("batch", None)
+        return issue(warp, cst, ws, record, group, number)
+    monkeypatch.setattr(S, "issue", single)
+    sizes.clear()
+    assert (_capture_kernel(forms[0], "fast") == safe[f"d{forms[0]}"][:1]).all()
+    assert set(sizes) == {16}
+
+
+def test_a_wrong_warpgroup_tile_is_caught(monkeypatch):
+    """The H100 comparison can fail: warps' rows put in the wrong order mismatch."""
+    from emulator.ops.wgmma import op as wop
+    forms, safe = _spread_forms(1)
+    real = wop.WgmmaOp.compute
+
+    def swapped(self, A, B, C, *a):
+        D = real(self, A, B, C, *a)
+        return np.concatenate([D[16:32], D[:16], D[32:]]) if D.shape[0] == 64 else D
+    monkeypatch.setattr(wop.WgmmaOp, "compute", swapped)
+    assert not (_capture_kernel(forms[0], "fast") == safe[f"d{forms[0]}"][:1]).all()
+
+
+
+@pytest.mark.parametrize("name", ["triton_matmul_f16_w8_sm90a", "triton_tma_matmul_sm90a", "cute_wgmma_tn_sm90a"])
+def test_sm90a_corpus_kernels_keep_barriers_stores_and_copies_in_the_loop(name, monkeypatch):
+    """Triton's and CuTe's wgmma kernels (and Triton's TMA matmul) on both engines equal the H100's outputs, and
+    the fast engine hands back none of their barriers, shared stores or cp.async copies."""
+    import collections
+    import corpus_lib
+    from emulator.machine import cta as cta_mod
+    case = corpus_lib.load_all()[name]
+    count = collections.Counter()
+    real = cta_mod.CTA._step
+
+    def step(cta, w, p, mask, together):
+        op = cta.prog.code[p]
+        count[op.kind if op.kind != "op" else ".".join((op.instr.base,) + tuple(op.instr.mods[:2]))] += 1
+        return real(cta, w, p, mask, together)
+    monkeypatch.setattr(cta_mod.CTA, "_step", step)
+    for engine in ("reference", "fast"):
+        count.clear()
+        got, res, _ = corpus_lib.replay(case, engine=engine)
+        assert corpus_lib.mismatches(case, got) == [], engine
+    assert count, "the fast engine hands the wgmma and TMA instructions back"
+    assert not any(k == "bar" or k.startswith(("st.", "cp.async.ca", "cp.async.cg")) for k in count), count
+
+
+MOVS = r"""
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+    .reg .b16 %h<8>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<8>;
+    .reg .pred %p<2>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    mad.lo.u32 %r2, %r1, -1640531535, 12345;
+    xor.b32 %r3, %r2, 0x5A5A5A5A;
+    mov.b32 {%h1, %h2}, %r2;
+    mov.b32 {%h3, _}, %r3;
+    mov.b32 %r4, {%h2, %h3};
+    mov.b64 %rd2, {%r2, %r3};
+    mov.b64 {%r5, %r6}, %rd2;
+    mov.b64 %rd3, {%h1, %h2, %h3, %h1};
+    mov.b64 {%h4, %h5, %h6, %h7}, %rd3;
+    mov.b32 %r7, {%h7, %h4};
+    setp.lt.u32 %p1, %r1, 20;
+    @%p1 mov.b64 %rd3, {%r6, %r4};
+    mul.wide.u32 %rd4, %r1, 32;
+    add.s64 %rd5, %rd1, %rd4;
+    st.global.v4.u32 [%rd5], {%r4, %r5, %r6, %r7};
+    st.global.v2.u64 [%rd5+16], {%rd2, %rd3};
+    ret;
+}
+"""
+
+
+def test_mov_pack_and_unpack_run_in_the_loop():
+    """mov.bW pack and unpack of 2 and 4 parts (a sink, a guard) on both engines: the same bits, as the
+    readable rule gives them, and no hand-back."""
+    module = load_ptx(MOVS)
+    ref, fast, diffs = compare_engines(module, "k", 1, 64, [np.zeros(64 * 32, np.uint8)])
+    assert not diffs, diffs
+    got = ref["memory"][0][1].view(np.uint32).reshape(64, 8)
+    t = np.arange(64, dtype=np.uint64)
+    r2 = (t * np.uint64(2654435761) + np.uint64(12345)) & np.uint64(0xFFFFFFFF)
+    r3 = r2 ^ np.uint64(0x5A5A5A5A)
+    h1, h2, h3 = r2 & np.uint64(0xFFFF), r2 >> np.uint64(16), r3 & np.uint64(0xFFFF)
+    r4 = h2 | h3 << np.uint64(16)
+    assert (got[:, 0] == r4).all() and (got[:, 1] == r2).all() and (got[:, 2] == r3).all()
+    assert (got[:, 3] == (h1 | h1 << np.uint64(16))).all()
+    assert (got[:, 4] == r2).all() and (got[:, 5] == r3).all()
+    rd3 = np.where(t < 20, r3 | r4 << np.uint64(32), h1 | h2 << np.uint64(16) | h3 << np.uint64(32) |
+                   h1 << np.uint64(48))
+    assert (got[:, 6] == rd3 & np.uint64(0xFFFFFFFF)).all() and (got[:, 7] == rd3 >> np.uint64(32)).all()
+    _, slow = _slow_rows(module)
+    assert not slow, slow
+    tr = translation(module.program("k"))
+    assert {T.MOV_PACK, T.MOV_UNPACK} <= set(tr.code[:, T.OP].tolist())
