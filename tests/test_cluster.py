@@ -329,3 +329,12 @@ def test_access_to_an_exited_cta_is_an_error():
     with pytest.raises(MemoryAccessError, match=r"CTA \(0, 0, 0\) \(rank 0\) of the cluster, whose threads have all "
                                                  r"exited"):
         load_ptx(text).launch("k", grid=2, block=32, cluster=2)
+
+
+def test_barrier_cluster_on_a_lone_warp_is_an_error():
+    """Found by the fuzz runner: Warp.run of barrier.cluster.wait.aligned raised an AttributeError."""
+    import pytest
+    from emulator import Warp
+    from emulator.errors import UnsupportedError
+    with pytest.raises(UnsupportedError, match="needs a kernel launch"):
+        Warp().run("barrier.cluster.wait.aligned;")

@@ -184,3 +184,11 @@ def test_swizzle_composed_with_layout():
     for r, c in itertools.product(range(8), range(64)):
         chunk = (c // 8) ^ r
         assert sw((r, c)) == r * 64 + chunk * 8 + c % 8
+
+
+def test_numpy_integers_with_huge_shapes_stay_exact():
+    """Found by the fuzz runner: numpy integers met Python integers past 64 bits (OverflowError)."""
+    import numpy as np
+    from emulator.cute import crd2idx, idx2crd
+    assert idx2crd(np.int64(-5), -1180591620717411303424) == -5
+    assert crd2idx(np.int64(3), 8, np.int64(2**62)) == 3 * 2**62

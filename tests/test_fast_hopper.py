@@ -256,4 +256,4 @@ def test_mov_pack_and_unpack_run_in_the_loop():
     _, slow = _slow_rows(module)
     assert not slow, slow
     tr = translation(module.program("k"))
-    assert {T.MOV_PACK, T.MOV_UNPACK} <= set(tr.code[:, T.OP].tolist())
+    assert T.XROW in set(tr.code[:, T.OP].tolist())

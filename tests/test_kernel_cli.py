@@ -62,3 +62,8 @@ def test_demo_reference_bits_are_the_capture():
     from emulator.cli.run import H100_D
     demo = np.load(os.path.join(ROOT, "tests", "data", "kernels", "h100_kernels.npz"))
     assert H100_D == demo["ptx_mma_shared_iota__after__c"].tobytes()
+
+
+def test_show_without_what_is_an_error_not_an_exit(capsys):
+    assert main(["show"]) == 1
+    assert capsys.readouterr().err.startswith("error: show: give WHAT")

@@ -54,7 +54,8 @@ def _cmd(args):
     if args.gluon:
         return _gluon(args)
     if not args.what:
-        raise SystemExit("show: give WHAT, or --gluon LAYOUT --shape MxN")
+        from ..errors import OperandError
+        raise OperandError("show: give WHAT (an instruction, gmma:..., a layout), or --gluon LAYOUT --shape MxN")
     what = args.what.strip()
     if what.startswith("gmma:"):                     # gmma:K:128 / gmma:MN:64 / gmma:0x<descriptor>
         from ..layouts.show import descriptor_view

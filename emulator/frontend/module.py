@@ -95,22 +95,57 @@ class ModuleInfo:
     variables: dict = field(default_factory=dict)
 
 
+_LOC_SYNTAX_RE = re.compile(r"\.loc\s+\d+\s+\d+\s+\d+(?:\s*,\s*function_name\s+[\w$.]+(?:\s*\+\s*\d+)?\s*,\s*inlined_at"
+                     r"\s+\d+\s+\d+\s+\d+)?\s*(?://.*)?")
+_FILE_SYNTAX_RE = re.compile(r'\.file\s+\d+\s+"(?:[^"\\\n]|\\.)*"(?:\s*,\s*(?:\d+\s*,\s*\d+|"(?:[^"\\\n]|\\.)*"))?'
+                             r'\s*(?://.*)?')
+_ITEM = r"(?:-?(?:0[xX][0-9a-fA-F]+|\d+)|[A-Za-z_$.][\w$.]*(?:\s*[+-]\s*\d+)?)"
+_SECTION_LINE_RE = re.compile(rf"(?:[A-Za-z_$.][\w$.]*:|\.b(?:8|16|32|64)\s+{_ITEM}(?:\s*,\s*{_ITEM})*)?\s*(?://.*)?")
+
+
+def _check_debug(text, body_start, body_end, labels):
+    """The lines of a debug section as ptxas parses them: labels (each defined once in the module) and
+    ``.b8/.b16/.b32/.b64`` lists of numbers and names (``name+offset``)."""
+    line = text.count("\n", 0, body_start) + 1
+    for ln in text[body_start:body_end].split("\n"):
+        s = ln.strip()
+        if s and not _SECTION_LINE_RE.fullmatch(s):
+            raise PTXSyntaxError(f"line {line}: {s[:60]}: not a label or a .b8/.b16/.b32/.b64 list (a debug "
+                                 f"section holds only those)")
+        if s.endswith(":"):
+            if s[:-1] in labels:
+                raise PTXSyntaxError(f"line {line}: duplicate definition of label {s[:-1]} (first at line "
+                                     f"{labels[s[:-1]]})")
+            labels[s[:-1]] = line
+        line += 1
+
+
 def strip_debug(text: str) -> str:
     """Blank out debug information, keeping line numbers: ``.loc`` / ``.file`` lines (they end without ';')
-    and ``.section .debug_* { ... }`` blocks (``nvcc -lineinfo`` / ``-G``)."""
+    and ``.section .debug_* { ... }`` blocks (``nvcc -lineinfo`` / ``-G``), after checking their syntax as
+    ptxas does."""
     out, pos = [], 0
+    labels = {}
     for m in _SECTION_RE.finditer(text):
         if m.start() < pos:
             continue
         end = _closing_brace(text, m.end())
         if end < 0:
             break                       # unclosed: left for the parser to report with its line and column
+        _check_debug(text, m.end(), end - 1, labels)
         out.append(text[pos:m.start()])
         out.append("\n" * text.count("\n", m.start(), end))
         pos = end
     out.append(text[pos:])
     kept = "".join(out)
     for m in _STRIP_RE.finditer(kept):
+        d = m.group(0).strip()
+        if not (_LOC_SYNTAX_RE if d.startswith(".loc") else _FILE_SYNTAX_RE).fullmatch(d):
+            line = kept.count("\n", 0, m.start()) + 1
+            raise PTXSyntaxError(f"line {line}: {d[:60]}: malformed {d.split()[0]} (expected "
+                                 + ('.loc file line column, optionally ", function_name label, inlined_at file '
+                                    'line column")' if d.startswith(".loc") else '.file index "name", optionally '
+                                    '", timestamp, size")'))
         nums = list(_DEBUG_NUM_RE.finditer(re.sub(r'"[^"]*"', '""', m.group(0))))
         if m.group(0).lstrip().startswith(".file"):
             nums = nums[:1] if nums and m.group(0).split()[1:2] == [nums[0].group(0)] else []   # the file index
@@ -285,6 +320,8 @@ def _parse_header(toks):
             cur = perf.setdefault(t.text, [])
         elif cur is not None and t.kind == "num" and _INT_RE.fullmatch(t.text):
             cur.append(_int(t, t.text))
+        elif cur is None and t.text == ",":               # ptxas: "Parsing error near ','"
+            _err(t, f"unexpected ',' after the header of {name}")
         j += 1
     if kind == "func" and any(t.text == ".ptr" for t in s):
         _err(next(t for t in s if t.text == ".ptr"), f".ptr qualifies kernel (.entry) parameters, not those of "

@@ -109,7 +109,7 @@ class Paren:
 # Statements
 
 
-@dataclass
+@dataclass(slots=True)
 class Instruction:
     opcode: str                    # the dotted opcode as written, e.g. 'ldmatrix.sync.aligned.m8n8.x4.shared.b16'
     operands: tuple
@@ -117,6 +117,11 @@ class Instruction:
     line: int = 1
     col: int = 1
     text: str = ""                 # the statement as written (without ';')
+    # set by later passes: ptxas's compile-time value (frontend/constfold.py), the fused producer
+    # (frontend/contract.py), the wgmma register names (ops/wgmma/state.py)
+    folded: object = field(default=None, compare=False, repr=False)
+    contract: object = field(default=None, compare=False, repr=False)
+    _wgmma_names: object = field(default=None, compare=False, repr=False)
 
     @property
     def base(self):
@@ -159,7 +164,7 @@ class Block:
 # ----------------------------------------------------------------------------------------------
 # Tokens
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Token:
     kind: str      # 'name', 'num', 'str', 'punct'
     text: str
@@ -221,6 +226,24 @@ def parse_int(text: str) -> int:
     return int(t, 16) if t[:2] in ("0x", "0X") else int(t, 10)
 
 
+def int_overflows(text: str) -> bool:
+    """Whether ptxas refuses the integer literal ``text`` ("Constant overflow"). Measured with ptxas 13: it
+    reads the digits into 64 bits and refuses a literal only when the value of all its digits but the last is
+    2^63 or more; a larger value is kept modulo 2^64 (``18446744073709551616`` is 0, ``92233720368547758079``
+    = 5 * 2^64 - 1 is accepted, ``92233720368547758080`` refused; the same for hexadecimal)."""
+    t = text.lstrip("-").rstrip("uU")
+    if t[:2] in ("0x", "0X"):
+        digits, base = t[2:], 16
+    elif t[:1] == "0" and len(t) > 1:
+        digits, base = t[1:], 8
+    else:
+        digits, base = t, 10
+    try:
+        return len(digits) > 1 and int(digits[:-1], base) >= 1 << 63
+    except ValueError:
+        return False
+
+
 def parse_number(tok: Token, negative=False) -> Imm:
     try:
         return _parse_number(tok, negative)
@@ -238,6 +261,9 @@ def _parse_number(tok: Token, negative=False) -> Imm:
         v = parse_int(t)
         if t[:1] == "0" and len(t.rstrip("uU")) > 1 and t[:2] not in ("0x", "0X"):
             v = int(t.rstrip("uU"), 8)     # PTX octal literal
+        if v >> 64 and not int_overflows(t):
+            v &= (1 << 64) - 1             # ptxas keeps such a literal modulo 2^64 (int_overflows); others stay
+                                           # whole, for the checks that refuse them
         return Imm(-v if negative else v, "int", ("-" if negative else "") + t)
     v = float(t)
     return Imm(-v if negative else v, "float", ("-" if negative else "") + t)
@@ -302,7 +328,7 @@ def _parse_operand(s: _Stream):
         first = s.peek()
         if first.kind == "name":
             s.next()
-            base = Reg(first.text) if first.text.startswith("%") else Sym(first.text)
+            base = _reg(first.text) if first.text.startswith("%") else Sym(first.text)
         elif first.kind == "num":
             s.next()
             imm = parse_number(first)
@@ -341,7 +367,7 @@ def _parse_operand(s: _Stream):
     if t.kind == "name":
         s.next()
         if t.text.startswith("%") or t.text == "_":
-            op = Reg(t.text)
+            op = _reg(t.text)
         elif t.text == "WARP_SZ":            # PTX's predefined constant: the warp size, an integer immediate
             return Imm(32, "int", "WARP_SZ")
         else:
@@ -352,6 +378,12 @@ def _parse_operand(s: _Stream):
             return Mem(op, parse_number(s.next()).value)
         return _maybe_pair(s, op)
     _err(t, f"expected an operand, found {t.text!r}")
+
+
+@lru_cache(maxsize=1 << 16)
+def _reg(name):
+    """One shared ``Reg`` per register name (operands are immutable): a long kernel names few registers."""
+    return Reg(sys.intern(name))
 
 
 def _maybe_pair(s, op):
@@ -383,7 +415,7 @@ def _parse_instruction(toks, lines):
         g = s.next()
         if g.kind != "name" or g.text.startswith("."):      # %p1, or a name declared with .reg .pred
             _err(g, f"expected a predicate register after '@', found {g.text!r}")
-        guard = (Reg(g.text), neg)
+        guard = (_reg(g.text), neg)
     op = s.next()
     if op.kind != "name" or op.text.startswith("%") or op.text.startswith("."):
         _err(op, f"expected an instruction name, found {op.text!r}")
@@ -396,7 +428,8 @@ def _parse_instruction(toks, lines):
             t = s.next()
             if t.text != ",":
                 _err(t, f"expected ',' between operands, found {t.text!r}")
-    return Instruction(op.text, tuple(operands), guard, first.line, first.col, _source_text(lines, toks))
+    return Instruction(sys.intern(op.text), tuple(operands), guard, first.line, first.col,
+                       _source_text(lines, toks))
 
 
 def _split_statements(toks, newline_terminates):

@@ -209,10 +209,25 @@ SPECIAL_PREFIXES = ("%tid", "%ntid", "%laneid", "%warpid", "%nwarpid", "%ctaid",
                     "%dynamic_smem_size", "%aggr_smem_size", "%reserved_smem_offset", "%cluster_", "%clusterid",
                     "%nclusterid", "%is_explicit_cluster", "%current_graph_exec")
 READ_ONLY = SPECIAL_PREFIXES
+# special registers newer than some targets (ptxas 13: "Feature '%cluster_ctarank' requires .target sm_90")
+_SM90_SPECIALS = ("%cluster_", "%clusterid", "%nclusterid", "%is_explicit_cluster")
+
+
+def _special_names(ops):
+    for op in ops:
+        if isinstance(op, ptx.Reg):
+            if op.name.startswith("%") and op.name.startswith(_SM90_SPECIALS + ("%reserved_smem_offset",)):
+                yield op.name
+        elif isinstance(op, ptx.Mem) and isinstance(op.base, ptx.Reg):
+            yield from _special_names((op.base,))
+        elif isinstance(op, (ptx.Vec, ptx.Pair, ptx.Paren)):
+            yield from _special_names(op.items)
+        elif isinstance(op, ptx.Not):
+            yield from _special_names((op.item,))
 
 _NAME_RE = re.compile(r"^(.*?)(\d+)$")
 _DEC_RE = re.compile(r"[0-9]+[uU]?")
-_BIGDEC_RE = re.compile(r"(?<![\w.$])[0-9]{20,}")
+_BIGDEC_RE = re.compile(r"(?<![\w.$])(?:0[xX][0-9a-fA-F]{17,}|[0-9]{20,})")
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -318,7 +333,7 @@ class Checker:
         k = TYPES[t][1]
         w = TYPES[t][0]
         if imm.kind == "int":
-            if _DEC_RE.fullmatch(imm.text.lstrip("-")) and abs(imm.value) >= 1 << 64:
+            if ptx.int_overflows(imm.text):
                 _fail(instr, f"{instr.opcode}: constant {imm.text} overflows 64 bits")
             if k == "f":
                 _fail(instr, f"{instr.opcode}: integer constant {imm.text} for a .{t} operand (write a float)")
@@ -471,7 +486,7 @@ class Checker:
         ops = instr.operands
         if _BIGDEC_RE.search(instr.text):
             for m in _BIGDEC_RE.finditer(instr.text):
-                if int(m.group()) >= 1 << 64:
+                if ptx.int_overflows(m.group()):
                     _fail(instr, f"{instr.opcode}: constant {m.group()} overflows 64 bits")
         if instr.guard is not None:
             g = instr.guard[0].name
@@ -602,6 +617,11 @@ class Checker:
                     need, what = (89 if m.startswith("e") else 80), f"{base}.{m}"
                 if m == "abs" and base in ("min", "max"):
                     need, what = 86, f"{base}.abs"
+        if need <= self.target_sm:
+            for name in _special_names(instr.operands):
+                n = 90 if name.startswith(_SM90_SPECIALS) else 80 if name.startswith("%reserved_smem_offset") else 0
+                if n > need:
+                    need, what = n, name
         if need > self.target_sm:
             _fail(instr, f"{instr.opcode}: {what} needs .target sm_{need} or higher (the module's .target is "
                          f"sm_{self.target_sm})")

@@ -115,7 +115,7 @@ def _crd2idx(crd, shape, stride=None):
             crd //= n
         return idx + _crd2idx(crd, shape[-1], stride[-1])
     _ints("crd2idx", crd, shape, stride)
-    return crd * stride
+    return int(crd) * int(stride)
 
 
 def idx2crd(idx, shape, stride=None):
@@ -134,6 +134,7 @@ def _idx2crd(idx, shape, stride=None):
     if is_tuple(shape):
         return tuple(_idx2crd(idx, s, d) for s, d in zip(shape, stride))
     _ints("idx2crd", idx, shape, stride)
+    idx, shape, stride = int(idx), int(shape), int(stride)      # numpy integers: Python's (no int64 overflow)
     if shape == 0 or stride == 0:
         _err(f"idx2crd: a mode of shape {shape} and stride {stride} has no coordinates")
     return (idx // stride) % shape

@@ -203,12 +203,13 @@ class Convergence:
         for lo, hi in bounds:
             self._function(code, lo, hi, counter)
         # per PC, its innermost LOOP_DEPTH loops (smallest first): ids and post-dominator intervals
-        self.lid = np.full((n, LOOP_DEPTH), -1, np.int64)
-        self.lin = np.zeros((n, LOOP_DEPTH), np.int64)
-        self.lout = np.zeros((n, LOOP_DEPTH), np.int64)
+        self.lid = np.full((n, LOOP_DEPTH), -1, np.int32)
+        self.lin = np.zeros((n, LOOP_DEPTH), np.int32)
+        self.lout = np.zeros((n, LOOP_DEPTH), np.int32)
         for pc, ls in self.loops.items():
             for d, (_, lid, a, b) in enumerate(sorted(ls)[:LOOP_DEPTH]):
                 self.lid[pc, d], self.lin[pc, d], self.lout[pc, d] = lid, a, b
+        self.loops = None                    # per PC: only needed here (a long loop holds a list per PC)
         entry = prog.entries[prog.entry.name]
         hi = next(h for lo, h in bounds if lo == entry)
         follow = False           # code[pc + 1] is on the exit path

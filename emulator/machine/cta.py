@@ -48,6 +48,19 @@ from .tracing import dest_registers
 PARK = "park"          # _step's answer when an executor stalled lanes or yielded the warp's turn
 
 
+_READS = {"ld", "ldu", "atom", "ld.volatile", "mbarrier", "cp", "red", "ldmatrix", "tex", "suld"}
+
+
+def _reads_memory(prog, lo, hi):
+    """Whether the loop ``lo..hi`` (pcs of ``prog.code``) has an instruction that reads memory others write."""
+    cache = prog.__dict__.setdefault("_loop_reads", {})
+    key = (lo, hi)
+    if key not in cache:
+        cache[key] = any(op.kind == "op" and op.instr is not None and op.instr.base in _READS
+                         for op in prog.code[lo:hi + 1])
+    return cache[key]
+
+
 class SpinWait:
     """Why lanes were held back or a warp yielded: a loop that repeats without changing anything."""
 
@@ -473,6 +486,10 @@ class CTA:
                 if "get_reg" in w.__dict__ and wgmma_must_wait(w, op.instr, mask):
                     return self._park(w, op, mask, shown)
                 op.fn(w, mask)
+                if w.san is not None and op.aligned_sync:
+                    # a .sync.aligned instruction runs once for the whole warp, converged (ptxas lowers it to one
+                    # warp-wide instruction): what a lane did before it is ordered before what any lane does after
+                    w.san.warp_sync(w, mask)
             except WgmmaStall as e:
                 w.stall(mask, e.reason)
                 return self._park(w, op, mask, shown)
@@ -539,7 +556,7 @@ class CTA:
             w._spin_snap = snap
             return False
         if w._spin_snap != snap:
-            return False
+            return self._busy_check(w, p, taken, op)
         w._spin_snap = None
         instr = self.prog.code[p].instr
         loop = self.prog.code[op.target].instr
@@ -547,6 +564,23 @@ class CTA:
                                     f"to line {instr.line} repeats with unchanged registers (it waits for memory "
                                     f"that no other thread writes)")
         return self._hold_or_yield(w, taken, SpinWait(w.spins[p][1]))
+
+    def _busy_check(self, w, p, taken, op):
+        """A loop whose registers change (a try counter, a backoff) but that reads memory may still wait for
+        lanes of its own warp, parked where the paths meet: after SPIN_CHECK backward branches while another
+        lane group of the warp waits to run, it steps aside for that group (the H100's scheduler guarantees
+        it progress). A loop that reads no memory cannot wait for anyone and runs on."""
+        others = ~w.exited & ~w.waiting & ~taken & ~w.held
+        if w.back_taken <= SPIN_CHECK or not others.any() or not _reads_memory(self.prog, op.target, p):
+            return False
+        code = self.prog.code
+        if all(_sync_point(code[int(w.pc[lane])]) for lane in np.flatnonzero(others)):
+            return False
+        instr, loop = code[p].instr, code[op.target].instr
+        why = SpinWait(f"the loop from line {loop.line} ({' '.join((loop.text or loop.opcode).split())}) to line "
+                       f"{instr.line} ran {SPIN_CHECK} times while lanes {format_lanes(np.flatnonzero(others))} "
+                       f"waited to run")
+        return self._hold_or_yield(w, taken, why)
 
     def _hold_or_yield(self, w, lanes, why):
         """Lanes ``lanes`` of ``w`` wait for someone else: let the warp's other lane groups run (the lanes are

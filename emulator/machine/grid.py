@@ -144,10 +144,50 @@ def serial_only(prog):
     return None
 
 
+class CtaIds:
+    """The CTA ids of a grid in the serial order (x fastest, then y, then z), computed when asked: a sequence
+    (``len``, indexing, slices, iteration) whose memory does not grow with the grid (a CUDA grid may have
+    2^63 CTAs)."""
+    __slots__ = ("grid", "_r")
+
+    def __init__(self, grid, r=None):
+        self.grid = tuple(int(g) for g in grid)
+        self._r = range(self.grid[0] * self.grid[1] * self.grid[2]) if r is None else r
+
+    def __len__(self):
+        return len(self._r)
+
+    def _at(self, i):
+        gx, gy = self.grid[0], self.grid[1]
+        return (i % gx, (i // gx) % gy, i // (gx * gy))
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return CtaIds(self.grid, self._r[k])
+        return self._at(self._r[k])
+
+    def __iter__(self):
+        at = self._at
+        return (at(i) for i in self._r)
+
+    def __getstate__(self):
+        return (self.grid, self._r)
+
+    def __setstate__(self, state):
+        self.grid, self._r = state
+
+    def __eq__(self, other):
+        return len(self) == len(other) and all(a == tuple(b) for a, b in zip(self, other))
+
+    def __repr__(self):
+        return f"CtaIds(grid={self.grid}, {self._r.start}..{self._r.stop})"
+
+
 def chunks(ctaids, workers, per_worker=4):
     """Consecutive chunks, about ``per_worker`` per worker (load balance), at least one CTA each."""
-    n = max(1, min(len(ctaids), per_worker * workers))
-    bounds = np.linspace(0, len(ctaids), n + 1).round().astype(int)
+    total = len(ctaids)
+    n = max(1, min(total, per_worker * workers))
+    bounds = [total * k // n for k in range(n + 1)]
     return [ctaids[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
@@ -232,6 +272,7 @@ class LaunchSpec(NamedTuple):
     local_bases: np.ndarray
     var_addrs: dict
     loader: object          # load_ptx (pickled by name), so that this module needs no upward import
+    keep: str = "all"       # which CTAs' warps come back: "all", "last" (the grid's last CTA) or "none"
 
 
 _MODULES = {}        # module text -> Module, in a cluster worker (one parse per worker and module)

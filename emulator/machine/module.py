@@ -213,7 +213,7 @@ class Module:
                max_instructions: int = 20_000_000, engine: str = "auto", schedule=None, timeline: bool = False,
                cluster=None, workers: int = 1, progress=None, executor=None,
                regs_per_thread: int | None = None, sanitize=None, profile: bool = False,
-               debug=None, keep_ctas: bool = True) -> LaunchResult:
+               debug=None, keep_ctas: bool | None = None, keep: str | None = None) -> LaunchResult:
         """Run ``kernel`` on a grid of CTAs. ``args`` follow the kernel's ``.param`` list (addresses and
         integers as Python ints, floats as Python/numpy floats, byte arrays for aggregate parameters).
         ``trace``: a writable stream that receives one line per executed instruction, or a
@@ -245,13 +245,17 @@ class Module:
         ``machine.profile.Profile``; docs/profile.md). ``debug``: a ``machine.debugger.Debugger``'s hook
         (``Debugger.launch`` passes it; docs/debug.md). Both run the CTAs one after the other on the reference
         executors.
-        ``keep_ctas=False``: the result keeps no CTA's warps (``result.ctas`` stays empty; for large grids whose
-        registers nobody reads afterwards, as Triton's launches)."""
+        ``keep``: which CTAs' final state (warps: registers, shared memory, bank records) ``result.ctas`` keeps:
+        ``"all"``, ``"last"`` (the grid's last CTA) or ``"none"``; the default keeps all of a grid of at most
+        ``KEEP_ALL_MAX`` CTAs and the last one of a larger grid (with a note in ``result.notes``). What the
+        launch does to global memory and printf is the same whatever it keeps. ``keep_ctas=True/False`` is the
+        older spelling of ``keep="all"/"none"``."""
+        keep = _keep(keep, keep_ctas)
         from .sanitize import tools_of
         tools = tools_of(sanitize)
         if tools is not None:
             return self._launch_sanitized(tools, kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
-                                          max_instructions, schedule, timeline, cluster, keep_ctas, engine)
+                                          max_instructions, schedule, timeline, cluster, keep, engine)
         if gmem is not None and getattr(gmem, "_uninit", None) and self._san is None:
             gmem._uninit.clear()          # an unwatched launch may write anything: nothing stays uninitialised
         if not isinstance(profile, (bool, np.bool_)):
@@ -324,39 +328,52 @@ class Module:
                 engine = "fast"
             else:
                 pending = True
-        ctaids = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
+        from . import grid as gridmod
+        ctaids = gridmod.CtaIds(grid)          # computed when asked: memory does not grow with the grid
+        if keep == "auto":
+            keep = "all" if len(ctaids) <= KEEP_ALL_MAX else "last"
+            if keep == "last":
+                result.note(f"launch: the grid has {len(ctaids)} CTAs (more than {KEEP_ALL_MAX}): result.ctas "
+                            f"keeps the last CTA only (keep='all' keeps every CTA)")
         workers = _int_arg(workers, "workers")
+        if executor is not None and not callable(getattr(executor, "submit", None)):
+            raise OperandError(f"launch: executor must be a concurrent.futures.Executor (an object with submit()), "
+                               f"not {executor!r}")
         if workers < 1:
             raise OperandError(f"launch: workers must be >= 1, not {workers}")
-        from . import grid as gridmod
         if progress is None:
             progress = len(ctaids) >= 64
         if cdims != (1, 1, 1) or explicit:
             return self._launch_clusters(prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init,
                                          var_addrs, local_bases, options, trace, out, result, budget, fast,
-                                         schedule, timeline, max_instructions, prof, debug, keep_ctas)
+                                         schedule, timeline, max_instructions, prof, debug, keep)
         if executor is not None and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
                 not instrumented and \
                 gridmod.serial_only(prog) is None:
             spec = gridmod.LaunchSpec(self.text, self.arch, kernel, grid, block, list(args), int(shared_bytes), options,
                                       int(max_instructions), engine, local_bases, var_addrs,
-                                      load_ptx if self._validate else _load_unvalidated)
+                                      load_ptx if self._validate else _load_unvalidated, keep)
             if gridmod.run_executor(executor, spec, ctaids, gmem, max(workers, 2), result, out, int(max_instructions),
                                     progress):
                 return result
         elif workers > 1 and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
                 not instrumented and \
                 gridmod.serial_only(prog) is None:
+            last = ctaids[-1]
+
             def run_ctas(chunk, out_):
                 part = LaunchResult(entry.name, grid, block)
                 b = [max_instructions, max_instructions]
                 for cid in chunk:
                     cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs, local_bases,
                               options, trace, out_, part, b, fast, schedule, timeline)
-                    part.ctas.append((cid, cta.run()))
+                    warps = cta.run()
+                    if keep == "all" or (keep == "last" and cid == last):
+                        part.ctas.append((cid, warps))
                 return {"ctas": part.ctas, "stdout": part.stdout, "instructions": int(max_instructions) - b[0],
                         "notes": part.notes}
-            regs = None if fast is None else (-(-int(np.prod(block)) // LANES), max(fast.tr.arena_bytes, 8))
+            regs = None if fast is None or keep != "all" else (-(-int(np.prod(block)) // LANES),
+                                                                max(fast.tr.arena_bytes, 8))
             if gridmod.run_parallel(run_ctas, ctaids, gmem, workers, result, out, int(max_instructions), progress,
                                     regs):
                 return result
@@ -388,19 +405,20 @@ class Module:
             if san is not None:
                 san.detach(cta)
             depots.append(cta._depot)
-            if keep_ctas:
+            if keep == "all" or (keep == "last" and tuple(cta.ctaid) == last):
                 done[tuple(cta.ctaid)] = cta
             if bar:
                 bar.update(1)
 
         from .residency import run_grid
+        last = ctaids[-1]
         rng = None if schedule is None else np.random.default_rng([int(schedule[1]), 1 << 21])
         try:
             run_grid(ctaids, make, finish, occ, rng)
         finally:
             if bar:
                 bar.close()
-        for cid in ctaids if keep_ctas else ():
+        for cid in (ctaids if keep == "all" else [last] if keep == "last" else ()):
             cta = done[cid]
             result.async_units.append(cta.async_unit)
             result.ctas.append((cid, cta.warps))
@@ -427,7 +445,7 @@ class Module:
         return FastLaunch(prog, gmem)
 
     def _launch_sanitized(self, tools, kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
-                          max_instructions, schedule, timeline, cluster, keep_ctas=True, engine="auto"):
+                          max_instructions, schedule, timeline, cluster, keep="all", engine="auto"):
         """A launch watched by the sanitizer (machine.sanitize), CTA after CTA: on the fast engine (its loop
         logs every access for the sanitizer, machine.sanitize_fast) or the reference executors."""
         from .sanitize import Sanitizer
@@ -438,7 +456,7 @@ class Module:
         try:
             result = self.launch(kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
                                  max_instructions, engine, schedule, timeline, cluster, 1, False, None,
-                                 keep_ctas=keep_ctas)
+                                 keep=keep)
         except EmulatorError as e:
             raise san.fatal(e, getattr(san, "failed_in", None)) from None
         finally:
@@ -449,7 +467,7 @@ class Module:
 
     def _launch_clusters(self, prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init, var_addrs,
                          local_bases, options, trace, out, result, budget, fast, schedule, timeline, max_instructions,
-                         prof=None, debug=None, keep_ctas=True):
+                         prof=None, debug=None, keep="all"):
         """Cluster after cluster (cluster id x fastest); the CTAs of a cluster run together."""
         from .cluster import Cluster
         ncl = tuple(g // c for g, c in zip(grid, cdims))
@@ -474,7 +492,10 @@ class Module:
                     if self._san is not None:
                         for cta in cl.ctas:
                             self._san.detach(cta)
-                    for cta, warps in zip(cl.ctas, all_warps) if keep_ctas else ():
+                    for cta, warps in zip(cl.ctas, all_warps):
+                        if keep == "none" or (keep == "last" and tuple(cta.ctaid) != tuple(grid[k] - 1
+                                                                                             for k in range(3))):
+                            continue
                         result.async_units.append(cta.async_unit)
                         result.ctas.append((cta.ctaid, warps))
         result.instructions = int(max_instructions) - budget[0]
@@ -497,7 +518,9 @@ class Module:
         for cid in chunk:
             cta = CTA(self, prog, cid, spec.grid, spec.block, smem_size, gmem, param_init, spec.var_addrs,
                       spec.local_bases, spec.options, None, out, result, budget, fast, None, False)
-            result.ctas.append((cid, cta.run()))
+            warps = cta.run()
+            if spec.keep == "all" or (spec.keep == "last" and tuple(cid) == tuple(g - 1 for g in spec.grid)):
+                result.ctas.append((cid, warps))
         return {"ctas": result.ctas, "stdout": result.stdout, "instructions": int(spec.max_instructions) - budget[0],
                 "notes": result.notes}
 
@@ -578,6 +601,25 @@ def _check_streams_and_options(options, trace, out, gmem, timeline, progress, ar
     if not isinstance(args, (list, tuple)):
         raise OperandError(f"launch: args must be a list or tuple of the kernel's arguments, not "
                            f"{type(args).__name__}")
+
+
+KEEP_ALL_MAX = 4096      # the default keep: every CTA of a grid up to this size, else the last one
+
+
+def _keep(keep, keep_ctas):
+    """``launch``'s ``keep``, with ``keep_ctas`` (the older spelling) folded in: "all", "last", "none" or "auto"."""
+    if keep_ctas is not None:
+        if not isinstance(keep_ctas, (bool, np.bool_)):
+            raise OperandError(f"launch: keep_ctas must be True or False, not {keep_ctas!r}")
+        old = "all" if keep_ctas else "none"
+        if keep is not None and keep != old:
+            raise OperandError(f"launch: keep={keep!r} and keep_ctas={bool(keep_ctas)} disagree; pass keep only")
+        return old
+    if keep is None:
+        return "auto"
+    if not isinstance(keep, str) or keep not in ("all", "last", "none", "auto"):
+        raise OperandError(f"launch: keep must be 'all', 'last' or 'none', not {keep!r}")
+    return keep
 
 
 def _int_arg(v, what):

@@ -19,20 +19,50 @@ BUILTINS = {"vprintf": 2,            # printf(format, argument buffer)
 
 # Compilation: a function body -> flat code with resolved labels
 
-@dataclass
+EAGER_FNS = 2048     # a program's first instructions keep their compiled executors; later ones compile on use
+
+
 class Op:
     """One instruction of the flat code. Control operations: 'bra' (``target``), 'brx' (``brx.idx``: the
     ``targets`` of its ``.branchtargets`` list, the index reader in ``fn``), 'ret', 'exit', 'call' (``call``,
     a :class:`CallSite`; ``target`` is the callee's entry, -1 for an indirect call) and 'bar'. ``successors``
-    lists where control can go next inside the function (the basis of a control-flow graph)."""
-    kind: str                  # 'op', 'bra', 'brx', 'ret', 'exit', 'call', 'bar'
-    instr: object
-    fn: object = None          # 'op': executor; 'bar': (id reader, count reader or None, red info); 'brx': index
-    target: int = 0            # 'bra': pc; 'call': callee entry pc (-1: indirect, resolved per lane at run time)
-    guard: object = None       # (reg name, negated) for control flow
-    call: object = None        # 'call': CallSite
-    env: object = None         # the compile-time scope (register widths, symbols), for the fast engine
-    targets: list = None       # 'brx': the pc of each entry of the .branchtargets list, in order
+    lists where control can go next inside the function (the basis of a control-flow graph).
+
+    An 'op' compiled past the first ``EAGER_FNS`` instructions of a program does not hold its executor: it was
+    compiled once (every error is raised at load) and is compiled again the first time it runs on the
+    reference executors (``fn``), so that a long kernel costs little memory per instruction."""
+    __slots__ = ("kind", "instr", "_fn", "target", "guard", "call", "env", "targets", "_sync_point")
+
+    def __init__(self, kind, instr, fn=None, target=0, guard=None, call=None, env=None, targets=None):
+        self.kind = kind           # 'op', 'bra', 'brx', 'ret', 'exit', 'call', 'bar'
+        self.instr = instr
+        self._fn = fn              # 'op': executor; 'bar': (id reader, count reader or None, red info); 'brx': index
+        self.target = target       # 'bra': pc; 'call': callee entry pc (-1: indirect, resolved per lane at run time)
+        self.guard = guard         # (reg name, negated) for control flow
+        self.call = call           # 'call': CallSite
+        self.env = env             # the compile-time scope (register widths, symbols), for the fast engine
+        self.targets = targets     # 'brx': the pc of each entry of the .branchtargets list, in order
+
+    @property
+    def fn(self):
+        f = self._fn
+        if f is None and self.kind == "op":       # compiled again on first use (see the class docstring)
+            from ..ops import compile_instruction
+            f = self._fn = compile_instruction(self.instr, self.env)
+        return f
+
+    @fn.setter
+    def fn(self, value):
+        self._fn = value
+
+    def __repr__(self):
+        return f"Op({self.kind!r}, {str(self.instr)!r})"
+
+    @property
+    def aligned_sync(self):
+        """A ``.sync.aligned`` instruction (``wgmma.fence.sync.aligned``, ``ldmatrix.sync.aligned``, ...)."""
+        mods = getattr(self.instr, "mods", ())
+        return "sync" in mods and "aligned" in mods
 
     def successors(self, pc):
         """The PCs that can run after this instruction at ``pc`` in the same function: the fall-through
@@ -427,9 +457,11 @@ class Program:
             elif getattr(instr, "folded", None) is not None:     # ptxas's compile-time value (frontend/constfold.py)
                 mov = ptx.Instruction("mov.b32", (instr.operands[0], ptx.Imm(instr.folded, "int", f"{instr.folded:#x}")),
                                       instr.guard, instr.line, instr.col, instr.text)
-                op = Op("op", mov, fn=compile_instruction(mov, env))
+                fn = compile_instruction(mov, env)
+                op = Op("op", mov, fn=fn if len(self.code) < EAGER_FNS else None)
             else:
-                op = Op("op", instr, fn=compile_instruction(instr, env))
+                fn = compile_instruction(instr, env)
+                op = Op("op", instr, fn=fn if len(self.code) < EAGER_FNS else None)
             op.env = env
             self.code.append(op)
 

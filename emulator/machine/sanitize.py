@@ -191,6 +191,10 @@ class Sanitizer:
         self.untracked = set(int(a) for a in untracked)     # allocations not checked (.local depots)
         self._gshadow = {}         # allocation base -> dict of arrays
         self.sync = {}             # global address -> epochs (nctas,) released there
+        # mbarrier waits whose parity is not the phase the thread's own arrival fell in: reported only if the
+        # wait never succeeds (a deadlock, or the CTA ends first); a thread that waits for a later phase that
+        # others complete (ThunderKittens' producers and consumers) is not an over-arrival
+        self.pending_over = {}     # (cta id, thread, mbarrier address) -> (key, make)
 
     def attach(self, cta):
         """Give a CTA (machine.cta.CTA) its observer, before it runs."""
@@ -202,10 +206,10 @@ class Sanitizer:
             cta.async_unit.on_hazard = s.async_hazard
         return s
 
-    @staticmethod
-    def detach(cta):
+    def detach(self, cta):
         """A CTA ran to its end: drop its observer (its shadows and clocks) so that a long grid keeps only
         the reports."""
+        self.flush_pending(id(cta))
         cta.san = None
         for w in cta.warps:
             w.san = None
@@ -229,9 +233,15 @@ class Sanitizer:
     def summary(self):
         return summary(self.reports, [t for t in TOOLS if t in self.tools])
 
+    def flush_pending(self, cta=None):
+        """Report the over-arrival waits that never succeeded (of one CTA, or of all)."""
+        for k in [k for k in self.pending_over if cta is None or k[0] == cta]:
+            self.add(*self.pending_over.pop(k))
+
     def fatal(self, err, warp=None, lane=None):
         """An error the launch cannot continue past: a report of it (memcheck for bad addresses), then the
         reports are attached to the exception."""
+        self.flush_pending()
         tool, kind = "memcheck", None
         if isinstance(err, AlignmentError):
             kind = "misaligned"
@@ -728,15 +738,16 @@ class CtaSanitizer:
         m = self._mb(unit, addr)
         if done:
             np.maximum(self.vc[t], m[0], out=self.vc[t])
+            self.launch.pending_over.pop((id(self.cta), t, int(addr)), None)
         arrived = int(m[1][t])
         if parity is None or arrived < 0 or (arrived & 1) == parity or "synccheck" not in self.tools:
             return
         b = unit.mbarriers.live.get(int(addr))
-        if b is None or arrived == 0 and done:
+        if b is None or done:
             return
         pc = self._pc(warp)
         apc = int(m[3][t])
-        self.launch.add(("mbar-over", apc, pc), lambda: Report(
+        self.launch.pending_over[(id(self.cta), t, int(addr))] = (("mbar-over", apc, pc), lambda: Report(
             "synccheck", "mbarrier-overarrival", f"mbarrier at shared {int(addr):#x} (expected count "
             f"{b.expected}): thread {t} arrived in phase {arrived}, after the expected count of arrivals had "
             f"completed phase {arrived - 1}, and waits for parity {parity}: more threads arrive than the count "

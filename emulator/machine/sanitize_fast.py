@@ -163,7 +163,8 @@ class SanFastWarp(FastWarp):
 
     def run(self, w, budget):
         san = w.san
-        if san is not None and w.smem.size and ("racecheck" in san.tools or "initcheck" in san.tools):
+        if san is not None and w.smem.size and ("racecheck" in san.tools or "initcheck" in san.tools
+                                                  or "asynccheck" in san.tools):
             if not self.launch.shared_stores:
                 self.pre = w.smem              # nothing the loop runs changes it
             else:
@@ -316,7 +317,7 @@ def replay(san, w, fl, n, pre, wids=None, ws=None, rb=None):
     tools = san.tools
     race, init = "racecheck" in tools, "initcheck" in tools
     cta_mode = rb is not None
-    if not (race or init or cta_mode):
+    if not (race or init or cta_mode or "asynccheck" in tools):   # asynccheck: who last wrote each shared byte
         return
     pcs, masks, addrs = fl.log_pc[:n], fl.log_mask[:n], fl.log_addr
     if wids is None:

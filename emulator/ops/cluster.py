@@ -124,6 +124,8 @@ def compile_barrier_cluster(instr, env):
     text = instr.text or instr.opcode
 
     def run(warp, mask):
+        if not hasattr(warp, "exited"):                 # a Warp.run warp: no CTA, no cluster
+            raise UnsupportedError(f"{text}: barrier.cluster needs a kernel launch (load_ptx(...).launch)")
         if aligned:
             missing = ~warp.exited & ~mask
             if missing.any():

@@ -578,6 +578,8 @@ def check(kind, seed):
         return None
     except RecursionError as e:
         return ("RecursionError", where(e), repro)
+    except SystemExit as e:                                # a library call that would end the caller's process
+        return (f"SystemExit: {str(e.code)[:200]}", where(e), repro)
     except Exception as e:                                 # noqa: BLE001 (that is what we look for)
         return (f"{type(e).__name__}: {str(e)[:200]}", where(e), repro)
     return None

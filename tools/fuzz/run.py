@@ -3,6 +3,13 @@ inputs are). Prints the counts per kind and every crash (deduplicated by excepti
 kind and seed that reproduce it: ``python tools/fuzz/run.py --repro warp:1234``.
 
     nice python tools/fuzz/run.py --procs 1 --count warp=600000,api=350000,ptx=50000 --log fuzz.jsonl
+    nice -n 19 python tools/fuzz/run.py --count warp=400000,api=300000,types=200000,grammar=50000,ptx=50000 \
+        --seconds 3600         # stops after an hour: the counts say how many inputs ran, at what rate
+
+Every kind's generator is driven: ``ptx`` (mutated compiler output), ``warp`` (inline asm on a warp), ``api``
+(the public calls, odd numpy arrays, the command line), ``types`` (every public callable with arguments of
+the wrong kind), ``grammar`` (PTX from a grammar: deep scopes, printf formats, duplicates, immediates). An
+escape is any exception that is not an ``EmulatorError`` (or a hang).
 
 Inputs are numbered per kind; ``--start`` picks the first number, so runs can continue one another.
 """
@@ -31,17 +38,19 @@ def _alarm(signum, frame):
 
 def work(job):
     kind, start, n = job
-    signal.signal(signal.SIGALRM, _alarm)
+    # the limit counts this process's CPU time, not the wall clock: on a shared machine (or at nice 19) an
+    # input that waits for a core is not a hang
+    signal.signal(signal.SIGVTALRM, _alarm)
     crashes = []
     t0 = time.time()
     for seed in range(start, start + n):
-        signal.alarm(TIMEOUT_S)
+        signal.setitimer(signal.ITIMER_VIRTUAL, TIMEOUT_S)
         try:
             bad = fuzzlib.check(kind, seed)
         except _Timeout:
-            bad = (f"hang (over {TIMEOUT_S} s)", "", "")
+            bad = (f"hang (over {TIMEOUT_S} CPU seconds)", "", "")
         finally:
-            signal.alarm(0)
+            signal.setitimer(signal.ITIMER_VIRTUAL, 0)
         if bad:
             crashes.append((kind, seed) + tuple(bad))
     return kind, n, crashes, time.time() - t0
@@ -52,6 +61,7 @@ def main():
     p.add_argument("--count", default="warp=1000,api=1000,ptx=100", help="KIND=N,... inputs per kind")
     p.add_argument("--start", type=int, default=0, help="first input number of every kind")
     p.add_argument("--procs", type=int, default=1)
+    p.add_argument("--seconds", type=float, default=None, help="time budget: stop after this many seconds")
     p.add_argument("--log", help="append a JSON line per finished chunk (counts, crashes) to this file")
     p.add_argument("--repro", metavar="KIND:SEED", help="run one input and show its traceback")
     a = p.parse_args()
@@ -93,8 +103,13 @@ def main():
         if total % (CHUNK * 25) < n:
             print(f"[{time.time() - t0:7.0f} s] " + ", ".join(f"{k} {done[k]}" for k in done) +
                   f"; {len(seen)} distinct crash(es)", flush=True)
+        if a.seconds is not None and time.time() - t0 > a.seconds:
+            break
     print("inputs per kind: " + ", ".join(f"{k} {done[k]} ({done[k] / max(secs[k], 1e-9):.0f}/s)" for k in done))
-    print(f"total {sum(done.values())} inputs in {time.time() - t0:.0f} s; {len(seen)} distinct crash(es)")
+    print(f"total {sum(done.values())} inputs in {time.time() - t0:.0f} s; {len(seen)} distinct crash(es)",
+          flush=True)
+    if pool:
+        pool.terminate()
     return 1 if seen else 0
 
 

@@ -528,29 +528,6 @@ def _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32,
 
 
 @njit(cache=True, _nrt=False)
-def _movpack(opc, row, imrow, em, a8, a16, a32, a64, xa, xr):
-    """mov.bW pack / unpack (``ops.memops._mov_pack``): element i is bits [i*Z, (i+1)*Z) of the W-bit value."""
-    n, ew, w = row[T.Y], row[T.Z], row[T.W]
-    mk = _mask(ew)
-    if opc == T.MOV_PACK:
-        for lane in range(LANES):
-            xr[lane] = U0
-        for i in range(n):
-            _gather(row[T.V0 + i], ew, 0, xa, a8, a16, a32, a64, imrow)
-            sh = np.uint64(i * ew)
-            for lane in range(LANES):
-                xr[lane] |= (xa[lane] & mk) << sh
-        _scatter(row[T.D], xr, em, w, 0, a8, a16, a32, a64)
-        return
-    _gather(row[T.A], w, 0, xa, a8, a16, a32, a64, imrow)
-    for i in range(n):
-        sh = np.uint64(i * ew)
-        for lane in range(LANES):
-            xr[lane] = (xa[lane] >> sh) & mk
-        _scatter(row[T.V0 + i], xr, em, ew, 0, a8, a16, a32, a64)
-
-
-@njit(cache=True, _nrt=False)
 def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
     """shfl.sync as ``ops.warpops`` defines it; False (nothing written) when a lane breaks a rule."""
     _gather(row[T.V0], 32, 0, xr, a8, a16, a32, a64, imrow)      # membermask, per lane
@@ -1046,8 +1023,6 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
         elif (opc == T.MUFU or opc == T.MUFU_DIV or opc == T.FMINMAX or opc == T.FNEGABS or opc == T.FARITH or
               opc == T.FCVT or opc == T.MUFU_DIVFMA) and em != 0:                  # table.FLOAT_ROWS
             _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, mptr, msz)
-        elif (opc == T.MOV_PACK or opc == T.MOV_UNPACK) and em != 0:
-            _movpack(opc, row, imrow, em, a8, a16, a32, a64, xa, xr)
         elif opc != T.NOP and em != 0:
             _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64)
         for lane in range(LANES):

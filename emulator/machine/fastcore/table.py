@@ -60,8 +60,6 @@ CPASYNC = 40      # cp.async.{ca,cg}.shared{::cta}.global (cpasync.py; X: cp-siz
                   # offsets in immediate slots 0/1, C: src-size operand or -1)
 CP_COMMIT = 41    # cp.async.commit_group
 CP_WAIT = 42      # cp.async.wait_group N (X: N) / cp.async.wait_all (Y: 1: commit first, X: 0)
-MOV_PACK = 90     # mov.bW d, {e0, .., e(n-1)}: element i (Z bits) at bit i*Z of d (W bits; Y: n, sources V0..)
-MOV_UNPACK = 91   # mov.bW {d0, .., d(n-1)}, a: element i of a into d_i (Y: n, Z: element bits, destinations V0..)
 XROW = 70         # integer, bit and warp-collective rows (scalarx.py; X: scalarx.K_*, Y/Z: its parameters; W/SGN:
                   # A's type; V0: a fourth source, V0+1..V0+3: the widths B, C and V0 are read with, V0+4: their
                   # signedness (bits 0..2), V0+5/V0+6: the destination's width/signedness, V0+7: a second

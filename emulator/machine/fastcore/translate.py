@@ -325,45 +325,6 @@ def _float_mods(instr, allowed_rnd=("rn",)):
     return q
 
 
-def r_mov_pack(t, env, instr, row, imm, ptype):
-    """mov.bW %d, {%e0, ..} (pack) and mov.bW {%d0, ..}, %a (unpack) of 2, 4 or 8 registers of W/n bits each
-    (``ops.memops._mov_pack``); immediates, other widths and b128 stay with the executor."""
-    if len(instr.operands) != 2 or _TYPES_KIND.get(ptype) is None:
-        raise _Slow
-    d, a = instr.operands
-    if isinstance(d, Vec) == isinstance(a, Vec):
-        raise _Slow
-    vec = a if isinstance(a, Vec) else d
-    w = _width(ptype)
-    n = len(vec.items)
-    if n not in (2, 4, 8) or w // n not in (8, 16, 32) or w % n:
-        raise _Slow
-    ew = w // n
-    for it in vec.items:
-        if isinstance(it, (Imm, Vec, Pair, Not)):
-            raise _Slow
-        name = t._reg(env, it)
-        if name != "_" and (name in CONST_SPECIALS or name.startswith("%") and name in SPECIAL_REGISTERS or
-                            env.reg_width(name) != ew):
-            raise _Slow
-    one = d if isinstance(a, Vec) else a
-    if isinstance(one, (Imm, Pair, Not)) or t._reg(env, one) in ("_",) or t._reg(env, one) in SPECIAL_REGISTERS \
-            or t._reg(env, one) in CONST_SPECIALS or env.reg_width(t._reg(env, one)) != w:
-        raise _Slow
-    if isinstance(a, Vec):
-        row[T.D] = t._dst(env, d)
-        for i, it in enumerate(a.items):
-            row[T.V0 + i] = t._src(env, it, "b%d" % ew, imm, 0)
-        row[T.OP] = T.MOV_PACK
-    else:
-        row[T.A] = t._src(env, a, "b%d" % w, imm, 0)
-        for i, it in enumerate(d.items):
-            row[T.V0 + i] = t._dst(env, it)
-        row[T.OP] = T.MOV_UNPACK
-    row[T.W], row[T.SGN] = w, 0
-    row[T.Y], row[T.Z] = n, ew
-
-
 _TYPES_KIND = {p: TYPES[p][1] for p in TYPES if TYPES[p][1] in ("b", "u", "s", "f") and p != "b128"}
 
 
@@ -373,7 +334,7 @@ def r_mov(t, env, instr, row, imm):
     if ptype is None:
         raise _Slow
     if len(instr.operands) == 2 and any(isinstance(o, Vec) for o in instr.operands):
-        return r_mov_pack(t, env, instr, row, imm, ptype)
+        raise _Slow                     # pack/unpack: r_mov_x (scalarx K_PACK/K_UNPACK)
     d, a = _ops(instr, 2)
     if isinstance(d, Vec):
         raise _Slow
