@@ -156,9 +156,11 @@ COVERAGE = [
     ("wgmma.mma_async / fence / commit_group / wait_group",
      "wgmma.fence.sync.aligned;\nwgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;", "run",
      "H100 captures (tests/test_wgmma_captures.py)", ""),
-    ("wgmma.mma_async.sp", "wgmma.mma_async.sp.sync.aligned.m64n8k32.f32.f16.f16 {%f1, %f2, %f3, %f4}, %rd1, %rd2, "
-     "%r1, 0, 1, 1, 1, 0, 0;", "refused", "no H100 capture yet (tools/hwcapture/sparse/ holds the harness)",
-     "wgmma"),
+    ("wgmma.mma_async.sp (every sm_90a form)", "wgmma.fence.sync.aligned;\nwgmma.mma_async.sp.sync.aligned.m64n8k32."
+     "f32.f16.f16 {%f1, %f2, %f3, %f4}, %rd2, %rd3, %r1, 0, 1, 1, 1, 0, 0;\nwgmma.commit_group.sync.aligned;\n"
+     "wgmma.wait_group.sync.aligned 0;", "run", "H100 capture: 104 forms (every type, both selectors, A from "
+     "registers and shared memory, transposes, negative scales) and undefined metadata (tests/test_wgmma_sp.py)",
+     ""),
     # ---- miscellaneous
     ("nanosleep / brkpt / trap", "nanosleep.u32 100;", "run", KERNELS + "; trap and brkpt stop the launch with an error", ""),
     ("pmevent / pmevent.mask", "pmevent 1;", "refused", "signals a profiler's performance-monitor event: no "

@@ -295,8 +295,8 @@ def test_lone_warp_and_unsupported():
         Warp().run("wgmma.fence.sync.aligned;")
     with pytest.raises(UnsupportedError, match="unsupported wgmma.mma_async variant"):
         Warp().run("wgmma.mma_async.sync.aligned.m64n8k16.f16.bf16.bf16 {%r0, %r1}, %rd1, %rd2, 1, 1, 1, 0, 0;")
-    with pytest.raises(UnsupportedError, match="sparse"):
-        Warp().run("wgmma.mma_async.sp.sync.aligned.m64n8k32.f32.f16.f16 {%f0}, %rd1, %rd2, %r1, 0, 1, 1, 1, 0, 0;")
+    with pytest.raises(UnsupportedError, match="unsupported wgmma.mma_async.sp variant"):
+        Warp().run("wgmma.mma_async.sp.sync.aligned.m64n8k512.s32.b1.b1.and.popc {%r0}, %rd1, %rd2, %r1, 0, 1;")
     with pytest.raises(OperandError, match="imm-scale-a"):
         Warp().run("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f0, %f1, %f2, %f3}, %rd1, %rd2, 1, 2, 1, 0, 0;")
     with pytest.raises(EmulatorError, match="takes 8 operands"):

@@ -558,6 +558,8 @@ class Checker:
             _fail(instr, f"{instr.opcode}: unknown wgmma instruction")
         if base in ("wgmma", "setmaxnreg") and self.target_name and not self.target_name.endswith("a"):
             _fail(instr, f"{instr.opcode}: {base} needs an arch-specific target (.target {self.target_name}a)")
+        if base == "wgmma" and mods[:2] == ("mma_async", "sp"):
+            return self._wgmma_sp(instr)
         if base == "wgmma" and mods[:1] == ("mma_async",):
             from isa.wgmma import VARIANTS as WG
             if not any(instr.opcode.startswith(v) and instr.opcode[len(v):] in ("", ".satfinite") for v in WG) \
@@ -1083,6 +1085,34 @@ class Checker:
         v, a = (ops[0], ops[1]) if base == "ldmatrix" else (ops[1], ops[0])
         self.vector(scope, instr, v, n, "b32", 0 if base == "ldmatrix" else 1, base == "ldmatrix")
         self.address(scope, instr, a, "shared", 1 if base == "ldmatrix" else 0)
+
+    def _wgmma_sp(self, instr):
+        """wgmma.mma_async.sp: a form ptxas accepts, with d, a (descriptor or four registers), b-desc, sp-meta,
+        sp-sel, scale-d and the form's immediates."""
+        from isa.wgmma_sp import VARIANTS as WSP
+        sv = WSP.get(instr.opcode)
+        if sv is None:
+            raise UnsupportedError(f"line {instr.line}, column {instr.col}: {instr.opcode}: not a wgmma.mma_async.sp "
+                                   f"form the emulator knows (docs/wgmma.md lists them)")
+        ops = instr.operands
+        rs = len(ops) > 1 and isinstance(ops[1], ptx.Vec)
+        n = 6 + sv.dense.n_imm("rs" if rs else "ss")
+        if len(ops) != n:
+            imms = ["imm-scale-a", "imm-scale-b"] if sv.dense.is_float else []
+            if sv.dense.can_transpose:
+                imms += ([] if rs else ["imm-trans-a"]) + ["imm-trans-b"]
+            _fail(instr, f"{instr.opcode}: takes {n} operands (d, {'a' if rs else 'a-desc'}, b-desc, sp-meta, "
+                         f"sp-sel, scale-d{''.join(', ' + x for x in imms)}), found {len(ops)}")
+        if rs and len(ops[1].items) != 4:
+            _fail(instr, f"{instr.opcode}: the A operand from registers is a vector of 4 registers, found "
+                         f"{len(ops[1].items)}")
+        if isinstance(ops[3], ptx.Imm):
+            _fail(instr, f"{instr.opcode}: sp-meta must be a 32-bit register (ptxas takes no immediate), found "
+                         f"{ops[3]}")
+        if not isinstance(ops[4], ptx.Imm):
+            _fail(instr, f"{instr.opcode}: sp-sel must be an immediate")
+        if ops[4].value not in sv.selectors:
+            _fail(instr, f"{instr.opcode}: sp-sel must be {' or '.join(map(str, sv.selectors))}, not {ops[4].value}")
 
     def _mma(self, scope, instr):
         from isa.mma import VARIANTS as MMA

@@ -96,8 +96,9 @@ def variant(instr):
         return FragmentView(form, copies=False)
     if instr.strip().startswith("wgmma"):
         from isa.wgmma import VARIANTS as WG
+        from isa.wgmma_sp import VARIANTS as WSP
         from ..ops.wgmma.op import canonical_spelling as wg_spelling
-        v = WG.get(wg_spelling(instr) or "")
+        v = WG.get(wg_spelling(instr) or "") or WSP.get(wg_spelling(instr) or "")
         if v is None:
             fail(UnsupportedError, instr, f"not a supported wgmma.mma_async variant ({len(WG)} are, see isa/wgmma.py)")
         return v

@@ -91,9 +91,11 @@ def metadata_view(instr, sel=0, short=False):
     """Sparse ``mma.sp``: which lane's metadata register, and which of its nibbles, describes each chunk of
     each row of A (for sparsity selector ``sel``).  A cell ``T5:e[7:4]``: bits 7..4 of lane 5's metadata."""
     from isa.mma_sp import SpVariant
+    from isa.wgmma_sp import WgmmaSpVariant
     v = variant(instr)
-    if not isinstance(v, SpVariant):
-        fail(UnsupportedError, instr, "the metadata operand E belongs to the sparse mma.sp forms")
+    if not isinstance(v, (SpVariant, WgmmaSpVariant)):
+        fail(UnsupportedError, instr, "the metadata operand E belongs to the sparse mma.sp forms and to "
+                                      "wgmma.mma_async.sp")
     if sel not in v.selectors:
         fail(UnsupportedError, instr, f"sparsity selector {sel}: this form takes "
                                       f"{', '.join(map(str, v.selectors))}")
@@ -106,6 +108,8 @@ def metadata_view(instr, sel=0, short=False):
         v.atype, "bits [1:0] and [3:2]: the positions of the two kept " + ("pairs" if kept == 4 else "elements"))
     title = (f"metadata E, selector {sel} (16 rows x {v.n_chunks} chunks of {width} columns of k; "
              f"{kept} kept per chunk)")
+    if isinstance(v, WgmmaSpVariant):
+        title += "; warp w of the warpgroup: rows 16w.. in the same lanes of its own sp-meta registers"
     title = title if short else f"{v.spelling}: {title}"
     return Grid(title, labels, lane, [f"m{i}" for i in range(16)],
                 [f"k{width * c}..{width * c + width - 1}" for c in range(v.n_chunks)],

@@ -7,10 +7,11 @@ variants, fragments and metadata tables are the data of ``isa.mma_sp``.  Arithme
 compressed A and the rows of B that row's metadata picks; the H100 captures in tests/data/sparse show the sparse
 tensor core does exactly that (tests/test_mma_sp.py).  ``reference.mma_sp_tiles`` is the readable rule.
 
-Metadata the emulator refuses (``OperandError`` naming the lane, the nibble and the rule): equal indices (PTX:
-undefined), tf32 nibbles other than 0x4/0xE (undefined), and decreasing pairs: undefined for
-``::ordered_metadata``; PTX allows them for plain ``mma.sp``, but the H100's behaviour on them is not captured.
-Selectors PTX leaves undefined (2 and 3 for ``m16n8k32`` .f16 -> .f32, which ptxas accepts) are refused too.
+Equal and decreasing index pairs (PTX: undefined, or for plain ``mma.sp`` allowed) run: the H100 multiplies
+the rows of B they name, in either order (tests/data/sparse/mma_sp_experiments_h100.npz).  Refused
+(``OperandError`` naming the lane, the nibble and the rule): tf32 nibbles other than 0x4/0xE (undefined; the
+H100 gives something else, not modelled).  Selectors PTX leaves undefined (2 and 3 for ``m16n8k32`` .f16 ->
+.f32, which ptxas accepts) are refused too: the H100 stops such a kernel with an illegal-instruction fault.
 """
 from __future__ import annotations
 
@@ -77,15 +78,7 @@ class MmaSpOp:
             x = int(nib[m, c])
             lane = int(lanes[m, c])
             nibble = int(v.meta_owner(self.sel)[m, c, 1])
-            if v.atype == "tf32":
-                rule = "a .tf32 metadata index must be 0b0100 or 0b1110 (PTX: anything else is undefined)"
-            elif (x & 3) == (x >> 2):
-                rule = "its two indices are equal (PTX: undefined)"
-            elif v.sp == "sp":
-                rule = ("its indices decrease; PTX allows that for mma.sp, but the H100's result for it is not "
-                        "captured, so the emulator runs only increasing pairs (use mma.sp::ordered_metadata order)")
-            else:
-                rule = "mma.sp::ordered_metadata needs increasing indices (PTX: otherwise undefined)"
+            rule = "a .tf32 metadata index must be 0b0100 or 0b1110 (PTX: anything else is undefined)"
             fail(OperandError, text or self.spelling,
                  f"metadata nibble {nibble} (row {m}, chunk {c}) is 0b{x:04b}: {rule}", lane=lane)
         return positions(v, nib)

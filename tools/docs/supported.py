@@ -37,6 +37,12 @@ def text():
             "Sparse A ([numerics.md](numerics.md#sparse-mmasp--mmaspordered_metadata)); each with the sparsity "
             "selectors listed.", ""]
     out += [f"* `{s}` (selector {', '.join(map(str, v.defined_selectors))})" for s, v in SPARSE.items()]
+    from isa.wgmma_sp import VARIANTS as WG_SPARSE
+    out += ["", f"## wgmma.mma_async.sp spellings ({len(WG_SPARSE)})", "",
+            "Every dense `wgmma.mma_async` form but `.b1` with K doubled: "
+            "`wgmma.mma_async.sp.sync.aligned.m64n<N>k<K>[.satfinite].<d>.<a>.<b>`, f16/bf16 k32 and tf32 k16 "
+            "(sp-sel 0 or 1), e4m3/e5m2/s8/u8 k64 (sp-sel 0), N as the dense forms ([wgmma.md](wgmma.md#sparse-"
+            "wgmmamma_asyncsp)).", ""]
     out += ["", *atomics_section()]
     return "\n".join(out) + "\n"
 

@@ -20,7 +20,9 @@ side by side) for each of its rows.  For an MN-major operand (``imm-trans`` = 1,
 Byte address of (row ``r``, K byte ``b``) of a K-major operand, ``W`` the swizzle width:
 
 * no swizzle:  ``start + (r // 8) * SBO + (r % 8) * 16 + (b // 16) * LBO + b % 16``
-* swizzled:    ``start + (r // 8) * SBO + (r % 8) * W + b``, then the swizzle (LBO is not used)
+* swizzled:    ``start + (r // 8) * SBO + (r % 8) * W + (b // W) * LBO + b % W``, then the swizzle (LBO only
+  matters where a row is wider than the swizzle: the 64 bytes of K of a ``wgmma.mma_async.sp`` B under the
+  32-byte swizzle, whose second 32 bytes the H100 reads LBO further on)
 
 Byte address of element (m/n index ``x``, k) of an MN-major operand of ``e``-byte elements, ``xb = x * e``:
 
@@ -121,7 +123,8 @@ def k_major_addresses(d: Descriptor, rows: int, k_bytes: int = 32) -> np.ndarray
     if d.swizzle == 0:
         a = d.start + (r // 8) * d.sbo + (r % 8) * 16 + (b // 16) * d.lbo + b % 16
     else:
-        a = d.start + (r // 8) * d.sbo + (r % 8) * d.swizzle + b
+        W = d.swizzle
+        a = d.start + (r // 8) * d.sbo + (r % 8) * W + (b // W) * d.lbo + b % W
     return swizzle(a, d.swizzle, d.base_offset)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from isa.wgmma import VARIANTS, K_OF
+from isa import wgmma_sp as SP
 from ..registry import executor
 from ..common import format_lanes, reg_name, vec_regs
 from ...errors import AsyncHazardError, OperandError, UnsupportedError, WarpSyncError, expect_str, fail
@@ -29,7 +30,7 @@ def canonical_spelling(opcode: str):
         return None
     shape, types, flags, other = None, [], set(), []
     for p in parts[2:]:
-        if p in ("sync", "aligned", "satfinite", "and", "popc"):
+        if p in ("sync", "aligned", "satfinite", "and", "popc", "sp"):
             flags.add(p)
         elif p in _TYPES:
             types.append(p)
@@ -41,7 +42,8 @@ def canonical_spelling(opcode: str):
         return None
     sat = ".satfinite" if "satfinite" in flags else ""
     tail = ".and.popc" if {"and", "popc"} <= flags else ""
-    return f"wgmma.mma_async.sync.aligned.{shape}{sat}.{'.'.join(types)}{tail}"
+    sp = ".sp" if "sp" in flags else ""
+    return f"wgmma.mma_async{sp}.sync.aligned.{shape}{sat}.{'.'.join(types)}{tail}"
 
 
 class WgmmaOp:
@@ -51,6 +53,8 @@ class WgmmaOp:
         v = self.variant = variant
         self.spelling = v.spelling
         self.n, self.k = v.n, v.k
+        self.k_b = v.k              # K of B (the sparse forms read twice A's K)
+        self.sparse = None          # isa.wgmma_sp.WgmmaSpVariant of a .sp form
         self.n_a, self.n_d = v.n_a, v.n_d
         self.wa, self.wb, self.wd = v.elem_bits("A"), v.elem_bits("B"), v.elem_bits("D")
         self._reads = {}         # (descriptor, operand, trans, rows, shared size) -> (addresses, bytes read)
@@ -93,14 +97,15 @@ class WgmmaOp:
         """(rows, K) raw bits of A (rows = 64) or B^T (rows = N), and the byte indices read. The addresses a
         descriptor selects (checked once) are kept: pipelines cycle through a few descriptors."""
         w = self.wa if which == "A" else self.wb
+        k = self.k if which == "A" else self.k_b
         key = (int(desc_bits), which, bool(trans), rows, smem.size)
         hit = self._reads.get(key)
         if hit is not None:
             addr, idx = hit
-            return D.gather_operand(smem, addr, self.k, w), idx
+            return D.gather_operand(smem, addr, k, w), idx
         d = D.Descriptor.decode(desc_bits)
-        tile = D.read_operand(smem, d, rows, self.k, w, bool(trans), instr, which)
-        addr = D.element_addresses(d, rows, self.k, w, bool(trans))
+        tile = D.read_operand(smem, d, rows, k, w, bool(trans), instr, which)
+        addr = D.element_addresses(d, rows, k, w, bool(trans))
         eb = max(1, w // 8)
         idx = np.unique((addr[..., None] + np.arange(eb)).reshape(-1))
         if len(self._reads) >= 1024:
@@ -120,6 +125,53 @@ class WgmmaOp:
         return num.wgmma_tile(v.atype, v.btype, v.dtype, A, B, C, v.satfinite)
 
 
+class WgmmaSpOp(WgmmaOp):
+    """One wgmma.mma_async.sp variant: the dense m64nNk(K/2) op for A, C and D, B read K rows deep, and the
+    metadata (``isa.wgmma_sp``)."""
+
+    def __init__(self, sv):
+        super().__init__(sv.dense)
+        self.sparse = sv
+        self.spelling = sv.spelling
+        self.k_b = sv.k
+
+    def __repr__(self):
+        return f"WgmmaSpOp({self.spelling!r})"
+
+    def positions(self, e, sel, text, warp_id=0):
+        """One warp's sp-meta registers (32,) -> the row of B each compressed element of its 16 rows multiplies,
+        int (16, K/2).  Refuses the tf32 nibbles PTX leaves undefined."""
+        sv = self.sparse
+        nib, lanes = SP.metadata_nibbles(sv, sel, e)
+        if sv.atype == "tf32":
+            bad = (nib != SP.TF32_NIBBLES[0]) & (nib != SP.TF32_NIBBLES[1])
+            if bad.any():
+                m, c = map(int, np.argwhere(bad)[0])
+                fail(OperandError, text, f"sp-meta nibble {int(sv.meta_owner(sel)[m, c, 1])} (row "
+                     f"{16 * (warp_id % 4) + m}, chunk {c}, selector {sel}) is 0b{int(nib[m, c]):04b}: a .tf32 "
+                     f"metadata index must be 0b0100 or 0b1110 (PTX: anything else is undefined)",
+                     lane=int(lanes[m, c]))
+        return SP.positions(sv, nib)
+
+    def compute_sparse(self, A, B, C, pos, scale_d=True, scale_a=1, scale_b=1):
+        """D tile (16, N) from the compressed A (16, K/2), the whole B (K, N), C (16, N) raw bits and ``pos``:
+        row m is the dense step over A's row and the rows ``pos[m]`` of B (as ``reference.mma_sp_tiles``)."""
+        v = self.variant
+        if v.dtype == "s32":
+            Bg = np.asarray(B, np.uint64)[pos]                               # (16, K/2, N)
+            Cz = C if scale_d else np.zeros_like(C)
+            a = num._signed(A, 8) if v.atype == "s8" else np.asarray(A, np.int64)
+            b = num._signed(Bg, 8) if v.btype == "s8" else Bg.astype(np.int64)
+            s = num._signed(Cz, 32) + np.einsum("mq,mqn->mn", a, b)
+            if v.satfinite:
+                s = np.clip(s, -2**31, 2**31 - 1)
+            return (s & 0xFFFFFFFF).astype(np.uint64)
+        out = np.zeros(np.shape(C), np.uint64)
+        for m in range(out.shape[0]):
+            out[m] = self.compute(A[m:m + 1], B[pos[m]], C[m:m + 1], scale_d, scale_a, scale_b)[0]
+        return out
+
+
 _CACHE: dict = {}
 
 
@@ -127,9 +179,17 @@ def get_wgmma(opcode: str) -> WgmmaOp:
     op = _CACHE.get(opcode)
     if op is None:
         sp = canonical_spelling(opcode)
+        sv = SP.VARIANTS.get(sp)
+        if sv is not None:
+            op = _CACHE[opcode] = WgmmaSpOp(sv)
+            return op
         v = VARIANTS.get(sp)
         if v is None:
             shapes = sorted({f"k{k}" for k in K_OF.values()})
+            if "sp" in str(opcode).split("."):
+                fail(UnsupportedError, opcode, f"unsupported wgmma.mma_async.sp variant; supported: m64nNkK with "
+                     f"k32 f16/bf16, k16 tf32, k64 e4m3/e5m2/s8/u8 as in isa/wgmma_sp.py ({len(SP.VARIANTS)} "
+                     f"spellings), e.g. wgmma.mma_async.sp.sync.aligned.m64n128k32.f32.f16.f16")
             fail(UnsupportedError, opcode, f"unsupported wgmma.mma_async variant; supported: m64nNkK with "
                  f"{', '.join(shapes)} as in isa/wgmma.py ({len(VARIANTS)} spellings), e.g. "
                  f"wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16")
@@ -182,11 +242,9 @@ def compile_wgmma(instr, env):
         if not {"sync", "aligned"} <= set(parts[2:]) or set(parts[2:]) - {"sync", "aligned"}:
             fail(UnsupportedError, instr.opcode, f"spelled wgmma.{kind}.sync.aligned")
         return _compile_control(instr, env, kind, text)
-    if kind == "mma_async" and "sp" in parts[2:]:
-        fail(UnsupportedError, instr.opcode, "the sparse wgmma.mma_async.sp forms are not supported")
     if kind != "mma_async":
-        fail(UnsupportedError, instr.opcode, "supported: wgmma.mma_async, wgmma.fence, wgmma.commit_group, "
-             "wgmma.wait_group (.sp sparse forms are not supported)")
+        fail(UnsupportedError, instr.opcode, "supported: wgmma.mma_async[.sp], wgmma.fence, wgmma.commit_group, "
+             "wgmma.wait_group")
     return _compile_mma(instr, env, text)
 
 
@@ -225,8 +283,11 @@ def _compile_mma(instr, env, text):
     ss = not isinstance(ops[1], Vec) if len(ops) > 1 else True
     form = "ss" if ss else "rs"
     n_imm = v.n_imm(form)
-    if len(ops) != 4 + n_imm:
-        fail(OperandError, instr.opcode, f"takes {4 + n_imm} operands (d, {'a-desc' if ss else 'a'}, b-desc, scale-d"
+    sv = op.sparse
+    extra = 2 if sv is not None else 0
+    if len(ops) != 4 + extra + n_imm:
+        fail(OperandError, instr.opcode, f"takes {4 + extra + n_imm} operands (d, {'a-desc' if ss else 'a'}, b-desc, "
+             f"{'sp-meta, sp-sel, ' if extra else ''}scale-d"
              f"{', imm-scale-a, imm-scale-b' if v.is_float else ''}{', imm-trans-a' if ss and v.can_transpose else ''}"
              f"{', imm-trans-b' if v.can_transpose else ''}), found {len(ops)}")
     d_names = vec_regs(env, ops[0], instr, op.n_d, "accumulator d")
@@ -244,7 +305,17 @@ def _compile_mma(instr, env, text):
     b_desc = reg_name(env, ops[2], instr)
     if env.reg_width(b_desc) != 64:
         fail(OperandError, instr.opcode, f"b-desc {b_desc} must be a 64-bit register")
-    sd = ops[3]
+    e_name = sel = None
+    if sv is not None:
+        if isinstance(ops[3], Imm):
+            fail(OperandError, instr.opcode, f"sp-meta must be a 32-bit register (ptxas takes no immediate), "
+                 f"found {ops[3]}")
+        e_name = vec_regs(env, ops[3], instr, 1, "sp-meta")[0]
+        if env.reg_width(e_name) != 32:
+            fail(OperandError, instr.opcode, f"sp-meta register {e_name} is {env.reg_width(e_name)}-bit; "
+                 f"needs 32-bit")
+        sel = _imm_int(ops[4], instr, "sp-sel", sv.selectors)
+    sd = ops[3 + extra]
     sd_neg = isinstance(sd, Not)
     if sd_neg:
         sd = sd.item
@@ -253,7 +324,7 @@ def _compile_mma(instr, env, text):
         sd_name = None
     else:
         sd_name, sd_const = reg_name(env, sd, instr), None
-    imms = ops[4:]
+    imms = ops[4 + extra:]
     scale_a = scale_b = 1
     trans_a = trans_b = 0
     if v.is_float:
@@ -319,6 +390,10 @@ def _compile_mma(instr, env, text):
                  "shape or type")
         ws.last_shape = shape_key
         number = ws.issued - 1
+        pos = None
+        if sv is not None:          # the metadata as it is at issue
+            e = np.asarray(S.raw_get(warp, e_name, text), np.uint32)
+            pos = op.positions(e, sel, text, warp.warp_id)
 
         def operands(issuer):
             """The warp's share of the instruction, once the whole warpgroup has issued it (``issuer``: the warp
@@ -355,12 +430,13 @@ def _compile_mma(instr, env, text):
         def compute(issuer):
             """The warp's 16 rows of D (see ``operands``); returns the shared bytes read."""
             A, Bt, C, idx = operands(issuer)
-            finish(op.compute(A, Bt, C, scd, scale_a, scale_b))
+            finish(op.compute(A, Bt, C, scd, scale_a, scale_b) if pos is None else
+                   op.compute_sparse(A, Bt, C, pos, scd, scale_a, scale_b))
             return idx
 
         # the rows of D of a warp depend only on its own rows of A and C and the common B: the warpgroup's four
         # shares of one instruction compute as one 64-row tile (state.issue), element for element the same
-        batch = ((op, scd, scale_a, scale_b), operands, finish)
+        batch = ((op, scd, scale_a, scale_b), operands, finish) if pos is None else None   # .sp: per warp
         S.issue(warp, cst, ws, dict(regs=set(d_names) | set(a_names), text=text, run=compute, batch=batch,
                                     line=S.current(warp)[0]), g, number)
     return run

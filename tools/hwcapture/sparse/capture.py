@@ -4,7 +4,8 @@
     python tools/hwcapture/sparse/capture.py run OUTDIR RESULT.npz [--skip m]   # needs cupy and a GPU
 
 The result holds ``m<i>`` (warps, 32, n_d) uint32 per mma.sp form, ``w<i>`` (n_cta, 128, n_d) uint32 and
-``w<i>_base`` (the shared window's base per CTA) per wgmma.sp form, ``x<i>_<mode>`` per experiment, and ``meta``
+``w<i>_base`` (the shared window's base per CTA) per wgmma.sp form, ``y<i>_<mode>`` (and ``_base``) per wgmma.sp
+metadata experiment, ``x<i>_<mode>`` per mma.sp experiment, and ``meta``
 (JSON: device, driver, the jobs that trapped, SASS opcode counts of the mma.sp kernels).  Jobs run in child
 processes; one that traps (illegal instruction) is recorded and the next child goes on after it.
 """
@@ -45,12 +46,13 @@ def build(outdir):
 
 
 def jobs():
-    """Everything to launch, in order: the mma.sp forms, the experiments, then the wgmma.sp forms
-    (tests/data/sparse/mma_sp_h100.npz holds the mma.sp forms; the wgmma.sp forms and the experiments have not
-    run on an H100 yet)."""
+    """Everything to launch, in order: the mma.sp forms, the wgmma.sp forms, the wgmma.sp metadata experiments,
+    then the mma.sp experiments (tests/data/sparse/mma_sp_h100.npz holds the mma.sp forms,
+    tests/data/sparse/wgmma_sp_h100.npz the wgmma.sp forms and their experiments)."""
     out = [("m", i, "") for i, f in enumerate(G.MMA_FORMS) if not G.risky(f)]
-    out += [("x", i, mode) for i, mode in G.EXPERIMENTS]
     out += [("w", i, "") for i in range(len(G.WG_FORMS))]
+    out += [("y", i, mode) for i, mode in G.WG_EXPERIMENTS]
+    out += [("x", i, mode) for i, mode in G.EXPERIMENTS]
     return out
 
 
@@ -80,7 +82,7 @@ def child(outdir, tmp, start, skip=""):
             res = {"d": cp.asnumpy(dev_out).reshape(nw, 32, nd)}
         else:
             f = G.WG_FORMS[i]
-            inp = G.wg_inputs(i, f)
+            inp = G.wg_inputs(i, f, mode or None)
             fn = cp.RawModule(path=os.path.join(outdir, f"w{i}.cubin")).get_function("wgmma_sp_cap")
             fn.max_dynamic_shared_size_bytes = G.W.DYN_SMEM
             n = f["n_cta"]
@@ -95,6 +97,7 @@ def child(outdir, tmp, start, skip=""):
 
 
 def run(outdir, result, budget=150.0, skip=""):
+    budget = float(os.environ.get("SP_BUDGET", budget))
     import tempfile
     import cupy as cp
     props = cp.cuda.runtime.getDeviceProperties(0)
@@ -154,5 +157,6 @@ if __name__ == "__main__":
         build(sys.argv[2])
     elif sys.argv[1] == "child":
         child(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5] if len(sys.argv) > 5 else "")
-    else:          # run OUTDIR RESULT [--skip m] (the job kinds to leave out: m mma.sp, x experiments, w wgmma.sp)
+    else:          # run OUTDIR RESULT [--skip m] (the job kinds to leave out: m mma.sp, x experiments, w wgmma.sp,
+        #              y wgmma.sp experiments); SP_BUDGET=seconds bounds the run
         run(sys.argv[2], sys.argv[3], skip=sys.argv[sys.argv.index("--skip") + 1] if "--skip" in sys.argv else "")

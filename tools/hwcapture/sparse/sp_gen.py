@@ -287,6 +287,23 @@ def _wg_forms():
 WG_FORMS = _wg_forms()
 
 
+def _wg_experiments():
+    """(form index, metadata mode): wgmma.sp with metadata PTX leaves undefined (unsorted or equal index pairs,
+    tf32 nibbles other than 0x4/0xE), one kind per job."""
+    out = []
+    for i, f in enumerate(WG_FORMS):
+        if f["n"] == 8 and f["sel"] == 0 and not f["sat"] and f["dtype"] in ("f32", "s32") and \
+                f["atype"] == f["btype"]:
+            if f["atype"] == "tf32":
+                out.append((i, "tf32bad"))
+            else:
+                out += [(i, "unsorted"), (i, "equal")]
+    return out
+
+
+WG_EXPERIMENTS = _wg_experiments()
+
+
 def _dense_bits(t):
     return ELEM[t]
 
@@ -297,8 +314,9 @@ def wg_regs(f):
     return 4, nd
 
 
-def wg_inputs(fi, f):
-    """dict: img (n_cta, IMG) u8, desc (n_cta, 2) u64, a (n_cta, 128, 4), c (n_cta, 128, n_d), e (n_cta, 128)
+def wg_inputs(fi, f, mode=None):
+    """``mode`` (an experiment, see WG_EXPERIMENTS): every metadata nibble of that kind instead of 'sorted'.
+    dict: img (n_cta, IMG) u8, desc (n_cta, 2) u64, a (n_cta, 128, 4), c (n_cta, 128, n_d), e (n_cta, 128)
     u32, scale_d (n_cta,), and the descriptor choices."""
     n = f["n_cta"]
     na, nd = wg_regs(f)
@@ -327,7 +345,7 @@ def wg_inputs(fi, f):
         wd = ELEM[f["dtype"]]
         cd = "normal" if dname == "iota" and f["dtype"] != "s32" else dname
         c[j] = _pack_elems(W.elements(f["dtype"], cd, 128 * nd * 32 // wd, (8000 + fi, j, 4)), wd).reshape(128, nd)
-        e[j] = _meta_words(f["atype"], (8000 + fi, j, 6), 128, "sorted")
+        e[j] = _meta_words(f["atype"], (8000 + fi, j, 6), 128, mode or "sorted")
         sd[j] = int(W.rbits((8000 + fi, j, 5), 1)[0] % np.uint64(4) != 0)
     return dict(img=img, desc=desc, a=a, c=c, e=e, scale_d=sd)
 
