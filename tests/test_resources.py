@@ -12,24 +12,8 @@ from emulator.errors import EmulatorError, OperandError
 from emulator.machine import grid as G
 from emulator.machine import module as M
 from emulator.machine import program as P
+from test_grid_robust import STORE      # the same store-per-thread kernel
 
-STORE = """
-.version 8.0
-.target sm_90
-.address_size 64
-.visible .entry k(.param .u64 pout)
-{
-    .reg .b32 %r<4>; .reg .b64 %rd<4>;
-    ld.param.u64 %rd1, [pout];
-    mov.u32 %r1, %ctaid.x;
-    mov.u32 %r2, %tid.x;
-    mad.lo.s32 %r3, %r1, 32, %r2;
-    mul.wide.u32 %rd2, %r3, 4;
-    add.s64 %rd3, %rd1, %rd2;
-    st.global.u32 [%rd3], %r3;
-    ret;
-}
-"""
 RET = """
 .version 8.0
 .target sm_90a

@@ -284,17 +284,23 @@ def test_corpus_sample_has_no_reports(name):
 # don't-care bytes): initcheck reports exactly that, which is true of the PTX (compute-sanitizer does not check
 # registers); the output still equals the H100's
 UNDEF_REGISTER_READS = {f"triton_scaled_dot_{a}_e2m1_sb_32x32x64_sm90a" for a in ("bf16", "e4m3", "e5m2", "fp16")}
+# DeepGEMM's fp8 GEMM with BLOCK_N=112 reads the second B scale from shared memory in every block, but writes it
+# only in blocks that straddle two 128-wide scale blocks: a true read of shared memory nothing wrote, whose value
+# does not reach the output (the outputs equal the H100's; compute-sanitizer's initcheck does not follow shared
+# memory)
+UNINIT_SHARED_READS = {"nvcc_deepgemm_fp8_1d2d_128x224x512_bn112"}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(set(corpus_lib.load_all()) - set(corpus_lib.CANNOT_RUN)))
 def test_corpus_has_no_reports(name):
-    if name not in UNDEF_REGISTER_READS:
+    if name not in UNDEF_REGISTER_READS | UNINIT_SHARED_READS:
         return _corpus_clean(name)
     cases = corpus_lib.load_all()
     got, res, _ = corpus_lib.replay(cases[name], sanitize="all")
     assert res.reports and {(r.tool, r.kind) for r in res.reports} == {("initcheck", "uninitialized-read")}
-    assert all("register" in r.message and "nothing wrote" in r.message for r in res.reports)
+    what = "register" if name in UNDEF_REGISTER_READS else "shared byte"
+    assert all(what in r.message and "nothing wrote" in r.message for r in res.reports)
     assert corpus_lib.mismatches(cases[name], got) == []
 
 
