@@ -287,3 +287,25 @@ def test_both_engines_agree():
     ref, fast, diffs = compare_engines(load_ptx(G.wg_ptx(f)), "wgmma_sp_cap", n, 128, arrays,
                                        shared_bytes=G.W.DYN_SMEM)
     assert not diffs and "error" not in ref
+
+
+def test_sparse_k_major_b_under_the_32_byte_swizzle_needs_the_measured_lbo():
+    """The second 32 bytes of K of such a B were read LBO = 16 bytes on in every capture; any other LBO is
+    refused rather than guessed."""
+    for i, f in enumerate(FORMS):
+        if f["trans_b"]:
+            continue
+        inp = G.wg_inputs(i, f)
+        for j in range(f["n_cta"]):
+            db = int(inp["desc"][j][1])
+            if D.Descriptor.decode(db).swizzle != 32:
+                continue
+            op = get_wgmma(G.wg_spelling(f))
+            smem = np.zeros(G.W.IMG, np.uint8)
+            assert D.Descriptor.decode(db).lbo == 16
+            op.read(smem, db, "B", False, "test", f["n"])
+            other = (db & ~(0x3FFF << 16)) | (2 << 16)             # LBO 32
+            with pytest.raises(UnsupportedError, match=r"only LBO = 16 bytes is measured for the second one, not 32"):
+                op.read(smem, other, "B", False, "test", f["n"])
+            return
+    pytest.fail("no K-major B under the 32-byte swizzle in the capture")

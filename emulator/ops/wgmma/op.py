@@ -104,6 +104,12 @@ class WgmmaOp:
             addr, idx = hit
             return D.gather_operand(smem, addr, k, w), idx
         d = D.Descriptor.decode(desc_bits)
+        if self.sparse is not None and which == "B" and not trans and d.swizzle == 32 and k * w > 8 * 32 \
+                and d.lbo != 16:
+            # a sparse form's K-major B is 64 bytes of K, wider than the 32-byte swizzle: the H100 read its second
+            # 32 bytes LBO bytes on, but every capture had LBO = 16, so another LBO is not known to mean that
+            fail(UnsupportedError, instr, f"B descriptor ({d}): a K-major B under the 32-byte swizzle spans two "
+                 f"swizzle widths of K; only LBO = 16 bytes is measured for the second one, not {d.lbo}")
         tile = D.read_operand(smem, d, rows, k, w, bool(trans), instr, which)
         addr = D.element_addresses(d, rows, k, w, bool(trans))
         eb = max(1, w // 8)
