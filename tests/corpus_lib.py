@@ -38,21 +38,36 @@ def load_all(only=None):
     (``only``: the file names to read, e.g. ``["cutlass.npz"]``)."""
     cases = {}
     for path in _files():
-        if only is not None and os.path.basename(path) not in only:
-            continue
-        with np.load(path, allow_pickle=False) as z:
-            for key in z.files:
-                name, kind, *rest = key.split("__")
-                c = cases.setdefault(name, {"in": {}, "out": {}, "file": os.path.basename(path)})
-                a = z[key]
-                if kind == "ptx":
-                    c["ptx"] = a.tobytes().decode()
-                elif kind == "config":
-                    c["config"] = json.loads(str(a))
-                else:
-                    c[kind][rest[0]] = a
+        if only is None or os.path.basename(path) in only:
+            _read(path, cases, os.path.basename(path))
     for c in cases.values():
         resolve(c, cases)
+    return cases
+
+
+def load_npz(path):
+    """The cases of one file in the corpus format (e.g. tests/data/ctrlflow.npz), resolved like load_all's."""
+    cases = _read(path, {})
+    for c in cases.values():
+        resolve(c, cases)
+    return cases
+
+
+def _read(path, cases, file=None):
+    """Add the cases of ``path`` (keys ``<case>__<kind>[__<arg>]``; other keys are skipped) to ``cases``."""
+    with np.load(path, allow_pickle=False) as z:
+        for key in z.files:
+            if "__" not in key:
+                continue
+            name, kind, *rest = key.split("__")
+            c = cases.setdefault(name, {"in": {}, "out": {}, **({"file": file} if file else {})})
+            a = z[key]
+            if kind == "ptx":
+                c["ptx"] = a.tobytes().decode()
+            elif kind == "config":
+                c["config"] = json.loads(str(a))
+            else:
+                c[kind][rest[0]] = a
     return cases
 
 

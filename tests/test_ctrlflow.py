@@ -3,7 +3,6 @@ jump tables (a Gluon warp_specialize dispatch, hand-written tables in loops and 
 (nvcc's function pointers and virtual calls, every .callprototype / .calltargets form ptxas accepts), brkpt on
 a never-taken branch, and the wgmma hazards ptxas repairs itself (Triton's f16-accumulator tl.dot on sm_90a).
 The capture is made by tools/hwcapture/ctrlflow (build.py, pack.py)."""
-import json
 import os
 
 import numpy as np
@@ -15,24 +14,7 @@ from emulator import AsyncHazardError, EmulatorError, GlobalMemory, PTXValidatio
 DATA = os.path.join(corpus_lib.ROOT, "tests", "data", "ctrlflow.npz")
 
 
-def _load():
-    cases = {}
-    with np.load(DATA, allow_pickle=False) as z:
-        for key in z.files:
-            name, kind, *rest = key.split("__")
-            c = cases.setdefault(name, {"in": {}, "out": {}})
-            if kind == "ptx":
-                c["ptx"] = z[key].tobytes().decode()
-            elif kind == "config":
-                c["config"] = json.loads(str(z[key]))
-            else:
-                c[kind][rest[0]] = z[key]
-    for c in cases.values():
-        corpus_lib.resolve(c, cases)
-    return cases
-
-
-CASES = _load()
+CASES = corpus_lib.load_npz(DATA)
 # ptxas merges wgmma.mma_async instructions that repeat exactly (same registers and descriptors) within one
 # commit group into one HGMMA: the H100 accumulates once where the PTX says twice (see KNOWN_DIFFERENCES)
 KNOWN_DIFFERENCES = {"ptx_wgmma_read_chain": "out"}

@@ -8,7 +8,6 @@ producer/consumer lane groups that wait on each other, early returns before a ba
 module is also stored with its basic blocks laid out reversed and shuffled: the H100 gives the same bits for
 every layout, and so must the emulator.
 """
-import json
 import os
 
 import numpy as np
@@ -21,26 +20,7 @@ from emulator.machine.convergence import EXIT, Convergence, successors
 DATA = os.path.join(os.path.dirname(__file__), "data", "divergence", "h100.npz")
 
 
-def _load():
-    cases = {}
-    with np.load(DATA, allow_pickle=False) as z:
-        for key in z.files:
-            if "__" not in key:
-                continue
-            name, kind, *rest = key.split("__")
-            c = cases.setdefault(name, {"in": {}, "out": {}})
-            if kind == "ptx":
-                c["ptx"] = z[key].tobytes().decode()
-            elif kind == "config":
-                c["config"] = json.loads(str(z[key]))
-            else:
-                c[kind][rest[0]] = z[key]
-    for c in cases.values():
-        corpus_lib.resolve(c, cases)
-    return cases
-
-
-CASES = _load()
+CASES = corpus_lib.load_npz(DATA)
 
 # cases that run but do not give the H100's bits, with why; test_known_differences keeps the list true
 KNOWN = {
