@@ -511,9 +511,7 @@ def _replay_shared(pcs, masks, addrs, n, wids, pkind, pnb, pew, pbid, parrive, p
                 wt = w_tid[x]
                 if do_init and not write and wt == -1 and not got[0]:
                     got[0] = True
-                    tmp[0, 0], tmp[0, 1], tmp[0, 2], tmp[0, 3], tmp[0, 4] = H_INIT, r, lane, a0, x
-                    tmp[0, 5], tmp[0, 6], tmp[0, 7] = -1, -1, nb
-                    _mem(pre, a0, nb, tmp[0])
+                    _hit(tmp[0], H_INIT, r, lane, a0, x, -1, -1, nb, pre)
                 if not do_race:
                     continue
                 sv = False
@@ -524,10 +522,7 @@ def _replay_shared(pcs, masks, addrs, n, wids, pkind, pnb, pew, pbid, parrive, p
                     k = 1 + (1 if wt // 32 == wid else 0)
                     if not got[k]:
                         got[k] = True
-                        tmp[k, 0], tmp[k, 1], tmp[k, 2], tmp[k, 3], tmp[k, 4] = H_WAW if write else H_RAW, r, lane, \
-                            a0, x
-                        tmp[k, 5], tmp[k, 6], tmp[k, 7] = wt, w_pc[x], nb
-                        _mem(pre, a0, nb, tmp[k])
+                        _hit(tmp[k], H_WAW if write else H_RAW, r, lane, a0, x, wt, w_pc[x], nb, pre)
                 if write and not sv:
                     for s in range(2):
                         rt = r_tid[x, s]
@@ -535,9 +530,7 @@ def _replay_shared(pcs, masks, addrs, n, wids, pkind, pnb, pew, pbid, parrive, p
                             k = 3 + (1 if rt // 32 == wid else 0)
                             if not got[k]:
                                 got[k] = True
-                                tmp[k, 0], tmp[k, 1], tmp[k, 2], tmp[k, 3], tmp[k, 4] = H_WAR, r, lane, a0, x
-                                tmp[k, 5], tmp[k, 6], tmp[k, 7] = rt, r_pc[x, s], nb
-                                _mem(pre, a0, nb, tmp[k])
+                                _hit(tmp[k], H_WAR, r, lane, a0, x, rt, r_pc[x, s], nb, pre)
                             break
         for k in range(5):
             if got[k] and nh < hits.shape[0]:
@@ -642,6 +635,14 @@ def _sync(r, em, p, kind, wid, pbid, parrive, paligned, vc, acc, arrived, wait, 
         gone_pc[wid] = p
     _release(alive, arrived, acc, wait, vc)
     return nh
+
+
+@njit(cache=True, inline="always")
+def _hit(row, kind, r, lane, a0, x, other, other_pc, nb, pre):
+    """One hit row: kind, record, lane, access address, byte, the other thread and its PC, size, the bytes."""
+    row[0], row[1], row[2], row[3], row[4] = kind, r, lane, a0, x
+    row[5], row[6], row[7] = other, other_pc, nb
+    _mem(pre, a0, nb, row)
 
 
 @njit(cache=True)

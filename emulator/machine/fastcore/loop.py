@@ -9,7 +9,7 @@ import numpy as np
 from numba import njit
 
 from . import table as T
-from .raw import _allocation, _peek, _peek16, _poke  # noqa: F401 (raw memory access, shared with cpasync)
+from .raw import _allocation, _mask, _peek, _peek16, _poke, _sext  # noqa: F401 (raw memory access, shared with cpasync)
 from .cpasync import cp_step
 from ...numerics.gemm_fast import tc_one_noalloc
 from .fmath import call_rows, TABLES as _TABLES
@@ -25,19 +25,6 @@ CANON32 = np.uint32(0x7FFFFFFF)
 LANES = 32
 XSLOT = len(_TABLES)        # translation.mufu_ptr: the addresses of xcall.x_c and xcall.atom_c
 ASLOT = len(_TABLES) + 1
-
-
-@njit(cache=True, inline="always")
-def _mask(w):
-    return ALL >> np.uint64(64 - w)
-
-
-@njit(cache=True, inline="always")
-def _sext(v, w):
-    if w >= 64:
-        return v
-    m = U1 << np.uint64(w - 1)
-    return ((v & _mask(w)) ^ m) - m
 
 
 @njit(cache=True, inline="always")

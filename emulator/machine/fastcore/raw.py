@@ -1,5 +1,6 @@
 """Raw memory access for the jitted loops: loads and stores of 8..64 bits at host addresses (shared memory,
 .param and global allocations are addressed by their data pointers), and the allocation lookup."""
+import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
@@ -8,6 +9,24 @@ from ...numerics import jitcache
 from . import table as T
 
 jitcache.prepare()          # before any cached function of the package loads
+
+_U1 = np.uint64(1)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+@njit(cache=True, inline="always")
+def _mask(w):
+    """The low ``w`` bits set (1 <= w <= 64)."""
+    return _ALL >> np.uint64(64 - w)
+
+
+@njit(cache=True, inline="always")
+def _sext(v, w):
+    """The low ``w`` bits of ``v`` sign-extended to 64 (as raw uint64 bits)."""
+    if w >= 64:
+        return v
+    m = _U1 << np.uint64(w - 1)
+    return ((v & _mask(w)) ^ m) - m
 
 
 def _peek_intrinsic(nbits):

@@ -20,6 +20,7 @@ from numba.extending import intrinsic
 
 from ...numerics.fast import _fma64, f2i, i2f
 from .atomics import _f32_of as i2f32
+from .raw import _mask, _sext
 
 LANES = 32
 U0 = np.uint64(0)
@@ -65,19 +66,6 @@ _PRMT = np.array([   # ops.intx._PRMT_MODES: selector (c & 3) -> source byte of 
     [[0, 1, 2, 3], [1, 1, 2, 3], [2, 2, 2, 3], [3, 3, 3, 3]],
     [[0, 0, 0, 0], [0, 1, 1, 1], [0, 1, 2, 2], [0, 1, 2, 3]],
     [[0, 1, 0, 1], [2, 3, 2, 3], [0, 1, 0, 1], [2, 3, 2, 3]]], np.int64)
-
-
-@njit(cache=True, inline="always")
-def _mask(w):
-    return ALL >> np.uint64(64 - w)
-
-
-@njit(cache=True, inline="always")
-def _sext(v, w):
-    if w >= 64:
-        return v
-    m = U1 << np.uint64(w - 1)
-    return ((v & _mask(w)) ^ m) - m
 
 
 @njit(cache=True)
