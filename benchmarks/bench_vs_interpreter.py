@@ -42,39 +42,14 @@ def classify(ptx):
     return "no tensor cores"
 
 
-def _args(case, g):
-    """Upload a case's inputs to ``g``; returns (launch arguments, {output: (address, like)})."""
-    cfg = case["config"]
-    addrs, args = {}, []
-    for a in cfg["args"]:
-        if a[0] in ("array", "tensormap") and a[1] not in addrs:
-            arr = case["in"][a[1]]
-            addrs[a[1]] = (g.upload(arr), arr)
-    for a in cfg["args"]:
-        if a[0] == "array":
-            args.append(addrs[a[1]][0])
-        elif a[0] == "bytes":
-            args.append(bytes.fromhex(a[1]))
-        elif a[0] == "tensormap":
-            raw = bytearray.fromhex(a[2])
-            off = a[3] if len(a) > 3 else 0
-            raw[off:off + 8] = addrs[a[1]][0].to_bytes(8, "little")
-            args.append(bytes(raw))
-        else:
-            args.append(np.array(a[2]).astype(a[1]).item() if a[1] != "bfloat16" else a[2])
-    nprog = int(np.prod(cfg["grid"]))
-    args.append(g.alloc(cfg["scratch"] * nprog) if cfg.get("scratch") else 0)
-    args.append(0)
-    return args, {k: addrs[k] for k in cfg["outputs"]}
-
-
 def emulate(module, case, engine):
     """One launch: (CPU seconds, warp-instructions, bit-identical to the H100)."""
     import corpus_lib
     from emulator import GlobalMemory
     cfg = case["config"]
     g = GlobalMemory()
-    args, outs = _args(case, g)
+    args, addrs = corpus_lib.launch_args(case, g)
+    outs = {k: addrs[k] for k in cfg["outputs"]}
     t = time.process_time()
     res = module.launch(cfg["kernel"], cfg["grid"], cfg["block"], args, gmem=g, shared_bytes=cfg.get("shared", 0),
                         engine=engine)

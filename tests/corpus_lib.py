@@ -89,16 +89,11 @@ def typed(case):
     return case
 
 
-def replay(case, arch=None, **launch):
-    """Run a case on the emulator (``launch``: extra ``Module.launch`` arguments, e.g. a schedule); returns
-    ({output name: array}, LaunchResult, printf text). A config's ``at`` ({array: address}) places those arrays
-    at the device addresses they had on the GPU, so recorded argument bytes that hold pointers need no patching."""
-    from emulator import GlobalMemory, load_ptx
+def launch_args(case, g):
+    """Place a case's inputs in ``g`` (a GlobalMemory); returns (the launch arguments, {array: (address,
+    array)})."""
     cfg = case["config"]
-    module = load_ptx(case["ptx"], arch=arch)
-    g = GlobalMemory()
     addrs, args = {}, []
-    nprog = int(np.prod(cfg["grid"]))
     for name, at in cfg.get("at", {}).items():   # arrays at the device addresses they had on the GPU
         arr = np.array(case["in"][name], copy=True, order="C")
         addrs[name] = (g.map(arr, at=at), arr)
@@ -118,9 +113,22 @@ def replay(case, arch=None, **launch):
             args.append(bytes(raw))
         else:
             args.append(np.array(a[2]).astype(a[1]).item() if a[1] != "bfloat16" else a[2])
-    if cfg["source"] == "triton":
+    if cfg["source"] == "triton":  # Triton's trailing global-scratch and profile-scratch pointers
+        nprog = int(np.prod(cfg["grid"]))
         args.append(g.alloc(cfg["scratch"] * nprog) if cfg.get("scratch") else 0)
         args.append(0)
+    return args, addrs
+
+
+def replay(case, arch=None, **launch):
+    """Run a case on the emulator (``launch``: extra ``Module.launch`` arguments, e.g. a schedule); returns
+    ({output name: array}, LaunchResult, printf text). A config's ``at`` ({array: address}) places those arrays
+    at the device addresses they had on the GPU, so recorded argument bytes that hold pointers need no patching."""
+    from emulator import GlobalMemory, load_ptx
+    cfg = case["config"]
+    module = load_ptx(case["ptx"], arch=arch)
+    g = GlobalMemory()
+    args, addrs = launch_args(case, g)
     out = io.StringIO()
     res = module.launch(cfg["kernel"], cfg["grid"], cfg["block"], args, gmem=g, out=out,
                         shared_bytes=cfg.get("shared", 0), **({"cluster": tuple(cfg["cluster"])}
