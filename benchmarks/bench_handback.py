@@ -12,13 +12,13 @@ back most often. The summary sums the opcodes over the whole corpus. With ``--ti
 """
 import argparse
 import os
-import re
 import sys
 import time
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 import corpus_lib  # noqa: E402
+from bench_vs_interpreter import classify as kernel_class  # noqa: E402
 
 
 def _fast_executed(res):
@@ -31,17 +31,9 @@ def _fast_executed(res):
 
 
 def classify(name, case):
-    """A coarse class of a corpus kernel, from its name and PTX."""
-    ptx = case["ptx"]
-    if "wgmma" in ptx or "cp.async.bulk" in ptx:
-        return "sm90 (wgmma/TMA)"
-    if "mma.sync" in ptx:
-        return "mma.sync"
-    if re.search(r"^\s*(@!?%\w+\s+)?(atom|red)\.", ptx, re.M):
-        return "atomics"
-    if ".f64" in ptx:
-        return "f64"
-    return "other SIMT"
+    """A coarse class of a corpus kernel: bench_vs_interpreter's classes, with f64 kernels apart."""
+    cls = kernel_class(case["ptx"])
+    return "f64" if cls == "no tensor cores" and ".f64" in case["ptx"] else cls
 
 
 _LAUNCH_CPU = [0.0]
