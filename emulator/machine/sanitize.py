@@ -28,6 +28,7 @@ import numpy as np
 from ..errors import (AlignmentError, AsyncHazardError, EmulatorError, MBarrierError, MemoryAccessError,
                       OperandError, ProxyError, WarpSyncError)
 from ..memory import LANES
+from ..memory.spaces import store_order
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck", "asynccheck")
 READERS = 2                       # readers remembered per shared byte
@@ -403,8 +404,9 @@ class CtaSanitizer:
         # update the shadow
         tcol = np.broadcast_to(tids[:, None], idx.shape)
         if write:
-            self.w_tid[idx] = tcol
-            self.w_clk[idx] = np.broadcast_to(my, idx.shape)
+            so = np.searchsorted(lanes, store_order(mask, nbytes))     # the lane whose bytes stay, written last
+            self.w_tid[idx[so]] = tcol[so]
+            self.w_clk[idx[so]] = np.broadcast_to(my, idx.shape)[so]
             self.w_pc[idx] = pc
             self.w_strong[idx] = strong
             self.r_tid[idx] = -1

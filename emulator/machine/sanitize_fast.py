@@ -539,7 +539,9 @@ def _replay_shared(pcs, masks, addrs, n, wids, pkind, pnb, pew, pbid, parrive, p
                 nh += 1
         # the shadow (and the copy of shared memory) after the access
         if write:
-            for lane in range(32):
+            per = 32 // max(1, nb // 4)          # memory.spaces.store_order: the lane whose bytes stay goes last
+            for j in range(32):
+                lane = (j // per) * per + per - 1 - j % per
                 if not (m >> lane) & 1:
                     continue
                 t = wid * 32 + lane

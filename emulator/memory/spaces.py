@@ -255,10 +255,23 @@ def gather(mem: np.ndarray, addrs, mask, nbytes):
     return out
 
 
+def store_order(mask, nbytes):
+    """The active lanes of a store in the order in which their bytes land, so that the last write of a byte is
+    the one that stays. Where several lanes of one instruction store to the same bytes, the H100 keeps the
+    lowest lane of the last phase that writes them: an access of ``nbytes`` per lane is served in phases of
+    ``32 / max(1, nbytes / 4)`` lanes (one phase up to 32 bits, lanes 0-15 then 16-31 for 64 bits, four
+    phases of 8 lanes for 128 bits), one after the other, and within a phase the lowest lane wins (measured on
+    shared and global memory: tools/hwcapture/divergence/stores.cu)."""
+    per = LANES // max(1, nbytes // 4)
+    lanes = np.flatnonzero(mask)
+    return lanes[np.lexsort((-lanes, lanes // per))]
+
+
 def scatter(mem: np.ndarray, addrs, mask, data):
-    """Write data (32, nbytes) at each active lane's address, in lane order (a higher lane wins)."""
+    """Write data (32, nbytes) at each active lane's address, in ``store_order`` (the H100's survivor of
+    lanes that store to the same bytes stays)."""
     nbytes = data.shape[1]
-    for lane in np.flatnonzero(mask):
+    for lane in store_order(mask, nbytes):
         a = int(addrs[lane])
         mem[a:a + nbytes] = data[lane]
 
@@ -285,7 +298,7 @@ def global_gather(gmem: GlobalMemory, instr, addrs, mask, nbytes):
 def global_scatter(gmem: GlobalMemory, instr, addrs, mask, data):
     nbytes = data.shape[1]
     a = addrs.astype(np.uint64)
-    lanes = np.flatnonzero(mask)
-    targets = [gmem._locate(int(a[lane]), nbytes, instr, lane) for lane in lanes]   # check all first
-    for lane, (buf, off) in zip(lanes, targets):
+    targets = {lane: gmem._locate(int(a[lane]), nbytes, instr, lane) for lane in np.flatnonzero(mask)}  # check all
+    for lane in store_order(mask, nbytes):                                                             # first
+        buf, off = targets[lane]
         buf[off:off + nbytes] = data[lane]

@@ -953,9 +953,11 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     if shared_lanes != 0 and not smem_write_ok(state, addrs, shared_lanes, n * ew):
                         handback = True          # bytes an in-flight wgmma reads (memx.py): the reference raises
                         break
-                    for i in range(n):
+                    per = LANES // max(1, (n * ew) // 4)    # spaces.store_order: phases in order, the
+                    for i in range(n):                       # lowest lane of a phase written last
                         _gather(row[T.V0 + i], w, sgn, xr, a8, a16, a32, a64, imrow)
-                        for lane in range(LANES):
+                        for j in range(LANES):
+                            lane = (j // per) * per + per - 1 - j % per
                             if (em >> lane) & 1:
                                 _poke(np.int64(xq[lane]) + i * ew, ew, xr[lane])
                                 if wide:

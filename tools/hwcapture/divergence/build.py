@@ -10,6 +10,13 @@ run it on the GPU with ``tools/hwcapture/corpus/run_gpu.py BUNDLE.npz OUT.npz``,
 
 keeps every case whose two GPU runs agreed, with the GPU's outputs (tests/test_divergence.py replays them).
 The Triton case's PTX (softcap_ce.ptx) comes from triton_softcap.py.
+
+    python tools/hwcapture/divergence/build.py --racy BUNDLE.npz
+    python tools/hwcapture/divergence/build.py --probes BUNDLE.npz
+
+build the racy order probes of racy.cu the same way (every layout), and the probes of hammock.cu (which side
+of a short if/else runs first) and stores.cu (several lanes storing to one address), as nvcc laid them out;
+all three are packed into tests/data/divergence/h100_racy.npz.
 """
 import json
 import os
@@ -107,6 +114,33 @@ def cases(rng):
     ]
 
 
+def racy_cases(rng):
+    i32 = lambda n, lo, hi: rng.integers(lo, hi, n, dtype=np.int64).astype(np.int32)  # noqa: E731
+    one = lambda k, s: (k, (1, 1, 1), (32, 1, 1), [("in", i32(32, 0, 1 << 11)),  # noqa: E731
+                                                   ("out", np.zeros(32 * s + 1, np.int32))], ["out"])
+    return [one("race_if_else", 8), one("race_loop_exit", 16), one("race_one_side_load", 4),
+            one("race_store_first", 4), one("race_nested_short", 4), one("race_loop_body", 16),
+            one("race_long_sides", 4), one("race_switch", 4), one("race_lane_ranges", 4),
+            ("race_global", (1, 1, 1), (32, 1, 1), [("in", i32(32, 0, 1 << 11)), ("out", np.zeros(128, np.int32)),
+                                                     ("gclk", np.zeros(1, np.int32))], ["out", "gclk"]),
+            ("race_early_return", (1, 1, 1), (32, 1, 1), [("in", i32(32, 0, 1 << 11)),
+                                                           ("out", np.zeros(96, np.int32))], ["out"]),
+            ("race_plain", (1, 1, 1), (32, 1, 1), [("in", i32(32, 0, 1 << 11)), ("out", np.zeros(128, np.int32))],
+             ["out"])]
+
+
+def probe_cases(rng):
+    u32 = lambda n: rng.integers(0, 1 << 32, n, dtype=np.int64).astype(np.uint32)  # noqa: E731
+    kernels = ["hammock_0", "hammock_1", "hammock_2", "hammock_3", "hammock_4", "hammock_6", "hammock_8",
+               "hammock_12", "hammock_16", "shape_marks_only", "shape_uneven", "shape_two_marks", "shape_global",
+               "shape_one_sided", "shape_nested", "shape_loop", "shape_call_free_div"]
+    out = [(k, (2, 1, 1), (32, 1, 1), [("in", u32(64)), ("out", np.zeros(66, np.uint32)), ("gw", u32(64))], ["out"])
+           for k in kernels]
+    out.append(("same_address_stores", (4, 1, 1), (32, 1, 1), [("in", u32(128)), ("out", np.zeros(256, np.uint32)),
+                                                                ("gout", np.zeros(64, np.uint32))], ["out", "gout"]))
+    return out
+
+
 def pack(bundle_path, gpu_path, out):
     bundle, gpu = np.load(bundle_path, allow_pickle=False), np.load(gpu_path, allow_pickle=False)
     meta = json.loads(str(gpu["meta"]))
@@ -133,17 +167,43 @@ def main():
     if sys.argv[1] == "--pack":
         pack(*sys.argv[2:5])
         return
-    out = sys.argv[1]
+    mode = sys.argv[1] if sys.argv[1].startswith("--") else ""
+    racy = mode in ("--racy", "--probes")
+    out = sys.argv[2] if mode else sys.argv[1]
+    srcs = {"": ["divergence.cu"], "--racy": ["racy.cu"], "--probes": ["hammock.cu", "stores.cu"]}[mode]
     with tempfile.TemporaryDirectory() as tmp:
-        ptx_path = os.path.join(tmp, "d.ptx")
-        subprocess.run(["nvcc", *FLAGS, "-ptx", os.path.join(HERE, "divergence.cu"), "-o", ptx_path], check=True)
-        base = open(ptx_path).read()
+        texts = []
+        for src in srcs:
+            ptx_path = os.path.join(tmp, "d.ptx")
+            subprocess.run(["nvcc", *FLAGS, "-ptx", os.path.join(HERE, src), "-o", ptx_path], check=True)
+            texts.append(open(ptx_path).read())
+    base = texts[0]
+    bundle = {}
+    if mode == "--probes":
+        rng = np.random.default_rng(2222)
+        for kernel, grid, block, args, outs in probe_cases(rng):
+            src = 1 if kernel.startswith("same_address") else 0
+            name = f"div_{kernel}_nvcc"
+            cfg = {"kernel": kernel, "grid": list(grid), "block": list(block), "shared": 0, "outputs": outs,
+                   "source": "nvcc", "target": "sm_90a", "flags": " ".join(FLAGS), "args": []}
+            for a, v in args:
+                cfg["args"].append(["array", a])
+                bundle[f"{name}__in__{a}"] = v
+            first = "div_hammock_0_nvcc" if src == 0 else name
+            if name == first:
+                bundle[f"{name}__ptx"] = np.frombuffer(texts[src].encode(), np.uint8)
+            else:
+                cfg["ptx_from"] = first
+            bundle[f"{name}__config"] = np.array(json.dumps(cfg))
+        np.savez_compressed(out, **bundle)
+        print(f"{out}: {sum(k.endswith('__config') for k in bundle)} cases")
+        return
     bundle = {}
     for lay, order in LAYOUTS.items():
         text = base if order is None else relayout(base, order)
         rng = np.random.default_rng(22)
         first = None
-        for kernel, grid, block, args, outs in cases(rng):
+        for kernel, grid, block, args, outs in (racy_cases if racy else cases)(rng):
             name = f"div_{kernel}_{lay}"
             cfg = {"kernel": kernel, "grid": list(grid), "block": list(block), "shared": 0, "outputs": outs,
                    "source": "nvcc", "target": "sm_90a", "flags": " ".join(FLAGS) + ("" if order is None else
@@ -164,6 +224,8 @@ def main():
             else:
                 cfg["ptx_from"] = first
             bundle[f"{name}__config"] = np.array(json.dumps(cfg))
+        if racy:
+            continue
         # the Triton kernel (triton_softcap.py wrote its PTX): shared memory from Triton's metadata
         ttext = open(os.path.join(HERE, "softcap_ce.ptx")).read()
         name = f"div_triton_softcap_ce_{lay}"
