@@ -8,7 +8,8 @@ run it on the GPU with ``tools/hwcapture/corpus/run_gpu.py BUNDLE.npz OUT.npz``,
 
     python tools/hwcapture/divergence/build.py --pack BUNDLE.npz OUT.npz tests/data/divergence/h100.npz
 
-keeps every case whose two GPU runs agreed, with the GPU's outputs (tests/test_divergence.py replays them).
+keeps every case whose two GPU runs agreed, with the GPU's outputs (tests/test_divergence.py replays them);
+``fill_shared.py --mark`` then lists the bytes the order probes copy out of shared memory they never wrote.
 The Triton case's PTX (softcap_ce.ptx) comes from triton_softcap.py.
 
     python tools/hwcapture/divergence/build.py --racy BUNDLE.npz
