@@ -127,3 +127,101 @@ def test_same_address_store_keeps_lowest_lane_of_last_phase(engine):
     m.launch("k", 1, 32, [a], gmem=g, engine=engine)
     got = g.download(a, 512).view(np.uint32)
     assert got[0] == 100 and got[32] == 116 and got[64] == 124 and got[96] == 100
+
+
+# -- the sanitizer: racecheck divergent-order --------------------------------------------------------------
+
+def _order_reports(case, engine="fast"):
+    got, res, _ = corpus_lib.replay(case, sanitize="racecheck", engine=engine)
+    return [r for r in res.reports if r.kind == "divergent-order"], res
+
+
+def _summary(reports):
+    return sorted((r.first.line, r.second.line, r.first.lane, r.second.lane, r.count) for r in reports)
+
+
+@pytest.mark.parametrize("name", ["div_race_one_side_load_nvcc", "div_hammock_0_nvcc"])
+def test_predicated_race_is_reported(name):
+    """The kernels whose order ptxas decides by predicating a short branch are reported, with both lines and
+    lanes, the same on both engines, and the launch result carries a note."""
+    fast, res = _order_reports(CASES[name])
+    ref, _ = _order_reports(CASES[name], "reference")
+    assert fast and _summary(fast) == _summary(ref)
+    r = fast[0]
+    assert r.tool == "racecheck" and r.severity == "warning" and r.space == "shared"
+    assert f"lines {r.first.line} and {r.second.line}" in r.message and "ptxas decides" in r.message
+    assert r.first.warp == r.second.warp and r.first.lane != r.second.lane
+    assert any(f"line {r.second.line}:" in n and "order in which the lane groups run" in n for n in res.notes)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(PREDICATED))
+def test_every_predicated_case_is_reported(name):
+    assert _order_reports(CASES[name])[0]
+
+
+DIVERGENCE = corpus_lib.load_npz(os.path.join(os.path.dirname(__file__), "data", "divergence", "h100.npz"))
+RACE_FREE = sorted(n for n in DIVERGENCE if not n.startswith("div_order_if_else"))   # the order probe races
+RACE_FREE_SAMPLE = ["div_producer_consumer_rev", "div_warp_lock_nvcc", "div_ticket_if_else_shuf",
+                    "div_order_loop_exit_nvcc", "div_elect_after_loop_rev"]
+
+
+@pytest.mark.parametrize("name", [n if n in RACE_FREE_SAMPLE else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in RACE_FREE])
+def test_race_free_divergence_is_not_reported(name):
+    """No report on the divergence corpus's kernels (volatile flags with a fence, a spin-wait between the two
+    halves of a warp, atomics and shuffles), whose bits do not depend on the order of the lane groups."""
+    reports, _ = _order_reports(DIVERGENCE[name])
+    assert reports == []
+
+
+def test_order_probe_is_reported():
+    """The divergence corpus's order_if_else races on its clock (its bits equal the H100's all the same:
+    nvcc loads the clock once above the branch)."""
+    assert _order_reports(DIVERGENCE["div_order_if_else_shuf"])[0]
+
+
+ORDER = """
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<4>;
+    .shared .align 4 .u32 s;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %laneid;
+    mov.u32 %r2, 0;
+    setp.lt.u32 %p1, %r1, 16;
+    @%p1 bra LOW;
+    ld.volatile.shared.u32 %r2, [s];
+    bra.uni JOIN;
+LOW:
+    st.volatile.shared.u32 [s], %r1;
+JOIN:
+    BARRIER
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r2;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+def test_order_race_between_halves(engine):
+    """Lanes 0-15 store to a shared word that lanes 16-31 load while the warp is split: reported (the load
+    names lanes 16-31's line, the store lanes 0-15's). Moving the load after a __syncwarp removes the report."""
+    for text, want in ((ORDER.replace("BARRIER", ""), 1),
+                       (ORDER.replace("    ld.volatile.shared.u32 %r2, [s];\n", "").replace(
+                           "BARRIER", "bar.warp.sync -1;\n    ld.volatile.shared.u32 %r2, [s];"), 0)):
+        g = GlobalMemory()
+        a = g.alloc(128)
+        res = load_ptx(text).launch("k", 1, 32, [a], gmem=g, engine=engine, sanitize="racecheck")
+        got = [r for r in res.reports if r.kind == "divergent-order"]
+        assert len(got) == want, [str(r) for r in res.reports]
+        if want:
+            lanes = {got[0].first.lane, got[0].second.lane}
+            assert min(lanes) < 16 <= max(lanes) and len(res.notes) == 1

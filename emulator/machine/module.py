@@ -463,6 +463,12 @@ class Module:
             self._san = None
         result.reports = san.reports
         result.sanitizer = san
+        for r in san.reports:
+            if r.kind == "divergent-order":
+                result.note(f"line {r.second.line}: {' '.join(r.second.text.split())}: lanes of one warp that took "
+                            f"different paths race on {r.space} {r.address:#x} with line {r.first.line}; the result "
+                            f"depends on the order in which the lane groups run, which ptxas decides, and the "
+                            f"emulator's order may not be the GPU's")
         return result
 
     def _launch_clusters(self, prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init, var_addrs,

@@ -319,6 +319,12 @@ class CtaSanitizer:
         self.mbar = {}                                # (unit id, address) -> [clock, max phase waited, unit]
         self.cluster_vc = np.zeros(T, np.int32)
         self.regs_seen = set()
+        # racecheck divergent-order: the last strong write and the strong reads since, per byte
+        # (("shared" | "global", address) -> [(thread, clock, pc, step) or None, {thread: (thread, clock, pc, step)}]),
+        # and per warp the last step at which each pair of lanes made a strong access together
+        self.order_shadow = {}
+        self.together = {}
+        self.order_step = 0
 
     # -- where -------------------------------------------------------------------------------------
     def _pc(self, warp):
@@ -363,6 +369,8 @@ class CtaSanitizer:
                 rel = self.s_sync.get(int(addrs[lane]))
                 if rel is not None:
                     np.maximum(vc[tids[k]], rel, out=vc[tids[k]])
+        if strong and not (atomic or release or acquire) and "racecheck" in self.tools:
+            self.divergent_order(warp, "shared", addrs, lanes, nbytes, write, self.s_sync)
         my = vc[tids, tids][:, None]                             # (L, 1) own clocks
         wt = self.w_tid[idx]
         pc = self._pc(warp)
@@ -451,6 +459,80 @@ class CtaSanitizer:
         self.race(warp, lane, self._pc(warp), int(other[k, b]), int(other_pc[k, b]), kind, a, nbytes, write,
                   lambda: int.from_bytes(warp.smem[a:a + nbytes].tobytes(), "little") if
                   a + nbytes <= warp.smem.size else 0, written)
+
+    def divergent_order(self, warp, space, addrs, lanes, nbytes, write, released):
+        """racecheck ``divergent-order``: a volatile or relaxed access by the lanes ``lanes`` of ``warp`` to bytes
+        that other lanes of the same warp accessed (one of the two a write) while the two lane groups were apart,
+        with nothing between them that orders them: no ``__syncwarp`` or barrier (the vector clocks), no strong
+        access the lanes made together since (they met again), no release or acquire at the address. The value
+        depends on the order in which the lane groups run, which ptxas decides (where it predicates the sides of
+        a short branch they run in its order, where it keeps the branch the smaller group runs first). A read
+        inside a loop is a poll (a spin-wait: the loop runs until the other group's write arrives, and the
+        scheduler lets that group run) and takes no part."""
+        w = warp.warp_id
+        co = self.together.get(w)
+        if co is None:
+            co = self.together[w] = np.zeros((LANES, LANES), np.int64)
+        self.order_step += 1
+        step = self.order_step
+        co[np.ix_(lanes, lanes)] = step
+        pc = self._pc(warp)
+        if not write and self._in_loop(pc):
+            return
+        here = np.zeros(LANES, np.bool_)
+        here[lanes] = True
+        vc = self.vc
+        shadow = self.order_shadow
+        for lane in lanes.tolist():
+            t = w * LANES + lane
+            a0 = int(addrs[lane])
+            if a0 in released or self.fenced[t]:
+                continue                            # a flag: release -> acquire orders what it guards
+            for b in range(nbytes):
+                ent = shadow.get((space, a0 + b))
+                if ent is None:
+                    continue
+                prev = ([ent[0]] if ent[0] is not None else []) + (list(ent[1].values()) if write else [])
+                hit = next((p for p in prev if p[0] // LANES == w and not here[p[0] % LANES]
+                            and vc[t, p[0]] < p[1] and co[p[0] % LANES, lane] < p[3]), None)
+                if hit is not None:
+                    self._order_report(warp, space, a0, nbytes, lane, write, hit, ent[0] is hit)
+                    break
+        for lane in lanes.tolist():
+            t = w * LANES + lane
+            rec = (t, int(vc[t, t]), pc, step)
+            for b in range(int(nbytes)):
+                key = (space, int(addrs[lane]) + b)
+                ent = shadow.get(key)
+                if ent is None:
+                    ent = shadow[key] = [None, {}]
+                if write:
+                    ent[0], ent[1] = rec, {}
+                else:
+                    ent[1][t] = rec
+
+    def _in_loop(self, pc):
+        loops = getattr(self, "_loops", None)
+        if loops is None:
+            from .convergence import convergence
+            loops = self._loops = convergence(self.cta.prog).lid[:, 0] >= 0 if self.cta is not None else ()
+        return 0 <= pc < len(loops) and bool(loops[pc])
+
+    def _order_report(self, warp, space, a, nbytes, lane, write, prev, prev_write):
+        t2, _, opc, _ = prev
+        pc = self._pc(warp)
+        kind = "RAW" if prev_write and not write else "WAW" if prev_write else "WAR"
+
+        def make():
+            first = self.access(_Lane(t2 // LANES), t2 % LANES, "write" if prev_write else "read", pc=opc)
+            second = self.access(warp, lane, "write" if write else "read", pc=pc)
+            return Report("racecheck", "divergent-order", f"{kind}: lanes {t2 % LANES} and {lane} of warp "
+                          f"{warp.warp_id} took different paths and access {space} {a:#x} (lines {first.line} and "
+                          f"{second.line}) with no __syncwarp or reconvergence between them: the bits depend on the "
+                          f"order in which the lane groups run, which ptxas decides (a predicated short branch runs "
+                          f"its sides in ptxas's order); the emulator's order may not be the GPU's",
+                          severity="warning", space=space, address=a, size=nbytes, first=first, second=second)
+        self.launch.add(("divergent-order", opc, pc), make)
 
     def init_shared(self, warp, lane, pc, a, nbytes, memory):
         """initcheck: lane ``lane`` of ``warp`` reads shared byte ``a`` that nothing wrote (``memory()``: the
@@ -554,6 +636,9 @@ class CtaSanitizer:
                 rel = launch.sync.get(int(a[k]))
                 if rel is not None:
                     np.maximum(self.known, rel, out=self.known)
+        if strong and not (atomic or release or acquire) and "racecheck" in self.tools:
+            self.divergent_order(warp, "global", addrs.astype(np.uint64).astype(np.int64), lanes, nbytes, write,
+                                 launch.sync)
         for i in np.unique(which):
             if i < 0:
                 continue
