@@ -262,8 +262,10 @@ def store_order(mask, nbytes):
     ``32 / max(1, nbytes / 4)`` lanes (one phase up to 32 bits, lanes 0-15 then 16-31 for 64 bits, four
     phases of 8 lanes for 128 bits), one after the other, and within a phase the lowest lane wins (measured on
     shared and global memory: tools/hwcapture/divergence/stores.cu)."""
-    per = LANES // max(1, nbytes // 4)
     lanes = np.flatnonzero(mask)
+    if nbytes <= 4:
+        return lanes[::-1]
+    per = LANES // (nbytes // 4)
     return lanes[np.lexsort((-lanes, lanes // per))]
 
 
