@@ -376,9 +376,8 @@ def r_mov(t, env, instr, row, imm):
     _set_type(row, ptype)
     row[T.D] = t._dst(env, d)
     if isinstance(a, Sym) and not env.is_register(a.name):
-        space, base = _static_symbol(t, env, a.name)      # mov.u32 %r, smem_var: its shared address
-        if space != "shared":
-            raise _Slow
+        space, base = _static_symbol(t, env, a.name)      # mov.u32 %r, smem_var: its shared address; mov.b64
+                                                          # %rd, param: its offset in the .param space
         imm[0] = base & ((1 << _width(ptype)) - 1)
         row[T.A] = -2
     else:
@@ -614,9 +613,7 @@ def _address(t, env, op, row, imm, space):
         row[T.A] = -1
         imm[T.IMM_OFFSET] = np.int64(op.offset + sym[1]).view(np.uint64)
         return
-    if space == T.PARAM:
-        raise _Slow
-    name = t._reg(env, base)
+    name = t._reg(env, base)                    # .param through a register: an offset in the .param space
     if env.reg_width(name) not in (32, 64):
         raise _Slow
     row[T.A] = t._src(env, base, "b%d" % env.reg_width(name), imm, 0)
@@ -662,7 +659,7 @@ def r_ld(t, env, instr, row, imm):
 
 def r_st(t, env, instr, row, imm):
     space, ptype, n, ew = _ldst_mods(instr)
-    if space == T.PARAM or len(instr.operands) != 2:
+    if len(instr.operands) != 2:
         raise _Slow
     a, s = instr.operands
     _address(t, env, a, row, imm, space)
