@@ -128,6 +128,50 @@ FORMS.update({f"f64 {op}": _F64.replace("OP", op) for op in (
     "rcp.rn.f64 %x2, %x0;", "sqrt.rn.f64 %x2, %x0;", "neg.f64 %x2, %x0;", "abs.f64 %x2, %x1;",
     "add.f64 %x2, %x0, 0d3FF0000000000001;", "sub.f64 %x2, %x0, 0d7FF4000000000001;",
     "mul.rn.f64 %x2, %x0, 0dFFF0000000000000;")})
+# cvt to the fp8 pairs, cvt float -> integer, half-precision min/max/neg/abs, bar.warp.sync
+FORMS.update({
+    "fp8 f32 e4m3": "cvt.rn.satfinite.e4m3x2.f32 %h0, {A}, {B}; cvt.u32.u16 {D}, %h0;",
+    "fp8 f32 e5m2": "cvt.rn.satfinite.e5m2x2.f32 %h0, {A}, {B}; cvt.u32.u16 {D}, %h0;",
+    "fp8 f32 relu e4m3": "cvt.rn.satfinite.relu.e4m3x2.f32 %h0, {B}, {A}; cvt.u32.u16 {D}, %h0;",
+    "fp8 f32 relu e5m2 to b32": "cvt.rn.satfinite.relu.e5m2x2.f32 {D}, {A}, {C};",
+    "cvt.e4m3x2.f16x2": "cvt.rn.satfinite.e4m3x2.f16x2 %h0, {A}; cvt.u32.u16 {D}, %h0;",
+    "cvt.relu.e5m2x2.f16x2": "cvt.rn.satfinite.relu.e5m2x2.f16x2 %h0, {A}; cvt.u32.u16 {D}, %h0;",
+    "cvt.rni.s32.f32": "cvt.rni.s32.f32 {D}, {A};",
+    "cvt.rzi.u32.f32": "cvt.rzi.u32.f32 {D}, {A};",
+    "cvt.rmi.ftz.s32.f32": "cvt.rmi.ftz.s32.f32 {D}, {A};",
+    "cvt.rpi.ftz.sat.u32.f32": "cvt.rpi.ftz.sat.u32.f32 {D}, {A};",
+    "cvt.rzi.s16.f32": "cvt.rzi.s16.f32 %h0, {A}; cvt.s32.s16 {D}, %h0;",
+    "cvt.rni.u16.f32": "cvt.rni.u16.f32 %h0, {A}; cvt.u32.u16 {D}, %h0;",
+    "cvt.rzi.s8.f32 in b32": "cvt.rzi.s8.f32 {D}, {A};",
+    "cvt.rni.s64.f32": "cvt.rni.s64.f32 %x0, {A}; mov.b64 {{%t0, %t1}}, %x0; xor.b32 {D}, %t0, %t1;",
+    "cvt.rpi.u64.f32": "cvt.rpi.u64.f32 %x0, {A}; mov.b64 {{%t0, %t1}}, %x0; xor.b32 {D}, %t0, %t1;",
+    "cvt.rni.s32.f16": "cvt.u16.u32 %h0, {A}; cvt.rni.s32.f16 {D}, %h0;",
+    "cvt.rzi.u16.f16": "cvt.u16.u32 %h0, {A}; cvt.rzi.u16.f16 %h1, %h0; cvt.u32.u16 {D}, %h1;",
+    "f64 cvt.rzi.s32.f64": "mov.b64 %x0, {{{B}, {A}}}; cvt.rzi.s32.f64 {D}, %x0;",
+    "f64 cvt.rni.u32.f64": "mov.b64 %x0, {{{B}, {A}}}; cvt.rni.u32.f64 {D}, %x0;",
+    "f64 cvt.rmi.s64.f64": "mov.b64 %x0, {{{B}, {A}}}; cvt.rmi.s64.f64 %x1, %x0; mov.b64 {{%t0, %t1}}, %x1; "
+                           "xor.b32 {D}, %t0, %t1;",
+    "f64 cvt.rpi.u64.f64": "mov.b64 %x0, {{{B}, {A}}}; cvt.rpi.u64.f64 %x1, %x0; mov.b64 {{%t0, %t1}}, %x1; "
+                           "xor.b32 {D}, %t0, %t1;",
+    **{f"{op}.{t}": f"{op}.{t} {{D}}, {{A}}, {{B}};" for op in ("min", "max", "min.NaN", "max.NaN",
+                                                               "min.xorsign.abs", "max.xorsign.abs")
+       for t in ("f16x2", "bf16x2")},
+    "min.ftz.f16x2": "min.ftz.f16x2 {D}, {A}, {B};",
+    "max.ftz.NaN.f16x2": "max.ftz.NaN.f16x2 {D}, {A}, {B};",
+    "min.f16": "mov.b32 {{%h0, %h1}}, {A}; mov.b32 {{%h2, %h3}}, {B}; min.f16 %h0, %h0, %h3; cvt.u32.u16 {D}, %h0;",
+    "max.NaN.bf16": "mov.b32 {{%h0, %h1}}, {A}; mov.b32 {{%h2, %h3}}, {B}; max.NaN.bf16 %h0, %h1, %h2; "
+                    "cvt.u32.u16 {D}, %h0;",
+    **{f"{op}.{t}": f"{op}.{t} {{D}}, {{A}};" for op in ("neg", "abs", "neg.ftz", "abs.ftz")
+       for t in ("f16x2", "bf16x2") if not (op.endswith("ftz") and t == "bf16x2")},
+    "neg.bf16": "mov.b32 {{%h0, %h1}}, {A}; neg.bf16 %h0, %h1; cvt.u32.u16 {D}, %h0;",
+    "abs.f16": "mov.b32 {{%h0, %h1}}, {A}; abs.f16 %h0, %h0; cvt.u32.u16 {D}, %h0;",
+    "bar.warp.sync": "bar.warp.sync -1; xor.b32 {D}, {A}, {B};",
+})
+FP8_F32_EDGES = np.array([0x43E00000, 0x43E80000, 0x43E7FFFF, 0x43F00000, 0xC3E80001, 0x47600000, 0x47700000,
+                          0x476FFFFF, 0xC7700000, 0x3A000000, 0x39800000, 0x39800001, 0x39C00000, 0xB9800000,
+                          0x37800000, 0x37000000, 0x37000001, 0xB7400000, 0x3C800000, 0x3C880000, 0x3C980000,
+                          0x38800000, 0x38000000, 0x3F880000, 0x3F900000, 0x3F980000, 0xFFC00000, 0x7F800001,
+                          0x41880000, 0x41980000, 0x47400000, 0x46E00000], np.uint32)
 F64HI_EDGES = np.array([0x00000000, 0x80000000, 0x000FFFFF, 0x00100000, 0x80100000, 0x3FF00000, 0xBFF00000,
                         0x7FEFFFFF, 0xFFEFFFFF, 0x7FF00000, 0xFFF00000, 0x7FF80000, 0x7FF40000, 0xFFF80001,
                         0x43400000, 0x3CA00000, 0x3CB00000, 0xC3400000, 0x7FE00000, 0x00000001, 0x3FF80000,
@@ -166,6 +210,8 @@ def form_kernel(text, n_per_thread=4):
 def _edges(form):
     if form.startswith("f64"):
         return F64HI_EDGES
+    if form.startswith("fp8 f32"):
+        return np.concatenate([F32_EDGES, FP8_F32_EDGES])
     if any(t in form for t in ("f16", "bf16", "e4m3", "e5m2")) or form.startswith(("add.", "sub.", "mul.", "fma.")):
         h = HALF_EDGES
         return np.concatenate([h | (h[::-1] << 16), np.repeat(h, h.size) | (np.tile(h, h.size) << 16)])

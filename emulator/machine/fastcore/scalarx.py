@@ -50,7 +50,15 @@ M32 = np.uint64(0xFFFFFFFF)
  K_CVTF,        # cvt{.rn} between f16, bf16, f32 and f64: Y: the source's format, Z: the destination's (F_*)
  K_FP8,         # cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2}: Y: 0 e4m3, 1 e5m2; Z: 1 = .relu
  K_F64,         # add/sub/mul/fma/div/rcp/sqrt/neg/abs .f64: Y: F64_OPS index, Z: MODES index (directed: add/sub)
- ) = range(23)
+ K_WARPSYNC,    # bar.warp.sync: D: membermask; no destination
+ K_TOFP8,       # cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.{f32,f16x2}: Y: 1 = e5m2, + 2 an f16x2 source; Z: 1 = .relu
+ K_F2I,         # cvt.{rni,rzi,rmi,rpi}{.ftz}{.sat}.int.float: Y: the source's format (F_*) + 4 * IRND index
+                # + 16 .ftz; Z: the destination's width + 256 if signed
+ K_HMISC,       # min/max{.ftz}{.NaN}{.xorsign.abs}, neg/abs{.ftz} of .f16/.bf16/.f16x2/.bf16x2: Y: HMISC_OPS
+                # index + 4 .NaN + 8 .xorsign.abs + 16 .ftz; Z: 0 f16, 1 bf16; W: 16 or 32
+ ) = range(27)
+HMISC_OPS = ("min", "max", "neg", "abs")
+IRND = ("rni", "rzi", "rmi", "rpi")
 F64_OPS = ("add", "sub", "mul", "fma", "div", "rcp", "sqrt", "neg", "abs")
 MODES = ("rn", "rz", "rm", "rp")
 HALF_OPS = ("add", "sub", "mul", "fma")
@@ -194,6 +202,10 @@ def x_rows(kind, y, z, w, sgn, em, xa, xb, xc, xd, xr, xq):
     mk = _mask(w)
     if kind == K_F64:
         return _f64_rows(y, z, em, xa, xb, xc, xr)
+    if kind == K_WARPSYNC:
+        return 0 if _members_ok(em, xd) else 1
+    if kind > K_WARPSYNC:
+        return _convert_rows(kind, y, z, w, em, xa, xb, xr)
     if kind >= K_PACK:
         return _moves_floats(kind, y, z, w, em, xa, xb, xc, xd, xr, xq)
     if kind >= K_VOTE:
@@ -397,6 +409,14 @@ def _rne(x, fmt):
     if fmt == F_F64:
         return np.uint64(f2i(x))
     eb, mb = (5, 10) if fmt == F_F16 else ((8, 7) if fmt == F_BF16 else (8, 23))
+    return _rne_bits(x, eb, mb, True)
+
+
+@njit(cache=True)
+def _rne_bits(x, eb, mb, cap):
+    """The float64 ``x`` (not a NaN) rounded to nearest even in the binary format of ``eb`` exponent and ``mb``
+    fraction bits: raw bits. ``cap``: the top exponent holds infinities (an overflow gives one); without it
+    (e4m3, whose top exponent holds numbers) the caller has clamped ``x`` into range."""
     wd = 1 + eb + mb
     bits = np.uint64(f2i(x))
     sign = bits >> np.uint64(63)
@@ -427,7 +447,7 @@ def _rne(x, fmt):
     if (r >> np.uint64(mb)) == U0:
         return top | r                       # subnormal (or zero)
     biased = big + bias
-    if biased >= (1 << eb) - 1:
+    if cap and biased >= (1 << eb) - 1:
         return top | (expmax << np.uint64(mb))
     return top | (np.uint64(biased) << np.uint64(mb)) | (r & ((U1 << np.uint64(mb)) - U1))
 
@@ -630,4 +650,129 @@ def _f64_rows(op, mode, em, xa, xb, xc, xr):
             elif _isnan64(a):
                 r = a | Q64
         xr[lane] = r
+    return 0
+
+
+# -- cvt to the fp8 pairs, cvt float -> integer, half-precision min/max/neg/abs ---------------------------------
+
+@njit(cache=True)
+def _fp8_of(x, e5m2, relu):
+    """ops.cvt_narrow._fp8 of one float64: clamped to the largest finite value, rounded to nearest even, a NaN
+    gives 0x7F, .relu gives +0 for a negative value or -0."""
+    if x != x:
+        return np.uint64(0x7F)
+    big = 57344.0 if e5m2 else 448.0
+    c = x
+    if c > big:
+        c = big
+    elif c < -big:
+        c = -big
+    if relu and f2i(c) < 0:
+        return U0
+    return _rne_bits(c, 5, 2, False) if e5m2 else _rne_bits(c, 4, 3, False)
+
+
+@njit(cache=True)
+def _flush16(h, fmt):
+    """fround.flush of one f16/bf16 (raw bits): a subnormal becomes the zero of its sign."""
+    mb = np.uint64(10) if fmt == F_F16 else np.uint64(7)
+    if (h >> mb) & np.uint64(0xFF if fmt == F_BF16 else 0x1F) == U0 and h & ((U1 << mb) - U1) != U0:
+        return h & np.uint64(0x8000)
+    return h
+
+
+@njit(cache=True)
+def _hmisc(y, fmt, a, b):
+    """ops.falu _compile_minmax / _compile_negabs of one f16/bf16 element (raw bits)."""
+    op = y & 3
+    if y & 16:
+        a = _flush16(a, fmt)
+        b = _flush16(b, fmt)
+    if op >= 2:
+        r = (a ^ np.uint64(0x8000)) if op == 2 else (a & np.uint64(0x7FFF))
+        return np.uint64(0x7FFF) if _value(r, fmt) != _value(r, fmt) else r
+    sgn = (a ^ b) & np.uint64(0x8000)
+    if y & 8:                                   # .xorsign.abs: min/max of |a| and |b|, the sign a ^ b
+        a &= np.uint64(0x7FFF)
+        b &= np.uint64(0x7FFF)
+    fa, fb = _value(a, fmt), _value(b, fmt)
+    na, nb = fa != fa, fb != fb
+    sa = (a >> np.uint64(15)) & U1 != U0
+    if op == 0:
+        pick_a = fa < fb or (fa == fb and sa)
+    else:
+        pick_a = fa > fb or (fa == fb and not sa)
+    r = a if pick_a else b
+    if na and not nb:
+        r = b
+    elif nb and not na:
+        r = a
+    if (na and nb) or ((y & 4) != 0 and (na or nb)):
+        r = np.uint64(0x7FFF)
+    if y & 16:
+        r = _flush16(r, fmt)
+    if y & 8 and _value(r, fmt) == _value(r, fmt):
+        r = (r & np.uint64(0x7FFF)) | sgn
+    return r
+
+
+@njit(cache=True)
+def _f2i(y, dw, dsg, a):
+    """ops.cvt float -> integer of one lane: rounded to an integer in float64, NaN -> 0 (the 'integer
+    indefinite' 0x80..0 from .f64 and to 64-bit types), saturated to the destination's range."""
+    af = y & 3
+    irnd = (y >> 2) & 3
+    v = _value(a, af)
+    if y & 16 and af == F_F32 and (a & np.uint64(0x7F800000)) == U0:
+        v = -0.0 if (a >> np.uint64(31)) & U1 else 0.0
+    if irnd == 0:
+        f = np.rint(v)
+    elif irnd == 1:
+        f = np.trunc(v)
+    elif irnd == 2:
+        f = np.floor(v)
+    else:
+        f = np.ceil(v)
+    mk = _mask(dw)
+    if f != f:
+        return (U1 << np.uint64(dw - 1)) if (af == F_F64 or dw == 64) else U0
+    if dsg:
+        hi = np.float64((1 << (dw - 1)) - 1) if dw < 64 else 9223372036854775807.0
+        lo = -np.float64(1 << (dw - 1)) if dw < 64 else -9223372036854775808.0
+        if f >= hi:
+            return np.uint64(np.int64(hi) if dw < 64 else np.int64(9223372036854775807)) & mk
+        if f <= lo:
+            return np.uint64(np.int64(lo)) & mk
+        return np.uint64(np.int64(f)) & mk
+    hi = np.float64((1 << dw) - 1) if dw < 64 else 18446744073709551615.0
+    if f >= hi:
+        return mk
+    if f <= 0.0:
+        return U0
+    return np.uint64(f) & mk
+
+
+@njit(cache=True)
+def _convert_rows(kind, y, z, w, em, xa, xb, xr):
+    for lane in range(LANES):
+        if not (em >> lane) & 1:
+            continue
+        a = xa[lane]
+        if kind == K_TOFP8:
+            e5m2, relu = (y & 1) != 0, z != 0
+            if y & 2:                                   # f16x2: the upper half to the upper byte
+                lo = _fp8_of(_f16_value(a & np.uint64(0xFFFF)), e5m2, relu)
+                hi = _fp8_of(_f16_value((a >> np.uint64(16)) & np.uint64(0xFFFF)), e5m2, relu)
+            else:                                       # d = fp8(a) << 8 | fp8(b)
+                hi = _fp8_of(np.float64(i2f32(a & M32)), e5m2, relu)
+                lo = _fp8_of(np.float64(i2f32(xb[lane] & M32)), e5m2, relu)
+            xr[lane] = (hi << np.uint64(8)) | lo
+        elif kind == K_F2I:
+            xr[lane] = _f2i(y, z & 255, z >> 8, a)
+        else:                                           # K_HMISC
+            r = U0
+            for i in range(w // 16):
+                sh = np.uint64(16 * i)
+                r |= _hmisc(y, z, (a >> sh) & np.uint64(0xFFFF), (xb[lane] >> sh) & np.uint64(0xFFFF)) << sh
+            xr[lane] = r
     return 0

@@ -1039,11 +1039,15 @@ def _x_operand(t, env, op, ptype, imm, k):
 
 def _xrow(t, env, instr, row, imm, kind, srcs, dtype, y=0, z=0, dst2=None):
     """Fill an XROW: ``srcs`` [(operand, type)] for A, B, C and the fourth source, ``dtype`` the destination's
-    type (operand 0), ``dst2`` a second destination (register name)."""
-    d = instr.operands[0]
-    if isinstance(d, (Vec, Pair, Not, Imm, Mem)):
-        raise _Slow
-    row[T.D] = t._dst(env, d)
+    type (operand 0; None: no destination), ``dst2`` a second destination (register name)."""
+    if dtype is None:                   # no destination (bar.warp.sync)
+        row[T.D] = -1
+        dtype = "b32"
+    else:
+        d = instr.operands[0]
+        if isinstance(d, (Vec, Pair, Not, Imm, Mem)):
+            raise _Slow
+        row[T.D] = t._dst(env, d)
     fields = (T.A, T.B, T.C, T.V0)
     row[T.A] = row[T.B] = row[T.C] = -1
     row[T.V0:T.V0 + 8] = -1
@@ -1366,6 +1370,8 @@ def r_cvt_x(t, env, instr, row, imm):
     from . import scalarx
     mods = list(instr.mods)
     ops = instr.operands
+    if _cvt_more(t, env, instr, row, imm):
+        return
     if len(ops) == 2 and not any(isinstance(o, (Vec, Pair, Imm)) for o in ops):
         if mods in (["rn", "f16x2", "e4m3x2"], ["rn", "relu", "f16x2", "e4m3x2"], ["rn", "f16x2", "e5m2x2"],
                     ["rn", "relu", "f16x2", "e5m2x2"]):
@@ -1381,6 +1387,72 @@ def r_cvt_x(t, env, instr, row, imm):
                   "b%d" % _width(dtype), y=_FMT[atype], z=_FMT[dtype])
             return
     return r_fcvt(t, env, instr, row, imm)
+
+
+_FP8_PAIRS = {"e4m3x2": 0, "e5m2x2": 1}
+_CVT_INTS = {"u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64"}
+
+
+def _cvt_more(t, env, instr, row, imm):
+    """cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.{f32,f16x2} (K_TOFP8) and cvt.{rni,rzi,rmi,rpi}{.ftz}{.sat}.int.float
+    (K_F2I), in the spellings ops.cvt and ops.cvt_narrow give these semantics; True when the row is filled."""
+    from . import scalarx
+    mods = list(instr.mods)
+    ops = instr.operands
+    if len(set(mods)) != len(mods) or any(isinstance(o, (Vec, Pair, Imm)) for o in ops):
+        return False
+    fp8 = [m for m in mods if m in _FP8_PAIRS]
+    if len(fp8) == 1 and mods[-2:] in ([fp8[0], "f32"], [fp8[0], "f16x2"]) and \
+            set(mods[:-2]) in ({"rn", "satfinite"}, {"rn", "satfinite", "relu"}):
+        f16 = mods[-1] == "f16x2"
+        if len(ops) != (2 if f16 else 3):
+            return False
+        _xrow(t, env, instr, row, imm, scalarx.K_TOFP8, [(o, "b32") for o in ops[1:]], "b16",
+              y=_FP8_PAIRS[fp8[0]] + 2 * f16, z=int("relu" in mods))
+        return True
+    types = [m for m in mods if m in _CVT_INTS or m in _FMT]
+    rest = [m for m in mods if m not in types]
+    irnd = [m for m in rest if m in scalarx.IRND]
+    if len(types) == 2 and types[0] in _CVT_INTS and types[1] in _FMT and len(irnd) == 1 and \
+            set(rest) - set(irnd) <= {"ftz", "sat"} and len(ops) == 2:
+        dtype, atype = types
+        _xrow(t, env, instr, row, imm, scalarx.K_F2I, [(ops[1], "b%d" % _width(atype))], dtype,
+              y=_FMT[atype] + 4 * scalarx.IRND.index(irnd[0]) + 16 * int("ftz" in rest),
+              z=_width(dtype) + 256 * _signed(dtype))
+        return True
+    return False
+
+
+def _hmisc_or(rule):
+    """min/max{.ftz}{.NaN}{.xorsign.abs} and neg/abs{.ftz} of .f16/.bf16/.f16x2/.bf16x2 (ops.falu): a K_HMISC row;
+    anything else: ``rule``."""
+    def r(t, env, instr, row, imm):
+        from . import scalarx
+        ptype = next((m for m in instr.mods if m in _HALVES), None)
+        if ptype is None:
+            return rule(t, env, instr, row, imm)
+        rest = [m for m in instr.mods if m != ptype]
+        minmax = instr.base in ("min", "max")
+        allowed = {"ftz", "NaN", "xorsign", "abs"} if minmax else {"ftz"}
+        ops = instr.operands
+        if len(set(rest)) != len(rest) or not set(rest) <= allowed or ("xorsign" in rest) != ("abs" in rest) or \
+                len(ops) != (3 if minmax else 2) or any(isinstance(o, Imm) for o in ops):
+            raise _Slow
+        raw = "b%d" % _width(ptype)
+        _xrow(t, env, instr, row, imm, scalarx.K_HMISC, [(o, raw) for o in ops[1:]], raw,
+              y=scalarx.HMISC_OPS.index(instr.base) + 4 * ("NaN" in rest) + 8 * ("xorsign" in rest) +
+              16 * ("ftz" in rest), z=_HALVES[ptype])
+    return r
+
+
+def r_warpsync(t, env, instr, row, imm):
+    """bar.warp.sync membermask (machine.program._compile_warp_sync): the membermask rule (a broken rule, or a
+    membermask naming lanes the warp does not have, goes back to the executor)."""
+    from . import scalarx
+    if list(instr.mods) != ["warp", "sync"] or len(instr.operands) != 1:
+        raise _Slow
+    _xrow(t, env, instr, row, imm, scalarx.K_WARPSYNC, [], None)
+    _membermask(t, env, row, imm, instr.operands[0])
 
 
 _RULES.update({"mov": r_mov_x, "add": _half_or(_RULES["add"]), "sub": _half_or(_RULES["sub"]),
@@ -1416,6 +1488,8 @@ def _f64_or(rule):
 
 _RULES.update({b: _f64_or(_RULES[b]) for b in ("add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "neg",
                                                "abs")})
+_RULES.update({b: _hmisc_or(_RULES[b]) for b in ("min", "max", "neg", "abs")})
+_RULES["bar"] = r_warpsync            # bar.warp.sync (the CTA barriers are control operations: FastLaunch._bar)
 
 
 def r_contract_any(t, env, instr, row, imm):
