@@ -167,6 +167,13 @@ FORMS.update({
     "abs.f16": "mov.b32 {{%h0, %h1}}, {A}; abs.f16 %h0, %h0; cvt.u32.u16 {D}, %h0;",
     "bar.warp.sync": "bar.warp.sync -1; xor.b32 {D}, {A}, {B};",
 })
+FORMS.update({f"f32 {op}": f"{op} {{D}}, {{A}}, {{B}}{', {C}' if op.startswith(('fma', 'mad')) else ''};"
+              for op in ("add.rz.f32", "add.rm.f32", "sub.rm.ftz.f32", "add.rp.sat.f32", "add.rn.sat.f32",
+                         "sub.rz.ftz.sat.f32", "mul.rz.f32", "mul.rp.ftz.f32", "mul.rm.sat.f32", "fma.rn.sat.f32",
+                         "fma.rm.f32", "fma.rz.ftz.f32", "fma.rp.f32", "mad.rp.ftz.sat.f32", "div.rn.f32",
+                         "div.rz.ftz.f32", "div.rm.f32", "div.rp.ftz.f32", "div.rn.ftz.f32")})
+FORMS.update({f"f32 {op}": f"{op} {{D}}, {{A}};" for op in ("rcp.rn.f32", "rcp.rp.ftz.f32", "rcp.rz.f32",
+                                                          "sqrt.rn.f32", "sqrt.rm.ftz.f32", "sqrt.rp.f32")})
 FP8_F32_EDGES = np.array([0x43E00000, 0x43E80000, 0x43E7FFFF, 0x43F00000, 0xC3E80001, 0x47600000, 0x47700000,
                           0x476FFFFF, 0xC7700000, 0x3A000000, 0x39800000, 0x39800001, 0x39C00000, 0xB9800000,
                           0x37800000, 0x37000000, 0x37000001, 0xB7400000, 0x3C800000, 0x3C880000, 0x3C980000,
@@ -210,7 +217,7 @@ def form_kernel(text, n_per_thread=4):
 def _edges(form):
     if form.startswith("f64"):
         return F64HI_EDGES
-    if form.startswith("fp8 f32"):
+    if form.startswith(("fp8 f32", "f32 ")):
         return np.concatenate([F32_EDGES, FP8_F32_EDGES])
     if any(t in form for t in ("f16", "bf16", "e4m3", "e5m2")) or form.startswith(("add.", "sub.", "mul.", "fma.")):
         h = HALF_EDGES

@@ -19,7 +19,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from ...numerics.fast import _fma64, f2i, i2f
-from .atomics import _f32_of as i2f32
+from .atomics import _bits_of32, _f32_of as i2f32
 from .raw import _mask, _sext
 
 LANES = 32
@@ -56,8 +56,11 @@ M32 = np.uint64(0xFFFFFFFF)
                 # + 16 .ftz; Z: the destination's width + 256 if signed
  K_HMISC,       # min/max{.ftz}{.NaN}{.xorsign.abs}, neg/abs{.ftz} of .f16/.bf16/.f16x2/.bf16x2: Y: HMISC_OPS
                 # index + 4 .NaN + 8 .xorsign.abs + 16 .ftz; Z: 0 f16, 1 bf16; W: 16 or 32
- ) = range(27)
+ K_F32,         # add/sub/mul/fma/div/rcp/sqrt .f32 in every rounding, .ftz, .sat: Y: F32_OPS index + 8 * MODES
+                # index + 32 .ftz + 64 .sat
+ ) = range(28)
 HMISC_OPS = ("min", "max", "neg", "abs")
+F32_OPS = ("add", "sub", "mul", "fma", "div", "rcp", "sqrt")
 IRND = ("rni", "rzi", "rmi", "rpi")
 F64_OPS = ("add", "sub", "mul", "fma", "div", "rcp", "sqrt", "neg", "abs")
 MODES = ("rn", "rz", "rm", "rp")
@@ -204,6 +207,8 @@ def x_rows(kind, y, z, w, sgn, em, xa, xb, xc, xd, xr, xq):
         return _f64_rows(y, z, em, xa, xb, xc, xr)
     if kind == K_WARPSYNC:
         return 0 if _members_ok(em, xd) else 1
+    if kind == K_F32:
+        return _f32_rows(y, em, xa, xb, xc, xr)
     if kind > K_WARPSYNC:
         return _convert_rows(kind, y, z, w, em, xa, xb, xr)
     if kind >= K_PACK:
@@ -775,4 +780,110 @@ def _convert_rows(kind, y, z, w, em, xa, xb, xr):
                 sh = np.uint64(16 * i)
                 r |= _hmisc(y, z, (a >> sh) & np.uint64(0xFFFF), (xb[lane] >> sh) & np.uint64(0xFFFF)) << sh
             xr[lane] = r
+    return 0
+
+
+# -- .f32 arithmetic in every rounding mode (ops.falu through fround.round_to) ------------------------------------
+
+TINY32 = 2.0 ** -126
+
+
+@njit(cache=True)
+def _step32(b, up):
+    """fround._bits_step for f32: the next value toward +inf (up) or -inf, on sign-magnitude bits."""
+    neg = (b >> np.uint64(31)) & U1 != U0
+    if b & np.uint64(0x7FFFFFFF) == U0:
+        return U1 if up else np.uint64(0x80000001)
+    return b + U1 if up != neg else b - U1
+
+
+@njit(cache=True)
+def _round32_raw(x, e, mode):
+    """fround.round_to(x, "f32", mode, e) without .ftz/.sat/NaN canonicalisation: raw bits."""
+    fin = x - x == 0.0
+    if e != 0.0 and fin:
+        x = _fold_odd(x, e)
+    r = _bits_of32(np.float32(x))
+    if mode != 0 and fin:
+        back = np.float64(i2f32(r))
+        if mode == 1:
+            if abs(back) > abs(x):
+                r = _step32(r, back < 0.0)
+        elif mode == 2:
+            if back > x:
+                r = _step32(r, False)
+        elif back < x:
+            r = _step32(r, True)
+    return r
+
+
+@njit(cache=True)
+def _round32(x, e, mode, ftz, sat):
+    """fround.round_to(x, "f32", mode, e, ftz, sat): raw bits of the f32 result."""
+    if ftz and x != 0.0 and abs(x) < 2.0 * TINY32:                # _ftz_tiny: tiny with an unbounded exponent
+        rs = np.float64(i2f32(_round32_raw(x * 2.0 ** 100, e * 2.0 ** 100, mode)))
+        if abs(rs) < TINY32 * 2.0 ** 100:
+            x = -0.0 if x < 0.0 else 0.0
+            e = 0.0
+    r = _round32_raw(x, e, mode)
+    if sat:                                         # [0, 1]; NaN and -0 give +0
+        rf = np.float64(i2f32(r))
+        if rf != rf or rf == 0.0:
+            r = U0
+        elif rf > 1.0:
+            r = np.uint64(0x3F800000)
+        elif rf < 0.0:
+            r = U0
+    if ftz and (r & np.uint64(0x7F800000)) == U0:
+        r &= np.uint64(0x80000000)
+    if (r & np.uint64(0x7FFFFFFF)) > np.uint64(0x7F800000):
+        r = np.uint64(0x7FFFFFFF)
+    return r
+
+
+@njit(cache=True)
+def _val32(bits, ftz):
+    """An f32 operand as a float64 (flushed under .ftz)."""
+    if ftz and (bits & np.uint64(0x7F800000)) == U0:
+        bits &= np.uint64(0x80000000)
+    return np.float64(i2f32(bits & M32))
+
+
+@njit(cache=True, error_model="numpy")
+def _f32_rows(y, em, xa, xb, xc, xr):
+    """ops.falu's .f32 add/sub/mul/fma/div/rcp/sqrt: the exact result (sums with their TwoSum error, products
+    exact, quotients and roots of float64 correct for the f32 rounding), one rounding in the mode."""
+    op = y & 7
+    mode = (y >> 3) & 3
+    ftz = (y & 32) != 0
+    sat = (y & 64) != 0
+    for lane in range(LANES):
+        if not (em >> lane) & 1:
+            continue
+        a = _val32(xa[lane], ftz)
+        e = 0.0
+        if op == 5:
+            s = 1.0 / a
+        elif op == 6:
+            s = np.sqrt(a) if a >= 0.0 or a != a else np.nan
+        elif op == 4:
+            s = a / _val32(xb[lane], ftz)
+        elif op == 2:
+            s = a * _val32(xb[lane], ftz)
+        else:
+            if op == 3:
+                p = a * _val32(xb[lane], ftz)
+                c = _val32(xc[lane], ftz)
+            else:
+                p = a
+                c = _val32(xb[lane], ftz)
+                if op == 1:
+                    c = -c
+            s = p + c
+            if s - s == 0.0:
+                bb = s - p
+                e = (p - (s - bb)) + (c - bb)
+            if s == 0.0 and mode == 2 and not (p == 0.0 and c == 0.0 and f2i(p) >= 0 and f2i(c) >= 0):
+                s = -0.0                            # fround.zero_sum_sign
+        xr[lane] = _round32(s, e, mode, ftz, sat)
     return 0

@@ -1489,6 +1489,34 @@ def _f64_or(rule):
 _RULES.update({b: _f64_or(_RULES[b]) for b in ("add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "neg",
                                                "abs")})
 _RULES.update({b: _hmisc_or(_RULES[b]) for b in ("min", "max", "neg", "abs")})
+
+
+def _f32_or(rule):
+    """add/sub/mul/fma/mad/div/rcp/sqrt .f32 in a form ``rule`` does not hold (a directed rounding, .rn of
+    div/rcp/sqrt, .sat): a K_F32 row (ops.falu); the forms ``rule`` holds stay as they were."""
+    def r(t, env, instr, row, imm):
+        if "f32" not in instr.mods or any(m in ("approx", "full") for m in instr.mods):
+            return rule(t, env, instr, row, imm)
+        saved = row.copy(), imm.copy(), t._xcall
+        try:
+            return rule(t, env, instr, row, imm)
+        except _Slow:
+            row[:], imm[:], t._xcall = saved
+        from . import scalarx
+        q = _classify(instr.mods, {"type": {"f32"}, "rnd": set(scalarx.MODES), "ftz": {"ftz"}, "sat": {"sat"}})
+        base = "fma" if instr.base == "mad" else instr.base
+        n = {"fma": 3, "rcp": 1, "sqrt": 1}.get(base, 2)
+        ops = instr.operands
+        if q.get("type") != "f32" or len(ops) != n + 1 or (base in ("fma", "div", "rcp", "sqrt") and "rnd" not in q) \
+                or ("sat" in q and base in ("div", "rcp", "sqrt")):
+            raise _Slow
+        _xrow(t, env, instr, row, imm, scalarx.K_F32, [(o, "f32") for o in ops[1:]], "f32",
+              y=scalarx.F32_OPS.index(base) + 8 * scalarx.MODES.index(q.get("rnd", "rn")) + 32 * ("ftz" in q) +
+              64 * ("sat" in q))
+    return r
+
+
+_RULES.update({b: _f32_or(_RULES[b]) for b in ("add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt")})
 _RULES["bar"] = r_warpsync            # bar.warp.sync (the CTA barriers are control operations: FastLaunch._bar)
 
 
