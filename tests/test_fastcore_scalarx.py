@@ -469,7 +469,8 @@ def _capture_kernel(form, n):
 
 
 _XFAMILIES = {"abs", "add", "bfi", "bfind", "bmsk", "brev", "clz", "cvt", "div", "fma", "lop3", "mad", "mul", "neg",
-              "popc", "prmt", "rcp", "rem", "shf", "sqrt", "sub", "szext", "mov", "vote", "redux", "match"}
+              "popc", "prmt", "rcp", "rem", "shf", "sqrt", "sub", "szext", "mov", "vote", "redux", "match", "min",
+              "max"}
 
 
 def _xrow_forms():
@@ -479,8 +480,7 @@ def _xrow_forms():
         forms, inputs, results, _ = S.capture(name)
         for i, form in enumerate(forms):
             fam, *mods = S.opcode(form).split(".")
-            if fam not in _XFAMILIES or (fam == "cvt" and set(mods) & {"rz", "rm", "rp", "rni", "rzi", "rmi",
-                                                                         "rpi", "sat", "ftz", "satfinite"}):
+            if fam not in _XFAMILIES or (fam == "cvt" and set(mods) & {"rz", "rm", "rp"}):
                 continue                     # (what the loop cannot hold as an XROW: quicker to skip here)
             try:
                 module = load_ptx(_capture_kernel(form, 32))
@@ -527,5 +527,5 @@ def _replay_capture(forms_idx, lanes):
 def test_xrows_replay_the_h100_scalar_capture(xrow_forms):
     """All 2048 lanes (edge crossings, extra edges, random operands) of every form of the capture that the loop
     runs as an XROW (integer, bit, f64, half and conversion rows), run in the loop: the H100's bits."""
-    assert len(xrow_forms) >= 150, len(xrow_forms)
+    assert len(xrow_forms) >= 600, len(xrow_forms)
     assert _replay_capture(xrow_forms, np.arange(2048)) == []
