@@ -529,3 +529,77 @@ def test_xrows_replay_the_h100_scalar_capture(xrow_forms):
     runs as an XROW (integer, bit, f64, half and conversion rows), run in the loop: the H100's bits."""
     assert len(xrow_forms) >= 600, len(xrow_forms)
     assert _replay_capture(xrow_forms, np.arange(2048)) == []
+
+
+PARAM_KERNEL = """
+.version 8.0
+.target sm_90
+.address_size 64
+.func (.param .b32 r) twice(.param .b32 x, .param .b64 y)
+{
+    .reg .b32 %a<3>; .reg .b64 %b<2>;
+    ld.param.b32 %a0, [x];
+    ld.param.b64 %b0, [y];
+    cvt.u32.u64 %a1, %b0;
+    add.u32 %a2, %a0, %a1;
+    st.param.b32 [r], %a2;
+    ret;
+}
+.visible .entry k(.param .u64 pin, .param .u64 pout, .param .align 8 .b8 blob[24])
+{
+    .reg .b32 %r<8>; .reg .b64 %rd<8>;
+    mov.b64 %rd1, blob;
+    ld.param.u32 %r1, [%rd1+4];
+    ld.param.v2.u32 {%r2, %r3}, [%rd1+8];
+    add.s64 %rd2, %rd1, 16;
+    ld.param.u64 %rd3, [%rd2];
+    cvta.param.u64 %rd4, %rd1;
+    cvta.to.param.u64 %rd5, %rd4;
+    ld.param.u32 %r4, [%rd5];
+    ld.param.u64 %rd6, [pout];
+    mov.u32 %r5, %tid.x;
+    add.u32 %r1, %r1, %r5;
+    {
+    .param .b32 x; .param .b64 y; .param .b32 r;
+    st.param.b32 [x], %r1;
+    st.param.b64 [y], %rd3;
+    call (r), twice, (x, y);
+    ld.param.b32 %r6, [r];
+    }
+    add.u32 %r6, %r6, %r2;
+    xor.b32 %r6, %r6, %r3;
+    xor.b32 %r6, %r6, %r4;
+    mul.wide.u32 %rd7, %r5, 8;
+    add.s64 %rd6, %rd6, %rd7;
+    st.global.v2.u32 [%rd6], {%r6, %r4};
+    st.global.u32 [%rd6+4], %r4;
+    cvt.u32.u64 %r7, %rd4;
+    st.global.u32 [%rd6+4], %r7;
+    ret;
+}
+"""
+
+
+def test_param_space_in_the_loop():
+    """ld.param through a register holding a parameter's address (nvcc's and CUTLASS's [%rd+off] into a struct
+    parameter), st.param of a call's arguments, mov of a .param symbol and cvta{.to}.param run in the loop; the
+    callee's instructions stay with the Python scheduler. Both engines agree; only the call goes back."""
+    module = load_ptx(PARAM_KERNEL)
+    blob = np.arange(24, dtype=np.uint8) * 7 + 3
+    arrays = [np.zeros(4, np.uint32), np.zeros(64, np.uint32)]
+    outs = []
+    for engine in ("reference", "fast"):
+        from emulator import GlobalMemory
+        g = GlobalMemory()
+        pin, pout = g.upload(arrays[0]), g.upload(arrays[1])
+        r = module.launch("k", 1, 32, [pin, pout, blob.tobytes()], gmem=g, engine=engine)
+        outs.append(g.download(pout, 256).copy())
+        if engine == "fast":
+            kprog = r.ctas[0][1][0].program
+            assert set(handback_counts(kprog)) <= {"call"}, handback_counts(kprog)
+            tr = translation(module.program("k"))
+            slow = [str(op.instr.text) for op, ok in zip(module.program("k").code, tr.fast)
+                    if not ok and getattr(op, "instr", None) is not None and op.kind == "op"]
+            assert slow == [], slow
+    assert np.array_equal(outs[0], outs[1])
+    assert outs[1].view(np.uint32)[0] != 0

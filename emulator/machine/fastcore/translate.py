@@ -759,8 +759,10 @@ def r_ldmatrix(t, env, instr, row, imm):
 
 def r_cvta(t, env, instr, row, imm):
     """cvta{.to}.{global,shared{::cta}}.{u32,u64}: global addresses are generic addresses and the shared window
-    starts at generic address 0 (``KernelWarp.cvta``), so the conversion is a move."""
-    q = _classify(instr.mods, {"to": {"to"}, "space": {"global", "shared", "shared::cta"}, "type": {"u32", "u64"}})
+    starts at generic address 0 (``KernelWarp.cvta``), so the conversion is a move; cvta{.to}.param.u64 adds or
+    subtracts the parameters' window."""
+    q = _classify(instr.mods, {"to": {"to"}, "space": {"global", "shared", "shared::cta", "param"},
+                               "type": {"u32", "u64"}})
     if "space" not in q or "type" not in q:
         raise _Slow
     d, a = _ops(instr, 2)
@@ -769,6 +771,13 @@ def r_cvta(t, env, instr, row, imm):
     _set_type(row, q["type"])
     row[T.D], row[T.A] = t._dst(env, d), t._src(env, a, q["type"], imm, 0)
     row[T.OP] = T.MOV
+    if q["space"] == "param":             # the parameters' generic window starts at PARAM_BASE (KernelWarp.cvta)
+        from ..kernel_warp import PARAM_BASE
+        if q["type"] != "u64" or isinstance(a, Imm):
+            raise _Slow
+        imm[1] = np.uint64((-PARAM_BASE if "to" in q else PARAM_BASE) & ((1 << 64) - 1))
+        row[T.B] = -3
+        row[T.OP] = T.ADD
 
 
 def _cp_address(t, env, op, imm, k, shared):
