@@ -603,3 +603,74 @@ def test_param_space_in_the_loop():
             assert slow == [], slow
     assert np.array_equal(outs[0], outs[1])
     assert outs[1].view(np.uint32)[0] != 0
+
+
+# mma.sync of the f64 and integer families: K_MMAX rows, the executor's tile kernels called from xcall.mma_c
+MMAX = {  # spelling: (register width, n_d, n_a, n_b, n_c)
+    "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64": (64, 2, 1, 1, 2),
+    "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64": (64, 4, 8, 4, 4),
+    "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32": (32, 4, 4, 2, 4),
+    "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32": (32, 4, 4, 2, 4),
+    "mma.sync.aligned.m8n8k16.row.col.satfinite.s32.u8.u8.s32": (32, 2, 1, 1, 2),
+    "mma.sync.aligned.m16n8k64.row.col.satfinite.s32.s4.u4.s32": (32, 4, 4, 2, 4),
+    "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc": (32, 4, 4, 2, 4),
+}
+
+
+def _mma_kernel(spelling, w, nd, na, nb, nc):
+    regs = [f"%v{i}" for i in range(na + nb + nc)]
+    loads = " ".join(f"ld.global.b{w} {r}, [%q0+{w // 8 * 32 * i}];" for i, r in enumerate(regs))
+    stores = " ".join(f"st.global.b{w} [%q1+{w // 8 * 32 * i}], %d{i};" for i in range(nd))
+    a, b, c = regs[:na], regs[na:na + nb], regs[na + nb:]
+    d = [f"%d{i}" for i in range(nd)]
+    return f"""
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 pin, .param .u64 pout)
+{{
+    .reg .b{w} %v<{na + nb + nc}>; .reg .b{w} %d<{nd}>; .reg .b64 %q<4>; .reg .b32 %t<4>;
+    ld.param.u64 %q0, [pin];
+    ld.param.u64 %q1, [pout];
+    mov.u32 %t0, %tid.x;
+    mov.u32 %t1, %ctaid.x;
+    mul.wide.u32 %q3, %t0, {w // 8};
+    add.s64 %q0, %q0, %q3;
+    add.s64 %q1, %q1, %q3;
+    mul.wide.u32 %q3, %t1, {w // 8 * 32 * (na + nb + nc)};
+    add.s64 %q0, %q0, %q3;
+    mul.wide.u32 %q3, %t1, {w // 8 * 32 * nd};
+    add.s64 %q1, %q1, %q3;
+    {loads}
+    {spelling} {{{", ".join(d)}}}, {{{", ".join(a)}}}, {{{", ".join(b)}}}, {{{", ".join(c)}}};
+    {stores}
+    ret;
+}}
+"""
+
+
+@pytest.mark.parametrize("spelling", sorted(MMAX))
+def test_mma_f64_and_integer_tiles_in_the_loop(spelling):
+    """Both engines on random and special register bits (f64: NaN payloads, infinities, subnormals, values whose
+    products cancel; integers: accumulators at the edges of the s32 range for .satfinite), 8 instructions."""
+    w, nd, na, nb, nc = MMAX[spelling]
+    module = load_ptx(_mma_kernel(spelling, w, nd, na, nb, nc))
+    rng = np.random.default_rng(len(spelling))
+    nblk, nreg = 8, na + nb + nc
+    if w == 64:
+        x = rng.normal(size=(nblk, nreg, 32)) * np.exp2(rng.integers(-30, 30, size=(nblk, nreg, 32)))
+        bits = x.view(np.uint64)
+        bits[1] = np.resize(F64_EDGES, bits[1].size).reshape(bits[1].shape)
+        bits[2, :, ::3] = rng.integers(0, 1 << 64, size=bits[2, :, ::3].shape, dtype=np.uint64)
+        bits[3] = bits[0]
+        bits[3, na + nb:] ^= np.uint64(1 << 63)          # C = -(A B) where the shapes line up: cancellation
+    else:
+        bits = rng.integers(0, 1 << 32, size=(nblk, nreg, 32), dtype=np.uint64).astype(np.uint32)
+        bits[1, na + nb:] = np.resize(np.array([0x7FFFFFFF, 0x80000000, 0x7FFFFF00, 0x80000100], np.uint32),
+                                      bits[1, na + nb:].size).reshape(bits[1, na + nb:].shape)
+    ref, fast, diffs = compare(module, nblk, 32, [bits, np.zeros((nblk, nd, 32), bits.dtype)])
+    assert not diffs, diffs
+    assert "error" not in ref
+    tr = translation(module.program("k"))
+    assert tr.fast.all(), [str(op.instr.text) for op, ok in zip(module.program("k").code, tr.fast) if not ok]
+    assert fast["fast_executed"] == fast["instructions"]

@@ -58,7 +58,12 @@ M32 = np.uint64(0xFFFFFFFF)
                 # index + 4 .NaN + 8 .xorsign.abs + 16 .ftz; Z: 0 f16, 1 bf16; W: 16 or 32
  K_F32,         # add/sub/mul/fma/div/rcp/sqrt .f32 in every rounding, .ftz, .sat: Y: F32_OPS index + 8 * MODES
                 # index + 32 .ftz + 64 .sat
- ) = range(28)
+ K_MMAX,        # mma.sync of the f64 and integer (and .b1 AND) families: V0: the address of the mma's table
+                # (MMA_* layout), V0 + 1 its length, V0 + 2 the address of xcall.mma_c
+ ) = range(29)
+# the table of a K_MMAX row (int64): kind (0 f64, 1 integer), na, nb, nc, nd, 20 register slots (D, A, B, C),
+# then the maps' length and the maps, then the parameters' length and the parameters (ops.mma.MmaOp)
+MMA_REGS, MMA_MAPS = 5, 25
 HMISC_OPS = ("min", "max", "neg", "abs")
 F32_OPS = ("add", "sub", "mul", "fma", "div", "rcp", "sqrt")
 IRND = ("rni", "rzi", "rmi", "rpi")

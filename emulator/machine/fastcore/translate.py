@@ -85,6 +85,7 @@ class Translation:
         self._mma = []           # (MmaOp, [D, A, B, C] register operands) per translated mma
         self._mufu = set()       # indices (fmath.TABLES) of the MUFU tables the translated rows read
         self._xcall = False      # a row calls xcall.py (XROW, ATOM)
+        self._mma_keep = []      # the tables K_MMAX rows point to (kept alive with the translation)
         for pc, op in enumerate(prog.code):
             self._translate(pc, op)
         cv = convergence(prog)
@@ -717,7 +718,9 @@ def r_mma(t, env, instr, row, imm):
     if any(m in ("sp", "sp::ordered_metadata") for m in instr.opcode.split(".")[1:]):
         raise _Slow                 # mma.sp: the executor (ops/mma_sp.py)
     op = get_mma(instr.opcode, env.arch)
-    if op._kern is not gemm_fast.tc_batch or len(instr.operands) != 4 or instr.guard is not None:
+    if op._kern is not gemm_fast.tc_batch:
+        return _mma_x(t, env, instr, row, op)
+    if len(instr.operands) != 4 or instr.guard is not None:
         raise _Slow
     regs = [-1] * 16
     for g, (opnd, n) in enumerate(zip(instr.operands, (op.n_d, op.n_a, op.n_b, op.n_c))):
@@ -737,6 +740,48 @@ def r_mma(t, env, instr, row, imm):
     row[T.V0:T.V0 + 4] = (op.n_d, op.n_a, op.n_b, op.n_c)
     t._mma.append((op, regs))
     row[T.OP] = T.MMA
+
+
+def _mma_x(t, env, instr, row, op):
+    """mma.sync of the f64 and integer families (.satfinite too) and .b1 with AND: a K_MMAX row, whose tile runs
+    in xcall.mma_c through the executor's own kernel (numerics.fast.f64_batch / int_batch)."""
+    from ...numerics import fast
+    from ...ops import mma as M
+    from . import scalarx, xcall
+    kind = {id(fast.f64_batch): 0, id(M._int_batch): 1}.get(id(op._kern))
+    if kind is None or len(instr.operands) != 4:
+        raise _Slow
+    width = 64 if kind == 0 else 32
+    regs = [-1] * 20
+    k = 0
+    for g, (opnd, n) in enumerate(zip(instr.operands, (op.n_d, op.n_a, op.n_b, op.n_c))):
+        items = opnd.items if isinstance(opnd, Vec) else (opnd,)
+        if len(items) != n:
+            raise _Slow
+        for it in items:
+            if isinstance(it, (Imm, Vec, Pair, Not)):
+                raise _Slow
+            name = t._reg(env, it)
+            if name == "_" and g == 0:
+                k += 1
+                continue
+            if name == "_" or name.startswith("%") and (name in CONST_SPECIALS or name in SPECIAL_REGISTERS) or \
+                    env.reg_width(name) != width:
+                raise _Slow
+            regs[k] = t._dst(env, it) if g == 0 else t._slot(name, width)
+            k += 1
+    tab = np.array([kind, op.n_a, op.n_b, op.n_c, op.n_d] + regs + [op._maps.size] + op._maps.tolist() +
+                   [op._prm.size] + op._prm.tolist(), np.int64)
+    if scalarx.MMA_MAPS != 25 or scalarx.MMA_REGS != 5:
+        raise AssertionError("the K_MMAX table layout")
+    t._mma_keep.append(tab)
+    row[T.A] = row[T.B] = row[T.C] = row[T.D] = -1
+    row[T.V0:T.V0 + 8] = -1
+    row[T.V0], row[T.V0 + 1], row[T.V0 + 2] = tab.ctypes.data, tab.size, xcall.MMA_ADDRESS
+    row[T.X], row[T.Y], row[T.Z] = scalarx.K_MMAX, kind, 0
+    _set_type(row, "b32")
+    t._xcall = True
+    row[T.OP] = T.XROW
 
 
 def r_ldmatrix(t, env, instr, row, imm):
