@@ -166,6 +166,10 @@ FORMS.update({
     "neg.bf16": "mov.b32 {{%h0, %h1}}, {A}; neg.bf16 %h0, %h1; cvt.u32.u16 {D}, %h0;",
     "abs.f16": "mov.b32 {{%h0, %h1}}, {A}; abs.f16 %h0, %h0; cvt.u32.u16 {D}, %h0;",
     "bar.warp.sync": "bar.warp.sync -1; xor.b32 {D}, {A}, {B};",
+    "ld/st L2::cache_hint": "mov.b64 %x0, 0x10F0000000000000; ld.global.L1::no_allocate.L2::cache_hint.u32 {D}, "
+                            "[%q0+4], %x0; st.global.L2::cache_hint.u32 [%q1], {D}, %x0; "
+                            "ld.global.nc.L2::cache_hint.v2.u32 {{%t0, %t1}}, [%q0+8], 0x10F0000000000000; "
+                            "xor.b32 {D}, {D}, %t1;",
 })
 FORMS.update({f"f32 {op}": f"{op} {{D}}, {{A}}, {{B}}{', {C}' if op.startswith(('fma', 'mad')) else ''};"
               for op in ("add.rz.f32", "add.rm.f32", "sub.rm.ftz.f32", "add.rp.sat.f32", "add.rn.sat.f32",

@@ -576,7 +576,7 @@ def r_prmt(t, env, instr, row, imm):
 
 def _ldst_mods(instr):
     from isa.datamove import LD_ST
-    hints = set(LD_ST["hints"]) - {"L2::cache_hint"}
+    hints = set(LD_ST["hints"])
     # one group per kind of hint, as the reference (ops.memops): ld.global.acquire.gpu carries two
     q = _classify(instr.mods, {"space": set(s for s in SPACE if s), "vec": {"v2", "v4", "v8"},
                                "type": LDST_TYPES, "nc": {"nc"},
@@ -584,7 +584,7 @@ def _ldst_mods(instr):
                                "sem": hints & {"weak", "volatile", "relaxed", "acquire", "release", "mmio"},
                                "scope": hints & {"cta", "gpu", "sys", "cluster"},
                                "L1": {h for h in hints if h.startswith("L1::")},
-                               "L2": {h for h in hints if h.startswith("L2::evict")},
+                               "L2": {h for h in hints if h.startswith("L2::evict") or h == "L2::cache_hint"},
                                "prefetch": hints & {"L2::64B", "L2::128B", "L2::256B"}})
     ptype = q.get("type")
     if ptype is None:
@@ -645,11 +645,23 @@ def _vec(op, n):
     return list(op.items)
 
 
+def _policy(t, env, instr):
+    """The two operands of an ld/st; with .L2::cache_hint a third, the 64-bit cache policy, which only steers
+    the L2 (ops.memops reads it and nothing else): a register or an immediate."""
+    ops = instr.operands
+    if len(ops) != (3 if "L2::cache_hint" in instr.mods else 2):
+        raise _Slow
+    if len(ops) == 3:
+        if isinstance(ops[2], (Vec, Pair, Not, Mem)):
+            raise _Slow
+        if not isinstance(ops[2], Imm):
+            t._src(env, ops[2], "b64", np.zeros(T.NIMM, np.uint64), 0)
+    return ops[0], ops[1]
+
+
 def r_ld(t, env, instr, row, imm):
     space, ptype, n, ew = _ldst_mods(instr)
-    if len(instr.operands) != 2:
-        raise _Slow
-    d, a = instr.operands
+    d, a = _policy(t, env, instr)
     _address(t, env, a, row, imm, space)
     _set_type(row, ptype)
     row[T.X], row[T.Y], row[T.Z] = space, n, ew
@@ -660,9 +672,7 @@ def r_ld(t, env, instr, row, imm):
 
 def r_st(t, env, instr, row, imm):
     space, ptype, n, ew = _ldst_mods(instr)
-    if len(instr.operands) != 2:
-        raise _Slow
-    a, s = instr.operands
+    a, s = _policy(t, env, instr)
     _address(t, env, a, row, imm, space)
     _set_type(row, ptype)
     row[T.X], row[T.Y], row[T.Z] = space, n, ew
