@@ -166,6 +166,24 @@ FORMS.update({
     "neg.bf16": "mov.b32 {{%h0, %h1}}, {A}; neg.bf16 %h0, %h1; cvt.u32.u16 {D}, %h0;",
     "abs.f16": "mov.b32 {{%h0, %h1}}, {A}; abs.f16 %h0, %h0; cvt.u32.u16 {D}, %h0;",
     "bar.warp.sync": "bar.warp.sync -1; xor.b32 {D}, {A}, {B};",
+    "dp4a.u32.u32": "dp4a.u32.u32 {D}, {A}, {B}, {C};",
+    "dp4a.s32.u32": "dp4a.s32.u32 {D}, {A}, {B}, {C};",
+    "dp4a.u32.s32 imm": "dp4a.u32.s32 {D}, {A}, 0x80FF7F01, {C};",
+    "dp4a.s32.s32": "dp4a.s32.s32 {D}, {A}, {B}, {C};",
+    "dp2a.lo.s32.u32": "dp2a.lo.s32.u32 {D}, {A}, {B}, {C};",
+    "dp2a.hi.u32.s32": "dp2a.hi.u32.s32 {D}, {A}, {B}, {C};",
+    "dp2a.hi.s32.s32": "dp2a.hi.s32.s32 {D}, {A}, {B}, {C};",
+    "sad.s32": "sad.s32 {D}, {A}, {B}, {C};",
+    "sad.u32": "sad.u32 {D}, {A}, {B}, {C};",
+    "sad.u16": "cvt.u16.u32 %h0, {A}; cvt.u16.u32 %h1, {B}; sad.u16 %h2, %h0, %h1, %h1; cvt.u32.u16 {D}, %h2;",
+    "sad.s16": "cvt.u16.u32 %h0, {A}; cvt.u16.u32 %h1, {B}; sad.s16 %h2, %h0, %h1, %h0; cvt.u32.u16 {D}, %h2;",
+    "sad.s64": "mov.b64 %x0, {{{A}, {B}}}; mov.b64 %x1, {{{C}, {A}}}; sad.s64 %x2, %x0, %x1, %x0; "
+               "mov.b64 {{%t1, %t2}}, %x2; xor.b32 {D}, %t1, %t2;",
+    "sad.u64": "mov.b64 %x0, {{{A}, {B}}}; mov.b64 %x1, {{{C}, {A}}}; sad.u64 %x2, %x1, %x0, %x1; "
+               "mov.b64 {{%t1, %t2}}, %x2; xor.b32 {D}, %t1, %t2;",
+    "createpolicy": "createpolicy.fractional.L2::evict_last.L2::evict_first.b64 %x0, 0.5; "
+                    "createpolicy.fractional.L2::evict_normal.b64 %x1; mov.b64 {{%t1, %t2}}, %x0; "
+                    "mov.b64 {{%t0, %t3}}, %x1; xor.b32 {D}, %t2, %t3; xor.b32 {D}, {D}, {A};",
     "ld/st L2::cache_hint": "mov.b64 %x0, 0x10F0000000000000; ld.global.L1::no_allocate.L2::cache_hint.u32 {D}, "
                             "[%q0+4], %x0; st.global.L2::cache_hint.u32 [%q1], {D}, %x0; "
                             "ld.global.nc.L2::cache_hint.v2.u32 {{%t0, %t1}}, [%q0+8], 0x10F0000000000000; "

@@ -60,7 +60,9 @@ M32 = np.uint64(0xFFFFFFFF)
                 # index + 32 .ftz + 64 .sat
  K_MMAX,        # mma.sync of the f64 and integer (and .b1 AND) families: V0: the address of the mma's table
                 # (MMA_* layout), V0 + 1 its length, V0 + 2 the address of xcall.mma_c
- ) = range(29)
+ K_DP,          # dp4a / dp2a.lo / dp2a.hi: Y: 1 a signed + 2 b signed + 4 * (0 dp4a, 1 dp2a.lo, 2 dp2a.hi)
+ K_SAD,         # sad: c + |a - b| of the row's type
+ ) = range(31)
 # the table of a K_MMAX row (int64): kind (0 f64, 1 integer), na, nb, nc, nd, 20 register slots (D, A, B, C),
 # then the maps' length and the maps, then the parameters' length and the parameters (ops.mma.MmaOp)
 MMA_REGS, MMA_MAPS = 5, 25
@@ -214,6 +216,8 @@ def x_rows(kind, y, z, w, sgn, em, xa, xb, xc, xd, xr, xq):
         return 0 if _members_ok(em, xd) else 1
     if kind == K_F32:
         return _f32_rows(y, em, xa, xb, xc, xr)
+    if kind == K_DP or kind == K_SAD:
+        return _dp_sad(kind, y, w, sgn, em, xa, xb, xc, xr)
     if kind > K_WARPSYNC:
         return _convert_rows(kind, y, z, w, em, xa, xb, xr)
     if kind >= K_PACK:
@@ -891,4 +895,43 @@ def _f32_rows(y, em, xa, xb, xc, xr):
             if s == 0.0 and mode == 2 and not (p == 0.0 and c == 0.0 and f2i(p) >= 0 and f2i(c) >= 0):
                 s = -0.0                            # fround.zero_sum_sign
         xr[lane] = _round32(s, e, mode, ftz, sat)
+    return 0
+
+
+@njit(cache=True)
+def _dp_sad(kind, y, w, sgn, em, xa, xb, xc, xr):
+    """ops.simd dp4a/dp2a (products of signed or unsigned parts summed onto the u32 c, wrapped to 32 bits) and
+    ops.intx sad (c + |a - b|, wrapped to the type's width)."""
+    mk = _mask(w)
+    for lane in range(LANES):
+        if not (em >> lane) & 1:
+            continue
+        a, b, c = xa[lane], xb[lane], xc[lane]
+        if kind == K_SAD:
+            if sgn:
+                x, z = np.int64(_sext(a, w)), np.int64(_sext(b, w))
+                d = np.uint64(x) - np.uint64(z) if x >= z else np.uint64(z) - np.uint64(x)
+            else:
+                x, z = a & mk, b & mk
+                d = x - z if x >= z else z - x
+            xr[lane] = (c + d) & mk
+            continue
+        mode = y >> 2
+        s = np.int64(c & M32)
+        npart = 4 if mode == 0 else 2
+        for k in range(npart):
+            if mode == 0:
+                pa = np.int64((a >> np.uint64(8 * k)) & np.uint64(0xFF))
+                if y & 1 and pa >= 128:
+                    pa -= 256
+            else:
+                pa = np.int64((a >> np.uint64(16 * k)) & np.uint64(0xFFFF))
+                if y & 1 and pa >= 32768:
+                    pa -= 65536
+            kb = k if mode <= 1 else k + 2
+            pb = np.int64((b >> np.uint64(8 * kb)) & np.uint64(0xFF))
+            if y & 2 and pb >= 128:
+                pb -= 256
+            s += pa * pb
+        xr[lane] = np.uint64(s) & M32
     return 0

@@ -1584,6 +1584,51 @@ _RULES.update({b: _f32_or(_RULES[b]) for b in ("add", "sub", "mul", "fma", "mad"
 _RULES["bar"] = r_warpsync            # bar.warp.sync (the CTA barriers are control operations: FastLaunch._bar)
 
 
+def r_dp(t, env, instr, row, imm):
+    """dp4a.atype.btype, dp2a.{lo,hi}.atype.btype (ops.simd): a K_DP row."""
+    from . import scalarx
+    mods = list(instr.mods)
+    half = [m for m in mods if m in ("lo", "hi")]
+    types = [m for m in mods if m in ("u32", "s32")]
+    ops = instr.operands
+    if len(types) != 2 or len(mods) != 2 + len(half) or len(half) != (instr.base == "dp2a") or len(ops) != 4:
+        raise _Slow
+    mode = 0 if not half else (1 if half[0] == "lo" else 2)
+    _xrow(t, env, instr, row, imm, scalarx.K_DP, [(o, "u32") for o in ops[1:]], "u32",
+          y=int(types[0] == "s32") + 2 * int(types[1] == "s32") + 4 * mode)
+
+
+def r_sad(t, env, instr, row, imm):
+    """sad.type d, a, b, c (ops.intx): a K_SAD row."""
+    from . import scalarx
+    ptype = _types(instr, INT_TYPES)["type"]
+    ops = instr.operands
+    if len(ops) != 4:
+        raise _Slow
+    _xrow(t, env, instr, row, imm, scalarx.K_SAD, [(o, ptype) for o in ops[1:]], ptype)
+
+
+def r_createpolicy(t, env, instr, row, imm):
+    """createpolicy.fractional (ops.memops): the policy is a constant of the instruction, a move."""
+    from ...errors import EmulatorError
+    from ...ops.memops import createpolicy_value
+    try:
+        bits = createpolicy_value(instr)
+    except EmulatorError:
+        raise _Slow from None
+    d = instr.operands[0]
+    if isinstance(d, (Vec, Pair, Not, Imm, Mem)):
+        raise _Slow
+    _set_type(row, "b64")
+    row[T.D] = t._dst(env, d)
+    imm[0] = np.uint64(bits)
+    row[T.A] = -2
+    row[T.OP] = T.MOV
+
+
+_RULES.update({"dp4a": r_dp, "dp2a": r_dp, "sad": r_sad, "createpolicy": r_createpolicy})
+
+
 def r_contract_any(t, env, instr, row, imm):
     """A contracted add/sub (frontend/contract.py): .f32 as ``r_contract``; .f16/.bf16/.f16x2/.bf16x2 with a
     ``mul`` producer as one K_HALF fma (ops.falu._compile_contracted: a*b + c, one rounding)."""
