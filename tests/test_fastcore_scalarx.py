@@ -579,10 +579,16 @@ PARAM_KERNEL = """
     cvta.to.param.u64 %rd5, %rd4;
     ld.param.u32 %r4, [%rd5];
     ld.param.u64 %rd6, [pout];
+    st.global.v4.u32 [%rd6+256], {%r2, 7, %r3, -9};
     mov.u32 %r5, %tid.x;
     add.u32 %r1, %r1, %r5;
     {
     .param .b32 x; .param .b64 y; .param .b32 r;
+    st.param.b32 [x], -1;
+    st.param.b64 [y], 0x100000007;
+    call (r), twice, (x, y);
+    ld.param.b32 %r7, [r];
+    add.u32 %r1, %r1, %r7;
     st.param.b32 [x], %r1;
     st.param.b64 [y], %rd3;
     call (r), twice, (x, y);
@@ -608,14 +614,14 @@ def test_param_space_in_the_loop():
     callee's instructions stay with the Python scheduler. Both engines agree; only the call goes back."""
     module = load_ptx(PARAM_KERNEL)
     blob = np.arange(24, dtype=np.uint8) * 7 + 3
-    arrays = [np.zeros(4, np.uint32), np.zeros(64, np.uint32)]
+    arrays = [np.zeros(4, np.uint32), np.zeros(68, np.uint32)]
     outs = []
     for engine in ("reference", "fast"):
         from emulator import GlobalMemory
         g = GlobalMemory()
         pin, pout = g.upload(arrays[0]), g.upload(arrays[1])
         r = module.launch("k", 1, 32, [pin, pout, blob.tobytes()], gmem=g, engine=engine)
-        outs.append(g.download(pout, 256).copy())
+        outs.append(g.download(pout, 272).copy())
         if engine == "fast":
             kprog = r.ctas[0][1][0].program
             assert set(handback_counts(kprog)) <= {"call"}, handback_counts(kprog)

@@ -677,10 +677,15 @@ def r_st(t, env, instr, row, imm):
     _set_type(row, ptype)
     row[T.X], row[T.Y], row[T.Z] = space, n, ew
     vals = _vec(s, n)
-    if any(isinstance(v, Imm) for v in vals):
-        raise _Slow            # immediates would need one slot each; rare in compiler output
+    k = 0
     for i, r in enumerate(vals):
-        row[T.V0 + i] = t._src(env, r, ptype, imm, 0)
+        if isinstance(r, Imm):
+            if k == T.IMM_OFFSET:
+                raise _Slow    # an immediate takes a slot of its own: slots 0-2 (3 holds the address offset)
+            row[T.V0 + i] = t._src(env, r, ptype, imm, k)
+            k += 1
+        else:
+            row[T.V0 + i] = t._src(env, r, ptype, imm, 0)
     row[T.OP] = T.ST
 
 
