@@ -166,6 +166,29 @@ FORMS.update({
     "neg.bf16": "mov.b32 {{%h0, %h1}}, {A}; neg.bf16 %h0, %h1; cvt.u32.u16 {D}, %h0;",
     "abs.f16": "mov.b32 {{%h0, %h1}}, {A}; abs.f16 %h0, %h0; cvt.u32.u16 {D}, %h0;",
     "bar.warp.sync": "bar.warp.sync -1; xor.b32 {D}, {A}, {B};",
+    "cvtf2 cvt.ftz.sat.f32.f32": "cvt.ftz.sat.f32.f32 {D}, {A};",
+    "cvtf2 cvt.sat.f32.f32": "cvt.sat.f32.f32 {D}, {A};",
+    "cvtf2 cvt.rni.sat.f32.f32": "cvt.rni.sat.f32.f32 {D}, {A};",
+    "cvtf2 cvt.rzi.ftz.sat.f32.f32": "cvt.rzi.ftz.sat.f32.f32 {D}, {A};",
+    "cvtf2 cvt.rp.sat.f16.f32": "cvt.rp.sat.f16.f32 %h0, {A}; cvt.u32.u16 {D}, %h0;",
+    "cvtf2 cvt.rz.f16.f32": "cvt.rz.f16.f32 %h0, {A}; cvt.u32.u16 {D}, %h0;",
+    "cvtf2 cvt.rm.bf16.f32": "cvt.rm.bf16.f32 %h0, {A}; cvt.u32.u16 {D}, %h0;",
+    "cvtf2 cvt.rn.satfinite.f16.f32": "cvt.rn.satfinite.f16.f32 %h0, {A}; cvt.u32.u16 {D}, %h0;",
+    "cvtf2 cvt.rn.relu.bf16.f32": "cvt.rn.relu.bf16.f32 %h0, {A}; cvt.u32.u16 {D}, %h0;",
+    "cvtf2 cvt.rz.relu.satfinite.f16.f32": "cvt.rz.relu.satfinite.f16.f32 %h0, {A}; cvt.u32.u16 {D}, %h0;",
+    "cvtf2 cvt.ftz.f64.f32": "cvt.ftz.f64.f32 %x0, {A}; mov.b64 {{%t0, %t1}}, %x0; xor.b32 {D}, %t0, %t1;",
+    "cvtf2 cvt.rn.f16.f16 rni": "cvt.u16.u32 %h0, {A}; cvt.rni.f16.f16 %h1, %h0; cvt.u32.u16 {D}, %h1;",
+    "f64 cvtf2 cvt.rmi.f64.f64": "mov.b64 %x0, {{{B}, {A}}}; cvt.rmi.f64.f64 %x1, %x0; mov.b64 {{%t0, %t1}}, %x1; "
+                                 "xor.b32 {D}, %t0, %t1;",
+    "f64 cvtf2 cvt.rpi.sat.f64.f64": "mov.b64 %x0, {{{B}, {A}}}; cvt.rpi.sat.f64.f64 %x1, %x0; "
+                                        "mov.b64 {{%t0, %t1}}, %x1; xor.b32 {D}, %t0, %t1;",
+    "f64 cvtf2 cvt.rz.f32.f64": "mov.b64 %x0, {{{B}, {A}}}; cvt.rz.f32.f64 {D}, %x0;",
+    "f64 cvtf2 cvt.rm.ftz.f32.f64": "mov.b64 %x0, {{{B}, {A}}}; cvt.rm.ftz.f32.f64 {D}, %x0;",
+    "f64 cvtf2 cvt.rp.ftz.sat.f32.f64": "mov.b64 %x0, {{{B}, {A}}}; cvt.rp.ftz.sat.f32.f64 {D}, %x0;",
+    "f64 cvtf2 cvt.rm.f16.f64": "mov.b64 %x0, {{{B}, {A}}}; cvt.rm.f16.f64 %h0, %x0; cvt.u32.u16 {D}, %h0;",
+    "f64 cvtf2 cvt.rp.bf16.f64": "mov.b64 %x0, {{{B}, {A}}}; cvt.rp.bf16.f64 %h0, %x0; cvt.u32.u16 {D}, %h0;",
+    "f64 cvtf2 cvt.sat.f64.f64": "mov.b64 %x0, {{{B}, {A}}}; cvt.sat.f64.f64 %x1, %x0; mov.b64 {{%t0, %t1}}, %x1; "
+                                 "xor.b32 {D}, %t0, %t1;",
     "dp4a.u32.u32": "dp4a.u32.u32 {D}, {A}, {B}, {C};",
     "dp4a.s32.u32": "dp4a.s32.u32 {D}, {A}, {B}, {C};",
     "dp4a.u32.s32 imm": "dp4a.u32.s32 {D}, {A}, 0x80FF7F01, {C};",
@@ -239,7 +262,7 @@ def form_kernel(text, n_per_thread=4):
 def _edges(form):
     if form.startswith("f64"):
         return F64HI_EDGES
-    if form.startswith(("fp8 f32", "f32 ")):
+    if form.startswith(("fp8 f32", "f32 ", "cvtf2")):
         return np.concatenate([F32_EDGES, FP8_F32_EDGES])
     if any(t in form for t in ("f16", "bf16", "e4m3", "e5m2")) or form.startswith(("add.", "sub.", "mul.", "fma.")):
         h = HALF_EDGES

@@ -62,7 +62,10 @@ M32 = np.uint64(0xFFFFFFFF)
                 # (MMA_* layout), V0 + 1 its length, V0 + 2 the address of xcall.mma_c
  K_DP,          # dp4a / dp2a.lo / dp2a.hi: Y: 1 a signed + 2 b signed + 4 * (0 dp4a, 1 dp2a.lo, 2 dp2a.hi)
  K_SAD,         # sad: c + |a - b| of the row's type
- ) = range(31)
+ K_CVTF2,       # the other float -> float cvt forms (ops.cvt): Y: CVT_* bits; the loop's and K_CVTF's go first
+ ) = range(32)
+# K_CVTF2's Y: the source's format + 4 * the destination's (F_*) + 16 * MODES (or IRND) index + the flags
+CVT_FTZ, CVT_SAT, CVT_RELU, CVT_SATFINITE, CVT_RND, CVT_IRND = 64, 128, 256, 512, 1024, 2048
 # the table of a K_MMAX row (int64): kind (0 f64, 1 integer), na, nb, nc, nd, 20 register slots (D, A, B, C),
 # then the maps' length and the maps, then the parameters' length and the parameters (ops.mma.MmaOp)
 MMA_REGS, MMA_MAPS = 5, 25
@@ -216,6 +219,11 @@ def x_rows(kind, y, z, w, sgn, em, xa, xb, xc, xd, xr, xq):
         return 0 if _members_ok(em, xd) else 1
     if kind == K_F32:
         return _f32_rows(y, em, xa, xb, xc, xr)
+    if kind == K_CVTF2:
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                xr[lane] = _cvtf2(y, xa[lane])
+        return 0
     if kind == K_DP or kind == K_SAD:
         return _dp_sad(kind, y, w, sgn, em, xa, xb, xc, xr)
     if kind > K_WARPSYNC:
@@ -935,3 +943,116 @@ def _dp_sad(kind, y, w, sgn, em, xa, xb, xc, xr):
             s += pa * pb
         xr[lane] = np.uint64(s) & M32
     return 0
+
+
+# -- the other float -> float conversions (ops.cvt's float -> float paths, fround.round_to) -------------------------
+
+@njit(cache=True)
+def _step16(b, up):
+    """fround._bits_step for a 16-bit format."""
+    neg = (b >> np.uint64(15)) & U1 != U0
+    if b & np.uint64(0x7FFF) == U0:
+        return U1 if up else np.uint64(0x8001)
+    return b + U1 if up != neg else b - U1
+
+
+@njit(cache=True)
+def _round16(x, fmt, mode, sat):
+    """fround.round_to(x, f16/bf16, mode, sat=sat) of a float64 that is not a NaN: raw bits."""
+    r = _rne(x, fmt)
+    if mode != 0 and x - x == 0.0:
+        back = _value(r, fmt)
+        if mode == 1:
+            if abs(back) > abs(x):
+                r = _step16(r, back < 0.0)
+        elif mode == 2:
+            if back > x:
+                r = _step16(r, False)
+        elif back < x:
+            r = _step16(r, True)
+    if sat:
+        rf = _value(r, fmt)
+        if rf != rf or rf <= 0.0:
+            r = U0
+        elif rf > 1.0:
+            r = np.uint64(0x3C00 if fmt == F_F16 else 0x3F80)
+    return r
+
+
+@njit(cache=True)
+def _nan_convert2(bits, af, df, ftz, rnd):
+    """ops.cvt.nan_convert of one NaN (raw bits of format af) into format df."""
+    aw, dw = FMT_BITS[af], FMT_BITS[df]
+    if af == df and (af == F_F32 or af == F_F64) and not ftz and not rnd:
+        return bits
+    if af == F_BF16 and df == F_F32 and not ftz:
+        return (bits & np.uint64(0xFFFF)) << np.uint64(16)
+    if (af == F_F64 or df == F_F64) and not (ftz and af == F_F32 and df == F_F32):
+        if ftz and af == F_F32:
+            bits = np.uint64(0x7FFFFFFF)
+        return _nan_convert(bits, af, df)
+    return np.uint64(0x7FFF) if dw == 16 else (np.uint64(0x7FFFFFFF) if dw == 32 else np.uint64(0x7FF8000000000000))
+
+
+@njit(cache=True)
+def _flush_fmt(bits, fmt):
+    """fround.flush of one value of ``fmt`` (raw bits): a subnormal becomes the zero of its sign."""
+    if fmt == F_F32:
+        return bits & np.uint64(0x80000000) if (bits & np.uint64(0x7F800000)) == U0 else bits
+    if fmt == F_F64:
+        return bits & SIGN64 if (bits & np.uint64(0x7FF0000000000000)) == U0 else bits
+    return _flush16(bits, fmt)
+
+
+@njit(cache=True)
+def _cvtf2(y, a):
+    """ops.cvt's float -> float conversion of one lane (raw bits in, raw bits out)."""
+    af, df, mode = y & 3, (y >> 2) & 3, (y >> 4) & 3
+    ftz, sat = (y & CVT_FTZ) != 0, (y & CVT_SAT) != 0
+    if y & CVT_IRND:                                # cvt.{rni,rzi,rmi,rpi}{.ftz}{.sat}.f.f: an integral value
+        v = _flush_fmt(a, af) if ftz else a
+        x = _value(v, af)
+        if mode == 0:
+            f = np.rint(x)
+        elif mode == 1:
+            f = np.trunc(x)
+        elif mode == 2:
+            f = np.floor(x)
+        else:
+            f = np.ceil(x)
+        if df == F_F64:
+            r = np.uint64(f2i(f))
+        elif f != f:
+            r = np.uint64(0x7FFFFFFF) if df == F_F32 else np.uint64(0x7FFF)
+        else:
+            r = _rne(f, df)                         # exact: an integral value of the format
+        if sat:
+            rf = _value(r, df)
+            if rf != rf or rf <= 0.0:
+                r = U0
+            elif rf > 1.0:
+                r = _rne(1.0, df)
+        return _flush_fmt(r, df) if ftz else r
+    v = a
+    if ftz and af == F_F32 and df != F_F16:
+        v = _flush_fmt(v, F_F32)
+        if (v & np.uint64(0x7FFFFFFF)) > np.uint64(0x7F800000):
+            v = np.uint64(0x7FFFFFFF)
+    x = _value(v, af)
+    if x != x:
+        return U0 if sat else _nan_convert2(v, af, df, ftz, (y & CVT_RND) != 0)
+    if df == F_F32:
+        r = _round32(x, 0.0, mode, ftz, sat)
+    elif df == F_F64:
+        r = np.uint64(f2i(x))
+        if sat:
+            r = U0 if x <= 0.0 else (np.uint64(f2i(1.0)) if x > 1.0 else r)
+    else:
+        r = _round16(x, df, mode, sat)
+    if df == F_F16 or df == F_BF16:
+        if y & CVT_SATFINITE and (r & np.uint64(0x7FFF)) == (np.uint64(0x7C00) if df == F_F16 else
+                                                            np.uint64(0x7F80)):
+            r = (r & np.uint64(0x8000)) | (np.uint64(0x7BFF) if df == F_F16 else np.uint64(0x7F7F))
+        if y & CVT_RELU and not _value(r, df) > 0.0:
+            r = U0
+    return r

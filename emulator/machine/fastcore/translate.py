@@ -1455,7 +1455,36 @@ def r_cvt_x(t, env, instr, row, imm):
             _xrow(t, env, instr, row, imm, scalarx.K_CVTF, [(ops[1], "b%d" % _width(atype))],
                   "b%d" % _width(dtype), y=_FMT[atype], z=_FMT[dtype])
             return
-    return r_fcvt(t, env, instr, row, imm)
+    saved = row.copy(), imm.copy(), t._xcall
+    try:
+        return r_fcvt(t, env, instr, row, imm)
+    except _Slow:
+        row[:], imm[:], t._xcall = saved
+    _cvt_float(t, env, instr, row, imm)
+
+
+def _cvt_float(t, env, instr, row, imm):
+    """The float -> float cvt forms the rows above leave (directed roundings, .ftz, .sat, .relu, .satfinite,
+    integer roundings of .f64/.f16/.bf16): a K_CVTF2 row, ops.cvt's float -> float paths."""
+    from . import scalarx
+    mods = list(instr.mods)
+    ops = instr.operands
+    types = [m for m in mods if m in _FMT]
+    q = _classify([m for m in mods if m not in _FMT], {"rnd": set(scalarx.MODES) | set(scalarx.IRND),
+                                                       "ftz": {"ftz"}, "sat": {"sat"}, "relu": {"relu"},
+                                                       "satfinite": {"satfinite"}})
+    if len(types) != 2 or len(ops) != 2 or any(isinstance(o, (Vec, Pair, Imm)) for o in ops):
+        raise _Slow
+    dtype, atype = types
+    rnd = q.get("rnd")
+    irnd = rnd in scalarx.IRND
+    if (irnd and dtype != atype) or (("relu" in q or "satfinite" in q) and (dtype not in ("f16", "bf16") or irnd)):
+        raise _Slow                             # the executor's errors
+    mode = (scalarx.IRND.index(rnd) if irnd else scalarx.MODES.index(rnd)) if rnd else 0
+    y = (_FMT[atype] + 4 * _FMT[dtype] + 16 * mode + scalarx.CVT_FTZ * ("ftz" in q) + scalarx.CVT_SAT * ("sat" in q)
+         + scalarx.CVT_RELU * ("relu" in q) + scalarx.CVT_SATFINITE * ("satfinite" in q) +
+         scalarx.CVT_RND * (rnd is not None) + scalarx.CVT_IRND * irnd)
+    _xrow(t, env, instr, row, imm, scalarx.K_CVTF2, [(ops[1], "b%d" % _width(atype))], "b%d" % _width(dtype), y=y)
 
 
 _FP8_PAIRS = {"e4m3x2": 0, "e5m2x2": 1}
