@@ -167,6 +167,17 @@ FORMS.update({
     "abs.f16": "mov.b32 {{%h0, %h1}}, {A}; abs.f16 %h0, %h0; cvt.u32.u16 {D}, %h0;",
     "bar.warp.sync": "bar.warp.sync -1; xor.b32 {D}, {A}, {B};",
     "cvtf2 cvt.ftz.sat.f32.f32": "cvt.ftz.sat.f32.f32 {D}, {A};",
+    "i2f cvt.rz.f32.s32": "cvt.rz.f32.s32 {D}, {A};",
+    "i2f cvt.rm.f32.u32": "cvt.rm.f32.u32 {D}, {A};",
+    "i2f cvt.rp.sat.f32.s32": "cvt.rp.sat.f32.s32 {D}, {A};",
+    "i2f cvt.rn.f16.u32": "cvt.rn.f16.u32 %h0, {A}; cvt.u32.u16 {D}, %h0;",
+    "i2f cvt.rz.f16.s32": "cvt.rz.f16.s32 %h0, {A}; cvt.u32.u16 {D}, %h0;",
+    "i2f cvt.rp.bf16.s16": "cvt.u16.u32 %h1, {A}; cvt.rp.bf16.s16 %h0, %h1; cvt.u32.u16 {D}, %h0;",
+    "i2f cvt.rm.f64.s32": "cvt.rm.f64.s32 %x0, {A}; mov.b64 {{%t0, %t1}}, %x0; xor.b32 {D}, %t0, %t1;",
+    **{f"i2f cvt.{r}.{f}.{i}64": f"mov.b64 %x0, {{{{{{A}}, {{B}}}}}}; cvt.{r}.{f}.{i}64 {'%x1' if f == 'f64' else '%t0' if f == 'f32' else '%h0'}, %x0; "
+       + ("mov.b64 {{%t0, %t1}}, %x1; xor.b32 {D}, %t0, %t1;" if f == "f64" else
+          "mov.b32 {D}, %t0;" if f == "f32" else "cvt.u32.u16 {D}, %h0;")
+       for r in ("rn", "rz", "rm", "rp") for f in ("f64", "f32", "f16") for i in ("s", "u")},
     "cvtf2 cvt.sat.f32.f32": "cvt.sat.f32.f32 {D}, {A};",
     "cvtf2 cvt.rni.sat.f32.f32": "cvt.rni.sat.f32.f32 {D}, {A};",
     "cvtf2 cvt.rzi.ftz.sat.f32.f32": "cvt.rzi.ftz.sat.f32.f32 {D}, {A};",
@@ -260,6 +271,9 @@ def form_kernel(text, n_per_thread=4):
 
 
 def _edges(form):
+    if form.startswith("i2f") and "64" in form.split(".")[-1]:
+        return np.concatenate([INT_EDGES, np.array([0x00200000, 0x001FFFFF, 0x00400001, 0x7FFFFFFF, 0x80000000,
+                                                     0xFFFFFFFF, 0xFFFFFC00, 0xFFFFFBFF, 0x000003FF], np.uint32)])
     if form.startswith("f64"):
         return F64HI_EDGES
     if form.startswith(("fp8 f32", "f32 ", "cvtf2")):
@@ -525,7 +539,7 @@ def _xrow_forms():
         forms, inputs, results, _ = S.capture(name)
         for i, form in enumerate(forms):
             fam, *mods = S.opcode(form).split(".")
-            if fam not in _XFAMILIES or (fam == "cvt" and set(mods) & {"rz", "rm", "rp"}):
+            if fam not in _XFAMILIES:
                 continue                     # (what the loop cannot hold as an XROW: quicker to skip here)
             try:
                 module = load_ptx(_capture_kernel(form, 32))
@@ -572,7 +586,7 @@ def _replay_capture(forms_idx, lanes):
 def test_xrows_replay_the_h100_scalar_capture(xrow_forms):
     """All 2048 lanes (edge crossings, extra edges, random operands) of every form of the capture that the loop
     runs as an XROW (integer, bit, f64, half and conversion rows), run in the loop: the H100's bits."""
-    assert len(xrow_forms) >= 600, len(xrow_forms)
+    assert len(xrow_forms) >= 700, len(xrow_forms)
     assert _replay_capture(xrow_forms, np.arange(2048)) == []
 
 

@@ -63,7 +63,9 @@ M32 = np.uint64(0xFFFFFFFF)
  K_DP,          # dp4a / dp2a.lo / dp2a.hi: Y: 1 a signed + 2 b signed + 4 * (0 dp4a, 1 dp2a.lo, 2 dp2a.hi)
  K_SAD,         # sad: c + |a - b| of the row's type
  K_CVTF2,       # the other float -> float cvt forms (ops.cvt): Y: CVT_* bits; the loop's and K_CVTF's go first
- ) = range(32)
+ K_I2F,         # cvt.{rn,rz,rm,rp}{.ftz}{.sat}.float.int: Y: the destination's format (F_*) + 16 * MODES index
+                # + CVT_FTZ + CVT_SAT; the source's type: W, SGN
+ ) = range(33)
 # K_CVTF2's Y: the source's format + 4 * the destination's (F_*) + 16 * MODES (or IRND) index + the flags
 CVT_FTZ, CVT_SAT, CVT_RELU, CVT_SATFINITE, CVT_RND, CVT_IRND = 64, 128, 256, 512, 1024, 2048
 # the table of a K_MMAX row (int64): kind (0 f64, 1 integer), na, nb, nc, nd, 20 register slots (D, A, B, C),
@@ -219,10 +221,10 @@ def x_rows(kind, y, z, w, sgn, em, xa, xb, xc, xd, xr, xq):
         return 0 if _members_ok(em, xd) else 1
     if kind == K_F32:
         return _f32_rows(y, em, xa, xb, xc, xr)
-    if kind == K_CVTF2:
+    if kind == K_CVTF2 or kind == K_I2F:
         for lane in range(LANES):
             if (em >> lane) & 1:
-                xr[lane] = _cvtf2(y, xa[lane])
+                xr[lane] = _cvtf2(y, xa[lane]) if kind == K_CVTF2 else _i2f(y, w, sgn, xa[lane])
         return 0
     if kind == K_DP or kind == K_SAD:
         return _dp_sad(kind, y, w, sgn, em, xa, xb, xc, xr)
@@ -1056,3 +1058,44 @@ def _cvtf2(y, a):
         if y & CVT_RELU and not _value(r, df) > 0.0:
             r = U0
     return r
+
+
+@njit(cache=True)
+def _i2f(y, w, sgn, a):
+    """ops.cvt integer -> float of one lane: the integer rounded once in the mode (exactly: the nearest float64
+    and the integer remainder), an integer zero gives +0, then .sat."""
+    df, mode = (y >> 2) & 3, (y >> 4) & 3
+    sat = (y & CVT_SAT) != 0
+    mk = _mask(w)
+    v = a & mk
+    if sgn:
+        iv = _sext(v, w)
+        x = np.float64(np.int64(iv))
+        if x >= 9223372036854775808.0:               # rounded up to 2^63: iv - 2^63, a few units below zero
+            e = -np.float64((np.int64(0x7FFFFFFFFFFFFFFF) - np.int64(iv)) + 1)
+        else:
+            e = np.float64(np.int64(iv) - np.int64(x))
+    else:
+        x = np.float64(v)
+        if x >= 18446744073709551616.0:
+            e = -np.float64(np.int64(~v) + 1)            # v - 2^64: a few units below zero
+        else:
+            e = np.float64(np.int64(v - np.uint64(x)))
+    if df == F_F32:
+        return _round32(x, e, mode, (y & CVT_FTZ) != 0, sat)
+    if df == F_F64:
+        r = np.uint64(f2i(x))
+        if e != 0.0 and mode != 0:
+            if mode == 1:
+                if (e > 0.0) != (x > 0.0):
+                    r -= U1                                   # toward zero (x is not zero)
+            elif mode == 2:
+                if e < 0.0:
+                    r = r + U1 if x < 0.0 else r - U1
+            elif e > 0.0:
+                r = r + U1 if x > 0.0 else r - U1
+        if sat:
+            rf = i2f(np.int64(r))
+            r = U0 if rf <= 0.0 else (np.uint64(f2i(1.0)) if rf > 1.0 else r)
+        return r
+    return _round16(_fold_odd(x, e), df, mode, sat)

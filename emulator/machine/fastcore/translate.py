@@ -1469,8 +1469,18 @@ def _cvt_float(t, env, instr, row, imm):
     from . import scalarx
     mods = list(instr.mods)
     ops = instr.operands
-    types = [m for m in mods if m in _FMT]
-    q = _classify([m for m in mods if m not in _FMT], {"rnd": set(scalarx.MODES) | set(scalarx.IRND),
+    types = [m for m in mods if m in _FMT or m in _CVT_INTS]
+    if len(types) == 2 and types[0] in _FMT and types[1] in _CVT_INTS:          # integer -> float: K_I2F
+        q = _classify([m for m in mods if m not in types], {"rnd": set(scalarx.MODES), "ftz": {"ftz"},
+                                                            "sat": {"sat"}})
+        if "rnd" not in q or len(ops) != 2 or any(isinstance(o, (Vec, Pair, Imm)) for o in ops):
+            raise _Slow
+        dtype, atype = types
+        _xrow(t, env, instr, row, imm, scalarx.K_I2F, [(ops[1], atype)], "b%d" % _width(dtype),
+              y=4 * _FMT[dtype] + 16 * scalarx.MODES.index(q["rnd"]) + scalarx.CVT_FTZ * ("ftz" in q) +
+              scalarx.CVT_SAT * ("sat" in q))
+        return
+    q = _classify([m for m in mods if m not in types], {"rnd": set(scalarx.MODES) | set(scalarx.IRND),
                                                        "ftz": {"ftz"}, "sat": {"sat"}, "relu": {"relu"},
                                                        "satfinite": {"satfinite"}})
     if len(types) != 2 or len(ops) != 2 or any(isinstance(o, (Vec, Pair, Imm)) for o in ops):
