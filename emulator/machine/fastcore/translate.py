@@ -1483,7 +1483,8 @@ def _cvt_float(t, env, instr, row, imm):
     q = _classify([m for m in mods if m not in types], {"rnd": set(scalarx.MODES) | set(scalarx.IRND),
                                                        "ftz": {"ftz"}, "sat": {"sat"}, "relu": {"relu"},
                                                        "satfinite": {"satfinite"}})
-    if len(types) != 2 or len(ops) != 2 or any(isinstance(o, (Vec, Pair, Imm)) for o in ops):
+    if len(types) != 2 or any(m not in _FMT for m in types) or len(ops) != 2 or \
+            any(isinstance(o, (Vec, Pair, Imm)) for o in ops):
         raise _Slow
     dtype, atype = types
     rnd = q.get("rnd")
