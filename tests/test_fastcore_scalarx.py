@@ -459,8 +459,12 @@ def test_membermask_errors_are_the_references():
 
 
 def test_a_wrong_row_is_caught():
-    """The comparison can fail: lop3 with another truth table, a signed division read as unsigned."""
-    for form, field, value in (("lop3 96", T.Y, 0x69), ("div.s32", T.SGN, 0)):
+    """The comparison can fail: lop3 with another truth table, a signed division read as unsigned, e4m3 packed as
+    e5m2, an add rounded to nearest instead of toward zero, an s32 conversion saturated as u32, an s64
+    conversion to f32 rounded to nearest."""
+    for form, field, value in (("lop3 96", T.Y, 0x69), ("div.s32", T.SGN, 0), ("fp8 f32 e4m3", T.Y, 1),
+                               ("f32 add.rz.f32", T.Y, 0), ("cvt.rni.s32.f32", T.Z, 32),
+                               ("i2f cvt.rz.f32.s64", T.Y, 8)):
         module = load_ptx(form_kernel(FORMS[form]))
         tr = translation(module.program("k"))
         rows = np.flatnonzero(tr.code[:, T.OP] == T.XROW)
