@@ -228,6 +228,9 @@ FORMS.update({f"f32 {op}": f"{op} {{D}}, {{A}}, {{B}}{', {C}' if op.startswith((
                          "sub.rz.ftz.sat.f32", "mul.rz.f32", "mul.rp.ftz.f32", "mul.rm.sat.f32", "fma.rn.sat.f32",
                          "fma.rm.f32", "fma.rz.ftz.f32", "fma.rp.f32", "mad.rp.ftz.sat.f32", "div.rn.f32",
                          "div.rz.ftz.f32", "div.rm.f32", "div.rp.ftz.f32", "div.rn.ftz.f32")})
+FORMS.update({f"f32 {op}": f"{op} {{D}}, {{A}}, {{B}};" for op in ("min.xorsign.abs.f32", "max.xorsign.abs.f32",
+                                                                 "min.ftz.NaN.xorsign.abs.f32",
+                                                                 "max.NaN.xorsign.abs.f32")})
 FORMS.update({f"f32 {op}": f"{op} {{D}}, {{A}};" for op in ("rcp.rn.f32", "rcp.rp.ftz.f32", "rcp.rz.f32",
                                                           "sqrt.rn.f32", "sqrt.rm.ftz.f32", "sqrt.rp.f32")})
 FP8_F32_EDGES = np.array([0x43E00000, 0x43E80000, 0x43E7FFFF, 0x43F00000, 0xC3E80001, 0x47600000, 0x47700000,

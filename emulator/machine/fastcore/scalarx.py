@@ -54,8 +54,9 @@ M32 = np.uint64(0xFFFFFFFF)
  K_TOFP8,       # cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.{f32,f16x2}: Y: 1 = e5m2, + 2 an f16x2 source; Z: 1 = .relu
  K_F2I,         # cvt.{rni,rzi,rmi,rpi}{.ftz}{.sat}.int.float: Y: the source's format (F_*) + 4 * IRND index
                 # + 16 .ftz; Z: the destination's width + 256 if signed
- K_HMISC,       # min/max{.ftz}{.NaN}{.xorsign.abs}, neg/abs{.ftz} of .f16/.bf16/.f16x2/.bf16x2: Y: HMISC_OPS
-                # index + 4 .NaN + 8 .xorsign.abs + 16 .ftz; Z: 0 f16, 1 bf16; W: 16 or 32
+ K_HMISC,       # min/max{.ftz}{.NaN}{.xorsign.abs}, neg/abs{.ftz} of .f16/.bf16/.f16x2/.bf16x2 (and
+                # min/max.xorsign.abs.f32): Y: HMISC_OPS index + 4 .NaN + 8 .xorsign.abs + 16 .ftz;
+                # Z: 0 f16, 1 bf16, 2 f32 (F_*); W: 16 or 32
  K_F32,         # add/sub/mul/fma/div/rcp/sqrt .f32 in every rounding, .ftz, .sat: Y: F32_OPS index + 8 * MODES
                 # index + 32 .ftz + 64 .sat
  K_MMAX,        # mma.sync of the f64 and integer (and .b1 AND) families: V0: the address of the mma's table
@@ -707,21 +708,23 @@ def _flush16(h, fmt):
 
 @njit(cache=True)
 def _hmisc(y, fmt, a, b):
-    """ops.falu _compile_minmax / _compile_negabs of one f16/bf16 element (raw bits)."""
+    """ops.falu _compile_minmax / _compile_negabs of one f16/bf16 element, or of an f32 (raw bits)."""
     op = y & 3
+    sign = np.uint64(0x80000000) if fmt == F_F32 else np.uint64(0x8000)
+    absm = sign - U1
     if y & 16:
-        a = _flush16(a, fmt)
-        b = _flush16(b, fmt)
+        a = _flush_fmt(a, fmt)
+        b = _flush_fmt(b, fmt)
     if op >= 2:
-        r = (a ^ np.uint64(0x8000)) if op == 2 else (a & np.uint64(0x7FFF))
-        return np.uint64(0x7FFF) if _value(r, fmt) != _value(r, fmt) else r
-    sgn = (a ^ b) & np.uint64(0x8000)
+        r = (a ^ sign) if op == 2 else (a & absm)
+        return absm if _value(r, fmt) != _value(r, fmt) else r
+    sgn = (a ^ b) & sign
     if y & 8:                                   # .xorsign.abs: min/max of |a| and |b|, the sign a ^ b
-        a &= np.uint64(0x7FFF)
-        b &= np.uint64(0x7FFF)
+        a &= absm
+        b &= absm
     fa, fb = _value(a, fmt), _value(b, fmt)
     na, nb = fa != fa, fb != fb
-    sa = (a >> np.uint64(15)) & U1 != U0
+    sa = a & sign != U0
     if op == 0:
         pick_a = fa < fb or (fa == fb and sa)
     else:
@@ -732,11 +735,11 @@ def _hmisc(y, fmt, a, b):
     elif nb and not na:
         r = a
     if (na and nb) or ((y & 4) != 0 and (na or nb)):
-        r = np.uint64(0x7FFF)
+        r = absm
     if y & 16:
-        r = _flush16(r, fmt)
+        r = _flush_fmt(r, fmt)
     if y & 8 and _value(r, fmt) == _value(r, fmt):
-        r = (r & np.uint64(0x7FFF)) | sgn
+        r = (r & absm) | sgn
     return r
 
 
@@ -793,6 +796,8 @@ def _convert_rows(kind, y, z, w, em, xa, xb, xr):
             xr[lane] = (hi << np.uint64(8)) | lo
         elif kind == K_F2I:
             xr[lane] = _f2i(y, z & 255, z >> 8, a)
+        elif z == F_F32:                                # K_HMISC of an f32
+            xr[lane] = _hmisc(y, z, a & M32, xb[lane] & M32)
         else:                                           # K_HMISC
             r = U0
             for i in range(w // 16):

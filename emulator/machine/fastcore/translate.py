@@ -1538,6 +1538,8 @@ def _hmisc_or(rule):
     def r(t, env, instr, row, imm):
         from . import scalarx
         ptype = next((m for m in instr.mods if m in _HALVES), None)
+        if ptype is None and "f32" in instr.mods and "xorsign" in instr.mods:
+            ptype = "f32"                          # min/max.xorsign.abs.f32: the loop's FMINMAX has no .xorsign
         if ptype is None:
             return rule(t, env, instr, row, imm)
         rest = [m for m in instr.mods if m != ptype]
@@ -1550,7 +1552,7 @@ def _hmisc_or(rule):
         raw = "b%d" % _width(ptype)
         _xrow(t, env, instr, row, imm, scalarx.K_HMISC, [(o, raw) for o in ops[1:]], raw,
               y=scalarx.HMISC_OPS.index(instr.base) + 4 * ("NaN" in rest) + 8 * ("xorsign" in rest) +
-              16 * ("ftz" in rest), z=_HALVES[ptype])
+              16 * ("ftz" in rest), z=_HALVES.get(ptype, 2))
     return r
 
 
