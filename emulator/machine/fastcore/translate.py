@@ -759,10 +759,10 @@ def r_mma(t, env, instr, row, imm):
 
 def _mma_x(t, env, instr, row, op):
     """mma.sync of the f64 and integer families (.satfinite too) and .b1 with AND: a K_MMAX row, whose tile runs
-    in xcall.mma_c through the executor's own kernel (numerics.fast.f64_batch / int_batch)."""
+    in mmax.mma_c through the executor's own kernel (numerics.fast.f64_batch / int_batch)."""
     from ...numerics import fast
     from ...ops import mma as M
-    from . import scalarx, xcall
+    from . import mmax, scalarx
     kind = {id(fast.f64_batch): 0, id(M._int_batch): 1}.get(id(op._kern))
     if kind is None or len(instr.operands) != 4:
         raise _Slow
@@ -792,7 +792,7 @@ def _mma_x(t, env, instr, row, op):
     t._mma_keep.append(tab)
     row[T.A] = row[T.B] = row[T.C] = row[T.D] = -1
     row[T.V0:T.V0 + 8] = -1
-    row[T.V0], row[T.V0 + 1], row[T.V0 + 2] = tab.ctypes.data, tab.size, xcall.MMA_ADDRESS
+    row[T.V0], row[T.V0 + 1], row[T.V0 + 2] = tab.ctypes.data, tab.size, mmax.ADDRESS
     row[T.X], row[T.Y], row[T.Z] = scalarx.K_MMAX, kind, 0
     _set_type(row, "b32")
     t._xcall = True
