@@ -642,6 +642,8 @@ def _f64_rows(op, mode, em, xa, xb, xc, xr):
     """ops.falu's .f64 forms: one IEEE operation (products, quotients, roots and fma correctly rounded by the
     machine's binary64), NaN operands give the first NaN in the reference's order quieted (f64_nan: b then a;
     fma: b, c, a; neg/abs: a), a NaN made of numbers the machine's. div/rcp/sqrt keep the machine's NaN."""
+    if mode != 0 and (op == 2 or op == 4 or op == 5 or op == 6):
+        return _f64_directed(op, mode, em, xa, xb, xr)
     for lane in range(LANES):
         if not (em >> lane) & 1:
             continue
@@ -1104,3 +1106,48 @@ def _i2f(y, w, sgn, a):
             r = U0 if rf <= 0.0 else (np.uint64(f2i(1.0)) if rf > 1.0 else r)
         return r
     return _round16(_fold_odd(x, e), df, mode, sat)
+
+
+LO64, HI64 = 2.0 ** -900, 2.0 ** 900
+
+
+@njit(cache=True, error_model="numpy")
+def _f64_directed(op, mode, em, xa, xb, xr):
+    """mul/div/rcp/sqrt .f64 in a directed mode (ops.falu: the exact rational rounded once): the nearest result
+    and the sign of its exact error (an fma gives the product's error, the quotient's and the root's remainder
+    exactly while nothing is near the ends of the exponent range), then one step toward the mode. A lane with an
+    operand or a result that is zero, not finite, or beyond 2^+-900 returns 1: the executor rounds it."""
+    for lane in range(LANES):
+        if not (em >> lane) & 1:
+            continue
+        x, y = i2f(np.int64(xa[lane])), i2f(np.int64(xb[lane]))
+        if op == 2:
+            q = x * y
+            d = _fma64(x, y, -q)
+            args_ok = LO64 <= abs(x) <= HI64 and LO64 <= abs(y) <= HI64
+        elif op == 4:
+            q = x / y
+            d = _fma64(-q, y, x) * (1.0 if y > 0.0 else -1.0)
+            args_ok = LO64 <= abs(x) <= HI64 and LO64 <= abs(y) <= HI64
+        elif op == 5:
+            q = 1.0 / x
+            d = _fma64(-q, x, 1.0) * (1.0 if x > 0.0 else -1.0)
+            args_ok = LO64 <= abs(x) <= HI64
+        else:
+            q = np.sqrt(x) if x > 0.0 else 0.0
+            d = _fma64(-q, q, x)
+            args_ok = LO64 <= x <= HI64
+        if not (args_ok and LO64 <= abs(q) <= HI64):
+            return 1
+        r = np.uint64(f2i(q))
+        if d != 0.0:
+            if mode == 1:
+                if (d > 0.0) != (q > 0.0):
+                    r -= U1                              # toward zero
+            elif mode == 2:
+                if d < 0.0:
+                    r = r + U1 if q < 0.0 else r - U1
+            elif d > 0.0:
+                r = r + U1 if q > 0.0 else r - U1
+        xr[lane] = r
+    return 0

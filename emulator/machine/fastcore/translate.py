@@ -1582,7 +1582,8 @@ def _f64_or(rule):
         n = {"fma": 3, "rcp": 1, "sqrt": 1, "neg": 1, "abs": 1}.get(base, 2)
         ops = instr.operands
         if len(ops) != n + 1 or (base in ("fma", "div", "rcp", "sqrt") and "rnd" not in q) or \
-                (mode != "rn" and base not in ("add", "sub")) or ("ftz" in q and base in ("neg", "abs")):
+                (mode != "rn" and base not in ("add", "sub", "mul", "div", "rcp", "sqrt")) or \
+                ("ftz" in q and base in ("neg", "abs")):
             raise _Slow
         if base in ("neg", "abs") and "rnd" in q:
             raise _Slow
