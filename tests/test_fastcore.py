@@ -673,7 +673,7 @@ def test_a_wrong_float_row_is_caught(form):
                                   "fma.rz.ftz.f32 {D}, {A}, {B}, {C};", "cvt.rn.satfinite.f16x2.f32 {D}, {A}, {B};"])
 def test_float_forms_the_loop_does_not_hold_stay_with_the_executors(text):
     """Forms outside the float rows (unknown spellings, other rounding modes, .sat/.satfinite, .xorsign) are
-    handed back: the executor's result, or its error, on both engines."""
+    handed back or run as XROW rows (scalarx.py): the executor's result, or its error, on both engines."""
     module = load_ptx(_form_kernel(text, 2), validate=False)
     rng = np.random.default_rng(3)
     grid, arrays = _inputs(*rng.integers(0, 1 << 32, size=(3, 64), dtype=np.uint64).astype(np.uint32), per=2)
@@ -961,7 +961,7 @@ def test_cp_async_pipeline_runs_in_the_loop(nt):
     dict(mid1="cp.async.ca.shared.global [%a0+S5], [%g0+60], 4, %p0;", mid3="popc.b32 %r7, %r0;",
          last="cp.async.commit_group; cp.async.wait_group 0;"),
     dict(mid2="@%p0 bra SKIP; cp.async.commit_group; SKIP:",                            # lanes' groups differ
-         mid3="bar.sync 0; sad.u32 %r7, %r0, %r0, %r0;"),                              # (sad: the reference)
+         mid3="bar.sync 0; vabsdiff4.u32.u32.u32 %r7, %r0, %r0, %r0;"),                # (the reference runs it)
     dict(pre="mbarrier.init.shared.b64 [mbar], 1000;",                                 # the Python scheduler
          last="cp.async.mbarrier.arrive.noinc.shared.b64 [mbar];"),
 ])

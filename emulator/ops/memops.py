@@ -379,6 +379,13 @@ def policy_bits(primary, secondary, fraction):
 
 @executor("createpolicy")
 def compile_createpolicy(instr, env):
+    bits = np.full(32, createpolicy_value(instr), np.uint64)
+    d = dst(env, instr.operands[0], "b64", instr)
+    return lambda warp, mask: d(warp, bits, mask)
+
+
+def createpolicy_value(instr):
+    """The policy ``createpolicy.fractional`` writes (a constant of the instruction); raises on other forms."""
     mods = list(instr.mods)
     if not mods or mods[0] != "fractional" or mods[-1] != "b64":
         raise UnsupportedError(f"{instr.opcode}: supported: createpolicy.fractional.L2::primary{{.L2::secondary}}"
@@ -401,9 +408,7 @@ def compile_createpolicy(instr, env):
         fraction = float(np.uint32(f.value).view(np.float32)) if f.kind == "f32" else float(f.value)
         if not 0.0 < fraction <= 1.0:
             raise OperandError(f"{instr.opcode}: the fraction must be in (0, 1], found {fraction}")
-    d = dst(env, instr.operands[0], "b64", instr)
-    bits = np.full(32, policy_bits(primary, secondary, fraction), np.uint64)
-    return lambda warp, mask: d(warp, bits, mask)
+    return policy_bits(primary, secondary, fraction)
 
 
 @executor("isspacep")

@@ -19,7 +19,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from ...numerics.fast import _fma64, f2i, i2f
-from .atomics import _f32_of as i2f32
+from .atomics import _bits_of32, _f32_of as i2f32
 from .raw import _mask, _sext
 
 LANES = 32
@@ -50,7 +50,31 @@ M32 = np.uint64(0xFFFFFFFF)
  K_CVTF,        # cvt{.rn} between f16, bf16, f32 and f64: Y: the source's format, Z: the destination's (F_*)
  K_FP8,         # cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2}: Y: 0 e4m3, 1 e5m2; Z: 1 = .relu
  K_F64,         # add/sub/mul/fma/div/rcp/sqrt/neg/abs .f64: Y: F64_OPS index, Z: MODES index (directed: add/sub)
- ) = range(23)
+ K_WARPSYNC,    # bar.warp.sync: D: membermask; no destination
+ K_TOFP8,       # cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.{f32,f16x2}: Y: 1 = e5m2, + 2 an f16x2 source; Z: 1 = .relu
+ K_F2I,         # cvt.{rni,rzi,rmi,rpi}{.ftz}{.sat}.int.float: Y: the source's format (F_*) + 4 * IRND index
+                # + 16 .ftz; Z: the destination's width + 256 if signed
+ K_HMISC,       # min/max{.ftz}{.NaN}{.xorsign.abs}, neg/abs{.ftz} of .f16/.bf16/.f16x2/.bf16x2 (and
+                # min/max.xorsign.abs.f32): Y: HMISC_OPS index + 4 .NaN + 8 .xorsign.abs + 16 .ftz;
+                # Z: 0 f16, 1 bf16, 2 f32 (F_*); W: 16 or 32
+ K_F32,         # add/sub/mul/fma/div/rcp/sqrt .f32 in every rounding, .ftz, .sat: Y: F32_OPS index + 8 * MODES
+                # index + 32 .ftz + 64 .sat
+ K_MMAX,        # mma.sync of the f64 and integer (and .b1 AND) families: V0: the address of the mma's table
+                # (MMA_* layout), V0 + 1 its length, V0 + 2 the address of mmax.mma_c
+ K_DP,          # dp4a / dp2a.lo / dp2a.hi: Y: 1 a signed + 2 b signed + 4 * (0 dp4a, 1 dp2a.lo, 2 dp2a.hi)
+ K_SAD,         # sad: c + |a - b| of the row's type
+ K_CVTF2,       # the other float -> float cvt forms (ops.cvt): Y: CVT_* bits; the loop's and K_CVTF's go first
+ K_I2F,         # cvt.{rn,rz,rm,rp}{.ftz}{.sat}.float.int: Y: the destination's format (F_*) + 16 * MODES index
+                # + CVT_FTZ + CVT_SAT; the source's type: W, SGN
+ ) = range(33)
+# K_CVTF2's Y: the source's format + 4 * the destination's (F_*) + 16 * MODES (or IRND) index + the flags
+CVT_FTZ, CVT_SAT, CVT_RELU, CVT_SATFINITE, CVT_RND, CVT_IRND = 64, 128, 256, 512, 1024, 2048
+# the table of a K_MMAX row (int64): kind (0 f64, 1 integer), na, nb, nc, nd, 20 register slots (D, A, B, C),
+# then the maps' length and the maps, then the parameters' length and the parameters (ops.mma.MmaOp)
+MMA_REGS, MMA_MAPS = 5, 25
+HMISC_OPS = ("min", "max", "neg", "abs")
+F32_OPS = ("add", "sub", "mul", "fma", "div", "rcp", "sqrt")
+IRND = ("rni", "rzi", "rmi", "rpi")
 F64_OPS = ("add", "sub", "mul", "fma", "div", "rcp", "sqrt", "neg", "abs")
 MODES = ("rn", "rz", "rm", "rp")
 HALF_OPS = ("add", "sub", "mul", "fma")
@@ -194,6 +218,19 @@ def x_rows(kind, y, z, w, sgn, em, xa, xb, xc, xd, xr, xq):
     mk = _mask(w)
     if kind == K_F64:
         return _f64_rows(y, z, em, xa, xb, xc, xr)
+    if kind == K_WARPSYNC:
+        return 0 if _members_ok(em, xd) else 1
+    if kind == K_F32:
+        return _f32_rows(y, em, xa, xb, xc, xr)
+    if kind == K_CVTF2 or kind == K_I2F:
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                xr[lane] = _cvtf2(y, xa[lane]) if kind == K_CVTF2 else _i2f(y, w, sgn, xa[lane])
+        return 0
+    if kind == K_DP or kind == K_SAD:
+        return _dp_sad(kind, y, w, sgn, em, xa, xb, xc, xr)
+    if kind > K_WARPSYNC:
+        return _convert_rows(kind, y, z, w, em, xa, xb, xr)
     if kind >= K_PACK:
         return _moves_floats(kind, y, z, w, em, xa, xb, xc, xd, xr, xq)
     if kind >= K_VOTE:
@@ -397,6 +434,14 @@ def _rne(x, fmt):
     if fmt == F_F64:
         return np.uint64(f2i(x))
     eb, mb = (5, 10) if fmt == F_F16 else ((8, 7) if fmt == F_BF16 else (8, 23))
+    return _rne_bits(x, eb, mb, True)
+
+
+@njit(cache=True)
+def _rne_bits(x, eb, mb, cap):
+    """The float64 ``x`` (not a NaN) rounded to nearest even in the binary format of ``eb`` exponent and ``mb``
+    fraction bits: raw bits. ``cap``: the top exponent holds infinities (an overflow gives one); without it
+    (e4m3, whose top exponent holds numbers) the caller has clamped ``x`` into range."""
     wd = 1 + eb + mb
     bits = np.uint64(f2i(x))
     sign = bits >> np.uint64(63)
@@ -427,7 +472,7 @@ def _rne(x, fmt):
     if (r >> np.uint64(mb)) == U0:
         return top | r                       # subnormal (or zero)
     biased = big + bias
-    if biased >= (1 << eb) - 1:
+    if cap and biased >= (1 << eb) - 1:
         return top | (expmax << np.uint64(mb))
     return top | (np.uint64(biased) << np.uint64(mb)) | (r & ((U1 << np.uint64(mb)) - U1))
 
@@ -597,6 +642,8 @@ def _f64_rows(op, mode, em, xa, xb, xc, xr):
     """ops.falu's .f64 forms: one IEEE operation (products, quotients, roots and fma correctly rounded by the
     machine's binary64), NaN operands give the first NaN in the reference's order quieted (f64_nan: b then a;
     fma: b, c, a; neg/abs: a), a NaN made of numbers the machine's. div/rcp/sqrt keep the machine's NaN."""
+    if mode != 0 and (op == 2 or op == 4 or op == 5 or op == 6):
+        return _f64_directed(op, mode, em, xa, xb, xr)
     for lane in range(LANES):
         if not (em >> lane) & 1:
             continue
@@ -629,5 +676,478 @@ def _f64_rows(op, mode, em, xa, xb, xc, xr):
                 r = b | Q64
             elif _isnan64(a):
                 r = a | Q64
+        xr[lane] = r
+    return 0
+
+
+# -- cvt to the fp8 pairs, cvt float -> integer, half-precision min/max/neg/abs ---------------------------------
+
+@njit(cache=True)
+def _fp8_of(x, e5m2, relu):
+    """ops.cvt_narrow._fp8 of one float64: clamped to the largest finite value, rounded to nearest even, a NaN
+    gives 0x7F, .relu gives +0 for a negative value or -0."""
+    if x != x:
+        return np.uint64(0x7F)
+    big = 57344.0 if e5m2 else 448.0
+    c = x
+    if c > big:
+        c = big
+    elif c < -big:
+        c = -big
+    if relu and f2i(c) < 0:
+        return U0
+    return _rne_bits(c, 5, 2, False) if e5m2 else _rne_bits(c, 4, 3, False)
+
+
+@njit(cache=True)
+def _flush16(h, fmt):
+    """fround.flush of one f16/bf16 (raw bits): a subnormal becomes the zero of its sign."""
+    mb = np.uint64(10) if fmt == F_F16 else np.uint64(7)
+    if (h >> mb) & np.uint64(0xFF if fmt == F_BF16 else 0x1F) == U0 and h & ((U1 << mb) - U1) != U0:
+        return h & np.uint64(0x8000)
+    return h
+
+
+@njit(cache=True)
+def _hmisc(y, fmt, a, b):
+    """ops.falu _compile_minmax / _compile_negabs of one f16/bf16 element, or of an f32 (raw bits)."""
+    op = y & 3
+    sign = np.uint64(0x80000000) if fmt == F_F32 else np.uint64(0x8000)
+    absm = sign - U1
+    if y & 16:
+        a = _flush_fmt(a, fmt)
+        b = _flush_fmt(b, fmt)
+    if op >= 2:
+        r = (a ^ sign) if op == 2 else (a & absm)
+        return absm if _value(r, fmt) != _value(r, fmt) else r
+    sgn = (a ^ b) & sign
+    if y & 8:                                   # .xorsign.abs: min/max of |a| and |b|, the sign a ^ b
+        a &= absm
+        b &= absm
+    fa, fb = _value(a, fmt), _value(b, fmt)
+    na, nb = fa != fa, fb != fb
+    sa = a & sign != U0
+    if op == 0:
+        pick_a = fa < fb or (fa == fb and sa)
+    else:
+        pick_a = fa > fb or (fa == fb and not sa)
+    r = a if pick_a else b
+    if na and not nb:
+        r = b
+    elif nb and not na:
+        r = a
+    if (na and nb) or ((y & 4) != 0 and (na or nb)):
+        r = absm
+    if y & 16:
+        r = _flush_fmt(r, fmt)
+    if y & 8 and _value(r, fmt) == _value(r, fmt):
+        r = (r & absm) | sgn
+    return r
+
+
+@njit(cache=True)
+def _f2i(y, dw, dsg, a):
+    """ops.cvt float -> integer of one lane: rounded to an integer in float64, NaN -> 0 (the 'integer
+    indefinite' 0x80..0 from .f64 and to 64-bit types), saturated to the destination's range."""
+    af = y & 3
+    irnd = (y >> 2) & 3
+    v = _value(a, af)
+    if y & 16 and af == F_F32 and (a & np.uint64(0x7F800000)) == U0:
+        v = -0.0 if (a >> np.uint64(31)) & U1 else 0.0
+    if irnd == 0:
+        f = np.rint(v)
+    elif irnd == 1:
+        f = np.trunc(v)
+    elif irnd == 2:
+        f = np.floor(v)
+    else:
+        f = np.ceil(v)
+    mk = _mask(dw)
+    if f != f:
+        return (U1 << np.uint64(dw - 1)) if (af == F_F64 or dw == 64) else U0
+    if dsg:
+        hi = np.float64((1 << (dw - 1)) - 1) if dw < 64 else 9223372036854775807.0
+        lo = -np.float64(1 << (dw - 1)) if dw < 64 else -9223372036854775808.0
+        if f >= hi:
+            return np.uint64(np.int64(hi) if dw < 64 else np.int64(9223372036854775807)) & mk
+        if f <= lo:
+            return np.uint64(np.int64(lo)) & mk
+        return np.uint64(np.int64(f)) & mk
+    hi = np.float64((1 << dw) - 1) if dw < 64 else 18446744073709551615.0
+    if f >= hi:
+        return mk
+    if f <= 0.0:
+        return U0
+    return np.uint64(f) & mk
+
+
+@njit(cache=True)
+def _convert_rows(kind, y, z, w, em, xa, xb, xr):
+    for lane in range(LANES):
+        if not (em >> lane) & 1:
+            continue
+        a = xa[lane]
+        if kind == K_TOFP8:
+            e5m2, relu = (y & 1) != 0, z != 0
+            if y & 2:                                   # f16x2: the upper half to the upper byte
+                lo = _fp8_of(_f16_value(a & np.uint64(0xFFFF)), e5m2, relu)
+                hi = _fp8_of(_f16_value((a >> np.uint64(16)) & np.uint64(0xFFFF)), e5m2, relu)
+            else:                                       # d = fp8(a) << 8 | fp8(b)
+                hi = _fp8_of(np.float64(i2f32(a & M32)), e5m2, relu)
+                lo = _fp8_of(np.float64(i2f32(xb[lane] & M32)), e5m2, relu)
+            xr[lane] = (hi << np.uint64(8)) | lo
+        elif kind == K_F2I:
+            xr[lane] = _f2i(y, z & 255, z >> 8, a)
+        elif z == F_F32:                                # K_HMISC of an f32
+            xr[lane] = _hmisc(y, z, a & M32, xb[lane] & M32)
+        else:                                           # K_HMISC
+            r = U0
+            for i in range(w // 16):
+                sh = np.uint64(16 * i)
+                r |= _hmisc(y, z, (a >> sh) & np.uint64(0xFFFF), (xb[lane] >> sh) & np.uint64(0xFFFF)) << sh
+            xr[lane] = r
+    return 0
+
+
+# -- .f32 arithmetic in every rounding mode (ops.falu through fround.round_to) ------------------------------------
+
+TINY32 = 2.0 ** -126
+
+
+@njit(cache=True)
+def _step32(b, up):
+    """fround._bits_step for f32: the next value toward +inf (up) or -inf, on sign-magnitude bits."""
+    neg = (b >> np.uint64(31)) & U1 != U0
+    if b & np.uint64(0x7FFFFFFF) == U0:
+        return U1 if up else np.uint64(0x80000001)
+    return b + U1 if up != neg else b - U1
+
+
+@njit(cache=True)
+def _round32_raw(x, e, mode):
+    """fround.round_to(x, "f32", mode, e) without .ftz/.sat/NaN canonicalisation: raw bits."""
+    fin = x - x == 0.0
+    if e != 0.0 and fin:
+        x = _fold_odd(x, e)
+    r = _bits_of32(np.float32(x))
+    if mode != 0 and fin:
+        back = np.float64(i2f32(r))
+        if mode == 1:
+            if abs(back) > abs(x):
+                r = _step32(r, back < 0.0)
+        elif mode == 2:
+            if back > x:
+                r = _step32(r, False)
+        elif back < x:
+            r = _step32(r, True)
+    return r
+
+
+@njit(cache=True)
+def _round32(x, e, mode, ftz, sat):
+    """fround.round_to(x, "f32", mode, e, ftz, sat): raw bits of the f32 result."""
+    if ftz and x != 0.0 and abs(x) < 2.0 * TINY32:                # _ftz_tiny: tiny with an unbounded exponent
+        rs = np.float64(i2f32(_round32_raw(x * 2.0 ** 100, e * 2.0 ** 100, mode)))
+        if abs(rs) < TINY32 * 2.0 ** 100:
+            x = -0.0 if x < 0.0 else 0.0
+            e = 0.0
+    r = _round32_raw(x, e, mode)
+    if sat:                                         # [0, 1]; NaN and -0 give +0
+        rf = np.float64(i2f32(r))
+        if rf != rf or rf == 0.0:
+            r = U0
+        elif rf > 1.0:
+            r = np.uint64(0x3F800000)
+        elif rf < 0.0:
+            r = U0
+    if ftz and (r & np.uint64(0x7F800000)) == U0:
+        r &= np.uint64(0x80000000)
+    if (r & np.uint64(0x7FFFFFFF)) > np.uint64(0x7F800000):
+        r = np.uint64(0x7FFFFFFF)
+    return r
+
+
+@njit(cache=True)
+def _val32(bits, ftz):
+    """An f32 operand as a float64 (flushed under .ftz)."""
+    if ftz and (bits & np.uint64(0x7F800000)) == U0:
+        bits &= np.uint64(0x80000000)
+    return np.float64(i2f32(bits & M32))
+
+
+@njit(cache=True, error_model="numpy")
+def _f32_rows(y, em, xa, xb, xc, xr):
+    """ops.falu's .f32 add/sub/mul/fma/div/rcp/sqrt: the exact result (sums with their TwoSum error, products
+    exact, quotients and roots of float64 correct for the f32 rounding), one rounding in the mode."""
+    op = y & 7
+    mode = (y >> 3) & 3
+    ftz = (y & 32) != 0
+    sat = (y & 64) != 0
+    for lane in range(LANES):
+        if not (em >> lane) & 1:
+            continue
+        a = _val32(xa[lane], ftz)
+        e = 0.0
+        if op == 5:
+            s = 1.0 / a
+        elif op == 6:
+            s = np.sqrt(a) if a >= 0.0 or a != a else np.nan
+        elif op == 4:
+            s = a / _val32(xb[lane], ftz)
+        elif op == 2:
+            s = a * _val32(xb[lane], ftz)
+        else:
+            if op == 3:
+                p = a * _val32(xb[lane], ftz)
+                c = _val32(xc[lane], ftz)
+            else:
+                p = a
+                c = _val32(xb[lane], ftz)
+                if op == 1:
+                    c = -c
+            s = p + c
+            if s - s == 0.0:
+                bb = s - p
+                e = (p - (s - bb)) + (c - bb)
+            if s == 0.0 and mode == 2 and not (p == 0.0 and c == 0.0 and f2i(p) >= 0 and f2i(c) >= 0):
+                s = -0.0                            # fround.zero_sum_sign
+        xr[lane] = _round32(s, e, mode, ftz, sat)
+    return 0
+
+
+@njit(cache=True)
+def _dp_sad(kind, y, w, sgn, em, xa, xb, xc, xr):
+    """ops.simd dp4a/dp2a (products of signed or unsigned parts summed onto the u32 c, wrapped to 32 bits) and
+    ops.intx sad (c + |a - b|, wrapped to the type's width)."""
+    mk = _mask(w)
+    for lane in range(LANES):
+        if not (em >> lane) & 1:
+            continue
+        a, b, c = xa[lane], xb[lane], xc[lane]
+        if kind == K_SAD:
+            if sgn:
+                x, z = np.int64(_sext(a, w)), np.int64(_sext(b, w))
+                d = np.uint64(x) - np.uint64(z) if x >= z else np.uint64(z) - np.uint64(x)
+            else:
+                x, z = a & mk, b & mk
+                d = x - z if x >= z else z - x
+            xr[lane] = (c + d) & mk
+            continue
+        mode = y >> 2
+        s = np.int64(c & M32)
+        npart = 4 if mode == 0 else 2
+        for k in range(npart):
+            if mode == 0:
+                pa = np.int64((a >> np.uint64(8 * k)) & np.uint64(0xFF))
+                if y & 1 and pa >= 128:
+                    pa -= 256
+            else:
+                pa = np.int64((a >> np.uint64(16 * k)) & np.uint64(0xFFFF))
+                if y & 1 and pa >= 32768:
+                    pa -= 65536
+            kb = k if mode <= 1 else k + 2
+            pb = np.int64((b >> np.uint64(8 * kb)) & np.uint64(0xFF))
+            if y & 2 and pb >= 128:
+                pb -= 256
+            s += pa * pb
+        xr[lane] = np.uint64(s) & M32
+    return 0
+
+
+# -- the other float -> float conversions (ops.cvt's float -> float paths, fround.round_to) -------------------------
+
+@njit(cache=True)
+def _step16(b, up):
+    """fround._bits_step for a 16-bit format."""
+    neg = (b >> np.uint64(15)) & U1 != U0
+    if b & np.uint64(0x7FFF) == U0:
+        return U1 if up else np.uint64(0x8001)
+    return b + U1 if up != neg else b - U1
+
+
+@njit(cache=True)
+def _round16(x, fmt, mode, sat):
+    """fround.round_to(x, f16/bf16, mode, sat=sat) of a float64 that is not a NaN: raw bits."""
+    r = _rne(x, fmt)
+    if mode != 0 and x - x == 0.0:
+        back = _value(r, fmt)
+        if mode == 1:
+            if abs(back) > abs(x):
+                r = _step16(r, back < 0.0)
+        elif mode == 2:
+            if back > x:
+                r = _step16(r, False)
+        elif back < x:
+            r = _step16(r, True)
+    if sat:
+        rf = _value(r, fmt)
+        if rf != rf or rf <= 0.0:
+            r = U0
+        elif rf > 1.0:
+            r = np.uint64(0x3C00 if fmt == F_F16 else 0x3F80)
+    return r
+
+
+@njit(cache=True)
+def _nan_convert2(bits, af, df, ftz, rnd):
+    """ops.cvt.nan_convert of one NaN (raw bits of format af) into format df."""
+    aw, dw = FMT_BITS[af], FMT_BITS[df]
+    if af == df and (af == F_F32 or af == F_F64) and not ftz and not rnd:
+        return bits
+    if af == F_BF16 and df == F_F32 and not ftz:
+        return (bits & np.uint64(0xFFFF)) << np.uint64(16)
+    if (af == F_F64 or df == F_F64) and not (ftz and af == F_F32 and df == F_F32):
+        if ftz and af == F_F32:
+            bits = np.uint64(0x7FFFFFFF)
+        return _nan_convert(bits, af, df)
+    return np.uint64(0x7FFF) if dw == 16 else (np.uint64(0x7FFFFFFF) if dw == 32 else np.uint64(0x7FF8000000000000))
+
+
+@njit(cache=True)
+def _flush_fmt(bits, fmt):
+    """fround.flush of one value of ``fmt`` (raw bits): a subnormal becomes the zero of its sign."""
+    if fmt == F_F32:
+        return bits & np.uint64(0x80000000) if (bits & np.uint64(0x7F800000)) == U0 else bits
+    if fmt == F_F64:
+        return bits & SIGN64 if (bits & np.uint64(0x7FF0000000000000)) == U0 else bits
+    return _flush16(bits, fmt)
+
+
+@njit(cache=True)
+def _cvtf2(y, a):
+    """ops.cvt's float -> float conversion of one lane (raw bits in, raw bits out)."""
+    af, df, mode = y & 3, (y >> 2) & 3, (y >> 4) & 3
+    ftz, sat = (y & CVT_FTZ) != 0, (y & CVT_SAT) != 0
+    if y & CVT_IRND:                                # cvt.{rni,rzi,rmi,rpi}{.ftz}{.sat}.f.f: an integral value
+        v = _flush_fmt(a, af) if ftz else a
+        x = _value(v, af)
+        if mode == 0:
+            f = np.rint(x)
+        elif mode == 1:
+            f = np.trunc(x)
+        elif mode == 2:
+            f = np.floor(x)
+        else:
+            f = np.ceil(x)
+        if df == F_F64:
+            r = np.uint64(f2i(f))
+        elif f != f:
+            r = np.uint64(0x7FFFFFFF) if df == F_F32 else np.uint64(0x7FFF)
+        else:
+            r = _rne(f, df)                         # exact: an integral value of the format
+        if sat:
+            rf = _value(r, df)
+            if rf != rf or rf <= 0.0:
+                r = U0
+            elif rf > 1.0:
+                r = _rne(1.0, df)
+        return _flush_fmt(r, df) if ftz else r
+    v = a
+    if ftz and af == F_F32 and df != F_F16:
+        v = _flush_fmt(v, F_F32)
+        if (v & np.uint64(0x7FFFFFFF)) > np.uint64(0x7F800000):
+            v = np.uint64(0x7FFFFFFF)
+    x = _value(v, af)
+    if x != x:
+        return U0 if sat else _nan_convert2(v, af, df, ftz, (y & CVT_RND) != 0)
+    if df == F_F32:
+        r = _round32(x, 0.0, mode, ftz, sat)
+    elif df == F_F64:
+        r = np.uint64(f2i(x))
+        if sat:
+            r = U0 if x <= 0.0 else (np.uint64(f2i(1.0)) if x > 1.0 else r)
+    else:
+        r = _round16(x, df, mode, sat)
+    if df == F_F16 or df == F_BF16:
+        if y & CVT_SATFINITE and (r & np.uint64(0x7FFF)) == (np.uint64(0x7C00) if df == F_F16 else
+                                                            np.uint64(0x7F80)):
+            r = (r & np.uint64(0x8000)) | (np.uint64(0x7BFF) if df == F_F16 else np.uint64(0x7F7F))
+        if y & CVT_RELU and not _value(r, df) > 0.0:
+            r = U0
+    return r
+
+
+@njit(cache=True)
+def _i2f(y, w, sgn, a):
+    """ops.cvt integer -> float of one lane: the integer rounded once in the mode (exactly: the nearest float64
+    and the integer remainder), an integer zero gives +0, then .sat."""
+    df, mode = (y >> 2) & 3, (y >> 4) & 3
+    sat = (y & CVT_SAT) != 0
+    mk = _mask(w)
+    v = a & mk
+    if sgn:
+        iv = _sext(v, w)
+        x = np.float64(np.int64(iv))
+        if x >= 9223372036854775808.0:               # rounded up to 2^63: iv - 2^63, a few units below zero
+            e = -np.float64((np.int64(0x7FFFFFFFFFFFFFFF) - np.int64(iv)) + 1)
+        else:
+            e = np.float64(np.int64(iv) - np.int64(x))
+    else:
+        x = np.float64(v)
+        if x >= 18446744073709551616.0:
+            e = -np.float64(np.int64(~v) + 1)            # v - 2^64: a few units below zero
+        else:
+            e = np.float64(np.int64(v - np.uint64(x)))
+    if df == F_F32:
+        return _round32(x, e, mode, (y & CVT_FTZ) != 0, sat)
+    if df == F_F64:
+        r = np.uint64(f2i(x))
+        if e != 0.0 and mode != 0:
+            if mode == 1:
+                if (e > 0.0) != (x > 0.0):
+                    r -= U1                                   # toward zero (x is not zero)
+            elif mode == 2:
+                if e < 0.0:
+                    r = r + U1 if x < 0.0 else r - U1
+            elif e > 0.0:
+                r = r + U1 if x > 0.0 else r - U1
+        if sat:
+            rf = i2f(np.int64(r))
+            r = U0 if rf <= 0.0 else (np.uint64(f2i(1.0)) if rf > 1.0 else r)
+        return r
+    return _round16(_fold_odd(x, e), df, mode, sat)
+
+
+LO64, HI64 = 2.0 ** -900, 2.0 ** 900
+
+
+@njit(cache=True, error_model="numpy")
+def _f64_directed(op, mode, em, xa, xb, xr):
+    """mul/div/rcp/sqrt .f64 in a directed mode (ops.falu: the exact rational rounded once): the nearest result
+    and the sign of its exact error (an fma gives the product's error, the quotient's and the root's remainder
+    exactly while nothing is near the ends of the exponent range), then one step toward the mode. A lane with an
+    operand or a result that is zero, not finite, or beyond 2^+-900 returns 1: the executor rounds it."""
+    for lane in range(LANES):
+        if not (em >> lane) & 1:
+            continue
+        x, y = i2f(np.int64(xa[lane])), i2f(np.int64(xb[lane]))
+        if op == 2:
+            q = x * y
+            d = _fma64(x, y, -q)
+            args_ok = LO64 <= abs(x) <= HI64 and LO64 <= abs(y) <= HI64
+        elif op == 4:
+            q = x / y
+            d = _fma64(-q, y, x) * (1.0 if y > 0.0 else -1.0)
+            args_ok = LO64 <= abs(x) <= HI64 and LO64 <= abs(y) <= HI64
+        elif op == 5:
+            q = 1.0 / x
+            d = _fma64(-q, x, 1.0) * (1.0 if x > 0.0 else -1.0)
+            args_ok = LO64 <= abs(x) <= HI64
+        else:
+            q = np.sqrt(x) if x > 0.0 else 0.0
+            d = _fma64(-q, q, x)
+            args_ok = LO64 <= x <= HI64
+        if not (args_ok and LO64 <= abs(q) <= HI64):
+            return 1
+        r = np.uint64(f2i(q))
+        if d != 0.0:
+            if mode == 1:
+                if (d > 0.0) != (q > 0.0):
+                    r -= U1                              # toward zero
+            elif mode == 2:
+                if d < 0.0:
+                    r = r + U1 if q < 0.0 else r - U1
+            elif d > 0.0:
+                r = r + U1 if q > 0.0 else r - U1
         xr[lane] = r
     return 0

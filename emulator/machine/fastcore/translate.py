@@ -85,6 +85,7 @@ class Translation:
         self._mma = []           # (MmaOp, [D, A, B, C] register operands) per translated mma
         self._mufu = set()       # indices (fmath.TABLES) of the MUFU tables the translated rows read
         self._xcall = False      # a row calls xcall.py (XROW, ATOM)
+        self._mma_keep = []      # the tables K_MMAX rows point to (kept alive with the translation)
         for pc, op in enumerate(prog.code):
             self._translate(pc, op)
         cv = convergence(prog)
@@ -376,9 +377,8 @@ def r_mov(t, env, instr, row, imm):
     _set_type(row, ptype)
     row[T.D] = t._dst(env, d)
     if isinstance(a, Sym) and not env.is_register(a.name):
-        space, base = _static_symbol(t, env, a.name)      # mov.u32 %r, smem_var: its shared address
-        if space != "shared":
-            raise _Slow
+        space, base = _static_symbol(t, env, a.name)      # mov.u32 %r, smem_var: its shared address; mov.b64
+                                                          # %rd, param: its offset in the .param space
         imm[0] = base & ((1 << _width(ptype)) - 1)
         row[T.A] = -2
     else:
@@ -576,7 +576,7 @@ def r_prmt(t, env, instr, row, imm):
 
 def _ldst_mods(instr):
     from isa.datamove import LD_ST
-    hints = set(LD_ST["hints"]) - {"L2::cache_hint"}
+    hints = set(LD_ST["hints"])
     # one group per kind of hint, as the reference (ops.memops): ld.global.acquire.gpu carries two
     q = _classify(instr.mods, {"space": set(s for s in SPACE if s), "vec": {"v2", "v4", "v8"},
                                "type": LDST_TYPES, "nc": {"nc"},
@@ -584,7 +584,7 @@ def _ldst_mods(instr):
                                "sem": hints & {"weak", "volatile", "relaxed", "acquire", "release", "mmio"},
                                "scope": hints & {"cta", "gpu", "sys", "cluster"},
                                "L1": {h for h in hints if h.startswith("L1::")},
-                               "L2": {h for h in hints if h.startswith("L2::evict")},
+                               "L2": {h for h in hints if h.startswith("L2::evict") or h == "L2::cache_hint"},
                                "prefetch": hints & {"L2::64B", "L2::128B", "L2::256B"}})
     ptype = q.get("type")
     if ptype is None:
@@ -614,9 +614,7 @@ def _address(t, env, op, row, imm, space):
         row[T.A] = -1
         imm[T.IMM_OFFSET] = np.int64(op.offset + sym[1]).view(np.uint64)
         return
-    if space == T.PARAM:
-        raise _Slow
-    name = t._reg(env, base)
+    name = t._reg(env, base)                    # .param through a register: an offset in the .param space
     if env.reg_width(name) not in (32, 64):
         raise _Slow
     row[T.A] = t._src(env, base, "b%d" % env.reg_width(name), imm, 0)
@@ -647,11 +645,23 @@ def _vec(op, n):
     return list(op.items)
 
 
+def _policy(t, env, instr):
+    """The two operands of an ld/st; with .L2::cache_hint a third, the 64-bit cache policy, which only steers
+    the L2 (ops.memops reads it and nothing else): a register or an immediate."""
+    ops = instr.operands
+    if len(ops) != (3 if "L2::cache_hint" in instr.mods else 2):
+        raise _Slow
+    if len(ops) == 3:
+        if isinstance(ops[2], (Vec, Pair, Not, Mem)):
+            raise _Slow
+        if not isinstance(ops[2], Imm):
+            t._src(env, ops[2], "b64", np.zeros(T.NIMM, np.uint64), 0)
+    return ops[0], ops[1]
+
+
 def r_ld(t, env, instr, row, imm):
     space, ptype, n, ew = _ldst_mods(instr)
-    if len(instr.operands) != 2:
-        raise _Slow
-    d, a = instr.operands
+    d, a = _policy(t, env, instr)
     _address(t, env, a, row, imm, space)
     _set_type(row, ptype)
     row[T.X], row[T.Y], row[T.Z] = space, n, ew
@@ -662,17 +672,20 @@ def r_ld(t, env, instr, row, imm):
 
 def r_st(t, env, instr, row, imm):
     space, ptype, n, ew = _ldst_mods(instr)
-    if space == T.PARAM or len(instr.operands) != 2:
-        raise _Slow
-    a, s = instr.operands
+    a, s = _policy(t, env, instr)
     _address(t, env, a, row, imm, space)
     _set_type(row, ptype)
     row[T.X], row[T.Y], row[T.Z] = space, n, ew
     vals = _vec(s, n)
-    if any(isinstance(v, Imm) for v in vals):
-        raise _Slow            # immediates would need one slot each; rare in compiler output
+    k = 0
     for i, r in enumerate(vals):
-        row[T.V0 + i] = t._src(env, r, ptype, imm, 0)
+        if isinstance(r, Imm):
+            if k == T.IMM_OFFSET:
+                raise _Slow    # an immediate takes a slot of its own: slots 0-2 (3 holds the address offset)
+            row[T.V0 + i] = t._src(env, r, ptype, imm, k)
+            k += 1
+        else:
+            row[T.V0 + i] = t._src(env, r, ptype, imm, 0)
     row[T.OP] = T.ST
 
 
@@ -720,7 +733,9 @@ def r_mma(t, env, instr, row, imm):
     if any(m in ("sp", "sp::ordered_metadata") for m in instr.opcode.split(".")[1:]):
         raise _Slow                 # mma.sp: the executor (ops/mma_sp.py)
     op = get_mma(instr.opcode, env.arch)
-    if op._kern is not gemm_fast.tc_batch or len(instr.operands) != 4 or instr.guard is not None:
+    if op._kern is not gemm_fast.tc_batch:
+        return _mma_x(t, env, instr, row, op)
+    if len(instr.operands) != 4 or instr.guard is not None:
         raise _Slow
     regs = [-1] * 16
     for g, (opnd, n) in enumerate(zip(instr.operands, (op.n_d, op.n_a, op.n_b, op.n_c))):
@@ -740,6 +755,48 @@ def r_mma(t, env, instr, row, imm):
     row[T.V0:T.V0 + 4] = (op.n_d, op.n_a, op.n_b, op.n_c)
     t._mma.append((op, regs))
     row[T.OP] = T.MMA
+
+
+def _mma_x(t, env, instr, row, op):
+    """mma.sync of the f64 and integer families (.satfinite too) and .b1 with AND: a K_MMAX row, whose tile runs
+    in mmax.mma_c through the executor's own kernel (numerics.fast.f64_batch / int_batch)."""
+    from ...numerics import fast
+    from ...ops import mma as M
+    from . import mmax, scalarx
+    kind = {id(fast.f64_batch): 0, id(M._int_batch): 1}.get(id(op._kern))
+    if kind is None or len(instr.operands) != 4:
+        raise _Slow
+    width = 64 if kind == 0 else 32
+    regs = [-1] * 20
+    k = 0
+    for g, (opnd, n) in enumerate(zip(instr.operands, (op.n_d, op.n_a, op.n_b, op.n_c))):
+        items = opnd.items if isinstance(opnd, Vec) else (opnd,)
+        if len(items) != n:
+            raise _Slow
+        for it in items:
+            if isinstance(it, (Imm, Vec, Pair, Not)):
+                raise _Slow
+            name = t._reg(env, it)
+            if name == "_" and g == 0:
+                k += 1
+                continue
+            if name == "_" or name.startswith("%") and (name in CONST_SPECIALS or name in SPECIAL_REGISTERS) or \
+                    env.reg_width(name) != width:
+                raise _Slow
+            regs[k] = t._dst(env, it) if g == 0 else t._slot(name, width)
+            k += 1
+    tab = np.array([kind, op.n_a, op.n_b, op.n_c, op.n_d] + regs + [op._maps.size] + op._maps.tolist() +
+                   [op._prm.size] + op._prm.tolist(), np.int64)
+    if scalarx.MMA_MAPS != 25 or scalarx.MMA_REGS != 5:
+        raise AssertionError("the K_MMAX table layout")
+    t._mma_keep.append(tab)
+    row[T.A] = row[T.B] = row[T.C] = row[T.D] = -1
+    row[T.V0:T.V0 + 8] = -1
+    row[T.V0], row[T.V0 + 1], row[T.V0 + 2] = tab.ctypes.data, tab.size, mmax.ADDRESS
+    row[T.X], row[T.Y], row[T.Z] = scalarx.K_MMAX, kind, 0
+    _set_type(row, "b32")
+    t._xcall = True
+    row[T.OP] = T.XROW
 
 
 def r_ldmatrix(t, env, instr, row, imm):
@@ -762,8 +819,10 @@ def r_ldmatrix(t, env, instr, row, imm):
 
 def r_cvta(t, env, instr, row, imm):
     """cvta{.to}.{global,shared{::cta}}.{u32,u64}: global addresses are generic addresses and the shared window
-    starts at generic address 0 (``KernelWarp.cvta``), so the conversion is a move."""
-    q = _classify(instr.mods, {"to": {"to"}, "space": {"global", "shared", "shared::cta"}, "type": {"u32", "u64"}})
+    starts at generic address 0 (``KernelWarp.cvta``), so the conversion is a move; cvta{.to}.param.u64 adds or
+    subtracts the parameters' window."""
+    q = _classify(instr.mods, {"to": {"to"}, "space": {"global", "shared", "shared::cta", "param"},
+                               "type": {"u32", "u64"}})
     if "space" not in q or "type" not in q:
         raise _Slow
     d, a = _ops(instr, 2)
@@ -772,6 +831,13 @@ def r_cvta(t, env, instr, row, imm):
     _set_type(row, q["type"])
     row[T.D], row[T.A] = t._dst(env, d), t._src(env, a, q["type"], imm, 0)
     row[T.OP] = T.MOV
+    if q["space"] == "param":             # the parameters' generic window starts at PARAM_BASE (KernelWarp.cvta)
+        from ..kernel_warp import PARAM_BASE
+        if q["type"] != "u64" or isinstance(a, Imm):
+            raise _Slow
+        imm[1] = np.uint64((-PARAM_BASE if "to" in q else PARAM_BASE) & ((1 << 64) - 1))
+        row[T.B] = -3
+        row[T.OP] = T.ADD
 
 
 def _cp_address(t, env, op, imm, k, shared):
@@ -1042,11 +1108,15 @@ def _x_operand(t, env, op, ptype, imm, k):
 
 def _xrow(t, env, instr, row, imm, kind, srcs, dtype, y=0, z=0, dst2=None):
     """Fill an XROW: ``srcs`` [(operand, type)] for A, B, C and the fourth source, ``dtype`` the destination's
-    type (operand 0), ``dst2`` a second destination (register name)."""
-    d = instr.operands[0]
-    if isinstance(d, (Vec, Pair, Not, Imm, Mem)):
-        raise _Slow
-    row[T.D] = t._dst(env, d)
+    type (operand 0; None: no destination), ``dst2`` a second destination (register name)."""
+    if dtype is None:                   # no destination (bar.warp.sync)
+        row[T.D] = -1
+        dtype = "b32"
+    else:
+        d = instr.operands[0]
+        if isinstance(d, (Vec, Pair, Not, Imm, Mem)):
+            raise _Slow
+        row[T.D] = t._dst(env, d)
     fields = (T.A, T.B, T.C, T.V0)
     row[T.A] = row[T.B] = row[T.C] = -1
     row[T.V0:T.V0 + 8] = -1
@@ -1369,6 +1439,8 @@ def r_cvt_x(t, env, instr, row, imm):
     from . import scalarx
     mods = list(instr.mods)
     ops = instr.operands
+    if _cvt_more(t, env, instr, row, imm):
+        return
     if len(ops) == 2 and not any(isinstance(o, (Vec, Pair, Imm)) for o in ops):
         if mods in (["rn", "f16x2", "e4m3x2"], ["rn", "relu", "f16x2", "e4m3x2"], ["rn", "f16x2", "e5m2x2"],
                     ["rn", "relu", "f16x2", "e5m2x2"]):
@@ -1383,7 +1455,115 @@ def r_cvt_x(t, env, instr, row, imm):
             _xrow(t, env, instr, row, imm, scalarx.K_CVTF, [(ops[1], "b%d" % _width(atype))],
                   "b%d" % _width(dtype), y=_FMT[atype], z=_FMT[dtype])
             return
-    return r_fcvt(t, env, instr, row, imm)
+    saved = row.copy(), imm.copy(), t._xcall
+    try:
+        return r_fcvt(t, env, instr, row, imm)
+    except _Slow:
+        row[:], imm[:], t._xcall = saved
+    _cvt_float(t, env, instr, row, imm)
+
+
+def _cvt_float(t, env, instr, row, imm):
+    """The float -> float cvt forms the rows above leave (directed roundings, .ftz, .sat, .relu, .satfinite,
+    integer roundings of .f64/.f16/.bf16): a K_CVTF2 row, ops.cvt's float -> float paths."""
+    from . import scalarx
+    mods = list(instr.mods)
+    ops = instr.operands
+    types = [m for m in mods if m in _FMT or m in _CVT_INTS]
+    if len(types) == 2 and types[0] in _FMT and types[1] in _CVT_INTS:          # integer -> float: K_I2F
+        q = _classify([m for m in mods if m not in types], {"rnd": set(scalarx.MODES), "ftz": {"ftz"},
+                                                            "sat": {"sat"}})
+        if "rnd" not in q or len(ops) != 2 or any(isinstance(o, (Vec, Pair, Imm)) for o in ops):
+            raise _Slow
+        dtype, atype = types
+        _xrow(t, env, instr, row, imm, scalarx.K_I2F, [(ops[1], atype)], "b%d" % _width(dtype),
+              y=4 * _FMT[dtype] + 16 * scalarx.MODES.index(q["rnd"]) + scalarx.CVT_FTZ * ("ftz" in q) +
+              scalarx.CVT_SAT * ("sat" in q))
+        return
+    q = _classify([m for m in mods if m not in types], {"rnd": set(scalarx.MODES) | set(scalarx.IRND),
+                                                       "ftz": {"ftz"}, "sat": {"sat"}, "relu": {"relu"},
+                                                       "satfinite": {"satfinite"}})
+    if len(types) != 2 or any(m not in _FMT for m in types) or len(ops) != 2 or \
+            any(isinstance(o, (Vec, Pair, Imm)) for o in ops):
+        raise _Slow
+    dtype, atype = types
+    rnd = q.get("rnd")
+    irnd = rnd in scalarx.IRND
+    if (irnd and dtype != atype) or (("relu" in q or "satfinite" in q) and (dtype not in ("f16", "bf16") or irnd)):
+        raise _Slow                             # the executor's errors
+    mode = (scalarx.IRND.index(rnd) if irnd else scalarx.MODES.index(rnd)) if rnd else 0
+    y = (_FMT[atype] + 4 * _FMT[dtype] + 16 * mode + scalarx.CVT_FTZ * ("ftz" in q) + scalarx.CVT_SAT * ("sat" in q)
+         + scalarx.CVT_RELU * ("relu" in q) + scalarx.CVT_SATFINITE * ("satfinite" in q) +
+         scalarx.CVT_RND * (rnd is not None) + scalarx.CVT_IRND * irnd)
+    _xrow(t, env, instr, row, imm, scalarx.K_CVTF2, [(ops[1], "b%d" % _width(atype))], "b%d" % _width(dtype), y=y)
+
+
+_FP8_PAIRS = {"e4m3x2": 0, "e5m2x2": 1}
+_CVT_INTS = {"u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64"}
+
+
+def _cvt_more(t, env, instr, row, imm):
+    """cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.{f32,f16x2} (K_TOFP8) and cvt.{rni,rzi,rmi,rpi}{.ftz}{.sat}.int.float
+    (K_F2I), in the spellings ops.cvt and ops.cvt_narrow give these semantics; True when the row is filled."""
+    from . import scalarx
+    mods = list(instr.mods)
+    ops = instr.operands
+    if len(set(mods)) != len(mods) or any(isinstance(o, (Vec, Pair, Imm)) for o in ops):
+        return False
+    fp8 = [m for m in mods if m in _FP8_PAIRS]
+    if len(fp8) == 1 and mods[-2:] in ([fp8[0], "f32"], [fp8[0], "f16x2"]) and \
+            set(mods[:-2]) in ({"rn", "satfinite"}, {"rn", "satfinite", "relu"}):
+        f16 = mods[-1] == "f16x2"
+        if len(ops) != (2 if f16 else 3):
+            return False
+        _xrow(t, env, instr, row, imm, scalarx.K_TOFP8, [(o, "b32") for o in ops[1:]], "b16",
+              y=_FP8_PAIRS[fp8[0]] + 2 * f16, z=int("relu" in mods))
+        return True
+    types = [m for m in mods if m in _CVT_INTS or m in _FMT]
+    rest = [m for m in mods if m not in types]
+    irnd = [m for m in rest if m in scalarx.IRND]
+    if len(types) == 2 and types[0] in _CVT_INTS and types[1] in _FMT and len(irnd) == 1 and \
+            set(rest) - set(irnd) <= {"ftz", "sat"} and len(ops) == 2:
+        dtype, atype = types
+        _xrow(t, env, instr, row, imm, scalarx.K_F2I, [(ops[1], "b%d" % _width(atype))], dtype,
+              y=_FMT[atype] + 4 * scalarx.IRND.index(irnd[0]) + 16 * int("ftz" in rest),
+              z=_width(dtype) + 256 * _signed(dtype))
+        return True
+    return False
+
+
+def _hmisc_or(rule):
+    """min/max{.ftz}{.NaN}{.xorsign.abs} and neg/abs{.ftz} of .f16/.bf16/.f16x2/.bf16x2 (ops.falu): a K_HMISC row;
+    anything else: ``rule``."""
+    def r(t, env, instr, row, imm):
+        from . import scalarx
+        ptype = next((m for m in instr.mods if m in _HALVES), None)
+        if ptype is None and "f32" in instr.mods and "xorsign" in instr.mods:
+            ptype = "f32"                          # min/max.xorsign.abs.f32: the loop's FMINMAX has no .xorsign
+        if ptype is None:
+            return rule(t, env, instr, row, imm)
+        rest = [m for m in instr.mods if m != ptype]
+        minmax = instr.base in ("min", "max")
+        allowed = {"ftz", "NaN", "xorsign", "abs"} if minmax else {"ftz"}
+        ops = instr.operands
+        if len(set(rest)) != len(rest) or not set(rest) <= allowed or ("xorsign" in rest) != ("abs" in rest) or \
+                len(ops) != (3 if minmax else 2) or any(isinstance(o, Imm) for o in ops):
+            raise _Slow
+        raw = "b%d" % _width(ptype)
+        _xrow(t, env, instr, row, imm, scalarx.K_HMISC, [(o, raw) for o in ops[1:]], raw,
+              y=scalarx.HMISC_OPS.index(instr.base) + 4 * ("NaN" in rest) + 8 * ("xorsign" in rest) +
+              16 * ("ftz" in rest), z=_HALVES.get(ptype, 2))
+    return r
+
+
+def r_warpsync(t, env, instr, row, imm):
+    """bar.warp.sync membermask (machine.program._compile_warp_sync): the membermask rule (a broken rule, or a
+    membermask naming lanes the warp does not have, goes back to the executor)."""
+    from . import scalarx
+    if list(instr.mods) != ["warp", "sync"] or len(instr.operands) != 1:
+        raise _Slow
+    _xrow(t, env, instr, row, imm, scalarx.K_WARPSYNC, [], None)
+    _membermask(t, env, row, imm, instr.operands[0])
 
 
 _RULES.update({"mov": r_mov_x, "add": _half_or(_RULES["add"]), "sub": _half_or(_RULES["sub"]),
@@ -1402,7 +1582,8 @@ def _f64_or(rule):
         n = {"fma": 3, "rcp": 1, "sqrt": 1, "neg": 1, "abs": 1}.get(base, 2)
         ops = instr.operands
         if len(ops) != n + 1 or (base in ("fma", "div", "rcp", "sqrt") and "rnd" not in q) or \
-                (mode != "rn" and base not in ("add", "sub")) or ("ftz" in q and base in ("neg", "abs")):
+                (mode != "rn" and base not in ("add", "sub", "mul", "div", "rcp", "sqrt")) or \
+                ("ftz" in q and base in ("neg", "abs")):
             raise _Slow
         if base in ("neg", "abs") and "rnd" in q:
             raise _Slow
@@ -1419,6 +1600,81 @@ def _f64_or(rule):
 
 _RULES.update({b: _f64_or(_RULES[b]) for b in ("add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "neg",
                                                "abs")})
+_RULES.update({b: _hmisc_or(_RULES[b]) for b in ("min", "max", "neg", "abs")})
+
+
+def _f32_or(rule):
+    """add/sub/mul/fma/mad/div/rcp/sqrt .f32 in a form ``rule`` does not hold (a directed rounding, .rn of
+    div/rcp/sqrt, .sat): a K_F32 row (ops.falu); the forms ``rule`` holds stay as they were."""
+    def r(t, env, instr, row, imm):
+        if "f32" not in instr.mods or any(m in ("approx", "full") for m in instr.mods):
+            return rule(t, env, instr, row, imm)
+        saved = row.copy(), imm.copy(), t._xcall
+        try:
+            return rule(t, env, instr, row, imm)
+        except _Slow:
+            row[:], imm[:], t._xcall = saved
+        from . import scalarx
+        q = _classify(instr.mods, {"type": {"f32"}, "rnd": set(scalarx.MODES), "ftz": {"ftz"}, "sat": {"sat"}})
+        base = "fma" if instr.base == "mad" else instr.base
+        n = {"fma": 3, "rcp": 1, "sqrt": 1}.get(base, 2)
+        ops = instr.operands
+        if q.get("type") != "f32" or len(ops) != n + 1 or (base in ("fma", "div", "rcp", "sqrt") and "rnd" not in q) \
+                or ("sat" in q and base in ("div", "rcp", "sqrt")):
+            raise _Slow
+        _xrow(t, env, instr, row, imm, scalarx.K_F32, [(o, "f32") for o in ops[1:]], "f32",
+              y=scalarx.F32_OPS.index(base) + 8 * scalarx.MODES.index(q.get("rnd", "rn")) + 32 * ("ftz" in q) +
+              64 * ("sat" in q))
+    return r
+
+
+_RULES.update({b: _f32_or(_RULES[b]) for b in ("add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt")})
+_RULES["bar"] = r_warpsync            # bar.warp.sync (the CTA barriers are control operations: FastLaunch._bar)
+
+
+def r_dp(t, env, instr, row, imm):
+    """dp4a.atype.btype, dp2a.{lo,hi}.atype.btype (ops.simd): a K_DP row."""
+    from . import scalarx
+    mods = list(instr.mods)
+    half = [m for m in mods if m in ("lo", "hi")]
+    types = [m for m in mods if m in ("u32", "s32")]
+    ops = instr.operands
+    if len(types) != 2 or len(mods) != 2 + len(half) or len(half) != (instr.base == "dp2a") or len(ops) != 4:
+        raise _Slow
+    mode = 0 if not half else (1 if half[0] == "lo" else 2)
+    _xrow(t, env, instr, row, imm, scalarx.K_DP, [(o, "u32") for o in ops[1:]], "u32",
+          y=int(types[0] == "s32") + 2 * int(types[1] == "s32") + 4 * mode)
+
+
+def r_sad(t, env, instr, row, imm):
+    """sad.type d, a, b, c (ops.intx): a K_SAD row."""
+    from . import scalarx
+    ptype = _types(instr, INT_TYPES)["type"]
+    ops = instr.operands
+    if len(ops) != 4:
+        raise _Slow
+    _xrow(t, env, instr, row, imm, scalarx.K_SAD, [(o, ptype) for o in ops[1:]], ptype)
+
+
+def r_createpolicy(t, env, instr, row, imm):
+    """createpolicy.fractional (ops.memops): the policy is a constant of the instruction, a move."""
+    from ...errors import EmulatorError
+    from ...ops.memops import createpolicy_value
+    try:
+        bits = createpolicy_value(instr)
+    except EmulatorError:
+        raise _Slow from None
+    d = instr.operands[0]
+    if isinstance(d, (Vec, Pair, Not, Imm, Mem)):
+        raise _Slow
+    _set_type(row, "b64")
+    row[T.D] = t._dst(env, d)
+    imm[0] = np.uint64(bits)
+    row[T.A] = -2
+    row[T.OP] = T.MOV
+
+
+_RULES.update({"dp4a": r_dp, "dp2a": r_dp, "sad": r_sad, "createpolicy": r_createpolicy})
 
 
 def r_contract_any(t, env, instr, row, imm):

@@ -157,6 +157,8 @@ def warmup(background=False, extras=True):
         with lock():
             if not _done(_extras()):
                 _compile_extras()
+    if extras:
+        from . import mmax  # noqa: F401 (the f64/integer mma rows' function)
     return time.process_time() - t
 
 
@@ -249,6 +251,7 @@ if warmup.lock().acquire(blocking=False):
     import emulator.machine.fastcore.fcall, emulator.machine.fastcore.xcall
     warmup._compile_loops()
     warmup._compile_extras()
+    import emulator.machine.fastcore.mmax
     from emulator.numerics.wgmma import wgmma_tile
     import numpy as np
     wgmma_tile("f16", "f16", "f32", *(np.zeros(s, np.uint64) for s in ((64, 16), (16, 64), (64, 64))))

@@ -10,7 +10,7 @@ from numba import carray, cfunc, njit, types
 from . import table as T
 from .atomics import atom_rows
 from .loop import _gather, _scatter
-from .scalarx import x_rows
+from .scalarx import K_MMAX, call_x, x_rows
 
 _P64 = types.CPointer(types.uint64)
 _PI64 = types.CPointer(types.int64)
@@ -21,6 +21,9 @@ _P8 = types.CPointer(types.uint8)
 def _xrow(row, imrow, em, a8, a16, a32, a64, scratch):
     """An XROW on the lanes in ``em``: gather its sources as the loop does, compute (scalarx.x_rows), write the
     destinations; 1 (nothing written) when a lane breaks a rule."""
+    if row[T.X] == K_MMAX:                      # an mma tile: mmax.mma_c (compiled apart, with numba's runtime)
+        return call_x(row[T.V0 + 2], em, row.ctypes.data, imrow.ctypes.data, a8.ctypes.data, a8.shape[0],
+                      scratch.ctypes.data)
     xa, xb, xc, xd, xr, xq = scratch[3], scratch[4], scratch[5], scratch[10], scratch[6], scratch[7]
     w, sgn = row[T.W], row[T.SGN]
     v = T.V0
