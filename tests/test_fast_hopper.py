@@ -94,6 +94,27 @@ def test_a_store_into_bytes_an_in_flight_wgmma_reads_is_handed_back():
         assert not any(s.startswith("st.shared") for s in slow)
 
 
+def test_a_stmatrix_into_bytes_an_in_flight_wgmma_reads_is_handed_back():
+    """stmatrix runs in the loop (``STMATRIX``) beside wgmma.mma_async: into the bytes an in-flight wgmma reads
+    it goes back and the reference raises its AsyncHazardError on both engines; beside them it runs."""
+    body = ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n"
+            "mov.u32 %r2, smem;\nmov.b32 %r3, 7;\nstmatrix.sync.aligned.m8n8.x1.trans.shared.b16 [%r2+OFF], {%r1};\n"
+            "stmatrix.sync.aligned.m8n8.x2.shared.b16 [%r2+OFF], {%r3, %r1};\n"
+            "wgmma.wait_group.sync.aligned 0;")
+    text = HEAD + f"mov.b64 %rd1, {DA};\nmov.b64 %rd2, {DB};\n" + body + "\n" + TAIL
+    for off, hazard in ((4096, True), (8000, False)):     # (every row address the same: 16 bytes beside B)
+        module = load_ptx(text.replace("OFF", str(off)))
+        ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(128, np.float32)])
+        assert not diffs, diffs
+        assert ("error" in ref) == hazard
+        if hazard:
+            assert ref["error"][0] == "AsyncHazardError" and "in-flight wgmma.mma_async reads" in ref["error"][1]
+        else:
+            assert fast["warps"][((0, 0, 0), 0)][1][8000:8016].any()
+        tr, slow = _slow_rows(module)
+        assert not any(s.startswith("stmatrix") for s in slow) and T.STMATRIX in tr.code[:, T.OP]
+
+
 def test_a_wrong_store_mark_is_caught(monkeypatch):
     """The comparison can fail: a loop that forgot the async-proxy marks would let the unfenced store through."""
     from emulator.machine.fastcore import engine

@@ -457,8 +457,9 @@ def _records(code, tcode, pcs, masks, addrs, srcs):
                                   int(row[T.X]), mask, 0, s))
         elif row[T.OP] == T.ATOM:
             out.append(SmemAccess(str(code[p].instr.text), "atom", a, int(row[T.Z]), mask, 0, None))
-        elif row[T.OP] == T.LDMATRIX:
-            out.append(SmemAccess(str(code[p].instr.text), "ldmatrix", a, 16, mask, int(row[T.Y]), None))
+        elif row[T.OP] == T.LDMATRIX or row[T.OP] == T.STMATRIX:
+            out.append(SmemAccess(str(code[p].instr.text), "ldmatrix" if row[T.OP] == T.LDMATRIX else "stmatrix", a,
+                                  16, mask, int(row[T.Y]), None))
         else:
             out.append(SmemAccess(str(code[p].instr.text), "ld" if row[T.OP] == T.LD else "st", a,
                                   int(row[T.Y] * row[T.Z]), mask, 0, None))

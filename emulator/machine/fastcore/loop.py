@@ -664,6 +664,52 @@ def _ldmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr, out):
 
 
 @njit(cache=True, _nrt=False)
+def _stmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr):
+    """stmatrix, the inverse of ``_ldmatrix`` (``ops.datamove``); False (nothing written) when a used lane's row
+    address breaks a rule, or its bytes are still in flight (cp.async) or read by an in-flight wgmma (the
+    reference then raises)."""
+    nmat = row[T.Y]
+    trans = row[T.Z] == 1
+    off = np.int64(imrow[T.IMM_OFFSET])
+    if row[T.A] == -1:
+        for lane in range(LANES):
+            addrs[lane] = off
+    else:
+        _gather(row[T.A], 64, 0, xr, a8, a16, a32, a64, imrow)
+        wrap = np.int64(0xFFFFFFFF) if row[T.A] >> T.CLASS_SHIFT == T.R32 else np.int64(-1)
+        for lane in range(LANES):
+            addrs[lane] = (np.int64(xr[lane]) + off) & wrap
+    size = state[T.S_SMEM_SIZE]
+    used = (np.int64(1) << (8 * nmat)) - 1
+    for lane in range(8 * nmat):
+        a = addrs[lane]
+        if a % 16 != 0 or a < 0 or a + 16 > size:
+            return False
+        if state[T.S_INFLIGHT] > 0:
+            for b in range(16):
+                if inflight[a + b] != 0:
+                    return False
+    if not smem_write_ok(state, addrs, used, 16):
+        return False
+    base = state[T.S_SMEM_PTR]
+    for j in range(nmat):
+        _gather(row[T.V0 + j], 32, 0, xr, a8, a16, a32, a64, imrow)
+        for lane in range(LANES):
+            g, t = lane >> 2, lane & 3
+            v = xr[lane]
+            if trans:
+                a0 = addrs[8 * j + 2 * t] + 2 * g
+                a1 = addrs[8 * j + 2 * t + 1] + 2 * g
+            else:
+                a0 = addrs[8 * j + g] + 4 * t
+                a1 = a0 + 2
+            _poke(base + a0, 2, v & np.uint64(0xFFFF))
+            _poke(base + a1, 2, (v >> np.uint64(16)) & np.uint64(0xFFFF))
+    mark_generic(state, addrs, used, 16)
+    return True
+
+
+@njit(cache=True, _nrt=False)
 def _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, mptr, msz):
     """MUFU, MUFU_DIV, MUFU_DIVFMA, FMINMAX, FNEGABS, FARITH and FCVT rows (fmath.py) on the lanes in ``em``."""
     w, sgn = row[T.W], row[T.SGN]
@@ -983,6 +1029,16 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
         elif opc == T.LDMATRIX:
             if em != 0xFFFFFFFF or nlog >= log_pc.shape[0] or not _ldmatrix(row, imrow, a8, a16, a32, a64,
                                                                             inflight, state, addrs, xr, mtmp):
+                handback = True
+                break
+            log_pc[nlog] = p
+            log_mask[nlog] = (1 << (8 * row[T.Y])) - 1
+            for lane in range(LANES):
+                log_addr[nlog, lane] = addrs[lane]
+            nlog += 1
+        elif opc == T.STMATRIX:
+            if em != 0xFFFFFFFF or wide == 1 or nlog >= log_pc.shape[0] or \
+                    not _stmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr):
                 handback = True
                 break
             log_pc[nlog] = p

@@ -38,6 +38,7 @@ FFMA32 = 29       # fma.rn.f32 / mad.rn.f32: exact product, sum rounded to odd i
 NOP = 30          # membar / fence / prefetch: nothing to do
 MMA = 33          # mma.sync of the tensor-core families (X: index into the translation's mma tables)
 LDMATRIX = 34     # ldmatrix.sync.aligned.m8n8{.x1,.x2,.x4}{.trans}.shared.b16 (Y: matrices, Z: .trans)
+STMATRIX = 52     # stmatrix.sync.aligned.m8n8{.x1,.x2,.x4}{.trans}.shared.b16 (as LDMATRIX; V0..: the sources)
 EXIT = 32         # ret / exit while no lane is inside a call: the guarded lanes exit
 SHFL = 31         # shfl.sync.{up,down,bfly,idx}.b32 (X: mode; membermask operand in V0)
 BFE = 36          # bfe.{u32,s32,u64,s64} (A: value, B: position, C: length, both read as u32)

@@ -743,11 +743,13 @@ def r_mma(t, env, instr, row, imm):
 
 
 def r_ldmatrix(t, env, instr, row, imm):
+    """ldmatrix and stmatrix (``ops.datamove``): every shape, with or without .trans."""
     from ...ops.datamove import _matrix_op
     spec = _matrix_op(instr)
-    if spec.op != "ldmatrix" or len(instr.operands) != 2 or instr.guard is not None:
+    store = spec.op == "stmatrix"
+    if spec.op not in ("ldmatrix", "stmatrix") or len(instr.operands) != 2 or instr.guard is not None:
         raise _Slow
-    d, a = instr.operands
+    d, a = instr.operands[::-1] if store else instr.operands
     items = d.items if isinstance(d, Vec) else (d,)
     if len(items) != spec.nmat:
         raise _Slow
@@ -755,9 +757,11 @@ def r_ldmatrix(t, env, instr, row, imm):
     for i, it in enumerate(items):
         if env.reg_width(t._reg(env, it)) != 32:
             raise _Slow
-        row[T.V0 + i] = t._dst(env, it)
+        row[T.V0 + i] = t._src(env, it, "b32", imm, 0) if store else t._dst(env, it)
+        if row[T.V0 + i] < 0:
+            raise _Slow
     row[T.Y], row[T.Z] = spec.nmat, int(spec.trans)
-    row[T.OP] = T.LDMATRIX
+    row[T.OP] = T.STMATRIX if store else T.LDMATRIX
 
 
 def r_cvta(t, env, instr, row, imm):
@@ -850,7 +854,7 @@ _RULES = {
     "shl": r_shift, "shr": r_shift, "and": r_logic, "or": r_logic, "xor": r_logic, "not": r_logic,
     "min": r_minmax, "max": r_minmax, "neg": r_negabs, "abs": r_negabs, "setp": r_setp, "selp": r_selp,
     "cvt": r_cvt, "ld": r_ld, "ldu": r_ld, "st": r_st, "membar": r_nop, "fence": r_nop, "shfl": r_shfl,
-    "mma": r_mma, "ldmatrix": r_ldmatrix, "bfe": r_bfe, "prmt": r_prmt, "cp": r_cp, "cvta": r_cvta,
+    "mma": r_mma, "ldmatrix": r_ldmatrix, "stmatrix": r_ldmatrix, "bfe": r_bfe, "prmt": r_prmt, "cp": r_cp, "cvta": r_cvta,
 }
 
 
