@@ -405,7 +405,7 @@ class FastCTA:
                 continue
             k = int(self.cst[T.C_WARP])
             w = ws[k]
-            if wg is not None and wg.used() and (tr.code[st[T.S_PC], T.OP] == T.WGMMA or wg.holds(k)):
+            if wg is not None and (tr.code[st[T.S_PC], T.OP] == T.WGMMA or wg.holds(k)):
                 # a wgmma instruction the loop leaves to the executor, or an instruction beside registers of an
                 # in-flight wgmma (ptxas's injected wait): the reference takes the state and the CTA over
                 self.cst[T.C_INWARP] = 0
