@@ -78,10 +78,11 @@ class Translation:
         self.fast = np.zeros(n, np.bool_)
         # kernels whose shared memory the async proxy reads (TMA stores, bulk copies out, wgmma) keep their
         # shared stores in the reference, which records them for the fence.proxy.async check
-        bulk_readers = any(op.kind == "op" and (
+        self.bulk_readers = bulk_readers = any(op.kind == "op" and (
             op.instr.base == "cp" and "bulk" in op.instr.mods and "global" in op.instr.mods[:6] and
             op.instr.mods.index("global") < next((i for i, m in enumerate(op.instr.mods) if m.startswith("shared")),
                                                  99)) for op in prog.code)
+        self.any_bulk = any(op.kind == "op" and "bulk" in op.instr.mods for op in prog.code)
         self.async_readers = bulk_readers or any(op.kind == "op" and op.instr.base == "wgmma" for op in prog.code)
         self._mma = []           # (MmaOp, [D, A, B, C] register operands) per translated mma
         self._mufu = set()       # indices (fmath.TABLES) of the MUFU tables the translated rows read
@@ -692,9 +693,10 @@ def r_st(t, env, instr, row, imm):
 
 
 def r_nop(t, env, instr, row, imm):
-    if instr.operands or (instr.base == "fence" and instr.mods[:1] in (("proxy",), ("mbarrier_init",))):
-        raise _Slow            # proxy fences clear the CTA's unfenced-write marks (ops.mbarrier)
-    row[T.OP] = T.NOP
+    if instr.operands or (instr.base == "fence" and instr.mods[:1] in (("proxy",), ("mbarrier_init",)) and not (
+            instr.mods[1:2] and instr.mods[1].startswith("async") and not t.any_bulk)):
+        raise _Slow            # proxy fences clear the CTA's unfenced-write marks (ops.mbarrier), which only a bulk
+    row[T.OP] = T.NOP          # copy or TMA store out of shared memory reads (and the sanitizer, whose rows go back)
 
 
 def r_shfl(t, env, instr, row, imm):
