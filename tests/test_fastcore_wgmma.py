@@ -71,6 +71,10 @@ def test_a_wrong_tile_in_the_loop_is_caught():
 
 
 SM90A = sorted(n for n, c in corpus_lib.load_all().items() if "wgmma" in c["ptx"] and n.endswith("sm90a"))
+# the kernels with mbarriers, bulk copies or clusters keep the Python scheduler (their wgmma go to the executors
+# as before): slow on the reference engine, so only under -m slow
+SM90A = [pytest.param(n, marks=pytest.mark.slow) if n.startswith(("cutlass", "cute_tutorial", "triton_tma")) else n
+         for n in SM90A]
 
 
 @pytest.mark.parametrize("name", SM90A)
@@ -129,16 +133,15 @@ def _desc(rng, rows, k_bytes, mn_major, eb, far=False):
 
 def _mma(rng, bank, st):
     """One wgmma.mma_async of a random form onto accumulator bank ``bank``; st: the kernel's state."""
-    sp, K, eb, per8, flt, trans = TYPES[int(rng.integers(0, len(TYPES)))] if st["type"] is None or \
-        rng.random() < 0.15 else st["type"]
-    st["type"] = (sp, K, eb, per8, flt, trans)
-    n = int(rng.choice([8, 16, 24, 32]))
+    if not st or rng.random() < 0.03:      # (another shape onto registers in flight: an error)
+        st[0] = TYPES[int(rng.integers(0, len(TYPES)))], int(rng.choice([8, 16, 24, 32]))
+    (sp, K, eb, per8, flt, trans), n = st[0]
     nd = n // 8 * per8
     d = "{" + ", ".join(f"%c{bank}_{i}" for i in range(nd)) + "}"
     rs = rng.random() < 0.35 and not (eb == 4 and False)
     ta = int(trans and not rs and rng.random() < 0.4)
     tb = int(trans and rng.random() < 0.4)
-    far = rng.random() < 0.03
+    far = rng.random() < 0.015
     dA = _desc(rng, 64, K * eb, bool(ta), eb, far)
     dB = _desc(rng, n, K * eb, bool(tb), eb)
     lines = [f"mov.b64 %da, {dA};", f"mov.b64 %db, {dB};"]
@@ -159,7 +162,7 @@ def wgmma_kernel(rng, nsteps=10):
     accumulators from random bits; fences, mma_async, commit/wait of random depth, and now and then what
     ptxas repairs (a missing fence, a register written after it, an accumulator touched in flight), a store
     into the bytes a wgmma reads, or a warp that skips a wgmma; every accumulator stored at the end."""
-    st = {"type": None}
+    st = {}
     body = ["wgmma.fence.sync.aligned;"] if rng.random() < 0.92 else []
     pending = 0
     for _ in range(nsteps):
@@ -181,8 +184,8 @@ def wgmma_kernel(rng, nsteps=10):
         elif r < 0.91:
             body.append(f"st.shared.u32 [%sw+{4 * int(rng.integers(0, 64))}], %a1;")   # beside or into A/B
         elif r < 0.93:
-            body += ["setp.eq.u32 %pw, %w, 1;", f"@%pw bra SKIP{len(body)};"]
-            k = len(body) - 1
+            k = len(body)
+            body += ["setp.eq.u32 %pw, %w, 1;", f"@%pw bra SKIP{k};"]
             body += _mma(rng, bank, st)
             body.append(f"SKIP{k}:")
         elif r < 0.96:
@@ -297,7 +300,7 @@ def test_the_random_programs_reach_the_loop_and_the_reference():
         back = sum(v for k, v in handback_counts(module.program("k")).items() if k.startswith("wgmma"))
         handed += back > 0
         ran_in_loop += back == 0 and "error" not in o
-    assert ran_in_loop >= 10 and handed >= 3, (ran_in_loop, handed)
+    assert ran_in_loop >= 5 and handed >= 10, (ran_in_loop, handed)
 
 
 def test_a_wrong_fence_check_is_caught(monkeypatch):
