@@ -439,6 +439,10 @@ def test_every_translated_opcode_is_exercised_by_the_random_kernels():
     for form in ("contract div.full add", "contract div.approx.ftz sub"):
         tr = translation(load_ptx(_form_kernel(FLOAT_FORMS[form], 2)).program("k"))
         seen |= {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
+    # wgmma in the CTA loop: its random programs (test_fastcore_wgmma runs them on both engines)
+    import test_fastcore_wgmma as WG
+    tr = translation(load_ptx(WG.wgmma_kernel(np.random.default_rng(2), 8), validate=False).program("k"))
+    seen |= {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
     # the integer, bit, half, f64, conversion, collective and atomic rows: their own forms (test_fastcore_scalarx)
     import test_fastcore_scalarx as X
     for text in (X.form_kernel(X.FORMS["lop3 96"], 1), X.ATOM_KERNEL.replace("BODY", X.ATOMS["add.u32"])):

@@ -57,8 +57,9 @@ NCF = 10
 # -- the instruction table ------------------------------------------------------------------------------------
 (I_KIND, I_KEEP, I_N, I_K, I_WA, I_WB, I_WD, I_ND, I_NA, I_EPRD, I_EPRA, I_FA, I_FB, I_FC, I_FD, I_L, I_F, I_EZ,
  I_MODE, I_INT, I_ASG, I_BSG, I_SAT, I_CUT, I_NEGA, I_NEGB, I_TA, I_TB, I_SS, I_SDC, I_SDSLOT, I_SDNEG, I_ADESC,
- I_BDESC, I_LUTA, I_LUTAN, I_LUTB, I_LUTBN, I_REGROW, I_DMAP, I_AMAP, I_SHAPE) = range(42)
-NIF = 42
+ I_BDESC, I_LUTA, I_LUTAN, I_LUTB, I_LUTBN, I_REGROW, I_DMAP, I_AMAP, I_SHAPE, I_F32, I_VALA, I_EXPA, I_NVA,
+ I_VALB, I_EXPB, I_NVB) = range(49)
+NIF = 49
 W_FENCE, W_COMMIT, W_WAIT, W_MMA = 1, 2, 3, 4
 KINDS = {"fence": W_FENCE, "commit_group": W_COMMIT, "wait_group": W_WAIT, "mma": W_MMA}
 # -- the register table: D slots, A slots, then their indices among the kernel's wgmma registers -------------
@@ -99,8 +100,8 @@ def _ptr_intrinsic(ty):
     return ptr
 
 
-_pi64, _pu64, _pu32, _pu8, _pi32 = (_ptr_intrinsic(t) for t in (types.int64, types.uint64, types.uint32,
-                                                                 types.uint8, types.int32))
+_pi64, _pu64, _pu32, _pu8, _pi32, _pf64, _pi16 = (_ptr_intrinsic(t) for t in (
+    types.int64, types.uint64, types.uint32, types.uint8, types.int32, types.float64, types.int16))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -234,6 +235,8 @@ def _tile(ins, A, Bt, C, luta, lutb):
         return out
     fa, fb, fc, fd = ins[I_FA], ins[I_FB], ins[I_FC], ins[I_FD]
     L, F, ez, mode = ins[I_L], ins[I_F], ins[I_EZ], ins[I_MODE]
+    if ins[I_F32] == 1:                          # gemm_fast.tc_gemm's binary64 path (f32 accumulators, RZ)
+        return _tile_f32(ins, A, Bt, C, out, M, N, K, fa, fb, fc, fd, L, F, ez, mode)
     aS = np.empty((M, K), np.int64)
     aq = np.empty((M, K), np.int64)
     at = np.empty((M, K), np.int64)
@@ -257,6 +260,52 @@ def _tile(ins, A, Bt, C, luta, lutb):
     if fix:
         gemm_fast._fixups(A, Bt, C, spa, spb, redo, fa, fb, fc, fd, L, F, ez, mode, out)
     if ins[I_CUT] == 1:                          # fp8 -> f32: 13 fraction bits (numerics.wgmma.fp8_f32_cut)
+        for m in range(M):
+            for n in range(N):
+                d = out[m, n]
+                if (d & np.uint64(0x7F800000)) != np.uint64(0x7F800000):
+                    out[m, n] = d & KEEP13
+    return out
+
+
+@njit(cache=True)
+def _tile_f32(ins, A, Bt, C, out, M, N, K, fa, fb, fc, fd, L, F, ez, mode):
+    """``gemm_fast._f32_run`` and its fix-ups on one tile (the kernel of its L), then fp8's cut."""
+    W = gemm_fast._W
+    P = (N + W - 1) // W
+    av = np.empty((M, K), np.float64)
+    at = np.empty((M, K), np.int16)
+    bvp = np.empty((P, K * W), np.float64)
+    btp = np.empty((P, K * W), np.int16)
+    spa = np.zeros(M, np.bool_)
+    spb = np.zeros(N, np.bool_)
+    redo = np.zeros((M, N), np.bool_)
+    vala = carray(_pf64(ins[I_VALA]), ins[I_NVA])
+    expa = carray(_pi16(ins[I_EXPA]), ins[I_NVA])
+    valb = carray(_pf64(ins[I_VALB]), ins[I_NVB])
+    expb = carray(_pi16(ins[I_EXPB]), ins[I_NVB])
+    gemm_fast._f32_a(A, fa, vala, expa, av, at, spa)
+    gemm_fast._f32_b(Bt, fb, valb, expb, bvp, btp, spb)
+    ntasks = ((M + gemm_fast._FBR - 1) // gemm_fast._FBR) * P
+    if L == 16:
+        gemm_fast._gemm_f32_16(0, ntasks, av, at, bvp, btp, C, F, ez, out, redo)
+    elif L == 32:
+        gemm_fast._gemm_f32_32(0, ntasks, av, at, bvp, btp, C, F, ez, out, redo)
+    elif L == 8:
+        gemm_fast._gemm_f32_8(0, ntasks, av, at, bvp, btp, C, F, ez, out, redo)
+    else:
+        gemm_fast._gemm_f32_4(0, ntasks, av, at, bvp, btp, C, F, ez, out, redo)
+    fix = False
+    for m in range(M):
+        fix = fix or spa[m]
+    for n in range(N):
+        fix = fix or spb[n]
+    for m in range(M):
+        for n in range(N):
+            fix = fix or redo[m, n]
+    if fix:
+        gemm_fast._fixups(A, Bt, C, spa, spb, redo, fa, fb, fc, fd, L, F, ez, mode, out)
+    if ins[I_CUT] == 1:
         for m in range(M):
             for n in range(N):
                 d = out[m, n]
@@ -590,7 +639,7 @@ class WgProgram:
 
     def __init__(self, t):
         from ...numerics import wgmma as num
-        from ...numerics.params import FORMATS
+        from ...numerics.params import FORMATS, RZ
         wp = t._wgp
         self.infos = wp["pcs"]
         self.names = list(wp["names"])
@@ -645,6 +694,16 @@ class WgProgram:
                 r[I_NEGB] = num.SIGN[v.btype] if info["scale_b"] == -1 else 0
                 luta = np.ascontiguousarray(gemm_fast.lut(num.NATIVE.get(v.atype, v.atype)), np.int64)
                 lutb = np.ascontiguousarray(gemm_fast.lut(num.NATIVE.get(v.btype, v.btype)), np.int64)
+                # tc_gemm's choice: f32 accumulators rounded toward zero take the binary64 kernels
+                r[I_F32] = int(r[I_FC] == 3 and r[I_FD] == 3 and p.rounding == RZ and p.L in (4, 8, 16, 32))
+                va, ea = gemm_fast._f32_table(num.NATIVE.get(v.atype, v.atype))
+                vb, eb_ = gemm_fast._f32_table(num.NATIVE.get(v.btype, v.btype))
+                va, ea, vb, eb_ = (np.ascontiguousarray(x) for x in (va, ea, vb, eb_))
+                if va.dtype != np.float64 or ea.dtype != np.int16 or vb.dtype != np.float64 or eb_.dtype != np.int16:
+                    raise AssertionError("gemm_fast._f32_table: values float64, exponents int16")
+                keep += [va, ea, vb, eb_]
+                r[I_VALA], r[I_EXPA], r[I_NVA] = va.ctypes.data, ea.ctypes.data, va.size
+                r[I_VALB], r[I_EXPB], r[I_NVB] = vb.ctypes.data, eb_.ctypes.data, vb.size
             keep += [luta, lutb]
             r[I_LUTA], r[I_LUTAN] = luta.ctypes.data, luta.shape[0]
             r[I_LUTB], r[I_LUTBN] = lutb.ctypes.data, lutb.shape[0]
