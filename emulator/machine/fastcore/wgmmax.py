@@ -133,24 +133,32 @@ def _elem_addr(desc, x, k, eb, mn_major):
 
 
 @njit(cache=True)
-def _in_bounds(desc, rows, K, eb, mn_major, size):
+def _addresses(desc, rows, K, eb, mn_major, out):
+    """out[x, k]: the byte address of element (x, k) (``desc.element_addresses``)."""
+    for x in range(rows):
+        for k in range(K):
+            out[x, k] = _elem_addr(desc, x, k, eb, mn_major)
+
+
+@njit(cache=True)
+def _in_bounds(addr, eb, size):
     """Whether every byte the operand reads lies inside shared memory (``desc.read_operand``'s check)."""
     lo = np.int64(1) << 62
     hi = -lo
-    for x in range(rows):
-        for k in range(K):
-            a = _elem_addr(desc, x, k, eb, mn_major)
+    for x in range(addr.shape[0]):
+        for k in range(addr.shape[1]):
+            a = addr[x, k]
             lo = min(lo, a)
             hi = max(hi, a)
     return lo >= 0 and hi + eb <= size
 
 
 @njit(cache=True)
-def _read(smem, desc, rows, K, eb, mn_major, out):
+def _read(smem, addr, eb, out):
     """(rows, K) element bits (little-endian, ``eb`` bytes each) into ``out``."""
-    for x in range(rows):
-        for k in range(K):
-            a = _elem_addr(desc, x, k, eb, mn_major)
+    for x in range(addr.shape[0]):
+        for k in range(addr.shape[1]):
+            a = addr[x, k]
             v = U0
             for j in range(eb):
                 v |= np.uint64(smem[a + j]) << np.uint64(8 * j)
@@ -158,12 +166,12 @@ def _read(smem, desc, rows, K, eb, mn_major, out):
 
 
 @njit(cache=True)
-def _count(reads, stamp, sv, desc, rows, K, eb, mn_major, delta):
+def _count(reads, stamp, sv, addr, eb, delta):
     """Add ``delta`` to the read count of every byte the operand reads, once per byte for stamp ``sv`` (the
     union of A's and B's bytes, as ``np.union1d``)."""
-    for x in range(rows):
-        for k in range(K):
-            a = _elem_addr(desc, x, k, eb, mn_major)
+    for x in range(addr.shape[0]):
+        for k in range(addr.shape[1]):
+            a = addr[x, k]
             for j in range(eb):
                 if stamp[a + j] != sv:
                     stamp[a + j] = sv
@@ -417,9 +425,12 @@ def _wait(w, keep, ctl, state, cnt, rec, nw, R):
 @njit(cache=True)
 def _reads(row, ad, bd, reads, stamp, sv, delta):
     K = row[I_K]
-    _count(reads, stamp, sv, bd, row[I_N], K, row[I_WB] // 8, row[I_TB] == 1, delta)
+    addr = np.empty((max(row[I_N], 64), K), np.int64)
+    _addresses(bd, row[I_N], K, row[I_WB] // 8, row[I_TB] == 1, addr[:row[I_N]])
+    _count(reads, stamp, sv, addr[:row[I_N]], row[I_WB] // 8, delta)
     if row[I_SS] == 1:
-        _count(reads, stamp, sv, ad, 64, K, row[I_WA] // 8, row[I_TA] == 1, delta)
+        _addresses(ad, 64, K, row[I_WA] // 8, row[I_TA] == 1, addr[:64])
+        _count(reads, stamp, sv, addr[:64], row[I_WA] // 8, delta)
 
 
 @njit(cache=True)
@@ -511,11 +522,16 @@ def _mma(p, w, g, row, ins, ctl, state, cnt, rec, nw, R, a32):
     size = ctl[K_SMSIZE]
     K = row[I_K]
     N = row[I_N]
+    baddr = np.empty((N if last else 0, K), np.int64)
+    aaddr = np.empty((64 if last and row[I_SS] == 1 else 0, K), np.int64)
     if last:
-        if not _in_bounds(bd, N, K, row[I_WB] // 8, row[I_TB] == 1, size):
+        _addresses(bd, N, K, row[I_WB] // 8, row[I_TB] == 1, baddr)
+        if not _in_bounds(baddr, row[I_WB] // 8, size):
             return 1
-        if row[I_SS] == 1 and not _in_bounds(ad, 64, K, row[I_WA] // 8, row[I_TA] == 1, size):
-            return 1
+        if row[I_SS] == 1:
+            _addresses(ad, 64, K, row[I_WA] // 8, row[I_TA] == 1, aaddr)
+            if not _in_bounds(aaddr, row[I_WA] // 8, size):
+                return 1
     # issue
     if iss >= ll:
         log[g, ll % LR, 0] = p
@@ -544,9 +560,9 @@ def _mma(p, w, g, row, ins, ctl, state, cnt, rec, nw, R, a32):
     A = np.empty((64, K), np.uint64)
     Bn = np.empty((N, K), np.uint64)
     C = np.zeros((64, N), np.uint64)
-    _read(smem, bd, N, K, row[I_WB] // 8, row[I_TB] == 1, Bn)
+    _read(smem, baddr, row[I_WB] // 8, Bn)
     if row[I_SS] == 1:
-        _read(smem, ad, 64, K, row[I_WA] // 8, row[I_TA] == 1, A)
+        _read(smem, aaddr, row[I_WA] // 8, A)
     for j in range(4):
         v = 4 * g + j
         av = carray(_pu32(ctl[K_ARENAS] + v * ab), ab // 4)
@@ -582,7 +598,9 @@ def _mma(p, w, g, row, ins, ctl, state, cnt, rec, nw, R, a32):
     reads = carray(_pi32(ctl[K_READS]), size)
     stamp = carray(_pi64(ctl[K_STAMP]), size)
     ctl[K_STAMPV] += 1
-    _reads(row, ad, bd, reads, stamp, ctl[K_STAMPV], 1)
+    _count(reads, stamp, ctl[K_STAMPV], baddr, row[I_WB] // 8, 1)
+    if row[I_SS] == 1:
+        _count(reads, stamp, ctl[K_STAMPV], aaddr, row[I_WA] // 8, 1)
     ctl[K_NREAD] += 1
     state[T.S_WG_SMEM] = 1
     return 0
