@@ -339,7 +339,7 @@ class FastCTA:
         self.wg = None                              # the wgmma state, while this loop owns it (wgmmax.py)
         if self.launch.tr.wg is not None and cta.warps:
             from .wgmmax import WgTable
-            self.wg = WgTable(self.launch.tr.wg, cta, self.arenas)
+            self.wg = WgTable(self.launch.tr.wg, cta, self.arenas, self.launch.__dict__.setdefault("wg_pool", {}))
         return self
 
     def run(self, cta):

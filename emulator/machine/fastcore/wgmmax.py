@@ -760,7 +760,9 @@ class WgTable:
     """The wgmma state of one CTA run by the CTA loop (see the module's docstring)."""
     NREAD = K_NREAD
 
-    def __init__(self, wp, cta, arenas):
+    def __init__(self, wp, cta, arenas, pool=None):
+        """``pool``: a dict the launch keeps, whose read-count and stamp arrays the CTAs of the launch reuse (the
+        CTAs run one after another; a CTA that ends with reads held leaves its arrays to itself)."""
         nw = len(cta.warps)
         self.wp, self.nw = wp, nw
         self.rec = np.zeros((nw, RECORDS, NRF), np.int64)
@@ -775,8 +777,11 @@ class WgTable:
         self.wgok = np.array([int(all(4 * g + j < nw and cta.warps[4 * g + j].present.all() for j in range(4)))
                               for g in range(ng)], np.int64)
         size = cta.smem.size
-        self.reads = np.zeros(max(size, 1), np.int32)
-        self.stamp = np.zeros(max(size, 1), np.int64)
+        got = pool.pop(size, None) if pool is not None else None
+        if got is None:
+            got = (np.zeros(max(size, 1), np.int32), np.zeros(max(size, 1), np.int64), 0)
+        self.reads, self.stamp, stampv = got
+        self.pool = pool
         self.arenas = arenas
         c = self.ctl = np.zeros(NCTL, np.int64)
         c[K_NW], c[K_ARENAS], c[K_ABYTES] = nw, arenas.ctypes.data, arenas.shape[1]
@@ -788,6 +793,7 @@ class WgTable:
         c[K_WGOK], c[K_INS], c[K_REGS] = self.wgok.ctypes.data, wp.ins.ctypes.data, wp.regs.ctypes.data
         c[K_WGR], c[K_MAPS], c[K_NPC] = wp.wgr.ctypes.data, wp.maps.ctypes.data, wp.ins.shape[0]
         c[K_NMAPS], c[K_NMMA] = wp.maps.size, wp.regs.shape[0]
+        c[K_STAMPV] = stampv                # (stamps only grow: a reused stamp array needs no clearing)
         self.exported = False
         self.view = _View(self)
         cta.wgmma = self.view
@@ -800,13 +806,17 @@ class WgTable:
 
     def end_check(self, cta):
         """At the CTA's end: when a warp of a warpgroup issued fewer wgmma.mma_async than the others, the
-        reference's check (``check_cta_end``, run by the scheduler) names it."""
+        reference's check (``check_cta_end``, run by the scheduler) names it. Otherwise the read counts (all
+        zero once every instruction retired) go back to the launch's pool."""
         for g in range(len(self.loglen)):
             ll = int(self.loglen[g])
             if ll and any(int(self.cnt[w, N_ISSUED]) != ll if w < self.nw else True
                           for w in range(4 * g, 4 * g + 4)):
                 self.export(cta)
                 return
+        if self.pool is not None and not self.ctl[K_NREAD] and not self.exported:
+            self.pool[int(self.ctl[K_SMSIZE])] = (self.reads, self.stamp, int(self.ctl[K_STAMPV]))
+            self.view.smem_reads = np.zeros(1, np.int32)
 
     def export(self, cta):
         """Hand the state to the reference: ``cta.wgmma`` becomes the ``ops.wgmma.state`` records these arrays
