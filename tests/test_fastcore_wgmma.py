@@ -34,14 +34,17 @@ def _capture(i, engine):
     return got, module.program("wgmma_cap")
 
 
-def test_every_capture_form_runs_in_the_cta_loop_as_the_h100():
+CAPTURED = [i for i in range(len(FORMS)) if f"d{i}" in SAFE]
+
+
+@pytest.mark.parametrize("forms", [pytest.param(CAPTURED[::7], id="every-7th"),
+                                   pytest.param(CAPTURED, id="all", marks=pytest.mark.slow)])
+def test_every_capture_form_runs_in_the_cta_loop_as_the_h100(forms):
     """Every captured form (f16/bf16/tf32/e4m3/e5m2/s8/u8/b1, f32/f16/s32 accumulators, A from registers or
     shared memory, transposes, canonical and random descriptors, special values) on the fast engine: the
     H100's accumulator registers; everything but the .b1 forms (left to the executor) in the loop."""
     bad, slow = [], []
-    for i in range(len(FORMS)):
-        if f"d{i}" not in SAFE:
-            continue
+    for i in forms:
         got, prog = _capture(i, "fast")
         if not (got == SAFE[f"d{i}"][:1]).all():
             bad.append(FORMS[i]["spelling"])
@@ -71,10 +74,12 @@ def test_a_wrong_tile_in_the_loop_is_caught():
 
 
 SM90A = sorted(n for n, c in corpus_lib.load_all().items() if "wgmma" in c["ptx"] and n.endswith("sm90a"))
-# the kernels with mbarriers, bulk copies or clusters keep the Python scheduler (their wgmma go to the executors
-# as before): slow on the reference engine, so only under -m slow
-SM90A = [pytest.param(n, marks=pytest.mark.slow) if n.startswith(("cutlass", "cute_tutorial", "triton_tma")) else n
-         for n in SM90A]
+# a sample by default (every type, one and two warpgroups, stmatrix); the rest, and the kernels with mbarriers,
+# bulk copies, clusters or calls (which keep the Python scheduler and the executors), under -m slow
+QUICK = ("triton_matmul_f16_w8_sm90a", "cute_wgmma_tn_sm90a", "triton_matmul_tf32_64x64_sm90a",
+         "triton_matmul_int8_64x64_sm90a", "triton_matmul_fp8e4_64x64_sm90a",
+         "triton_scaled_dot_e4m3_e5m2_sb_64x64x128_ca_sm90a")
+SM90A = [n if n in QUICK else pytest.param(n, marks=pytest.mark.slow) for n in SM90A]
 
 
 @pytest.mark.parametrize("name", SM90A)
