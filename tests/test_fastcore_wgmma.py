@@ -73,6 +73,25 @@ def test_a_wrong_tile_in_the_loop_is_caught():
     assert not handback_counts(prog)
 
 
+def test_descriptor_addresses_are_the_references():
+    """The loop's operand addresses (wgmmax._addresses) equal ops.wgmma.desc.element_addresses for random
+    descriptors: every swizzle and base offset, K- and MN-major, 1-, 2- and 4-byte elements, odd LBO/SBO."""
+    from emulator.machine.fastcore.wgmmax import _addresses
+    from emulator.ops.wgmma.desc import Descriptor, element_addresses
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        d = make_descriptor(16 * int(rng.integers(0, 1 << 12)), lbo=16 * int(rng.integers(0, 1 << 10)),
+                            sbo=16 * int(rng.integers(0, 1 << 10)), swizzle=int(rng.choice([0, 32, 64, 128])),
+                            base_offset=int(rng.integers(0, 8)))
+        eb = int(rng.choice([1, 2, 4]))
+        mn = bool(rng.random() < 0.5)
+        rows, k = int(rng.choice([8, 64, 256])), 32 // eb
+        out = np.empty((rows, k), np.int64)
+        _addresses(np.int64(np.uint64(d).view(np.int64)), rows, k, eb, mn, out)
+        want = element_addresses(Descriptor.decode(d), rows, k, 8 * eb, mn)
+        assert (out == want).all(), (hex(d), eb, mn)
+
+
 SM90A = sorted(n for n, c in corpus_lib.load_all().items() if "wgmma" in c["ptx"] and n.endswith("sm90a"))
 # a sample by default (every type, one and two warpgroups, stmatrix); the rest, and the kernels with mbarriers,
 # bulk copies, clusters or calls (which keep the Python scheduler and the executors), under -m slow

@@ -106,38 +106,35 @@ _pi64, _pu64, _pu32, _pu8, _pi32, _pf64, _pi16 = (_ptr_intrinsic(t) for t in (
 
 # ---------------------------------------------------------------------------------------------------------
 # descriptors (ops.wgmma.desc, element by element)
-@njit(cache=True, inline="always")
-def _elem_addr(desc, x, k, eb, mn_major):
-    """The shared byte address of element (m/n index ``x``, k) of an operand of ``eb``-byte elements."""
+@njit(cache=True)
+def _addresses(desc, rows, K, eb, mn_major, out):
+    """out[x, k]: the byte address of element (x, k) of ``eb``-byte elements, as ``desc.element_addresses``
+    computes it (K-major or MN-major, every swizzle and base offset; the divisions by powers of two as shifts,
+    every index being non-negative); tests/test_fastcore_wgmma.py compares the two."""
     start = (desc & 0x3FFF) << 4
     lbo = ((desc >> 16) & 0x3FFF) << 4
     sbo = ((desc >> 32) & 0x3FFF) << 4
     bo = (desc >> 49) & 7
     sw = (desc >> 62) & 3
     W = 0 if sw == 0 else (128 if sw == 1 else (64 if sw == 2 else 32))
-    if not mn_major:
-        b = k * eb
-        if W == 0:
-            a = start + (x // 8) * sbo + (x % 8) * 16 + (b // 16) * lbo + b % 16
-        else:
-            a = start + (x // 8) * sbo + (x % 8) * W + (b // W) * lbo + b % W
-    else:
-        xb = x * eb
-        if W == 0:
-            a = start + (xb // 16) * sbo + (k // 8) * lbo + (k % 8) * 16 + xb % 16
-        else:
-            a = start + (xb // W) * lbo + (k // 8) * sbo + (k % 8) * W + xb % W
-    if W != 0:
-        a ^= (((a >> 7) - bo) & (W // 16 - 1)) << 4
-    return a
-
-
-@njit(cache=True)
-def _addresses(desc, rows, K, eb, mn_major, out):
-    """out[x, k]: the byte address of element (x, k) (``desc.element_addresses``)."""
+    lw = 4 if W == 0 else (7 if W == 128 else (6 if W == 64 else 5))      # log2 of the row width
+    row = 16 if W == 0 else W
+    msk = row - 1
+    swm = W // 16 - 1
     for x in range(rows):
         for k in range(K):
-            out[x, k] = _elem_addr(desc, x, k, eb, mn_major)
+            if not mn_major:
+                b = k * eb
+                a = start + (x >> 3) * sbo + (x & 7) * row + (b >> lw) * lbo + (b & msk)
+            else:
+                xb = x * eb
+                if W == 0:
+                    a = start + (xb >> 4) * sbo + (k >> 3) * lbo + (k & 7) * 16 + (xb & 15)
+                else:
+                    a = start + (xb >> lw) * lbo + (k >> 3) * sbo + (k & 7) * W + (xb & msk)
+            if W != 0:
+                a ^= (((a >> 7) - bo) & swm) << 4
+            out[x, k] = a
 
 
 @njit(cache=True)
