@@ -393,6 +393,8 @@ class FastCTA:
             if status == T.CTA_DONE:
                 if wg is not None:
                     wg.end_check(cta)
+                    if not wg.exported:          # nothing in flight is left to check: free the arrays
+                        cta.wgmma = self.wg = None
                 break
             if status == T.CTA_DEADLOCK and wg is not None and wg.used():
                 return self._handoff(cta, 0, False)         # the scheduler finds it and reports it
