@@ -3,7 +3,8 @@ the reference engine and beside sm_80 builds of the same Triton kernels, and wha
 back to the reference executors (a histogram by instruction), in one process.
 
 Kernels: the sm_90a cases of tests/data/corpus (replayed from their committed inputs, checked against the H100's
-outputs) and Triton's 8-warp wgmma matmul on 256 x 256 x 128 (benchmarks/bench_kernel.py's ``mm_wgmma``). Warm:
+outputs), Triton's 8-warp wgmma matmul on 256 x 256 x 128 (benchmarks/bench_kernel.py's ``mm_wgmma``), and
+Triton's 4-warp matmul in its sm_90a (wgmma) and sm_80 (mma.sync) builds on 256 x 256 x 128 (``mm_256_*``). Warm:
 each runs once before it is timed (numba's compile is not counted). Times are CPU time of this process
 (``time.process_time``).
 
@@ -97,6 +98,29 @@ def wgmma_matmul_run(engine, M=256, N=256, K=128):
     return fn
 
 
+def triton_matmul_run(case, tile, M=256, N=256, K=128):
+    """A corpus Triton matmul (``case``: its sm_90a or sm_80 build, output tile ``tile`` x ``tile``) launched on
+    M x N x K: the two builds of one kernel at the same size (the corpus's own launches are tiny)."""
+    def make(engine):
+        z = np.load(os.path.join(ROOT, "tests", "data", "corpus", "triton.npz"), allow_pickle=False)
+        module = load_ptx(z[case + "__ptx"].tobytes().decode())
+        cfg = corpus_lib.load_all()[case]["config"]
+        rng = np.random.default_rng(0)
+        A = rng.standard_normal((M, K)).astype(np.float16)
+        B = rng.standard_normal((K, N)).astype(np.float16)
+        want = A.astype(np.float32) @ B.astype(np.float32)
+
+        def fn():
+            g = GlobalMemory()
+            a, b, c = g.upload(A), g.upload(B), g.upload(np.zeros((M, N), np.float16))
+            r = module.launch("matmul_kernel", (M // tile, N // tile, 1), cfg["block"][0], [a, b, c, M, N, K, K, N,
+                              N, 0, 0], gmem=g, shared_bytes=cfg["shared"], engine=engine)
+            got = g.download(c, M * N * 2).view(np.float16).reshape(M, N).astype(np.float32)
+            return r.instructions, [] if np.allclose(got, want, atol=0.1, rtol=0.02) else ["numpy disagrees"]
+        return fn
+    return make
+
+
 def row(name, make, reference):
     tf, (n, bad) = timed(make("fast"))
     with HandBacks() as hb:
@@ -124,14 +148,19 @@ def main(args):
     if not words or any(w in "mm_wgmma_256" for w in words):
         rates["mm_wgmma_256"] = row("mm_wgmma_256 (triton_matmul_f16_w8_sm90a, 256^2x128)", wgmma_matmul_run,
                                     reference)
+    for arch in ("sm90a", "sm80"):           # Triton's 4-warp matmul, 32 x 32 tiles, both builds at 256^2 x 128
+        name = f"mm_256_{arch}"
+        if not words or any(w in name for w in words):
+            rates[name] = row(f"{name} (triton_matmul_f16_{arch}, 256^2x128)",
+                              triton_matmul_run(f"triton_matmul_f16_{arch}", 32), reference)
     for name, sm80 in CASES:
         for n in (name, sm80):
             if n is None or n not in cases or (words and not any(w in n for w in words)):
                 continue
             rates[n] = row(n, lambda engine, c=cases[n]: corpus_run(c, engine), reference)
-    pairs = [(a, b) for a, b in CASES if a in rates and b in rates]
+    pairs = [(a, b) for a, b in CASES + [("mm_256_sm90a", "mm_256_sm80")] if a in rates and b in rates]
     for a, b in pairs:
-        print(f"sm_90a / sm_80 rate, {a[:-6]}: {rates[a] / rates[b]:.2f}")
+        print(f"sm_90a / sm_80 rate, {a[:-6].rstrip('_')}: {rates[a] / rates[b]:.2f}")
 
 
 if __name__ == "__main__":

@@ -382,19 +382,26 @@ LDSM = ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r0, %r1, %r2, %r3}, [%s1];",
         "ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%r1, %r5}, [%s1];",
         "ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%r3}, [%s1];",
         "ldmatrix.sync.aligned.x2.trans.m8n8.shared.b16 {%r0, %r4}, [%s1+32];")
+STSM = ("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%s1], {%r0, %r1, %r2, %r3};",
+        "stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%s1+32], {%r4, %r5};",
+        "stmatrix.sync.aligned.m8n8.x1.shared.b16 [%s1+16], {%r3};",
+        "stmatrix.sync.aligned.x4.trans.m8n8.shared::cta.b16 [%s1], {%r5, %r4, %r1, %r0};")
 
 
 def tensor_kernel(rng, n=8):
-    """Random mma.sync (f16, bf16, tf32, f16 accumulators, fp8) and ldmatrix (every shape, row addresses
-    permuted across lanes) over registers holding random and special values."""
+    """Random mma.sync (f16, bf16, tf32, f16 accumulators, fp8), ldmatrix and stmatrix (every shape, row
+    addresses permuted across lanes) over registers holding random and special values."""
     body = ["st.shared.v4.b32 [%s0], {%r0, %r1, %r2, %r3};", "st.shared.v4.b32 [%s0+512], {%r4, %r5, %r0, %r1};",
             f"xor.b32 %s1, %t0, {int(rng.integers(0, 32))}; and.b32 %s1, %s1, 31; shl.b32 %s1, %s1, 4;"]
     for _ in range(n):
-        if rng.random() < 0.5:
+        r = rng.random()
+        if r < 0.45:
             regs = ", ".join(f"%r{int(i)}" for i in rng.permutation(6)[:4])
             body.append(str(rng.choice(MMAS)).replace("{A4}", "{" + regs + "}"))
-        else:
+        elif r < 0.75:
             body.append(str(rng.choice(LDSM)))
+        else:
+            body.append(str(rng.choice(STSM)))
         if rng.random() < 0.3:
             body.append(_instruction(rng))
     return random_kernel(rng, 0).replace("    ret;\n}", "    " + "\n    ".join(body) + "\n    ret;\n}").replace(
@@ -432,6 +439,10 @@ def test_every_translated_opcode_is_exercised_by_the_random_kernels():
     for form in ("contract div.full add", "contract div.approx.ftz sub"):
         tr = translation(load_ptx(_form_kernel(FLOAT_FORMS[form], 2)).program("k"))
         seen |= {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
+    # wgmma in the CTA loop: its random programs (test_fastcore_wgmma runs them on both engines)
+    import test_fastcore_wgmma as WG
+    tr = translation(load_ptx(WG.wgmma_kernel(np.random.default_rng(2), 8), validate=False).program("k"))
+    seen |= {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
     # the integer, bit, half, f64, conversion, collective and atomic rows: their own forms (test_fastcore_scalarx)
     import test_fastcore_scalarx as X
     for text in (X.form_kernel(X.FORMS["lop3 96"], 1), X.ATOM_KERNEL.replace("BODY", X.ATOMS["add.u32"])):
@@ -986,6 +997,9 @@ def test_cp_async_hand_backs_mid_pipeline(variant):
     (dict(mid3="st.shared.u32 [%a0+S2+4], %r1;"), "overwrites shared bytes"),
     (dict(mid1="cp.async.ca.shared.global [%a0+S0+4], [%g0], 4;"), "overwrites shared bytes"),   # at issue
     (dict(mid1="ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r7}, [%a0+S0];"), "reads shared bytes"),
+    (dict(mid1="stmatrix.sync.aligned.m8n8.x1.shared.b16 [%a0+S0], {%r7};"), "overwrites shared bytes"),
+    (dict(mid1="stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%a0+S5+8], {%r7, %r1};"), "aligned"),
+    (dict(mid1="stmatrix.sync.aligned.m8n8.x4.shared.b16 [%a0+S6], {%r7, %r1, %r7, %r1};"), "outside shared"),
     (dict(last="cp.async.wait_group 1;"), "reads shared bytes"),                       # S4 not committed
     (dict(mid1="cp.async.ca.shared.global [%a0+S5], [%g0], 8, %z0;"), "src-size"),
     (dict(mid1="cp.async.cg.shared.global [%a0+S5+8], [%g0], 16;"), "aligned"),
@@ -1000,6 +1014,8 @@ def test_cp_async_errors_are_the_references(change, error):
     text = pipe_kernel(nt, **change)
     for k in range(7):
         text = text.replace(f"S{k}", str(k * nt * 16))
+    if "stmatrix" in text:
+        text = text.replace(".target sm_80", ".target sm_90")
     module = load_ptx(text)
     ref, fast, diffs = compare_engines(module, "k", 1, nt, [src, np.zeros(nt * 8, np.uint32)])
     assert not diffs, diffs

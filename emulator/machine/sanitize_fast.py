@@ -108,9 +108,10 @@ class SanFastLaunch(FastLaunch):
                 self.pkind[pc] = 3
                 self.pnb[pc] = 16
                 self.pew[pc] = 16
-            elif opc in (T.NOP, T.CPASYNC, T.CP_COMMIT, T.CP_WAIT) or (opc == T.XROW and ins is not None and
-                                                                      ins.base == "bar"):
-                row[T.OP] = T.SLOW              # bar.warp.sync: the sanitizer's warp_sync edge
+            elif opc in (T.NOP, T.CPASYNC, T.CP_COMMIT, T.CP_WAIT, T.STMATRIX, T.WGMMA) or (
+                    opc == T.XROW and ins is not None and ins.base == "bar"):
+                row[T.OP] = T.SLOW              # bar.warp.sync: the sanitizer's warp_sync edge; wgmma: the reference
+                #                                 checks the async proxy's reads
             elif opc == T.BAR:
                 self.pkind[pc] = K_BAR
                 self.pbid[pc] = int(row[T.X])
@@ -124,6 +125,8 @@ class SanFastLaunch(FastLaunch):
             op.instr.base == "bar" or (op.instr.base == "barrier" and "aligned" in op.instr.mods))
             for op in prog.code)
         tr.code = code
+        if tr.wg is not None:
+            tr.cta_ok = False                   # (its wgmma state stays with the reference)
         self.tr = tr
         self.log_addr = np.zeros((LOG_CAP, WIDE), np.int64)
         self.hits = np.zeros((5 * LOG_CAP + 8, NHIT), np.int64)

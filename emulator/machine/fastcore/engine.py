@@ -264,6 +264,7 @@ class FastWarp:
         st[T.S_PARAM_PTR] = param_ptr
         st[T.S_PARAM_SIZE] = param_size
         st[T.S_CTA] = 0
+        st[T.S_WG] = 0                                      # (a warp run alone hands its wgmma back)
         cst = getattr(getattr(w, "_cta", None), "wgmma", None)
         if cst is not None:
             ws = cst.warps.get(w.warp_id)
@@ -335,6 +336,10 @@ class FastCTA:
         self.cp = CpAsyncTable(len(cta.warps), cta.warps[0].options.cp_async == "eager") if cta.warps else None
         for i, w in enumerate(cta.warps):
             w.fast.use_cp_table(self.cp, i, w)
+        self.wg = None                              # the wgmma state, while this loop owns it (wgmmax.py)
+        if self.launch.tr.wg is not None and cta.warps:
+            from .wgmmax import WgTable
+            self.wg = WgTable(self.launch.tr.wg, cta, self.arenas, self.launch.__dict__.setdefault("wg_pool", {}))
         return self
 
     def run(self, cta):
@@ -350,9 +355,18 @@ class FastCTA:
         ws = cta.warps
         cp = self.cp
         st[T.S_SPIN_CHECK] = SPIN_CHECK
-        st[T.S_WG_REGS] = st[T.S_WG_SMEM] = 0       # (CTAs with wgmma keep the Python scheduler)
-        st[T.S_WG_READS] = st[T.S_DIRTY] = st[T.S_DIRTY_N] = 0    # (and those whose async proxy reads shared memory)
+        st[T.S_WG_REGS] = st[T.S_WG_SMEM] = st[T.S_WG] = 0
+        st[T.S_WG_READS] = st[T.S_DIRTY] = st[T.S_DIRTY_N] = 0    # (CTAs with bulk stores keep the Python scheduler)
+        wg = self.wg
+        au = ws[0]._async if ws and tr.async_readers else None   # generic-proxy writes (memx.py)
         while True:
+            if wg is not None:
+                st[T.S_WG] = wg.ctl.ctypes.data
+                st[T.S_WG_READS] = wg.reads.ctypes.data
+                st[T.S_WG_SMEM] = int(wg.ctl[wg.NREAD] > 0)
+            if au is not None:
+                st[T.S_DIRTY] = _pointer(au.dirty)
+                st[T.S_DIRTY_N] = 0
             st[T.S_BUDGET] = cta.budget[0]
             st[T.S_INFLIGHT] = cta.inflight_n
             st[T.S_NLOG] = 0
@@ -368,6 +382,8 @@ class FastCTA:
                     cp.count)
             cta.inflight_n = int(st[T.S_INFLIGHT])
             cta.budget[0] = int(st[T.S_BUDGET])
+            if au is not None and st[T.S_DIRTY_N]:
+                au.any_dirty = True
             n = int(st[T.S_NLOG])
             if n:
                 self._flush(ws, n)
@@ -375,7 +391,13 @@ class FastCTA:
                 w.clock = w.issued = k
             status = int(self.cst[T.C_STATUS])
             if status == T.CTA_DONE:
+                if wg is not None:
+                    wg.end_check(cta)
+                    if not wg.exported:          # nothing in flight is left to check: free the arrays
+                        cta.wgmma = self.wg = None
                 break
+            if status == T.CTA_DEADLOCK and wg is not None and wg.used():
+                return self._handoff(cta, 0, False)         # the scheduler finds it and reports it
             if status == T.CTA_DEADLOCK:
                 if any((~w.exited & ~w.waiting).any() for w in ws):
                     # lane groups wait at joins for lanes parked elsewhere: the scheduler lifts the waits
@@ -385,6 +407,11 @@ class FastCTA:
                 continue
             k = int(self.cst[T.C_WARP])
             w = ws[k]
+            if wg is not None and (tr.code[st[T.S_PC], T.OP] == T.WGMMA or wg.holds(k)):
+                # a wgmma instruction the loop leaves to the executor, or an instruction beside registers of an
+                # in-flight wgmma (ptxas's injected wait): the reference takes the state and the CTA over
+                self.cst[T.C_INWARP] = 0
+                return self._handoff(cta, k, False)
             mask = ((int(st[T.S_MASK]) >> fl.lanes) & 1).astype(np.bool_)
             tr.handed_back[st[T.S_PC]] += 1
             w.back_taken = int(self.backs[k])
@@ -412,6 +439,8 @@ class FastCTA:
         """A spin check acted on warp ``k``: give the CTA back to the Python scheduler, which holds and releases
         lane groups. Barrier arrivals move to ``cta.barriers`` as the scheduler keeps them."""
         self._finish(cta.warps)
+        if self.wg is not None:
+            self.wg.export(cta)
         order = sorted((int(self.bar_seq[b]), b) for b in range(16) if self.bar_seq[b] and self.bar_arrived[b])
         for _, b in order:
             waiters = [(w, (self.wbid[i] == b) & w.waiting) for i, w in enumerate(cta.warps)]
@@ -457,8 +486,9 @@ def _records(code, tcode, pcs, masks, addrs, srcs):
                                   int(row[T.X]), mask, 0, s))
         elif row[T.OP] == T.ATOM:
             out.append(SmemAccess(str(code[p].instr.text), "atom", a, int(row[T.Z]), mask, 0, None))
-        elif row[T.OP] == T.LDMATRIX:
-            out.append(SmemAccess(str(code[p].instr.text), "ldmatrix", a, 16, mask, int(row[T.Y]), None))
+        elif row[T.OP] == T.LDMATRIX or row[T.OP] == T.STMATRIX:
+            out.append(SmemAccess(str(code[p].instr.text), "ldmatrix" if row[T.OP] == T.LDMATRIX else "stmatrix", a,
+                                  16, mask, int(row[T.Y]), None))
         else:
             out.append(SmemAccess(str(code[p].instr.text), "ld" if row[T.OP] == T.LD else "st", a,
                                   int(row[T.Y] * row[T.Z]), mask, 0, None))

@@ -16,6 +16,7 @@ from .fmath import call_rows, TABLES as _TABLES
 from .memx import mark_generic, smem_write_ok
 from .scalarx import call_x
 from .atomics import call_atom
+from .wgmmax import call_wg
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -25,6 +26,7 @@ CANON32 = np.uint32(0x7FFFFFFF)
 LANES = 32
 XSLOT = len(_TABLES)        # translation.mufu_ptr: the addresses of xcall.x_c and xcall.atom_c
 ASLOT = len(_TABLES) + 1
+WSLOT = len(_TABLES) + 2    # wgcall.wg_c
 
 
 @njit(cache=True, inline="always")
@@ -664,6 +666,52 @@ def _ldmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr, out):
 
 
 @njit(cache=True, _nrt=False)
+def _stmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr):
+    """stmatrix, the inverse of ``_ldmatrix`` (``ops.datamove``); False (nothing written) when a used lane's row
+    address breaks a rule, or its bytes are still in flight (cp.async) or read by an in-flight wgmma (the
+    reference then raises)."""
+    nmat = row[T.Y]
+    trans = row[T.Z] == 1
+    off = np.int64(imrow[T.IMM_OFFSET])
+    if row[T.A] == -1:
+        for lane in range(LANES):
+            addrs[lane] = off
+    else:
+        _gather(row[T.A], 64, 0, xr, a8, a16, a32, a64, imrow)
+        wrap = np.int64(0xFFFFFFFF) if row[T.A] >> T.CLASS_SHIFT == T.R32 else np.int64(-1)
+        for lane in range(LANES):
+            addrs[lane] = (np.int64(xr[lane]) + off) & wrap
+    size = state[T.S_SMEM_SIZE]
+    used = (np.int64(1) << (8 * nmat)) - 1
+    for lane in range(8 * nmat):
+        a = addrs[lane]
+        if a % 16 != 0 or a < 0 or a + 16 > size:
+            return False
+        if state[T.S_INFLIGHT] > 0:
+            for b in range(16):
+                if inflight[a + b] != 0:
+                    return False
+    if not smem_write_ok(state, addrs, used, 16):
+        return False
+    base = state[T.S_SMEM_PTR]
+    for j in range(nmat):
+        _gather(row[T.V0 + j], 32, 0, xr, a8, a16, a32, a64, imrow)
+        for lane in range(LANES):
+            g, t = lane >> 2, lane & 3
+            v = xr[lane]
+            if trans:
+                a0 = addrs[8 * j + 2 * t] + 2 * g
+                a1 = addrs[8 * j + 2 * t + 1] + 2 * g
+            else:
+                a0 = addrs[8 * j + g] + 4 * t
+                a1 = a0 + 2
+            _poke(base + a0, 2, v & np.uint64(0xFFFF))
+            _poke(base + a1, 2, (v >> np.uint64(16)) & np.uint64(0xFFFF))
+    mark_generic(state, addrs, used, 16)
+    return True
+
+
+@njit(cache=True, _nrt=False)
 def _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, mptr, msz):
     """MUFU, MUFU_DIV, MUFU_DIVFMA, FMINMAX, FNEGABS, FARITH and FCVT rows (fmath.py) on the lanes in ``em``."""
     w, sgn = row[T.W], row[T.SGN]
@@ -821,6 +869,8 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     if live == 0:
         state[T.S_STATUS] = T.ST_IDLE
         return
+    if state[T.S_WG] != 0:              # the CTA loop owns the wgmma state: do this warp's wgmma hold registers?
+        state[T.S_WG_REGS] = call_wg(mptr[WSLOT], -1, state[T.S_WARP], 0, state[T.S_WG], state.ctypes.data)
     p = -1
     m = np.int64(0)
     budget = state[T.S_BUDGET]
@@ -992,6 +1042,32 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
             for lane in range(LANES):
                 log_addr[nlog, lane] = addrs[lane]
             nlog += 1
+        elif opc == T.WGMMA:                 # wgcall.wg_c (wgmmax.py), in the CTA loop only
+            if state[T.S_WG] == 0:
+                handback = True
+                break
+            got = call_wg(mptr[WSLOT], p, state[T.S_WARP], em, state[T.S_WG], state.ctypes.data)
+            if got == 1:
+                handback = True
+                break
+            if got == 2:                     # wait_group: the lanes wait for the warpgroup (counted as issued)
+                for lane in range(LANES):
+                    if (m >> lane) & 1:
+                        waiting[lane] = True
+                state[T.S_STATUS] = T.ST_WGWAIT
+                state[T.S_PC] = p
+                state[T.S_MASK] = m
+                break
+        elif opc == T.STMATRIX:
+            if em != 0xFFFFFFFF or wide == 1 or nlog >= log_pc.shape[0] or \
+                    not _stmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr):
+                handback = True
+                break
+            log_pc[nlog] = p
+            log_mask[nlog] = (1 << (8 * row[T.Y])) - 1
+            for lane in range(LANES):
+                log_addr[nlog, lane] = addrs[lane]
+            nlog += 1
         elif opc == T.CPASYNC or opc == T.CP_COMMIT or opc == T.CP_WAIT:
             if em != 0:
                 got = cp_step(opc, row, imrow, em, p, nlog, a32, a64, inflight, gtab, state, log_pc, log_addr,
@@ -1107,6 +1183,11 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
             cst[T.C_STATUS] = T.CTA_DEADLOCK
             return
         if cst[T.C_INWARP] == 0:
+            if state[T.S_WG] != 0:          # a wgmma.wait_group whose records the warpgroup computed since
+                wake = call_wg(mptr[WSLOT], -2, w, 0, state[T.S_WG], state.ctypes.data)
+                for lane in range(LANES):
+                    if (wake >> lane) & 1:
+                        waiting[w, lane] = False
             if not _runnable(exited, waiting, w):
                 _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)
                 cst[T.C_WARP] = w + 1
@@ -1115,6 +1196,7 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
         state[T.S_ISSUED] = issued[w]
         state[T.S_BACK] = backs[w]
         state[T.S_PARAM_PTR] = param_ptrs[w]
+        state[T.S_WARP] = w
         state[T.S_EXECUTED] = 0
         n0 = state[T.S_NLOG]
         run(code, imm, arenas[w], pcs[w], exited[w], waiting[w], inflight, gtab, state, log_pc, log_addr, log_mask,
@@ -1129,6 +1211,12 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
         if st == T.ST_IDLE or st == T.ST_DEFER:
             cst[T.C_INWARP] = 0
             if st == T.ST_IDLE:
+                cst[T.C_PROGRESSED] = 1
+            _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)
+            cst[T.C_WARP] = w + 1
+        elif st == T.ST_WGWAIT:                 # (as machine.cta: the warp's turn ends)
+            cst[T.C_INWARP] = 0
+            if state[T.S_EXECUTED] > 1:
                 cst[T.C_PROGRESSED] = 1
             _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)
             cst[T.C_WARP] = w + 1

@@ -38,6 +38,9 @@ FFMA32 = 29       # fma.rn.f32 / mad.rn.f32: exact product, sum rounded to odd i
 NOP = 30          # membar / fence / prefetch: nothing to do
 MMA = 33          # mma.sync of the tensor-core families (X: index into the translation's mma tables)
 LDMATRIX = 34     # ldmatrix.sync.aligned.m8n8{.x1,.x2,.x4}{.trans}.shared.b16 (Y: matrices, Z: .trans)
+WGMMA = 53        # wgmma.fence / commit_group / wait_group / mma_async (wgmmax.py; X: wgmmax.W_*): run by the CTA
+                  # loop (state S_WG), handed back by a warp run alone
+STMATRIX = 52     # stmatrix.sync.aligned.m8n8{.x1,.x2,.x4}{.trans}.shared.b16 (as LDMATRIX; V0..: the sources)
 EXIT = 32         # ret / exit while no lane is inside a call: the guarded lanes exit
 SHFL = 31         # shfl.sync.{up,down,bfly,idx}.b32 (X: mode; membermask operand in V0)
 BFE = 36          # bfe.{u32,s32,u64,s64} (A: value, B: position, C: length, both read as u32)
@@ -129,6 +132,7 @@ ST_SLOW = 1       # the next instruction (state PC, MASK) needs the reference ex
 ST_LOG = 2        # the shared-memory access log is full
 ST_EXITED = 3     # lanes exited: the scheduler checks the barriers, then runs the warp on
 ST_BAR = 4        # lanes S_MASK arrived at barrier S_PC's X (their PCs already advanced)
+ST_WGWAIT = 6     # lanes S_MASK wait at the wgmma.wait_group at S_PC for the warpgroup (wgmmax.py; counted as issued)
 ST_DEFER = 5      # no instruction ran: every runnable lane group waits for lanes parked elsewhere (a join, a
                   # warp-synchronous instruction; machine.convergence)
 
@@ -138,7 +142,8 @@ ST_DEFER = 5      # no instruction ran: every runnable lane group waits for lane
 S_WG_READS, S_DIRTY, S_DIRTY_N = 18, 19, 20   # shared stores beside the async proxy (memx.py): raw pointers to the
                                                # CTA's wgmma read counts (int32 a byte) and async-proxy marks (bool a
                                                # byte), 0: none; the number of stores the loop marked
-NSTATE = 21              # S_CTA: 1 when the CTA loop (run_cta) runs the warp (it arrives at ST_BAR itself);
+S_WG, S_WARP = 21, 22     # the CTA's wgmma arrays (wgmmax.WgTable.ctl's address, 0: none) and the warp run_cta runs
+NSTATE = 23              # S_CTA: 1 when the CTA loop (run_cta) runs the warp (it arrives at ST_BAR itself);
                    # S_BACK: backward branches the warp took; S_SPIN_CHECK: machine.cta.SPIN_CHECK;
                    # S_WG_REGS: 1 while wgmma.mma_async of this warp hold registers (rows with WG go back);
                    # S_WG_SMEM: 1 while wgmma.mma_async of the CTA read shared memory (cp.async goes back)

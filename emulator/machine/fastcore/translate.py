@@ -78,10 +78,12 @@ class Translation:
         self.fast = np.zeros(n, np.bool_)
         # kernels whose shared memory the async proxy reads (TMA stores, bulk copies out, wgmma) keep their
         # shared stores in the reference, which records them for the fence.proxy.async check
-        self.async_readers = any(op.kind == "op" and (op.instr.base == "wgmma" or (
+        self.bulk_readers = bulk_readers = any(op.kind == "op" and (
             op.instr.base == "cp" and "bulk" in op.instr.mods and "global" in op.instr.mods[:6] and
             op.instr.mods.index("global") < next((i for i, m in enumerate(op.instr.mods) if m.startswith("shared")),
-                                                 99))) for op in prog.code)
+                                                 99)) for op in prog.code)
+        self.any_bulk = any(op.kind == "op" and "bulk" in op.instr.mods for op in prog.code)
+        self.async_readers = bulk_readers or any(op.kind == "op" and op.instr.base == "wgmma" for op in prog.code)
         self._mma = []           # (MmaOp, [D, A, B, C] register operands) per translated mma
         self._mufu = set()       # indices (fmath.TABLES) of the MUFU tables the translated rows read
         self._xcall = False      # a row calls xcall.py (XROW, ATOM)
@@ -103,14 +105,24 @@ class Translation:
         self.code[:, T.LIN:T.LIN + LOOP_DEPTH] = cv.lin
         self.code[:, T.LOUT:T.LOUT + LOOP_DEPTH] = cv.lout
         self._mma_tables()
+        self.wg = None           # wgmmax.WgProgram: the wgmma instructions, when the CTA loop runs them all
+        wg_pcs = [pc for pc, op in enumerate(prog.code) if op.kind == "op" and op.instr.base == "wgmma"]
+        if wg_pcs and all(self.code[pc, T.OP] == T.WGMMA for pc in wg_pcs):
+            from .wgmmax import WgProgram
+            self.wg = WgProgram(self)
+        else:
+            self.code[wg_pcs, T.OP] = T.SLOW       # all or none: one engine owns a CTA's wgmma state
+            self.fast[wg_pcs] = False
         self._mufu_tables()
         self.coverage = float(self.fast.mean()) if n else 1.0
         # the CTA loop (run_cta) runs the whole CTA when every barrier is translated and nothing can stall a
         # warp, yield its turn, or call a function (per-lane call stacks stay with the Python scheduler)
-        self.cta_ok = not self.async_readers and all(
+        # (wgmma too, when the loop runs every wgmma instruction of the kernel: wgmmax.py)
+        self.cta_ok = not bulk_readers and all(
             (op.kind != "bar" or self.fast[pc]) and
             (op.kind != "call" or op.call.callee == "vprintf") and
-            (op.kind != "op" or (op.instr.base not in ("mbarrier", "wgmma", "setmaxnreg", "tensormap") and
+            (op.kind != "op" or (op.instr.base not in ("mbarrier", "setmaxnreg", "tensormap") and
+                                 (op.instr.base != "wgmma" or self.wg is not None) and
                                  "bulk" not in op.instr.mods))
             for pc, op in enumerate(prog.code))
 
@@ -170,8 +182,11 @@ class Translation:
         slot: the address of the compiled float rows (fastcore/fcall.py), when a row needs it; the two before it
         those of xcall.py's functions."""
         from ...numerics import mufu
-        self.mufu_ptr = np.zeros(len(fmath.TABLES) + 3, np.int64)
-        self.mufu_size = np.zeros(len(fmath.TABLES) + 3, np.int64)
+        self.mufu_ptr = np.zeros(len(fmath.TABLES) + 4, np.int64)
+        self.mufu_size = np.zeros(len(fmath.TABLES) + 4, np.int64)
+        if self.wg is not None:    # the slot before the last: wgcall.wg_c (loop.WSLOT)
+            from .wgcall import ADDRESS as WG_ADDRESS
+            self.mufu_ptr[len(fmath.TABLES) + 2] = WG_ADDRESS
         self._mufu_keep = []
         if np.isin(self.code[:, T.OP], T.FLOAT_ROWS).any():
             from .fcall import ADDRESS
@@ -273,6 +288,7 @@ class Translation:
                         raise _Slow
                     row[T.GUARD] = self._slot(g, 1)
                     row[T.GNEG] = int(instr.guard[1])
+                self._cur = (pc, op)
                 fn = _RULES.get(instr.base)
                 if getattr(instr, "contract", None) is not None:
                     fn = r_contract_any     # fused by ptxas (frontend/contract.py): one FFMA (HFMA2)
@@ -280,7 +296,7 @@ class Translation:
                     raise _Slow
                 fn(self, env, instr, row, imm)
                 held = getattr(env, "_wgmma_regs", None)
-                if held and any(n in held for n in _names(instr.operands)):
+                if held and row[T.OP] != T.WGMMA and any(n in held for n in _names(instr.operands)):
                     row[T.WG] = 1       # the executor checks it while a wgmma.mma_async holds the register
             else:
                 raise _Slow
@@ -690,9 +706,10 @@ def r_st(t, env, instr, row, imm):
 
 
 def r_nop(t, env, instr, row, imm):
-    if instr.operands or (instr.base == "fence" and instr.mods[:1] in (("proxy",), ("mbarrier_init",))):
-        raise _Slow            # proxy fences clear the CTA's unfenced-write marks (ops.mbarrier)
-    row[T.OP] = T.NOP
+    if instr.operands or (instr.base == "fence" and instr.mods[:1] in (("proxy",), ("mbarrier_init",)) and not (
+            instr.mods[1:2] and instr.mods[1].startswith("async") and not t.any_bulk)):
+        raise _Slow            # proxy fences clear the CTA's unfenced-write marks (ops.mbarrier), which only a bulk
+    row[T.OP] = T.NOP          # copy or TMA store out of shared memory reads (and the sanitizer, whose rows go back)
 
 
 def r_shfl(t, env, instr, row, imm):
@@ -800,11 +817,13 @@ def _mma_x(t, env, instr, row, op):
 
 
 def r_ldmatrix(t, env, instr, row, imm):
+    """ldmatrix and stmatrix (``ops.datamove``): every shape, with or without .trans."""
     from ...ops.datamove import _matrix_op
     spec = _matrix_op(instr)
-    if spec.op != "ldmatrix" or len(instr.operands) != 2 or instr.guard is not None:
+    store = spec.op == "stmatrix"
+    if spec.op not in ("ldmatrix", "stmatrix") or len(instr.operands) != 2 or instr.guard is not None:
         raise _Slow
-    d, a = instr.operands
+    d, a = instr.operands[::-1] if store else instr.operands
     items = d.items if isinstance(d, Vec) else (d,)
     if len(items) != spec.nmat:
         raise _Slow
@@ -812,9 +831,19 @@ def r_ldmatrix(t, env, instr, row, imm):
     for i, it in enumerate(items):
         if env.reg_width(t._reg(env, it)) != 32:
             raise _Slow
-        row[T.V0 + i] = t._dst(env, it)
+        row[T.V0 + i] = t._src(env, it, "b32", imm, 0) if store else t._dst(env, it)
+        if row[T.V0 + i] < 0:
+            raise _Slow
     row[T.Y], row[T.Z] = spec.nmat, int(spec.trans)
-    row[T.OP] = T.LDMATRIX
+    row[T.OP] = T.STMATRIX if store else T.LDMATRIX
+
+
+def r_wgmma(t, env, instr, row, imm):
+    """wgmma.fence/commit_group/wait_group/mma_async: the CTA loop's (wgmmax.py)."""
+    from .wgmmax import translate_row
+    pc, op = t._cur
+    if instr.guard is not None or not translate_row(t, env, pc, getattr(op, "fn", None), row):
+        raise _Slow
 
 
 def r_cvta(t, env, instr, row, imm):
@@ -916,7 +945,7 @@ _RULES = {
     "shl": r_shift, "shr": r_shift, "and": r_logic, "or": r_logic, "xor": r_logic, "not": r_logic,
     "min": r_minmax, "max": r_minmax, "neg": r_negabs, "abs": r_negabs, "setp": r_setp, "selp": r_selp,
     "cvt": r_cvt, "ld": r_ld, "ldu": r_ld, "st": r_st, "membar": r_nop, "fence": r_nop, "shfl": r_shfl,
-    "mma": r_mma, "ldmatrix": r_ldmatrix, "bfe": r_bfe, "prmt": r_prmt, "cp": r_cp, "cvta": r_cvta,
+    "mma": r_mma, "ldmatrix": r_ldmatrix, "stmatrix": r_ldmatrix, "wgmma": r_wgmma, "bfe": r_bfe, "prmt": r_prmt, "cp": r_cp, "cvta": r_cvta,
 }
 
 

@@ -152,7 +152,7 @@ def warmup(background=False, extras=True):
             _start_child(detached=True)
         return time.process_time() - t
     wait()
-    from . import fcall, xcall  # noqa: F401 (compiles or loads the float and integer rows' functions)
+    from . import fcall, wgcall, xcall  # noqa: F401 (compiles or loads the float, wgmma and integer rows' functions)
     if extras and not _done(_extras()):
         with lock():
             if not _done(_extras()):
@@ -248,7 +248,7 @@ BODY = """
 import emulator.machine.module
 from emulator.machine.fastcore import warmup
 if warmup.lock().acquire(blocking=False):
-    import emulator.machine.fastcore.fcall, emulator.machine.fastcore.xcall
+    import emulator.machine.fastcore.fcall, emulator.machine.fastcore.xcall, emulator.machine.fastcore.wgcall
     warmup._compile_loops()
     warmup._compile_extras()
     import emulator.machine.fastcore.mmax

@@ -279,6 +279,7 @@ def _compile_control(instr, env, kind, text):
             S.commit(warp, ws)
         else:
             S.wait(warp, cst, ws, keep, text, mask)
+    run.wgmma = dict(kind=kind, keep=keep if kind == "wait_group" else 0, wg_regs=wg_regs, text=text)
     return run
 
 
@@ -400,6 +401,12 @@ def _compile_mma(instr, env, text):
         if sv is not None:          # the metadata as it is at issue
             e = np.asarray(S.raw_get(warp, e_name, text), np.uint32)
             pos = op.positions(e, sel, text, warp.warp_id)
+        S.issue(warp, cst, ws, record(warp, ws, scd, ad, bd, pos, full), g, number)
+
+    def record(warp, ws, scd, ad, bd, pos, full):
+        """The warp's share of the instruction in flight (``state.issue``), as issued with scale-d ``scd``,
+        descriptors ``ad``/``bd`` and the sparse positions ``pos`` (the fast engine's CTA loop builds the same
+        records when it hands its wgmma state over: ``machine.fastcore.wgmmax``)."""
 
         def operands(issuer):
             """The warp's share of the instruction, once the whole warpgroup has issued it (``issuer``: the warp
@@ -411,13 +418,7 @@ def _compile_mma(instr, env, text):
             if ss:
                 A64, a_idx = op.read(smem, ad, "A", trans_a, text, 64)
                 A = A64[16 * wi:16 * wi + 16]
-                key = (id(a_idx), id(b_idx))
-                hit = unions.get(key)
-                if hit is None or hit[0] is not a_idx or hit[1] is not b_idx:
-                    if len(unions) >= 1024:
-                        unions.clear()
-                    hit = unions[key] = (a_idx, b_idx, np.union1d(a_idx, b_idx))
-                idx = hit[2]
+                idx = union(a_idx, b_idx)
             else:
                 A = op.a_tile(S.get_rows(warp, a_names, text))
                 idx = b_idx
@@ -443,8 +444,30 @@ def _compile_mma(instr, env, text):
         # the rows of D of a warp depend only on its own rows of A and C and the common B: the warpgroup's four
         # shares of one instruction compute as one 64-row tile (state.issue), element for element the same
         batch = ((op, scd, scale_a, scale_b), operands, finish) if pos is None else None   # .sp: per warp
-        S.issue(warp, cst, ws, dict(regs=set(d_names) | set(a_names), text=text, run=compute, batch=batch,
-                                    line=S.current(warp)[0]), g, number)
+        return dict(regs=set(d_names) | set(a_names), text=text, run=compute, batch=batch,
+                    line=S.current(warp)[0])
+
+    def union(a_idx, b_idx):
+        key = (id(a_idx), id(b_idx))
+        hit = unions.get(key)
+        if hit is None or hit[0] is not a_idx or hit[1] is not b_idx:
+            if len(unions) >= 1024:
+                unions.clear()
+            hit = unions[key] = (a_idx, b_idx, np.union1d(a_idx, b_idx))
+        return hit[2]
+
+    def read_bytes(smem, ad, bd):
+        """The shared byte indices the instruction reads with descriptors ``ad`` (None: A from registers), ``bd``."""
+        _, b_idx = op.read(smem, bd, "B", trans_b, text, v.n)
+        if ss:
+            return union(op.read(smem, ad, "A", trans_a, text, 64)[1], b_idx)
+        return b_idx
+
+    # what the fast engine's CTA loop needs to run the instruction itself (machine.fastcore.wgmmax)
+    run.wgmma = dict(kind="mma", op=op, d_names=d_names, a_names=a_names, a_desc=a_desc, b_desc=b_desc,
+                     sd_name=sd_name, sd_const=sd_const, sd_neg=sd_neg, scale_a=scale_a, scale_b=scale_b,
+                     trans_a=trans_a, trans_b=trans_b, ss=ss, sparse=sv is not None, shape=shape_key, text=text,
+                     record=record, read_bytes=read_bytes)
     return run
 
 

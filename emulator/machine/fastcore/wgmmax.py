@@ -1,0 +1,896 @@
+"""wgmma.mma_async, wgmma.fence, wgmma.commit_group and wgmma.wait_group in the fast engine's CTA loop.
+
+The reference (``ops.wgmma``: ``op`` the executors, ``state`` the records in flight) defines every rule; this
+module runs the same steps on arrays, for CTAs that the CTA loop (``loop.run_cta``) runs whole:
+
+* ``wgmma.fence`` keeps the values of every register a wgmma of the kernel uses (``WarpWgmma.expected``);
+* ``wgmma.mma_async`` checks what the executor checks (all 32 lanes, a whole warpgroup, uniform scale-d and
+  descriptors, the same instruction and descriptors as the warpgroup's other warps at that issue number, the
+  fence rule, no other shape onto registers in flight), records the issue and, when the warp is the last of
+  its warpgroup to issue it, computes the warpgroup's 64-row tile: A and B through the descriptors (the
+  address rules of ``ops.wgmma.desc``), C and A-from-registers from the four warps' arenas, the arithmetic of
+  ``numerics.wgmma`` (the tensor-core kernels of ``numerics.gemm_fast``: decode, one block, the inf/NaN
+  fix-ups; integer forms exact), D into the four arenas; the shared bytes read are counted (``smem_reads``,
+  the reference's own array, which the loop's stores check through ``memx``);
+* ``wgmma.commit_group`` and ``wgmma.wait_group N`` move records into groups and retire them; a wait whose
+  records the warpgroup has not computed yet stalls the warp (its lanes wait, as ``CTA._park`` does) until
+  they are.
+
+Anything these functions do not decide themselves goes back (return 1, nothing changed): a missing fence or a
+register written after it (the notes and errors of ptxas's injected fence), a partial warp or warpgroup,
+non-uniform operands, an agreement failure, a descriptor outside shared memory, a full record table. The CTA
+loop then hands its wgmma state to the reference (``WgTable.export``: ``ops.wgmma.state`` records built by the
+executor's own record factory, stalls included) and the Python scheduler runs the rest of the CTA: one state,
+owned by one engine at a time. A non-wgmma instruction that touches a register of an in-flight wgmma (the rows
+marked ``WG``) goes the same way, so ptxas's injected wait (its note, its stall, or the strict error) is the
+reference's.
+
+Arrays (per CTA of ``nw`` warps): ``rec`` int64[nw, R, NRF] (a warp's live records in issue order), ``cnt``
+int64[nw, NCF], ``exp`` uint32[nw, NWR, 32] / ``known`` uint8[nw, NWR] (the fence's values), ``log``
+int64[ngroups, LR, 3] (pc and descriptors of each issue number, a ring), ``loglen``, ``wgok``; the
+instruction table ``ins`` int64[npc, NIF] with the register slots ``regs`` and fragment maps ``maps``; all
+reached through ``ctl`` (raw pointers), which ``wgcall.wg_c`` takes.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import carray, njit, types
+from numba.extending import intrinsic
+
+from ...numerics import gemm_fast, jitcache
+from . import table as T
+
+jitcache.prepare()
+
+# -- ctl: the table's arrays, as raw pointers ---------------------------------------------------------------
+(K_NW, K_ARENAS, K_ABYTES, K_SMEM, K_SMSIZE, K_READS, K_NREAD, K_STAMP, K_STAMPV, K_REC, K_R, K_CNT, K_EXP,
+ K_KNOWN, K_NWR, K_LOG, K_LR, K_LOGLEN, K_WGOK, K_INS, K_REGS, K_WGR, K_MAPS, K_NPC, K_NMAPS, K_NMMA,
+ K_SEQ) = range(27)
+NCTL = 27
+# -- a record ---------------------------------------------------------------------------------------------
+R_PC, R_AD, R_BD, R_SCD, R_NUM, R_GRP, R_DONE, R_HELD = range(8)
+NRF = 8
+# -- a warp's counters --------------------------------------------------------------------------------------
+N_REC, N_ISSUED, N_COMMIT, N_FIRST, N_FENCED, N_LASTPC, N_STALL, N_STALLLIM, N_USED, N_STALLSEQ = range(10)
+NCF = 10
+# -- the instruction table ------------------------------------------------------------------------------------
+(I_KIND, I_KEEP, I_N, I_K, I_WA, I_WB, I_WD, I_ND, I_NA, I_EPRD, I_EPRA, I_FA, I_FB, I_FC, I_FD, I_L, I_F, I_EZ,
+ I_MODE, I_INT, I_ASG, I_BSG, I_SAT, I_CUT, I_NEGA, I_NEGB, I_TA, I_TB, I_SS, I_SDC, I_SDSLOT, I_SDNEG, I_ADESC,
+ I_BDESC, I_LUTA, I_LUTAN, I_LUTB, I_LUTBN, I_REGROW, I_DMAP, I_AMAP, I_SHAPE, I_F32, I_VALA, I_EXPA, I_NVA,
+ I_VALB, I_EXPB, I_NVB) = range(49)
+NIF = 49
+W_FENCE, W_COMMIT, W_WAIT, W_MMA = 1, 2, 3, 4
+KINDS = {"fence": W_FENCE, "commit_group": W_COMMIT, "wait_group": W_WAIT, "mma": W_MMA}
+# -- the register table: D slots, A slots, then their indices among the kernel's wgmma registers -------------
+RD, RA, RDK, RAK, NREGCOL = 0, 128, 132, 260, 264
+RECORDS = 32                 # records a warp may hold in flight (more: the reference takes over)
+LOG_RING = 64                # issue numbers the warps of a warpgroup may be apart
+
+FULL = np.int64(0xFFFFFFFF)
+KEEP13 = np.uint64(~((1 << (23 - 13)) - 1) & 0xFFFFFFFF)    # numerics.wgmma.FP8_CUT_MASK's complement
+U0 = np.uint64(0)
+SWZ = (0, 128, 64, 32)
+
+
+@intrinsic
+def call_wg(typingctx, fn, p, w, em, pctl, pstate):
+    """Call the compiled ``wgcall.wg_c`` at the address ``fn`` (all int64: the pc, the warp, its lanes, the
+    addresses of the CTA's ``ctl`` and of the loop's state vector); returns its int64."""
+    sig = types.int64(*([types.int64] * 6))
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        p64 = i64.as_pointer()
+        fnty = ir.FunctionType(i64, [i64, i64, i64, p64, p64])
+        f = builder.inttoptr(args[0], fnty.as_pointer())
+        return builder.call(f, [args[1], args[2], args[3], builder.inttoptr(args[4], p64),
+                                builder.inttoptr(args[5], p64)])
+    return sig, codegen
+
+
+def _ptr_intrinsic(ty):
+    @intrinsic
+    def ptr(typingctx, addr):
+        sig = types.CPointer(ty)(types.int64)
+
+        def codegen(context, builder, signature, args):
+            return builder.inttoptr(args[0], ir.PointerType(context.get_value_type(ty)))
+        return sig, codegen
+    return ptr
+
+
+_pi64, _pu64, _pu32, _pu8, _pi32, _pf64, _pi16 = (_ptr_intrinsic(t) for t in (
+    types.int64, types.uint64, types.uint32, types.uint8, types.int32, types.float64, types.int16))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# descriptors (ops.wgmma.desc, element by element)
+@njit(cache=True)
+def _addresses(desc, rows, K, eb, mn_major, out):
+    """out[x, k]: the byte address of element (x, k) of ``eb``-byte elements, as ``desc.element_addresses``
+    computes it (K-major or MN-major, every swizzle and base offset; the divisions by powers of two as shifts,
+    every index being non-negative); tests/test_fastcore_wgmma.py compares the two."""
+    start = (desc & 0x3FFF) << 4
+    lbo = ((desc >> 16) & 0x3FFF) << 4
+    sbo = ((desc >> 32) & 0x3FFF) << 4
+    bo = (desc >> 49) & 7
+    sw = (desc >> 62) & 3
+    W = 0 if sw == 0 else (128 if sw == 1 else (64 if sw == 2 else 32))
+    lw = 4 if W == 0 else (7 if W == 128 else (6 if W == 64 else 5))      # log2 of the row width
+    row = 16 if W == 0 else W
+    msk = row - 1
+    swm = W // 16 - 1
+    for x in range(rows):
+        for k in range(K):
+            if not mn_major:
+                b = k * eb
+                a = start + (x >> 3) * sbo + (x & 7) * row + (b >> lw) * lbo + (b & msk)
+            else:
+                xb = x * eb
+                if W == 0:
+                    a = start + (xb >> 4) * sbo + (k >> 3) * lbo + (k & 7) * 16 + (xb & 15)
+                else:
+                    a = start + (xb >> lw) * lbo + (k >> 3) * sbo + (k & 7) * W + (xb & msk)
+            if W != 0:
+                a ^= (((a >> 7) - bo) & swm) << 4
+            out[x, k] = a
+
+
+@njit(cache=True)
+def _in_bounds(addr, eb, size):
+    """Whether every byte the operand reads lies inside shared memory (``desc.read_operand``'s check)."""
+    lo = np.int64(1) << 62
+    hi = -lo
+    for x in range(addr.shape[0]):
+        for k in range(addr.shape[1]):
+            a = addr[x, k]
+            lo = min(lo, a)
+            hi = max(hi, a)
+    return lo >= 0 and hi + eb <= size
+
+
+@njit(cache=True)
+def _read(smem, addr, eb, out):
+    """(rows, K) element bits (little-endian, ``eb`` bytes each) into ``out``."""
+    for x in range(addr.shape[0]):
+        for k in range(addr.shape[1]):
+            a = addr[x, k]
+            v = U0
+            for j in range(eb):
+                v |= np.uint64(smem[a + j]) << np.uint64(8 * j)
+            out[x, k] = v
+
+
+@njit(cache=True)
+def _count(reads, stamp, sv, addr, eb, delta):
+    """Add ``delta`` to the read count of every byte the operand reads, once per byte for stamp ``sv`` (the
+    union of A's and B's bytes, as ``np.union1d``)."""
+    for x in range(addr.shape[0]):
+        for k in range(addr.shape[1]):
+            a = addr[x, k]
+            for j in range(eb):
+                if stamp[a + j] != sv:
+                    stamp[a + j] = sv
+                    reads[a + j] += delta
+
+
+# ---------------------------------------------------------------------------------------------------------
+# fragments (WgmmaOp._unpack / _pack over one warp's registers)
+@njit(cache=True)
+def _unpack(a32, slots, nreg, maps, moff, epr, w, out, row0, cols):
+    """Registers ``slots[:nreg]`` of a warp (its arena's 32-bit view) into rows row0.. of ``out``."""
+    mask = (np.uint64(1) << np.uint64(w)) - np.uint64(1)
+    j = moff
+    for r in range(nreg):
+        base = slots[r]
+        for lane in range(32):
+            v = np.uint64(a32[base + lane])
+            for e in range(epr):
+                f = maps[j]
+                out[row0 + f // cols, f % cols] = (v >> np.uint64(e * w)) & mask
+                j += 1
+
+
+@njit(cache=True)
+def _pack(a32, slots, nreg, maps, moff, epr, w, tile, row0, cols, exp_w, known_w, ks):
+    """Rows row0.. of ``tile`` into the D registers of a warp, and into its fence values (the executor's
+    ``ws.expected.set_rows``)."""
+    mask = (np.uint64(1) << np.uint64(w)) - np.uint64(1)
+    j = moff
+    for r in range(nreg):
+        base = slots[r]
+        k = ks[r]
+        for lane in range(32):
+            word = U0
+            for e in range(epr):
+                f = maps[j]
+                word |= (tile[row0 + f // cols, f % cols] & mask) << np.uint64(e * w)
+                j += 1
+            a32[base + lane] = np.uint32(word)
+            exp_w[k, lane] = np.uint32(word)
+        known_w[k] = 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+@njit(cache=True)
+def _tile(ins, A, Bt, C, luta, lutb):
+    """D (64, N) raw bits: ``numerics.wgmma.wgmma_tile`` (A, B already negated, C already zeroed)."""
+    M, K = A.shape
+    N = Bt.shape[1]
+    out = np.empty((M, N), np.uint64)
+    if ins[I_INT] == 1:
+        for m in range(M):
+            for n in range(N):
+                c = np.int64(C[m, n] & np.uint64(0xFFFFFFFF))
+                if c >= 2 ** 31:
+                    c -= 2 ** 32
+                s = c
+                for k in range(K):
+                    a = np.int64(A[m, k])
+                    b = np.int64(Bt[k, n])
+                    if ins[I_ASG] == 1 and a >= 128:
+                        a -= 256
+                    if ins[I_BSG] == 1 and b >= 128:
+                        b -= 256
+                    s += a * b
+                if ins[I_SAT] == 1:
+                    s = min(max(s, -2 ** 31), 2 ** 31 - 1)
+                out[m, n] = np.uint64(s & 0xFFFFFFFF)
+        return out
+    fa, fb, fc, fd = ins[I_FA], ins[I_FB], ins[I_FC], ins[I_FD]
+    L, F, ez, mode = ins[I_L], ins[I_F], ins[I_EZ], ins[I_MODE]
+    if ins[I_F32] == 1:                          # gemm_fast.tc_gemm's binary64 path (f32 accumulators, RZ)
+        return _tile_f32(ins, A, Bt, C, out, M, N, K, fa, fb, fc, fd, L, F, ez, mode)
+    aS = np.empty((M, K), np.int64)
+    aq = np.empty((M, K), np.int64)
+    at = np.empty((M, K), np.int64)
+    bS = np.empty((K, N), np.int64)
+    bq = np.empty((K, N), np.int64)
+    bt = np.empty((K, N), np.int64)
+    spa = np.zeros(M, np.bool_)
+    spb = np.zeros(N, np.bool_)
+    redo = np.zeros((M, N), np.bool_)
+    gemm_fast._decode_matrix(A, fa, aS, aq, at, spa, True, luta)
+    gemm_fast._decode_matrix(Bt, fb, bS, bq, bt, spb, False, lutb)
+    gemm_fast._block(0, M, 0, N, aS, aq, at, bS, bq, bt, C, fc, fd, L, F, ez, mode, out, redo)
+    fix = False
+    for m in range(M):
+        fix = fix or spa[m]
+    for n in range(N):
+        fix = fix or spb[n]
+    for m in range(M):
+        for n in range(N):
+            fix = fix or redo[m, n]
+    if fix:
+        gemm_fast._fixups(A, Bt, C, spa, spb, redo, fa, fb, fc, fd, L, F, ez, mode, out)
+    if ins[I_CUT] == 1:                          # fp8 -> f32: 13 fraction bits (numerics.wgmma.fp8_f32_cut)
+        for m in range(M):
+            for n in range(N):
+                d = out[m, n]
+                if (d & np.uint64(0x7F800000)) != np.uint64(0x7F800000):
+                    out[m, n] = d & KEEP13
+    return out
+
+
+@njit(cache=True)
+def _tile_f32(ins, A, Bt, C, out, M, N, K, fa, fb, fc, fd, L, F, ez, mode):
+    """``gemm_fast._f32_run`` and its fix-ups on one tile (the kernel of its L), then fp8's cut."""
+    W = gemm_fast._W
+    P = (N + W - 1) // W
+    av = np.empty((M, K), np.float64)
+    at = np.empty((M, K), np.int16)
+    bvp = np.empty((P, K * W), np.float64)
+    btp = np.empty((P, K * W), np.int16)
+    spa = np.zeros(M, np.bool_)
+    spb = np.zeros(N, np.bool_)
+    redo = np.zeros((M, N), np.bool_)
+    vala = carray(_pf64(ins[I_VALA]), ins[I_NVA])
+    expa = carray(_pi16(ins[I_EXPA]), ins[I_NVA])
+    valb = carray(_pf64(ins[I_VALB]), ins[I_NVB])
+    expb = carray(_pi16(ins[I_EXPB]), ins[I_NVB])
+    gemm_fast._f32_a(A, fa, vala, expa, av, at, spa)
+    gemm_fast._f32_b(Bt, fb, valb, expb, bvp, btp, spb)
+    ntasks = ((M + gemm_fast._FBR - 1) // gemm_fast._FBR) * P
+    if L == 16:
+        gemm_fast._gemm_f32_16(0, ntasks, av, at, bvp, btp, C, F, ez, out, redo)
+    elif L == 32:
+        gemm_fast._gemm_f32_32(0, ntasks, av, at, bvp, btp, C, F, ez, out, redo)
+    elif L == 8:
+        gemm_fast._gemm_f32_8(0, ntasks, av, at, bvp, btp, C, F, ez, out, redo)
+    else:
+        gemm_fast._gemm_f32_4(0, ntasks, av, at, bvp, btp, C, F, ez, out, redo)
+    fix = False
+    for m in range(M):
+        fix = fix or spa[m]
+    for n in range(N):
+        fix = fix or spb[n]
+    for m in range(M):
+        for n in range(N):
+            fix = fix or redo[m, n]
+    if fix:
+        gemm_fast._fixups(A, Bt, C, spa, spb, redo, fa, fb, fc, fd, L, F, ez, mode, out)
+    if ins[I_CUT] == 1:
+        for m in range(M):
+            for n in range(N):
+                d = out[m, n]
+                if (d & np.uint64(0x7F800000)) != np.uint64(0x7F800000):
+                    out[m, n] = d & KEEP13
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+@njit(cache=True)
+def wg_step(p, w, em, ctl, state):
+    """One wgmma instruction at ``p`` for warp ``w`` (lanes ``em``), or (p = -1) whether warp ``w``'s wgmma
+    hold registers, or (p = -2) the lanes of warp ``w`` to wake from a wait_group whose records are now
+    computed. Returns 0 (done), 1 (nothing done: the reference must run it) or 2 (the warp's lanes wait)."""
+    nw = ctl[K_NW]
+    R = ctl[K_R]
+    cnt = carray(_pi64(ctl[K_CNT]), (nw, NCF))
+    rec = carray(_pi64(ctl[K_REC]), (nw, R, NRF))
+    if p == -1:
+        return 1 if cnt[w, N_REC] > 0 else 0
+    if p == -2:
+        lanes = cnt[w, N_STALL]
+        if lanes == 0:
+            return 0
+        lim = cnt[w, N_STALLLIM]
+        for r in range(cnt[w, N_REC]):
+            if 0 <= rec[w, r, R_GRP] < lim and rec[w, r, R_DONE] == 0:
+                return 0
+        cnt[w, N_STALL] = 0
+        return lanes
+    npc = ctl[K_NPC]
+    ins = carray(_pi64(ctl[K_INS]), (npc, NIF))
+    row = ins[p]
+    kind = row[I_KIND]
+    if em != FULL:
+        return 1
+    g = w // 4
+    wgok = carray(_pi64(ctl[K_WGOK]), nw // 4 + 1)
+    if wgok[g] == 0:
+        return 1
+    ab = ctl[K_ABYTES]
+    a32 = carray(_pu32(ctl[K_ARENAS] + w * ab), ab // 4)
+    nwr = ctl[K_NWR]
+    if kind == W_FENCE:
+        exp = carray(_pu32(ctl[K_EXP]), (nw, max(nwr, 1), 32))
+        known = carray(_pu8(ctl[K_KNOWN]), (nw, max(nwr, 1)))
+        wgr = carray(_pi64(ctl[K_WGR]), max(nwr, 1))
+        for k in range(nwr):
+            for lane in range(32):
+                exp[w, k, lane] = a32[wgr[k] + lane]
+            known[w, k] = 1
+        cnt[w, N_FENCED] = 1
+        cnt[w, N_USED] = 1
+        return 0
+    if kind == W_COMMIT:
+        for r in range(cnt[w, N_REC]):
+            if rec[w, r, R_GRP] < 0:
+                rec[w, r, R_GRP] = cnt[w, N_COMMIT]
+        cnt[w, N_COMMIT] += 1
+        cnt[w, N_USED] = 1
+        return 0
+    if kind == W_WAIT:
+        return _wait(w, row[I_KEEP], ctl, state, cnt, rec, nw, R)
+    return _mma(p, w, g, row, ins, ctl, state, cnt, rec, nw, R, a32)
+
+
+@njit(cache=True)
+def _wait(w, keep, ctl, state, cnt, rec, nw, R):
+    lim = cnt[w, N_COMMIT] - keep
+    n = cnt[w, N_REC]
+    for r in range(n):
+        if 0 <= rec[w, r, R_GRP] < lim and rec[w, r, R_DONE] == 0:
+            cnt[w, N_STALL] = FULL
+            cnt[w, N_STALLLIM] = lim
+            ctl[K_SEQ] += 1
+            cnt[w, N_STALLSEQ] = ctl[K_SEQ]
+            return 2
+    reads = carray(_pi32(ctl[K_READS]), ctl[K_SMSIZE])
+    stamp = carray(_pi64(ctl[K_STAMP]), ctl[K_SMSIZE])
+    npc = ctl[K_NPC]
+    ins = carray(_pi64(ctl[K_INS]), (npc, NIF))
+    out = 0
+    for r in range(n):
+        if 0 <= rec[w, r, R_GRP] < lim:
+            if rec[w, r, R_HELD] == 1:          # the warpgroup's instruction is complete: its reads are over
+                row = ins[rec[w, r, R_PC]]
+                ctl[K_STAMPV] += 1
+                _reads(row, rec[w, r, R_AD], rec[w, r, R_BD], reads, stamp, ctl[K_STAMPV], -1)
+                ctl[K_NREAD] -= 1
+                g = w // 4
+                num = rec[w, r, R_NUM]
+                for v in range(4 * g, 4 * g + 4):
+                    for q in range(cnt[v, N_REC]):
+                        if rec[v, q, R_NUM] == num:
+                            rec[v, q, R_HELD] = 0
+            continue
+        if out != r:
+            for f in range(NRF):
+                rec[w, out, f] = rec[w, r, f]
+        out += 1
+    cnt[w, N_REC] = out
+    cnt[w, N_FIRST] = max(cnt[w, N_FIRST], lim)
+    cnt[w, N_USED] = 1
+    state[T.S_WG_REGS] = 1 if out > 0 else 0
+    state[T.S_WG_SMEM] = 1 if ctl[K_NREAD] > 0 else 0
+    return 0
+
+
+@njit(cache=True)
+def _reads(row, ad, bd, reads, stamp, sv, delta):
+    K = row[I_K]
+    addr = np.empty((max(row[I_N], 64), K), np.int64)
+    _addresses(bd, row[I_N], K, row[I_WB] // 8, row[I_TB] == 1, addr[:row[I_N]])
+    _count(reads, stamp, sv, addr[:row[I_N]], row[I_WB] // 8, delta)
+    if row[I_SS] == 1:
+        _addresses(ad, 64, K, row[I_WA] // 8, row[I_TA] == 1, addr[:64])
+        _count(reads, stamp, sv, addr[:64], row[I_WA] // 8, delta)
+
+
+@njit(cache=True)
+def _uniform64(a64, e, out):
+    """Whether register ``e`` (a 64-bit slot) holds one value in all 32 lanes (into out[0])."""
+    i = e & T.INDEX_MASK
+    v = a64[i]
+    for lane in range(1, 32):
+        if a64[i + lane] != v:
+            return False
+    out[0] = np.int64(v)
+    return True
+
+
+@njit(cache=True)
+def _mma(p, w, g, row, ins, ctl, state, cnt, rec, nw, R, a32):
+    ab = ctl[K_ABYTES]
+    a8 = carray(_pu8(ctl[K_ARENAS] + w * ab), ab)
+    a64 = carray(_pu64(ctl[K_ARENAS] + w * ab), ab // 8)
+    # scale-d, the descriptors: one value in every lane
+    if row[I_SDC] >= 0:
+        scd = row[I_SDC]
+    else:
+        i = row[I_SDSLOT] & T.INDEX_MASK
+        scd = 1 if a8[i] != 0 else 0
+        for lane in range(1, 32):
+            if (1 if a8[i + lane] != 0 else 0) != scd:
+                return 1
+    if row[I_SDNEG] == 1:
+        scd = 1 - scd
+    tmp = np.zeros(1, np.int64)
+    if not _uniform64(a64, row[I_BDESC], tmp):
+        return 1
+    bd = tmp[0]
+    ad = np.int64(-1)
+    if row[I_SS] == 1:
+        if not _uniform64(a64, row[I_ADESC], tmp):
+            return 1
+        ad = tmp[0]
+    # the warpgroup agrees on the instruction and its descriptors (a ring of issue numbers)
+    LR = ctl[K_LR]
+    ng = nw // 4 + 1
+    log = carray(_pi64(ctl[K_LOG]), (ng, LR, 3))
+    loglen = carray(_pi64(ctl[K_LOGLEN]), ng)
+    iss = cnt[w, N_ISSUED]
+    ll = loglen[g]
+    lo = iss
+    for v in range(4 * g, 4 * g + 4):
+        lo = min(lo, cnt[v, N_ISSUED])
+    if iss < ll:
+        e = log[g, iss % LR]
+        if e[0] != p or e[1] != ad or e[2] != bd:
+            return 1
+    elif ll - lo >= LR:
+        return 1
+    # the fence rule
+    if cnt[w, N_FENCED] == 0:
+        return 1
+    nwr = ctl[K_NWR]
+    exp = carray(_pu32(ctl[K_EXP]), (nw, max(nwr, 1), 32))
+    known = carray(_pu8(ctl[K_KNOWN]), (nw, max(nwr, 1)))
+    regs = carray(_pi64(ctl[K_REGS]), (ctl[K_NMMA], NREGCOL))[row[I_REGROW]]
+    na, nd = row[I_NA], row[I_ND]
+    for i in range(na):
+        k = regs[RAK + i]
+        if known[w, k] == 1:
+            for lane in range(32):
+                if a32[regs[RA + i] + lane] != exp[w, k, lane]:
+                    return 1
+    if scd == 1:
+        for i in range(nd):
+            k = regs[RDK + i]
+            if known[w, k] == 1:
+                for lane in range(32):
+                    if a32[regs[RD + i] + lane] != exp[w, k, lane]:
+                        return 1
+    # another shape onto registers in flight: the reference decides
+    lastpc = cnt[w, N_LASTPC]
+    if lastpc >= 0 and ins[lastpc, I_SHAPE] != row[I_SHAPE] and \
+            (cnt[w, N_REC] > 0 or cnt[w, N_COMMIT] > cnt[w, N_FIRST]):
+        return 1
+    n = cnt[w, N_REC]
+    if n >= R:
+        return 1
+    last = True                                  # this issue completes the warpgroup's instruction
+    for v in range(4 * g, 4 * g + 4):
+        if v != w and cnt[v, N_ISSUED] <= iss:
+            last = False
+    size = ctl[K_SMSIZE]
+    K = row[I_K]
+    N = row[I_N]
+    baddr = np.empty((N if last else 0, K), np.int64)
+    aaddr = np.empty((64 if last and row[I_SS] == 1 else 0, K), np.int64)
+    if last:
+        _addresses(bd, N, K, row[I_WB] // 8, row[I_TB] == 1, baddr)
+        if not _in_bounds(baddr, row[I_WB] // 8, size):
+            return 1
+        if row[I_SS] == 1:
+            _addresses(ad, 64, K, row[I_WA] // 8, row[I_TA] == 1, aaddr)
+            if not _in_bounds(aaddr, row[I_WA] // 8, size):
+                return 1
+    # issue
+    if iss >= ll:
+        log[g, ll % LR, 0] = p
+        log[g, ll % LR, 1] = ad
+        log[g, ll % LR, 2] = bd
+        loglen[g] = ll + 1
+    cnt[w, N_ISSUED] = iss + 1
+    cnt[w, N_LASTPC] = p
+    cnt[w, N_USED] = 1
+    rr = rec[w, n]
+    rr[R_PC] = p
+    rr[R_AD] = ad
+    rr[R_BD] = bd
+    rr[R_SCD] = scd
+    rr[R_NUM] = iss
+    rr[R_GRP] = -1
+    rr[R_DONE] = 0
+    rr[R_HELD] = 0
+    cnt[w, N_REC] = n + 1
+    state[T.S_WG_REGS] = 1
+    if not last:
+        return 0
+    # the warpgroup's tile: A (64, K), B^T (K, N), C (64, N) as the operands and registers are now
+    smem = carray(_pu8(ctl[K_SMEM]), size)
+    maps = carray(_pi64(ctl[K_MAPS]), ctl[K_NMAPS])
+    A = np.empty((64, K), np.uint64)
+    Bn = np.empty((N, K), np.uint64)
+    C = np.zeros((64, N), np.uint64)
+    _read(smem, baddr, row[I_WB] // 8, Bn)
+    if row[I_SS] == 1:
+        _read(smem, aaddr, row[I_WA] // 8, A)
+    for j in range(4):
+        v = 4 * g + j
+        av = carray(_pu32(ctl[K_ARENAS] + v * ab), ab // 4)
+        q = 0
+        while rec[v, q, R_NUM] != iss:
+            q += 1
+        if row[I_SS] == 0:
+            _unpack(av, regs[RA:RA + 4], 4, maps, row[I_AMAP], row[I_EPRA], row[I_WA], A, 16 * j, K)
+        if rec[v, q, R_SCD] == 1:
+            _unpack(av, regs[RD:RD + nd], nd, maps, row[I_DMAP], row[I_EPRD], row[I_WD], C, 16 * j, N)
+    Bt = np.empty((K, N), np.uint64)
+    nb = np.uint64(row[I_NEGB])
+    for n_ in range(N):
+        for k in range(K):
+            Bt[k, n_] = Bn[n_, k] ^ nb
+    na_ = np.uint64(row[I_NEGA])
+    if na_ != U0:
+        for m in range(64):
+            for k in range(K):
+                A[m, k] ^= na_
+    luta = carray(_pi64(row[I_LUTA]), (row[I_LUTAN], 4))
+    lutb = carray(_pi64(row[I_LUTB]), (row[I_LUTBN], 4))
+    D = _tile(row, A, Bt, C, luta, lutb)
+    for j in range(4):
+        v = 4 * g + j
+        av = carray(_pu32(ctl[K_ARENAS] + v * ab), ab // 4)
+        _pack(av, regs[RD:RD + nd], nd, maps, row[I_DMAP], row[I_EPRD], row[I_WD], D, 16 * j, N, exp[v], known[v],
+              regs[RDK:RDK + nd])
+        for q in range(cnt[v, N_REC]):
+            if rec[v, q, R_NUM] == iss:
+                rec[v, q, R_DONE] = 1
+                rec[v, q, R_HELD] = 1
+    reads = carray(_pi32(ctl[K_READS]), size)
+    stamp = carray(_pi64(ctl[K_STAMP]), size)
+    ctl[K_STAMPV] += 1
+    _count(reads, stamp, ctl[K_STAMPV], baddr, row[I_WB] // 8, 1)
+    if row[I_SS] == 1:
+        _count(reads, stamp, ctl[K_STAMPV], aaddr, row[I_WA] // 8, 1)
+    ctl[K_NREAD] += 1
+    state[T.S_WG_SMEM] = 1
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the Python side: the tables of a translation, the arrays of a CTA, the hand-over to the reference
+def translate_row(t, env, pc, fn, row):
+    """Encode the wgmma instruction at ``pc`` (its executor ``fn``: ``fn.wgmma``, what ``ops.wgmma.op``
+    compiled) into ``row`` (opcode ``T.WGMMA``, X: W_FENCE .. W_MMA); False when the CTA loop leaves it to the
+    executor (a guard, a sparse or .b1 form, sinks, a scale-d that is not a predicate)."""
+    info = getattr(fn, "wgmma", None)
+    if info is None or fn is None:
+        return False
+    wp = t.__dict__.setdefault("_wgp", {"pcs": {}, "names": {}})
+    names = wp["names"]
+    for n in sorted(getattr(env, "_wgmma_regs", ())):
+        if n not in names:
+            if env.reg_width(n) != 32:
+                return False
+            names[n] = t._slot(n, 32) & T.INDEX_MASK
+    kind = info["kind"]
+    if kind == "mma":
+        op = info["op"]
+        v = op.variant
+        if info["sparse"] or v.atype == "b1" or "_" in info["d_names"] or "_" in info["a_names"] or \
+                len(info["d_names"]) > RA - RD:
+            return False
+        slots = {}
+        for n in list(info["d_names"]) + list(info["a_names"]):
+            if n not in names:
+                return False
+            slots[n] = names[n]
+        for d in (info["a_desc"], info["b_desc"]):
+            if d is not None:
+                if env.reg_width(d) != 64:
+                    return False
+                slots[d] = t._slot(d, 64)
+        if info["sd_name"] is not None:
+            if env.reg_width(info["sd_name"]) != 1:
+                return False
+            slots[info["sd_name"]] = t._slot(info["sd_name"], 1)
+        info = dict(info, slots=slots)
+    wp["pcs"][pc] = info
+    row[T.OP] = T.WGMMA
+    row[T.X] = KINDS[kind]
+    return True
+
+
+class WgProgram:
+    """A translation's wgmma instructions as the CTA loop reads them: ``ins`` (per pc), ``regs`` (per
+    mma.async: register slots, and their indices among the kernel's wgmma registers ``names``), ``maps``
+    (fragment maps), the decode tables (kept here, read through their pointers)."""
+
+    def __init__(self, t):
+        from ...numerics import wgmma as num
+        from ...numerics.params import FORMATS, RZ
+        wp = t._wgp
+        self.infos = wp["pcs"]
+        self.names = list(wp["names"])
+        self.wgr = np.array([wp["names"][n] for n in self.names] or [0], np.int64)
+        k_of = {n: i for i, n in enumerate(self.names)}
+        npc = len(t.code)
+        self.ins = np.zeros((npc, NIF), np.int64)
+        mmas = [pc for pc, i in sorted(self.infos.items()) if i["kind"] == "mma"]
+        self.regs = np.zeros((max(len(mmas), 1), NREGCOL), np.int64)
+        maps, keep = [], []
+        off = 0
+        shapes = {}
+        for pc, info in sorted(self.infos.items()):
+            r = self.ins[pc]
+            r[I_KIND] = KINDS[info["kind"]]
+            if info["kind"] == "wait_group":
+                r[I_KEEP] = info["keep"]
+            if info["kind"] != "mma":
+                continue
+            op = info["op"]
+            v = op.variant
+            j = mmas.index(pc)
+            r[I_REGROW] = j
+            regs = self.regs[j]
+            sl = info["slots"]
+            for i, n in enumerate(info["d_names"]):
+                regs[RD + i], regs[RDK + i] = sl[n], k_of[n]
+            for i, n in enumerate(info["a_names"]):
+                regs[RA + i], regs[RAK + i] = sl[n], k_of[n]
+            r[I_N], r[I_K], r[I_WA], r[I_WB], r[I_WD] = v.n, op.k, op.wa, op.wb, op.wd
+            r[I_ND], r[I_NA] = len(info["d_names"]), len(info["a_names"])
+            r[I_EPRD], r[I_EPRA] = op.d_idx.shape[-1], op.a_idx.shape[-1]
+            r[I_DMAP] = off
+            maps.append(op.d_idx.reshape(-1).astype(np.int64))
+            off += op.d_idx.size
+            r[I_AMAP] = off
+            if not info["ss"]:
+                maps.append(op.a_idx.reshape(-1).astype(np.int64))
+                off += op.a_idx.size
+            if v.dtype == "s32":
+                r[I_INT] = 1
+                r[I_ASG], r[I_BSG] = int(v.atype == "s8"), int(v.btype == "s8")
+                r[I_SAT] = int(bool(v.satfinite))
+                luta = lutb = np.zeros((1, 4), np.int64)
+            else:
+                p = num.wgmma_params(v.atype, v.dtype)
+                r[I_FA], r[I_FB] = FORMATS[v.atype].code, FORMATS[v.btype].code
+                r[I_FC] = r[I_FD] = FORMATS[v.dtype].code
+                r[I_L], r[I_F], r[I_EZ], r[I_MODE] = p.L, p.F, p.e_zero, p.rounding
+                r[I_CUT] = int(v.dtype == "f32" and v.atype in num.FP8)
+                r[I_NEGA] = num.SIGN[v.atype] if info["scale_a"] == -1 else 0
+                r[I_NEGB] = num.SIGN[v.btype] if info["scale_b"] == -1 else 0
+                luta = np.ascontiguousarray(gemm_fast.lut(num.NATIVE.get(v.atype, v.atype)), np.int64)
+                lutb = np.ascontiguousarray(gemm_fast.lut(num.NATIVE.get(v.btype, v.btype)), np.int64)
+                # tc_gemm's choice: f32 accumulators rounded toward zero take the binary64 kernels
+                r[I_F32] = int(r[I_FC] == 3 and r[I_FD] == 3 and p.rounding == RZ and p.L in (4, 8, 16, 32))
+                va, ea = gemm_fast._f32_table(num.NATIVE.get(v.atype, v.atype))
+                vb, eb_ = gemm_fast._f32_table(num.NATIVE.get(v.btype, v.btype))
+                va, ea, vb, eb_ = (np.ascontiguousarray(x) for x in (va, ea, vb, eb_))
+                if va.dtype != np.float64 or ea.dtype != np.int16 or vb.dtype != np.float64 or eb_.dtype != np.int16:
+                    raise AssertionError("gemm_fast._f32_table: values float64, exponents int16")
+                keep += [va, ea, vb, eb_]
+                r[I_VALA], r[I_EXPA], r[I_NVA] = va.ctypes.data, ea.ctypes.data, va.size
+                r[I_VALB], r[I_EXPB], r[I_NVB] = vb.ctypes.data, eb_.ctypes.data, vb.size
+            keep += [luta, lutb]
+            r[I_LUTA], r[I_LUTAN] = luta.ctypes.data, luta.shape[0]
+            r[I_LUTB], r[I_LUTBN] = lutb.ctypes.data, lutb.shape[0]
+            r[I_TA], r[I_TB], r[I_SS] = info["trans_a"], info["trans_b"], int(info["ss"])
+            if info["sd_name"] is None:
+                r[I_SDC] = int(bool(info["sd_const"]))
+            else:
+                r[I_SDC], r[I_SDSLOT] = -1, sl[info["sd_name"]]
+            r[I_SDNEG] = int(bool(info["sd_neg"]))
+            r[I_ADESC] = sl[info["a_desc"]] if info["ss"] else -1
+            r[I_BDESC] = sl[info["b_desc"]]
+            r[I_SHAPE] = shapes.setdefault(info["shape"], len(shapes))
+        self.maps = np.concatenate(maps) if maps else np.zeros(1, np.int64)
+        self._keep = keep
+
+
+class _View:
+    """``cta.wgmma`` while the CTA loop owns the state: the reference's shared-store check
+    (``ops.wgmma.state.check_smem_write``) reads the same read counts; no warp has reference records."""
+
+    def __init__(self, table):
+        self.table = table
+        self.smem_reads = table.reads
+        self.warps, self.logs, self.slots = {}, {}, {}
+
+    @property
+    def n_reading(self):
+        return int(self.table.ctl[K_NREAD])
+
+
+def _u64(x):
+    return int(x) & 0xFFFFFFFFFFFFFFFF
+
+
+class WgTable:
+    """The wgmma state of one CTA run by the CTA loop (see the module's docstring)."""
+    NREAD = K_NREAD
+
+    def __init__(self, wp, cta, arenas, pool=None):
+        """``pool``: a dict the launch keeps, whose read-count and stamp arrays the CTAs of the launch reuse (the
+        CTAs run one after another; a CTA that ends with reads held leaves its arrays to itself)."""
+        nw = len(cta.warps)
+        self.wp, self.nw = wp, nw
+        self.rec = np.zeros((nw, RECORDS, NRF), np.int64)
+        self.cnt = np.zeros((nw, NCF), np.int64)
+        self.cnt[:, N_LASTPC] = -1
+        nwr = max(len(wp.names), 1)
+        self.exp = np.zeros((nw, nwr, 32), np.uint32)
+        self.known = np.zeros((nw, nwr), np.uint8)
+        ng = nw // 4 + 1
+        self.log = np.zeros((ng, LOG_RING, 3), np.int64)
+        self.loglen = np.zeros(ng, np.int64)
+        self.wgok = np.array([int(all(4 * g + j < nw and cta.warps[4 * g + j].present.all() for j in range(4)))
+                              for g in range(ng)], np.int64)
+        size = cta.smem.size
+        got = pool.pop(size, None) if pool is not None else None
+        if got is None:
+            got = (np.zeros(max(size, 1), np.int32), np.zeros(max(size, 1), np.int64), 0)
+        self.reads, self.stamp, stampv = got
+        self.pool = pool
+        self.arenas = arenas
+        c = self.ctl = np.zeros(NCTL, np.int64)
+        c[K_NW], c[K_ARENAS], c[K_ABYTES] = nw, arenas.ctypes.data, arenas.shape[1]
+        c[K_SMEM], c[K_SMSIZE] = cta.smem.ctypes.data, size
+        c[K_READS], c[K_STAMP] = self.reads.ctypes.data, self.stamp.ctypes.data
+        c[K_REC], c[K_R], c[K_CNT] = self.rec.ctypes.data, RECORDS, self.cnt.ctypes.data
+        c[K_EXP], c[K_KNOWN], c[K_NWR] = self.exp.ctypes.data, self.known.ctypes.data, len(wp.names)
+        c[K_LOG], c[K_LR], c[K_LOGLEN] = self.log.ctypes.data, LOG_RING, self.loglen.ctypes.data
+        c[K_WGOK], c[K_INS], c[K_REGS] = self.wgok.ctypes.data, wp.ins.ctypes.data, wp.regs.ctypes.data
+        c[K_WGR], c[K_MAPS], c[K_NPC] = wp.wgr.ctypes.data, wp.maps.ctypes.data, wp.ins.shape[0]
+        c[K_NMAPS], c[K_NMMA] = wp.maps.size, wp.regs.shape[0]
+        c[K_STAMPV] = stampv                # (stamps only grow: a reused stamp array needs no clearing)
+        self.exported = False
+        self.view = _View(self)
+        cta.wgmma = self.view
+
+    def used(self):
+        return bool(self.cnt[:, N_USED].any())
+
+    def holds(self, w):
+        return bool(self.cnt[w, N_REC])
+
+    def end_check(self, cta):
+        """At the CTA's end: when a warp of a warpgroup issued fewer wgmma.mma_async than the others, the
+        reference's check (``check_cta_end``, run by the scheduler) names it. Otherwise the read counts (all
+        zero once every instruction retired) go back to the launch's pool."""
+        for g in range(len(self.loglen)):
+            ll = int(self.loglen[g])
+            if ll and any(int(self.cnt[w, N_ISSUED]) != ll if w < self.nw else True
+                          for w in range(4 * g, 4 * g + 4)):
+                self.export(cta)
+                return
+        if self.pool is not None and not self.ctl[K_NREAD] and not self.exported:
+            self.pool[int(self.ctl[K_SMSIZE])] = (self.reads, self.stamp, int(self.ctl[K_STAMPV]))
+            self.view.smem_reads = np.zeros(1, np.int32)
+
+    def export(self, cta):
+        """Hand the state to the reference: ``cta.wgmma`` becomes the ``ops.wgmma.state`` records these arrays
+        describe (built by the executors' own record factory), stalled waits become the scheduler's stalls."""
+        if self.exported:
+            return
+        self.exported = True
+        from ...ops.wgmma import state as S
+        wp, code = self.wp, cta.prog.code
+        cst = S.CtaWgmma.__new__(S.CtaWgmma)
+        cst.smem_reads = self.reads
+        cst.n_reading = int(self.ctl[K_NREAD])
+        cst.logs, cst.warps, cst.slots = {}, {}, {}
+        full = np.ones(32, np.bool_)
+
+        def descs(pc, ad, bd):
+            return (_u64(ad) if wp.infos[pc]["ss"] else None, _u64(bd))
+        for g in range(len(self.loglen)):
+            ll = int(self.loglen[g])
+            if not ll:
+                continue
+            lo = min(int(self.cnt[w, N_ISSUED]) for w in range(4 * g, min(4 * g + 4, self.nw)))
+            log = [(None, "", (None, None))] * ll
+            for num in range(max(lo, ll - LOG_RING), ll):
+                pc, ad, bd = (int(x) for x in self.log[g, num % LOG_RING])
+                log[num] = (pc, wp.infos[pc]["text"], descs(pc, ad, bd))
+            cst.logs[g] = log
+        reads = {}
+        recs = {}
+        for w in range(self.nw):
+            cnt = self.cnt[w]
+            if not cnt[N_USED]:
+                continue
+            warp = cta.warps[w]
+            ws = cst.warps[w] = S.WarpWgmma()
+            ws.issued = int(cnt[N_ISSUED])
+            if cnt[N_FENCED]:
+                ws.expected = S.Expected()
+                for k, n in enumerate(wp.names):
+                    if self.known[w, k]:
+                        ws.expected[n] = self.exp[w, k].copy()
+            if cnt[N_LASTPC] >= 0:
+                ws.last_shape = wp.infos[int(cnt[N_LASTPC])]["shape"]
+            ws.groups = [[] for _ in range(int(cnt[N_COMMIT] - cnt[N_FIRST]))]
+            for r in range(int(cnt[N_REC])):
+                pc, ad, bd, scd, num, grp, done, held = (int(x) for x in self.rec[w, r])
+                info = wp.infos[pc]
+                a_d, b_d = descs(pc, ad, bd)
+                rec = info["record"](warp, ws, bool(scd), a_d, b_d, None, full)
+                rec.update(line=code[pc].instr.line, done=bool(done), warp=w, number=num)
+                g = w // 4
+                if done:
+                    rec.pop("run")
+                    rec.pop("batch")
+                    if (g, num) not in reads:
+                        reads[(g, num)] = {"idx": info["read_bytes"](warp.smem, a_d, b_d), "held": bool(held)}
+                    rec["smem"] = reads[(g, num)]
+                else:
+                    cst.slots.setdefault((g, num), []).append(rec)
+                for n in rec["regs"]:
+                    ws.reg_count[n] = ws.reg_count.get(n, 0) + 1
+                (ws.pending if grp < 0 else ws.groups[grp - int(cnt[N_FIRST])]).append(rec)
+                recs[(w, r)] = rec
+            if ws.reg_count:
+                S._install_guard(warp, ws)
+        stalls = []
+        for w in range(self.nw):
+            cnt = self.cnt[w]
+            if cnt[N_STALL]:
+                warp = cta.warps[w]
+                lanes = ((int(cnt[N_STALL]) >> np.arange(32)) & 1).astype(np.bool_)
+                todo = [recs[(w, r)] for r in range(int(cnt[N_REC]))
+                        if 0 <= self.rec[w, r, R_GRP] < cnt[N_STALLLIM] and not self.rec[w, r, R_DONE]]
+                pc = int(warp.pc[np.flatnonzero(lanes)[0]])
+                reason = S.WgmmaWait(wp.infos[pc]["text"], todo, w, cst)
+                stalls.append((int(cnt[N_STALLSEQ]), [warp, lanes, reason]))
+                warp._last_yield = reason
+                cnt[N_STALL] = 0
+        cta.stalls.extend(s for _, s in sorted(stalls, key=lambda x: x[0]))
+        cta.wgmma = cst
