@@ -324,7 +324,7 @@ class Module:
             if engine == "fast" or warmup.ready():
                 if engine == "fast":
                     warmup.wait()
-                fast = self._fast_launch(prog, gmem)
+                fast = self._fast_launch(prog, gmem, wait=engine == "fast")
                 engine = "fast"
             else:
                 pending = True
@@ -435,14 +435,17 @@ class Module:
         return occupancy(block[0] * block[1] * block[2], smem, regs_per_thread, _maxnreg(prog.entry))
 
 
-    def _fast_launch(self, prog, gmem):
+    def _fast_launch(self, prog, gmem, wait=False):
         """The fast engine's launch state; a sanitised launch's hands the sanitizer what it must see
-        (machine.sanitize_fast)."""
+        (machine.sanitize_fast). ``wait`` (engine="fast"): the instruction families the kernel uses are compiled
+        or loaded now, else those another process is compiling run on the reference executors meanwhile."""
         from .fastcore import FastLaunch
         if self._san is not None:
             from .sanitize_fast import SanFastLaunch
-            return SanFastLaunch(prog, gmem, self._san)
-        return FastLaunch(prog, gmem)
+            fl = SanFastLaunch(prog, gmem, self._san)
+            fl.tr.bind_families(wait)
+            return fl
+        return FastLaunch(prog, gmem, wait)
 
     def _launch_sanitized(self, tools, kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
                           max_instructions, schedule, timeline, cluster, keep="all", engine="auto"):
@@ -514,7 +517,7 @@ class Module:
         fast = None
         if spec.engine in ("fast", "auto") and (spec.options is None or spec.options.uninitialized == "zero"):
             from .fastcore import FastLaunch
-            fast = FastLaunch(prog, gmem)
+            fast = FastLaunch(prog, gmem, spec.engine == "fast")
         for cid in chunk:
             cta = CTA(self, prog, cid, spec.grid, spec.block, smem_size, gmem, param_init, spec.var_addrs,
                       spec.local_bases, spec.options, None, out, result, budget, fast, None, False)

@@ -165,16 +165,17 @@ class Translation:
 
     def _mufu_tables(self):
         """Raw pointers (and lengths) of the measured MUFU tables the MUFU rows read (numerics.mufu.tables,
-        unpacked here; the translation keeps them alive); 0 for the others, which no row reads. The last
-        slot: the address of the compiled float rows (fastcore/fcall.py), when a row needs it; the two before it
-        those of xcall.py's functions."""
+        unpacked here; the translation keeps them alive); 0 for the others, which no row reads. After them, the
+        addresses of xcall.py's two functions (loop.XSLOT, ASLOT) and those of the instruction families the rows
+        use (families.SLOT, filled by ``bind_families``)."""
         from ...numerics import mufu
-        self.mufu_ptr = np.zeros(len(fmath.TABLES) + 3, np.int64)
-        self.mufu_size = np.zeros(len(fmath.TABLES) + 3, np.int64)
+        from . import families
+        self.mufu_ptr = np.zeros(families.NSLOTS, np.int64)
+        self.mufu_size = np.zeros(families.NSLOTS, np.int64)
         self._mufu_keep = []
-        if np.isin(self.code[:, T.OP], T.FLOAT_ROWS).any():
-            from .fcall import ADDRESS
-            self.mufu_ptr[-1] = ADDRESS
+        ops = set(np.unique(self.code[:, T.OP]).tolist())
+        self.families = sorted({families.OF_OPCODE[op] for op in ops if op in families.OF_OPCODE},
+                               key=families.NAMES.index)
         if self._xcall:            # the slots after the tables: xcall.x_c, xcall.atom_c (loop.XSLOT, ASLOT)
             from . import xcall
             self.mufu_ptr[len(fmath.TABLES)] = xcall.ADDRESS
@@ -186,6 +187,19 @@ class Translation:
             self._mufu_keep.append(tab)
             self.mufu_ptr[k] = tab.ctypes.data
             self.mufu_size[k] = tab.size
+
+    def bind_families(self, wait=True):
+        """Fill the address slots of the instruction families the rows use (families.py): compiled or loaded
+        now (``wait``), or, while another process compiles them, left 0 until a later launch (the loop hands
+        those rows back to the reference executors meanwhile). Returns whether every slot is filled."""
+        from . import families
+        done = True
+        for name in self.families:
+            k = families.SLOT[name]
+            if self.mufu_ptr[k] == 0:
+                self.mufu_ptr[k] = families.address(name) if wait else families.available(name)
+                done = done and self.mufu_ptr[k] != 0
+        return done
 
     # -- registers ---------------------------------------------------------------------------------
     def _slot(self, name, width, special=False):

@@ -112,6 +112,16 @@ def compiling() -> bool:
 jitcache.PROBE[0] = compiling
 
 
+def background() -> bool:
+    """Start the child compile (the instruction families a launch needs are missing from the cache and nobody
+    compiles them) unless this process already started one or the user asked for none; whether it started."""
+    mode = _mode()
+    if _STATE["proc"] is not None or mode in ("0", "off", "no", "false"):
+        return False
+    _start_child(detached=mode == "detach")
+    return True
+
+
 def _start_child(detached=False):
     import subprocess
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -152,7 +162,8 @@ def warmup(background=False, extras=True):
             _start_child(detached=True)
         return time.process_time() - t
     wait()
-    from . import fcall, xcall  # noqa: F401 (compiles or loads the float and integer rows' functions)
+    from . import families, xcall  # noqa: F401 (compiles or loads the integer rows' and atomics' functions)
+    families.compile_all()
     if extras and not _done(_extras()):
         with lock():
             if not _done(_extras()):
@@ -246,8 +257,10 @@ BODY = """
 import emulator.machine.module
 from emulator.machine.fastcore import warmup
 if warmup.lock().acquire(blocking=False):
-    import emulator.machine.fastcore.fcall, emulator.machine.fastcore.xcall
     warmup._compile_loops()
+    from emulator.machine.fastcore import families
+    families.compile_all()
+    import emulator.machine.fastcore.xcall
     warmup._compile_extras()
     from emulator.numerics.wgmma import wgmma_tile
     import numpy as np

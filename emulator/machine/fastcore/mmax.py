@@ -1,0 +1,78 @@
+"""The mma.sync family of the fast engine (table: MMA): the tensor-core families through the same arithmetic as
+``ops.mma`` (``numerics.gemm_fast``); compiled apart from the loops as one C-callable function (``entry``,
+``ccall.SIG``; ``families.py``), which finds the translation's mma tables through the ctx (``ccall.K_M*``)."""
+import numpy as np
+from numba import carray, njit
+
+from . import table as T
+from . import ccall as C
+from ...numerics.gemm_fast import tc_one_noalloc
+
+IDX = T.INDEX_MASK
+LANES = 32
+
+
+@njit(cache=True, inline="always")
+def _lut(kind, i, l1, l256, l64k):
+    if kind == 0:
+        return l1[i]
+    if kind == 1:
+        return l256[i]
+    return l64k[i]
+
+
+@njit(cache=True, _nrt=False)
+def _mma(row, mregs, mmaps, mprm, l1, l256, l64k, mlutidx, a32, mbuf, mu64, mi64, mflags):
+    """mma.sync of a tensor-core family through the same arithmetic as ``ops.mma`` (numerics.gemm_fast);
+    False (nothing written) when a special value needs the reference."""
+    k = row[T.X]
+    nd, na, nb, nc = row[T.V0], row[T.V0 + 1], row[T.V0 + 2], row[T.V0 + 3]
+    regs = mregs[k]
+    a = mbuf[0:na].reshape((1, na, LANES))
+    b = mbuf[4:4 + nb].reshape((1, nb, LANES))
+    c = mbuf[8:8 + nc].reshape((1, nc, LANES))
+    d = mbuf[12:12 + nd].reshape((1, nd, LANES))
+    for i in range(na):
+        e = regs[4 + i] & IDX
+        for lane in range(LANES):
+            a[0, i, lane] = a32[e + lane]
+    for i in range(nb):
+        e = regs[8 + i] & IDX
+        for lane in range(LANES):
+            b[0, i, lane] = a32[e + lane]
+    for i in range(nc):
+        e = regs[12 + i] & IDX
+        for lane in range(LANES):
+            c[0, i, lane] = a32[e + lane]
+    li = mlutidx[k]
+    if not tc_one_noalloc(a, b, c, d, mmaps[k], mprm[k], _lut(li[0], li[1], l1, l256, l64k),
+                          _lut(li[2], li[3], l1, l256, l64k), mu64, mi64, mflags):
+        return False
+    for i in range(nd):
+        if regs[i] >= 0:
+            e = regs[i] & IDX
+            for lane in range(LANES):
+                a32[e + lane] = d[0, i, lane]
+    return True
+
+
+def entry(em, prow, pimm, parena, n, pscratch):
+    """The family's C-callable body (ccall.SIG): 1 when a special value needs the reference (nothing written)."""
+    a8 = carray(parena, n)
+    s = carray(pscratch, (C.NSCRATCH, LANES))
+    ctx = s[C.CTX_ROW:].reshape(C.NCTX).view(np.int64)
+    nk = ctx[C.K_MREGS_N]
+    mregs = carray(C.p_i64(ctx[C.K_MREGS]), (nk, 16))
+    mmaps = carray(C.p_i64(ctx[C.K_MMAPS]), (nk, ctx[C.K_MMAPS_W]))
+    mprm = carray(C.p_i64(ctx[C.K_MPRM]), (nk, ctx[C.K_MPRM_W]))
+    l1 = carray(C.p_i64(ctx[C.K_L1]), (ctx[C.K_L1_N], 1, 4))
+    l256 = carray(C.p_i64(ctx[C.K_L256]), (ctx[C.K_L256_N], 256, 4))
+    l64k = carray(C.p_i64(ctx[C.K_L64K]), (ctx[C.K_L64K_N], 65536, 4))
+    mlutidx = carray(C.p_i64(ctx[C.K_MLUTIDX]), (nk, 4))
+    mbuf = carray(C.p_u32(ctx[C.K_MBUF]), (16, LANES))
+    mu64 = carray(C.p_u64(ctx[C.K_MU64]), ctx[C.K_MU64_N])
+    mi64 = carray(C.p_i64(ctx[C.K_MI64]), ctx[C.K_MI64_N])
+    mflags = carray(C.p_u8(ctx[C.K_MFLAGS]), ctx[C.K_MFLAGS_N]).view(np.bool_)
+    ok = _mma(carray(prow, T.NFIELDS), mregs, mmaps, mprm, l1, l256, l64k, mlutidx, a8.view(np.uint32), mbuf, mu64,
+              mi64, mflags)
+    return 0 if ok else 1
