@@ -5,9 +5,10 @@ PRMT, TF32_RNA, FADD32 .. FFMA32, MOV_UNPACK), each as its reference executor in
 Compiled apart from the loops as one C-callable function (``entry``, ``ccall.SIG``; ``families.py``).
 """
 import numpy as np
-from numba import carray, njit
+from numba import njit
 
 from . import table as T
+from . import ccall as C
 from .ccall import NSCRATCH
 from .raw import _mask, _sext
 from .regs import I0, I1, I32, _gather, _scatter
@@ -343,10 +344,10 @@ def _movunpack(row, imrow, em, a8, a16, a32, a64, xa, xr):
 
 def entry(em, prow, pimm, parena, n, pscratch):
     """The family's C-callable body (ccall.SIG)."""
-    a8 = carray(parena, n)
-    row = carray(prow, T.NFIELDS)
-    imrow = carray(pimm, T.NIMM)
-    scratch = carray(pscratch, (NSCRATCH, LANES))
+    a8 = C.u8_1d(parena, n)
+    row = C.i64_1d(prow, T.NFIELDS)
+    imrow = C.u64_1d(pimm, T.NIMM)
+    scratch = C.u64_2d(pscratch, NSCRATCH, LANES)
     a16, a32, a64 = a8.view(np.uint16), a8.view(np.uint32), a8.view(np.uint64)
     opc = row[T.OP]
     if opc == T.MOV_UNPACK:

@@ -14,7 +14,6 @@ The loop calls a family through its address (``call_family``, slot ``families.SL
 pointer array); numba then never links the family's code into the loops, so each family is compiled once, by
 itself, and only when a kernel has rows of it.
 """
-import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
@@ -30,10 +29,7 @@ NCTX = (NSCRATCH - CTX_ROW) * 32
  K_LOG_PC, K_LOG_N, K_LOG_ADDR, K_LOG_W, K_LOG_MASK, K_LOG_SRC, K_LOG_SRC_W,
  K_CPD, K_CPX, K_CPG, K_CPM, K_CPC, K_CP_R, K_P, K_NLOG, K_OPC) = range(44)
 
-_P64 = types.CPointer(types.uint64)
-_PI64 = types.CPointer(types.int64)
-_P8 = types.CPointer(types.uint8)
-SIG = types.int64(types.int64, _PI64, _P64, _P8, types.int64, _P64)
+SIG = types.int64(*([types.int64] * 6))      # (em, row, imm_row, arena, arena_bytes, scratch): addresses as int64
 
 
 @intrinsic
@@ -44,12 +40,56 @@ def call_family(typingctx, fn, em, prow, pimm, parena, n, pscratch):
 
     def codegen(context, builder, signature, args):
         i64 = ir.IntType(64)
-        p64, p8 = i64.as_pointer(), ir.IntType(8).as_pointer()
-        fnty = ir.FunctionType(i64, [i64, p64, p64, p8, i64, p64])
-        f = builder.inttoptr(args[0], fnty.as_pointer())
-        return builder.call(f, [args[1], builder.inttoptr(args[2], p64), builder.inttoptr(args[3], p64),
-                                builder.inttoptr(args[4], p8), args[5], builder.inttoptr(args[6], p64)])
+        f = builder.inttoptr(args[0], ir.FunctionType(i64, [i64] * 6).as_pointer())
+        return builder.call(f, list(args[1:]))
     return sig, codegen
+
+
+def _array_at(dtype, ndim):
+    """An intrinsic ``(addr, n0, .., n(ndim-1)) -> the C-contiguous array of that shape at addr`` without a
+    memory owner: the family functions run without numba's reference-counting runtime (``_nrt=False``, as the
+    loops do: no atomic reference counts on every array they touch), where ``numba.carray`` is not allowed."""
+    from numba.np.arrayobj import populate_array
+    arrty = types.Array(dtype, ndim, "C")
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(arrty)(context, builder)
+        ptr = builder.inttoptr(args[0], context.get_data_type(dtype).as_pointer())
+        item = context.get_abi_sizeof(context.get_data_type(dtype))
+        shape = list(args[1:])
+        strides = []
+        stride = context.get_constant(types.intp, item)
+        for n in reversed(shape):
+            strides.insert(0, stride)
+            stride = builder.mul(stride, n)
+        populate_array(ary, data=ptr, shape=shape, strides=strides,
+                       itemsize=context.get_constant(types.intp, item), meminfo=None)
+        return ary._getvalue()
+
+    if ndim == 1:
+        @intrinsic
+        def at(typingctx, addr, n0):
+            return arrty(types.int64, types.intp), codegen
+    elif ndim == 2:
+        @intrinsic
+        def at(typingctx, addr, n0, n1):
+            return arrty(types.int64, types.intp, types.intp), codegen
+    else:
+        @intrinsic
+        def at(typingctx, addr, n0, n1, n2):
+            return arrty(types.int64, types.intp, types.intp, types.intp), codegen
+    return at
+
+
+u8_1d = _array_at(types.uint8, 1)
+i32_1d = _array_at(types.int32, 1)
+i64_1d = _array_at(types.int64, 1)
+u64_1d = _array_at(types.uint64, 1)
+i64_2d = _array_at(types.int64, 2)
+u32_2d = _array_at(types.uint32, 2)
+u64_2d = _array_at(types.uint64, 2)
+i64_3d = _array_at(types.int64, 3)
+u64_3d = _array_at(types.uint64, 3)
 
 
 @intrinsic
@@ -64,22 +104,3 @@ def data_ptr(typingctx, arr):
     return sig, codegen
 
 
-def _pointer_of(nbits, numba_type):
-    @intrinsic
-    def as_pointer(typingctx, addr):
-        """The raw address ``addr`` (int64) as a typed pointer (for ``numba.carray``)."""
-        sig = types.CPointer(numba_type)(types.int64)
-
-        def codegen(context, builder, signature, args):
-            return builder.inttoptr(args[0], ir.IntType(nbits).as_pointer())
-        return sig, codegen
-    return as_pointer
-
-
-p_i64 = _pointer_of(64, types.int64)
-p_u64 = _pointer_of(64, types.uint64)
-p_u32 = _pointer_of(32, types.uint32)
-p_i32 = _pointer_of(32, types.int32)
-p_u8 = _pointer_of(8, types.uint8)
-
-U0 = np.uint64(0)

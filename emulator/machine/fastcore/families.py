@@ -8,9 +8,9 @@ pointer array (``Translation.mufu_ptr``). The translation fills the slots of the
 (``Translation.bind_families``); a slot left 0 makes the loop hand that row back to the reference executors,
 which define the result anyway.
 
-A family is compiled (or loaded from numba's cache) the first time a kernel needs it, under the compile lock
-(``warmup.lock()``), as numba compiles each function once per machine: ``address(name)``. ``engine="auto"`` asks
-``available(name)`` instead, which never compiles while another process (the background compile) holds the lock.
+A family is compiled (or loaded from numba's cache) the first time a kernel needs it, under the compile lock,
+as numba compiles each function once per machine (``warmup.family``: with ``engine="auto"`` it never compiles
+while another process, the background compile, holds the lock).
 """
 from __future__ import annotations
 
@@ -32,7 +32,9 @@ FAMILIES = {
     "cpasync": ("cpasync", (T.CPASYNC, T.CP_COMMIT, T.CP_WAIT)),
 }
 NAMES = tuple(FAMILIES)
-BASE = 0                # set below: the first family slot of the pointer array (after the MUFU tables, xcall's two)
+# the order the background compile and ``emulator.warmup()`` compile them in: the cheapest first (CPU seconds of
+# compile on a 2-core machine: alu 6, ldmatrix 1, shfl 1.3, cp.async 2.6, float 6.6, mma 13)
+ORDER = ("alu", "ldmatrix", "shfl", "cpasync", "float", "mma")
 
 
 def _base():
@@ -40,7 +42,7 @@ def _base():
     return len(TABLES) + 2
 
 
-BASE = _base()
+BASE = _base()          # the first family slot of the pointer array (after the MUFU tables and xcall's two)
 SLOT = {name: BASE + i for i, name in enumerate(NAMES)}
 NSLOTS = BASE + len(NAMES)              # the pointer array's length
 OF_OPCODE = {op: name for name, (_, ops) in FAMILIES.items() for op in ops}
@@ -72,36 +74,17 @@ def _compile(name):
     from .ccall import SIG
     c = _CFUNCS.get(name)
     if c is None:
-        c = _CFUNCS[name] = cfunc(SIG, cache=True, nopython=True)(_entry(name))
+        c = _CFUNCS[name] = cfunc(SIG, cache=True, nopython=True, _nrt=False)(_entry(name))
     return c
 
 
-def address(name) -> int:
-    """The family's function address: loaded from numba's cache, or compiled here (under the compile lock, so
-    that one process of the machine compiles it and the others load it)."""
+def address(name, lock) -> int:
+    """The family's function address: loaded from numba's cache, or compiled here under ``lock`` (the compile
+    lock, ``warmup.lock()``: one process of the machine compiles it, the others load it)."""
     c = _CFUNCS.get(name)
     if c is not None:
         return c.address
-    from . import warmup
     if cached(name):
         return _compile(name).address
-    with warmup.lock():
+    with lock:
         return _compile(name).address
-
-
-def available(name) -> int:
-    """``engine="auto"``: the family's address when it can be had without a compile here, else 0 (its rows go
-    back to the reference executors until a later launch finds it): while a process compiles, or after
-    starting the child compile (``warmup.background``). Compiles here only when no child may run."""
-    if name in _CFUNCS or cached(name):
-        return address(name)
-    from . import warmup
-    if warmup.compiling() or warmup.background():
-        return 0
-    return address(name)
-
-
-def compile_all():
-    """Every family (``emulator.warmup()`` and the background compile)."""
-    for name in NAMES:
-        address(name)

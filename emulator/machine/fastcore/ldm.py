@@ -2,7 +2,7 @@
 the loops as one C-callable function (``entry``, ``ccall.SIG``; ``families.py``). The loop logs the access from
 the addresses the function leaves in scratch row 2."""
 import numpy as np
-from numba import carray, njit
+from numba import njit
 
 from . import table as T
 from . import ccall as C
@@ -59,12 +59,12 @@ def _ldmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr, out):
 
 def entry(em, prow, pimm, parena, n, pscratch):
     """The family's C-callable body (ccall.SIG): 1 when a used lane's row address breaks a rule."""
-    a8 = carray(parena, n)
-    s = carray(pscratch, (C.NSCRATCH, LANES))
-    ctx = s[C.CTX_ROW:].reshape(C.NCTX).view(np.int64)
-    state = carray(C.p_i64(ctx[C.K_STATE]), T.NSTATE)
-    inflight = carray(C.p_i32(ctx[C.K_INFLIGHT]), ctx[C.K_INFLIGHT_N])
-    mtmp = s[8:10].reshape(64).view(np.uint32).reshape((4, LANES))
-    ok = _ldmatrix(carray(prow, T.NFIELDS), carray(pimm, T.NIMM), a8, a8.view(np.uint16), a8.view(np.uint32),
+    a8 = C.u8_1d(parena, n)
+    s = C.u64_2d(pscratch, C.NSCRATCH, LANES)
+    ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
+    state = C.i64_1d(ctx[C.K_STATE], T.NSTATE)
+    inflight = C.i32_1d(ctx[C.K_INFLIGHT], ctx[C.K_INFLIGHT_N])
+    mtmp = C.u32_2d(pscratch + 8 * 8 * LANES, 4, LANES)           # scratch rows 8 and 9
+    ok = _ldmatrix(C.i64_1d(prow, T.NFIELDS), C.u64_1d(pimm, T.NIMM), a8, a8.view(np.uint16), a8.view(np.uint32),
                    a8.view(np.uint64), inflight, state, s[2].view(np.int64), s[6], mtmp)
     return 0 if ok else 1

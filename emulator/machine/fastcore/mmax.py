@@ -2,7 +2,7 @@
 ``ops.mma`` (``numerics.gemm_fast``); compiled apart from the loops as one C-callable function (``entry``,
 ``ccall.SIG``; ``families.py``), which finds the translation's mma tables through the ctx (``ccall.K_M*``)."""
 import numpy as np
-from numba import carray, njit
+from numba import njit
 
 from . import table as T
 from . import ccall as C
@@ -58,21 +58,20 @@ def _mma(row, mregs, mmaps, mprm, l1, l256, l64k, mlutidx, a32, mbuf, mu64, mi64
 
 def entry(em, prow, pimm, parena, n, pscratch):
     """The family's C-callable body (ccall.SIG): 1 when a special value needs the reference (nothing written)."""
-    a8 = carray(parena, n)
-    s = carray(pscratch, (C.NSCRATCH, LANES))
-    ctx = s[C.CTX_ROW:].reshape(C.NCTX).view(np.int64)
+    a8 = C.u8_1d(parena, n)
+    ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
     nk = ctx[C.K_MREGS_N]
-    mregs = carray(C.p_i64(ctx[C.K_MREGS]), (nk, 16))
-    mmaps = carray(C.p_i64(ctx[C.K_MMAPS]), (nk, ctx[C.K_MMAPS_W]))
-    mprm = carray(C.p_i64(ctx[C.K_MPRM]), (nk, ctx[C.K_MPRM_W]))
-    l1 = carray(C.p_i64(ctx[C.K_L1]), (ctx[C.K_L1_N], 1, 4))
-    l256 = carray(C.p_i64(ctx[C.K_L256]), (ctx[C.K_L256_N], 256, 4))
-    l64k = carray(C.p_i64(ctx[C.K_L64K]), (ctx[C.K_L64K_N], 65536, 4))
-    mlutidx = carray(C.p_i64(ctx[C.K_MLUTIDX]), (nk, 4))
-    mbuf = carray(C.p_u32(ctx[C.K_MBUF]), (16, LANES))
-    mu64 = carray(C.p_u64(ctx[C.K_MU64]), ctx[C.K_MU64_N])
-    mi64 = carray(C.p_i64(ctx[C.K_MI64]), ctx[C.K_MI64_N])
-    mflags = carray(C.p_u8(ctx[C.K_MFLAGS]), ctx[C.K_MFLAGS_N]).view(np.bool_)
-    ok = _mma(carray(prow, T.NFIELDS), mregs, mmaps, mprm, l1, l256, l64k, mlutidx, a8.view(np.uint32), mbuf, mu64,
+    mregs = C.i64_2d(ctx[C.K_MREGS], nk, 16)
+    mmaps = C.i64_2d(ctx[C.K_MMAPS], nk, ctx[C.K_MMAPS_W])
+    mprm = C.i64_2d(ctx[C.K_MPRM], nk, ctx[C.K_MPRM_W])
+    l1 = C.i64_3d(ctx[C.K_L1], ctx[C.K_L1_N], 1, 4)
+    l256 = C.i64_3d(ctx[C.K_L256], ctx[C.K_L256_N], 256, 4)
+    l64k = C.i64_3d(ctx[C.K_L64K], ctx[C.K_L64K_N], 65536, 4)
+    mlutidx = C.i64_2d(ctx[C.K_MLUTIDX], nk, 4)
+    mbuf = C.u32_2d(ctx[C.K_MBUF], 16, LANES)
+    mu64 = C.u64_1d(ctx[C.K_MU64], ctx[C.K_MU64_N])
+    mi64 = C.i64_1d(ctx[C.K_MI64], ctx[C.K_MI64_N])
+    mflags = C.u8_1d(ctx[C.K_MFLAGS], ctx[C.K_MFLAGS_N]).view(np.bool_)
+    ok = _mma(C.i64_1d(prow, T.NFIELDS), mregs, mmaps, mprm, l1, l256, l64k, mlutidx, a8.view(np.uint32), mbuf, mu64,
               mi64, mflags)
     return 0 if ok else 1

@@ -1,9 +1,10 @@
 """The shfl.sync family of the fast engine (table: SHFL), as ``ops.warpops`` defines it; compiled apart from the
 loops as one C-callable function (``entry``, ``ccall.SIG``; ``families.py``)."""
 import numpy as np
-from numba import carray, njit
+from numba import njit
 
 from . import table as T
+from . import ccall as C
 from .ccall import NSCRATCH
 from .regs import I0, I1, I32, _gather, _scatter
 
@@ -62,8 +63,8 @@ def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
 
 def entry(em, prow, pimm, parena, n, pscratch):
     """The family's C-callable body (ccall.SIG): 1 when a lane breaks a rule (nothing written)."""
-    a8 = carray(parena, n)
-    s = carray(pscratch, (NSCRATCH, LANES))
-    ok = _shfl(carray(prow, T.NFIELDS), carray(pimm, T.NIMM), em, a8, a8.view(np.uint16), a8.view(np.uint32),
+    a8 = C.u8_1d(parena, n)
+    s = C.u64_2d(pscratch, NSCRATCH, LANES)
+    ok = _shfl(C.i64_1d(prow, T.NFIELDS), C.u64_1d(pimm, T.NIMM), em, a8, a8.view(np.uint16), a8.view(np.uint32),
                a8.view(np.uint64), s[3], s[4], s[5], s[6], s[7])
     return 0 if ok else 1

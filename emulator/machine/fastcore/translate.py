@@ -192,12 +192,12 @@ class Translation:
         """Fill the address slots of the instruction families the rows use (families.py): compiled or loaded
         now (``wait``), or, while another process compiles them, left 0 until a later launch (the loop hands
         those rows back to the reference executors meanwhile). Returns whether every slot is filled."""
-        from . import families
+        from . import families, warmup
         done = True
         for name in self.families:
             k = families.SLOT[name]
             if self.mufu_ptr[k] == 0:
-                self.mufu_ptr[k] = families.address(name) if wait else families.available(name)
+                self.mufu_ptr[k] = warmup.family(name, wait)
                 done = done and self.mufu_ptr[k] != 0
         return done
 

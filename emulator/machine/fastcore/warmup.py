@@ -112,6 +112,24 @@ def compiling() -> bool:
 jitcache.PROBE[0] = compiling
 
 
+def family(name, wait=True) -> int:
+    """The address of the instruction family ``name`` (``families.py``), compiled or loaded now (``wait``:
+    engine="fast"); else (engine="auto") 0 while it would have to be compiled here: while another process
+    compiles, or after starting the child compile (``background``). Then the loop hands its rows to the
+    reference executors until a later launch finds it. Compiles here when no child may run."""
+    from . import families
+    if wait or families.cached(name) or not (compiling() or background()):
+        return families.address(name, lock())
+    return 0
+
+
+def compile_families():
+    """Every instruction family of the fast engine (``emulator.warmup()``, the background compile)."""
+    from . import families
+    for name in families.ORDER:
+        families.address(name, lock())
+
+
 def background() -> bool:
     """Start the child compile (the instruction families a launch needs are missing from the cache and nobody
     compiles them) unless this process already started one or the user asked for none; whether it started."""
@@ -162,8 +180,8 @@ def warmup(background=False, extras=True):
             _start_child(detached=True)
         return time.process_time() - t
     wait()
-    from . import families, xcall  # noqa: F401 (compiles or loads the integer rows' and atomics' functions)
-    families.compile_all()
+    compile_families()
+    from . import xcall  # noqa: F401 (compiles or loads the integer rows' and atomics' functions)
     if extras and not _done(_extras()):
         with lock():
             if not _done(_extras()):
@@ -258,8 +276,7 @@ import emulator.machine.module
 from emulator.machine.fastcore import warmup
 if warmup.lock().acquire(blocking=False):
     warmup._compile_loops()
-    from emulator.machine.fastcore import families
-    families.compile_all()
+    warmup.compile_families()
     import emulator.machine.fastcore.xcall
     warmup._compile_extras()
     from emulator.numerics.wgmma import wgmma_tile
