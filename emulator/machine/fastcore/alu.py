@@ -148,8 +148,35 @@ def _ffma32(a, b, c, fu64, ff64):
 
 
 @njit(cache=True, _nrt=False)
-def _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64):
-    """One ALU instruction on the lanes in ``em``: gather the sources, compute every lane, write back."""
+def _movunpack(row, imrow, em, a8, a16, a32, a64, xa, xr):
+    """mov.bW unpack (``ops.memops._mov_pack``): element i is bits [i*Z, (i+1)*Z) of the W-bit value."""
+    n, ew, w = row[T.Y], row[T.Z], row[T.W]
+    mk = _mask(ew)
+    _gather(row[T.A], w, I0, xa, a8, a16, a32, a64, imrow)
+    for i in range(n):
+        sh = np.uint64(i * ew)
+        for lane in range(LANES):
+            xr[lane] = (xa[lane] >> sh) & mk
+        _scatter(row[T.V0 + i], xr, em, ew, I0, a8, a16, a32, a64)
+
+
+def entry(em, prow, pimm, parena, n, pscratch):
+    """The family's C-callable body (ccall.SIG)."""
+    a8 = C.u8_1d(parena, n)
+    row = C.i64_1d(prow, T.NFIELDS)
+    imrow = C.u64_1d(pimm, T.NIMM)
+    scratch = C.u64_2d(pscratch, NSCRATCH, LANES)
+    a16, a32, a64 = a8.view(np.uint16), a8.view(np.uint32), a8.view(np.uint64)
+    opc = row[T.OP]
+    if opc == T.MOV_UNPACK:
+        _movunpack(row, imrow, em, a8, a16, a32, a64, scratch[3], scratch[6])
+        return 0
+    # the ALU rows (one function with the entry: a call level less for numba to compile)
+    xa, xb, xc, xr, xq = scratch[3], scratch[4], scratch[5], scratch[6], scratch[7]
+    fu32 = scratch[0].view(np.uint32)
+    ff32 = fu32.view(np.float32)
+    fu64 = scratch[1]
+    ff64 = fu64.view(np.float64)
     w = row[T.W]
     sgn = row[T.SGN]
     mk = _mask(w)
@@ -169,11 +196,11 @@ def _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32,
             xq[lane] = U1 if _bool(bop, not r, c) else U0
         _scatter(row[T.D], xr, em, I1, I0, a8, a16, a32, a64)
         _scatter(row[T.Z], xq, em, I1, I0, a8, a16, a32, a64)
-        return
+        return 0
     _gather(ea, w, sgn, xa, a8, a16, a32, a64, imrow)
     if opc == T.MOV:
         _scatter(row[T.D], xa, em, w, sgn, a8, a16, a32, a64)
-        return
+        return 0
     if opc == T.CVT_II:
         tw = row[T.X]
         mt = _mask(tw)
@@ -183,7 +210,7 @@ def _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32,
                 x = _sext(x, w)
             xr[lane] = x & mt
         _scatter(row[T.D], xr, em, tw, row[T.Y], a8, a16, a32, a64)
-        return
+        return 0
     if opc == T.NOT:
         for lane in range(LANES):
             xr[lane] = (U1 - xa[lane]) if w == 1 else (~xa[lane]) & mk
@@ -327,34 +354,4 @@ def _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32,
                     fr = _ffma32(fa, fb, ff32[3], fu64, ff64)
                 xr[lane] = _f32bits(fr, fu32, ff32)
     _scatter(row[T.D], xr, em, tw, sgn, a8, a16, a32, a64)
-
-
-@njit(cache=True, _nrt=False)
-def _movunpack(row, imrow, em, a8, a16, a32, a64, xa, xr):
-    """mov.bW unpack (``ops.memops._mov_pack``): element i is bits [i*Z, (i+1)*Z) of the W-bit value."""
-    n, ew, w = row[T.Y], row[T.Z], row[T.W]
-    mk = _mask(ew)
-    _gather(row[T.A], w, I0, xa, a8, a16, a32, a64, imrow)
-    for i in range(n):
-        sh = np.uint64(i * ew)
-        for lane in range(LANES):
-            xr[lane] = (xa[lane] >> sh) & mk
-        _scatter(row[T.V0 + i], xr, em, ew, I0, a8, a16, a32, a64)
-
-
-def entry(em, prow, pimm, parena, n, pscratch):
-    """The family's C-callable body (ccall.SIG)."""
-    a8 = C.u8_1d(parena, n)
-    row = C.i64_1d(prow, T.NFIELDS)
-    imrow = C.u64_1d(pimm, T.NIMM)
-    scratch = C.u64_2d(pscratch, NSCRATCH, LANES)
-    a16, a32, a64 = a8.view(np.uint16), a8.view(np.uint32), a8.view(np.uint64)
-    opc = row[T.OP]
-    if opc == T.MOV_UNPACK:
-        _movunpack(row, imrow, em, a8, a16, a32, a64, scratch[3], scratch[6])
-        return 0
-    fu32 = scratch[0].view(np.uint32)
-    fu64 = scratch[1]
-    _alu(opc, row, imrow, em, a8, a16, a32, a64, scratch[3], scratch[4], scratch[5], scratch[6], scratch[7], fu32,
-         fu32.view(np.float32), fu64, fu64.view(np.float64))
     return 0

@@ -10,7 +10,7 @@ from numba import njit
 
 from . import table as T
 from .raw import _allocation, _mask, _peek, _peek16, _poke, _sext  # noqa: F401 (raw memory access, shared with cpasync)
-from .regs import I0, I64, _cwidth, _gather, _rd, _rdf, _scatter, _wrf  # noqa: F401 (register access, shared with the families)
+from .regs import I0, I64, _cwidth, _gather, _rd, _rdf, _scatter, _wrf  # noqa: F401 (register access, as the families)
 from .fmath import TABLES as _TABLES
 from .memx import mark_generic, smem_write_ok
 from .scalarx import call_x
@@ -245,9 +245,10 @@ def _pick(code, pc, live, come, qs, a32):
 def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmaps,
         mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, mptr, msz, log_src, cpd, cpx, cpg, cpm,
         cpc):
-    """Run the warp from its current state (state S_CTA: 1 inside run_cta, which executes the barriers). Returns (through ``state``) why it stopped. Compiled without
-    the reference-counting runtime (``_nrt=False``): no atomic increments on every array view and call;
-    ``scratch`` (uint64[13, 32], from the caller) holds every temporary. ``log_src``: the source addresses of
+    """Run the warp from its current state (state S_CTA: 1 inside run_cta, which executes the barriers). Returns
+    (through ``state``) why it stopped. Compiled without the reference-counting runtime (``_nrt=False``): no
+    atomic increments on every array view and call; ``scratch`` (uint64[ccall.NSCRATCH, 32], from the caller)
+    holds every temporary, then the ctx through which the instruction families find the launch's tables. ``log_src``: the source addresses of
     logged cp.async; ``cpd`` .. ``cpc``: the warp's cp.async records (``cpasync.CpAsyncTable.row``)."""
     a8 = arena
     a16 = arena.view(np.uint16)

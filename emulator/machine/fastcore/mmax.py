@@ -21,10 +21,27 @@ def _lut(kind, i, l1, l256, l64k):
     return l64k[i]
 
 
-@njit(cache=True, _nrt=False)
-def _mma(row, mregs, mmaps, mprm, l1, l256, l64k, mlutidx, a32, mbuf, mu64, mi64, mflags):
-    """mma.sync of a tensor-core family through the same arithmetic as ``ops.mma`` (numerics.gemm_fast);
-    False (nothing written) when a special value needs the reference."""
+def entry(em, prow, pimm, parena, n, pscratch):
+    """The family's C-callable body (ccall.SIG): 1 when an operand or the result needs the reference (an inf or
+    NaN, an accumulator overflow; nothing written)."""
+    a8 = C.u8_1d(parena, n)
+    ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
+    nk = ctx[C.K_MREGS_N]
+    mregs = C.i64_2d(ctx[C.K_MREGS], nk, 16)
+    mmaps = C.i64_2d(ctx[C.K_MMAPS], nk, ctx[C.K_MMAPS_W])
+    mprm = C.i64_2d(ctx[C.K_MPRM], nk, ctx[C.K_MPRM_W])
+    l1 = C.i64_3d(ctx[C.K_L1], ctx[C.K_L1_N], 1, 4)
+    l256 = C.i64_3d(ctx[C.K_L256], ctx[C.K_L256_N], 256, 4)
+    l64k = C.i64_3d(ctx[C.K_L64K], ctx[C.K_L64K_N], 65536, 4)
+    mlutidx = C.i64_2d(ctx[C.K_MLUTIDX], nk, 4)
+    mbuf = C.u32_2d(ctx[C.K_MBUF], 16, LANES)
+    mu64 = C.u64_1d(ctx[C.K_MU64], ctx[C.K_MU64_N])
+    mi64 = C.i64_1d(ctx[C.K_MI64], ctx[C.K_MI64_N])
+    mflags = C.u8_1d(ctx[C.K_MFLAGS], ctx[C.K_MFLAGS_N]).view(np.bool_)
+    a32 = a8.view(np.uint32)
+    row = C.i64_1d(prow, T.NFIELDS)
+    # mma.sync through the same arithmetic as ``ops.mma`` (numerics.gemm_fast), in the entry itself (a call level
+    # less for numba to compile)
     k = row[T.X]
     nd, na, nb, nc = row[T.V0], row[T.V0 + 1], row[T.V0 + 2], row[T.V0 + 3]
     regs = mregs[k]
@@ -47,31 +64,10 @@ def _mma(row, mregs, mmaps, mprm, l1, l256, l64k, mlutidx, a32, mbuf, mu64, mi64
     li = mlutidx[k]
     if not tc_one_noalloc(a, b, c, d, mmaps[k], mprm[k], _lut(li[0], li[1], l1, l256, l64k),
                           _lut(li[2], li[3], l1, l256, l64k), mu64, mi64, mflags):
-        return False
+        return 1
     for i in range(nd):
         if regs[i] >= 0:
             e = regs[i] & IDX
             for lane in range(LANES):
                 a32[e + lane] = d[0, i, lane]
-    return True
-
-
-def entry(em, prow, pimm, parena, n, pscratch):
-    """The family's C-callable body (ccall.SIG): 1 when a special value needs the reference (nothing written)."""
-    a8 = C.u8_1d(parena, n)
-    ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
-    nk = ctx[C.K_MREGS_N]
-    mregs = C.i64_2d(ctx[C.K_MREGS], nk, 16)
-    mmaps = C.i64_2d(ctx[C.K_MMAPS], nk, ctx[C.K_MMAPS_W])
-    mprm = C.i64_2d(ctx[C.K_MPRM], nk, ctx[C.K_MPRM_W])
-    l1 = C.i64_3d(ctx[C.K_L1], ctx[C.K_L1_N], 1, 4)
-    l256 = C.i64_3d(ctx[C.K_L256], ctx[C.K_L256_N], 256, 4)
-    l64k = C.i64_3d(ctx[C.K_L64K], ctx[C.K_L64K_N], 65536, 4)
-    mlutidx = C.i64_2d(ctx[C.K_MLUTIDX], nk, 4)
-    mbuf = C.u32_2d(ctx[C.K_MBUF], 16, LANES)
-    mu64 = C.u64_1d(ctx[C.K_MU64], ctx[C.K_MU64_N])
-    mi64 = C.i64_1d(ctx[C.K_MI64], ctx[C.K_MI64_N])
-    mflags = C.u8_1d(ctx[C.K_MFLAGS], ctx[C.K_MFLAGS_N]).view(np.bool_)
-    ok = _mma(C.i64_1d(prow, T.NFIELDS), mregs, mmaps, mprm, l1, l256, l64k, mlutidx, a8.view(np.uint32), mbuf, mu64,
-              mi64, mflags)
-    return 0 if ok else 1
+    return 0
