@@ -66,16 +66,20 @@ def load_ptx(text: str, arch: str | None = None, validate: bool = True) -> "Modu
     return Module(text, arch, validate)
 
 
-def _warm_launches():
-    """Two tiny launches on the fast engine (``fastcore.warmup.KERNEL``): one the CTA loop runs, one it cannot
-    (a call); numba compiles both loops for them."""
+def _warm_launches(which="both"):
+    """Tiny launches on the fast engine (``fastcore.warmup.KERNEL``): one the CTA loop runs (``which``: "cta"),
+    one it cannot (a call: "warp"), or both; numba compiles the loops they run."""
     m = load_ptx(_warmup.KERNEL)
     g = GlobalMemory()
     a = g.alloc(64 * 4)
-    m.launch("k", 1, 64, [a, 0], gmem=g, engine="fast")
-    m.launch("kc", 1, 32, [a], gmem=g, engine="fast")
-    if not (g.download(a, 128).view(np.uint32) == 2 * np.arange(32)).all():
-        raise AssertionError("the fast engine's warm-up launches computed a wrong result")
+    if which in ("cta", "both"):
+        m.launch("k", 1, 64, [a, 0], gmem=g, engine="fast")
+        if not (g.download(a, 256).view(np.uint32) == np.arange(64)).all():
+            raise AssertionError("the fast engine's warm-up launch (CTA loop) computed a wrong result")
+    if which in ("warp", "both"):
+        m.launch("kc", 1, 32, [a], gmem=g, engine="fast")
+        if not (g.download(a, 128).view(np.uint32) == 2 * np.arange(32)).all():
+            raise AssertionError("the fast engine's warm-up launch (warp loop) computed a wrong result")
 
 
 _warmup.WARM_LAUNCHES[0] = _warm_launches
@@ -322,8 +326,9 @@ class Module:
                 and schedule is None and not timeline and not instrumented:
             from .fastcore import warmup
             if engine == "fast" or warmup.ready():
-                if engine == "fast":
-                    warmup.wait()
+                if engine == "fast":           # the loop this kernel runs on: the CTA loop (with the warp loop
+                    from .fastcore import translation     # inside it) or the warp loop alone
+                    warmup.wait("cta" if translation(prog).cta_ok else "warp")
                 fast = self._fast_launch(prog, gmem, wait=engine == "fast")
                 engine = "fast"
             else:

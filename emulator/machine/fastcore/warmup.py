@@ -37,10 +37,11 @@ _STATE = {"ready": False, "proc": None, "detached": False, "checked": 0.0}
 RECHECK_S = 0.25            # how often ready() looks at the cache again while another process compiles
 
 
-def _loops():
-    """The fast engine's jitted loops: what a launch on the fast engine needs."""
+def _loops(which="both"):
+    """The fast engine's jitted loops: what a launch on the fast engine needs (``which``: "cta", the CTA loop and
+    the warp loop it calls; "warp", the warp loop alone, for kernels the CTA loop cannot run; "both")."""
     from . import loop
-    return loop.run_cta, loop.run
+    return (loop.run,) if which == "warp" else (loop.run_cta, loop.run)
 
 
 def _extras():
@@ -154,19 +155,21 @@ def _start_child(detached=False):
     _STATE["detached"] = detached
 
 
-def wait():
-    """Block until the fast engine's loops can run: wait for this process's child to have compiled them, or for
-    another process that holds the compile lock; if the cache still lacks them, compile them here under the
-    lock."""
+def wait(which="both"):
+    """Block until the fast engine's loops (``which``, as ``_loops`` takes it) can run: wait for this process's
+    child to have compiled them, or for another process that holds the compile lock; if the cache still lacks
+    them, compile them here under the lock (only those: a kernel the CTA loop cannot run does not wait for it)."""
     if _STATE.get("here"):
         return                             # the warm-up launches of _compile_loops, in this process
-    while _child_running() and not _done(_loops()):
+    need = _loops(which)
+    while _child_running() and not _done(need):
         time.sleep(0.1)                    # this process's child: until it has the loops (it goes on with the rest)
-    if not _done(_loops()):
+    if not _done(need):
         with lock():                       # another process's compile ends first
-            if not _done(_loops()):
-                _compile_loops()
-    _STATE["ready"] = True
+            if not _done(need):
+                _compile_loops(which)
+    if which != "warp" or _done(_loops()):
+        _STATE["ready"] = True
 
 
 def warmup(background=False, extras=True):
@@ -189,17 +192,17 @@ def warmup(background=False, extras=True):
     return time.process_time() - t
 
 
-# set by machine.module (which imports this module): () -> None, two tiny launches on the fast engine, one the
-# CTA loop runs and one it cannot (a call), which make numba compile both loops
+# set by machine.module (which imports this module): (which) -> None, tiny launches on the fast engine, one the
+# CTA loop runs and one it cannot (a call), which make numba compile the loops (``_loops(which)``)
 WARM_LAUNCHES = [None]
 
 
-def _compile_loops():
+def _compile_loops(which="both"):
     _STATE["here"] = True
     try:
         if WARM_LAUNCHES[0] is None:
             raise AssertionError("warmup: emulator.machine.module sets WARM_LAUNCHES when it loads")
-        WARM_LAUNCHES[0]()
+        WARM_LAUNCHES[0](which)
     finally:
         _STATE["here"] = False
 
