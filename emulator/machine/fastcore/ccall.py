@@ -1,14 +1,15 @@
 """How the loops call the instruction families compiled apart from them (``families.py``).
 
-Every family is one C-callable function with the same signature (``SIG``, the one ``xcall.x_c`` has)::
+Every family is one C-callable function with the same signature (``SIG``, six int64: the lanes, then addresses)::
 
-    int64 family(int64 em, int64 *row, uint64 *imm_row, uint8 *arena, int64 arena_bytes, uint64 *scratch)
+    int64 family(int64 em, int64 row, int64 imm_row, int64 arena, int64 arena_bytes, int64 scratch)
 
 ``em``: the lanes that execute; ``row``/``imm_row``: the instruction's code and immediate rows; ``arena``: the
 warp's registers; ``scratch``: the loop's ``uint64[NSCRATCH, 32]`` temporaries, whose last rows (``ctx``) hold
 what the family may need besides: the addresses and sizes of the launch's tables (the ``K_*`` slots, which the
-loop fills each time it starts, ``loop.fill_ctx``). It returns 0, or 1 when a lane breaks a rule the reference
-executor reports (nothing written: the loop hands the instruction back).
+loop fills each time it starts, ``loop.fill_ctx``); the family makes its arrays over them in place (``u8_1d``
+and the others below). It returns 0, or 1 when a lane breaks a rule the reference executor reports (nothing
+written: the loop hands the instruction back).
 
 The loop calls a family through its address (``call_family``, slot ``families.SLOT[...]`` of the translation's
 pointer array); numba then never links the family's code into the loops, so each family is compiled once, by

@@ -7,9 +7,9 @@ H100 on every input); the functions here transcribe them one lane at a time, ste
 rounding of binary64 bits, the same table reads, the same special cases), and ``tests/test_fastcore.py`` checks
 them against the executors on special values and random bits, and against the committed H100 sample.
 
-All of it is compiled apart from the loops (``fastcore/fcall.py``: ``float_rows`` as one C-callable function
-the loop calls through its address, ``call_rows``), so it adds next to nothing to the loops' compile time, and
-is compiled (or loaded from numba's cache) only when a translated kernel has one of these rows.
+All of it is compiled apart from the loops (the ``float`` family of ``families.py``: ``fcall.entry``, with
+``float_rows``, as one C-callable function the loop calls through its address), so it adds nothing to the loops'
+compile time, and is compiled (or loaded from numba's cache) only when a translated kernel has one of these rows.
 
 Values are raw f32 bits held in int64 (mixed int64/uint64 arithmetic would turn into float64 in numba).
 The measured tables are read through raw pointers (``mptr``: one per name of ``TABLES``, filled by the
@@ -355,21 +355,6 @@ def div_fma(full, ftz, neg, a, b, c, mptr):
         bb = s - p
         e = (p - (s - bb)) + (fc - bb)
     return _to_f32(s, e, ftz)
-
-
-@intrinsic
-def call_rows(typingctx, fn, opc, x, y, z, em, pxa, pxb, pxc, pxr, pmptr, pmsz):
-    """Call the compiled ``fcall.rows_c`` (``float_rows``) at the address ``fn`` (all arguments int64; the last
-    six are the addresses of xa, xb, xc, xr, mptr, msz)."""
-    sig = types.void(*([types.int64] * 12))
-
-    def codegen(context, builder, signature, args):
-        i64 = ir.IntType(64)
-        fnty = ir.FunctionType(ir.VoidType(), [i64] * 5 + [i64.as_pointer()] * 6)
-        f = builder.inttoptr(args[0], fnty.as_pointer())
-        builder.call(f, list(args[1:6]) + [builder.inttoptr(a, i64.as_pointer()) for a in args[6:]])
-        return context.get_dummy_value()
-    return sig, codegen
 
 
 @njit(cache=True, _nrt=False)

@@ -124,6 +124,11 @@ def family(name, wait=True) -> int:
     return 0
 
 
+def _families_done() -> bool:
+    from . import families
+    return all(families.cached(name) for name in families.NAMES)
+
+
 def compile_families():
     """Every instruction family of the fast engine (``emulator.warmup()``, the background compile)."""
     from . import families
@@ -179,12 +184,14 @@ def warmup(background=False, extras=True):
     integer tiles. Returns the CPU seconds this process spent."""
     t = time.process_time()
     if background:
-        if not (_done(_loops()) and _done(_extras())) and not _child_running() and not lock().busy():
+        if not (_done(_loops()) and _done(_extras()) and _families_done()) and not _child_running() and \
+                not lock().busy():
             _start_child(detached=True)
         return time.process_time() - t
     wait()
     compile_families()
-    from . import xcall  # noqa: F401 (compiles or loads the integer rows' and atomics' functions)
+    with lock():
+        from . import xcall  # noqa: F401 (compiles or loads the integer rows' and atomics' functions)
     if extras and not _done(_extras()):
         with lock():
             if not _done(_extras()):
