@@ -111,3 +111,11 @@ def test_a_compiled_family_is_found_in_the_cache():
     families.address("alu", warmup.lock())
     assert families.cached("alu")
     assert families.address("alu", warmup.lock()) == families._CFUNCS["alu"].address
+
+
+def test_the_cache_guard_sees_every_family_module():
+    """numerics/jitcache.guard drops the cached functions of the files that say ``cache=True`` when the sources
+    change: a family module must say it, or its cached function would outlive an update of what it inlines."""
+    for module, _ in families.FAMILIES.values():
+        with open(os.path.join(ROOT, "emulator", "machine", "fastcore", f"{module}.py"), "rb") as f:
+            assert b"cache=True" in f.read(), module

@@ -12,6 +12,8 @@ from .regs import I0, I32, _gather, _scatter
 
 LANES = 32
 NTAB = len(TABLES)
+# ``entry`` is compiled by families.py with cfunc(ccall.SIG, cache=True): numerics/jitcache.guard finds the modules
+# whose cached functions it drops when the sources change by that text, so it must stay in this file
 
 
 def entry(em, prow, pimm, parena, n, pscratch):
