@@ -522,7 +522,7 @@ class Module:
         fast = None
         if spec.engine in ("fast", "auto") and (spec.options is None or spec.options.uninitialized == "zero"):
             from .fastcore import FastLaunch
-            fast = FastLaunch(prog, gmem, spec.engine == "fast")
+            fast = FastLaunch(prog, gmem, True)     # (as before the families: a worker compiles what it lacks)
         for cid in chunk:
             cta = CTA(self, prog, cid, spec.grid, spec.block, smem_size, gmem, param_init, spec.var_addrs,
                       spec.local_bases, spec.options, None, out, result, budget, fast, None, False)
