@@ -5,14 +5,18 @@ The package (``emulator/``, ``isa/``) is copied into a temporary directory (no `
 cache is pointed at an empty directory there (``NUMBA_CACHE_DIR``), so the first process finds nothing
 compiled, exactly as after ``pip install``. Then, each in its own process:
 
-1. ``engine="fast"``, empty cache: the first launch compiles the fast engine's loops in the process (under
-   the compile lock) and runs on them: the cost of the first fast launch, compile included;
+1. ``engine="fast"``, empty cache: the first launch compiles the fast engine's loops and the instruction
+   families the kernel uses (``machine/fastcore/families.py``; the last column) in the process (under the
+   compile lock) and runs on them: the cost of the first fast launch, compile included;
 2. the same kernel in a second process: the cache is filled, nothing compiles;
-3. ``engine="auto"`` (the default) with a new empty cache: the launch runs on the reference executors while a
+3. with ``--case all``: every kernel in turn on one more fresh install, each compiling only the families the
+   kernels before it did not need;
+4. ``engine="auto"`` (the default) with a new empty cache: the launch runs on the reference executors while a
    child process compiles; the child stops when the process exits (the table says whether it did);
-4. ``python -c "import emulator"`` alone, cache filled.
+5. ``python -c "import emulator"`` alone, cache filled.
 
-    python benchmarks/bench_coldstart.py [--case triton_matmul|nvcc_gemm] [--skip-auto]
+    python benchmarks/bench_coldstart.py [--case triton_matmul|nvcc_gemm|triton_softmax|triton_wgmma|all]
+                                         [--skip-auto]
 """
 import argparse
 import json
@@ -35,7 +39,7 @@ import numpy as np
 import emulator
 from emulator import GlobalMemory, load_ptx
 t1 = cpu()
-m = load_ptx(open(PTX).read())
+m = load_ptx(SOURCE)
 t2 = cpu()
 g = GlobalMemory()
 ARGS
@@ -48,8 +52,10 @@ r2 = m.launch(KERNEL, GRID, BLOCK, args, gmem=g, shared_bytes=SHARED, engine=ENG
 t4 = cpu()
 from emulator.machine.fastcore import warmup
 p = warmup._STATE["proc"]
+tr = getattr(m.program(KERNEL), "_fast", None)
 print(json.dumps({"import": t1 - t0, "load_ptx": t2 - t1, "launch": t3 - t2, "total": t3 - t0,
                   "second": t4 - t3, "instructions": r.instructions, "first_fast": first_fast,
+                  "families": list(tr.families) if tr is not None else [],
                   "child": p.pid if p is not None else None}))
 """
 
@@ -62,11 +68,30 @@ args = [a, b, c, 64, 64, 64, 64, 1, 64, 1, 64, 1, 0, 0]"""),
 a = g.upload(np.ones((64, 64), np.float16)); b = g.upload(np.ones((64, 64), np.float16))
 c = g.upload(np.zeros((64, 64), np.float32))
 args = [a, b, c, 64, 64, 64]"""),
+    "triton_softmax": ("benchmarks/data/triton_softmax.ptx", "softmax_kernel", (8,), 128, 16, """
+x = g.upload(np.linspace(-3, 3, 8000, dtype=np.float32).reshape(8, 1000))
+y = g.upload(np.zeros((8, 1000), np.float32))
+args = [x, y, 1000, 0, 0]"""),
+    # Triton's sm_90a matmul (wgmma.mma_async from shared memory fed by cp.async; two warpgroups), from the corpus
+    "triton_wgmma": ("tests/data/corpus/triton.npz:triton_matmul_f16_w8_sm90a__ptx", "matmul_kernel", (1, 1, 1), 256,
+                     24576, """
+a = g.upload(np.ones((64, 64), np.float16)); b = g.upload(np.ones((64, 64), np.float16))
+c = g.upload(np.zeros((64, 64), np.float16))
+args = [a, b, c, 64, 64, 64, 64, 64, 64, 0, 0]"""),
 }
+
+
+def _source(ptx):
+    """The expression the child reads the PTX text with (a file, or an array of an .npz: ``path:key``)."""
+    if ":" in ptx:
+        path, key = ptx.split(":")
+        return (f"np.load({os.path.join(ROOT, path)!r}, allow_pickle=False)[{key!r}].tobytes().decode()")
+    return f"open({os.path.join(ROOT, ptx)!r}).read()"
 
 
 def fresh_install(tmp):
     """A copy of the package without bytecode, and an empty numba cache directory; returns (root, cache)."""
+    os.makedirs(tmp, exist_ok=True)
     root = os.path.join(tmp, "site")
     for pkg in ("emulator", "isa"):
         shutil.copytree(os.path.join(ROOT, pkg), os.path.join(root, pkg),
@@ -78,7 +103,7 @@ def fresh_install(tmp):
 
 def child(case, root, cache, engine, background="1"):
     ptx, kernel, grid, block, shared, args = CASES[case]
-    code = (CHILD.replace("PTX", repr(os.path.join(ROOT, ptx))).replace("KERNEL", repr(kernel))
+    code = (CHILD.replace("SOURCE", _source(ptx)).replace("KERNEL", repr(kernel))
             .replace("GRID", repr(grid)).replace("BLOCK", repr(block)).replace("SHARED", repr(shared))
             .replace("ENGINE", repr(engine)).replace("ARGS", args))
     env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=root, WARPEMU_BACKGROUND_COMPILE=background)
@@ -111,26 +136,36 @@ def show(label, r):
         print(f"{label:44s} error: {r['error']}")
         return
     print(f"{label:44s}{r['import']:>8.2f}{r['load_ptx']:>10.2f}{r['launch']:>9.2f}{r['total']:>8.2f}  "
-          f"{'fast' if r['first_fast'] else 'reference':<10s}{r['second']:>10.3f}")
+          f"{'fast' if r['first_fast'] else 'reference':<10s}{r['second']:>10.3f}  {' '.join(r.get('families', []))}")
+
+
+def header():
+    print(f"{'':44s}{'import':>8s}{'load_ptx':>10s}{'launch':>9s}{'total':>8s}  {'engine':<10s}{'2nd launch':>10s}"
+          f"  families")
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--case", choices=list(CASES), default="triton_matmul")
+    ap.add_argument("--case", choices=list(CASES) + ["all"], default="triton_matmul")
     ap.add_argument("--skip-auto", action="store_true", help="leave out the engine='auto' row")
     a = ap.parse_args(argv)
-    print(f"{a.case}: CPU seconds (this process and its children), each row a new process")
-    print(f"{'':44s}{'import':>8s}{'load_ptx':>10s}{'launch':>9s}{'total':>8s}  {'engine':<10s}{'2nd launch':>10s}")
+    cases = list(CASES) if a.case == "all" else [a.case]
+    print("CPU seconds (this process and its children), each row a new process")
+    header()
     with tempfile.TemporaryDirectory() as tmp:
-        root, cache = fresh_install(tmp)
-        show("fresh install, engine='fast' (compiles)", child(a.case, root, cache, "fast", "0"))
-        show("next process, cache filled", child(a.case, root, cache, "fast"))
+        for k, case in enumerate(cases):
+            root, cache = fresh_install(os.path.join(tmp, str(k)))
+            show(f"{case}: fresh install, engine='fast'", child(case, root, cache, "fast", "0"))
+            show(f"{case}: next process, cache filled", child(case, root, cache, "fast"))
+        if len(cases) > 1:             # one install: each kernel compiles only the families the others left
+            root, cache = fresh_install(os.path.join(tmp, "shared"))
+            for case in cases:
+                show(f"{case}: after the kernels above", child(case, root, cache, "fast", "0"))
         print(f"import emulator alone (cache filled): {import_cost(root, cache):.2f} s")
         if not a.skip_auto:
-            cache2 = os.path.join(tmp, "numba-cache-2")
-            os.makedirs(cache2)
-            r = child(a.case, root, cache2, "auto")
-            show("fresh install, engine='auto' (the default)", r)
+            root, cache2 = fresh_install(os.path.join(tmp, "auto"))
+            r = child(cases[0], root, cache2, "auto")
+            show(f"{cases[0]}: fresh install, engine='auto'", r)
             if r.get("child"):
                 t = time.monotonic()
                 while alive(r["child"]) and time.monotonic() - t < 30:

@@ -131,7 +131,7 @@ def test_ready_looks_again_only_every_recheck_interval(fresh_state, monkeypatch)
 def test_without_background_compile_the_first_call_compiles_here_under_the_lock(fresh_state, monkeypatch):
     monkeypatch.setenv("WARPEMU_BACKGROUND_COMPILE", "0")
     held = []
-    monkeypatch.setattr(warmup, "_compile_loops", lambda: held.append(warmup.lock().held))
+    monkeypatch.setattr(warmup, "_compile_loops", lambda *which: held.append(warmup.lock().held))
     assert warmup.ready() is True and fresh_state == [] and held == [True]
     assert not warmup.lock().held
 

@@ -66,16 +66,20 @@ def load_ptx(text: str, arch: str | None = None, validate: bool = True) -> "Modu
     return Module(text, arch, validate)
 
 
-def _warm_launches():
-    """Two tiny launches on the fast engine (``fastcore.warmup.KERNEL``): one the CTA loop runs, one it cannot
-    (a call); numba compiles both loops for them."""
+def _warm_launches(which="both"):
+    """Tiny launches on the fast engine (``fastcore.warmup.KERNEL``): one the CTA loop runs (``which``: "cta"),
+    one it cannot (a call: "warp"), or both; numba compiles the loops they run."""
     m = load_ptx(_warmup.KERNEL)
     g = GlobalMemory()
     a = g.alloc(64 * 4)
-    m.launch("k", 1, 64, [a, 0], gmem=g, engine="fast")
-    m.launch("kc", 1, 32, [a], gmem=g, engine="fast")
-    if not (g.download(a, 128).view(np.uint32) == 2 * np.arange(32)).all():
-        raise AssertionError("the fast engine's warm-up launches computed a wrong result")
+    if which in ("cta", "both"):
+        m.launch("k", 1, 64, [a, 0], gmem=g, engine="fast")
+        if not (g.download(a, 256).view(np.uint32) == np.arange(64)).all():
+            raise AssertionError("the fast engine's warm-up launch (CTA loop) computed a wrong result")
+    if which in ("warp", "both"):
+        m.launch("kc", 1, 32, [a], gmem=g, engine="fast")
+        if not (g.download(a, 128).view(np.uint32) == 2 * np.arange(32)).all():
+            raise AssertionError("the fast engine's warm-up launch (warp loop) computed a wrong result")
 
 
 _warmup.WARM_LAUNCHES[0] = _warm_launches
@@ -322,9 +326,10 @@ class Module:
                 and schedule is None and not timeline and not instrumented:
             from .fastcore import warmup
             if engine == "fast" or warmup.ready():
-                if engine == "fast":
-                    warmup.wait()
-                fast = self._fast_launch(prog, gmem)
+                if engine == "fast":           # the loop this kernel runs on: the CTA loop (with the warp loop
+                    from .fastcore import translation     # inside it) or the warp loop alone
+                    warmup.wait("cta" if translation(prog).cta_ok else "warp")
+                fast = self._fast_launch(prog, gmem, wait=engine == "fast")
                 engine = "fast"
             else:
                 pending = True
@@ -435,14 +440,17 @@ class Module:
         return occupancy(block[0] * block[1] * block[2], smem, regs_per_thread, _maxnreg(prog.entry))
 
 
-    def _fast_launch(self, prog, gmem):
+    def _fast_launch(self, prog, gmem, wait=False):
         """The fast engine's launch state; a sanitised launch's hands the sanitizer what it must see
-        (machine.sanitize_fast)."""
+        (machine.sanitize_fast). ``wait`` (engine="fast"): the instruction families the kernel uses are compiled
+        or loaded now, else those another process is compiling run on the reference executors meanwhile."""
         from .fastcore import FastLaunch
         if self._san is not None:
             from .sanitize_fast import SanFastLaunch
-            return SanFastLaunch(prog, gmem, self._san)
-        return FastLaunch(prog, gmem)
+            fl = SanFastLaunch(prog, gmem, self._san)
+            fl.tr.bind_families(wait)
+            return fl
+        return FastLaunch(prog, gmem, wait)
 
     def _launch_sanitized(self, tools, kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
                           max_instructions, schedule, timeline, cluster, keep="all", engine="auto"):
@@ -520,7 +528,7 @@ class Module:
         fast = None
         if spec.engine in ("fast", "auto") and (spec.options is None or spec.options.uninitialized == "zero"):
             from .fastcore import FastLaunch
-            fast = FastLaunch(prog, gmem)
+            fast = FastLaunch(prog, gmem, True)     # (as before the families: a worker compiles what it lacks)
         for cid in chunk:
             cta = CTA(self, prog, cid, spec.grid, spec.block, smem_size, gmem, param_init, spec.var_addrs,
                       spec.local_bases, spec.options, None, out, result, budget, fast, None, False)

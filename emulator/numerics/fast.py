@@ -229,10 +229,10 @@ def ieee_fma(ka, sa, Ma, qa, kb, sb, Mb, qb, kc, sc, Mc, qc, out):
         return inf_bits(sp if pinf else sc, out)
     Mp = Ma * Mb
     if Mp == 0 and Mc == 0:
-        return encode(0, 0, 0, out, RNE, sp & sc)
+        return encode(np.int64(0), np.int64(0), np.int64(0), out, RNE, sp & sc)
     S, q = exact_add(sp, Mp, qa + qb, sc, Mc, qc)
     if S == 0:
-        return encode(0, 0, 0, out, RNE, 0)
+        return encode(np.int64(0), np.int64(0), np.int64(0), out, RNE, np.int64(0))
     neg = 1 if S < 0 else 0
     return encode(neg, -S if neg else S, q, out, RNE, neg)
 
@@ -251,7 +251,7 @@ def f32_to_f16(x):
         return F16_NAN
     if k == INF:
         return inf_bits(s, 0)
-    return encode(s, M, q, 0, RNE, s)
+    return encode(s, M, q, np.int64(0), RNE, s)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -100,7 +100,7 @@ def chain_element(arow, bcol, cbits, L, fa, fb, fc, fd, F, e_zero, mode):
             ct[0] = ctt
             fast.tc_row_step(aS, aq, at, 0, bS, bq, bt, 0, 1, L, cS, cq, ct, F, e_zero, emax, acc)
             s = acc[0]
-            dbits = encode(1 if s < 0 else 0, -s if s < 0 else s, emax[0] - F, fd, mode, 0)
+            dbits = encode(1 if s < 0 else np.int64(0), -s if s < 0 else s, emax[0] - F, fd, mode, np.int64(0))
         dfmt = fd
     return dbits
 
@@ -212,7 +212,8 @@ def _block(m0, m1, n0, n1, aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, 
             if s == 0:
                 out[m0 + i, n0 + n] = 0
             else:
-                out[m0 + i, n0 + n] = encode(1 if s < 0 else 0, -s if s < 0 else s, cq[i, n], fd, fast.RZ, 0)
+                out[m0 + i, n0 + n] = encode(1 if s < 0 else np.int64(0), -s if s < 0 else s, cq[i, n], fd, fast.RZ,
+                                             np.int64(0))
 
 
 @njit(cache=True, parallel=True)
@@ -807,7 +808,7 @@ def _tc_one(a, b, c, d, i, maps, prm, luta, lutb, araw, braw, craw, zeros, aS, a
             d[i, r, lane] = word
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def tc_one_noalloc(a, b, c, d, maps, prm, luta, lutb, u64, i64, flags):
     """``tc_batch`` for one instruction (index 0) without allocating: every temporary is carved out of the
     caller's ``u64`` / ``i64`` / ``flags`` (``tc_noalloc_sizes``), so code compiled without numba's

@@ -34,6 +34,7 @@ from numba import njit
 
 from ...memory import count_rows
 from . import table as T
+from . import ccall as C
 from .raw import _allocation, _peek8, _peek64, _poke32, _poke64
 from .memx import wg_free
 
@@ -287,3 +288,27 @@ def _wait(em, keep, cdst, cdata, cgroup, cmeta, ccount, inflight, state):
             out += 1
     ccount[nl] = out
     state[T.S_INFLIGHT] -= landed
+
+
+def entry(em, prow, pimm, parena, n, pscratch):
+    """The cp.async family (CPASYNC, CP_COMMIT, CP_WAIT) as one C-callable function (``ccall.SIG``;
+    ``families.py``): ``cp_step`` with the warp's records and the access log found through the ctx; the new log
+    length goes back in ctx ``K_NLOG``. 1: hand the instruction back."""
+    a8 = C.u8_1d(parena, n)
+    row = C.i64_1d(prow, T.NFIELDS)
+    s = C.u64_2d(pscratch, C.NSCRATCH, LANES)
+    ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
+    cap, r = ctx[C.K_LOG_N], ctx[C.K_CP_R]
+    got = cp_step(row[T.OP], row, C.u64_1d(pimm, T.NIMM), em, ctx[C.K_P], ctx[C.K_NLOG], a8.view(np.uint32),
+                  a8.view(np.uint64), C.i32_1d(ctx[C.K_INFLIGHT], ctx[C.K_INFLIGHT_N]),
+                  C.i64_2d(ctx[C.K_GTAB], ctx[C.K_GTAB_N], 3), C.i64_1d(ctx[C.K_STATE], T.NSTATE),
+                  C.i64_1d(ctx[C.K_LOG_PC], cap), C.i64_2d(ctx[C.K_LOG_ADDR], cap, ctx[C.K_LOG_W]),
+                  C.i64_1d(ctx[C.K_LOG_MASK], cap), C.i64_2d(ctx[C.K_LOG_SRC], cap, ctx[C.K_LOG_SRC_W]),
+                  C.i64_2d(ctx[C.K_CPD], r, LANES), C.u64_3d(ctx[C.K_CPX], r, LANES, 2),
+                  C.i64_2d(ctx[C.K_CPG], r, LANES), C.i64_2d(ctx[C.K_CPM], r, 2),
+                  C.i64_1d(ctx[C.K_CPC], LANES + 1), s[2].view(np.int64), s[10].view(np.int64),
+                  s[11].view(np.int64), s[7].view(np.int64))
+    if got < 0:
+        return 1
+    ctx[C.K_NLOG] = got
+    return 0

@@ -175,17 +175,21 @@ class FastLaunch:
     """What every warp of one launch shares: the translation, the global-memory table, the loop's state
     vector and shared-memory log (emptied after every run of the loop)."""
 
-    def __init__(self, prog, gmem):
+    def __init__(self, prog, gmem, wait=False):
         from .loop import run
+        from .ccall import NSCRATCH
         self._run = run
         self.tr = tr = translation(prog)
+        # the instruction families the kernel uses (families.py): compiled or loaded now when ``wait``
+        # (engine="fast"); else, while another process compiles one, its rows go to the reference executors
+        tr.bind_families(wait)
         self.gtab = global_table(gmem)
         self.state = np.zeros(T.NSTATE, np.int64)
         self.log_pc = np.zeros(LOG_CAP, np.int64)
         self.log_addr = np.zeros((LOG_CAP, 32), np.int64)
         self.log_mask = np.zeros(LOG_CAP, np.int64)
         self.lanes = np.arange(32, dtype=np.int64)
-        self.scratch = np.zeros((13, 32), np.uint64)
+        self.scratch = np.zeros((NSCRATCH, 32), np.uint64)   # temporaries, then the families' ctx (ccall.py)
         self.log_warp = np.zeros(LOG_CAP, np.int64)
         self.log_src = np.zeros((LOG_CAP, 32), np.int64)         # cp.async: the source address of every lane
         # constant special registers: one fancy-indexed store per warp fills them all

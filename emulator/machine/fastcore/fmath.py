@@ -7,9 +7,9 @@ H100 on every input); the functions here transcribe them one lane at a time, ste
 rounding of binary64 bits, the same table reads, the same special cases), and ``tests/test_fastcore.py`` checks
 them against the executors on special values and random bits, and against the committed H100 sample.
 
-All of it is compiled apart from the loops (``fastcore/fcall.py``: ``float_rows`` as one C-callable function
-the loop calls through its address, ``call_rows``), so it adds next to nothing to the loops' compile time, and
-is compiled (or loaded from numba's cache) only when a translated kernel has one of these rows.
+All of it is compiled apart from the loops (the ``float`` family of ``families.py``: ``fcall.entry``, with
+``float_rows``, as one C-callable function the loop calls through its address), so it adds nothing to the loops'
+compile time, and is compiled (or loaded from numba's cache) only when a translated kernel has one of these rows.
 
 Values are raw f32 bits held in int64 (mixed int64/uint64 arithmetic would turn into float64 in numba).
 The measured tables are read through raw pointers (``mptr``: one per name of ``TABLES``, filled by the
@@ -23,6 +23,9 @@ from numba.extending import intrinsic
 from . import table as T
 from ...numerics.fast import f2i as _bits64, i2f as _f64_bits
 from ...numerics.mufu import TANH_SHIFT as _TANH_SHIFT
+
+# booleans passed as arguments as np.bool_, not literals: numba compiles a function once per literal argument
+_TRUE, _FALSE = np.bool_(True), np.bool_(False)
 
 LANES = 32
 CANON = 0x7FFFFFFF
@@ -130,7 +133,7 @@ def fmul(a, b, ftz):
     """numerics.mufu.fmul: the exact product rounded once (.ftz: inputs and result flushed)."""
     if ftz:
         a, b = _flush(a), _flush(b)
-    return round_f32(_f64_of(a) * _f64_of(b), False, ftz)
+    return round_f32(_f64_of(a) * _f64_of(b), _FALSE, ftz)
 
 
 @njit(cache=True, _nrt=False)
@@ -138,7 +141,7 @@ def _rz32_sum(a, v):
     s = a + v
     bb = s - a
     err = (a - (s - bb)) + (v - bb)
-    r = round_f32(s, True, False)
+    r = round_f32(s, _TRUE, _FALSE)
     if _f64_of(r) == s and ((s > 0 and err < 0) or (s < 0 and err > 0)) and (r & 0x7FFFFFFF) != 0:
         r -= 1
     return r
@@ -264,7 +267,7 @@ def unary(form, ftz, x, mptr, msz):
         if (x & 0x7FFFFFFF) > 0x7F800000:
             r = CANON
         else:
-            r = round_f32(_f64_of(x) * _f64_of(TWO_PI_RECIP), True, False)       # FMUL.RZ x, 1/(2 pi)
+            r = round_f32(_f64_of(x) * _f64_of(TWO_PI_RECIP), _TRUE, _FALSE)       # FMUL.RZ x, 1/(2 pi)
         return _sincos(r, mptr, form == COS)
     if form == TANH:
         return _tanh(x, mptr, msz)
@@ -274,19 +277,19 @@ def unary(form, ftz, x, mptr, msz):
     if form == EX2:
         if _f64_of(x) >= -126.0 or nan:
             return _prim(form, x, mptr)
-        r = _prim(form, fmul(x, 0x3F000000, False), mptr)
-        return fmul(r, r, False)
+        r = _prim(form, fmul(x, np.int64(0x3F000000), _FALSE), mptr)
+        return fmul(r, r, _FALSE)
     if form == RCP:
         sc = 0x4B800000 if (x & 0x7FFFFFFF) < 0x00800000 else 0x3F800000
         if (x & 0x7FFFFFFF) > 0x7E800000 and not nan:
             sc = 0x3E800000
-        return fmul(sc, _prim(form, fmul(x, sc, False), mptr), False)
+        return fmul(sc, _prim(form, fmul(x, sc, _FALSE), mptr), _FALSE)
     if (x & 0x7FFFFFFF) >= 0x00800000:
         return _prim(form, x, mptr)
-    r = _prim(form, fmul(x, 0x4B800000, False), mptr)
+    r = _prim(form, fmul(x, np.int64(0x4B800000), _FALSE), mptr)
     if form == LG2:
-        return round_f32(_f64_of(r) + _f64_of(0xC1C00000), False, False)          # FADD r, -24
-    return fmul(r, 0x45800000 if form == RSQRT else 0x39800000, False)           # 4096 / 2^-12
+        return round_f32(_f64_of(r) + _f64_of(np.int64(0xC1C00000)), _FALSE, _FALSE)          # FADD r, -24
+    return fmul(r, 0x45800000 if form == RSQRT else np.int64(0x39800000), _FALSE)           # 4096 / 2^-12
 
 
 @njit(cache=True, _nrt=False)
@@ -310,18 +313,18 @@ def div_factors(full, ftz, a, b, mptr):
         elif (b & 0x7FFFFFFF) >= 0x00800000:
             a2, b2 = a, b
         else:
-            a2, b2 = fmul(a, 0x4B800000, False), fmul(b, 0x4B800000, False)
+            a2, b2 = fmul(a, np.int64(0x4B800000), _FALSE), fmul(b, np.int64(0x4B800000), _FALSE)
     elif ftz:
         if large:
-            a2, b2 = fmul(a, 0x3E800000, True), fmul(b, 0x3E800000, True)
+            a2, b2 = fmul(a, np.int64(0x3E800000), _TRUE), fmul(b, np.int64(0x3E800000), _TRUE)
         else:
             a2, b2 = _flush(a), b
     else:
         a2, b2 = a, b
         if large:
-            a2, b2 = fmul(a, 0x3E800000, False), fmul(b, 0x3E800000, False)
+            a2, b2 = fmul(a, np.int64(0x3E800000), _FALSE), fmul(b, np.int64(0x3E800000), _FALSE)
         if (b2 & 0x7FFFFFFF) < 0x00800000:
-            a2, b2 = fmul(a2, 0x4B800000, False), fmul(b2, 0x4B800000, False)
+            a2, b2 = fmul(a2, np.int64(0x4B800000), _FALSE), fmul(b2, np.int64(0x4B800000), _FALSE)
     return _rcp(b2, mptr), a2
 
 
@@ -352,21 +355,6 @@ def div_fma(full, ftz, neg, a, b, c, mptr):
         bb = s - p
         e = (p - (s - bb)) + (fc - bb)
     return _to_f32(s, e, ftz)
-
-
-@intrinsic
-def call_rows(typingctx, fn, opc, x, y, z, em, pxa, pxb, pxc, pxr, pmptr, pmsz):
-    """Call the compiled ``fcall.rows_c`` (``float_rows``) at the address ``fn`` (all arguments int64; the last
-    six are the addresses of xa, xb, xc, xr, mptr, msz)."""
-    sig = types.void(*([types.int64] * 12))
-
-    def codegen(context, builder, signature, args):
-        i64 = ir.IntType(64)
-        fnty = ir.FunctionType(ir.VoidType(), [i64] * 5 + [i64.as_pointer()] * 6)
-        f = builder.inttoptr(args[0], fnty.as_pointer())
-        builder.call(f, list(args[1:6]) + [builder.inttoptr(a, i64.as_pointer()) for a in args[6:]])
-        return context.get_dummy_value()
-    return sig, codegen
 
 
 @njit(cache=True, _nrt=False)
@@ -527,7 +515,7 @@ def fcvt(kind, irnd, ftz, a, b):
     return r
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def float_rows(opc, x, y, z, em, xa, xb, xc, xr, mptr, msz):
     """One row of fmath's opcodes (table.py: MUFU, MUFU_DIV, MUFU_DIVFMA, FMINMAX, FNEGABS, FARITH, FCVT; x, y, z:
     the row's fields X, Y, Z) on the lanes in ``em``: sources gathered in xa, xb, xc, results into xr."""

@@ -10,12 +10,14 @@ from numba import njit
 
 from . import table as T
 from .raw import _allocation, _mask, _peek, _peek16, _poke, _sext  # noqa: F401 (raw memory access, shared with cpasync)
-from .cpasync import cp_step
-from ...numerics.gemm_fast import tc_one_noalloc
-from .fmath import call_rows, TABLES as _TABLES
+from .regs import I0, I64, _cwidth, _gather, _rd, _rdf, _scatter, _wrf  # noqa: F401 (register access, as the families)
+from .fmath import TABLES as _TABLES
 from .memx import mark_generic, smem_write_ok
 from .scalarx import call_x
 from .atomics import call_atom
+from . import ccall as C
+from .ccall import call_family, data_ptr
+from .families import NSLOTS as _NSLOTS, OF_OPCODE as _OF_OPCODE, SLOT as _SLOT
 from .wgmmax import call_wg
 
 U0 = np.uint64(0)
@@ -26,195 +28,61 @@ CANON32 = np.uint32(0x7FFFFFFF)
 LANES = 32
 XSLOT = len(_TABLES)        # translation.mufu_ptr: the addresses of xcall.x_c and xcall.atom_c
 ASLOT = len(_TABLES) + 1
-WSLOT = len(_TABLES) + 2    # wgcall.wg_c
-
-
-@njit(cache=True, inline="always")
-def _cwidth(c):
-    if c == T.R32:
-        return 32
-    if c == T.R64:
-        return 64
-    if c == T.R16:
-        return 16
-    return 1
+WSLOT = _NSLOTS             # wgcall.wg_c (after the families' slots)
+# the family slot of each opcode (families.py; -1: none, the loop hands the row back)
+FAMSLOT = np.full(128, -1, np.int64)
+for _op, _name in _OF_OPCODE.items():
+    FAMSLOT[_op] = _SLOT[_name]
+MMA_SLOT = _SLOT["mma"]
+LDM_SLOT = _SLOT["ldmatrix"]
+CP_SLOT = _SLOT["cpasync"]
 
 
 @njit(cache=True, _nrt=False)
-def _rd(e, lane, a8, a16, a32, a64, im):
-    if e < -1:
-        return im[-2 - e]
-    c = e >> T.CLASS_SHIFT
-    i = (e & IDX) + lane
-    if c == T.R32:
-        return np.uint64(a32[i])
-    if c == T.R64:
-        return a64[i]
-    if c == T.R16:
-        return np.uint64(a16[i])
-    return np.uint64(a8[i])
-
-
-@njit(cache=True, _nrt=False)
-def _rdf(e, lane, tw, sgn, a8, a16, a32, a64, im):
-    """A source read as a tw-bit typed value (``ops.common.src``: truncate, or extend a narrower register)."""
-    raw = _rd(e, lane, a8, a16, a32, a64, im)
-    if e < -1:
-        return raw
-    rw = _cwidth(e >> T.CLASS_SHIFT)
-    if tw == 1:
-        return U1 if raw != U0 else U0
-    if sgn and tw > rw and rw > 1:
-        raw = _sext(raw, rw)
-    return raw & _mask(tw)
-
-
-@njit(cache=True, _nrt=False)
-def _wrf(e, lane, v, tw, sgn, a8, a16, a32, a64):
-    """Write a tw-bit value into a register (``ops.common.dst``: truncate, or extend by signedness)."""
-    if e < 0:
-        return
-    c = e >> T.CLASS_SHIFT
-    i = (e & IDX) + lane
-    if c == T.PRED:
-        a8[i] = 1 if v != U0 else 0
-        return
-    rw = _cwidth(c)
-    if sgn and rw > tw:
-        v = _sext(v, tw)
-    if c == T.R32:
-        a32[i] = np.uint32(v & np.uint64(0xFFFFFFFF))
-    elif c == T.R64:
-        a64[i] = v
-    else:
-        a16[i] = np.uint16(v & np.uint64(0xFFFF))
-
-
-@njit(cache=True, _nrt=False)
-def _mulhi_u64(a, b):
-    m32 = np.uint64(0xFFFFFFFF)
-    s32 = np.uint64(32)
-    a0, a1 = a & m32, a >> s32
-    b0, b1 = b & m32, b >> s32
-    p00 = a0 * b0
-    p01 = a0 * b1
-    p10 = a1 * b0
-    p11 = a1 * b1
-    mid = (p00 >> s32) + (p01 & m32) + (p10 & m32)
-    return p11 + (p01 >> s32) + (p10 >> s32) + (mid >> s32)
-
-
-@njit(cache=True, _nrt=False)
-def _mulhi(a, b, w, sgn):
-    if w == 64:
-        h = _mulhi_u64(a, b)
-        if sgn:
-            if np.int64(a) < 0:
-                h -= b
-            if np.int64(b) < 0:
-                h -= a
-        return h
-    if sgn:
-        p = np.int64(_sext(a, w)) * np.int64(_sext(b, w))
-        return np.uint64(p >> np.int64(w)) & _mask(w)
-    return ((a * b) >> np.uint64(w)) & _mask(w)
-
-
-@njit(cache=True, _nrt=False)
-def _cmp(code, a, b, w, sgn, flt, fu32, ff32, fu64, ff64):
-    if flt:
-        if flt == 1:
-            fu32[0] = np.uint32(a)
-            fu32[1] = np.uint32(b)
-            x, y = np.float64(ff32[0]), np.float64(ff32[1])
-        else:
-            fu64[0] = a
-            fu64[1] = b
-            x, y = ff64[0], ff64[1]
-        un = (x != x) or (y != y)
-        if code == 16:          # num
-            return not un
-        if code == 17:          # nan
-            return un
-        base = code if code < 10 else code - 10
-        if base == 0:
-            r = x == y
-        elif base == 1:
-            r = x != y
-        elif base == 2:
-            r = x < y
-        elif base == 3:
-            r = x <= y
-        elif base == 4:
-            r = x > y
-        else:
-            r = x >= y
-        if code >= 10:
-            return r or un
-        return r and not un
-    if code == 0:
-        return a == b
-    if code == 1:
-        return a != b
-    if code >= 6:               # lo ls hi hs: unsigned
-        code -= 4
-    elif sgn:
-        x, y = np.int64(_sext(a, w)), np.int64(_sext(b, w))
-        if code == 2:
-            return x < y
-        if code == 3:
-            return x <= y
-        if code == 4:
-            return x > y
-        return x >= y
-    if code == 2:
-        return a < b
-    if code == 3:
-        return a <= b
-    if code == 4:
-        return a > b
-    return a >= b
-
-
-@njit(cache=True, _nrt=False)
-def _bool(op, r, c):
-    if op == 1:
-        return r and c
-    if op == 2:
-        return r or c
-    if op == 3:
-        return r != c
-    return r
-
-
-@njit(cache=True, _nrt=False)
-def _f32bits(x, fu32, ff32):
-    ff32[2] = x
-    if x != x:
-        return np.uint64(CANON32)
-    return np.uint64(fu32[2])
-
-
-@njit(cache=True, _nrt=False)
-def _ffma32(a, b, c, fu64, ff64):
-    """fma.rn.f32 as the reference computes it: exact product in binary64, two-sum with c, the error folded
-    in by rounding to odd, one rounding to binary32."""
-    p = np.float64(a) * np.float64(b)
-    cc = np.float64(c)
-    s = p + cc
-    if s - s == 0.0:                       # finite
-        bb = s - p
-        e = (p - (s - bb)) + (cc - bb)
-        if e != 0.0:
-            ff64[2] = s
-            bits = fu64[2]
-            if (bits & U1) == U0:
-                if (e > 0.0) == (s > 0.0):
-                    fu64[2] = bits + U1
-                else:
-                    fu64[2] = bits - U1
-                s = ff64[2]
-    return np.float32(s)
+def fill_ctx(ctx, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmaps, mprm, l1, l256, l64k, mlutidx,
+             mbuf, mu64, mi64, mflags, mptr, msz, log_src, cpd, cpx, cpg, cpm, cpc):
+    """The ctx slots (ccall.K_*): where the families find the launch's tables and the warp's records."""
+    ctx[C.K_STATE] = data_ptr(state)
+    ctx[C.K_INFLIGHT] = data_ptr(inflight)
+    ctx[C.K_INFLIGHT_N] = inflight.shape[0]
+    ctx[C.K_GTAB] = data_ptr(gtab)
+    ctx[C.K_GTAB_N] = gtab.shape[0]
+    ctx[C.K_MPTR] = data_ptr(mptr)
+    ctx[C.K_MSZ] = data_ptr(msz)
+    ctx[C.K_NPTR] = mptr.shape[0]
+    ctx[C.K_MREGS] = data_ptr(mregs)
+    ctx[C.K_MREGS_N] = mregs.shape[0]
+    ctx[C.K_MMAPS] = data_ptr(mmaps)
+    ctx[C.K_MMAPS_W] = mmaps.shape[1]
+    ctx[C.K_MPRM] = data_ptr(mprm)
+    ctx[C.K_MPRM_W] = mprm.shape[1]
+    ctx[C.K_L1] = data_ptr(l1)
+    ctx[C.K_L1_N] = l1.shape[0]
+    ctx[C.K_L256] = data_ptr(l256)
+    ctx[C.K_L256_N] = l256.shape[0]
+    ctx[C.K_L64K] = data_ptr(l64k)
+    ctx[C.K_L64K_N] = l64k.shape[0]
+    ctx[C.K_MLUTIDX] = data_ptr(mlutidx)
+    ctx[C.K_MBUF] = data_ptr(mbuf)
+    ctx[C.K_MU64] = data_ptr(mu64)
+    ctx[C.K_MU64_N] = mu64.shape[0]
+    ctx[C.K_MI64] = data_ptr(mi64)
+    ctx[C.K_MI64_N] = mi64.shape[0]
+    ctx[C.K_MFLAGS] = data_ptr(mflags)
+    ctx[C.K_MFLAGS_N] = mflags.shape[0]
+    ctx[C.K_LOG_PC] = data_ptr(log_pc)
+    ctx[C.K_LOG_N] = log_pc.shape[0]
+    ctx[C.K_LOG_ADDR] = data_ptr(log_addr)
+    ctx[C.K_LOG_W] = log_addr.shape[1]
+    ctx[C.K_LOG_MASK] = data_ptr(log_mask)
+    ctx[C.K_LOG_SRC] = data_ptr(log_src)
+    ctx[C.K_LOG_SRC_W] = log_src.shape[1]
+    ctx[C.K_CPD] = data_ptr(cpd)
+    ctx[C.K_CPX] = data_ptr(cpx)
+    ctx[C.K_CPG] = data_ptr(cpg)
+    ctx[C.K_CPM] = data_ptr(cpm)
+    ctx[C.K_CPC] = data_ptr(cpc)
+    ctx[C.K_CP_R] = cpd.shape[0]
 
 
 @njit(cache=True, _nrt=False)
@@ -230,7 +98,7 @@ def _mem_plan(row, imrow, m, a8, a16, a32, a64, inflight, gtab, state, addrs, pt
         for lane in range(LANES):
             addrs[lane] = off
     else:
-        _gather(base, 64, 0, ptrs, a8, a16, a32, a64, imrow)     # zero-extended register, as int64
+        _gather(base, I64, I0, ptrs, a8, a16, a32, a64, imrow)     # zero-extended register, as int64
         wrap = np.int64(0xFFFFFFFF) if base >> T.CLASS_SHIFT == T.R32 else np.int64(-1)   # 32 bits wrap at 2^32
         for lane in range(LANES):
             addrs[lane] = (np.int64(ptrs[lane]) + off) & wrap
@@ -267,462 +135,6 @@ def _mem_plan(row, imrow, m, a8, a16, a32, a64, inflight, gtab, state, addrs, pt
                 return -1
             ptrs[lane] = np.uint64(state[T.S_PARAM_PTR] + lane * state[T.S_PARAM_SIZE] + a)
     return shared
-
-
-@njit(cache=True, _nrt=False)
-def _gather(e, tw, sgn, out, a8, a16, a32, a64, im):
-    """All 32 lanes of a source read as tw-bit typed values (``ops.common.src``)."""
-    if e < -1:
-        v = im[-2 - e]
-        for lane in range(LANES):
-            out[lane] = v
-        return
-    c = e >> T.CLASS_SHIFT
-    i = e & IDX
-    if c == T.R32:
-        for lane in range(LANES):
-            out[lane] = np.uint64(a32[i + lane])
-        rw = 32
-    elif c == T.R64:
-        for lane in range(LANES):
-            out[lane] = a64[i + lane]
-        rw = 64
-    elif c == T.R16:
-        for lane in range(LANES):
-            out[lane] = np.uint64(a16[i + lane])
-        rw = 16
-    else:
-        for lane in range(LANES):
-            out[lane] = np.uint64(a8[i + lane] != 0)
-        rw = 1
-    if tw == 1:
-        for lane in range(LANES):
-            out[lane] = U1 if out[lane] != U0 else U0
-    elif sgn and tw > rw and rw > 1:
-        for lane in range(LANES):
-            out[lane] = _sext(out[lane], rw) & _mask(tw)
-    elif tw < rw:
-        mk = _mask(tw)
-        for lane in range(LANES):
-            out[lane] &= mk
-
-
-@njit(cache=True, _nrt=False)
-def _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64):
-    """Write tw-bit values to the lanes in ``em`` of a register (``ops.common.dst``)."""
-    if e < 0:
-        return
-    c = e >> T.CLASS_SHIFT
-    i = e & IDX
-    if c == T.PRED:
-        for lane in range(LANES):
-            if (em >> lane) & 1:
-                a8[i + lane] = 1 if vals[lane] != U0 else 0
-        return
-    rw = _cwidth(c)
-    ext = sgn and rw > tw
-    for lane in range(LANES):
-        if (em >> lane) & 1:
-            v = vals[lane]
-            if ext:
-                v = _sext(v, tw)
-            if c == T.R32:
-                a32[i + lane] = np.uint32(v & np.uint64(0xFFFFFFFF))
-            elif c == T.R64:
-                a64[i + lane] = v
-            else:
-                a16[i + lane] = np.uint16(v & np.uint64(0xFFFF))
-
-
-@njit(cache=True, _nrt=False)
-def _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64):
-    """One ALU instruction on the lanes in ``em``: gather the sources, compute every lane, write back."""
-    w = row[T.W]
-    sgn = row[T.SGN]
-    mk = _mask(w)
-    ea, eb, ec = row[T.A], row[T.B], row[T.C]
-    tw = w
-    if opc == T.SETP:
-        _gather(ea, w, sgn, xa, a8, a16, a32, a64, imrow)
-        _gather(eb, w, sgn, xb, a8, a16, a32, a64, imrow)
-        bop = row[T.Y]
-        if bop != 0:
-            _gather(ec, 1, 0, xc, a8, a16, a32, a64, imrow)
-        code, flt, cneg = row[T.X], row[T.FLT], row[T.CNEG] == 1
-        for lane in range(LANES):
-            r = _cmp(code, xa[lane], xb[lane], w, sgn, flt, fu32, ff32, fu64, ff64)
-            c = (xc[lane] != U0) != cneg if bop != 0 else False
-            xr[lane] = U1 if _bool(bop, r, c) else U0
-            xq[lane] = U1 if _bool(bop, not r, c) else U0
-        _scatter(row[T.D], xr, em, 1, 0, a8, a16, a32, a64)
-        _scatter(row[T.Z], xq, em, 1, 0, a8, a16, a32, a64)
-        return
-    _gather(ea, w, sgn, xa, a8, a16, a32, a64, imrow)
-    if opc == T.MOV:
-        _scatter(row[T.D], xa, em, w, sgn, a8, a16, a32, a64)
-        return
-    if opc == T.CVT_II:
-        tw = row[T.X]
-        mt = _mask(tw)
-        for lane in range(LANES):
-            x = xa[lane]
-            if sgn:
-                x = _sext(x, w)
-            xr[lane] = x & mt
-        _scatter(row[T.D], xr, em, tw, row[T.Y], a8, a16, a32, a64)
-        return
-    if opc == T.NOT:
-        for lane in range(LANES):
-            xr[lane] = (U1 - xa[lane]) if w == 1 else (~xa[lane]) & mk
-    elif opc == T.NEG:
-        for lane in range(LANES):
-            xr[lane] = (U0 - xa[lane]) & mk
-    elif opc == T.ABS:
-        for lane in range(LANES):
-            x = xa[lane]
-            xr[lane] = ((U0 - x) & mk) if np.int64(_sext(x, w)) < 0 else x
-    elif opc == T.BFE:                            # ops.intx.compile_bfe
-        _gather(eb, 32, 0, xb, a8, a16, a32, a64, imrow)
-        _gather(ec, 32, 0, xc, a8, a16, a32, a64, imrow)
-        for lane in range(LANES):
-            pos = np.int64(xb[lane])
-            ln = np.int64(xc[lane])
-            if w == 32:
-                pos &= 0xFF
-                ln &= 0xFF
-            else:
-                pos = min(pos, 255)
-                ln = min(ln, 255)
-            x = xa[lane]
-            k = 0 if pos >= w else min(ln, w - pos)
-            keep = U0 if k == 0 else ALL >> np.uint64(64 - k)
-            field = (x >> np.uint64(pos if pos < 64 else 0)) & keep
-            if sgn and ln != 0 and (x >> np.uint64(min(pos + ln - 1, w - 1))) & U1:
-                field |= ~keep & mk
-            xr[lane] = field
-    elif opc == T.TF32_RNA:                       # ops.cvt_narrow._to_tf32, rna
-        for lane in range(LANES):
-            x = xa[lane]
-            r = (x if (x & np.uint64(0x7FFFFFFF)) >= np.uint64(0x7F800000) else x + np.uint64(0x1000)) \
-                & np.uint64(0xFFFFE000)
-            if row[T.X] == 1 and (r & np.uint64(0x7FFFFFFF)) >= np.uint64(0x7F800000):
-                r -= np.uint64(0x2000)
-            xr[lane] = r
-    elif opc == T.PRMT:                           # ops.intx.compile_prmt, no mode
-        _gather(eb, 32, 0, xb, a8, a16, a32, a64, imrow)
-        _gather(ec, 32, 0, xc, a8, a16, a32, a64, imrow)
-        for lane in range(LANES):
-            both = xa[lane] | (xb[lane] << np.uint64(32))
-            c = xc[lane]
-            r = U0
-            for k in range(4):
-                sel = (c >> np.uint64(4 * k)) & np.uint64(0xF)
-                byte = (both >> ((sel & np.uint64(7)) * np.uint64(8))) & np.uint64(0xFF)
-                if sel & np.uint64(8):
-                    byte = np.uint64(0xFF) if byte & np.uint64(0x80) else U0
-                r |= byte << np.uint64(8 * k)
-            xr[lane] = r
-    elif opc == T.SHL or opc == T.SHR:
-        _gather(eb, 32, 0, xb, a8, a16, a32, a64, imrow)
-        uw = np.uint64(w)
-        for lane in range(LANES):
-            amt = xb[lane]
-            if amt > uw:
-                amt = uw
-            x = xa[lane]
-            if opc == T.SHR and sgn:
-                s = amt if amt < np.uint64(63) else np.uint64(63)
-                xr[lane] = np.uint64(np.int64(_sext(x, w)) >> np.int64(s)) & mk
-            elif amt >= uw:
-                xr[lane] = U0
-            elif opc == T.SHL:
-                xr[lane] = (x << amt) & mk
-            else:
-                xr[lane] = x >> amt
-    else:
-        _gather(eb, w, sgn, xb, a8, a16, a32, a64, imrow)
-        if opc == T.ADD:
-            for lane in range(LANES):
-                xr[lane] = (xa[lane] + xb[lane]) & mk
-        elif opc == T.SUB:
-            for lane in range(LANES):
-                xr[lane] = (xa[lane] - xb[lane]) & mk
-        elif opc == T.MUL_LO:
-            for lane in range(LANES):
-                xr[lane] = (xa[lane] * xb[lane]) & mk
-        elif opc == T.MAD_LO:
-            _gather(ec, w, sgn, xc, a8, a16, a32, a64, imrow)
-            for lane in range(LANES):
-                xr[lane] = (xa[lane] * xb[lane] + xc[lane]) & mk
-        elif opc == T.AND:
-            for lane in range(LANES):
-                xr[lane] = xa[lane] & xb[lane]
-        elif opc == T.OR:
-            for lane in range(LANES):
-                xr[lane] = xa[lane] | xb[lane]
-        elif opc == T.XOR:
-            for lane in range(LANES):
-                xr[lane] = xa[lane] ^ xb[lane]
-        elif opc == T.MUL_HI:
-            for lane in range(LANES):
-                xr[lane] = _mulhi(xa[lane], xb[lane], w, sgn)
-        elif opc == T.MAD_HI:
-            _gather(ec, w, sgn, xc, a8, a16, a32, a64, imrow)
-            for lane in range(LANES):
-                xr[lane] = (_mulhi(xa[lane], xb[lane], w, sgn) + xc[lane]) & mk
-        elif opc == T.MUL_WIDE or opc == T.MAD_WIDE:
-            tw = 2 * w
-            mt = _mask(tw)
-            if opc == T.MAD_WIDE:
-                _gather(ec, tw, sgn, xc, a8, a16, a32, a64, imrow)
-            for lane in range(LANES):
-                x, y = xa[lane], xb[lane]
-                if sgn:
-                    x, y = _sext(x, w), _sext(y, w)
-                r = x * y
-                if opc == T.MAD_WIDE:
-                    r += xc[lane]
-                xr[lane] = r & mt
-        elif opc == T.MIN or opc == T.MAX:
-            for lane in range(LANES):
-                x, y = xa[lane], xb[lane]
-                if sgn:
-                    lt = np.int64(_sext(x, w)) < np.int64(_sext(y, w))
-                else:
-                    lt = x < y
-                xr[lane] = x if lt == (opc == T.MIN) else y
-        elif opc == T.SELP:
-            _gather(ec, 1, 0, xc, a8, a16, a32, a64, imrow)
-            cneg = row[T.CNEG] == 1
-            for lane in range(LANES):
-                xr[lane] = xa[lane] if (xc[lane] != U0) != cneg else xb[lane]
-        else:                                        # binary32 arithmetic
-            if opc == T.FFMA32:
-                _gather(ec, w, sgn, xc, a8, a16, a32, a64, imrow)
-            for lane in range(LANES):
-                fu32[0] = np.uint32(xa[lane])
-                fu32[1] = np.uint32(xb[lane])
-                fa, fb = ff32[0], ff32[1]
-                if opc == T.FADD32:
-                    fr = fa + fb
-                elif opc == T.FSUB32:
-                    fr = fa - fb
-                elif opc == T.FMUL32:
-                    fr = fa * fb
-                else:
-                    fu32[3] = np.uint32(xc[lane])
-                    fr = _ffma32(fa, fb, ff32[3], fu64, ff64)
-                xr[lane] = _f32bits(fr, fu32, ff32)
-    _scatter(row[T.D], xr, em, tw, sgn, a8, a16, a32, a64)
-
-
-@njit(cache=True, _nrt=False)
-def _movunpack(row, imrow, em, a8, a16, a32, a64, xa, xr):
-    """mov.bW unpack (``ops.memops._mov_pack``): element i is bits [i*Z, (i+1)*Z) of the W-bit value."""
-    n, ew, w = row[T.Y], row[T.Z], row[T.W]
-    mk = _mask(ew)
-    _gather(row[T.A], w, 0, xa, a8, a16, a32, a64, imrow)
-    for i in range(n):
-        sh = np.uint64(i * ew)
-        for lane in range(LANES):
-            xr[lane] = (xa[lane] >> sh) & mk
-        _scatter(row[T.V0 + i], xr, em, ew, 0, a8, a16, a32, a64)
-
-
-@njit(cache=True, _nrt=False)
-def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
-    """shfl.sync as ``ops.warpops`` defines it; False (nothing written) when a lane breaks a rule."""
-    _gather(row[T.V0], 32, 0, xr, a8, a16, a32, a64, imrow)      # membermask, per lane
-    union = U0                                                  # the lanes the executing lanes name
-    for lane in range(LANES):
-        if (em >> lane) & 1:
-            union |= xr[lane]
-            if (xr[lane] >> np.uint64(lane)) & U1 == U0:      # an executing lane outside its own mask
-                return False
-    for lane in range(LANES):
-        if (union >> np.uint64(lane)) & U1 != U0 and (em >> lane) & 1 == 0:
-            return False
-    _gather(row[T.A], 32, 0, xa, a8, a16, a32, a64, imrow)
-    _gather(row[T.B], 32, 0, xb, a8, a16, a32, a64, imrow)
-    _gather(row[T.C], 32, 0, xc, a8, a16, a32, a64, imrow)
-    mode = row[T.X]
-    m5 = np.uint64(0x1F)
-    for lane in range(LANES):
-        ul = np.uint64(lane)
-        bval = xb[lane] & m5
-        cv = xc[lane]
-        cval = cv & m5
-        seg = (cv >> np.uint64(8)) & m5
-        max_lane = np.int64((ul & seg) | (cval & ~seg & m5))
-        if mode == 0:
-            j = lane - np.int64(bval)
-            ok = j >= max_lane
-        elif mode == 1:
-            j = lane + np.int64(bval)
-            ok = j <= max_lane
-        elif mode == 2:
-            j = np.int64(ul ^ bval)
-            ok = j <= max_lane
-        else:
-            j = np.int64((ul & seg) | (bval & ~seg & m5))
-            ok = j <= max_lane
-        if not ok:
-            j = lane
-        if (em >> lane) & 1 and ok and not (em >> j) & 1:
-            return False
-        xq[lane] = U1 if ok else U0
-        xr[lane] = xa[j]
-    _scatter(row[T.D], xr, em, 32, 0, a8, a16, a32, a64)
-    _scatter(row[T.Z], xq, em, 1, 0, a8, a16, a32, a64)
-    return True
-
-
-@njit(cache=True, inline="always")
-def _lut(kind, i, l1, l256, l64k):
-    if kind == 0:
-        return l1[i]
-    if kind == 1:
-        return l256[i]
-    return l64k[i]
-
-
-@njit(cache=True, _nrt=False)
-def _mma(row, mregs, mmaps, mprm, l1, l256, l64k, mlutidx, a32, mbuf, mu64, mi64, mflags):
-    """mma.sync of a tensor-core family through the same arithmetic as ``ops.mma`` (numerics.gemm_fast);
-    False (nothing written) when a special value needs the reference."""
-    k = row[T.X]
-    nd, na, nb, nc = row[T.V0], row[T.V0 + 1], row[T.V0 + 2], row[T.V0 + 3]
-    regs = mregs[k]
-    a = mbuf[0:na].reshape((1, na, LANES))
-    b = mbuf[4:4 + nb].reshape((1, nb, LANES))
-    c = mbuf[8:8 + nc].reshape((1, nc, LANES))
-    d = mbuf[12:12 + nd].reshape((1, nd, LANES))
-    for i in range(na):
-        e = regs[4 + i] & IDX
-        for lane in range(LANES):
-            a[0, i, lane] = a32[e + lane]
-    for i in range(nb):
-        e = regs[8 + i] & IDX
-        for lane in range(LANES):
-            b[0, i, lane] = a32[e + lane]
-    for i in range(nc):
-        e = regs[12 + i] & IDX
-        for lane in range(LANES):
-            c[0, i, lane] = a32[e + lane]
-    li = mlutidx[k]
-    if not tc_one_noalloc(a, b, c, d, mmaps[k], mprm[k], _lut(li[0], li[1], l1, l256, l64k),
-                          _lut(li[2], li[3], l1, l256, l64k), mu64, mi64, mflags):
-        return False
-    for i in range(nd):
-        if regs[i] >= 0:
-            e = regs[i] & IDX
-            for lane in range(LANES):
-                a32[e + lane] = d[0, i, lane]
-    return True
-
-
-@njit(cache=True, _nrt=False)
-def _ldmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr, out):
-    """ldmatrix as ``ops.datamove`` defines it (lane 8j+r: row r of matrix j); False when a used lane's row
-    address breaks a rule (the reference then raises)."""
-    nmat = row[T.Y]
-    trans = row[T.Z] == 1
-    off = np.int64(imrow[T.IMM_OFFSET])
-    if row[T.A] == -1:
-        for lane in range(LANES):
-            addrs[lane] = off
-    else:
-        _gather(row[T.A], 64, 0, xr, a8, a16, a32, a64, imrow)
-        wrap = np.int64(0xFFFFFFFF) if row[T.A] >> T.CLASS_SHIFT == T.R32 else np.int64(-1)
-        for lane in range(LANES):
-            addrs[lane] = (np.int64(xr[lane]) + off) & wrap
-    size = state[T.S_SMEM_SIZE]
-    for lane in range(8 * nmat):
-        a = addrs[lane]
-        if a % 16 != 0 or a < 0 or a + 16 > size:
-            return False
-        if state[T.S_INFLIGHT] > 0:
-            for b in range(16):
-                if inflight[a + b] != 0:
-                    return False
-    base = state[T.S_SMEM_PTR]
-    for j in range(nmat):
-        for lane in range(LANES):
-            g, t = lane >> 2, lane & 3
-            if trans:
-                lo = _peek16(base + addrs[8 * j + 2 * t] + 2 * g)
-                hi = _peek16(base + addrs[8 * j + 2 * t + 1] + 2 * g)
-            else:
-                lo = _peek16(base + addrs[8 * j + g] + 4 * t)
-                hi = _peek16(base + addrs[8 * j + g] + 4 * t + 2)
-            out[j, lane] = np.uint32(lo | (hi << np.uint64(16)))
-    for j in range(nmat):
-        e = row[T.V0 + j]
-        if e >= 0:
-            i = e & IDX
-            for lane in range(LANES):
-                a32[i + lane] = out[j, lane]
-    return True
-
-
-@njit(cache=True, _nrt=False)
-def _stmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr):
-    """stmatrix, the inverse of ``_ldmatrix`` (``ops.datamove``); False (nothing written) when a used lane's row
-    address breaks a rule, or its bytes are still in flight (cp.async) or read by an in-flight wgmma (the
-    reference then raises)."""
-    nmat = row[T.Y]
-    trans = row[T.Z] == 1
-    off = np.int64(imrow[T.IMM_OFFSET])
-    if row[T.A] == -1:
-        for lane in range(LANES):
-            addrs[lane] = off
-    else:
-        _gather(row[T.A], 64, 0, xr, a8, a16, a32, a64, imrow)
-        wrap = np.int64(0xFFFFFFFF) if row[T.A] >> T.CLASS_SHIFT == T.R32 else np.int64(-1)
-        for lane in range(LANES):
-            addrs[lane] = (np.int64(xr[lane]) + off) & wrap
-    size = state[T.S_SMEM_SIZE]
-    used = (np.int64(1) << (8 * nmat)) - 1
-    for lane in range(8 * nmat):
-        a = addrs[lane]
-        if a % 16 != 0 or a < 0 or a + 16 > size:
-            return False
-        if state[T.S_INFLIGHT] > 0:
-            for b in range(16):
-                if inflight[a + b] != 0:
-                    return False
-    if not smem_write_ok(state, addrs, used, 16):
-        return False
-    base = state[T.S_SMEM_PTR]
-    for j in range(nmat):
-        _gather(row[T.V0 + j], 32, 0, xr, a8, a16, a32, a64, imrow)
-        for lane in range(LANES):
-            g, t = lane >> 2, lane & 3
-            v = xr[lane]
-            if trans:
-                a0 = addrs[8 * j + 2 * t] + 2 * g
-                a1 = addrs[8 * j + 2 * t + 1] + 2 * g
-            else:
-                a0 = addrs[8 * j + g] + 4 * t
-                a1 = a0 + 2
-            _poke(base + a0, 2, v & np.uint64(0xFFFF))
-            _poke(base + a1, 2, (v >> np.uint64(16)) & np.uint64(0xFFFF))
-    mark_generic(state, addrs, used, 16)
-    return True
-
-
-@njit(cache=True, _nrt=False)
-def _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, mptr, msz):
-    """MUFU, MUFU_DIV, MUFU_DIVFMA, FMINMAX, FNEGABS, FARITH and FCVT rows (fmath.py) on the lanes in ``em``."""
-    w, sgn = row[T.W], row[T.SGN]
-    _gather(row[T.A], w, sgn, xa, a8, a16, a32, a64, imrow)
-    if row[T.B] != -1:
-        _gather(row[T.B], w, sgn, xb, a8, a16, a32, a64, imrow)
-    if row[T.C] != -1:
-        _gather(row[T.C], w, sgn, xc, a8, a16, a32, a64, imrow)
-    call_rows(mptr[mptr.shape[0] - 1], opc, row[T.X], row[T.Y], row[T.Z], em, xa.ctypes.data, xb.ctypes.data,
-              xc.ctypes.data, xr.ctypes.data, mptr.ctypes.data, msz.ctypes.data)      # fastcore/fcall.py
-    _scatter(row[T.D], xr, em, row[T.V0] if opc == T.FCVT else 32, 0, a8, a16, a32, a64)
 
 
 @njit(cache=True, _nrt=False)
@@ -832,31 +244,74 @@ def _pick(code, pc, live, come, qs, a32):
 
 
 @njit(cache=True, _nrt=False)
+def _stmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr):
+    """stmatrix, the inverse of ldmatrix (``ops.datamove``); False (nothing written) when a used lane's row
+    address breaks a rule, or its bytes are still in flight (cp.async) or read by an in-flight wgmma (the
+    reference then raises)."""
+    nmat = row[T.Y]
+    trans = row[T.Z] == 1
+    off = np.int64(imrow[T.IMM_OFFSET])
+    if row[T.A] == -1:
+        for lane in range(LANES):
+            addrs[lane] = off
+    else:
+        _gather(row[T.A], 64, 0, xr, a8, a16, a32, a64, imrow)
+        wrap = np.int64(0xFFFFFFFF) if row[T.A] >> T.CLASS_SHIFT == T.R32 else np.int64(-1)
+        for lane in range(LANES):
+            addrs[lane] = (np.int64(xr[lane]) + off) & wrap
+    size = state[T.S_SMEM_SIZE]
+    used = (np.int64(1) << (8 * nmat)) - 1
+    for lane in range(8 * nmat):
+        a = addrs[lane]
+        if a % 16 != 0 or a < 0 or a + 16 > size:
+            return False
+        if state[T.S_INFLIGHT] > 0:
+            for b in range(16):
+                if inflight[a + b] != 0:
+                    return False
+    if not smem_write_ok(state, addrs, used, 16):
+        return False
+    base = state[T.S_SMEM_PTR]
+    for j in range(nmat):
+        _gather(row[T.V0 + j], 32, 0, xr, a8, a16, a32, a64, imrow)
+        for lane in range(LANES):
+            g, t = lane >> 2, lane & 3
+            v = xr[lane]
+            if trans:
+                a0 = addrs[8 * j + 2 * t] + 2 * g
+                a1 = addrs[8 * j + 2 * t + 1] + 2 * g
+            else:
+                a0 = addrs[8 * j + g] + 4 * t
+                a1 = a0 + 2
+            _poke(base + a0, 2, v & np.uint64(0xFFFF))
+            _poke(base + a1, 2, (v >> np.uint64(16)) & np.uint64(0xFFFF))
+    mark_generic(state, addrs, used, 16)
+    return True
+
+
+@njit(cache=True, _nrt=False)
 def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmaps,
         mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, mptr, msz, log_src, cpd, cpx, cpg, cpm,
         cpc):
-    """Run the warp from its current state (state S_CTA: 1 inside run_cta, which executes the barriers). Returns (through ``state``) why it stopped. Compiled without
-    the reference-counting runtime (``_nrt=False``): no atomic increments on every array view and call;
-    ``scratch`` (uint64[13, 32], from the caller) holds every temporary. ``log_src``: the source addresses of
+    """Run the warp from its current state (state S_CTA: 1 inside run_cta, which executes the barriers). Returns
+    (through ``state``) why it stopped. Compiled without the reference-counting runtime (``_nrt=False``): no
+    atomic increments on every array view and call; ``scratch`` (uint64[ccall.NSCRATCH, 32], from the caller)
+    holds every temporary, then the ctx through which the instruction families find the launch's tables. ``log_src``: the source addresses of
     logged cp.async; ``cpd`` .. ``cpc``: the warp's cp.async records (``cpasync.CpAsyncTable.row``)."""
     a8 = arena
     a16 = arena.view(np.uint16)
     a32 = arena.view(np.uint32)
     a64 = arena.view(np.uint64)
-    fu32 = scratch[0].view(np.uint32)
-    ff32 = fu32.view(np.float32)
-    fu64 = scratch[1]
-    ff64 = fu64.view(np.float64)
     addrs = scratch[2].view(np.int64)
-    xa = scratch[3]
-    xb = scratch[4]
-    xc = scratch[5]
     xr = scratch[6]
     xq = scratch[7]
-    mtmp = scratch[8:10].reshape(64).view(np.uint32).reshape((4, LANES))
-    srcs = scratch[10].view(np.int64)
-    sizes = scratch[11].view(np.int64)
     qs = scratch[12].view(np.int64)
+    ctx = scratch[C.CTX_ROW:].reshape(C.NCTX).view(np.int64)
+    fill_ctx(ctx, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmaps, mprm, l1, l256, l64k, mlutidx,
+             mbuf, mu64, mi64, mflags, mptr, msz, log_src, cpd, cpx, cpg, cpm, cpc)
+    pscratch = data_ptr(scratch)
+    parena = data_ptr(arena)
+    narena = arena.shape[0]
     # the lane masks start as np.int64(0), not 0: a literal 0 would make numba compile every function they are
     # passed to twice (once for Literal[int](0), once for int64), which doubled much of the compile time
     live = np.int64(0)
@@ -1025,23 +480,25 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     for lane in range(LANES):
                         log_addr[nlog, lane] = addrs[lane]
                     nlog += 1
-        elif opc == T.MMA:
-            if em != 0xFFFFFFFF:                   # .sync.aligned: all 32 lanes (the reference names who is missing)
-                handback = True
+        elif opc == T.XROW:                     # xcall.x_c: gathers, computes, writes back
+            if em != 0 and call_x(mptr[XSLOT], em, data_ptr(row), data_ptr(imrow), parena, narena,
+                                  pscratch) != 0:
+                handback = True                 # a lane breaks a rule: nothing was written
                 break
-            if not _mma(row, mregs, mmaps, mprm, l1, l256, l64k, mlutidx, a32, mbuf, mu64, mi64, mflags):
-                handback = True
-                break
-        elif opc == T.LDMATRIX:
-            if em != 0xFFFFFFFF or nlog >= log_pc.shape[0] or not _ldmatrix(row, imrow, a8, a16, a32, a64,
-                                                                            inflight, state, addrs, xr, mtmp):
-                handback = True
-                break
-            log_pc[nlog] = p
-            log_mask[nlog] = (1 << (8 * row[T.Y])) - 1
-            for lane in range(LANES):
-                log_addr[nlog, lane] = addrs[lane]
-            nlog += 1
+        elif opc == T.ATOM:
+            if em != 0:
+                shared_lanes = _mem_plan(row, imrow, em, a8, a16, a32, a64, inflight, gtab, state, addrs, xq)
+                if shared_lanes < 0:
+                    handback = True
+                    break
+                call_atom(mptr[ASLOT], em, shared_lanes, data_ptr(row), data_ptr(imrow), parena, narena,
+                          pscratch)             # xcall.atom_c; the addresses in scratch[7] (xq)
+                if shared_lanes != 0:
+                    log_pc[nlog] = p
+                    log_mask[nlog] = shared_lanes
+                    for lane in range(LANES):
+                        log_addr[nlog, lane] = addrs[lane]
+                    nlog += 1
         elif opc == T.WGMMA:                 # wgcall.wg_c (wgmmax.py), in the CTA loop only
             if state[T.S_WG] == 0:
                 handback = True
@@ -1068,43 +525,33 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
             for lane in range(LANES):
                 log_addr[nlog, lane] = addrs[lane]
             nlog += 1
-        elif opc == T.CPASYNC or opc == T.CP_COMMIT or opc == T.CP_WAIT:
-            if em != 0:
-                got = cp_step(opc, row, imrow, em, p, nlog, a32, a64, inflight, gtab, state, log_pc, log_addr,
-                              log_mask, log_src, cpd, cpx, cpg, cpm, cpc, addrs, srcs, sizes, xq.view(np.int64))
-                if got < 0:
-                    handback = True
-                    break
-                nlog = got
-        elif opc == T.XROW and em != 0:                     # xcall.x_c: gathers, computes, writes back
-            if call_x(mptr[XSLOT], em, row.ctypes.data, imrow.ctypes.data, arena.ctypes.data, arena.shape[0],
-                      scratch.ctypes.data) != 0:
-                handback = True                             # a lane breaks a rule: nothing was written
-                break
-        elif opc == T.ATOM and em != 0:
-            shared_lanes = _mem_plan(row, imrow, em, a8, a16, a32, a64, inflight, gtab, state, addrs, xq)
-            if shared_lanes < 0:
+        elif opc != T.NOP and (em != 0 or opc == T.MMA or opc == T.LDMATRIX):
+            # a family compiled apart (families.py), through its address; slot 0: not compiled (yet), the
+            # reference executor runs the row
+            slot = FAMSLOT[opc]
+            if slot < 0 or mptr[slot] == 0:
                 handback = True
                 break
-            call_atom(mptr[ASLOT], em, shared_lanes, row.ctypes.data, imrow.ctypes.data, arena.ctypes.data,
-                      arena.shape[0], scratch.ctypes.data)     # xcall.atom_c; the addresses in scratch[7] (xq)
-            if shared_lanes != 0:
+            if slot == MMA_SLOT or slot == LDM_SLOT:
+                if em != 0xFFFFFFFF:           # .sync.aligned: all 32 lanes (the reference names who is missing)
+                    handback = True
+                    break
+                if slot == LDM_SLOT and nlog >= log_pc.shape[0]:
+                    handback = True
+                    break
+            ctx[C.K_P] = p
+            ctx[C.K_NLOG] = nlog
+            if call_family(mptr[slot], em, data_ptr(row), data_ptr(imrow), parena, narena, pscratch) != 0:
+                handback = True                 # a lane breaks a rule, or a special value: nothing was written
+                break
+            if slot == CP_SLOT:
+                nlog = ctx[C.K_NLOG]
+            elif slot == LDM_SLOT:              # ldmatrix: the addresses it read (scratch row 2)
                 log_pc[nlog] = p
-                log_mask[nlog] = shared_lanes
+                log_mask[nlog] = (1 << (8 * row[T.Y])) - 1
                 for lane in range(LANES):
                     log_addr[nlog, lane] = addrs[lane]
                 nlog += 1
-        elif opc == T.SHFL and em != 0:
-            if not _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
-                handback = True
-                break
-        elif (opc == T.MUFU or opc == T.MUFU_DIV or opc == T.FMINMAX or opc == T.FNEGABS or opc == T.FARITH or
-              opc == T.FCVT or opc == T.MUFU_DIVFMA) and em != 0:                  # table.FLOAT_ROWS
-            _fmath(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, mptr, msz)
-        elif opc == T.MOV_UNPACK and em != 0:
-            _movunpack(row, imrow, em, a8, a16, a32, a64, xa, xr)
-        elif opc != T.NOP and em != 0:
-            _alu(opc, row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64)
         for lane in range(LANES):
             if (m >> lane) & 1:
                 pc[lane] += 1

@@ -1,85 +1,73 @@
-"""The f64 and integer mma.sync tiles of the fast engine (scalarx.K_MMAX rows): a C-callable function that reads
-the operand registers of all 32 lanes from the arena, runs the executor's own tile kernel
-(``numerics.fast.f64_batch`` / ``int_batch``, as ``ops.mma.MmaOp`` does) and writes D back.
-
-It is compiled apart from the loops and from ``xcall.py`` (whose ``x_c`` calls it through the address the row
-holds), and only for kernels with such an mma: the translation imports this module when it makes the row.
-"""
+"""The mma.sync family of the fast engine (table: MMA): the tensor-core families through the same arithmetic as
+``ops.mma`` (``numerics.gemm_fast``); compiled apart from the loops as one C-callable function (``entry``,
+``ccall.SIG``; ``families.py``), which finds the translation's mma tables through the ctx (``ccall.K_M*``)."""
 import numpy as np
-from llvmlite import ir
-from numba import carray, cfunc, njit, types
-from numba.extending import intrinsic
+from numba import njit
 
 from . import table as T
-from .scalarx import MMA_MAPS, MMA_REGS
-from ...numerics.fast import f64_batch, int_batch
+from . import ccall as C
+from ...numerics.gemm_fast import tc_one_noalloc
 
-_P64 = types.CPointer(types.uint64)
-_PI64 = types.CPointer(types.int64)
-_P8 = types.CPointer(types.uint8)
-
-
-@intrinsic
-def _i64_pointer(typingctx, addr):
-    sig = types.CPointer(types.int64)(types.int64)
-
-    def codegen(context, builder, signature, args):
-        return builder.inttoptr(args[0], ir.IntType(64).as_pointer())
-    return sig, codegen
+IDX = T.INDEX_MASK
+LANES = 32
 
 
-@njit(cache=True)
-def _mma(row, em, a32, a64):
-    """An mma.sync of the f64 or integer family (a K_MMAX row): the registers of all 32 lanes into the executor's
-    tile kernel (numerics.fast.f64_batch / int_batch, as ops.mma.MmaOp runs them), D written back; 1 (nothing
-    written) unless all 32 lanes execute it (.sync.aligned: the executor names who is missing)."""
-    if em != 0xFFFFFFFF:
-        return 1
-    tab = carray(_i64_pointer(row[T.V0]), row[T.V0 + 1])
-    kind, na, nb, nc, nd = tab[0], tab[1], tab[2], tab[3], tab[4]
-    nm = tab[MMA_MAPS]
-    maps = tab[MMA_MAPS + 1:MMA_MAPS + 1 + nm]
-    prm = tab[MMA_MAPS + 2 + nm:MMA_MAPS + 2 + nm + tab[MMA_MAPS + 1 + nm]]
-    regs = tab[MMA_REGS:MMA_REGS + 20]
+@njit(cache=True, inline="always")
+def _lut(kind, i, l1, l256, l64k):
     if kind == 0:
-        a = np.empty((1, na, 32), np.uint64)
-        b = np.empty((1, nb, 32), np.uint64)
-        c = np.empty((1, nc, 32), np.uint64)
-        d = np.empty((1, nd, 32), np.uint64)
-        for g, x, n in ((1, a, na), (2, b, nb), (3, c, nc)):
-            for i in range(n):
-                e = regs[nd + (na if g > 1 else 0) + (nb if g > 2 else 0) + i] & T.INDEX_MASK
-                for lane in range(32):
-                    x[0, i, lane] = a64[e + lane]
-        f64_batch(a, b, c, d, maps, prm)
-        for i in range(nd):
-            if regs[i] >= 0:
-                e = regs[i] & T.INDEX_MASK
-                for lane in range(32):
-                    a64[e + lane] = d[0, i, lane]
-        return 0
-    a32_ = np.empty((1, na, 32), np.uint32)
-    b32 = np.empty((1, nb, 32), np.uint32)
-    c32 = np.empty((1, nc, 32), np.uint32)
-    d32 = np.empty((1, nd, 32), np.uint32)
-    for g, x, n in ((1, a32_, na), (2, b32, nb), (3, c32, nc)):
-        for i in range(n):
-            e = regs[nd + (na if g > 1 else 0) + (nb if g > 2 else 0) + i] & T.INDEX_MASK
-            for lane in range(32):
-                x[0, i, lane] = a32[e + lane]
-    int_batch(a32_, b32, c32, d32, maps, prm)
+        return l1[i]
+    if kind == 1:
+        return l256[i]
+    return l64k[i]
+
+
+def entry(em, prow, pimm, parena, n, pscratch):
+    """The family's C-callable body (ccall.SIG): 1 when an operand or the result needs the reference (an inf or
+    NaN, an accumulator overflow; nothing written)."""
+    a8 = C.u8_1d(parena, n)
+    ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
+    nk = ctx[C.K_MREGS_N]
+    mregs = C.i64_2d(ctx[C.K_MREGS], nk, 16)
+    mmaps = C.i64_2d(ctx[C.K_MMAPS], nk, ctx[C.K_MMAPS_W])
+    mprm = C.i64_2d(ctx[C.K_MPRM], nk, ctx[C.K_MPRM_W])
+    l1 = C.i64_3d(ctx[C.K_L1], ctx[C.K_L1_N], 1, 4)
+    l256 = C.i64_3d(ctx[C.K_L256], ctx[C.K_L256_N], 256, 4)
+    l64k = C.i64_3d(ctx[C.K_L64K], ctx[C.K_L64K_N], 65536, 4)
+    mlutidx = C.i64_2d(ctx[C.K_MLUTIDX], nk, 4)
+    mbuf = C.u32_2d(ctx[C.K_MBUF], 16, LANES)
+    mu64 = C.u64_1d(ctx[C.K_MU64], ctx[C.K_MU64_N])
+    mi64 = C.i64_1d(ctx[C.K_MI64], ctx[C.K_MI64_N])
+    mflags = C.u8_1d(ctx[C.K_MFLAGS], ctx[C.K_MFLAGS_N]).view(np.bool_)
+    a32 = a8.view(np.uint32)
+    row = C.i64_1d(prow, T.NFIELDS)
+    # mma.sync through the same arithmetic as ``ops.mma`` (numerics.gemm_fast), in the entry itself (a call level
+    # less for numba to compile)
+    k = row[T.X]
+    nd, na, nb, nc = row[T.V0], row[T.V0 + 1], row[T.V0 + 2], row[T.V0 + 3]
+    regs = mregs[k]
+    a = mbuf[0:na].reshape((1, na, LANES))
+    b = mbuf[4:4 + nb].reshape((1, nb, LANES))
+    c = mbuf[8:8 + nc].reshape((1, nc, LANES))
+    d = mbuf[12:12 + nd].reshape((1, nd, LANES))
+    for i in range(na):
+        e = regs[4 + i] & IDX
+        for lane in range(LANES):
+            a[0, i, lane] = a32[e + lane]
+    for i in range(nb):
+        e = regs[8 + i] & IDX
+        for lane in range(LANES):
+            b[0, i, lane] = a32[e + lane]
+    for i in range(nc):
+        e = regs[12 + i] & IDX
+        for lane in range(LANES):
+            c[0, i, lane] = a32[e + lane]
+    li = mlutidx[k]
+    if not tc_one_noalloc(a, b, c, d, mmaps[k], mprm[k], _lut(li[0], li[1], l1, l256, l64k),
+                          _lut(li[2], li[3], l1, l256, l64k), mu64, mi64, mflags):
+        return 1
     for i in range(nd):
         if regs[i] >= 0:
-            e = regs[i] & T.INDEX_MASK
-            for lane in range(32):
-                a32[e + lane] = d32[0, i, lane]
+            e = regs[i] & IDX
+            for lane in range(LANES):
+                a32[e + lane] = d[0, i, lane]
     return 0
-
-
-@cfunc(types.int64(types.int64, _PI64, _P64, _P8, types.int64, _P64), cache=True, nopython=True)
-def mma_c(em, prow, pimm, parena, n, pscratch):
-    a8 = carray(parena, n)
-    return _mma(carray(prow, T.NFIELDS), em, a8.view(np.uint32), a8.view(np.uint64))
-
-
-ADDRESS = mma_c.address

@@ -60,7 +60,7 @@ M32 = np.uint64(0xFFFFFFFF)
  K_F32,         # add/sub/mul/fma/div/rcp/sqrt .f32 in every rounding, .ftz, .sat: Y: F32_OPS index + 8 * MODES
                 # index + 32 .ftz + 64 .sat
  K_MMAX,        # mma.sync of the f64 and integer (and .b1 AND) families: V0: the address of the mma's table
-                # (MMA_* layout), V0 + 1 its length, V0 + 2 the address of mmax.mma_c
+                # (MMA_* layout), V0 + 1 its length, V0 + 2 the address of mmatile.mma_c
  K_DP,          # dp4a / dp2a.lo / dp2a.hi: Y: 1 a signed + 2 b signed + 4 * (0 dp4a, 1 dp2a.lo, 2 dp2a.hi)
  K_SAD,         # sad: c + |a - b| of the row's type
  K_CVTF2,       # the other float -> float cvt forms (ops.cvt): Y: CVT_* bits; the loop's and K_CVTF's go first

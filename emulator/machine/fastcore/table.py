@@ -74,7 +74,7 @@ ATOM = 71         # atom/red on global or this CTA's shared memory (atomics.py; 
                   # V0+1: atomics.T_*)
 
 NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
-FLOAT_ROWS = (MUFU, MUFU_DIV, MUFU_DIVFMA, FMINMAX, FNEGABS, FARITH, FCVT)   # run by fcall.rows_c (fmath.py)
+FLOAT_ROWS = (MUFU, MUFU_DIV, MUFU_DIVFMA, FMINMAX, FNEGABS, FARITH, FCVT)   # the float family (fcall.py)
 
 # -- fields of a code row --------------------------------------------------------------------------------
 OP = 0            # opcode

@@ -178,19 +178,20 @@ class Translation:
 
     def _mufu_tables(self):
         """Raw pointers (and lengths) of the measured MUFU tables the MUFU rows read (numerics.mufu.tables,
-        unpacked here; the translation keeps them alive); 0 for the others, which no row reads. The last
-        slot: the address of the compiled float rows (fastcore/fcall.py), when a row needs it; the two before it
-        those of xcall.py's functions."""
+        unpacked here; the translation keeps them alive); 0 for the others, which no row reads. After them, the
+        addresses of xcall.py's two functions (loop.XSLOT, ASLOT) and those of the instruction families the rows
+        use (families.SLOT, filled by ``bind_families``)."""
         from ...numerics import mufu
-        self.mufu_ptr = np.zeros(len(fmath.TABLES) + 4, np.int64)
-        self.mufu_size = np.zeros(len(fmath.TABLES) + 4, np.int64)
-        if self.wg is not None:    # the slot before the last: wgcall.wg_c (loop.WSLOT)
+        from . import families
+        self.mufu_ptr = np.zeros(families.NSLOTS + 1, np.int64)
+        self.mufu_size = np.zeros(families.NSLOTS + 1, np.int64)
+        if self.wg is not None:    # the last slot: wgcall.wg_c (loop.WSLOT)
             from .wgcall import ADDRESS as WG_ADDRESS
-            self.mufu_ptr[len(fmath.TABLES) + 2] = WG_ADDRESS
+            self.mufu_ptr[families.NSLOTS] = WG_ADDRESS
         self._mufu_keep = []
-        if np.isin(self.code[:, T.OP], T.FLOAT_ROWS).any():
-            from .fcall import ADDRESS
-            self.mufu_ptr[-1] = ADDRESS
+        ops = set(np.unique(self.code[:, T.OP]).tolist())
+        self.families = sorted({families.OF_OPCODE[op] for op in ops if op in families.OF_OPCODE},
+                               key=families.NAMES.index)
         if self._xcall:            # the slots after the tables: xcall.x_c, xcall.atom_c (loop.XSLOT, ASLOT)
             from . import xcall
             self.mufu_ptr[len(fmath.TABLES)] = xcall.ADDRESS
@@ -202,6 +203,19 @@ class Translation:
             self._mufu_keep.append(tab)
             self.mufu_ptr[k] = tab.ctypes.data
             self.mufu_size[k] = tab.size
+
+    def bind_families(self, wait=True):
+        """Fill the address slots of the instruction families the rows use (families.py): compiled or loaded
+        now (``wait``), or, while another process compiles them, left 0 until a later launch (the loop hands
+        those rows back to the reference executors meanwhile). Returns whether every slot is filled."""
+        from . import families, warmup
+        done = True
+        for name in self.families:
+            k = families.SLOT[name]
+            if self.mufu_ptr[k] == 0:
+                self.mufu_ptr[k] = warmup.family(name, wait)
+                done = done and self.mufu_ptr[k] != 0
+        return done
 
     # -- registers ---------------------------------------------------------------------------------
     def _slot(self, name, width, special=False):
@@ -776,10 +790,10 @@ def r_mma(t, env, instr, row, imm):
 
 def _mma_x(t, env, instr, row, op):
     """mma.sync of the f64 and integer families (.satfinite too) and .b1 with AND: a K_MMAX row, whose tile runs
-    in mmax.mma_c through the executor's own kernel (numerics.fast.f64_batch / int_batch)."""
+    in mmatile.mma_c through the executor's own kernel (numerics.fast.f64_batch / int_batch)."""
     from ...numerics import fast
     from ...ops import mma as M
-    from . import mmax, scalarx
+    from . import mmatile, scalarx
     kind = {id(fast.f64_batch): 0, id(M._int_batch): 1}.get(id(op._kern))
     if kind is None or len(instr.operands) != 4:
         raise _Slow
@@ -809,7 +823,7 @@ def _mma_x(t, env, instr, row, op):
     t._mma_keep.append(tab)
     row[T.A] = row[T.B] = row[T.C] = row[T.D] = -1
     row[T.V0:T.V0 + 8] = -1
-    row[T.V0], row[T.V0 + 1], row[T.V0 + 2] = tab.ctypes.data, tab.size, mmax.ADDRESS
+    row[T.V0], row[T.V0 + 1], row[T.V0 + 2] = tab.ctypes.data, tab.size, mmatile.ADDRESS
     row[T.X], row[T.Y], row[T.Z] = scalarx.K_MMAX, kind, 0
     _set_type(row, "b32")
     t._xcall = True

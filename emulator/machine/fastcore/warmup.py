@@ -37,10 +37,11 @@ _STATE = {"ready": False, "proc": None, "detached": False, "checked": 0.0}
 RECHECK_S = 0.25            # how often ready() looks at the cache again while another process compiles
 
 
-def _loops():
-    """The fast engine's jitted loops: what a launch on the fast engine needs."""
+def _loops(which="both"):
+    """The fast engine's jitted loops: what a launch on the fast engine needs (``which``: "cta", the CTA loop and
+    the warp loop it calls; "warp", the warp loop alone, for kernels the CTA loop cannot run; "both")."""
     from . import loop
-    return loop.run_cta, loop.run
+    return (loop.run,) if which == "warp" else (loop.run_cta, loop.run)
 
 
 def _extras():
@@ -112,6 +113,39 @@ def compiling() -> bool:
 jitcache.PROBE[0] = compiling
 
 
+def family(name, wait=True) -> int:
+    """The address of the instruction family ``name`` (``families.py``), compiled or loaded now (``wait``:
+    engine="fast"); else (engine="auto") 0 while it would have to be compiled here: while another process
+    compiles, or after starting the child compile (``background``). Then the loop hands its rows to the
+    reference executors until a later launch finds it. Compiles here when no child may run."""
+    from . import families
+    if wait or families.cached(name) or not (compiling() or background()):
+        return families.address(name, lock())
+    return 0
+
+
+def _families_done() -> bool:
+    from . import families
+    return all(families.cached(name) for name in families.NAMES)
+
+
+def compile_families():
+    """Every instruction family of the fast engine (``emulator.warmup()``, the background compile)."""
+    from . import families
+    for name in families.ORDER:
+        families.address(name, lock())
+
+
+def background() -> bool:
+    """Start the child compile (the instruction families a launch needs are missing from the cache and nobody
+    compiles them) unless this process already started one or the user asked for none; whether it started."""
+    mode = _mode()
+    if _STATE["proc"] is not None or mode in ("0", "off", "no", "false"):
+        return False
+    _start_child(detached=mode == "detach")
+    return True
+
+
 def _start_child(detached=False):
     import subprocess
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -126,19 +160,21 @@ def _start_child(detached=False):
     _STATE["detached"] = detached
 
 
-def wait():
-    """Block until the fast engine's loops can run: wait for this process's child to have compiled them, or for
-    another process that holds the compile lock; if the cache still lacks them, compile them here under the
-    lock."""
+def wait(which="both"):
+    """Block until the fast engine's loops (``which``, as ``_loops`` takes it) can run: wait for this process's
+    child to have compiled them, or for another process that holds the compile lock; if the cache still lacks
+    them, compile them here under the lock (only those: a kernel the CTA loop cannot run does not wait for it)."""
     if _STATE.get("here"):
         return                             # the warm-up launches of _compile_loops, in this process
-    while _child_running() and not _done(_loops()):
+    need = _loops(which)
+    while _child_running() and not _done(need):
         time.sleep(0.1)                    # this process's child: until it has the loops (it goes on with the rest)
-    if not _done(_loops()):
+    if not _done(need):
         with lock():                       # another process's compile ends first
-            if not _done(_loops()):
-                _compile_loops()
-    _STATE["ready"] = True
+            if not _done(need):
+                _compile_loops(which)
+    if which != "warp" or _done(_loops()):
+        _STATE["ready"] = True
 
 
 def warmup(background=False, extras=True):
@@ -148,31 +184,34 @@ def warmup(background=False, extras=True):
     integer tiles. Returns the CPU seconds this process spent."""
     t = time.process_time()
     if background:
-        if not (_done(_loops()) and _done(_extras())) and not _child_running() and not lock().busy():
+        if not (_done(_loops()) and _done(_extras()) and _families_done()) and not _child_running() and \
+                not lock().busy():
             _start_child(detached=True)
         return time.process_time() - t
     wait()
-    from . import fcall, wgcall, xcall  # noqa: F401 (compiles or loads the float, wgmma and integer rows' functions)
+    compile_families()
+    with lock():
+        from . import xcall, wgcall  # noqa: F401 (compiles or loads the integer rows', atomics' and wgmma functions)
     if extras and not _done(_extras()):
         with lock():
             if not _done(_extras()):
                 _compile_extras()
     if extras:
-        from . import mmax  # noqa: F401 (the f64/integer mma rows' function)
+        from . import mmatile  # noqa: F401 (the f64/integer mma rows' function)
     return time.process_time() - t
 
 
-# set by machine.module (which imports this module): () -> None, two tiny launches on the fast engine, one the
-# CTA loop runs and one it cannot (a call), which make numba compile both loops
+# set by machine.module (which imports this module): (which) -> None, tiny launches on the fast engine, one the
+# CTA loop runs and one it cannot (a call), which make numba compile the loops (``_loops(which)``)
 WARM_LAUNCHES = [None]
 
 
-def _compile_loops():
+def _compile_loops(which="both"):
     _STATE["here"] = True
     try:
         if WARM_LAUNCHES[0] is None:
             raise AssertionError("warmup: emulator.machine.module sets WARM_LAUNCHES when it loads")
-        WARM_LAUNCHES[0]()
+        WARM_LAUNCHES[0](which)
     finally:
         _STATE["here"] = False
 
@@ -248,10 +287,12 @@ BODY = """
 import emulator.machine.module
 from emulator.machine.fastcore import warmup
 if warmup.lock().acquire(blocking=False):
-    import emulator.machine.fastcore.fcall, emulator.machine.fastcore.xcall, emulator.machine.fastcore.wgcall
     warmup._compile_loops()
+    warmup.compile_families()
+    import emulator.machine.fastcore.xcall
+    import emulator.machine.fastcore.wgcall
     warmup._compile_extras()
-    import emulator.machine.fastcore.mmax
+    import emulator.machine.fastcore.mmatile
     from emulator.numerics.wgmma import wgmma_tile
     import numpy as np
     wgmma_tile("f16", "f16", "f32", *(np.zeros(s, np.uint64) for s in ((64, 16), (16, 64), (64, 64))))

@@ -21,7 +21,7 @@ _P8 = types.CPointer(types.uint8)
 def _xrow(row, imrow, em, a8, a16, a32, a64, scratch):
     """An XROW on the lanes in ``em``: gather its sources as the loop does, compute (scalarx.x_rows), write the
     destinations; 1 (nothing written) when a lane breaks a rule."""
-    if row[T.X] == K_MMAX:                      # an mma tile: mmax.mma_c (compiled apart, with numba's runtime)
+    if row[T.X] == K_MMAX:                      # an mma tile: mmatile.mma_c (compiled apart, with numba's runtime)
         return call_x(row[T.V0 + 2], em, row.ctypes.data, imrow.ctypes.data, a8.ctypes.data, a8.shape[0],
                       scratch.ctypes.data)
     xa, xb, xc, xd, xr, xq = scratch[3], scratch[4], scratch[5], scratch[10], scratch[6], scratch[7]

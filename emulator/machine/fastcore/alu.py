@@ -1,0 +1,357 @@
+"""The ALU family of the fast engine: integer arithmetic, logic, shifts, comparisons and selects, moves,
+integer conversions, bfe/prmt, the binary32 add/sub/mul/fma and mov unpack (table: MOV .. SELP, CVT_II, BFE,
+PRMT, TF32_RNA, FADD32 .. FFMA32, MOV_UNPACK), each as its reference executor in ``emulator.ops`` defines it.
+
+Compiled apart from the loops as one C-callable function (``entry``, ``ccall.SIG``; ``families.py``).
+"""
+import numpy as np
+from numba import njit
+
+from . import table as T
+from . import ccall as C
+from .ccall import NSCRATCH
+from .raw import _mask, _sext
+from .regs import I0, I1, I32, _gather, _scatter
+
+U0 = np.uint64(0)
+U1 = np.uint64(1)
+ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+CANON32 = np.uint32(0x7FFFFFFF)
+LANES = 32
+
+
+@njit(cache=True, _nrt=False)
+def _mulhi_u64(a, b):
+    m32 = np.uint64(0xFFFFFFFF)
+    s32 = np.uint64(32)
+    a0, a1 = a & m32, a >> s32
+    b0, b1 = b & m32, b >> s32
+    p00 = a0 * b0
+    p01 = a0 * b1
+    p10 = a1 * b0
+    p11 = a1 * b1
+    mid = (p00 >> s32) + (p01 & m32) + (p10 & m32)
+    return p11 + (p01 >> s32) + (p10 >> s32) + (mid >> s32)
+
+
+@njit(cache=True, _nrt=False)
+def _mulhi(a, b, w, sgn):
+    if w == 64:
+        h = _mulhi_u64(a, b)
+        if sgn:
+            if np.int64(a) < 0:
+                h -= b
+            if np.int64(b) < 0:
+                h -= a
+        return h
+    if sgn:
+        p = np.int64(_sext(a, w)) * np.int64(_sext(b, w))
+        return np.uint64(p >> np.int64(w)) & _mask(w)
+    return ((a * b) >> np.uint64(w)) & _mask(w)
+
+
+@njit(cache=True, _nrt=False)
+def _cmp(code, a, b, w, sgn, flt, fu32, ff32, fu64, ff64):
+    if flt:
+        if flt == 1:
+            fu32[0] = np.uint32(a)
+            fu32[1] = np.uint32(b)
+            x, y = np.float64(ff32[0]), np.float64(ff32[1])
+        else:
+            fu64[0] = a
+            fu64[1] = b
+            x, y = ff64[0], ff64[1]
+        un = (x != x) or (y != y)
+        if code == 16:          # num
+            return not un
+        if code == 17:          # nan
+            return un
+        base = code if code < 10 else code - 10
+        if base == 0:
+            r = x == y
+        elif base == 1:
+            r = x != y
+        elif base == 2:
+            r = x < y
+        elif base == 3:
+            r = x <= y
+        elif base == 4:
+            r = x > y
+        else:
+            r = x >= y
+        if code >= 10:
+            return r or un
+        return r and not un
+    if code == 0:
+        return a == b
+    if code == 1:
+        return a != b
+    if code >= 6:               # lo ls hi hs: unsigned
+        code -= 4
+    elif sgn:
+        x, y = np.int64(_sext(a, w)), np.int64(_sext(b, w))
+        if code == 2:
+            return x < y
+        if code == 3:
+            return x <= y
+        if code == 4:
+            return x > y
+        return x >= y
+    if code == 2:
+        return a < b
+    if code == 3:
+        return a <= b
+    if code == 4:
+        return a > b
+    return a >= b
+
+
+@njit(cache=True, _nrt=False)
+def _bool(op, r, c):
+    if op == 1:
+        return r and c
+    if op == 2:
+        return r or c
+    if op == 3:
+        return r != c
+    return r
+
+
+@njit(cache=True, _nrt=False)
+def _f32bits(x, fu32, ff32):
+    ff32[2] = x
+    if x != x:
+        return np.uint64(CANON32)
+    return np.uint64(fu32[2])
+
+
+@njit(cache=True, _nrt=False)
+def _ffma32(a, b, c, fu64, ff64):
+    """fma.rn.f32 as the reference computes it: exact product in binary64, two-sum with c, the error folded
+    in by rounding to odd, one rounding to binary32."""
+    p = np.float64(a) * np.float64(b)
+    cc = np.float64(c)
+    s = p + cc
+    if s - s == 0.0:                       # finite
+        bb = s - p
+        e = (p - (s - bb)) + (cc - bb)
+        if e != 0.0:
+            ff64[2] = s
+            bits = fu64[2]
+            if (bits & U1) == U0:
+                if (e > 0.0) == (s > 0.0):
+                    fu64[2] = bits + U1
+                else:
+                    fu64[2] = bits - U1
+                s = ff64[2]
+    return np.float32(s)
+
+
+@njit(cache=True, _nrt=False)
+def _movunpack(row, imrow, em, a8, a16, a32, a64, xa, xr):
+    """mov.bW unpack (``ops.memops._mov_pack``): element i is bits [i*Z, (i+1)*Z) of the W-bit value."""
+    n, ew, w = row[T.Y], row[T.Z], row[T.W]
+    mk = _mask(ew)
+    _gather(row[T.A], w, I0, xa, a8, a16, a32, a64, imrow)
+    for i in range(n):
+        sh = np.uint64(i * ew)
+        for lane in range(LANES):
+            xr[lane] = (xa[lane] >> sh) & mk
+        _scatter(row[T.V0 + i], xr, em, ew, I0, a8, a16, a32, a64)
+
+
+def entry(em, prow, pimm, parena, n, pscratch):
+    """The family's C-callable body (ccall.SIG)."""
+    a8 = C.u8_1d(parena, n)
+    row = C.i64_1d(prow, T.NFIELDS)
+    imrow = C.u64_1d(pimm, T.NIMM)
+    scratch = C.u64_2d(pscratch, NSCRATCH, LANES)
+    a16, a32, a64 = a8.view(np.uint16), a8.view(np.uint32), a8.view(np.uint64)
+    opc = row[T.OP]
+    if opc == T.MOV_UNPACK:
+        _movunpack(row, imrow, em, a8, a16, a32, a64, scratch[3], scratch[6])
+        return 0
+    # the ALU rows (one function with the entry: a call level less for numba to compile)
+    xa, xb, xc, xr, xq = scratch[3], scratch[4], scratch[5], scratch[6], scratch[7]
+    fu32 = scratch[0].view(np.uint32)
+    ff32 = fu32.view(np.float32)
+    fu64 = scratch[1]
+    ff64 = fu64.view(np.float64)
+    w = row[T.W]
+    sgn = row[T.SGN]
+    mk = _mask(w)
+    ea, eb, ec = row[T.A], row[T.B], row[T.C]
+    tw = w
+    if opc == T.SETP:
+        _gather(ea, w, sgn, xa, a8, a16, a32, a64, imrow)
+        _gather(eb, w, sgn, xb, a8, a16, a32, a64, imrow)
+        bop = row[T.Y]
+        if bop != 0:
+            _gather(ec, I1, I0, xc, a8, a16, a32, a64, imrow)
+        code, flt, cneg = row[T.X], row[T.FLT], row[T.CNEG] == 1
+        for lane in range(LANES):
+            r = _cmp(code, xa[lane], xb[lane], w, sgn, flt, fu32, ff32, fu64, ff64)
+            c = (xc[lane] != U0) != cneg if bop != 0 else False
+            xr[lane] = U1 if _bool(bop, r, c) else U0
+            xq[lane] = U1 if _bool(bop, not r, c) else U0
+        _scatter(row[T.D], xr, em, I1, I0, a8, a16, a32, a64)
+        _scatter(row[T.Z], xq, em, I1, I0, a8, a16, a32, a64)
+        return 0
+    _gather(ea, w, sgn, xa, a8, a16, a32, a64, imrow)
+    if opc == T.MOV:
+        _scatter(row[T.D], xa, em, w, sgn, a8, a16, a32, a64)
+        return 0
+    if opc == T.CVT_II:
+        tw = row[T.X]
+        mt = _mask(tw)
+        for lane in range(LANES):
+            x = xa[lane]
+            if sgn:
+                x = _sext(x, w)
+            xr[lane] = x & mt
+        _scatter(row[T.D], xr, em, tw, row[T.Y], a8, a16, a32, a64)
+        return 0
+    if opc == T.NOT:
+        for lane in range(LANES):
+            xr[lane] = (U1 - xa[lane]) if w == 1 else (~xa[lane]) & mk
+    elif opc == T.NEG:
+        for lane in range(LANES):
+            xr[lane] = (U0 - xa[lane]) & mk
+    elif opc == T.ABS:
+        for lane in range(LANES):
+            x = xa[lane]
+            xr[lane] = ((U0 - x) & mk) if np.int64(_sext(x, w)) < 0 else x
+    elif opc == T.BFE:                            # ops.intx.compile_bfe
+        _gather(eb, I32, I0, xb, a8, a16, a32, a64, imrow)
+        _gather(ec, I32, I0, xc, a8, a16, a32, a64, imrow)
+        for lane in range(LANES):
+            pos = np.int64(xb[lane])
+            ln = np.int64(xc[lane])
+            if w == 32:
+                pos &= 0xFF
+                ln &= 0xFF
+            else:
+                pos = min(pos, 255)
+                ln = min(ln, 255)
+            x = xa[lane]
+            k = 0 if pos >= w else min(ln, w - pos)
+            keep = U0 if k == 0 else ALL >> np.uint64(64 - k)
+            field = (x >> np.uint64(pos if pos < 64 else 0)) & keep
+            if sgn and ln != 0 and (x >> np.uint64(min(pos + ln - 1, w - 1))) & U1:
+                field |= ~keep & mk
+            xr[lane] = field
+    elif opc == T.TF32_RNA:                       # ops.cvt_narrow._to_tf32, rna
+        for lane in range(LANES):
+            x = xa[lane]
+            r = (x if (x & np.uint64(0x7FFFFFFF)) >= np.uint64(0x7F800000) else x + np.uint64(0x1000)) \
+                & np.uint64(0xFFFFE000)
+            if row[T.X] == 1 and (r & np.uint64(0x7FFFFFFF)) >= np.uint64(0x7F800000):
+                r -= np.uint64(0x2000)
+            xr[lane] = r
+    elif opc == T.PRMT:                           # ops.intx.compile_prmt, no mode
+        _gather(eb, I32, I0, xb, a8, a16, a32, a64, imrow)
+        _gather(ec, I32, I0, xc, a8, a16, a32, a64, imrow)
+        for lane in range(LANES):
+            both = xa[lane] | (xb[lane] << np.uint64(32))
+            c = xc[lane]
+            r = U0
+            for k in range(4):
+                sel = (c >> np.uint64(4 * k)) & np.uint64(0xF)
+                byte = (both >> ((sel & np.uint64(7)) * np.uint64(8))) & np.uint64(0xFF)
+                if sel & np.uint64(8):
+                    byte = np.uint64(0xFF) if byte & np.uint64(0x80) else U0
+                r |= byte << np.uint64(8 * k)
+            xr[lane] = r
+    elif opc == T.SHL or opc == T.SHR:
+        _gather(eb, I32, I0, xb, a8, a16, a32, a64, imrow)
+        uw = np.uint64(w)
+        for lane in range(LANES):
+            amt = xb[lane]
+            if amt > uw:
+                amt = uw
+            x = xa[lane]
+            if opc == T.SHR and sgn:
+                s = amt if amt < np.uint64(63) else np.uint64(63)
+                xr[lane] = np.uint64(np.int64(_sext(x, w)) >> np.int64(s)) & mk
+            elif amt >= uw:
+                xr[lane] = U0
+            elif opc == T.SHL:
+                xr[lane] = (x << amt) & mk
+            else:
+                xr[lane] = x >> amt
+    else:
+        _gather(eb, w, sgn, xb, a8, a16, a32, a64, imrow)
+        if opc == T.ADD:
+            for lane in range(LANES):
+                xr[lane] = (xa[lane] + xb[lane]) & mk
+        elif opc == T.SUB:
+            for lane in range(LANES):
+                xr[lane] = (xa[lane] - xb[lane]) & mk
+        elif opc == T.MUL_LO:
+            for lane in range(LANES):
+                xr[lane] = (xa[lane] * xb[lane]) & mk
+        elif opc == T.MAD_LO:
+            _gather(ec, w, sgn, xc, a8, a16, a32, a64, imrow)
+            for lane in range(LANES):
+                xr[lane] = (xa[lane] * xb[lane] + xc[lane]) & mk
+        elif opc == T.AND:
+            for lane in range(LANES):
+                xr[lane] = xa[lane] & xb[lane]
+        elif opc == T.OR:
+            for lane in range(LANES):
+                xr[lane] = xa[lane] | xb[lane]
+        elif opc == T.XOR:
+            for lane in range(LANES):
+                xr[lane] = xa[lane] ^ xb[lane]
+        elif opc == T.MUL_HI:
+            for lane in range(LANES):
+                xr[lane] = _mulhi(xa[lane], xb[lane], w, sgn)
+        elif opc == T.MAD_HI:
+            _gather(ec, w, sgn, xc, a8, a16, a32, a64, imrow)
+            for lane in range(LANES):
+                xr[lane] = (_mulhi(xa[lane], xb[lane], w, sgn) + xc[lane]) & mk
+        elif opc == T.MUL_WIDE or opc == T.MAD_WIDE:
+            tw = 2 * w
+            mt = _mask(tw)
+            if opc == T.MAD_WIDE:
+                _gather(ec, tw, sgn, xc, a8, a16, a32, a64, imrow)
+            for lane in range(LANES):
+                x, y = xa[lane], xb[lane]
+                if sgn:
+                    x, y = _sext(x, w), _sext(y, w)
+                r = x * y
+                if opc == T.MAD_WIDE:
+                    r += xc[lane]
+                xr[lane] = r & mt
+        elif opc == T.MIN or opc == T.MAX:
+            for lane in range(LANES):
+                x, y = xa[lane], xb[lane]
+                if sgn:
+                    lt = np.int64(_sext(x, w)) < np.int64(_sext(y, w))
+                else:
+                    lt = x < y
+                xr[lane] = x if lt == (opc == T.MIN) else y
+        elif opc == T.SELP:
+            _gather(ec, I1, I0, xc, a8, a16, a32, a64, imrow)
+            cneg = row[T.CNEG] == 1
+            for lane in range(LANES):
+                xr[lane] = xa[lane] if (xc[lane] != U0) != cneg else xb[lane]
+        else:                                        # binary32 arithmetic
+            if opc == T.FFMA32:
+                _gather(ec, w, sgn, xc, a8, a16, a32, a64, imrow)
+            for lane in range(LANES):
+                fu32[0] = np.uint32(xa[lane])
+                fu32[1] = np.uint32(xb[lane])
+                fa, fb = ff32[0], ff32[1]
+                if opc == T.FADD32:
+                    fr = fa + fb
+                elif opc == T.FSUB32:
+                    fr = fa - fb
+                elif opc == T.FMUL32:
+                    fr = fa * fb
+                else:
+                    fu32[3] = np.uint32(xc[lane])
+                    fr = _ffma32(fa, fb, ff32[3], fu64, ff64)
+                xr[lane] = _f32bits(fr, fu32, ff32)
+    _scatter(row[T.D], xr, em, tw, sgn, a8, a16, a32, a64)
+    return 0

@@ -1,0 +1,107 @@
+"""How the loops call the instruction families compiled apart from them (``families.py``).
+
+Every family is one C-callable function with the same signature (``SIG``, six int64: the lanes, then addresses)::
+
+    int64 family(int64 em, int64 row, int64 imm_row, int64 arena, int64 arena_bytes, int64 scratch)
+
+``em``: the lanes that execute; ``row``/``imm_row``: the instruction's code and immediate rows; ``arena``: the
+warp's registers; ``scratch``: the loop's ``uint64[NSCRATCH, 32]`` temporaries, whose last rows (``ctx``) hold
+what the family may need besides: the addresses and sizes of the launch's tables (the ``K_*`` slots, which the
+loop fills each time it starts, ``loop.fill_ctx``); the family makes its arrays over them in place (``u8_1d``
+and the others below). It returns 0, or 1 when a lane breaks a rule the reference executor reports (nothing
+written: the loop hands the instruction back).
+
+The loop calls a family through its address (``call_family``, slot ``families.SLOT[...]`` of the translation's
+pointer array); numba then never links the family's code into the loops, so each family is compiled once, by
+itself, and only when a kernel has rows of it.
+"""
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+NSCRATCH = 16           # rows of the loops' scratch (uint64[NSCRATCH, 32]): 0..12 temporaries, 13.. the ctx
+CTX_ROW = 13
+NCTX = (NSCRATCH - CTX_ROW) * 32
+
+# -- the ctx slots (int64 each) -------------------------------------------------------------------------------
+(K_STATE, K_INFLIGHT, K_INFLIGHT_N, K_GTAB, K_GTAB_N, K_MPTR, K_MSZ, K_NPTR,
+ K_MREGS, K_MREGS_N, K_MMAPS, K_MMAPS_W, K_MPRM, K_MPRM_W, K_L1, K_L1_N, K_L256, K_L256_N, K_L64K, K_L64K_N,
+ K_MLUTIDX, K_MBUF, K_MU64, K_MU64_N, K_MI64, K_MI64_N, K_MFLAGS, K_MFLAGS_N,
+ K_LOG_PC, K_LOG_N, K_LOG_ADDR, K_LOG_W, K_LOG_MASK, K_LOG_SRC, K_LOG_SRC_W,
+ K_CPD, K_CPX, K_CPG, K_CPM, K_CPC, K_CP_R, K_P, K_NLOG, K_OPC) = range(44)
+
+SIG = types.int64(*([types.int64] * 6))      # (em, row, imm_row, arena, arena_bytes, scratch): addresses as int64
+
+
+@intrinsic
+def call_family(typingctx, fn, em, prow, pimm, parena, n, pscratch):
+    """Call the family function at the address ``fn`` (all arguments int64: the lanes, the addresses of the
+    row, its immediates, the arena, the arena's length, the loop's scratch); returns its int64."""
+    sig = types.int64(*([types.int64] * 7))
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        f = builder.inttoptr(args[0], ir.FunctionType(i64, [i64] * 6).as_pointer())
+        return builder.call(f, list(args[1:]))
+    return sig, codegen
+
+
+def _array_at(dtype, ndim):
+    """An intrinsic ``(addr, n0, .., n(ndim-1)) -> the C-contiguous array of that shape at addr`` without a
+    memory owner: the family functions run without numba's reference-counting runtime (``_nrt=False``, as the
+    loops do: no atomic reference counts on every array they touch), where ``numba.carray`` is not allowed."""
+    from numba.np.arrayobj import populate_array
+    arrty = types.Array(dtype, ndim, "C")
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(arrty)(context, builder)
+        ptr = builder.inttoptr(args[0], context.get_data_type(dtype).as_pointer())
+        item = context.get_abi_sizeof(context.get_data_type(dtype))
+        shape = list(args[1:])
+        strides = []
+        stride = context.get_constant(types.intp, item)
+        for n in reversed(shape):
+            strides.insert(0, stride)
+            stride = builder.mul(stride, n)
+        populate_array(ary, data=ptr, shape=shape, strides=strides,
+                       itemsize=context.get_constant(types.intp, item), meminfo=None)
+        return ary._getvalue()
+
+    if ndim == 1:
+        @intrinsic
+        def at(typingctx, addr, n0):
+            return arrty(types.int64, types.intp), codegen
+    elif ndim == 2:
+        @intrinsic
+        def at(typingctx, addr, n0, n1):
+            return arrty(types.int64, types.intp, types.intp), codegen
+    else:
+        @intrinsic
+        def at(typingctx, addr, n0, n1, n2):
+            return arrty(types.int64, types.intp, types.intp, types.intp), codegen
+    return at
+
+
+u8_1d = _array_at(types.uint8, 1)
+i32_1d = _array_at(types.int32, 1)
+i64_1d = _array_at(types.int64, 1)
+u64_1d = _array_at(types.uint64, 1)
+i64_2d = _array_at(types.int64, 2)
+u32_2d = _array_at(types.uint32, 2)
+u64_2d = _array_at(types.uint64, 2)
+i64_3d = _array_at(types.int64, 3)
+u64_3d = _array_at(types.uint64, 3)
+
+
+@intrinsic
+def data_ptr(typingctx, arr):
+    """The address of an array's data, as int64 (``arr.ctypes.data`` without the ctypes object numba builds
+    for every array type, which cost a second of compile in the loop's ctx fill)."""
+    sig = types.int64(arr)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        return builder.ptrtoint(ary.data, ir.IntType(64))
+    return sig, codegen
+
+

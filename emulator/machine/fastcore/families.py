@@ -1,0 +1,90 @@
+"""The instruction families of the fast engine, each compiled apart from the loops and only when a kernel needs
+it.
+
+The loops (``loop.run``, ``loop.run_cta``) keep the scheduling, the branches, barriers and exits, the loads and
+stores; every other translated row belongs to a family (``FAMILIES``), one C-callable function with the
+signature of ``ccall.SIG`` that the loop calls through its address: slot ``SLOT[name]`` of the translation's
+pointer array (``Translation.mufu_ptr``). The translation fills the slots of the families its rows use
+(``Translation.bind_families``); a slot left 0 makes the loop hand that row back to the reference executors,
+which define the result anyway.
+
+A family is compiled (or loaded from numba's cache) the first time a kernel needs it, under the compile lock,
+as numba compiles each function once per machine (``warmup.family``: with ``engine="auto"`` it never compiles
+while another process, the background compile, holds the lock).
+"""
+from __future__ import annotations
+
+import importlib
+
+from . import table as T
+
+_ALU = (T.MOV, T.ADD, T.SUB, T.MUL_LO, T.MUL_HI, T.MUL_WIDE, T.MAD_LO, T.MAD_HI, T.MAD_WIDE, T.SHL, T.SHR, T.AND,
+        T.OR, T.XOR, T.NOT, T.MIN, T.MAX, T.NEG, T.ABS, T.SETP, T.SELP, T.CVT_II, T.FADD32, T.FSUB32, T.FMUL32,
+        T.FFMA32, T.BFE, T.PRMT, T.TF32_RNA, T.MOV_UNPACK)
+
+# name: (module of fastcore holding ``entry``, the opcodes of its rows)
+FAMILIES = {
+    "alu": ("alu", _ALU),
+    "float": ("fcall", T.FLOAT_ROWS),
+    "shfl": ("shfl", (T.SHFL,)),
+    "mma": ("mmax", (T.MMA,)),
+    "ldmatrix": ("ldm", (T.LDMATRIX,)),
+    "cpasync": ("cpasync", (T.CPASYNC, T.CP_COMMIT, T.CP_WAIT)),
+}
+NAMES = tuple(FAMILIES)
+# the order the background compile and ``emulator.warmup()`` compile them in: the cheapest first (CPU seconds of
+# compile on a 2-core machine: alu 6, ldmatrix 1, shfl 1.3, cp.async 2.6, float 6.6, mma 13)
+ORDER = ("alu", "ldmatrix", "shfl", "cpasync", "float", "mma")
+
+
+def _base():
+    from .fmath import TABLES
+    return len(TABLES) + 2
+
+
+BASE = _base()          # the first family slot of the pointer array (after the MUFU tables and xcall's two)
+SLOT = {name: BASE + i for i, name in enumerate(NAMES)}
+NSLOTS = BASE + len(NAMES)              # the pointer array's length
+OF_OPCODE = {op: name for name, (_, ops) in FAMILIES.items() for op in ops}
+
+_CFUNCS: dict = {}
+
+
+def _entry(name):
+    return importlib.import_module(f"{__package__}.{FAMILIES[name][0]}").entry
+
+
+def cached(name) -> bool:
+    """Whether the family is compiled in this process or valid in numba's cache (nothing is compiled)."""
+    if name in _CFUNCS:
+        return True
+    try:
+        from numba.core.caching import FunctionCache
+        from numba.core.registry import cpu_target
+        from .ccall import SIG
+        cache = FunctionCache(_entry(name))
+        index = cache._cache_file._load_index()
+        return cache._index_key(SIG, cpu_target.target_context.codegen()) in index
+    except Exception:                      # noqa: BLE001 (an unreadable or foreign cache: treat as absent)
+        return False
+
+
+def _compile(name):
+    from numba import cfunc
+    from .ccall import SIG
+    c = _CFUNCS.get(name)
+    if c is None:
+        c = _CFUNCS[name] = cfunc(SIG, cache=True, nopython=True, _nrt=False)(_entry(name))
+    return c
+
+
+def address(name, lock) -> int:
+    """The family's function address: loaded from numba's cache, or compiled here under ``lock`` (the compile
+    lock, ``warmup.lock()``: one process of the machine compiles it, the others load it)."""
+    c = _CFUNCS.get(name)
+    if c is not None:
+        return c.address
+    if cached(name):
+        return _compile(name).address
+    with lock:
+        return _compile(name).address

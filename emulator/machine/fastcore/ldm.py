@@ -1,0 +1,70 @@
+"""The ldmatrix family of the fast engine (table: LDMATRIX), as ``ops.datamove`` defines it; compiled apart from
+the loops as one C-callable function (``entry``, ``ccall.SIG``; ``families.py``). The loop logs the access from
+the addresses the function leaves in scratch row 2."""
+import numpy as np
+from numba import njit
+
+from . import table as T
+from . import ccall as C
+from .raw import _peek16
+from .regs import I0, I64, _gather
+
+IDX = T.INDEX_MASK
+LANES = 32
+
+
+@njit(cache=True, _nrt=False)
+def _ldmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr, out):
+    """ldmatrix as ``ops.datamove`` defines it (lane 8j+r: row r of matrix j); False when a used lane's row
+    address breaks a rule (the reference then raises)."""
+    nmat = row[T.Y]
+    trans = row[T.Z] == 1
+    off = np.int64(imrow[T.IMM_OFFSET])
+    if row[T.A] == -1:
+        for lane in range(LANES):
+            addrs[lane] = off
+    else:
+        _gather(row[T.A], I64, I0, xr, a8, a16, a32, a64, imrow)
+        wrap = np.int64(0xFFFFFFFF) if row[T.A] >> T.CLASS_SHIFT == T.R32 else np.int64(-1)
+        for lane in range(LANES):
+            addrs[lane] = (np.int64(xr[lane]) + off) & wrap
+    size = state[T.S_SMEM_SIZE]
+    for lane in range(8 * nmat):
+        a = addrs[lane]
+        if a % 16 != 0 or a < 0 or a + 16 > size:
+            return False
+        if state[T.S_INFLIGHT] > 0:
+            for b in range(16):
+                if inflight[a + b] != 0:
+                    return False
+    base = state[T.S_SMEM_PTR]
+    for j in range(nmat):
+        for lane in range(LANES):
+            g, t = lane >> 2, lane & 3
+            if trans:
+                lo = _peek16(base + addrs[8 * j + 2 * t] + 2 * g)
+                hi = _peek16(base + addrs[8 * j + 2 * t + 1] + 2 * g)
+            else:
+                lo = _peek16(base + addrs[8 * j + g] + 4 * t)
+                hi = _peek16(base + addrs[8 * j + g] + 4 * t + 2)
+            out[j, lane] = np.uint32(lo | (hi << np.uint64(16)))
+    for j in range(nmat):
+        e = row[T.V0 + j]
+        if e >= 0:
+            i = e & IDX
+            for lane in range(LANES):
+                a32[i + lane] = out[j, lane]
+    return True
+
+
+def entry(em, prow, pimm, parena, n, pscratch):
+    """The family's C-callable body (ccall.SIG): 1 when a used lane's row address breaks a rule."""
+    a8 = C.u8_1d(parena, n)
+    s = C.u64_2d(pscratch, C.NSCRATCH, LANES)
+    ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
+    state = C.i64_1d(ctx[C.K_STATE], T.NSTATE)
+    inflight = C.i32_1d(ctx[C.K_INFLIGHT], ctx[C.K_INFLIGHT_N])
+    mtmp = C.u32_2d(pscratch + 8 * 8 * LANES, 4, LANES)           # scratch rows 8 and 9
+    ok = _ldmatrix(C.i64_1d(prow, T.NFIELDS), C.u64_1d(pimm, T.NIMM), a8, a8.view(np.uint16), a8.view(np.uint32),
+                   a8.view(np.uint64), inflight, state, s[2].view(np.int64), s[6], mtmp)
+    return 0 if ok else 1

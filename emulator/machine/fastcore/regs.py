@@ -1,0 +1,142 @@
+"""Register access of the fast engine's loops and of the instruction families compiled apart from them: a
+register operand (``table``: class << CLASS_SHIFT | arena index, or an immediate) read or written for one lane or
+for all 32, with the truncation and extension rules of ``ops.common.src``/``dst``."""
+import numpy as np
+from numba import njit
+
+from . import table as T
+from .raw import _mask, _sext
+
+U0 = np.uint64(0)
+U1 = np.uint64(1)
+IDX = T.INDEX_MASK
+LANES = 32
+# widths and signedness passed to _gather/_scatter as int64, never as literals: numba compiles a function once
+# per literal argument value it is called with
+I0, I1, I16, I32, I64 = np.int64(0), np.int64(1), np.int64(16), np.int64(32), np.int64(64)
+
+
+@njit(cache=True, inline="always")
+def _cwidth(c):
+    if c == T.R32:
+        return 32
+    if c == T.R64:
+        return 64
+    if c == T.R16:
+        return 16
+    return 1
+
+
+@njit(cache=True, _nrt=False)
+def _rd(e, lane, a8, a16, a32, a64, im):
+    if e < -1:
+        return im[-2 - e]
+    c = e >> T.CLASS_SHIFT
+    i = (e & IDX) + lane
+    if c == T.R32:
+        return np.uint64(a32[i])
+    if c == T.R64:
+        return a64[i]
+    if c == T.R16:
+        return np.uint64(a16[i])
+    return np.uint64(a8[i])
+
+
+@njit(cache=True, _nrt=False)
+def _rdf(e, lane, tw, sgn, a8, a16, a32, a64, im):
+    """A source read as a tw-bit typed value (``ops.common.src``: truncate, or extend a narrower register)."""
+    raw = _rd(e, lane, a8, a16, a32, a64, im)
+    if e < -1:
+        return raw
+    rw = _cwidth(e >> T.CLASS_SHIFT)
+    if tw == 1:
+        return U1 if raw != U0 else U0
+    if sgn and tw > rw and rw > 1:
+        raw = _sext(raw, rw)
+    return raw & _mask(tw)
+
+
+@njit(cache=True, _nrt=False)
+def _wrf(e, lane, v, tw, sgn, a8, a16, a32, a64):
+    """Write a tw-bit value into a register (``ops.common.dst``: truncate, or extend by signedness)."""
+    if e < 0:
+        return
+    c = e >> T.CLASS_SHIFT
+    i = (e & IDX) + lane
+    if c == T.PRED:
+        a8[i] = 1 if v != U0 else 0
+        return
+    rw = _cwidth(c)
+    if sgn and rw > tw:
+        v = _sext(v, tw)
+    if c == T.R32:
+        a32[i] = np.uint32(v & np.uint64(0xFFFFFFFF))
+    elif c == T.R64:
+        a64[i] = v
+    else:
+        a16[i] = np.uint16(v & np.uint64(0xFFFF))
+
+
+@njit(cache=True, _nrt=False)
+def _gather(e, tw, sgn, out, a8, a16, a32, a64, im):
+    """All 32 lanes of a source read as tw-bit typed values (``ops.common.src``)."""
+    if e < -1:
+        v = im[-2 - e]
+        for lane in range(LANES):
+            out[lane] = v
+        return
+    c = e >> T.CLASS_SHIFT
+    i = e & IDX
+    if c == T.R32:
+        for lane in range(LANES):
+            out[lane] = np.uint64(a32[i + lane])
+        rw = 32
+    elif c == T.R64:
+        for lane in range(LANES):
+            out[lane] = a64[i + lane]
+        rw = 64
+    elif c == T.R16:
+        for lane in range(LANES):
+            out[lane] = np.uint64(a16[i + lane])
+        rw = 16
+    else:
+        for lane in range(LANES):
+            out[lane] = np.uint64(a8[i + lane] != 0)
+        rw = 1
+    if tw == 1:
+        for lane in range(LANES):
+            out[lane] = U1 if out[lane] != U0 else U0
+    elif sgn and tw > rw and rw > 1:
+        for lane in range(LANES):
+            out[lane] = _sext(out[lane], rw) & _mask(tw)
+    elif tw < rw:
+        mk = _mask(tw)
+        for lane in range(LANES):
+            out[lane] &= mk
+
+
+@njit(cache=True, _nrt=False)
+def _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64):
+    """Write tw-bit values to the lanes in ``em`` of a register (``ops.common.dst``)."""
+    if e < 0:
+        return
+    c = e >> T.CLASS_SHIFT
+    i = e & IDX
+    if c == T.PRED:
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                a8[i + lane] = 1 if vals[lane] != U0 else 0
+        return
+    rw = _cwidth(c)
+    ext = sgn and rw > tw
+    for lane in range(LANES):
+        if (em >> lane) & 1:
+            v = vals[lane]
+            if ext:
+                v = _sext(v, tw)
+            if c == T.R32:
+                a32[i + lane] = np.uint32(v & np.uint64(0xFFFFFFFF))
+            elif c == T.R64:
+                a64[i + lane] = v
+            else:
+                a16[i + lane] = np.uint16(v & np.uint64(0xFFFF))
