@@ -274,11 +274,13 @@ class FastWarp:
             st[T.S_WG_REGS] = st[T.S_WG_SMEM] = st[T.S_WG_READS] = 0
         au = w._async if fl.tr.async_readers else None      # generic-proxy writes the fence check reads (memx.py)
         st[T.S_DIRTY] = _pointer(au.dirty) if au is not None else 0
-        st[T.S_DIRTY_N] = 0
+        # S_DIRTY_N: nonzero while some byte may be marked (AsyncUnit.any_dirty); the loop's stores count up, a
+        # fence.proxy.async in the loop (asyncx.py) clears the marks and sets it to 0
+        st[T.S_DIRTY_N] = int(au is not None and au.any_dirty)
         fl._run(*args)
         w._inflight_n = int(st[T.S_INFLIGHT])
-        if st[T.S_DIRTY_N]:
-            au.any_dirty = True
+        if au is not None:
+            au.any_dirty = bool(st[T.S_DIRTY_N])
         budget[0] = int(st[T.S_BUDGET])
         w.clock = w.issued = int(st[T.S_ISSUED])
         w.back_taken = int(st[T.S_BACK])

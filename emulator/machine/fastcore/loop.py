@@ -16,6 +16,7 @@ from .fmath import call_rows, TABLES as _TABLES
 from .memx import mark_generic, smem_write_ok
 from .scalarx import call_x
 from .atomics import call_atom
+from .asyncx import K_NOP, call_hop
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -25,6 +26,7 @@ CANON32 = np.uint32(0x7FFFFFFF)
 LANES = 32
 XSLOT = len(_TABLES)        # translation.mufu_ptr: the addresses of xcall.x_c and xcall.atom_c
 ASLOT = len(_TABLES) + 1
+HSLOT = len(_TABLES) + 2   # translation.mufu_ptr: the address of hopcall.hop_c (HOPX rows)
 
 
 @njit(cache=True, inline="always")
@@ -1016,6 +1018,12 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                 for lane in range(LANES):
                     log_addr[nlog, lane] = addrs[lane]
                 nlog += 1
+        elif opc == T.HOPX and em != 0:                     # hopcall.hop_c (asyncx.py)
+            if wide == 1 or row[T.X] != K_NOP and call_hop(mptr[HSLOT], em, state.ctypes.data, row.ctypes.data,
+                                                           imrow.ctypes.data, arena.ctypes.data, arena.shape[0],
+                                                           scratch.ctypes.data) != 0:
+                handback = True             # a lane breaks a rule (nothing was written); a sanitised launch
+                break
         elif opc == T.SHFL and em != 0:
             if not _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
                 handback = True

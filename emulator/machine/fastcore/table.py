@@ -69,6 +69,8 @@ XROW = 70         # integer, bit and warp-collective rows (scalarx.py; X: scalar
 ATOM = 71         # atom/red on global or this CTA's shared memory (atomics.py; X/Y/Z: space, 1, element bytes
                   # as for LD/ST; A: address, B/C: b/c read as W bits, D: the old value; V0: atomics.OPS index,
                   # V0+1: atomics.T_*)
+HOPX = 72         # elect.sync, mapa, tensormap.replace.tile on shared memory, fence.proxy.async, and Hopper's
+                  # instructions with nothing to do (asyncx.py; X: asyncx.K_*, K_NOP: the loop does not call)
 
 NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
 FLOAT_ROWS = (MUFU, MUFU_DIV, MUFU_DIVFMA, FMINMAX, FNEGABS, FARITH, FCVT)   # run by fcall.rows_c (fmath.py)

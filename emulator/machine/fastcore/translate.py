@@ -85,6 +85,7 @@ class Translation:
         self._mma = []           # (MmaOp, [D, A, B, C] register operands) per translated mma
         self._mufu = set()       # indices (fmath.TABLES) of the MUFU tables the translated rows read
         self._xcall = False      # a row calls xcall.py (XROW, ATOM)
+        self._hopx = False       # a row calls hopcall.py (HOPX)
         for pc, op in enumerate(prog.code):
             self._translate(pc, op)
         cv = convergence(prog)
@@ -166,11 +167,11 @@ class Translation:
     def _mufu_tables(self):
         """Raw pointers (and lengths) of the measured MUFU tables the MUFU rows read (numerics.mufu.tables,
         unpacked here; the translation keeps them alive); 0 for the others, which no row reads. The last
-        slot: the address of the compiled float rows (fastcore/fcall.py), when a row needs it; the two before it
-        those of xcall.py's functions."""
+        slot: the address of the compiled float rows (fastcore/fcall.py), when a row needs it; the three before it
+        those of xcall.py's two functions and hopcall.py's."""
         from ...numerics import mufu
-        self.mufu_ptr = np.zeros(len(fmath.TABLES) + 3, np.int64)
-        self.mufu_size = np.zeros(len(fmath.TABLES) + 3, np.int64)
+        self.mufu_ptr = np.zeros(len(fmath.TABLES) + 4, np.int64)
+        self.mufu_size = np.zeros(len(fmath.TABLES) + 4, np.int64)
         self._mufu_keep = []
         if np.isin(self.code[:, T.OP], T.FLOAT_ROWS).any():
             from .fcall import ADDRESS
@@ -179,6 +180,9 @@ class Translation:
             from . import xcall
             self.mufu_ptr[len(fmath.TABLES)] = xcall.ADDRESS
             self.mufu_ptr[len(fmath.TABLES) + 1] = xcall.ATOM_ADDRESS
+        if self._hopx:             # then hopcall.hop_c (loop.HSLOT)
+            from . import hopcall
+            self.mufu_ptr[len(fmath.TABLES) + 2] = hopcall.ADDRESS
         for k in sorted(self._mufu):
             tab = mufu.tables()[fmath.TABLES[k]]
             if tab.dtype != np.uint32 or not tab.flags.c_contiguous:
@@ -1441,3 +1445,115 @@ def r_contract_any(t, env, instr, row, imm):
     srcs = [prod.operands[1], prod.operands[2], instr.operands[2 - info.index]]
     _xrow(t, env, instr_d, row, imm, scalarx.K_HALF, [(o, raw) for o in srcs], raw,
           y=3 | 16 * int(info.negate_product) | 32 * int(info.negate_other), z=_HALVES[ptype])
+
+
+# -- Hopper's register and shared-memory rewrites (HOPX, asyncx.py) ------------------------------------------------
+
+def _hopx(t, row, kind):
+    row[T.X] = kind
+    if kind != 0:
+        t._hopx = True
+    row[T.OP] = T.HOPX
+
+
+def r_hop_nop(t, env, instr, row, imm):
+    """setmaxnreg, griddepcontrol: nothing to do (ops.warpops.compile_nop has checked the operands)."""
+    from . import asyncx
+    _hopx(t, row, asyncx.K_NOP)
+
+
+def r_fence_hop(t, env, instr, row, imm):
+    """fence.proxy.async (the generic-proxy marks cleared), fence.proxy.tensormap/alias and fence.mbarrier_init
+    (nothing to do, as ops.mbarrier.compile_fence); the other fences as before (r_nop)."""
+    from . import asyncx
+    mods = instr.mods
+    if mods[:1] == ("mbarrier_init",):
+        return _hopx(t, row, asyncx.K_NOP)
+    if mods[:1] != ("proxy",):
+        return r_nop(t, env, instr, row, imm)
+    kind = mods[1] if len(mods) > 1 else ""
+    if kind.startswith("async") and not instr.operands:
+        return _hopx(t, row, asyncx.K_FENCE_ASYNC)
+    if kind.startswith("tensormap") or kind == "alias":
+        return _hopx(t, row, asyncx.K_NOP)
+    raise _Slow
+
+
+def r_elect(t, env, instr, row, imm):
+    """elect.sync d|p, membermask (ops.warpops.compile_elect)."""
+    from . import asyncx
+    ops = instr.operands
+    if list(instr.mods) != ["sync"] or len(ops) != 2 or isinstance(ops[1], (Vec, Pair, Not, Mem)):
+        raise _Slow
+    d, p = ops[0].items if isinstance(ops[0], Pair) else (ops[0], None)
+    if isinstance(d, (Vec, Pair, Not, Imm, Mem)) or (p is not None and isinstance(p, (Vec, Pair, Not, Imm, Mem))):
+        raise _Slow
+    row[T.D] = t._dst(env, d)
+    if row[T.D] >= 0 and env.reg_width(t._reg(env, d)) == 1:
+        raise _Slow
+    row[T.V0:T.V0 + 8] = -1
+    row[T.V0 + 7] = -1
+    if p is not None:
+        row[T.V0 + 7] = t._dst(env, p)
+        if row[T.V0 + 7] >= 0 and env.reg_width(t._reg(env, p)) != 1:
+            raise _Slow
+    row[T.A] = _x_operand(t, env, ops[1], "b32", imm, 0)
+    _set_type(row, "b32")
+    _hopx(t, row, asyncx.K_ELECT)
+
+
+def r_mapa(t, env, instr, row, imm):
+    """mapa{.shared::cluster}.u32/.u64 d, a, rank (ops.cluster.compile_mapa): the rank and size of the cluster
+    come from %cluster_ctarank / %cluster_nctarank (constant special registers)."""
+    from . import asyncx
+    q = _classify(instr.mods, {"space": {"shared::cluster"}, "type": {"u32", "u64"}})
+    ops = instr.operands
+    if "type" not in q or len(ops) != 3 or any(isinstance(o, (Vec, Pair, Not, Mem)) for o in ops):
+        raise _Slow
+    ptype = q["type"]
+    d = ops[0]
+    if isinstance(d, Imm):
+        raise _Slow
+    row[T.D] = t._dst(env, d)
+    if row[T.D] >= 0 and env.reg_width(t._reg(env, d)) == 1:
+        raise _Slow
+    row[T.A] = _x_operand(t, env, ops[1], ptype, imm, 0)
+    row[T.B] = _x_operand(t, env, ops[2], "u32", imm, 1)
+    row[T.C] = t._slot("%cluster_ctarank", 32, special=True)
+    row[T.V0:T.V0 + 8] = -1
+    row[T.V0] = t._slot("%cluster_nctarank", 32, special=True)
+    _set_type(row, ptype)
+    row[T.Y] = int("space" not in q)           # 1: generic (the address must lie in a shared window)
+    _hopx(t, row, asyncx.K_MAPA)
+
+
+def r_tensormap(t, env, instr, row, imm):
+    """tensormap.replace.tile.<field>.shared::cta.b1024.bW [addr], {ordinal,} value on a tensor map in this CTA's
+    shared memory (ops.mbarrier.compile_tensormap); .elemtype (a table of encodings), global and param tensor
+    maps, and tensormap.cp_fenceproxy stay with the executor."""
+    from . import asyncx
+    mods = instr.mods
+    if not mods or mods[0] != "replace" or not any(m in ("shared", "shared::cta") for m in mods):
+        raise _Slow
+    field = next((m for m in mods if m in asyncx.FIELDS), None)
+    if field is None:
+        raise _Slow
+    ops = instr.operands
+    vtype = "b64" if field in ("global_address", "global_stride") else "b32"
+    if field in ("box_dim", "global_dim", "global_stride", "element_stride"):
+        if len(ops) != 3 or not isinstance(ops[1], Imm) or not isinstance(ops[1].value, int):
+            raise _Slow
+        row[T.Z] = ops[1].value
+    elif len(ops) != 2:
+        raise _Slow
+    if isinstance(ops[-1], (Vec, Pair, Not, Mem)):
+        raise _Slow
+    _address(t, env, ops[0], row, imm, T.SHARED)
+    row[T.B] = _x_operand(t, env, ops[-1], vtype, imm, 1)
+    _set_type(row, vtype)
+    row[T.Y] = asyncx.FIELDS[field]
+    _hopx(t, row, asyncx.K_TMREPLACE)
+
+
+_RULES.update({"setmaxnreg": r_hop_nop, "griddepcontrol": r_hop_nop, "fence": r_fence_hop, "elect": r_elect,
+               "mapa": r_mapa, "tensormap": r_tensormap})

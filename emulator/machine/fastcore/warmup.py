@@ -152,7 +152,7 @@ def warmup(background=False, extras=True):
             _start_child(detached=True)
         return time.process_time() - t
     wait()
-    from . import fcall, xcall  # noqa: F401 (compiles or loads the float and integer rows' functions)
+    from . import fcall, xcall, hopcall  # noqa: F401 (compiles or loads the float, integer and Hopper rows' functions)
     if extras and not _done(_extras()):
         with lock():
             if not _done(_extras()):
@@ -248,6 +248,7 @@ from emulator.machine.fastcore import warmup
 if warmup.lock().acquire(blocking=False):
     import emulator.machine.fastcore.fcall, emulator.machine.fastcore.xcall
     warmup._compile_loops()
+    import emulator.machine.fastcore.hopcall
     warmup._compile_extras()
     from emulator.numerics.wgmma import wgmma_tile
     import numpy as np

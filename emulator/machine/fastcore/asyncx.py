@@ -1,0 +1,86 @@
+"""Hopper's register and shared-memory rewrites in the fast engine (``HOPX`` rows), as their executors define
+them: ``elect.sync`` (``ops.warpops``), ``mapa`` in both forms (``ops.cluster``), ``tensormap.replace.tile`` on a
+tensor map in this CTA's shared memory (``ops.mbarrier`` with ``memory.tensormap.replace_field``) and
+``fence.proxy.async`` (``AsyncUnit.fence_proxy_async``: the generic-proxy marks of ``memx.py`` are cleared);
+``setmaxnreg``, ``griddepcontrol``, ``fence.mbarrier_init`` and the tensormap and alias proxy fences have nothing
+to do (kind ``K_NOP``, which the loop does not call for).
+
+The rows run in one C-callable function compiled apart from the loops (``hopcall.hop_c``, as ``xcall.py`` does
+for XROW), which the loops call through its address (``call_hop``; the translation puts it in its table-pointer
+array). Every rule the executor checks and this code does not (a membermask naming a lane that does not execute,
+a rank outside the cluster, an address outside the shared::cluster window, a tensor map past shared memory)
+returns 1: nothing was written, and the loop hands the instruction back, so the executor raises its error.
+"""
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+from .raw import _peek64, _poke64
+from ...memory.dsmem import OFFSET_MASK, SHIFT, WINDOW_END  # noqa: F401 (the address encoding, for hopcall.py)
+
+(K_NOP, K_ELECT, K_MAPA, K_TMREPLACE, K_FENCE_ASYNC) = range(5)
+# tensormap.replace.tile fields (row Y), as memory.tensormap.replace_field writes them
+(F_GLOBAL_ADDRESS, F_RANK, F_INTERLEAVE, F_SWIZZLE, F_FILL, F_GLOBAL_DIM, F_GLOBAL_STRIDE, F_ELEMENT_STRIDE,
+ F_BOX_DIM) = range(9)
+FIELDS = {"global_address": F_GLOBAL_ADDRESS, "rank": F_RANK, "interleave_layout": F_INTERLEAVE,
+          "swizzle_mode": F_SWIZZLE, "fill_mode": F_FILL, "global_dim": F_GLOBAL_DIM,
+          "global_stride": F_GLOBAL_STRIDE, "element_stride": F_ELEMENT_STRIDE, "box_dim": F_BOX_DIM}
+LANES = 32
+U0 = np.uint64(0)
+U1 = np.uint64(1)
+
+@njit(cache=True, _nrt=False)
+def _put_bits(smem, byte, bit, width, v):
+    """replace_field's put_bits: the little-endian 64-bit word at ``byte`` (raw address ``smem`` + ``byte``) gets
+    ``v`` in bits bit..bit+width-1."""
+    word = _peek64(smem + byte)
+    mask = (U1 << np.uint64(width)) - U1 if width < 64 else np.uint64(0xFFFFFFFFFFFFFFFF)
+    mask = mask << np.uint64(bit)
+    word = (word & ~mask) | ((v << np.uint64(bit)) & mask)
+    _poke64(smem + byte, word)
+
+
+@njit(cache=True, _nrt=False)
+def _replace(smem, a, field, k, v):
+    """memory.tensormap.replace_field on the 128 bytes at shared offset ``a`` (raw value ``v``, ordinal ``k``)."""
+    if field == F_GLOBAL_ADDRESS:
+        _put_bits(smem, a, 0, 64, v)
+    elif field == F_RANK:
+        _put_bits(smem, a + 8, 4, 3, v)
+    elif field == F_INTERLEAVE:
+        _put_bits(smem, a + 8, 11, 2, v)
+    elif field == F_SWIZZLE:
+        _put_bits(smem, a + 8, 13, 2, v)
+    elif field == F_FILL:
+        _put_bits(smem, a + 8, 15, 1, v)
+    elif field == F_GLOBAL_DIM:
+        _put_bits(smem, a + 32 + 4 * k, 0, 32, v - U1)
+    elif field == F_GLOBAL_STRIDE:
+        s = v >> np.uint64(4)
+        _put_bits(smem, a + 12 + 4 * k, 0, 32, s & np.uint64(0xFFFFFFFF))
+        _put_bits(smem, a + 28, 4 * k, 4, s >> np.uint64(32))
+    elif field == F_ELEMENT_STRIDE:
+        _put_bits(smem, a + 52, 3 * k, 3, v - U1)
+    else:                                            # F_BOX_DIM
+        _put_bits(smem, a + 55 + k, 0, 8, v - U1)
+
+
+
+
+@intrinsic
+def call_hop(typingctx, fn, em, pstate, prow, pimm, parena, n, pscratch):
+    """Call the compiled ``hopcall.hop_c`` at the address ``fn`` (all arguments int64: the lanes, the addresses of
+    the loop's state vector, the row, its immediates, the arena, the arena's length, the loop's scratch); returns
+    its int64."""
+    sig = types.int64(*([types.int64] * 8))
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        p64, p8 = i64.as_pointer(), ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(i64, [i64, p64, p64, p64, p8, i64, p64])
+        f = builder.inttoptr(args[0], fnty.as_pointer())
+        return builder.call(f, [args[1], builder.inttoptr(args[2], p64), builder.inttoptr(args[3], p64),
+                                builder.inttoptr(args[4], p64), builder.inttoptr(args[5], p8), args[6],
+                                builder.inttoptr(args[7], p64)])
+    return sig, codegen
