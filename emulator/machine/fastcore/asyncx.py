@@ -22,10 +22,11 @@ from ...memory.dsmem import OFFSET_MASK, SHIFT, WINDOW_END  # noqa: F401 (the ad
 (K_NOP, K_ELECT, K_MAPA, K_TMREPLACE, K_FENCE_ASYNC) = range(5)
 # tensormap.replace.tile fields (row Y), as memory.tensormap.replace_field writes them
 (F_GLOBAL_ADDRESS, F_RANK, F_INTERLEAVE, F_SWIZZLE, F_FILL, F_GLOBAL_DIM, F_GLOBAL_STRIDE, F_ELEMENT_STRIDE,
- F_BOX_DIM) = range(9)
+ F_BOX_DIM, F_ELEMTYPE) = range(10)        # F_ELEMTYPE: the value is the encoding, code | tf32 << 8 (translate.py)
 FIELDS = {"global_address": F_GLOBAL_ADDRESS, "rank": F_RANK, "interleave_layout": F_INTERLEAVE,
           "swizzle_mode": F_SWIZZLE, "fill_mode": F_FILL, "global_dim": F_GLOBAL_DIM,
-          "global_stride": F_GLOBAL_STRIDE, "element_stride": F_ELEMENT_STRIDE, "box_dim": F_BOX_DIM}
+          "global_stride": F_GLOBAL_STRIDE, "element_stride": F_ELEMENT_STRIDE, "box_dim": F_BOX_DIM,
+          "elemtype": F_ELEMTYPE}
 LANES = 32
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -62,6 +63,9 @@ def _replace(smem, a, field, k, v):
         _put_bits(smem, a + 28, 4 * k, 4, s >> np.uint64(32))
     elif field == F_ELEMENT_STRIDE:
         _put_bits(smem, a + 52, 3 * k, 3, v - U1)
+    elif field == F_ELEMTYPE:
+        _put_bits(smem, a + 8, 7, 4, v & np.uint64(0xF))
+        _put_bits(smem, a + 8, 16, 1, v >> np.uint64(8))
     else:                                            # F_BOX_DIM
         _put_bits(smem, a + 55 + k, 0, 8, v - U1)
 

@@ -1529,8 +1529,8 @@ def r_mapa(t, env, instr, row, imm):
 
 def r_tensormap(t, env, instr, row, imm):
     """tensormap.replace.tile.<field>.shared::cta.b1024.bW [addr], {ordinal,} value on a tensor map in this CTA's
-    shared memory (ops.mbarrier.compile_tensormap); .elemtype (a table of encodings), global and param tensor
-    maps, and tensormap.cp_fenceproxy stay with the executor."""
+    shared memory (ops.mbarrier.compile_tensormap); .elemtype with a constant type (its encoding looked up here);
+    global and param tensor maps, and tensormap.cp_fenceproxy stay with the executor."""
     from . import asyncx
     mods = instr.mods
     if not mods or mods[0] != "replace" or not any(m in ("shared", "shared::cta") for m in mods):
@@ -1549,7 +1549,16 @@ def r_tensormap(t, env, instr, row, imm):
     if isinstance(ops[-1], (Vec, Pair, Not, Mem)):
         raise _Slow
     _address(t, env, ops[0], row, imm, T.SHARED)
-    row[T.B] = _x_operand(t, env, ops[-1], vtype, imm, 1)
+    if field == "elemtype":             # a constant CUtensorMapDataType: its encoding now (else the executor)
+        from ...memory.tensormap import DTYPES
+        v = ops[-1].value if isinstance(ops[-1], Imm) else None
+        if not isinstance(v, int) or v not in DTYPES:
+            raise _Slow
+        _, _, code, tf32, _ = DTYPES[v]
+        imm[1] = code | tf32 << 8
+        row[T.B] = -2 - 1
+    else:
+        row[T.B] = _x_operand(t, env, ops[-1], vtype, imm, 1)
     _set_type(row, vtype)
     row[T.Y] = asyncx.FIELDS[field]
     _hopx(t, row, asyncx.K_TMREPLACE)
