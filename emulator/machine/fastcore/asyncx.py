@@ -17,9 +17,11 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from .raw import _peek64, _poke64
+from ...memory.mbarrier import ADDR, COUNT_MAX, EXPECTED, NCOLS, PENDING, PHASE, TX, TX_MAX
 from ...memory.dsmem import OFFSET_MASK, SHIFT, WINDOW_END  # noqa: F401 (the address encoding, for hopcall.py)
 
-(K_NOP, K_ELECT, K_MAPA, K_TMREPLACE, K_FENCE_ASYNC) = range(5)
+(K_NOP, K_ELECT, K_MAPA, K_TMREPLACE, K_FENCE_ASYNC, K_MB_ARRIVE, K_MB_TX, K_MB_WAIT) = range(8)
+MB_EXPECT, MB_DROP, MB_COUNT = 1, 2, 4     # K_MB_ARRIVE's Y: .expect_tx, arrive_drop, a count operand (B)
 # tensormap.replace.tile fields (row Y), as memory.tensormap.replace_field writes them
 (F_GLOBAL_ADDRESS, F_RANK, F_INTERLEAVE, F_SWIZZLE, F_FILL, F_GLOBAL_DIM, F_GLOBAL_STRIDE, F_ELEMENT_STRIDE,
  F_BOX_DIM, F_ELEMTYPE) = range(10)        # F_ELEMTYPE: the value is the encoding, code | tf32 << 8 (translate.py)
@@ -70,6 +72,86 @@ def _replace(smem, a, field, k, v):
         _put_bits(smem, a + 55 + k, 0, 8, v - U1)
 
 
+
+
+# -- mbarriers: the CTA's table (memory.mbarrier.MBarriers.rows) through its raw address --------------------------
+
+@njit(cache=True, inline="always")
+def _mb(tab, i, c):
+    return np.int64(_peek64(tab + 8 * (i * NCOLS + c)))
+
+
+@njit(cache=True, inline="always")
+def _mb_set(tab, i, c, v):
+    _poke64(tab + 8 * (i * NCOLS + c), np.uint64(v))
+
+
+@njit(cache=True, _nrt=False)
+def mb_find(tab, n, a):
+    """The row of the barrier at shared offset ``a``, or -1 (MBarriers.get raises)."""
+    for i in range(n):
+        if _mb(tab, i, ADDR) == a:
+            return i
+    return -1
+
+
+@njit(cache=True, _nrt=False)
+def mb_save(tab, n):
+    """Keep a copy of every row's state in its spare columns (mb_restore puts it back)."""
+    for i in range(n):
+        for c in range(EXPECTED, TX + 1):
+            _mb_set(tab, i, c + 4, _mb(tab, i, c))
+
+
+@njit(cache=True, _nrt=False)
+def mb_restore(tab, n):
+    for i in range(n):
+        for c in range(EXPECTED, TX + 1):
+            _mb_set(tab, i, c, _mb(tab, i, c + 4))
+
+
+@njit(cache=True, _nrt=False)
+def _complete_if_done(tab, i):
+    if _mb(tab, i, PENDING) == 0 and _mb(tab, i, TX) == 0:
+        _mb_set(tab, i, PHASE, _mb(tab, i, PHASE) + 1)
+        _mb_set(tab, i, PENDING, _mb(tab, i, EXPECTED))
+
+
+@njit(cache=True, _nrt=False)
+def mb_expect_tx(tab, i, nbytes):
+    """MBarriers.expect_tx; False when the tx-count would overflow."""
+    tx = _mb(tab, i, TX)
+    if tx + nbytes > TX_MAX:
+        return False
+    _mb_set(tab, i, TX, tx + nbytes)
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def mb_complete_tx(tab, i, nbytes):
+    """MBarriers.complete_tx; False when the tx-count would underflow."""
+    tx = _mb(tab, i, TX)
+    if tx - nbytes < -TX_MAX:
+        return False
+    _mb_set(tab, i, TX, tx - nbytes)
+    if _mb(tab, i, PENDING) == 0:
+        _complete_if_done(tab, i)
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def mb_arrive(tab, i, count, drop):
+    """MBarriers.arrive: the state before it (phase << 32 | pending, as uint64), or -1 (as int64) when more
+    arrivals come than are pending."""
+    pending = _mb(tab, i, PENDING)
+    st = ((_mb(tab, i, PHASE) & 0xFFFFFFFF) << 32) | pending
+    if count > pending:
+        return np.int64(-1)
+    _mb_set(tab, i, PENDING, pending - count)
+    if drop:
+        _mb_set(tab, i, EXPECTED, _mb(tab, i, EXPECTED) - count)
+    _complete_if_done(tab, i)
+    return st
 
 
 @intrinsic

@@ -7,8 +7,9 @@ import numpy as np
 from numba import carray, cfunc, njit, types
 
 from . import table as T
-from .asyncx import (K_ELECT, K_FENCE_ASYNC, K_MAPA, K_TMREPLACE, LANES, OFFSET_MASK, SHIFT, U0, U1, WINDOW_END,
-                     _replace)
+from .asyncx import (COUNT_MAX, K_ELECT, K_FENCE_ASYNC, K_MAPA, K_MB_ARRIVE, K_MB_TX, K_MB_WAIT, K_TMREPLACE, LANES,
+                     MB_COUNT, MB_DROP, MB_EXPECT, OFFSET_MASK, PHASE, SHIFT, U0, U1, WINDOW_END, _mb, _replace,
+                     mb_arrive, mb_complete_tx, mb_expect_tx, mb_find, mb_restore, mb_save)
 from .loop import _gather, _scatter
 from .raw import _poke8
 from .scalarx import _members_ok
@@ -16,6 +17,83 @@ from .scalarx import _members_ok
 _P64 = types.CPointer(types.uint64)
 _PI64 = types.CPointer(types.int64)
 _P8 = types.CPointer(types.uint8)
+
+
+@njit(cache=True, _nrt=False)
+def _addresses(row, imrow, out, a8, a16, a32, a64):
+    """The lanes' addresses of an [A + offset] operand as ops.common.address computes them (a 32-bit register
+    wraps at 2^32, a 64-bit one at 2^64), as int64 bits in ``out``."""
+    off = imrow[T.IMM_OFFSET]
+    if row[T.A] == -1:
+        for lane in range(LANES):
+            out[lane] = off
+        return
+    _gather(row[T.A], 64, 0, out, a8, a16, a32, a64, imrow)
+    wrap32 = row[T.A] >> T.CLASS_SHIFT == T.R32
+    for lane in range(LANES):
+        out[lane] = (out[lane] + off) & np.uint64(0xFFFFFFFF) if wrap32 else out[lane] + off
+
+
+@njit(cache=True, _nrt=False)
+def _mbarrier(kind, row, imrow, em, state, a8, a16, a32, a64, xa, xb, xr):
+    """K_MB_ARRIVE, K_MB_TX, K_MB_WAIT on barriers of this CTA (shared offsets below 2^24): lane after lane in
+    ascending order, as ops.mbarrier applies them; 1 when a lane breaks a rule or a wait has not completed
+    (every row as it was: the executor raises, or stalls the lanes)."""
+    tab = state[T.S_MBAR]
+    n = state[T.S_MBAR_N]
+    if tab == 0:
+        return 1
+    _addresses(row, imrow, xa, a8, a16, a32, a64)
+    y = row[T.Y]
+    if kind == K_MB_WAIT:                         # Y: 1 = .parity; B: the parity or the state; D: waitComplete
+        _gather(row[T.B], 32 if y == 1 else 64, 0, xb, a8, a16, a32, a64, imrow)
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                a = np.int64(xa[lane])
+                if a < 0 or a >= 1 << SHIFT:
+                    return 1
+                i = mb_find(tab, n, a)
+                if i < 0:
+                    return 1
+                ph = _mb(tab, i, PHASE)
+                if y == 1:
+                    done = (ph & 1) != np.int64(xb[lane] & U1)
+                else:
+                    done = ph != np.int64((xb[lane] >> np.uint64(32)) & np.uint64(0xFFFFFFFF))
+                if not done:
+                    return 1
+                xr[lane] = U1
+        _scatter(row[T.D], xr, em, 1, 0, a8, a16, a32, a64)
+        return 0
+    if row[T.B] != -1:
+        _gather(row[T.B], 32, 0, xb, a8, a16, a32, a64, imrow)
+    mb_save(tab, n)
+    for lane in range(LANES):
+        if (em >> lane) & 1:
+            a = np.int64(xa[lane])
+            i = mb_find(tab, n, a) if 0 <= a < 1 << SHIFT else -1
+            ok = i >= 0
+            if ok and kind == K_MB_TX:            # Y: 0 = expect_tx, 1 = complete_tx
+                nb = np.int64(xb[lane])
+                ok = mb_complete_tx(tab, i, nb) if y == 1 else mb_expect_tx(tab, i, nb)
+            elif ok:
+                cnt = np.int64(1)
+                if y & MB_EXPECT:
+                    ok = mb_expect_tx(tab, i, np.int64(xb[lane]))
+                elif y & MB_COUNT:
+                    cnt = np.int64(xb[lane])
+                    ok = 1 <= cnt <= COUNT_MAX
+                if ok:
+                    st = mb_arrive(tab, i, cnt, y & MB_DROP != 0)
+                    ok = st != -1
+                    xr[lane] = np.uint64(st)
+            if not ok:
+                mb_restore(tab, n)
+                return 1
+    state[T.S_MBAR_CHANGED] += 1
+    if kind == K_MB_ARRIVE and row[T.D] != -1:
+        _scatter(row[T.D], xr, em, 64, 0, a8, a16, a32, a64)
+    return 0
 
 
 @njit(cache=True, _nrt=False)
@@ -55,24 +133,21 @@ def hop_rows(row, imrow, em, state, a8, a16, a32, a64, scratch):
                     (x & np.uint64(OFFSET_MASK))
         _scatter(row[T.D], xr, em, w, 0, a8, a16, a32, a64)
         return 0
+    if kind >= K_MB_ARRIVE:
+        return _mbarrier(kind, row, imrow, em, state, a8, a16, a32, a64, xa, xb, xr)
     if kind == K_TMREPLACE:                       # A: address base (offset in immediate 3), B: value; Y field, Z ordinal
-        if row[T.A] == -1:
-            for lane in range(LANES):
-                xa[lane] = U0
-        else:
-            _gather(row[T.A], 64, 0, xa, a8, a16, a32, a64, imrow)
+        _addresses(row, imrow, xa, a8, a16, a32, a64)
         _gather(row[T.B], row[T.W], 0, xb, a8, a16, a32, a64, imrow)
-        off = imrow[T.IMM_OFFSET]
         size = state[T.S_SMEM_SIZE]
         for lane in range(LANES):
             if (em >> lane) & 1:
-                a = np.int64(xa[lane] + off)
+                a = np.int64(xa[lane])
                 if a < 0 or a + 128 > size:
                     return 1
         smem = state[T.S_SMEM_PTR]
         for lane in range(LANES):
             if (em >> lane) & 1:
-                _replace(smem, np.int64(xa[lane] + off), row[T.Y], row[T.Z], xb[lane])
+                _replace(smem, np.int64(xa[lane]), row[T.Y], row[T.Z], xb[lane])
         return 0
     if kind == K_FENCE_ASYNC:                     # AsyncUnit.fence_proxy_async on the marks memx.py keeps
         p = state[T.S_DIRTY]

@@ -140,7 +140,10 @@ ST_DEFER = 5      # no instruction ran: every runnable lane group waits for lane
 S_WG_READS, S_DIRTY, S_DIRTY_N = 18, 19, 20   # shared stores beside the async proxy (memx.py): raw pointers to the
                                                # CTA's wgmma read counts (int32 a byte) and async-proxy marks (bool a
                                                # byte), 0: none; the number of stores the loop marked
-NSTATE = 21              # S_CTA: 1 when the CTA loop (run_cta) runs the warp (it arrives at ST_BAR itself);
+S_MBAR, S_MBAR_N, S_MBAR_CHANGED = 21, 22, 23  # the CTA's mbarrier table (memory.mbarrier.MBarriers.rows: raw pointer,
+                                               # rows in use; 0: the mbarrier rows go back) and the number of changes
+                                               # the loop made to it (asyncx.py)
+NSTATE = 24              # S_CTA: 1 when the CTA loop (run_cta) runs the warp (it arrives at ST_BAR itself);
                    # S_BACK: backward branches the warp took; S_SPIN_CHECK: machine.cta.SPIN_CHECK;
                    # S_WG_REGS: 1 while wgmma.mma_async of this warp hold registers (rows with WG go back);
                    # S_WG_SMEM: 1 while wgmma.mma_async of the CTA read shared memory (cp.async goes back)

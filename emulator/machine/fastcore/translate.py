@@ -1566,3 +1566,60 @@ def r_tensormap(t, env, instr, row, imm):
 
 _RULES.update({"setmaxnreg": r_hop_nop, "griddepcontrol": r_hop_nop, "fence": r_fence_hop, "elect": r_elect,
                "mapa": r_mapa, "tensormap": r_tensormap})
+
+
+def r_mbarrier(t, env, instr, row, imm):
+    """mbarrier.arrive{.expect_tx}{, count} / arrive_drop, expect_tx, complete_tx, test_wait/try_wait{.parity} on
+    an address of this CTA's shared memory (ops.mbarrier.compile_mbarrier: the same qualifiers and operands);
+    init, inval and pending_count stay with the executor, and so does every lane whose barrier lives in another
+    CTA of the cluster (hopcall.py hands the row back)."""
+    from . import asyncx
+    from ...ops.mbarrier import _mods
+    q = _mods(instr)
+    op = q["op"]
+    ops = list(instr.operands)
+    if any(isinstance(o, (Vec, Pair, Not)) for o in ops):
+        raise _Slow
+    row[T.D] = row[T.B] = -1
+    if op in ("arrive", "arrive_drop"):
+        if ops and not isinstance(ops[0], Mem):
+            d = ops.pop(0)
+            if isinstance(d, Imm):
+                raise _Slow
+            row[T.D] = t._dst(env, d)
+        if not ops or not isinstance(ops[0], Mem) or len(ops) > 2:
+            raise _Slow
+        _address(t, env, ops[0], row, imm, T.SHARED)
+        y = asyncx.MB_DROP * (op == "arrive_drop")
+        if len(ops) == 2:
+            if isinstance(ops[1], Mem):
+                raise _Slow
+            row[T.B] = _x_operand(t, env, ops[1], "u32", imm, 1)
+            y |= asyncx.MB_EXPECT if "tx" in q else asyncx.MB_COUNT
+        elif "tx" in q:
+            raise _Slow
+        row[T.Y] = y
+        return _hopx(t, row, asyncx.K_MB_ARRIVE)
+    if op in ("expect_tx", "complete_tx"):
+        if len(ops) != 2 or not isinstance(ops[0], Mem) or isinstance(ops[1], Mem):
+            raise _Slow
+        _address(t, env, ops[0], row, imm, T.SHARED)
+        row[T.B] = _x_operand(t, env, ops[1], "u32", imm, 1)
+        row[T.Y] = int(op == "complete_tx")
+        return _hopx(t, row, asyncx.K_MB_TX)
+    if op in ("test_wait", "try_wait"):
+        if len(ops) not in (3, 4) or not isinstance(ops[1], Mem) or isinstance(ops[0], (Imm, Mem)) or \
+                isinstance(ops[2], Mem):
+            raise _Slow
+        row[T.D] = t._dst(env, ops[0])
+        if row[T.D] >= 0 and env.reg_width(t._reg(env, ops[0])) != 1:
+            raise _Slow
+        _address(t, env, ops[1], row, imm, T.SHARED)
+        parity = "parity" in q
+        row[T.B] = _x_operand(t, env, ops[2], "b32" if parity else "b64", imm, 1)
+        row[T.Y] = int(parity)
+        return _hopx(t, row, asyncx.K_MB_WAIT)
+    raise _Slow
+
+
+_RULES["mbarrier"] = r_mbarrier
