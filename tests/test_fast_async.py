@@ -343,6 +343,144 @@ def test_fence_proxy_async_runs_in_the_loop(where):
         assert ref["error"][0] == "ProxyError", ref
 
 
+# -- mbarriers: random producer/consumer pipelines -----------------------------------------------------------------
+
+def pipeline_program(rng, nwarps):
+    """A producer/consumer pipeline over mbarriers, random in its shape: warp 0 consumes, the others produce;
+    stages, rounds, how the producers arrive (every thread, arrive.expect_tx with complete_tx, a count, an elected
+    lane with expect_tx/complete_tx), how the consumer arrives, try_wait or test_wait spins, the address forms,
+    and now and then a broken rule: an extra arrival, a wait for a round nobody produces (a deadlock), an address
+    with no barrier."""
+    S = int(rng.integers(1, 4))                    # stages
+    R = int(rng.integers(S, 3 * S + 2))            # rounds
+    P = nwarps - 1
+    pform = int(rng.integers(0, 4))                # how producers arrive on full[]
+    cform = int(rng.integers(0, 2))                # how the consumer arrives on empty[]
+    wform = int(rng.integers(0, 2))                # try_wait or test_wait spins
+    aform = int(rng.integers(0, 3))                # [sym], [%r], [%rd]
+    inject = int(rng.integers(0, 8))               # 0: over-arrival, 1: deadlock, 2: no barrier there; else none
+    full_count = {0: 32 * P, 1: P, 2: 32 * P, 3: P}[pform]
+    empty_count = 32 if cform == 0 else 1
+    out = []
+    L = out.append
+    L(".visible .entry k(.param .u64 out)\n{")
+    L("    .reg .pred %p<8>;\n    .reg .b32 %r<32>;\n    .reg .b64 %rd<16>;")
+    L("    .shared .align 8 .b64 full[4];\n    .shared .align 8 .b64 empty[4];\n    .shared .align 16 .b32 data[128];")
+    L("    ld.param.u64 %rd1, [out];\n    mov.u32 %r1, %tid.x;\n    and.b32 %r2, %r1, 31;\n    shr.u32 %r3, %r1, 5;")
+    L("    mov.u32 %r10, 0;\n    mov.u64 %rd10, 0;\n    mov.u32 %r20, full;\n    mov.u32 %r21, empty;")
+    L("    setp.eq.u32 %p1, %r1, 0;")
+    for s in range(S):
+        L(f"    @%p1 mbarrier.init.shared::cta.b64 [full+{8 * s}], {full_count};")
+        L(f"    @%p1 mbarrier.init.shared::cta.b64 [empty+{8 * s}], {empty_count};")
+    L("    fence.mbarrier_init.release.cluster;\n    bar.sync 0;")
+    lab = [0]
+
+    def addr(kind, s):
+        off = 8 * s
+        if aform == 0:
+            return f"[{kind}+{off}]"
+        reg = "%r20" if kind == "full" else "%r21"
+        if aform == 1:
+            L(f"    add.u32 %r22, {reg}, {off};")
+            return "[%r22]"
+        L(f"    add.u32 %r22, {reg}, {off};\n    cvt.u64.u32 %rd12, %r22;")
+        return "[%rd12]"
+
+    def wait(kind, s, par):
+        lab[0] += 1
+        a = addr(kind, s)
+        op = "try_wait" if wform == 0 else "test_wait"
+        L(f"W{lab[0]}:\n    mbarrier.{op}.parity.shared::cta.b64 %p3, {a}, {par};\n    @!%p3 bra W{lab[0]};")
+
+    L("    setp.ne.u32 %p5, %r3, 0;\n    @%p5 bra PRODUCER;")
+    # consumer (warp 0)
+    if inject == 0:
+        L(f"    mbarrier.arrive.shared::cta.b64 _, {addr('full', 0)};")
+    for r in range(R + (1 if inject == 1 else 0)):
+        s = r % S
+        wait("full", s, (r // S) & 1)
+        L(f"    shl.b32 %r5, %r2, 2;\n    mov.u32 %r6, data;\n    add.u32 %r6, %r6, %r5;")
+        L(f"    ld.shared.u32 %r7, [%r6+{128 * s}];\n    add.u32 %r10, %r10, %r7;\n    mul.lo.u32 %r10, %r10, 3;")
+        if cform == 0:
+            L(f"    mbarrier.arrive.shared::cta.b64 %rd2, {addr('empty', s)};\n    xor.b64 %rd10, %rd10, %rd2;")
+        else:
+            L(f"    setp.eq.u32 %p4, %r2, 0;\n    @%p4 mbarrier.arrive.release.cta.shared::cta.b64 %rd2, {addr('empty', s)};")
+            L("    @%p4 xor.b64 %rd10, %rd10, %rd2;")
+    L("    bra.uni DONE;\nPRODUCER:")
+    for r in range(R):
+        s = r % S
+        wait("empty", s, ((r // S) & 1) ^ 1)
+        L(f"    setp.eq.u32 %p6, %r3, 1;")                # warp 1 writes the data
+        L(f"    shl.b32 %r5, %r2, 2;\n    mov.u32 %r6, data;\n    add.u32 %r6, %r6, %r5;")
+        L(f"    mad.lo.u32 %r8, %r2, {r + 7}, {r * 13 + 1};")
+        L(f"    @%p6 st.shared.u32 [%r6+{128 * s}], %r8;")
+        a = addr("full", s)
+        if pform == 0:
+            L(f"    mbarrier.arrive.shared::cta.b64 %rd3, {a};\n    add.u64 %rd10, %rd10, %rd3;")
+        elif pform == 1:
+            tx = int(rng.choice([16, 128, 4096]))
+            L(f"    setp.eq.u32 %p4, %r2, 0;\n    setp.eq.u32 %p7, %r2, 1;")
+            if rng.integers(0, 2):
+                L(f"    @%p7 mbarrier.complete_tx.relaxed.cta.shared::cta.b64 {a}, {tx};")
+                L(f"    @%p4 mbarrier.arrive.expect_tx.shared::cta.b64 _, {a}, {tx};")
+            else:
+                L(f"    @%p4 mbarrier.arrive.expect_tx.shared::cta.b64 _, {a}, {tx};")
+                L(f"    @%p7 mbarrier.complete_tx.relaxed.cta.shared::cta.b64 {a}, {tx};")
+        elif pform == 2:
+            L(f"    setp.eq.u32 %p4, %r2, 0;\n    @%p4 mbarrier.arrive.shared::cta.b64 _, {a}, 32;")
+        else:
+            L(f"    elect.sync %r9|%p4, -1;\n    @%p4 mbarrier.expect_tx.relaxed.cta.shared::cta.b64 {a}, 64;")
+            L(f"    @%p4 mbarrier.complete_tx.relaxed.cta.shared::cta.b64 {a}, 64;")
+            L(f"    @%p4 mbarrier.arrive.b64 %rd3, {a if aform != 1 else '[%rd13]'};")
+            if aform == 1:
+                out.insert(len(out) - 1, "    cvt.u64.u32 %rd13, %r22;")
+            L("    @%p4 add.u64 %rd10, %rd10, %rd3;")
+    if inject == 2:
+        L("    mbarrier.arrive.shared::cta.b64 _, [data];")
+    L("DONE:\n    mul.wide.u32 %rd4, %r1, 16;\n    add.s64 %rd5, %rd1, %rd4;")
+    L("    st.global.u64 [%rd5], %rd10;\n    st.global.u32 [%rd5+8], %r10;\n    ret;\n}")
+    return HEAD + "\n".join(out) + "\n"
+
+
+def _mbar_handbacks(module):
+    from emulator.machine.fastcore.engine import handback_counts
+    return {k: v for k, v in handback_counts(module.program("k")).items()
+            if k.startswith("mbarrier") and "wait" not in k and "init" not in k}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_mbarrier_pipelines_are_identical_on_both_engines(seed):
+    """Producer/consumer pipelines: stalls and wakes, phases, tx-counts, arrival states, errors and deadlock
+    reports identical on both engines; the arrivals and tx updates of a pipeline that runs run in the loop."""
+    rng = np.random.default_rng(seed)
+    nw = int(rng.integers(2, 4))
+    module = load_ptx(pipeline_program(rng, nw))
+    ref, fast, diffs = compare_engines(module, "k", 1, 32 * nw, [np.zeros(32 * nw * 16, np.uint8)])
+    assert not diffs, diffs
+    if "error" not in ref:
+        assert _mbar_handbacks(module) == {}
+
+
+def test_mbarrier_pipelines_under_a_timeline_and_a_wrong_model():
+    """A timeline follows the barriers' histories: the loop hands the mbarrier rows back and the timelines are
+    the same; and the comparison can fail: an arrival that also drops an expected arrival differs."""
+    from emulator.machine.fastcore import asyncx
+    rng = np.random.default_rng(1)
+    module = load_ptx(pipeline_program(rng, 2))
+    ref, fast, diffs = compare_engines(module, "k", 1, 64, [np.zeros(64 * 16, np.uint8)], timeline=True)
+    assert not diffs and "error" not in ref, diffs or ref["error"]
+    prog = module.program("k")
+    tr = translation(prog)
+    rows = np.flatnonzero((tr.code[:, T.OP] == T.HOPX) & (tr.code[:, T.X] == asyncx.K_MB_ARRIVE))
+    assert rows.size
+    tr.code[rows, T.Y] |= asyncx.MB_DROP
+    try:
+        ref, fast, diffs = compare_engines(module, "k", 1, 64, [np.zeros(64 * 16, np.uint8)])
+    finally:
+        tr.code[rows, T.Y] &= ~asyncx.MB_DROP
+    assert diffs
+
+
 # -- the corpus: TMA, mbarrier and cluster kernels on both engines --------------------------------------------------
 
 HOPX_SPELLINGS = ("elect.sync", "mapa", "setmaxnreg", "griddepcontrol", "fence.proxy.async",
@@ -386,7 +524,8 @@ def _check_corpus(name, monkeypatch):
     monkeypatch.setattr(cta_mod.CTA, "_step", step)
     got_r, ref = _corpus_outcome(case, "reference", count)
     got_f, fast = _corpus_outcome(case, "fast", count)
-    assert corpus_lib.mismatches(case, got_r) == [] and corpus_lib.mismatches(case, got_f) == []
+    if name not in corpus_lib.CANNOT_RUN:          # (cases known to differ from the H100 still compare engines)
+        assert corpus_lib.mismatches(case, got_r) == [] and corpus_lib.mismatches(case, got_f) == []
     diffs = differences(ref, fast)
     assert not diffs, diffs
     back = [k for k in count if k.startswith(HOPX_SPELLINGS) and not k.startswith("fence.proxy.async")]
