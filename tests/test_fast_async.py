@@ -481,6 +481,62 @@ def test_mbarrier_pipelines_under_a_timeline_and_a_wrong_model():
     assert diffs
 
 
+MBAR_RULES = HEAD + """
+.visible .entry k(.param .u64 out, .param .u32 n)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<8>;
+    .shared .align 8 .b64 bar[2];
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r9, [n];
+    mov.u32 %r1, %tid.x;
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 mbarrier.init.shared::cta.b64 [bar], 40;
+    @%p1 mbarrier.init.shared::cta.b64 [bar+8], 1;
+    bar.sync 0;
+    mov.u32 %r2, bar;
+    add.u32 %r3, %r2, -8;
+    mbarrier.arrive.shared::cta.b64 %rd2, [%r3+8];               // a 32-bit address that wraps at 2^32
+    BODY
+    mbarrier.test_wait.shared::cta.b64 %p2, [bar], %rd2;
+    selp.u32 %r4, 1, 0, %p2;
+    mul.wide.u32 %rd4, %r1, 16;
+    add.s64 %rd5, %rd1, %rd4;
+    st.global.u64 [%rd5], %rd2;
+    st.global.u32 [%rd5+8], %r4;
+    ret;
+}
+"""
+MBAR_BODIES = {
+    "fine": "@%p1 mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [bar+8], %r9;\n"
+            "    @%p1 mbarrier.arrive.shared::cta.b64 %rd3, [bar+8];",
+    "tx overflow": "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [bar], %r9;",
+    "tx underflow": "mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [bar], %r9;",
+    "count": "mbarrier.arrive.shared::cta.b64 _, [bar+8], %r9;",
+    "over-arrival": "mbarrier.arrive_drop.shared::cta.b64 _, [bar+8];",
+    "no barrier": "mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar+16], %r9;",
+    "invalidated": "@%p1 mbarrier.inval.shared::cta.b64 [bar];\n    mbarrier.arrive.shared::cta.b64 %rd3, [bar];",
+    "remote": "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%rd7];",
+}
+
+
+@pytest.mark.parametrize("body", sorted(MBAR_BODIES))
+@pytest.mark.parametrize("n", [0, 1, 40000, (1 << 20) - 1, 1 << 20])
+def test_mbarrier_rules_are_the_executors_on_both_engines(body, n):
+    """Tx-counts past 2^20 - 1 either way, arrival counts 0 and 2^20, more arrivals than pending, a barrier that
+    was never initialised or was invalidated, an address of another CTA of the cluster: the same error (or the
+    same state) on both engines, the rows handed back with every barrier as it was."""
+    text = MBAR_RULES.replace("BODY", MBAR_BODIES[body])
+    if body == "remote":
+        text = text.replace("    BODY", "").replace("mov.u32 %r2, bar;", "mov.u32 %r2, bar;\n    mov.u64 %rd7, 0x1000000;")
+    module = load_ptx(text)
+    ref, fast, diffs = compare_engines(module, "k", 1, 64, [np.zeros(64 * 16, np.uint8)], [n])
+    assert not diffs, diffs
+    if body == "fine" and n < 1 << 20:
+        assert "error" not in ref, ref["error"]
+
+
 # -- the corpus: TMA, mbarrier and cluster kernels on both engines --------------------------------------------------
 
 HOPX_SPELLINGS = ("elect.sync", "mapa", "setmaxnreg", "griddepcontrol", "fence.proxy.async",
