@@ -537,6 +537,63 @@ def test_mbarrier_rules_are_the_executors_on_both_engines(body, n):
         assert "error" not in ref, ref["error"]
 
 
+NAMED = HEAD + """
+.visible .entry k(.param .u64 out, .param .u32 count)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<8>;
+    .shared .align 16 .b32 buf[256];
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r9, [count];
+    mov.u32 %r1, %tid.x;
+    shr.u32 %r2, %r1, 5;
+    shl.b32 %r3, %r1, 2;
+    mov.u32 %r4, buf;
+    add.u32 %r5, %r4, %r3;
+    setp.lt.u32 %p1, %r2, 2;
+    @%p1 bra GROUP0;
+    st.shared.u32 [%r5], %r1;
+    bar.sync 2, 64;                          // warps 2, 3 among themselves
+    xor.b32 %r6, %r3, 4;
+    add.u32 %r7, %r4, %r6;
+    ld.shared.u32 %r8, [%r7];
+    barrier.sync 1, %r9;                     // with warp 0 (a register count)
+    bra.uni DONE;
+GROUP0:
+    setp.eq.u32 %p2, %r2, 0;
+    @%p2 bar.arrive 1, 96;                   // warp 0: arrives, does not wait
+    mul.lo.u32 %r8, %r1, 3;
+    bar.sync 3, 32;                          // warp 1 alone (warp 0 too: its own barrier 3 of 32 threads)
+DONE:
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r8;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("count", [96, 128, 100])
+def test_named_barriers_with_a_thread_count_stop_the_loop_as_barriers(count, monkeypatch):
+    """bar.sync / bar.arrive / barrier.sync with a thread count (immediate or register) are BAR rows: the loop
+    stops there and the scheduler arrives with the count; a count that is not a multiple of 32, or a second count
+    for one barrier, is the same error (or deadlock report) on both engines. The CTA loop does not take such
+    kernels."""
+    module = load_ptx(NAMED)
+    ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(128, np.uint32)], [count])
+    assert not diffs, diffs
+    assert all(v == T.BAR for k, v in _rows(module).items() if k.startswith(("bar", "@%p2 bar"))), _rows(module)
+    assert not translation(module.program("k")).cta_ok
+    if count == 96:
+        assert "error" not in ref, ref["error"]
+        got = ref["memory"][0][1].view(np.uint32)
+        t = np.arange(128)
+        assert (got[64:] == (t[64:] ^ 1)).all() and (got[:64] == 3 * t[:64]).all()
+    else:
+        assert ref["error"][0] in ("OperandError", "WarpSyncError"), ref
+
+
 # -- the corpus: TMA, mbarrier and cluster kernels on both engines --------------------------------------------------
 
 HOPX_SPELLINGS = ("elect.sync", "mapa", "setmaxnreg", "griddepcontrol", "fence.proxy.async",
