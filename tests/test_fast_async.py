@@ -594,6 +594,50 @@ def test_named_barriers_with_a_thread_count_stop_the_loop_as_barriers(count, mon
         assert ref["error"][0] in ("OperandError", "WarpSyncError"), ref
 
 
+PARAMS = HEAD + """
+.visible .entry k(.param .u64 out, .param .u32 off, .param .align 16 .b8 blob[64])
+{
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<12>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r9, [off];
+    mov.u64 %rd2, blob;                       // CUTLASS reads its Params through a register like this
+    ld.param.u64 %rd3, [%rd2+8];
+    ld.param.v2.u32 {%r1, %r2}, [%rd2+16];
+    ld.param.u32 %r3, [%rd2+-0];
+    cvt.u64.u32 %rd4, %r9;
+    add.s64 %rd5, %rd2, %rd4;
+    ld.param.v4.u32 {%r4, %r5, %r6, %r7}, [%rd5];   // off: in range, past the end, misaligned
+    mov.u32 %r8, %tid.x;
+    mul.wide.u32 %rd6, %r8, 48;
+    add.s64 %rd7, %rd1, %rd6;
+    st.global.u64 [%rd7], %rd3;
+    st.global.v2.u32 [%rd7+8], {%r1, %r2};
+    st.global.u32 [%rd7+16], %r3;
+    st.global.v4.u32 [%rd7+32], {%r4, %r5, %r6, %r7};
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("off", [0, 48, 56, 64, 4])
+def test_param_loads_through_a_register_run_in_the_loop(off):
+    """ld.param through a register holding a .param address (CUTLASS's Params): the loop reads the thread's .param
+    bytes as the executor does; an address past the parameters or misaligned goes back (the same error)."""
+    module = load_ptx(PARAMS)
+    blob = np.arange(64, dtype=np.uint8)
+    ref, fast, diffs = compare_engines(module, "k", 1, 64, [np.zeros(64 * 48, np.uint8)], [off, blob])
+    assert not diffs, diffs
+    assert all(v == T.LD for k, v in _rows(module).items() if k.startswith("ld.param")), _rows(module)
+    if off in (0, 48):
+        assert "error" not in ref, ref["error"]
+        got = ref["memory"][0][1].reshape(64, 48)
+        assert (got[:, :8] == blob[8:16]).all() and (got[:, 8:16] == blob[16:24]).all()
+        assert (got[:, 16:20] == blob[:4]).all() and (got[:, 32:48] == blob[off:off + 16]).all()
+    else:
+        assert ref["error"][0] in ("MemoryAccessError", "AlignmentError"), ref
+
+
 # -- the corpus: TMA, mbarrier and cluster kernels on both engines --------------------------------------------------
 
 HOPX_SPELLINGS = ("elect.sync", "mapa", "setmaxnreg", "griddepcontrol", "fence.proxy.async",

@@ -603,8 +603,10 @@ def _ldst_mods(instr):
     return SPACE[q.get("space")], ptype, n, ew
 
 
-def _address(t, env, op, row, imm, space):
-    """[reg+off] / [imm] / [param_symbol+off]: base operand in A, offset in immediate slot 3."""
+def _address(t, env, op, row, imm, space, param_reg=False):
+    """[reg+off] / [imm] / [param_symbol+off]: base operand in A, offset in immediate slot 3. ``param_reg``: a
+    register may hold a .param address too (ld.param [%rd+off]: the register holds an offset into the thread's
+    .param bytes, as the executor reads it)."""
     if not isinstance(op, Mem):
         raise _Slow
     if not -(1 << 63) <= op.offset < 1 << 64:
@@ -621,7 +623,7 @@ def _address(t, env, op, row, imm, space):
         row[T.A] = -1
         imm[T.IMM_OFFSET] = np.int64(op.offset + sym[1]).view(np.uint64)
         return
-    if space == T.PARAM:
+    if space == T.PARAM and not param_reg:
         raise _Slow
     name = t._reg(env, base)
     if env.reg_width(name) not in (32, 64):
@@ -659,7 +661,7 @@ def r_ld(t, env, instr, row, imm):
     if len(instr.operands) != 2:
         raise _Slow
     d, a = instr.operands
-    _address(t, env, a, row, imm, space)
+    _address(t, env, a, row, imm, space, param_reg=True)
     _set_type(row, ptype)
     row[T.X], row[T.Y], row[T.Z] = space, n, ew
     for i, r in enumerate(_vec(d, n)):
