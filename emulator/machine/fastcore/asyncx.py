@@ -1,5 +1,5 @@
 """Hopper's register and shared-memory rewrites in the fast engine (``HOPX`` rows), as their executors define
-them: ``elect.sync`` (``ops.warpops``), ``mapa`` in both forms (``ops.cluster``), ``tensormap.replace.tile`` on a
+them: ``elect.sync`` and ``bar.warp.sync`` (``ops.warpops``, ``machine.program``), ``mapa`` in both forms (``ops.cluster``), ``tensormap.replace.tile`` on a
 tensor map in this CTA's shared memory (``ops.mbarrier`` with ``memory.tensormap.replace_field``) and
 ``fence.proxy.async`` (``AsyncUnit.fence_proxy_async``: the generic-proxy marks of ``memx.py`` are cleared);
 ``setmaxnreg``, ``griddepcontrol``, ``fence.mbarrier_init`` and the tensormap and alias proxy fences have nothing
@@ -20,7 +20,7 @@ from .raw import _peek64, _poke64
 from ...memory.mbarrier import ADDR, COUNT_MAX, EXPECTED, NCOLS, PENDING, PHASE, TX, TX_MAX
 from ...memory.dsmem import OFFSET_MASK, SHIFT, WINDOW_END  # noqa: F401 (the address encoding, for hopcall.py)
 
-(K_NOP, K_ELECT, K_MAPA, K_TMREPLACE, K_FENCE_ASYNC, K_MB_ARRIVE, K_MB_TX, K_MB_WAIT) = range(8)
+(K_NOP, K_ELECT, K_MAPA, K_TMREPLACE, K_FENCE_ASYNC, K_WARPSYNC, K_MB_ARRIVE, K_MB_TX, K_MB_WAIT) = range(9)
 MB_EXPECT, MB_DROP, MB_COUNT = 1, 2, 4     # K_MB_ARRIVE's Y: .expect_tx, arrive_drop, a count operand (B)
 # tensormap.replace.tile fields (row Y), as memory.tensormap.replace_field writes them
 (F_GLOBAL_ADDRESS, F_RANK, F_INTERLEAVE, F_SWIZZLE, F_FILL, F_GLOBAL_DIM, F_GLOBAL_STRIDE, F_ELEMENT_STRIDE,

@@ -7,7 +7,7 @@ import numpy as np
 from numba import carray, cfunc, njit, types
 
 from . import table as T
-from .asyncx import (COUNT_MAX, K_ELECT, K_FENCE_ASYNC, K_MAPA, K_MB_ARRIVE, K_MB_TX, K_MB_WAIT, K_TMREPLACE, LANES,
+from .asyncx import (COUNT_MAX, K_ELECT, K_WARPSYNC, K_FENCE_ASYNC, K_MAPA, K_MB_ARRIVE, K_MB_TX, K_MB_WAIT, K_TMREPLACE, LANES,
                      MB_COUNT, MB_DROP, MB_EXPECT, OFFSET_MASK, PHASE, SHIFT, U0, U1, WINDOW_END, _mb, _replace,
                      mb_arrive, mb_complete_tx, mb_expect_tx, mb_find, mb_restore, mb_save)
 from .loop import _gather, _scatter
@@ -115,6 +115,9 @@ def hop_rows(row, imrow, em, state, a8, a16, a32, a64, scratch):
         if row[T.V0 + 7] != -1:
             _scatter(row[T.V0 + 7], xq, em, 1, 0, a8, a16, a32, a64)
         return 0
+    if kind == K_WARPSYNC:                        # A: membermask. Lanes it names that do not exist (the reference
+        _gather(row[T.A], 32, 0, xd, a8, a16, a32, a64, imrow)      # drops them) do not execute: handed back
+        return 0 if _members_ok(em, xd) else 1
     if kind == K_MAPA:                            # A: address (W bits), B: rank; C, V0: %cluster_ctarank, _nctarank
         w = row[T.W]
         _gather(row[T.A], w, 0, xa, a8, a16, a32, a64, imrow)

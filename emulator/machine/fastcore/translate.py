@@ -1628,3 +1628,17 @@ def r_mbarrier(t, env, instr, row, imm):
 
 
 _RULES["mbarrier"] = r_mbarrier
+
+
+def r_warp_sync(t, env, instr, row, imm):
+    """bar.warp.sync membermask (machine.program._compile_warp_sync): the membermask rule, nothing else."""
+    from . import asyncx
+    if list(instr.mods) != ["warp", "sync"] or len(instr.operands) != 1 or \
+            isinstance(instr.operands[0], (Vec, Pair, Not, Mem)):
+        raise _Slow
+    row[T.A] = _x_operand(t, env, instr.operands[0], "b32", imm, 0)
+    _set_type(row, "b32")
+    _hopx(t, row, asyncx.K_WARPSYNC)
+
+
+_RULES["bar"] = r_warp_sync
