@@ -32,7 +32,7 @@ class MBarrier:
     def _get(self, col):
         if self._kept is not None:
             return self._kept[col - EXPECTED]
-        return int(self._owner.rows[self._row, col])
+        return self._owner.rows.item(self._row, col)
 
     def _set(self, col, v):
         self._owner.rows[self._row, col] = v
