@@ -233,6 +233,8 @@ TMREPLACE = HEAD.replace("8.0", "8.3") + """
     @%p1 tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%rd7], 0x3;
     @%p1 tensormap.replace.tile.fill_mode.shared::cta.b1024.b32 [%rd7], 0x1;
     tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [tm+128], 0x2;
+    add.s64 %rd9, %rd1, 512;
+    tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%rd9], [%rd7], 128;
     bar.sync 0;
     ld.shared.u32 %r11, [%r8];
     add.s64 %rd8, %rd1, %rd3;
@@ -263,25 +265,27 @@ STRIDE = 0x123456789A0
 @pytest.mark.parametrize("seed", range(4))
 def test_tensormap_replace_runs_in_the_loop(seed):
     """Every field of a shared tensor map (ordinals, 64-bit values, an .elemtype constant), three lanes writing
-    one map: the same bytes on both engines as memory.tensormap.replace_field gives them."""
+    one map, then tensormap.cp_fenceproxy to global memory: the same bytes on both engines as
+    memory.tensormap.replace_field gives them."""
     rng = np.random.default_rng(seed)
     raw = rng.integers(0, 256, 512, dtype=np.uint8)
     a = int(rng.integers(0, 1 << 63)) & ~15
     v0, v1, v2 = (int(x) for x in rng.integers(0, 1 << 32, 3, dtype=np.uint64))
     module = load_ptx(TMREPLACE)
-    ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(512, np.uint8), raw],
+    ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(640, np.uint8), raw],
                                        [0, a, STRIDE, v0, v1, v2])
     assert not diffs, diffs
     assert "error" not in ref, ref["error"]
     assert all(v == T.HOPX for k, v in _rows(module).items() if "tensormap" in k), _rows(module)
-    assert ref["memory"][0][1].tobytes() == _replaced(raw, a, v0, v1, v2, 0).tobytes()
+    want = _replaced(raw, a, v0, v1, v2, 0)
+    assert ref["memory"][0][1].tobytes() == want.tobytes() + want[:128].tobytes()     # cp_fenceproxy: a copy
 
 
 def test_a_tensormap_past_shared_memory_is_handed_back():
     """A tensor map that runs past shared memory: the loop writes nothing and hands the row back, so both engines
     raise the executor's MemoryAccessError with the same memory."""
     module = load_ptx(TMREPLACE)
-    ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(512, np.uint8), np.ones(512, np.uint8)],
+    ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(640, np.uint8), np.ones(512, np.uint8)],
                                        [448, 0, 0, 1, 2, 3])
     assert not diffs, diffs
     assert ref["error"][0] == "MemoryAccessError" and "runs past shared memory" in ref["error"][1]
@@ -297,7 +301,7 @@ def test_a_wrong_tensormap_field_is_caught():
     assert tr.code[p, T.Y] == asyncx.F_SWIZZLE
     tr.code[p, T.Y] = asyncx.F_FILL
     try:
-        ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(512, np.uint8),
+        ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(640, np.uint8),
                                                                 np.zeros(512, np.uint8)], [0, 0, 0, 1, 2, 3])
     finally:
         tr.code[p, T.Y] = asyncx.F_SWIZZLE

@@ -1,6 +1,7 @@
 """Hopper's register and shared-memory rewrites in the fast engine (``HOPX`` rows), as their executors define
 them: ``elect.sync`` and ``bar.warp.sync`` (``ops.warpops``, ``machine.program``), ``mapa`` in both forms (``ops.cluster``), ``tensormap.replace.tile`` on a
-tensor map in this CTA's shared memory (``ops.mbarrier`` with ``memory.tensormap.replace_field``) and
+tensor map in this CTA's shared memory (``ops.mbarrier`` with ``memory.tensormap.replace_field``), its copy
+to global memory (``tensormap.cp_fenceproxy``) and
 ``fence.proxy.async`` (``AsyncUnit.fence_proxy_async``: the generic-proxy marks of ``memx.py`` are cleared);
 ``setmaxnreg``, ``griddepcontrol``, ``fence.mbarrier_init`` and the tensormap and alias proxy fences have nothing
 to do (kind ``K_NOP``, which the loop does not call for).
@@ -20,7 +21,7 @@ from .raw import _peek64, _poke64
 from ...memory.mbarrier import ADDR, COUNT_MAX, EXPECTED, NCOLS, PENDING, PHASE, TX, TX_MAX
 from ...memory.dsmem import OFFSET_MASK, SHIFT, WINDOW_END  # noqa: F401 (the address encoding, for hopcall.py)
 
-(K_NOP, K_ELECT, K_MAPA, K_TMREPLACE, K_FENCE_ASYNC, K_WARPSYNC, K_MB_ARRIVE, K_MB_TX, K_MB_WAIT) = range(9)
+(K_NOP, K_ELECT, K_MAPA, K_TMREPLACE, K_FENCE_ASYNC, K_WARPSYNC, K_TMCOPY, K_MB_ARRIVE, K_MB_TX, K_MB_WAIT) = range(10)
 MB_EXPECT, MB_DROP, MB_COUNT = 1, 2, 4     # K_MB_ARRIVE's Y: .expect_tx, arrive_drop, a count operand (B)
 # tensormap.replace.tile fields (row Y), as memory.tensormap.replace_field writes them
 (F_GLOBAL_ADDRESS, F_RANK, F_INTERLEAVE, F_SWIZZLE, F_FILL, F_GLOBAL_DIM, F_GLOBAL_STRIDE, F_ELEMENT_STRIDE,
@@ -72,6 +73,27 @@ def _replace(smem, a, field, k, v):
         _put_bits(smem, a + 55 + k, 0, 8, v - U1)
 
 
+
+
+@njit(cache=True, _nrt=False)
+def global_find(gtab, n, addr, nbytes):
+    """The host address of global bytes [addr, addr + nbytes) through the raw global-memory table (rows of base,
+    size, host pointer; raw._find's search), or 0 when they are not inside one allocation."""
+    lo, hi = 0, n - 1
+    k = -1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if np.int64(_peek64(gtab + 24 * mid)) <= addr:
+            k = mid
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    if k < 0:
+        return 0
+    base = np.int64(_peek64(gtab + 24 * k))
+    if addr - base + nbytes > np.int64(_peek64(gtab + 24 * k + 8)):
+        return 0
+    return np.int64(_peek64(gtab + 24 * k + 16)) + (addr - base)
 
 
 # -- mbarriers: the CTA's table (memory.mbarrier.MBarriers.rows) through its raw address --------------------------

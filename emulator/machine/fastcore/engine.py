@@ -282,6 +282,8 @@ class FastWarp:
         st[T.S_MBAR] = _pointer(mbs.rows) if mbs is not None else 0
         st[T.S_MBAR_N] = mbs.used if mbs is not None else 0
         st[T.S_MBAR_CHANGED] = 0
+        st[T.S_GTAB] = _pointer(fl.gtab)
+        st[T.S_GTAB_N] = fl.gtab.shape[0]
         fl._run(*args)
         w._inflight_n = int(st[T.S_INFLIGHT])
         if au is not None:
@@ -362,6 +364,8 @@ class FastCTA:
         st[T.S_WG_REGS] = st[T.S_WG_SMEM] = 0       # (CTAs with wgmma keep the Python scheduler)
         st[T.S_WG_READS] = st[T.S_DIRTY] = st[T.S_DIRTY_N] = 0    # (and those whose async proxy reads shared memory)
         st[T.S_MBAR] = st[T.S_MBAR_N] = st[T.S_MBAR_CHANGED] = 0  # (and those with mbarriers)
+        st[T.S_GTAB] = _pointer(fl.gtab)
+        st[T.S_GTAB_N] = fl.gtab.shape[0]
         while True:
             st[T.S_BUDGET] = cta.budget[0]
             st[T.S_INFLIGHT] = cta.inflight_n

@@ -7,11 +7,11 @@ import numpy as np
 from numba import carray, cfunc, njit, types
 
 from . import table as T
-from .asyncx import (COUNT_MAX, K_ELECT, K_WARPSYNC, K_FENCE_ASYNC, K_MAPA, K_MB_ARRIVE, K_MB_TX, K_MB_WAIT, K_TMREPLACE, LANES,
+from .asyncx import (COUNT_MAX, K_ELECT, K_WARPSYNC, K_TMCOPY, global_find, K_FENCE_ASYNC, K_MAPA, K_MB_ARRIVE, K_MB_TX, K_MB_WAIT, K_TMREPLACE, LANES,
                      MB_COUNT, MB_DROP, MB_EXPECT, OFFSET_MASK, PHASE, SHIFT, U0, U1, WINDOW_END, _mb, _replace,
                      mb_arrive, mb_complete_tx, mb_expect_tx, mb_find, mb_restore, mb_save)
 from .loop import _gather, _scatter
-from .raw import _poke8
+from .raw import _peek64, _poke64, _poke8
 from .scalarx import _members_ok
 
 _P64 = types.CPointer(types.uint64)
@@ -20,16 +20,17 @@ _P8 = types.CPointer(types.uint8)
 
 
 @njit(cache=True, _nrt=False)
-def _addresses(row, imrow, out, a8, a16, a32, a64):
-    """The lanes' addresses of an [A + offset] operand as ops.common.address computes them (a 32-bit register
-    wraps at 2^32, a 64-bit one at 2^64), as int64 bits in ``out``."""
-    off = imrow[T.IMM_OFFSET]
-    if row[T.A] == -1:
+def _addresses(row, imrow, out, a8, a16, a32, a64, field=T.A, slot=T.IMM_OFFSET):
+    """The lanes' addresses of an [A + offset] operand (base in row ``field``, offset in immediate ``slot``) as
+    ops.common.address computes them (a 32-bit register wraps at 2^32, a 64-bit one at 2^64), as int64 bits."""
+    off = imrow[slot]
+    e = row[field]
+    if e == -1:
         for lane in range(LANES):
             out[lane] = off
         return
-    _gather(row[T.A], 64, 0, out, a8, a16, a32, a64, imrow)
-    wrap32 = row[T.A] >> T.CLASS_SHIFT == T.R32
+    _gather(e, 64, 0, out, a8, a16, a32, a64, imrow)
+    wrap32 = e >> T.CLASS_SHIFT == T.R32
     for lane in range(LANES):
         out[lane] = (out[lane] + off) & np.uint64(0xFFFFFFFF) if wrap32 else out[lane] + off
 
@@ -151,6 +152,25 @@ def hop_rows(row, imrow, em, state, a8, a16, a32, a64, scratch):
         for lane in range(LANES):
             if (em >> lane) & 1:
                 _replace(smem, np.int64(xa[lane]), row[T.Y], row[T.Z], xb[lane])
+        return 0
+    if kind == K_TMCOPY:                          # A: global destination (offset: immediate 3), C: shared source
+        _addresses(row, imrow, xa, a8, a16, a32, a64)                            # (offset: immediate 2)
+        _addresses(row, imrow, xb, a8, a16, a32, a64, T.C, 2)
+        size = state[T.S_SMEM_SIZE]
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                src = np.int64(xb[lane])
+                if src < 0 or src + 128 > size:
+                    return 1
+                dst = global_find(state[T.S_GTAB], state[T.S_GTAB_N], np.int64(xa[lane]), 128)
+                if dst == 0:
+                    return 1
+                xc[lane] = np.uint64(dst)
+        smem = state[T.S_SMEM_PTR]
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                for b in range(0, 128, 8):
+                    _poke64(np.int64(xc[lane]) + b, _peek64(smem + np.int64(xb[lane]) + b))
         return 0
     if kind == K_FENCE_ASYNC:                     # AsyncUnit.fence_proxy_async on the marks memx.py keeps
         p = state[T.S_DIRTY]

@@ -143,7 +143,8 @@ S_WG_READS, S_DIRTY, S_DIRTY_N = 18, 19, 20   # shared stores beside the async p
 S_MBAR, S_MBAR_N, S_MBAR_CHANGED = 21, 22, 23  # the CTA's mbarrier table (memory.mbarrier.MBarriers.rows: raw pointer,
                                                # rows in use; 0: the mbarrier rows go back) and the number of changes
                                                # the loop made to it (asyncx.py)
-NSTATE = 24              # S_CTA: 1 when the CTA loop (run_cta) runs the warp (it arrives at ST_BAR itself);
+S_GTAB, S_GTAB_N = 24, 25     # the global-memory table (engine.global_table: raw pointer, rows), for the HOPX rows
+NSTATE = 26              # S_CTA: 1 when the CTA loop (run_cta) runs the warp (it arrives at ST_BAR itself);
                    # S_BACK: backward branches the warp took; S_SPIN_CHECK: machine.cta.SPIN_CHECK;
                    # S_WG_REGS: 1 while wgmma.mma_async of this warp hold registers (rows with WG go back);
                    # S_WG_SMEM: 1 while wgmma.mma_async of the CTA read shared memory (cp.async goes back)

@@ -1538,6 +1538,8 @@ def r_tensormap(t, env, instr, row, imm):
     global and param tensor maps, and tensormap.cp_fenceproxy stay with the executor."""
     from . import asyncx
     mods = instr.mods
+    if mods and mods[0] == "cp_fenceproxy":
+        return _tensormap_copy(t, env, instr, row, imm)
     if not mods or mods[0] != "replace" or not any(m in ("shared", "shared::cta") for m in mods):
         raise _Slow
     field = next((m for m in mods if m in asyncx.FIELDS), None)
@@ -1567,6 +1569,20 @@ def r_tensormap(t, env, instr, row, imm):
     _set_type(row, vtype)
     row[T.Y] = asyncx.FIELDS[field]
     _hopx(t, row, asyncx.K_TMREPLACE)
+
+
+def _tensormap_copy(t, env, instr, row, imm):
+    """tensormap.cp_fenceproxy.global.shared::cta... [dst], [src], size: the 128 bytes of a shared tensor map into
+    global memory (ops.mbarrier.compile_tensormap)."""
+    from . import asyncx
+    ops = instr.operands
+    if len(ops) != 3 or not isinstance(ops[0], Mem) or not isinstance(ops[1], Mem):
+        raise _Slow
+    _address(t, env, ops[1], row, imm, T.SHARED)        # the source: base in C, offset in immediate 2
+    row[T.C] = row[T.A]
+    imm[2] = imm[T.IMM_OFFSET]
+    _address(t, env, ops[0], row, imm, T.GLOBAL)
+    _hopx(t, row, asyncx.K_TMCOPY)
 
 
 _RULES.update({"setmaxnreg": r_hop_nop, "griddepcontrol": r_hop_nop, "fence": r_fence_hop, "elect": r_elect,
