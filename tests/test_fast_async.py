@@ -579,7 +579,8 @@ NAMED = HEAD + """
     xor.b32 %r6, %r3, 4;
     add.u32 %r7, %r4, %r6;
     ld.shared.u32 %r8, [%r7];
-    barrier.sync 1, %r9;                     // with warp 0 (a register count)
+    mov.u32 %r10, 1;
+    barrier.sync %r10, %r9;                  // with warp 0 (a register number and count)
     bra.uni DONE;
 GROUP0:
     setp.eq.u32 %p2, %r2, 0;
@@ -597,10 +598,10 @@ DONE:
 
 @pytest.mark.parametrize("count", [96, 128, 100])
 def test_named_barriers_with_a_thread_count_stop_the_loop_as_barriers(count, monkeypatch):
-    """bar.sync / bar.arrive / barrier.sync with a thread count (immediate or register) are BAR rows: the loop
-    stops there and the scheduler arrives with the count; a count that is not a multiple of 32, or a second count
-    for one barrier, is the same error (or deadlock report) on both engines. The CTA loop does not take such
-    kernels."""
+    """bar.sync / bar.arrive / barrier.sync with a thread count (immediate or register; the barrier number too)
+    are BAR rows: the loop stops there and the scheduler arrives with the count; a count that is not a multiple
+    of 32, or a second count for one barrier, is the same error (or deadlock report) on both engines. The CTA
+    loop does not take such kernels."""
     module = load_ptx(NAMED)
     ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(128, np.uint32)], [count])
     assert not diffs, diffs

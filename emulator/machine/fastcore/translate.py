@@ -108,7 +108,7 @@ class Translation:
         # the CTA loop (run_cta) runs the whole CTA when every barrier is translated and nothing can stall a
         # warp, yield its turn, or call a function (per-lane call stacks stay with the Python scheduler)
         self.cta_ok = not self.async_readers and all(
-            (op.kind != "bar" or (self.fast[pc] and op.fn[1] is None)) and
+            (op.kind != "bar" or (self.fast[pc] and op.fn[1] is None and self.code[pc, T.X] >= 0)) and
             (op.kind != "call" or op.call.callee == "vprintf") and
             (op.kind != "op" or (op.instr.base not in ("mbarrier", "wgmma", "setmaxnreg", "tensormap") and
                                  "bulk" not in op.instr.mods))
@@ -120,15 +120,17 @@ class Translation:
         # a thread count (named barriers of warp-specialised kernels): the loop stops at it as at any barrier and
         # the Python scheduler arrives with the count (machine.cta.CTA._arrive); the CTA loop, which counts every
         # thread, is not used for such kernels (cta_ok)
+        # so is a barrier number in a register (CUTLASS's NamedBarrier): X -1, the scheduler reads it
         if red is not None or kind not in ("sync", "arrive") or len(ops) != 1 + (cnt_r is not None) or \
-                not isinstance(ops[0], Imm) or not isinstance(ops[0].value, int) or not 0 <= ops[0].value <= 15:
+                not (isinstance(ops[0], Reg) or isinstance(ops[0], Imm) and isinstance(ops[0].value, int) and
+                     0 <= ops[0].value <= 15):
             raise _Slow
         if op.guard is not None:
             if env.reg_width(op.guard[0]) != 1:
                 raise _Slow
             row[T.GUARD] = self._slot(op.guard[0], 1)
             row[T.GNEG] = int(op.guard[1])
-        row[T.X] = ops[0].value
+        row[T.X] = ops[0].value if isinstance(ops[0], Imm) else -1
         row[T.Y] = int(kind == "arrive")
         row[T.Z] = int(bool(aligned))
         row[T.OP] = T.BAR
