@@ -642,6 +642,43 @@ PARAMS = HEAD + """
 """
 
 
+PARAM_ADDRS = HEAD + """
+.visible .entry k(.param .u64 out, .param .align 64 .b8 tmap[128])
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<12>;
+    ld.param.u64 %rd1, [out];
+    mov.b64 %rd2, tmap;                       // DeepGEMM / CuTe take their tensor maps' addresses like this
+    mov.u32 %r1, tmap;
+    cvta.param.u64 %rd3, %rd2;
+    cvta.to.param.u64 %rd4, %rd3;
+    cvta.const.u64 %rd5, %rd1;
+    ld.param.u64 %rd6, [%rd4+8];              // through the address converted back
+    add.u32 %r2, %r1, 8;
+    mov.u32 %r3, %tid.x;
+    mul.wide.u32 %rd7, %r3, 48;
+    add.s64 %rd8, %rd1, %rd7;
+    st.global.v2.u64 [%rd8], {%rd2, %rd3};
+    st.global.v2.u64 [%rd8+16], {%rd4, %rd5};
+    st.global.v2.u32 [%rd8+32], {%r1, %r2};
+    st.global.u64 [%rd8+40], %rd6;
+    ret;
+}
+"""
+
+
+def test_parameter_addresses_run_in_the_loop():
+    """mov of a parameter's address and cvta to and from the parameters' generic window (and .const, a move) in
+    the loop: the same registers and memory on both engines."""
+    module = load_ptx(PARAM_ADDRS)
+    ref, fast, diffs = compare_engines(module, "k", 1, 64, [np.zeros(64 * 48, np.uint8)],
+                                       [np.arange(128, dtype=np.uint8)])
+    assert not diffs, diffs
+    assert "error" not in ref, ref["error"]
+    rows = _rows(module)
+    assert all(v != T.SLOW for k, v in rows.items() if k.startswith(("mov", "cvta"))), rows
+
+
 @pytest.mark.parametrize("off", [0, 48, 56, 64, 4])
 def test_param_loads_through_a_register_run_in_the_loop(off):
     """ld.param through a register holding a .param address (CUTLASS's Params): the loop reads the thread's .param

@@ -385,9 +385,8 @@ def r_mov(t, env, instr, row, imm):
     _set_type(row, ptype)
     row[T.D] = t._dst(env, d)
     if isinstance(a, Sym) and not env.is_register(a.name):
-        space, base = _static_symbol(t, env, a.name)      # mov.u32 %r, smem_var: its shared address
-        if space != "shared":
-            raise _Slow
+        space, base = _static_symbol(t, env, a.name)      # mov.u32 %r, smem_var: its shared address (or a
+        # parameter's .param address: CUTLASS and DeepGEMM take the address of their tensor maps)
         imm[0] = base & ((1 << _width(ptype)) - 1)
         row[T.A] = -2
     else:
@@ -772,9 +771,11 @@ def r_ldmatrix(t, env, instr, row, imm):
 
 
 def r_cvta(t, env, instr, row, imm):
-    """cvta{.to}.{global,shared{::cta}}.{u32,u64}: global addresses are generic addresses and the shared window
-    starts at generic address 0 (``KernelWarp.cvta``), so the conversion is a move."""
-    q = _classify(instr.mods, {"to": {"to"}, "space": {"global", "shared", "shared::cta"}, "type": {"u32", "u64"}})
+    """cvta{.to}.{global,shared{::cta},const,param}.{u32,u64}: global addresses are generic addresses, the shared
+    window starts at generic address 0 and .const is global memory (``KernelWarp.cvta``), so the conversion is a
+    move; the kernel parameters' generic window starts at PARAM_BASE, an add (a subtract for .to) of it."""
+    q = _classify(instr.mods, {"to": {"to"}, "space": {"global", "shared", "shared::cta", "const", "param"},
+                               "type": {"u32", "u64"}})
     if "space" not in q or "type" not in q:
         raise _Slow
     d, a = _ops(instr, 2)
@@ -783,6 +784,11 @@ def r_cvta(t, env, instr, row, imm):
     _set_type(row, q["type"])
     row[T.D], row[T.A] = t._dst(env, d), t._src(env, a, q["type"], imm, 0)
     row[T.OP] = T.MOV
+    if q["space"] == "param":
+        from ..kernel_warp import PARAM_BASE
+        imm[1] = PARAM_BASE & ((1 << _width(q["type"])) - 1)
+        row[T.B] = -2 - 1
+        row[T.OP] = T.SUB if "to" in q else T.ADD
 
 
 def _cp_address(t, env, op, imm, k, shared):
