@@ -325,6 +325,8 @@ FENCE = HEAD + """
     add.u32 %r4, %r2, %r3;
     setmaxnreg.inc.sync.aligned.u32 232;
     griddepcontrol.wait;
+    prefetch.global.L2 [%rd1];
+    prefetch.tensormap [%rd1];
     fence.mbarrier_init.release.cluster;
     setp.eq.u32 %p1, %r9, 1;
     @%p1 fence.proxy.async.shared::cta;         // 1: a fence before the stores (they stay unfenced)
@@ -349,13 +351,13 @@ FENCE = HEAD + """
 def test_fence_proxy_async_runs_in_the_loop(where):
     """fence.proxy.async in the loop clears the generic-proxy marks the loop's stores made: a missing fence, one
     before the stores or a store after it is the same ProxyError on both engines as the bulk copy reads; a fence
-    after the last store the same bytes. setmaxnreg, griddepcontrol and fence.mbarrier_init do nothing."""
+    after the last store the same bytes. setmaxnreg, griddepcontrol, prefetch and fence.mbarrier_init do nothing."""
     module = load_ptx(FENCE)
     ref, fast, diffs = compare_engines(module, "k", 1, 256, [np.zeros(4096, np.uint8)], [where])
     assert not diffs, diffs
     rows = _rows(module)
     assert all(v == T.HOPX for k, v in rows.items() if k.startswith(("@%p1 fence", "@%p2 fence", "setmaxnreg",
-                                                                      "griddep", "fence"))), rows
+                                                                      "griddep", "fence", "prefetch"))), rows
     if where == 2:
         assert "error" not in ref, ref["error"]
         got = ref["memory"][0][1].view(np.uint32).reshape(256, 4)

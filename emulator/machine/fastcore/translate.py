@@ -1470,7 +1470,8 @@ def _hopx(t, row, kind):
 
 
 def r_hop_nop(t, env, instr, row, imm):
-    """setmaxnreg, griddepcontrol: nothing to do (ops.warpops.compile_nop has checked the operands)."""
+    """setmaxnreg, griddepcontrol, prefetch{u} (prefetch.tensormap too): nothing to do (ops.warpops.compile_nop
+    has checked the operands)."""
     from . import asyncx
     _hopx(t, row, asyncx.K_NOP)
 
@@ -1593,8 +1594,8 @@ def _tensormap_copy(t, env, instr, row, imm):
     _hopx(t, row, asyncx.K_TMCOPY)
 
 
-_RULES.update({"setmaxnreg": r_hop_nop, "griddepcontrol": r_hop_nop, "fence": r_fence_hop, "elect": r_elect,
-               "mapa": r_mapa, "tensormap": r_tensormap})
+_RULES.update({"setmaxnreg": r_hop_nop, "griddepcontrol": r_hop_nop, "prefetch": r_hop_nop, "prefetchu": r_hop_nop,
+               "fence": r_fence_hop, "elect": r_elect, "mapa": r_mapa, "tensormap": r_tensormap})
 
 
 def r_mbarrier(t, env, instr, row, imm):
