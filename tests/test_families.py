@@ -13,7 +13,7 @@ from emulator.machine.fastcore.engine import handback_counts, translation
 from engines import compare_engines
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LOOP_ROWS = {T.SLOW, T.BRA, T.EXIT, T.BAR, T.LD, T.ST, T.NOP, T.XROW, T.ATOM,    # the loop runs these itself
+LOOP_ROWS = {T.SLOW, T.BRA, T.EXIT, T.BAR, T.LD, T.ST, T.NOP, T.XROW, T.ATOM, T.HOPX,    # the loop runs these
              T.STMATRIX, T.WGMMA}                                              # (wgmma: through wgcall.py)
 
 

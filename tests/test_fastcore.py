@@ -448,6 +448,10 @@ def test_every_translated_opcode_is_exercised_by_the_random_kernels():
     for text in (X.form_kernel(X.FORMS["lop3 96"], 1), X.ATOM_KERNEL.replace("BODY", X.ATOMS["add.u32"])):
         tr = translation(load_ptx(text).program("k"))
         seen |= {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
+    # Hopper's rows (HOPX): their own kernels and random mbarrier pipelines (test_fast_async)
+    import test_fast_async as H
+    tr = translation(load_ptx(H.ELECT).program("k"))
+    seen |= {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
     assert set(T.NAMES.values()) - seen == set()
 
 

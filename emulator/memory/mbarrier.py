@@ -8,22 +8,43 @@ shared-memory address.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import numpy as np
 
 from ..errors import MBarrierError, fail
 
 COUNT_MAX = (1 << 20) - 1           # arrival counts: 1 .. 2^20 - 1
 TX_MAX = (1 << 20) - 1              # tx-count: -(2^20 - 1) .. 2^20 - 1
 
+# The state of a CTA's barriers is one int64 table (MBarriers.rows), one row per barrier, which the fast engine
+# reads and writes too (machine/fastcore/asyncx.py): the columns below, then a copy of EXPECTED..TX the fast
+# engine keeps while it applies an instruction (put back when a lane breaks a rule). ADDR -1: a free row.
+ADDR, EXPECTED, PENDING, PHASE, TX = range(5)
+NCOLS = 10
 
-@dataclass
+
 class MBarrier:
-    addr: int
-    expected: int
-    pending: int
-    phase: int = 0
-    tx: int = 0
-    history: list = field(default_factory=list)     # (step, event, phase, pending, tx) for the timeline
+    """One barrier: its address, its history (for the timeline) and a view of its row of the table."""
+    __slots__ = ("addr", "history", "_owner", "_row", "_kept")
+
+    def __init__(self, owner, row, addr):
+        self.addr, self.history, self._owner, self._row, self._kept = addr, [], owner, row, None
+
+    def _get(self, col):
+        if self._kept is not None:
+            return self._kept[col - EXPECTED]
+        return self._owner.rows.item(self._row, col)
+
+    def _set(self, col, v):
+        self._owner.rows[self._row, col] = v
+
+    expected = property(lambda self: self._get(EXPECTED), lambda self, v: self._set(EXPECTED, v))
+    pending = property(lambda self: self._get(PENDING), lambda self, v: self._set(PENDING, v))
+    phase = property(lambda self: self._get(PHASE), lambda self, v: self._set(PHASE, v))
+    tx = property(lambda self: self._get(TX), lambda self, v: self._set(TX, v))
+
+    def _detach(self):
+        """Keep the last values (an invalidated barrier: its row is free for another)."""
+        self._kept = tuple(int(x) for x in self._owner.rows[self._row, EXPECTED:TX + 1])
 
     def state(self):
         """The opaque 64-bit state an arrive returns: the phase number and the pending count."""
@@ -42,6 +63,20 @@ class MBarriers:
         self.step = 0                     # the CTA's instruction count, for the history
         self.version = 0                  # bumped on every state change (the scheduler's progress signal)
         self.retired: list[MBarrier] = []  # invalidated barriers (their history stays for the timeline)
+        self.rows = np.full((4, NCOLS), -1, np.int64)      # the state (see NCOLS); rows[:used] hold barriers
+        self.used = 0
+
+    def _row(self, addr):
+        """A free row of the table for a barrier at ``addr`` (the table grows when it is full)."""
+        free = np.flatnonzero(self.rows[:self.used, ADDR] < 0)
+        if free.size:
+            return int(free[0])
+        if self.used == self.rows.shape[0]:
+            grown = np.full((2 * self.used, NCOLS), -1, np.int64)
+            grown[:self.used] = self.rows
+            self.rows = grown
+        self.used += 1
+        return self.used - 1
 
     def get(self, instr, addr, lane=None):
         b = self.live.get(int(addr))
@@ -59,12 +94,19 @@ class MBarriers:
             fail(MBarrierError, instr, f"mbarrier address {addr:#x} is not 8-byte aligned", lane)
         if not 1 <= count <= COUNT_MAX:
             fail(MBarrierError, instr, f"mbarrier.init count {count} must be 1..{COUNT_MAX}", lane)
-        b = self.live[addr] = MBarrier(addr, count, count)
+        old = self.live.get(addr)
+        row = old._row if old is not None else self._row(addr)
+        if old is not None:
+            old._detach()
+        self.rows[row, :TX + 1] = (addr, count, count, 0, 0)
+        b = self.live[addr] = MBarrier(self, row, addr)
         self._log(b, "init")
 
     def inval(self, instr, addr, lane=None):
         b = self.get(instr, addr, lane)
         self._log(b, "inval")
+        b._detach()
+        self.rows[b._row, ADDR] = -1
         self.retired.append(self.live.pop(int(addr)))
 
     def _complete_if_done(self, b):

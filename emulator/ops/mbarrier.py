@@ -31,13 +31,21 @@ class MBarrierWait:
         self.units = units or [unit] * len(addrs)     # the async unit of the CTA each barrier lives in
 
     def ready(self):
+        last = None                 # (unit, address, phase) of the previous lane: lanes mostly wait on one barrier
         for i, a in enumerate(self.addrs):
-            b = self.units[i].mbarriers.live.get(a)
-            if b is None:
-                continue
-            if self.parity is not None and (b.phase & 1) != self.parity[i]:
+            u = self.units[i]
+            if last is not None and last[0] is u and last[1] == a:
+                phase = last[2]
+            else:
+                b = u.mbarriers.live.get(a)
+                if b is None:
+                    last = None
+                    continue
+                phase = b.phase
+                last = (u, a, phase)
+            if self.parity is not None and (phase & 1) != self.parity[i]:
                 return True
-            if self.states is not None and b.phase != self.states[i] >> 32:
+            if self.states is not None and phase != self.states[i] >> 32:
                 return True
         return False
 

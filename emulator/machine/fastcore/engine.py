@@ -279,11 +279,22 @@ class FastWarp:
             st[T.S_WG_REGS] = st[T.S_WG_SMEM] = st[T.S_WG_READS] = 0
         au = w._async if fl.tr.async_readers else None      # generic-proxy writes the fence check reads (memx.py)
         st[T.S_DIRTY] = _pointer(au.dirty) if au is not None else 0
-        st[T.S_DIRTY_N] = 0
+        # S_DIRTY_N: nonzero while some byte may be marked (AsyncUnit.any_dirty); the loop's stores count up, a
+        # fence.proxy.async in the loop (asyncx.py) clears the marks and sets it to 0
+        st[T.S_DIRTY_N] = int(au is not None and au.any_dirty)
+        # the CTA's mbarriers (asyncx.py), unless a sanitiser or a timeline follows them (the executors tell them)
+        mbs = w._async.mbarriers if w._async is not None and w.san is None and not w._async.record else None
+        st[T.S_MBAR] = _pointer(mbs.rows) if mbs is not None else 0
+        st[T.S_MBAR_N] = mbs.used if mbs is not None else 0
+        st[T.S_MBAR_CHANGED] = 0
+        st[T.S_GTAB] = _pointer(fl.gtab)
+        st[T.S_GTAB_N] = fl.gtab.shape[0]
         fl._run(*args)
         w._inflight_n = int(st[T.S_INFLIGHT])
-        if st[T.S_DIRTY_N]:
-            au.any_dirty = True
+        if au is not None:
+            au.any_dirty = bool(st[T.S_DIRTY_N])
+        if st[T.S_MBAR_CHANGED]:
+            mbs.version += int(st[T.S_MBAR_CHANGED])
         budget[0] = int(st[T.S_BUDGET])
         w.clock = w.issued = int(st[T.S_ISSUED])
         w.back_taken = int(st[T.S_BACK])
@@ -361,6 +372,9 @@ class FastCTA:
         st[T.S_SPIN_CHECK] = SPIN_CHECK
         st[T.S_WG_REGS] = st[T.S_WG_SMEM] = st[T.S_WG] = 0
         st[T.S_WG_READS] = st[T.S_DIRTY] = st[T.S_DIRTY_N] = 0    # (CTAs with bulk stores keep the Python scheduler)
+        st[T.S_MBAR] = st[T.S_MBAR_N] = st[T.S_MBAR_CHANGED] = 0  # (and those with mbarriers)
+        st[T.S_GTAB] = _pointer(fl.gtab)
+        st[T.S_GTAB_N] = fl.gtab.shape[0]
         wg = self.wg
         au = ws[0]._async if ws and tr.async_readers else None   # generic-proxy writes (memx.py)
         while True:

@@ -19,6 +19,7 @@ from . import ccall as C
 from .ccall import call_family, data_ptr
 from .families import NSLOTS as _NSLOTS, OF_OPCODE as _OF_OPCODE, SLOT as _SLOT
 from .wgmmax import call_wg
+from .asyncx import K_NOP, call_hop
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -29,6 +30,7 @@ LANES = 32
 XSLOT = len(_TABLES)        # translation.mufu_ptr: the addresses of xcall.x_c and xcall.atom_c
 ASLOT = len(_TABLES) + 1
 WSLOT = _NSLOTS             # wgcall.wg_c (after the families' slots)
+HSLOT = _NSLOTS + 1         # hopcall.hop_c (HOPX rows)
 # the family slot of each opcode (families.py; -1: none, the loop hands the row back)
 FAMSLOT = np.full(128, -1, np.int64)
 for _op, _name in _OF_OPCODE.items():
@@ -525,7 +527,13 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
             for lane in range(LANES):
                 log_addr[nlog, lane] = addrs[lane]
             nlog += 1
-        elif opc != T.NOP and (em != 0 or opc == T.MMA or opc == T.LDMATRIX):
+        elif opc == T.HOPX and em != 0:                     # hopcall.hop_c (asyncx.py)
+            if wide == 1 or row[T.X] != K_NOP and call_hop(mptr[HSLOT], em, state.ctypes.data, row.ctypes.data,
+                                                           imrow.ctypes.data, arena.ctypes.data, arena.shape[0],
+                                                           scratch.ctypes.data) != 0:
+                handback = True             # a lane breaks a rule (nothing was written); a sanitised launch
+                break
+        elif opc != T.NOP and opc != T.HOPX and (em != 0 or opc == T.MMA or opc == T.LDMATRIX):
             # a family compiled apart (families.py), through its address; slot 0: not compiled (yet), the
             # reference executor runs the row
             slot = FAMSLOT[opc]

@@ -6,8 +6,9 @@
   ``S_WG_READS`` while ``S_WG_SMEM`` says some are held) and hands the instruction back on any hit, so that the
   reference raises;
 * every generic-proxy write marks its bytes for the ``fence.proxy.async`` check (``AsyncUnit.generic_write``:
-  ``dirty``, a bool a byte, through ``S_DIRTY``); ``S_DIRTY_N`` counts the stores marked, and the engine then
-  sets ``AsyncUnit.any_dirty`` as the reference does.
+  ``dirty``, a bool a byte, through ``S_DIRTY``); ``S_DIRTY_N`` starts as ``AsyncUnit.any_dirty`` and counts the
+  stores marked, a ``fence.proxy.async`` in the loop (``asyncx.py``) clears the marks and sets it to 0, and the
+  engine then sets ``AsyncUnit.any_dirty`` from it as the reference does.
 """
 import numpy as np
 from numba import njit

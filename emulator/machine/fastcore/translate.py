@@ -88,6 +88,7 @@ class Translation:
         self._mufu = set()       # indices (fmath.TABLES) of the MUFU tables the translated rows read
         self._xcall = False      # a row calls xcall.py (XROW, ATOM)
         self._mma_keep = []      # the tables K_MMAX rows point to (kept alive with the translation)
+        self._hopx = False       # a row calls hopcall.py (HOPX)
         for pc, op in enumerate(prog.code):
             self._translate(pc, op)
         cv = convergence(prog)
@@ -119,7 +120,7 @@ class Translation:
         # warp, yield its turn, or call a function (per-lane call stacks stay with the Python scheduler)
         # (wgmma too, when the loop runs every wgmma instruction of the kernel: wgmmax.py)
         self.cta_ok = not bulk_readers and all(
-            (op.kind != "bar" or self.fast[pc]) and
+            (op.kind != "bar" or (self.fast[pc] and op.fn[1] is None and self.code[pc, T.X] >= 0)) and
             (op.kind != "call" or op.call.callee == "vprintf") and
             (op.kind != "op" or (op.instr.base not in ("mbarrier", "setmaxnreg", "tensormap") and
                                  (op.instr.base != "wgmma" or self.wg is not None) and
@@ -129,15 +130,20 @@ class Translation:
     def _bar(self, op, env, row):
         bid_r, cnt_r, red, kind, aligned = op.fn
         ops = op.instr.operands
-        if red is not None or cnt_r is not None or kind not in ("sync", "arrive") or len(ops) != 1 or \
-                not isinstance(ops[0], Imm) or not isinstance(ops[0].value, int) or not 0 <= ops[0].value <= 15:
+        # a thread count (named barriers of warp-specialised kernels): the loop stops at it as at any barrier and
+        # the Python scheduler arrives with the count (machine.cta.CTA._arrive); the CTA loop, which counts every
+        # thread, is not used for such kernels (cta_ok)
+        # so is a barrier number in a register (CUTLASS's NamedBarrier): X -1, the scheduler reads it
+        if red is not None or kind not in ("sync", "arrive") or len(ops) != 1 + (cnt_r is not None) or \
+                not (isinstance(ops[0], Reg) or isinstance(ops[0], Imm) and isinstance(ops[0].value, int) and
+                     0 <= ops[0].value <= 15):
             raise _Slow
         if op.guard is not None:
             if env.reg_width(op.guard[0]) != 1:
                 raise _Slow
             row[T.GUARD] = self._slot(op.guard[0], 1)
             row[T.GNEG] = int(op.guard[1])
-        row[T.X] = ops[0].value
+        row[T.X] = ops[0].value if isinstance(ops[0], Imm) else -1
         row[T.Y] = int(kind == "arrive")
         row[T.Z] = int(bool(aligned))
         row[T.OP] = T.BAR
@@ -179,13 +185,13 @@ class Translation:
     def _mufu_tables(self):
         """Raw pointers (and lengths) of the measured MUFU tables the MUFU rows read (numerics.mufu.tables,
         unpacked here; the translation keeps them alive); 0 for the others, which no row reads. After them, the
-        addresses of xcall.py's two functions (loop.XSLOT, ASLOT) and those of the instruction families the rows
-        use (families.SLOT, filled by ``bind_families``)."""
+        addresses of xcall.py's two functions (loop.XSLOT, ASLOT), those of the instruction families the rows
+        use (families.SLOT, filled by ``bind_families``), wgcall.py's (loop.WSLOT) and hopcall.py's (loop.HSLOT)."""
         from ...numerics import mufu
         from . import families
-        self.mufu_ptr = np.zeros(families.NSLOTS + 1, np.int64)
-        self.mufu_size = np.zeros(families.NSLOTS + 1, np.int64)
-        if self.wg is not None:    # the last slot: wgcall.wg_c (loop.WSLOT)
+        self.mufu_ptr = np.zeros(families.NSLOTS + 2, np.int64)
+        self.mufu_size = np.zeros(families.NSLOTS + 2, np.int64)
+        if self.wg is not None:    # wgcall.wg_c (loop.WSLOT)
             from .wgcall import ADDRESS as WG_ADDRESS
             self.mufu_ptr[families.NSLOTS] = WG_ADDRESS
         self._mufu_keep = []
@@ -196,6 +202,9 @@ class Translation:
             from . import xcall
             self.mufu_ptr[len(fmath.TABLES)] = xcall.ADDRESS
             self.mufu_ptr[len(fmath.TABLES) + 1] = xcall.ATOM_ADDRESS
+        if self._hopx:             # then hopcall.hop_c (loop.HSLOT)
+            from . import hopcall
+            self.mufu_ptr[families.NSLOTS + 1] = hopcall.ADDRESS
         for k in sorted(self._mufu):
             tab = mufu.tables()[fmath.TABLES[k]]
             if tab.dtype != np.uint32 or not tab.flags.c_contiguous:
@@ -408,7 +417,8 @@ def r_mov(t, env, instr, row, imm):
     row[T.D] = t._dst(env, d)
     if isinstance(a, Sym) and not env.is_register(a.name):
         space, base = _static_symbol(t, env, a.name)      # mov.u32 %r, smem_var: its shared address; mov.b64
-                                                          # %rd, param: its offset in the .param space
+                                                          # %rd, param: its offset in the .param space (CUTLASS
+                                                          # and DeepGEMM take the address of their tensor maps)
         imm[0] = base & ((1 << _width(ptype)) - 1)
         row[T.A] = -2
     else:
@@ -627,7 +637,8 @@ def _ldst_mods(instr):
 
 
 def _address(t, env, op, row, imm, space):
-    """[reg+off] / [imm] / [param_symbol+off]: base operand in A, offset in immediate slot 3."""
+    """[reg+off] / [imm] / [param_symbol+off]: base operand in A, offset in immediate slot 3 (ld.param [%rd+off]:
+    the register holds an offset into the thread's .param bytes, as the executor reads it)."""
     if not isinstance(op, Mem):
         raise _Slow
     if not -(1 << 63) <= op.offset < 1 << 64:
@@ -861,10 +872,10 @@ def r_wgmma(t, env, instr, row, imm):
 
 
 def r_cvta(t, env, instr, row, imm):
-    """cvta{.to}.{global,shared{::cta}}.{u32,u64}: global addresses are generic addresses and the shared window
-    starts at generic address 0 (``KernelWarp.cvta``), so the conversion is a move; cvta{.to}.param.u64 adds or
-    subtracts the parameters' window."""
-    q = _classify(instr.mods, {"to": {"to"}, "space": {"global", "shared", "shared::cta", "param"},
+    """cvta{.to}.{global,shared{::cta},const,param}.{u32,u64}: global addresses are generic addresses, the shared
+    window starts at generic address 0 and .const is global memory (``KernelWarp.cvta``), so the conversion is a
+    move; the kernel parameters' generic window starts at PARAM_BASE, an add (a subtract for .to) of it."""
+    q = _classify(instr.mods, {"to": {"to"}, "space": {"global", "shared", "shared::cta", "const", "param"},
                                "type": {"u32", "u64"}})
     if "space" not in q or "type" not in q:
         raise _Slow
@@ -874,13 +885,11 @@ def r_cvta(t, env, instr, row, imm):
     _set_type(row, q["type"])
     row[T.D], row[T.A] = t._dst(env, d), t._src(env, a, q["type"], imm, 0)
     row[T.OP] = T.MOV
-    if q["space"] == "param":             # the parameters' generic window starts at PARAM_BASE (KernelWarp.cvta)
+    if q["space"] == "param":
         from ..kernel_warp import PARAM_BASE
-        if q["type"] != "u64" or isinstance(a, Imm):
-            raise _Slow
-        imm[1] = np.uint64((-PARAM_BASE if "to" in q else PARAM_BASE) & ((1 << 64) - 1))
-        row[T.B] = -3
-        row[T.OP] = T.ADD
+        imm[1] = PARAM_BASE & ((1 << _width(q["type"])) - 1)
+        row[T.B] = -2 - 1
+        row[T.OP] = T.SUB if "to" in q else T.ADD
 
 
 def _cp_address(t, env, op, imm, k, shared):
@@ -1599,16 +1608,6 @@ def _hmisc_or(rule):
     return r
 
 
-def r_warpsync(t, env, instr, row, imm):
-    """bar.warp.sync membermask (machine.program._compile_warp_sync): the membermask rule (a broken rule, or a
-    membermask naming lanes the warp does not have, goes back to the executor)."""
-    from . import scalarx
-    if list(instr.mods) != ["warp", "sync"] or len(instr.operands) != 1:
-        raise _Slow
-    _xrow(t, env, instr, row, imm, scalarx.K_WARPSYNC, [], None)
-    _membermask(t, env, row, imm, instr.operands[0])
-
-
 _RULES.update({"mov": r_mov_x, "add": _half_or(_RULES["add"]), "sub": _half_or(_RULES["sub"]),
                "mul": _half_or(_RULES["mul"]), "fma": _half_or(_RULES["fma"]), "cvt": r_cvt_x})
 
@@ -1672,7 +1671,6 @@ def _f32_or(rule):
 
 
 _RULES.update({b: _f32_or(_RULES[b]) for b in ("add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt")})
-_RULES["bar"] = r_warpsync            # bar.warp.sync (the CTA barriers are control operations: FastLaunch._bar)
 
 
 def r_dp(t, env, instr, row, imm):
@@ -1740,3 +1738,212 @@ def r_contract_any(t, env, instr, row, imm):
     srcs = [prod.operands[1], prod.operands[2], instr.operands[2 - info.index]]
     _xrow(t, env, instr_d, row, imm, scalarx.K_HALF, [(o, raw) for o in srcs], raw,
           y=3 | 16 * int(info.negate_product) | 32 * int(info.negate_other), z=_HALVES[ptype])
+
+
+# -- Hopper's register and shared-memory rewrites (HOPX, asyncx.py) ------------------------------------------------
+
+def _hopx(t, row, kind):
+    row[T.X] = kind
+    if kind != 0:
+        t._hopx = True
+    row[T.OP] = T.HOPX
+
+
+def r_hop_nop(t, env, instr, row, imm):
+    """setmaxnreg, griddepcontrol, prefetch{u} (prefetch.tensormap too): nothing to do (ops.warpops.compile_nop
+    has checked the operands)."""
+    from . import asyncx
+    _hopx(t, row, asyncx.K_NOP)
+
+
+def r_fence_hop(t, env, instr, row, imm):
+    """fence.proxy.async (the generic-proxy marks cleared), fence.proxy.tensormap/alias and fence.mbarrier_init
+    (nothing to do, as ops.mbarrier.compile_fence); the other fences as before (r_nop)."""
+    from . import asyncx
+    mods = instr.mods
+    if mods[:1] == ("mbarrier_init",):
+        return _hopx(t, row, asyncx.K_NOP)
+    if mods[:1] != ("proxy",):
+        return r_nop(t, env, instr, row, imm)
+    kind = mods[1] if len(mods) > 1 else ""
+    if kind.startswith("async") and not instr.operands:
+        return _hopx(t, row, asyncx.K_FENCE_ASYNC)
+    if kind.startswith("tensormap") or kind == "alias":
+        return _hopx(t, row, asyncx.K_NOP)
+    raise _Slow
+
+
+def r_elect(t, env, instr, row, imm):
+    """elect.sync d|p, membermask (ops.warpops.compile_elect)."""
+    from . import asyncx
+    ops = instr.operands
+    if list(instr.mods) != ["sync"] or len(ops) != 2 or isinstance(ops[1], (Vec, Pair, Not, Mem)):
+        raise _Slow
+    d, p = ops[0].items if isinstance(ops[0], Pair) else (ops[0], None)
+    if isinstance(d, (Vec, Pair, Not, Imm, Mem)) or (p is not None and isinstance(p, (Vec, Pair, Not, Imm, Mem))):
+        raise _Slow
+    row[T.D] = t._dst(env, d)
+    if row[T.D] >= 0 and env.reg_width(t._reg(env, d)) == 1:
+        raise _Slow
+    row[T.V0:T.V0 + 8] = -1
+    row[T.V0 + 7] = -1
+    if p is not None:
+        row[T.V0 + 7] = t._dst(env, p)
+        if row[T.V0 + 7] >= 0 and env.reg_width(t._reg(env, p)) != 1:
+            raise _Slow
+    row[T.A] = _x_operand(t, env, ops[1], "b32", imm, 0)
+    _set_type(row, "b32")
+    _hopx(t, row, asyncx.K_ELECT)
+
+
+def r_mapa(t, env, instr, row, imm):
+    """mapa{.shared::cluster}.u32/.u64 d, a, rank (ops.cluster.compile_mapa): the rank and size of the cluster
+    come from %cluster_ctarank / %cluster_nctarank (constant special registers)."""
+    from . import asyncx
+    q = _classify(instr.mods, {"space": {"shared::cluster"}, "type": {"u32", "u64"}})
+    ops = instr.operands
+    if "type" not in q or len(ops) != 3 or any(isinstance(o, (Vec, Pair, Not, Mem)) for o in ops):
+        raise _Slow
+    ptype = q["type"]
+    d = ops[0]
+    if isinstance(d, Imm):
+        raise _Slow
+    row[T.D] = t._dst(env, d)
+    if row[T.D] >= 0 and env.reg_width(t._reg(env, d)) == 1:
+        raise _Slow
+    row[T.A] = _x_operand(t, env, ops[1], ptype, imm, 0)
+    row[T.B] = _x_operand(t, env, ops[2], "u32", imm, 1)
+    row[T.C] = t._slot("%cluster_ctarank", 32, special=True)
+    row[T.V0:T.V0 + 8] = -1
+    row[T.V0] = t._slot("%cluster_nctarank", 32, special=True)
+    _set_type(row, ptype)
+    row[T.Y] = int("space" not in q)           # 1: generic (the address must lie in a shared window)
+    _hopx(t, row, asyncx.K_MAPA)
+
+
+def r_tensormap(t, env, instr, row, imm):
+    """tensormap.replace.tile.<field>.shared::cta.b1024.bW [addr], {ordinal,} value on a tensor map in this CTA's
+    shared memory (ops.mbarrier.compile_tensormap); .elemtype with a constant type (its encoding looked up here);
+    global and param tensor maps, and tensormap.cp_fenceproxy stay with the executor."""
+    from . import asyncx
+    mods = instr.mods
+    if mods and mods[0] == "cp_fenceproxy":
+        return _tensormap_copy(t, env, instr, row, imm)
+    if not mods or mods[0] != "replace" or not any(m in ("shared", "shared::cta") for m in mods):
+        raise _Slow
+    field = next((m for m in mods if m in asyncx.FIELDS), None)
+    if field is None:
+        raise _Slow
+    ops = instr.operands
+    vtype = "b64" if field in ("global_address", "global_stride") else "b32"
+    if field in ("box_dim", "global_dim", "global_stride", "element_stride"):
+        if len(ops) != 3 or not isinstance(ops[1], Imm) or not isinstance(ops[1].value, int):
+            raise _Slow
+        row[T.Z] = ops[1].value
+    elif len(ops) != 2:
+        raise _Slow
+    if isinstance(ops[-1], (Vec, Pair, Not, Mem)):
+        raise _Slow
+    _address(t, env, ops[0], row, imm, T.SHARED)
+    if field == "elemtype":             # a constant CUtensorMapDataType: its encoding now (else the executor)
+        from ...memory.tensormap import DTYPES
+        v = ops[-1].value if isinstance(ops[-1], Imm) else None
+        if not isinstance(v, int) or v not in DTYPES:
+            raise _Slow
+        _, _, code, tf32, _ = DTYPES[v]
+        imm[1] = code | tf32 << 8
+        row[T.B] = -2 - 1
+    else:
+        row[T.B] = _x_operand(t, env, ops[-1], vtype, imm, 1)
+    _set_type(row, vtype)
+    row[T.Y] = asyncx.FIELDS[field]
+    _hopx(t, row, asyncx.K_TMREPLACE)
+
+
+def _tensormap_copy(t, env, instr, row, imm):
+    """tensormap.cp_fenceproxy.global.shared::cta... [dst], [src], size: the 128 bytes of a shared tensor map into
+    global memory (ops.mbarrier.compile_tensormap)."""
+    from . import asyncx
+    ops = instr.operands
+    if len(ops) != 3 or not isinstance(ops[0], Mem) or not isinstance(ops[1], Mem):
+        raise _Slow
+    _address(t, env, ops[1], row, imm, T.SHARED)        # the source: base in C, offset in immediate 2
+    row[T.C] = row[T.A]
+    imm[2] = imm[T.IMM_OFFSET]
+    _address(t, env, ops[0], row, imm, T.GLOBAL)
+    _hopx(t, row, asyncx.K_TMCOPY)
+
+
+_RULES.update({"setmaxnreg": r_hop_nop, "griddepcontrol": r_hop_nop, "prefetch": r_hop_nop, "prefetchu": r_hop_nop,
+               "fence": r_fence_hop, "elect": r_elect, "mapa": r_mapa, "tensormap": r_tensormap})
+
+
+def r_mbarrier(t, env, instr, row, imm):
+    """mbarrier.arrive{.expect_tx}{, count} / arrive_drop, expect_tx, complete_tx, test_wait/try_wait{.parity} on
+    an address of this CTA's shared memory (ops.mbarrier.compile_mbarrier: the same qualifiers and operands);
+    init, inval and pending_count stay with the executor, and so does every lane whose barrier lives in another
+    CTA of the cluster (hopcall.py hands the row back)."""
+    from . import asyncx
+    from ...ops.mbarrier import _mods
+    q = _mods(instr)
+    op = q["op"]
+    ops = list(instr.operands)
+    if any(isinstance(o, (Vec, Pair, Not)) for o in ops):
+        raise _Slow
+    row[T.D] = row[T.B] = -1
+    if op in ("arrive", "arrive_drop"):
+        if ops and not isinstance(ops[0], Mem):
+            d = ops.pop(0)
+            if isinstance(d, Imm):
+                raise _Slow
+            row[T.D] = t._dst(env, d)
+        if not ops or not isinstance(ops[0], Mem) or len(ops) > 2:
+            raise _Slow
+        _address(t, env, ops[0], row, imm, T.SHARED)
+        y = asyncx.MB_DROP * (op == "arrive_drop")
+        if len(ops) == 2:
+            if isinstance(ops[1], Mem):
+                raise _Slow
+            row[T.B] = _x_operand(t, env, ops[1], "u32", imm, 1)
+            y |= asyncx.MB_EXPECT if "tx" in q else asyncx.MB_COUNT
+        elif "tx" in q:
+            raise _Slow
+        row[T.Y] = y
+        return _hopx(t, row, asyncx.K_MB_ARRIVE)
+    if op in ("expect_tx", "complete_tx"):
+        if len(ops) != 2 or not isinstance(ops[0], Mem) or isinstance(ops[1], Mem):
+            raise _Slow
+        _address(t, env, ops[0], row, imm, T.SHARED)
+        row[T.B] = _x_operand(t, env, ops[1], "u32", imm, 1)
+        row[T.Y] = int(op == "complete_tx")
+        return _hopx(t, row, asyncx.K_MB_TX)
+    if op in ("test_wait", "try_wait"):
+        if len(ops) not in (3, 4) or not isinstance(ops[1], Mem) or isinstance(ops[0], (Imm, Mem)) or \
+                isinstance(ops[2], Mem):
+            raise _Slow
+        row[T.D] = t._dst(env, ops[0])
+        if row[T.D] >= 0 and env.reg_width(t._reg(env, ops[0])) != 1:
+            raise _Slow
+        _address(t, env, ops[1], row, imm, T.SHARED)
+        parity = "parity" in q
+        row[T.B] = _x_operand(t, env, ops[2], "b32" if parity else "b64", imm, 1)
+        row[T.Y] = int(parity)
+        return _hopx(t, row, asyncx.K_MB_WAIT)
+    raise _Slow
+
+
+_RULES["mbarrier"] = r_mbarrier
+
+
+def r_warp_sync(t, env, instr, row, imm):
+    """bar.warp.sync membermask (machine.program._compile_warp_sync): the membermask rule, nothing else."""
+    from . import asyncx
+    if list(instr.mods) != ["warp", "sync"] or len(instr.operands) != 1 or \
+            isinstance(instr.operands[0], (Vec, Pair, Not, Mem)):
+        raise _Slow
+    row[T.A] = _x_operand(t, env, instr.operands[0], "b32", imm, 0)
+    _set_type(row, "b32")
+    _hopx(t, row, asyncx.K_WARPSYNC)
+
+
+_RULES["bar"] = r_warp_sync

@@ -191,7 +191,8 @@ def warmup(background=False, extras=True):
     wait()
     compile_families()
     with lock():
-        from . import xcall, wgcall  # noqa: F401 (compiles or loads the integer rows', atomics' and wgmma functions)
+        from . import xcall, wgcall, hopcall  # noqa: F401 (compiles or loads the integer rows', atomics', wgmma and
+        #                                       Hopper rows' functions)
     if extras and not _done(_extras()):
         with lock():
             if not _done(_extras()):
@@ -290,6 +291,7 @@ if warmup.lock().acquire(blocking=False):
     warmup._compile_loops()
     warmup.compile_families()
     import emulator.machine.fastcore.xcall
+    import emulator.machine.fastcore.hopcall
     import emulator.machine.fastcore.wgcall
     warmup._compile_extras()
     import emulator.machine.fastcore.mmatile

@@ -1,0 +1,194 @@
+"""The HOPX rows (``asyncx.py``), operand reads and register writes included, as one C-callable function compiled
+apart from the loops (as ``xcall.py`` does for XROW and ATOM): the loops call ``hop_c`` through its address
+(``asyncx.call_hop``). Importing this module compiles it (or loads it from numba's cache); the translation imports
+it only for kernels with such a row, and the background warm-up (``warmup.py``) compiles it beside the loops.
+"""
+import numpy as np
+from numba import carray, cfunc, njit, types
+
+from . import table as T
+from .asyncx import (COUNT_MAX, K_ELECT, K_WARPSYNC, K_TMCOPY, global_find, K_FENCE_ASYNC, K_MAPA, K_MB_ARRIVE, K_MB_TX, K_MB_WAIT, K_TMREPLACE, LANES,
+                     MB_COUNT, MB_DROP, MB_EXPECT, OFFSET_MASK, PHASE, SHIFT, U0, U1, WINDOW_END, _mb, _replace,
+                     mb_arrive, mb_complete_tx, mb_expect_tx, mb_find, mb_restore, mb_save)
+from .loop import _gather, _scatter
+from .raw import _peek64, _poke64, _poke8
+from .scalarx import _members_ok
+
+_P64 = types.CPointer(types.uint64)
+_PI64 = types.CPointer(types.int64)
+_P8 = types.CPointer(types.uint8)
+
+
+@njit(cache=True, _nrt=False)
+def _addresses(row, imrow, out, a8, a16, a32, a64, field=T.A, slot=T.IMM_OFFSET):
+    """The lanes' addresses of an [A + offset] operand (base in row ``field``, offset in immediate ``slot``) as
+    ops.common.address computes them (a 32-bit register wraps at 2^32, a 64-bit one at 2^64), as int64 bits."""
+    off = imrow[slot]
+    e = row[field]
+    if e == -1:
+        for lane in range(LANES):
+            out[lane] = off
+        return
+    _gather(e, 64, 0, out, a8, a16, a32, a64, imrow)
+    wrap32 = e >> T.CLASS_SHIFT == T.R32
+    for lane in range(LANES):
+        out[lane] = (out[lane] + off) & np.uint64(0xFFFFFFFF) if wrap32 else out[lane] + off
+
+
+@njit(cache=True, _nrt=False)
+def _mbarrier(kind, row, imrow, em, state, a8, a16, a32, a64, xa, xb, xr):
+    """K_MB_ARRIVE, K_MB_TX, K_MB_WAIT on barriers of this CTA (shared offsets below 2^24): lane after lane in
+    ascending order, as ops.mbarrier applies them; 1 when a lane breaks a rule or a wait has not completed
+    (every row as it was: the executor raises, or stalls the lanes)."""
+    tab = state[T.S_MBAR]
+    n = state[T.S_MBAR_N]
+    if tab == 0:
+        return 1
+    _addresses(row, imrow, xa, a8, a16, a32, a64)
+    y = row[T.Y]
+    if kind == K_MB_WAIT:                         # Y: 1 = .parity; B: the parity or the state; D: waitComplete
+        _gather(row[T.B], 32 if y == 1 else 64, 0, xb, a8, a16, a32, a64, imrow)
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                a = np.int64(xa[lane])
+                if a < 0 or a >= 1 << SHIFT:
+                    return 1
+                i = mb_find(tab, n, a)
+                if i < 0:
+                    return 1
+                ph = _mb(tab, i, PHASE)
+                if y == 1:
+                    done = (ph & 1) != np.int64(xb[lane] & U1)
+                else:
+                    done = ph != np.int64((xb[lane] >> np.uint64(32)) & np.uint64(0xFFFFFFFF))
+                if not done:
+                    return 1
+                xr[lane] = U1
+        _scatter(row[T.D], xr, em, 1, 0, a8, a16, a32, a64)
+        return 0
+    if row[T.B] != -1:
+        _gather(row[T.B], 32, 0, xb, a8, a16, a32, a64, imrow)
+    mb_save(tab, n)
+    for lane in range(LANES):
+        if (em >> lane) & 1:
+            a = np.int64(xa[lane])
+            i = mb_find(tab, n, a) if 0 <= a < 1 << SHIFT else -1
+            ok = i >= 0
+            if ok and kind == K_MB_TX:            # Y: 0 = expect_tx, 1 = complete_tx
+                nb = np.int64(xb[lane])
+                ok = mb_complete_tx(tab, i, nb) if y == 1 else mb_expect_tx(tab, i, nb)
+            elif ok:
+                cnt = np.int64(1)
+                if y & MB_EXPECT:
+                    ok = mb_expect_tx(tab, i, np.int64(xb[lane]))
+                elif y & MB_COUNT:
+                    cnt = np.int64(xb[lane])
+                    ok = 1 <= cnt <= COUNT_MAX
+                if ok:
+                    st = mb_arrive(tab, i, cnt, y & MB_DROP != 0)
+                    ok = st != -1
+                    xr[lane] = np.uint64(st)
+            if not ok:
+                mb_restore(tab, n)
+                return 1
+    state[T.S_MBAR_CHANGED] += 1
+    if kind == K_MB_ARRIVE and row[T.D] != -1:
+        _scatter(row[T.D], xr, em, 64, 0, a8, a16, a32, a64)
+    return 0
+
+
+@njit(cache=True, _nrt=False)
+def hop_rows(row, imrow, em, state, a8, a16, a32, a64, scratch):
+    """A HOPX row on the lanes in ``em``; 0, or 1 when a lane breaks a rule (nothing written)."""
+    xa, xb, xc, xd, xr, xq = scratch[3], scratch[4], scratch[5], scratch[10], scratch[6], scratch[7]
+    kind = row[T.X]
+    if kind == K_ELECT:                           # A: membermask; D: the leader's lane number; V0+7: the predicate
+        _gather(row[T.A], 32, 0, xd, a8, a16, a32, a64, imrow)
+        if not _members_ok(em, xd):
+            return 1
+        leader = 0
+        while (em >> leader) & 1 == 0:
+            leader += 1
+        for lane in range(LANES):
+            xr[lane] = np.uint64(leader)
+            xq[lane] = U1 if lane == leader else U0
+        _scatter(row[T.D], xr, em, 32, 0, a8, a16, a32, a64)
+        if row[T.V0 + 7] != -1:
+            _scatter(row[T.V0 + 7], xq, em, 1, 0, a8, a16, a32, a64)
+        return 0
+    if kind == K_WARPSYNC:                        # A: membermask. Lanes it names that do not exist (the reference
+        _gather(row[T.A], 32, 0, xd, a8, a16, a32, a64, imrow)      # drops them) do not execute: handed back
+        return 0 if _members_ok(em, xd) else 1
+    if kind == K_MAPA:                            # A: address (W bits), B: rank; C, V0: %cluster_ctarank, _nctarank
+        w = row[T.W]
+        _gather(row[T.A], w, 0, xa, a8, a16, a32, a64, imrow)
+        _gather(row[T.B], 32, 0, xb, a8, a16, a32, a64, imrow)
+        _gather(row[T.C], 32, 0, xc, a8, a16, a32, a64, imrow)
+        _gather(row[T.V0], 32, 0, xd, a8, a16, a32, a64, imrow)
+        size = np.uint64(state[T.S_SMEM_SIZE])
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                x = xa[lane]
+                if xb[lane] >= xd[lane] or x >= np.uint64(WINDOW_END):
+                    return 1
+                if row[T.Y] == 1 and not (x < size or x >= np.uint64(1 << SHIFT)):
+                    return 1                       # generic: neither this CTA's window nor the cluster's
+                xr[lane] = (((xb[lane] - xc[lane]) & np.uint64(0xFF)) << np.uint64(SHIFT)) | \
+                    (x & np.uint64(OFFSET_MASK))
+        _scatter(row[T.D], xr, em, w, 0, a8, a16, a32, a64)
+        return 0
+    if kind >= K_MB_ARRIVE:
+        return _mbarrier(kind, row, imrow, em, state, a8, a16, a32, a64, xa, xb, xr)
+    if kind == K_TMREPLACE:                       # A: address base (offset in immediate 3), B: value; Y field, Z ordinal
+        _addresses(row, imrow, xa, a8, a16, a32, a64)
+        _gather(row[T.B], row[T.W], 0, xb, a8, a16, a32, a64, imrow)
+        size = state[T.S_SMEM_SIZE]
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                a = np.int64(xa[lane])
+                if a < 0 or a + 128 > size:
+                    return 1
+        smem = state[T.S_SMEM_PTR]
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                _replace(smem, np.int64(xa[lane]), row[T.Y], row[T.Z], xb[lane])
+        return 0
+    if kind == K_TMCOPY:                          # A: global destination (offset: immediate 3), C: shared source
+        _addresses(row, imrow, xa, a8, a16, a32, a64)                            # (offset: immediate 2)
+        _addresses(row, imrow, xb, a8, a16, a32, a64, T.C, 2)
+        size = state[T.S_SMEM_SIZE]
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                src = np.int64(xb[lane])
+                if src < 0 or src + 128 > size:
+                    return 1
+                dst = global_find(state[T.S_GTAB], state[T.S_GTAB_N], np.int64(xa[lane]), 128)
+                if dst == 0:
+                    return 1
+                xc[lane] = np.uint64(dst)
+        smem = state[T.S_SMEM_PTR]
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                for b in range(0, 128, 8):
+                    _poke64(np.int64(xc[lane]) + b, _peek64(smem + np.int64(xb[lane]) + b))
+        return 0
+    if kind == K_FENCE_ASYNC:                     # AsyncUnit.fence_proxy_async on the marks memx.py keeps
+        p = state[T.S_DIRTY]
+        if p == 0:
+            return 1                               # the marks are not the loop's to clear here (engine.FastWarp.run)
+        if state[T.S_DIRTY_N] != 0:
+            for b in range(state[T.S_SMEM_SIZE]):
+                _poke8(p + b, U0)
+            state[T.S_DIRTY_N] = 0
+        return 0
+    return 0
+
+
+@cfunc(types.int64(types.int64, _PI64, _PI64, _P64, _P8, types.int64, _P64), cache=True, nopython=True)
+def hop_c(em, pstate, prow, pimm, parena, n, pscratch):
+    a8 = carray(parena, n)
+    return hop_rows(carray(prow, T.NFIELDS), carray(pimm, T.NIMM), em, carray(pstate, T.NSTATE), a8,
+                    a8.view(np.uint16), a8.view(np.uint32), a8.view(np.uint64), carray(pscratch, (13, 32)))
+
+
+ADDRESS = hop_c.address
