@@ -42,7 +42,6 @@ class KernelWarp(Warp):
                  local_size, trace):
         self._cta = cta
         super().__init__(smem.size, gmem, arch, options, smem=smem, warp_id=warp_id)
-        self.smem_inflight = cta.smem_inflight
         self.program = program
         self.reg_types = program.reg_types
         self.pc = np.zeros(LANES, np.int64)
@@ -76,6 +75,9 @@ class KernelWarp(Warp):
         self._spin_snap = None
         self._spin_yield = False
         self._yield_digest = None
+
+    def _inflight_counts(self):
+        return self._cta.smem_inflight          # the CTA's (Warp.__init__ asks for it)
 
     def __repr__(self):
         from ..ops.common import format_lanes
