@@ -46,7 +46,7 @@ class KernelWarp(Warp):
         self.reg_types = program.reg_types
         self.pc = np.zeros(LANES, np.int64)
         self.exited = LANE >= nthreads_here
-        self.present = ~self.exited.copy()
+        self.present = ~self.exited
         self.present_bits = (1 << min(max(int(nthreads_here), 0), LANES)) - 1     # lanes 0..n-1
         self.waiting = np.zeros(LANES, np.bool_)
         self._stacks = None                # per-lane call stacks, made at the first call (``stacks``)
@@ -55,7 +55,7 @@ class KernelWarp(Warp):
         self.chain_id = np.zeros(LANES, np.int64)
         self._chains = {(): 0}             # chain of return PCs -> id
         self._chain_of = {0: ()}           # id -> chain
-        self.param = np.repeat(param_init[None, :], LANES, axis=0)
+        self.param = param_init[None, :].repeat(LANES, axis=0)
         self.local_bases = local_bases     # uint64 (32,)
         self.local_size = local_size
         self.dynamic_base = program.shared_static

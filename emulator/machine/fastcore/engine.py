@@ -219,7 +219,9 @@ class FastWarp:
         self.arena = arena = np.zeros(max(tr.arena_bytes, 8), np.uint8) if arena is None else arena
         warp.regs = ArenaRegs(arena, tr.slots, warp.regs)
         if launch.special_names:
-            arena.view(np.uint32)[launch.special_index] = [warp.get_reg(n) for n in launch.special_names]
+            sv = warp.special_values
+            arena.view(np.uint32)[launch.special_index] = [sv[n] if n in sv else warp.special(n)
+                                                          for n in launch.special_names]
         self.executed = 0
         if not (warp.param.flags.c_contiguous and warp.smem.flags.c_contiguous):
             raise AssertionError("the fast engine addresses .param and shared memory as contiguous bytes")
