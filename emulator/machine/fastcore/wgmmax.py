@@ -801,8 +801,8 @@ class WgTable:
             self.loglen.fill(0)
             self.ctl[:] = self._ctl0
             self.ctl[K_STAMPV] = stampv
-        self.wgok[:] = [int(all(4 * g + j < nw and cta.warps[4 * g + j].present.all() for j in range(4)))
-                        for g in range(ng)]
+        full = [w.present_bits == 0xFFFFFFFF for w in cta.warps]        # (a new CTA: present is lanes 0..n-1)
+        self.wgok[:] = [int(all(4 * g + j < nw and full[4 * g + j] for j in range(4))) for g in range(ng)]
         self.pool = pool
         self.arenas = arenas
         c = self.ctl
@@ -822,10 +822,9 @@ class WgTable:
         """At the CTA's end: when a warp of a warpgroup issued fewer wgmma.mma_async than the others, the
         reference's check (``check_cta_end``, run by the scheduler) names it. Otherwise the read counts (all
         zero once every instruction retired) go back to the launch's pool."""
-        for g in range(len(self.loglen)):
-            ll = int(self.loglen[g])
-            if ll and any(int(self.cnt[w, N_ISSUED]) != ll if w < self.nw else True
-                          for w in range(4 * g, 4 * g + 4)):
+        issued = self.cnt[:, N_ISSUED].tolist()
+        for g, ll in enumerate(self.loglen.tolist()):
+            if ll and any(issued[w] != ll if w < self.nw else True for w in range(4 * g, 4 * g + 4)):
                 self.export(cta)
                 return
         if self.pool is not None and not self.ctl[K_NREAD] and not self.exported:
