@@ -348,3 +348,49 @@ def test_a_wrong_fence_check_is_caught(monkeypatch):
     monkeypatch.setattr(wgmmax.WgProgram, "__init__", blind)
     out = _outcome(load_ptx(text), 128, arrays, False)
     assert out["reference"] != out["fast"] and out["fast"][3], out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the CTAs of a launch reuse the CTA loop's wgmma tables
+
+def test_the_ctas_of_a_launch_reuse_the_wgmma_tables(monkeypatch):
+    """Triton's 8-warp wgmma matmul on 2 x 2 CTAs: each CTA after the first takes the tables (records,
+    counters, control row) of the one before, reset to their starting values. Garbage left in them between
+    CTAs changes nothing: the bytes, instruction counts and notes equal the reference's."""
+    from emulator.machine.fastcore import wgmmax
+    case = corpus_lib.load_all()["triton_matmul_f16_w8_sm90a"]
+    M = N = 128
+    K = 64
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((M, K)).astype(np.float16)
+    B = rng.standard_normal((K, N)).astype(np.float16)
+    tables = []
+    real_init, real_end = wgmmax.WgTable.__init__, wgmmax.WgTable.end_check
+
+    def init(self, *a, **k):
+        real_init(self, *a, **k)
+        tables.append((id(self.rec), id(self.ctl)))
+
+    def end_check(self, cta):
+        real_end(self, cta)
+        if self.pool is not None and any(v[0] is self.rec for v in self.pool.values()):
+            for arr in (self.rec, self.cnt, self.exp, self.known, self.log, self.loglen):
+                arr[...] = 7                            # what a missing reset would leave to the next CTA
+            self.ctl[wgmmax.K_NREAD] = 3                # (a count: the pointers stay valid)
+    monkeypatch.setattr(wgmmax.WgTable, "__init__", init)
+    monkeypatch.setattr(wgmmax.WgTable, "end_check", end_check)
+    module = load_ptx(case["ptx"])
+    out = {}
+    for engine in ("reference", "fast"):
+        tables.clear()
+        g = GlobalMemory()
+        a, b, c = g.upload(A), g.upload(B), g.upload(np.zeros((M, N), np.float16))
+        r = module.launch("matmul_kernel", (M // 64, N // 64, 1), 256, [a, b, c, M, N, K, K, N, N, 0, 0], gmem=g,
+                          shared_bytes=24576, engine=engine)
+        out[engine] = (g.download(c, M * N * 2).tobytes(), r.instructions, list(r.notes))
+        if engine == "fast":
+            assert len(tables) == 4 and len(set(tables)) == 1, tables
+    assert out["reference"] == out["fast"]
+    want = (A.astype(np.float32) @ B.astype(np.float32))
+    got = np.frombuffer(out["fast"][0], np.float16).reshape(M, N).astype(np.float32)
+    assert np.allclose(got, want, atol=0.05, rtol=0.01)        # (a sanity check; the engines agree bit for bit)

@@ -110,16 +110,16 @@ class CTA:
         same = dict(same)
         cdims = cluster.dims
         for c, k in zip("xyz", range(3)):
-            same[f"%ctaid.{c}"] = np.full(LANES, ctaid[k], np.uint32)
-            same[f"%cluster_ctaid.{c}"] = np.full(LANES, ctaid[k] % cdims[k], np.uint32)
-            same[f"%cluster_nctaid.{c}"] = np.full(LANES, cdims[k], np.uint32)
-            same[f"%clusterid.{c}"] = np.full(LANES, ctaid[k] // cdims[k], np.uint32)
-            same[f"%nclusterid.{c}"] = np.full(LANES, grid[k] // cdims[k], np.uint32)
+            same[f"%ctaid.{c}"] = _same_lanes(ctaid[k])
+            same[f"%cluster_ctaid.{c}"] = _same_lanes(ctaid[k] % cdims[k])
+            same[f"%cluster_nctaid.{c}"] = _same_lanes(cdims[k])
+            same[f"%clusterid.{c}"] = _same_lanes(ctaid[k] // cdims[k])
+            same[f"%nclusterid.{c}"] = _same_lanes(grid[k] // cdims[k])
         linear = ctaid[0] + grid[0] * (ctaid[1] + grid[1] * ctaid[2])
-        same["%smid"] = np.full(LANES, linear % H100_SMS, np.uint32)      # a deterministic placement
-        same["%cluster_ctarank"] = np.full(LANES, rank, np.uint32)
-        same["%cluster_nctarank"] = np.full(LANES, cluster.size, np.uint32)
-        same["%is_explicit_cluster"] = np.full(LANES, cluster.explicit, np.bool_)
+        same["%smid"] = _same_lanes(linear % H100_SMS)      # a deterministic placement
+        same["%cluster_ctarank"] = _same_lanes(rank)
+        same["%cluster_nctarank"] = _same_lanes(cluster.size)
+        same["%is_explicit_cluster"] = _same_lanes(bool(cluster.explicit), np.bool_)
         symbols = {n: ("global", a) for n, a in var_addrs.items()}
         # the fast engine's CTA loop (barriers included), when the kernel allows it; its arrays hold the state of
         # every warp (arenas, PCs, exit and wait masks), which the warps' own attributes are views of. The CTAs of
@@ -842,6 +842,21 @@ class CTA:
 
 
 _SPECIALS = {}
+
+
+_SAME: dict = {}
+
+
+def _same_lanes(value, dtype=np.uint32):
+    """A read-only (32,) array of ``value`` in every lane, made once per value (special registers)."""
+    key = (int(value), dtype)
+    got = _SAME.get(key)
+    if got is None:
+        if len(_SAME) > 4096:
+            _SAME.clear()
+        got = _SAME[key] = np.full(LANES, value, dtype)
+        got.flags.writeable = False
+    return got
 
 
 def _launch_specials(block, grid, smem_size, shared_static, nwarps):

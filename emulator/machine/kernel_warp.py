@@ -42,12 +42,11 @@ class KernelWarp(Warp):
                  local_size, trace):
         self._cta = cta
         super().__init__(smem.size, gmem, arch, options, smem=smem, warp_id=warp_id)
-        self.smem_inflight = cta.smem_inflight
         self.program = program
         self.reg_types = program.reg_types
         self.pc = np.zeros(LANES, np.int64)
         self.exited = LANE >= nthreads_here
-        self.present = ~self.exited.copy()
+        self.present = ~self.exited
         self.present_bits = (1 << min(max(int(nthreads_here), 0), LANES)) - 1     # lanes 0..n-1
         self.waiting = np.zeros(LANES, np.bool_)
         self._stacks = None                # per-lane call stacks, made at the first call (``stacks``)
@@ -56,7 +55,7 @@ class KernelWarp(Warp):
         self.chain_id = np.zeros(LANES, np.int64)
         self._chains = {(): 0}             # chain of return PCs -> id
         self._chain_of = {0: ()}           # id -> chain
-        self.param = np.repeat(param_init[None, :], LANES, axis=0)
+        self.param = param_init[None, :].repeat(LANES, axis=0)
         self.local_bases = local_bases     # uint64 (32,)
         self.local_size = local_size
         self.dynamic_base = program.shared_static
@@ -76,6 +75,9 @@ class KernelWarp(Warp):
         self._spin_snap = None
         self._spin_yield = False
         self._yield_digest = None
+
+    def _inflight_counts(self):
+        return self._cta.smem_inflight          # the CTA's (Warp.__init__ asks for it)
 
     def __repr__(self):
         from ..ops.common import format_lanes

@@ -139,6 +139,9 @@ class WarpOptions:
             raise EmulatorError(f"WarpOptions: bank_log must be None or an int >= 0, not {self.bank_log!r}")
 
 
+_DEFAULT_OPTIONS = WarpOptions()        # (frozen: every warp without options shares it)
+
+
 class _CpAsyncState:
     """cp.async bookkeeping, vectorised over lanes.
 
@@ -205,7 +208,7 @@ class Warp:
         self.gmem = gmem if gmem is not None else GlobalMemory()
         if options is not None and not isinstance(options, WarpOptions):
             raise OperandError(f"Warp: options must be a WarpOptions, not {options!r}")
-        self.options = options or WarpOptions()
+        self.options = options or _DEFAULT_OPTIONS
         self.smem_log_cap = self.options.bank_log if self.options.bank_log is not None else 1 << 62
         self.smem_log_dropped = 0              # shared-memory instructions beyond the cap, not recorded
         self._smem_n = 0
@@ -222,12 +225,16 @@ class Warp:
         self.special_values: dict[str, np.ndarray] = {}
         self.cp_async = _CpAsyncState()
         # in-flight cp.async destination bytes of shared memory (count of copies covering each byte)
-        self.smem_inflight = np.zeros(self.smem.size, np.int32)
+        self.smem_inflight = self._inflight_counts()
         self._inflight_n = 0
         self._smem_log: list[SmemAccess] = []
         self._programs: dict[str, list] = {}
         self.clock = 0
         self._async = None                      # the async unit (mbarriers, bulk copies), made on first use
+
+    def _inflight_counts(self):
+        """Per byte of shared memory, the cp.async copies in flight that cover it (a CTA's warps share one)."""
+        return np.zeros(self.smem.size, np.int32)
 
     def __repr__(self):
         return (f"<Warp {self.arch}: 32 lanes, {len(self.regs)} register(s) written, {self.smem.size} bytes of "

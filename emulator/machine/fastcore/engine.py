@@ -219,7 +219,9 @@ class FastWarp:
         self.arena = arena = np.zeros(max(tr.arena_bytes, 8), np.uint8) if arena is None else arena
         warp.regs = ArenaRegs(arena, tr.slots, warp.regs)
         if launch.special_names:
-            arena.view(np.uint32)[launch.special_index] = [warp.get_reg(n) for n in launch.special_names]
+            sv = warp.special_values
+            arena.view(np.uint32)[launch.special_index] = [sv[n] if n in sv else warp.special(n)
+                                                          for n in launch.special_names]
         self.executed = 0
         if not (warp.param.flags.c_contiguous and warp.smem.flags.c_contiguous):
             raise AssertionError("the fast engine addresses .param and shared memory as contiguous bytes")
@@ -467,18 +469,24 @@ class FastCTA:
         return k, parked, bool(self.cst[T.C_PROGRESSED])
 
     def _flush(self, ws, n):
+        """Hand the loop's shared-memory log to the warps' bank records: each warp's records are picked out of one
+        copy of the log when its records are first read (``KernelWarp._smem_log``)."""
         fl = self.launch
         who = self.log_warp[:n]
+        counts = np.bincount(who, minlength=len(ws)).tolist()
+        log = None
         for k, w in enumerate(ws):
-            sel = np.flatnonzero(who == k)
-            if sel.size:
-                keep = min(sel.size, max(w.smem_log_cap - w._smem_n, 0))      # the bank log's bound, per warp
-                w.smem_log_dropped += sel.size - keep
-                w._smem_n += keep
-                sel = sel[:keep]
-            if sel.size:
-                w._smem_pending.append(partial(_records, w.program.code, fl.tr.code, fl.log_pc[sel],
-                                               fl.log_mask[sel], fl.log_addr[sel], fl.log_src[sel]))
+            c = counts[k]
+            if not c:
+                continue
+            keep = min(c, max(w.smem_log_cap - w._smem_n, 0))      # the bank log's bound, per warp
+            w.smem_log_dropped += c - keep
+            w._smem_n += keep
+            if keep:
+                if log is None:
+                    log = (who.copy(), fl.log_pc[:n].copy(), fl.log_mask[:n].copy(), fl.log_addr[:n].copy(),
+                           fl.log_src[:n].copy())
+                w._smem_pending.append(partial(_warp_records, w.program.code, fl.tr.code, k, keep, *log))
 
     def _report_deadlock(self, cta):
         """Hand the loop's barrier state to the scheduler's report (machine.cta), which raises."""
@@ -490,6 +498,12 @@ class FastCTA:
                                "count": None, "red": []}
         cta._deadlock()
         raise AssertionError("the CTA loop reported a deadlock the scheduler does not see")
+
+
+def _warp_records(code, tcode, k, keep, who, pcs, masks, addrs, srcs):
+    """The first ``keep`` records of warp ``k`` in a CTA loop's log (``FastCTA._flush``)."""
+    sel = np.flatnonzero(who == k)[:keep]
+    return _records(code, tcode, pcs[sel], masks[sel], addrs[sel], srcs[sel])
 
 
 def _records(code, tcode, pcs, masks, addrs, srcs):

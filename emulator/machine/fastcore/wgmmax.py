@@ -758,39 +758,56 @@ class WgTable:
     NREAD = K_NREAD
 
     def __init__(self, wp, cta, arenas, pool=None):
-        """``pool``: a dict the launch keeps, whose read-count and stamp arrays the CTAs of the launch reuse (the
-        CTAs run one after another; a CTA that ends with reads held leaves its arrays to itself)."""
+        """``pool``: a dict the launch keeps, whose arrays (records, counters, read counts, stamps, the control
+        row) the CTAs of the launch reuse (the CTAs run one after another; a CTA that ends with reads held, or
+        whose state went to the reference, leaves its arrays to itself)."""
         nw = len(cta.warps)
         self.wp, self.nw = wp, nw
-        self.rec = np.zeros((nw, RECORDS, NRF), np.int64)
-        self.cnt = np.zeros((nw, NCF), np.int64)
-        self.cnt[:, N_LASTPC] = -1
-        nwr = max(len(wp.names), 1)
-        self.exp = np.zeros((nw, nwr, 32), np.uint32)
-        self.known = np.zeros((nw, nwr), np.uint8)
-        ng = nw // 4 + 1
-        self.log = np.zeros((ng, LOG_RING, 3), np.int64)
-        self.loglen = np.zeros(ng, np.int64)
-        self.wgok = np.array([int(all(4 * g + j < nw and cta.warps[4 * g + j].present.all() for j in range(4)))
-                              for g in range(ng)], np.int64)
         size = cta.smem.size
-        got = pool.pop(size, None) if pool is not None else None
+        ng = nw // 4 + 1
+        got = pool.pop((size, nw), None) if pool is not None else None
         if got is None:
-            got = (np.zeros(max(size, 1), np.int32), np.zeros(max(size, 1), np.int64), 0)
-        self.reads, self.stamp, stampv = got
+            self.rec = np.zeros((nw, RECORDS, NRF), np.int64)
+            self.cnt = np.zeros((nw, NCF), np.int64)
+            self.cnt[:, N_LASTPC] = -1
+            nwr = max(len(wp.names), 1)
+            self.exp = np.zeros((nw, nwr, 32), np.uint32)
+            self.known = np.zeros((nw, nwr), np.uint8)
+            self.log = np.zeros((ng, LOG_RING, 3), np.int64)
+            self.loglen = np.zeros(ng, np.int64)
+            self.wgok = np.zeros(ng, np.int64)
+            self.reads, self.stamp = np.zeros(max(size, 1), np.int32), np.zeros(max(size, 1), np.int64)
+            c = self.ctl = np.zeros(NCTL, np.int64)
+            c[K_NW], c[K_SMSIZE] = nw, size
+            c[K_READS], c[K_STAMP] = self.reads.ctypes.data, self.stamp.ctypes.data
+            c[K_REC], c[K_R], c[K_CNT] = self.rec.ctypes.data, RECORDS, self.cnt.ctypes.data
+            c[K_EXP], c[K_KNOWN], c[K_NWR] = self.exp.ctypes.data, self.known.ctypes.data, len(wp.names)
+            c[K_LOG], c[K_LR], c[K_LOGLEN] = self.log.ctypes.data, LOG_RING, self.loglen.ctypes.data
+            c[K_WGOK], c[K_INS], c[K_REGS] = self.wgok.ctypes.data, wp.ins.ctypes.data, wp.regs.ctypes.data
+            c[K_WGR], c[K_MAPS], c[K_NPC] = wp.wgr.ctypes.data, wp.maps.ctypes.data, wp.ins.shape[0]
+            c[K_NMAPS], c[K_NMMA] = wp.maps.size, wp.regs.shape[0]
+            self._ctl0 = c.copy()           # the control row as a CTA starts (a reused table goes back to it)
+        else:
+            # a finished CTA's arrays: every record retired, the read counts all zero; the stamps only grow, so a
+            # reused stamp array needs no clearing
+            (self.rec, self.cnt, self.exp, self.known, self.log, self.loglen, self.wgok, self.reads, self.stamp,
+             self.ctl, self._ctl0, stampv) = got
+            self.rec.fill(0)
+            self.cnt.fill(0)
+            self.cnt[:, N_LASTPC] = -1
+            self.exp.fill(0)
+            self.known.fill(0)
+            self.log.fill(0)
+            self.loglen.fill(0)
+            self.ctl[:] = self._ctl0
+            self.ctl[K_STAMPV] = stampv
+        full = [w.present_bits == 0xFFFFFFFF for w in cta.warps]        # (a new CTA: present is lanes 0..n-1)
+        self.wgok[:] = [int(all(4 * g + j < nw and full[4 * g + j] for j in range(4))) for g in range(ng)]
         self.pool = pool
         self.arenas = arenas
-        c = self.ctl = np.zeros(NCTL, np.int64)
-        c[K_NW], c[K_ARENAS], c[K_ABYTES] = nw, arenas.ctypes.data, arenas.shape[1]
-        c[K_SMEM], c[K_SMSIZE] = cta.smem.ctypes.data, size
-        c[K_READS], c[K_STAMP] = self.reads.ctypes.data, self.stamp.ctypes.data
-        c[K_REC], c[K_R], c[K_CNT] = self.rec.ctypes.data, RECORDS, self.cnt.ctypes.data
-        c[K_EXP], c[K_KNOWN], c[K_NWR] = self.exp.ctypes.data, self.known.ctypes.data, len(wp.names)
-        c[K_LOG], c[K_LR], c[K_LOGLEN] = self.log.ctypes.data, LOG_RING, self.loglen.ctypes.data
-        c[K_WGOK], c[K_INS], c[K_REGS] = self.wgok.ctypes.data, wp.ins.ctypes.data, wp.regs.ctypes.data
-        c[K_WGR], c[K_MAPS], c[K_NPC] = wp.wgr.ctypes.data, wp.maps.ctypes.data, wp.ins.shape[0]
-        c[K_NMAPS], c[K_NMMA] = wp.maps.size, wp.regs.shape[0]
-        c[K_STAMPV] = stampv                # (stamps only grow: a reused stamp array needs no clearing)
+        c = self.ctl
+        c[K_ARENAS], c[K_ABYTES] = arenas.ctypes.data, arenas.shape[1]
+        c[K_SMEM] = cta.smem.ctypes.data
         self.exported = False
         self.view = _View(self)
         cta.wgmma = self.view
@@ -805,14 +822,15 @@ class WgTable:
         """At the CTA's end: when a warp of a warpgroup issued fewer wgmma.mma_async than the others, the
         reference's check (``check_cta_end``, run by the scheduler) names it. Otherwise the read counts (all
         zero once every instruction retired) go back to the launch's pool."""
-        for g in range(len(self.loglen)):
-            ll = int(self.loglen[g])
-            if ll and any(int(self.cnt[w, N_ISSUED]) != ll if w < self.nw else True
-                          for w in range(4 * g, 4 * g + 4)):
+        issued = self.cnt[:, N_ISSUED].tolist()
+        for g, ll in enumerate(self.loglen.tolist()):
+            if ll and any(issued[w] != ll if w < self.nw else True for w in range(4 * g, 4 * g + 4)):
                 self.export(cta)
                 return
         if self.pool is not None and not self.ctl[K_NREAD] and not self.exported:
-            self.pool[int(self.ctl[K_SMSIZE])] = (self.reads, self.stamp, int(self.ctl[K_STAMPV]))
+            self.pool[(int(self.ctl[K_SMSIZE]), self.nw)] = (
+                self.rec, self.cnt, self.exp, self.known, self.log, self.loglen, self.wgok, self.reads, self.stamp,
+                self.ctl, self._ctl0, int(self.ctl[K_STAMPV]))
             self.view.smem_reads = np.zeros(1, np.int32)
 
     def export(self, cta):
