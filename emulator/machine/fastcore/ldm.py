@@ -14,11 +14,10 @@ LANES = 32
 
 
 @njit(cache=True, _nrt=False)
-def _ldmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr, out):
-    """ldmatrix as ``ops.datamove`` defines it (lane 8j+r: row r of matrix j); False when a used lane's row
-    address breaks a rule (the reference then raises)."""
-    nmat = row[T.Y]
-    trans = row[T.Z] == 1
+def matrix_addresses(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr):
+    """The row addresses of an ldmatrix or stmatrix (lane 8j+r: row r of matrix j) into ``addrs``; False when a
+    used lane's row address breaks a rule or its bytes are still in flight (cp.async): the reference then
+    raises."""
     off = np.int64(imrow[T.IMM_OFFSET])
     if row[T.A] == -1:
         for lane in range(LANES):
@@ -29,7 +28,7 @@ def _ldmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr, out):
         for lane in range(LANES):
             addrs[lane] = (np.int64(xr[lane]) + off) & wrap
     size = state[T.S_SMEM_SIZE]
-    for lane in range(8 * nmat):
+    for lane in range(8 * row[T.Y]):
         a = addrs[lane]
         if a % 16 != 0 or a < 0 or a + 16 > size:
             return False
@@ -37,6 +36,17 @@ def _ldmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr, out):
             for b in range(16):
                 if inflight[a + b] != 0:
                     return False
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def _ldmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr, out):
+    """ldmatrix as ``ops.datamove`` defines it (lane 8j+r: row r of matrix j); False when a used lane's row
+    address breaks a rule (the reference then raises)."""
+    nmat = row[T.Y]
+    trans = row[T.Z] == 1
+    if not matrix_addresses(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr):
+        return False
     base = state[T.S_SMEM_PTR]
     for j in range(nmat):
         for lane in range(LANES):

@@ -19,6 +19,7 @@ from . import ccall as C
 from .ccall import call_family, data_ptr
 from .families import NSLOTS as _NSLOTS, OF_OPCODE as _OF_OPCODE, SLOT as _SLOT
 from .wgmmax import call_wg
+from .ldm import matrix_addresses
 from .asyncx import K_NOP, call_hop
 
 U0 = np.uint64(0)
@@ -38,6 +39,7 @@ for _op, _name in _OF_OPCODE.items():
 MMA_SLOT = _SLOT["mma"]
 LDM_SLOT = _SLOT["ldmatrix"]
 CP_SLOT = _SLOT["cpasync"]
+I32 = np.int64(32)          # (np.int64, not a literal: one specialisation of _gather)
 
 
 @njit(cache=True, _nrt=False)
@@ -252,30 +254,14 @@ def _stmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr):
     reference then raises)."""
     nmat = row[T.Y]
     trans = row[T.Z] == 1
-    off = np.int64(imrow[T.IMM_OFFSET])
-    if row[T.A] == -1:
-        for lane in range(LANES):
-            addrs[lane] = off
-    else:
-        _gather(row[T.A], 64, 0, xr, a8, a16, a32, a64, imrow)
-        wrap = np.int64(0xFFFFFFFF) if row[T.A] >> T.CLASS_SHIFT == T.R32 else np.int64(-1)
-        for lane in range(LANES):
-            addrs[lane] = (np.int64(xr[lane]) + off) & wrap
-    size = state[T.S_SMEM_SIZE]
+    if not matrix_addresses(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr):
+        return False
     used = (np.int64(1) << (8 * nmat)) - 1
-    for lane in range(8 * nmat):
-        a = addrs[lane]
-        if a % 16 != 0 or a < 0 or a + 16 > size:
-            return False
-        if state[T.S_INFLIGHT] > 0:
-            for b in range(16):
-                if inflight[a + b] != 0:
-                    return False
     if not smem_write_ok(state, addrs, used, 16):
         return False
     base = state[T.S_SMEM_PTR]
     for j in range(nmat):
-        _gather(row[T.V0 + j], 32, 0, xr, a8, a16, a32, a64, imrow)
+        _gather(row[T.V0 + j], I32, I0, xr, a8, a16, a32, a64, imrow)
         for lane in range(LANES):
             g, t = lane >> 2, lane & 3
             v = xr[lane]
