@@ -31,6 +31,7 @@ from numba import njit
 from ..ops.common import format_lanes
 from .fastcore import table as T
 from .fastcore.engine import LOG_CAP, ArenaRegs, FastCTA, FastLaunch, FastWarp, _records
+from .fastcore.raw import store_lane
 from .sanitize import LANES, _semantics
 
 WIDE = LANES + 4 * LANES          # log columns: each lane's address, then up to 4 stored values per lane
@@ -543,9 +544,8 @@ def _replay_shared(pcs, masks, addrs, n, wids, pkind, pnb, pew, pbid, parrive, p
                 nh += 1
         # the shadow (and the copy of shared memory) after the access
         if write:
-            per = 32 // max(1, nb // 4)          # memory.spaces.store_order: the lane whose bytes stay goes last
             for j in range(32):
-                lane = (j // per) * per + per - 1 - j % per
+                lane = store_lane(j, nb)         # memory.spaces.store_order: the lane whose bytes stay goes last
                 if not (m >> lane) & 1:
                     continue
                 t = wid * 32 + lane

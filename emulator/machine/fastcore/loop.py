@@ -9,7 +9,8 @@ import numpy as np
 from numba import njit
 
 from . import table as T
-from .raw import _allocation, _mask, _peek, _peek16, _poke, _sext  # noqa: F401 (raw memory access, shared with cpasync)
+from .raw import _allocation, _mask, _peek, _peek16, _poke, _sext, store_lane  # noqa: F401 (raw memory access,
+#                                                                              shared with cpasync)
 from .regs import I0, I64, _cwidth, _gather, _rd, _rdf, _scatter, _wrf  # noqa: F401 (register access, as the families)
 from .fmath import TABLES as _TABLES
 from .memx import mark_generic, smem_write_ok
@@ -446,11 +447,10 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     if shared_lanes != 0 and not smem_write_ok(state, addrs, shared_lanes, n * ew):
                         handback = True          # bytes an in-flight wgmma reads (memx.py): the reference raises
                         break
-                    per = LANES // max(1, (n * ew) // 4)    # spaces.store_order: phases in order, the
-                    for i in range(n):                       # lowest lane of a phase written last
+                    for i in range(n):
                         _gather(row[T.V0 + i], w, sgn, xr, a8, a16, a32, a64, imrow)
                         for j in range(LANES):
-                            lane = (j // per) * per + per - 1 - j % per
+                            lane = store_lane(j, n * ew)     # spaces.store_order
                             if (em >> lane) & 1:
                                 _poke(np.int64(xq[lane]) + i * ew, ew, xr[lane])
                                 if wide:

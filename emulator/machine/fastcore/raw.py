@@ -21,6 +21,14 @@ def _mask(w):
 
 
 @njit(cache=True, inline="always")
+def store_lane(j, nbytes):
+    """The j-th of 32 lanes in ``memory.spaces.store_order``'s order for a store of ``nbytes`` per lane: the
+    phases of 32 / max(1, nbytes / 4) lanes in order, within a phase the lowest lane last (its bytes stay)."""
+    per = 32 // max(1, nbytes // 4)
+    return (j // per) * per + per - 1 - j % per
+
+
+@njit(cache=True, inline="always")
 def _sext(v, w):
     """The low ``w`` bits of ``v`` sign-extended to 64 (as raw uint64 bits)."""
     if w >= 64:
