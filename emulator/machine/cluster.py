@@ -26,7 +26,8 @@ class Cluster:
 
     def __init__(self, cid, dims, explicit):
         self.cid, self.dims, self.explicit = tuple(cid), tuple(dims), bool(explicit)
-        self.size = int(np.prod(dims))
+        self.size = int(self.dims[0]) * int(self.dims[1]) * int(self.dims[2]) if len(self.dims) == 3 else \
+            int(np.prod(dims))
         self.ctas = []
         self.phase = 0              # barrier.cluster: completed phases
         self.version = 0

@@ -107,19 +107,20 @@ class CTA:
         # special registers: the launch's (built once per launch shape, read-only, shared by every warp and
         # CTA), this CTA's %ctaid and its place in its cluster
         same, per_warp = _launch_specials(block, grid, smem_size, prog.shared_static, nwarps)
-        same = dict(same)
+        own = {}                   # the specials that differ from CTA to CTA of a launch
         cdims = cluster.dims
-        for c, k in zip("xyz", range(3)):
-            same[f"%ctaid.{c}"] = _same_lanes(ctaid[k])
-            same[f"%cluster_ctaid.{c}"] = _same_lanes(ctaid[k] % cdims[k])
-            same[f"%cluster_nctaid.{c}"] = _same_lanes(cdims[k])
-            same[f"%clusterid.{c}"] = _same_lanes(ctaid[k] // cdims[k])
-            same[f"%nclusterid.{c}"] = _same_lanes(grid[k] // cdims[k])
+        for k, (ctaid_n, cl_ctaid_n, cl_nctaid_n, clusterid_n, nclusterid_n) in enumerate(_CTA_NAMES):
+            own[ctaid_n] = _same_lanes(ctaid[k])
+            own[cl_ctaid_n] = _same_lanes(ctaid[k] % cdims[k])
+            own[clusterid_n] = _same_lanes(ctaid[k] // cdims[k])
+            own[cl_nctaid_n] = _same_lanes(cdims[k])
+            own[nclusterid_n] = _same_lanes(grid[k] // cdims[k])
         linear = ctaid[0] + grid[0] * (ctaid[1] + grid[1] * ctaid[2])
-        same["%smid"] = _same_lanes(linear % H100_SMS)      # a deterministic placement
-        same["%cluster_ctarank"] = _same_lanes(rank)
-        same["%cluster_nctarank"] = _same_lanes(cluster.size)
-        same["%is_explicit_cluster"] = _same_lanes(bool(cluster.explicit), np.bool_)
+        own["%smid"] = _same_lanes(linear % H100_SMS)      # a deterministic placement
+        own["%cluster_ctarank"] = _same_lanes(rank)
+        own["%cluster_nctarank"] = _same_lanes(cluster.size)
+        own["%is_explicit_cluster"] = _same_lanes(bool(cluster.explicit), np.bool_)
+        self.own_specials = own
         symbols = {n: ("global", a) for n, a in var_addrs.items()}
         # the fast engine's CTA loop (barriers included), when the kernel allows it; its arrays hold the state of
         # every warp (arenas, PCs, exit and wait masks), which the warps' own attributes are views of. The CTAs of
@@ -128,18 +129,24 @@ class CTA:
         # lanes or parks a warp, this scheduler takes the CTA over from there (FastCTA.run).
         fast_cta = fast.cta_arrays(nwarps) if (fast is not None and self._rng is None and not timeline
                                                and cluster.size == 1) else None
+        # every warp's per-lane parameter bytes, in one block (warp w: rows w)
+        self.params = np.empty((nwarps, LANES, param_init.size), np.uint8)
+        self.params[...] = param_init
+        cl_arrived = np.zeros((nwarps, LANES), np.bool_)
+        cl_phase = np.zeros((nwarps, LANES), np.int64)
         for w in range(nwarps):
             bases = local_bases[w * LANES:(w + 1) * LANES]
             kw = KernelWarp(self, prog, w, nthreads - w * LANES, self.smem, gmem, prog.arch, options, param_init,
-                            bases, prog.layout.local, trace)
+                            bases, prog.layout.local, trace, self.params[w])
             kw.symbols = dict(symbols)
             if profile is not None:
                 kw.profile = profile
             sv = kw.special_values
-            sv.update(per_warp[w])
             sv.update(same)
-            kw.cl_arrived = np.zeros(LANES, np.bool_)       # barrier.cluster: arrived, not yet waited
-            kw.cl_phase = np.zeros(LANES, np.int64)         # the cluster barrier's phase at the arrival
+            sv.update(per_warp[w])
+            sv.update(own)
+            kw.cl_arrived = cl_arrived[w]       # barrier.cluster: arrived, not yet waited
+            kw.cl_phase = cl_phase[w]           # the cluster barrier's phase at the arrival
             if fast is not None:
                 kw.fast = fast.attach(kw, fast_cta.arenas[w] if fast_cta is not None else None)
             self.warps.append(kw)
@@ -842,6 +849,8 @@ class CTA:
 
 
 _SPECIALS = {}
+_CTA_NAMES = tuple((f"%ctaid.{c}", f"%cluster_ctaid.{c}", f"%cluster_nctaid.{c}", f"%clusterid.{c}", f"%nclusterid.{c}")
+                   for c in "xyz")
 
 
 _SAME: dict = {}

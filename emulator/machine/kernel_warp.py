@@ -12,6 +12,18 @@ LANE = np.arange(LANES)
 PARAM_BASE = 0x7E00_0000_0000          # generic addresses of kernel parameters (cvta.param)
 
 
+_FROM: dict = {}
+
+
+def _lanes_from(n):
+    """(exited, present) of a warp whose first ``n`` lanes are threads: fresh bool[32] arrays (from a cache)."""
+    got = _FROM.get(n)
+    if got is None:
+        ex = LANE >= n
+        got = _FROM[n] = (ex, ~ex)
+    return got[0].copy(), got[1].copy()
+
+
 class KernelWarp(Warp):
     """A warp inside a CTA: per-lane PCs and call stacks, .local / .param memory, shared CTA state."""
 
@@ -39,14 +51,13 @@ class KernelWarp(Warp):
         self.__dict__["_smem_pending"] = []
 
     def __init__(self, cta, program, warp_id, nthreads_here, smem, gmem, arch, options, param_init, local_bases,
-                 local_size, trace):
+                 local_size, trace, param=None):
         self._cta = cta
         super().__init__(smem.size, gmem, arch, options, smem=smem, warp_id=warp_id)
         self.program = program
         self.reg_types = program.reg_types
         self.pc = np.zeros(LANES, np.int64)
-        self.exited = LANE >= nthreads_here
-        self.present = ~self.exited
+        self.exited, self.present = _lanes_from(nthreads_here)
         self.present_bits = (1 << min(max(int(nthreads_here), 0), LANES)) - 1     # lanes 0..n-1
         self.waiting = np.zeros(LANES, np.bool_)
         self._stacks = None                # per-lane call stacks, made at the first call (``stacks``)
@@ -55,7 +66,8 @@ class KernelWarp(Warp):
         self.chain_id = np.zeros(LANES, np.int64)
         self._chains = {(): 0}             # chain of return PCs -> id
         self._chain_of = {0: ()}           # id -> chain
-        self.param = param_init[None, :].repeat(LANES, axis=0)
+        # per lane, a copy of the launch's parameter bytes (``param``: this warp's rows of the CTA's block)
+        self.param = param_init[None, :].repeat(LANES, axis=0) if param is None else param
         self.local_bases = local_bases     # uint64 (32,)
         self.local_size = local_size
         self.dynamic_base = program.shared_static

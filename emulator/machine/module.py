@@ -2,6 +2,7 @@
 import functools
 import re
 import sys
+import weakref
 
 import numpy as np
 
@@ -125,7 +126,9 @@ class Module:
                                    f"{', '.join(ARCHS)}")
         self._programs = {}
         self._san = None                  # the sanitizer of the launch under way (machine.sanitize)
-        self._globals = {}                # id(gmem) -> (gmem, {name: address})
+        # gmem -> {name: address} of the module variables placed in it (a launch's memory dropped by its caller is
+        # not kept alive by the module)
+        self._globals = weakref.WeakKeyDictionary()
         self._function_vars = set()
 
     def __repr__(self):
@@ -163,8 +166,9 @@ class Module:
         return prog
 
     def _variables(self, gmem):
-        hit = self._globals.get(id(gmem))
-        addrs = hit[1] if hit is not None and hit[0] is gmem else {}
+        addrs = self._globals.get(gmem)
+        if addrs is None:
+            addrs = {}
         for v in self.info.variables.values():
             if v.space in ("global", "const") and v.name not in addrs:
                 a = gmem.alloc(max(v.size, 1))
@@ -174,7 +178,7 @@ class Module:
                 addrs[v.name] = a
                 if v.relocs:
                     self._relocate(v, a, gmem, addrs)
-        self._globals[id(gmem)] = (gmem, addrs)
+        self._globals[gmem] = addrs
         return addrs
 
     def _relocate(self, v, at, gmem, addrs):
@@ -360,6 +364,7 @@ class Module:
                                       load_ptx if self._validate else _load_unvalidated, keep)
             if gridmod.run_executor(executor, spec, ctaids, gmem, max(workers, 2), result, out, int(max_instructions),
                                     progress):
+                _release(fast)
                 return result
         elif workers > 1 and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
                 not instrumented and \
@@ -381,6 +386,7 @@ class Module:
                                                                 max(fast.tr.arena_bytes, 8))
             if gridmod.run_parallel(run_ctas, ctaids, gmem, workers, result, out, int(max_instructions), progress,
                                     regs):
+                _release(fast)
                 return result
         bar = gridmod._Progress(len(ctaids)) if progress else None
         depots = [local_bases]          # .local depots free for the next CTA (one set per resident CTA)
@@ -428,6 +434,7 @@ class Module:
             result.async_units.append(cta.async_unit)
             result.ctas.append((cid, cta.warps))
         result.instructions = int(max_instructions) - budget[0]
+        _release(fast)
         return result
 
     def occupancy(self, kernel: str, block=(32, 1, 1), shared_bytes: int = 0, regs_per_thread: int | None = None):
@@ -518,7 +525,7 @@ class Module:
     def _run_chunk(self, spec, gmem, chunk, out):
         """The CTAs ``chunk`` of the launch ``spec`` (machine.grid.LaunchSpec), on this process: what a cluster
         worker runs. Local depots and module variables keep the addresses the launching process gave them."""
-        self._globals[id(gmem)] = (gmem, dict(spec.var_addrs))
+        self._globals[gmem] = dict(spec.var_addrs)
         prog = self.program(spec.kernel)
         param_init = np.zeros(max(prog.layout.param, 1), np.uint8)
         _fill_params(prog.entry, prog.kernel_params, list(spec.args), param_init)
@@ -538,6 +545,12 @@ class Module:
         return {"ctas": result.ctas, "stdout": result.stdout, "instructions": int(spec.max_instructions) - budget[0],
                 "notes": result.notes}
 
+
+
+def _release(fast):
+    """A launch on the fast engine ended: its loop arrays go to the next launch (``FastLaunch.release``)."""
+    if fast is not None:
+        fast.release()
 
 
 def _maxnreg(entry):

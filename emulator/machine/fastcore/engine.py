@@ -171,33 +171,67 @@ class ArenaRegs(MutableMapping):
         return len(self.slots) + sum(1 for k in self.other if k not in self.slots)
 
 
+_LANE_IDS = np.arange(32, dtype=np.int64)
+_LANE_IDS.flags.writeable = False
+
+
+class _LaunchBuffers:
+    """The arrays the loops take from a launch: state vector, shared-memory log, scratch."""
+    __slots__ = ("arrays",)
+
+    def __init__(self):
+        from .ccall import NSCRATCH
+        self.arrays = (np.zeros(T.NSTATE, np.int64), np.zeros(LOG_CAP, np.int64), np.zeros((LOG_CAP, 32), np.int64),
+                       np.zeros(LOG_CAP, np.int64),
+                       np.zeros((NSCRATCH, 32), np.uint64),     # temporaries, then the families' ctx (ccall.py)
+                       np.zeros(LOG_CAP, np.int64),
+                       np.zeros((LOG_CAP, 32), np.int64))       # cp.async: the source address of every lane
+
+
+def _special_slots(tr):
+    """(names, (n, 32) indices into a warp's 32-bit arena view) of the translation's special registers; made once."""
+    got = tr.__dict__.get("_special_slots")
+    if got is None:
+        names = list(tr.specials)
+        if not all(tr.specials[n][0] == T.R32 for n in names):
+            raise AssertionError("a special register that is not 32 bits wide in the fast engine's arena")
+        index = np.array([tr.specials[n][1] // 4 for n in names], np.int64)[:, None] + np.arange(32, dtype=np.int64)
+        got = tr._special_slots = (names, index)
+    return got
+
+
 class FastLaunch:
     """What every warp of one launch shares: the translation, the global-memory table, the loop's state
     vector and shared-memory log (emptied after every run of the loop)."""
 
     def __init__(self, prog, gmem, wait=False):
         from .loop import run
-        from .ccall import NSCRATCH
         self._run = run
         self.tr = tr = translation(prog)
         # the instruction families the kernel uses (families.py): compiled or loaded now when ``wait``
         # (engine="fast"); else, while another process compiles one, its rows go to the reference executors
         tr.bind_families(wait)
         self.gtab = global_table(gmem)
-        self.state = np.zeros(T.NSTATE, np.int64)
-        self.log_pc = np.zeros(LOG_CAP, np.int64)
-        self.log_addr = np.zeros((LOG_CAP, 32), np.int64)
-        self.log_mask = np.zeros(LOG_CAP, np.int64)
-        self.lanes = np.arange(32, dtype=np.int64)
-        self.scratch = np.zeros((NSCRATCH, 32), np.uint64)   # temporaries, then the families' ctx (ccall.py)
-        self.log_warp = np.zeros(LOG_CAP, np.int64)
-        self.log_src = np.zeros((LOG_CAP, 32), np.int64)         # cp.async: the source address of every lane
+        # the loop's state vector, log and scratch: a finished launch of the same translation hands its arrays
+        # on (``release``); they carry nothing from one run of the loop to the next (the loop sets the state
+        # it reads and counts the log from 0)
+        pool = tr.__dict__.setdefault("_buffers", [])
+        self._buffers = bufs = pool.pop() if pool else _LaunchBuffers()
+        (self.state, self.log_pc, self.log_addr, self.log_mask, self.scratch, self.log_warp,
+         self.log_src) = bufs.arrays
+        self.state[:] = 0
+        self.lanes = _LANE_IDS
         # constant special registers: one fancy-indexed store per warp fills them all
-        names = [n for n in tr.specials]
-        self.special_names = names
-        self.special_index = np.array([tr.specials[n][1] // 4 for n in names], np.int64)[:, None] + \
-            np.arange(32, dtype=np.int64)
-        assert all(tr.specials[n][0] == T.R32 for n in names)
+        self.special_names, self.special_index = _special_slots(tr)
+
+    def release(self):
+        """The launch is over: its loop arrays go to the next launch of the translation (nothing of this launch
+        reads them again: its logs were copied out when they were flushed)."""
+        bufs, self._buffers = self.__dict__.pop("_buffers", None), None
+        if bufs is not None:
+            pool = self.tr.__dict__.setdefault("_buffers", [])
+            if len(pool) < 2:
+                pool.append(bufs)
 
     def attach(self, warp, arena=None):
         return FastWarp(self, warp, arena)
@@ -218,7 +252,7 @@ class FastWarp:
         in_cta = arena is not None      # a row of FastCTA.arenas: FastCTA.bind gives it its cp.async table row
         self.arena = arena = np.zeros(max(tr.arena_bytes, 8), np.uint8) if arena is None else arena
         warp.regs = ArenaRegs(arena, tr.slots, warp.regs)
-        if launch.special_names:
+        if launch.special_names and not in_cta:     # (FastCTA.bind fills those of a CTA's warps at once)
             sv = warp.special_values
             arena.view(np.uint32)[launch.special_index] = [sv[n] if n in sv else warp.special(n)
                                                           for n in launch.special_names]
@@ -349,7 +383,14 @@ class FastCTA:
             w.pc, w.exited, w.waiting = self.pcs[i], self.exited[i], self.waiting[i]
             self.issued[i] = w.issued
             self.backs[i] = w.back_taken
-        self.param_ptrs = np.array([w.param.__array_interface__["data"][0] for w in cta.warps], np.int64)
+        params = getattr(cta, "params", None)
+        if params is not None and len(cta.warps) == params.shape[0] and all(
+                w.param.base is params or w.param.base is params.base for w in cta.warps):
+            self.param_ptrs = params.ctypes.data + np.arange(len(cta.warps), dtype=np.int64) * params[0].nbytes
+        else:
+            self.param_ptrs = np.array([w.param.__array_interface__["data"][0] for w in cta.warps], np.int64)
+        if self.launch.special_names and cta.warps:
+            self._fill_specials(cta)
         self.cp = CpAsyncTable(len(cta.warps), cta.warps[0].options.cp_async == "eager") if cta.warps else None
         for i, w in enumerate(cta.warps):
             w.fast.use_cp_table(self.cp, i, w)
@@ -358,6 +399,26 @@ class FastCTA:
             from .wgmmax import WgTable
             self.wg = WgTable(self.launch.tr.wg, cta, self.arenas, self.launch.__dict__.setdefault("wg_pool", {}))
         return self
+
+    def _fill_specials(self, cta):
+        """Write the constant special registers into every warp's arena in one store: the values of the launch's
+        first CTA of this size, with the ones that differ between CTAs (``CTA.own_specials``) set for this one."""
+        fl = self.launch
+        names, index = fl.special_names, fl.special_index
+        ws = cta.warps
+        own = getattr(cta, "own_specials", None) or {}
+        tmpl = fl.__dict__.setdefault("special_rows", {}).get(len(ws))
+        if tmpl is None:
+            vals = np.array([[w.special_values[n] if n in w.special_values else w.special(n) for n in names]
+                             for w in ws], np.uint32)
+            fl.special_rows[len(ws)] = (vals, [(j, n) for j, n in enumerate(names) if n in own])
+        else:
+            vals, per_cta = tmpl
+            vals = vals.copy()
+            sv = ws[0].special_values
+            for j, n in per_cta:
+                vals[:, j] = sv[n]
+        self.arenas.view(np.uint32)[:, index] = vals
 
     def run(self, cta):
         """Run the CTA to its end; the instructions the loop hands back run through ``cta._step``. Returns None,

@@ -33,7 +33,7 @@ import time
 from ...numerics import jitcache
 from ...numerics.jitcache import in_cache as _cached
 
-_STATE = {"ready": False, "proc": None, "detached": False, "checked": 0.0}
+_STATE = {"ready": False, "proc": None, "detached": False, "checked": 0.0, "waited": set()}
 RECHECK_S = 0.25            # how often ready() looks at the cache again while another process compiles
 
 
@@ -164,8 +164,8 @@ def wait(which="both"):
     """Block until the fast engine's loops (``which``, as ``_loops`` takes it) can run: wait for this process's
     child to have compiled them, or for another process that holds the compile lock; if the cache still lacks
     them, compile them here under the lock (only those: a kernel the CTA loop cannot run does not wait for it)."""
-    if _STATE.get("here"):
-        return                             # the warm-up launches of _compile_loops, in this process
+    if _STATE.get("here") or _STATE["ready"] or which in _STATE.get("waited", ()):
+        return                             # (the warm-up launches of _compile_loops, in this process; or done)
     need = _loops(which)
     while _child_running() and not _done(need):
         time.sleep(0.1)                    # this process's child: until it has the loops (it goes on with the rest)
@@ -175,6 +175,7 @@ def wait(which="both"):
                 _compile_loops(which)
     if which != "warp" or _done(_loops()):
         _STATE["ready"] = True
+    _STATE.setdefault("waited", set()).add(which)           # (compiled or in the cache: the next launch looks no more)
 
 
 def warmup(background=False, extras=True):
