@@ -51,15 +51,20 @@ class KernelWarp(Warp):
         self.__dict__["_smem_pending"] = []
 
     def __init__(self, cta, program, warp_id, nthreads_here, smem, gmem, arch, options, param_init, local_bases,
-                 local_size, trace, param=None):
+                 local_size, trace, param=None, rows=None):
         self._cta = cta
         super().__init__(smem.size, gmem, arch, options, smem=smem, warp_id=warp_id)
         self.program = program
         self.reg_types = program.reg_types
-        self.pc = np.zeros(LANES, np.int64)
-        self.exited, self.present = _lanes_from(nthreads_here)
+        if rows is None:
+            self.pc = np.zeros(LANES, np.int64)
+            self.exited, self.present = _lanes_from(nthreads_here)
+            self.waiting = np.zeros(LANES, np.bool_)
+        else:               # (pc, exited, waiting): zeroed rows of the fast engine's CTA arrays (FastCTA)
+            self.pc, self.exited, self.waiting = rows
+            exited, self.present = _lanes_from(nthreads_here)
+            self.exited[:] = exited
         self.present_bits = (1 << min(max(int(nthreads_here), 0), LANES)) - 1     # lanes 0..n-1
-        self.waiting = np.zeros(LANES, np.bool_)
         self._stacks = None                # per-lane call stacks, made at the first call (``stacks``)
         self.depth = 0                     # number of lanes inside a call
         # per lane, an id of its chain of call sites (equal ids: the lanes' PCs compare directly)

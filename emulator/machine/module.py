@@ -125,6 +125,7 @@ class Module:
             raise UnsupportedError(f"load_ptx: architecture {self.arch!r} is not supported; supported: "
                                    f"{', '.join(ARCHS)}")
         self._programs = {}
+        self._resolved = {}               # kernel names as launches give them -> entry names
         self._san = None                  # the sanitizer of the launch under way (machine.sanitize)
         # gmem -> {name: address} of the module variables placed in it (a launch's memory dropped by its caller is
         # not kept alive by the module)
@@ -147,11 +148,16 @@ class Module:
         """The entry name for a mangled or plain name (``ptx_mma_shared`` -> ``_Z14ptx_mma_shared...``)."""
         if not isinstance(name, str):
             raise OperandError(f"launch: the kernel name must be a string, not {name!r}")
+        hit = self._resolved.get(name)
+        if hit is not None:
+            return hit
         ks = self.kernels
         if name in ks:
+            self._resolved[name] = name
             return name
         hits = [k for k in ks if _plain_name(k) == name]
         if len(hits) == 1:
+            self._resolved[name] = hits[0]
             return hits[0]
         if len(hits) > 1:
             raise OperandError(f"launch: {name!r} is ambiguous: {', '.join(hits)}")
@@ -305,8 +311,8 @@ class Module:
         occ = occupancy(nthreads, smem_size, regs_per_thread, _maxnreg(entry))
         # one allocation per thread (separated by unmapped gaps), so that a generic access that runs off a
         # thread's .local depot is reported instead of landing in its neighbour's
-        local_bases = np.array([gmem.alloc(prog.layout.local) if prog.layout.local else 0
-                                for _ in range(nwarps * LANES)], np.uint64)
+        local_bases = np.array([gmem.alloc(prog.layout.local) for _ in range(nwarps * LANES)], np.uint64) \
+            if prog.layout.local else np.zeros(nwarps * LANES, np.uint64)
         san = self._san
         if prog.layout.local:
             for a in local_bases.tolist():
@@ -399,8 +405,8 @@ class Module:
             if depots:
                 bases = depots.pop()
             else:                       # another CTA is resident: its threads get their own .local depots
-                bases = np.array([gmem.alloc(prog.layout.local) if prog.layout.local else 0
-                                  for _ in range(nwarps * LANES)], np.uint64)
+                bases = np.array([gmem.alloc(prog.layout.local) for _ in range(nwarps * LANES)], np.uint64) \
+                    if prog.layout.local else np.zeros(nwarps * LANES, np.uint64)
                 if fast is not None and prog.layout.local:
                     from .fastcore.engine import global_table
                     fast.gtab = global_table(gmem)
@@ -673,9 +679,15 @@ def _fill_params(entry, params, args, buf):
     if len(args) != len(params):
         names = ", ".join(f"{p.name} (.{p.ptype}{f'[{p.count}]' if p.count > 1 else ''})" for p, _ in params)
         raise OperandError(f"launch {entry.name}: expected {len(params)} argument(s) ({names}), got {len(args)}")
+    out = bytearray(buf.size)              # (the bytes between parameters stay zero)
     for (p, off), a in zip(params, args):
         kind = TYPES[p.ptype][1]
         w = TYPES[p.ptype][0] // 8
+        if type(a) is int and p.count == 1 and kind != "f":        # the common case: an address or an integer
+            if not -(1 << (8 * w - 1)) <= a < (1 << (8 * w)):
+                raise OperandError(f"launch {entry.name}: {a} does not fit parameter {p.name} (.{p.ptype})")
+            out[off:off + w] = (a & ((1 << (8 * w)) - 1)).to_bytes(w, "little")
+            continue
         if isinstance(a, np.ndarray) and a.dtype.hasobject:
             raise OperandError(f"launch {entry.name}: parameter {p.name}: an object array has no bytes to pass")
         if not isinstance(a, (bytes, bytearray, np.ndarray, int, float, np.integer, np.floating)):
@@ -702,4 +714,5 @@ def _fill_params(entry, params, args, buf):
             if not lo <= iv < (1 << (8 * w)):
                 raise OperandError(f"launch {entry.name}: {iv} does not fit parameter {p.name} (.{p.ptype})")
             raw = np.frombuffer((iv & ((1 << (8 * w)) - 1)).to_bytes(w, "little"), np.uint8)
-        buf[off:off + raw.size] = raw
+        out[off:off + raw.size] = raw.tobytes()
+    buf[:] = np.frombuffer(out, np.uint8)

@@ -6,6 +6,7 @@ instructions the loop hands back) read and write the very same memory: no copies
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import MutableMapping
 from functools import partial
 
@@ -68,9 +69,22 @@ def handback_counts(prog):
     return out
 
 
+_DATA_POINTERS = weakref.WeakKeyDictionary()      # (kept beside the GlobalMemory: never pickled with it)
+
+
 def global_table(gmem):
     """(base, size, data pointer) of every global allocation, sorted by base, for the loop's lookups."""
-    rows = sorted((b, buf.size, buf.ctypes.data) for b, buf in zip(gmem._bases, gmem._bufs))
+    known = _DATA_POINTERS.get(gmem) or {}        # id(buffer) -> (buffer, data pointer) of the previous table
+    now = {}
+    rows = []
+    for b, buf in zip(gmem._bases, gmem._bufs):
+        hit = known.get(id(buf))
+        if hit is None or hit[0] is not buf:
+            hit = (buf, buf.ctypes.data)
+        now[id(buf)] = hit
+        rows.append((b, buf.size, hit[1]))
+    _DATA_POINTERS[gmem] = now
+    rows.sort()
     return np.array(rows or [(-1, 0, 0)], np.int64).reshape(-1, 3)     # a row that matches no address
 
 
@@ -379,10 +393,12 @@ class FastCTA:
     def bind(self, cta):
         """Make the warps' PCs, exit and wait masks rows of the loop's arrays (their arenas already are)."""
         for i, w in enumerate(cta.warps):
-            self.pcs[i], self.exited[i], self.waiting[i] = w.pc, w.exited, w.waiting
-            w.pc, w.exited, w.waiting = self.pcs[i], self.exited[i], self.waiting[i]
-            self.issued[i] = w.issued
-            self.backs[i] = w.back_taken
+            if w.pc.base is not self.pcs or w.exited.base is not self.exited or w.waiting.base is not self.waiting:
+                self.pcs[i], self.exited[i], self.waiting[i] = w.pc, w.exited, w.waiting
+                w.pc, w.exited, w.waiting = self.pcs[i], self.exited[i], self.waiting[i]
+            if w.issued or w.back_taken:
+                self.issued[i] = w.issued
+                self.backs[i] = w.back_taken
         params = getattr(cta, "params", None)
         if params is not None and len(cta.warps) == params.shape[0] and all(
                 w.param.base is params or w.param.base is params.base for w in cta.warps):
