@@ -200,3 +200,18 @@ def test_the_fast_engine_looks_at_numbas_cache_once_per_process(monkeypatch):
     for _ in range(3):
         _specials_launch(m, [1, 2.0, 3, 4], "fast")
     assert calls == []
+
+
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+def test_a_kernel_warp_has_all_the_state_of_a_warp(engine):
+    """KernelWarp sets a Warp's state itself (without Warp.__init__'s checks): nothing may be missing."""
+    from emulator import Warp
+    plain = set(vars(Warp()))
+    m = load_ptx(SHARED)
+    g = GlobalMemory()
+    res = m.launch("s", 1, 64, [g.upload(np.zeros(64, np.uint32)), 4], gmem=g, engine=engine)
+    for _, ws in res.ctas:
+        for w in ws:
+            missing = sorted(k for k in plain if not hasattr(w, k))
+            assert not missing, f"a KernelWarp lacks {missing}"
+            assert w.bank_report() and w.cp_async is not None

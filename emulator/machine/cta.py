@@ -138,8 +138,8 @@ class CTA:
             bases = local_bases[w * LANES:(w + 1) * LANES]
             kw = KernelWarp(self, prog, w, nthreads - w * LANES, self.smem, gmem, prog.arch, options, param_init,
                             bases, prog.layout.local, trace, self.params[w],
-                            None if fast_cta is None else (fast_cta.pcs[w], fast_cta.exited[w], fast_cta.waiting[w]))
-            kw.symbols = dict(symbols)
+                            None if fast_cta is None else (fast_cta.pcs[w], fast_cta.exited[w], fast_cta.waiting[w]),
+                            dict(symbols))
             if profile is not None:
                 kw.profile = profile
             sv = kw.special_values

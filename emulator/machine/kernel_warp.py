@@ -5,7 +5,7 @@ import numpy as np
 
 from ..errors import (MemoryAccessError, fail)
 from ..memory import LANES, check_alignment, global_gather, global_scatter
-from .warp import Warp
+from .warp import _DEFAULT_OPTIONS, Warp, _CpAsyncState
 
 
 LANE = np.arange(LANES)
@@ -50,10 +50,42 @@ class KernelWarp(Warp):
         self.__dict__["_smem_records"] = records
         self.__dict__["_smem_pending"] = []
 
+    # what every warp starts with (read from the class until a warp sets its own)
+    _stacks = None                     # per-lane call stacks, made at the first call (``stacks``)
+    depth = 0                          # number of lanes inside a call
+    issued = 0
+    fast = None                        # the fast engine's per-warp state (machine.fastcore), if used
+    _stall = None                      # (lanes, reason) set by an executor that cannot go on
+    _yield = None                      # set by an executor that lets the other warps run
+    _last_yield = None
+    _force = False                     # machine.convergence: lift the waits of the next pick (nothing else can go on)
+    back_taken = 0                     # spin detection (machine.cta): backward branches taken
+    _spin_snap = None
+    _spin_yield = False
+    _yield_digest = None
+
     def __init__(self, cta, program, warp_id, nthreads_here, smem, gmem, arch, options, param_init, local_bases,
-                 local_size, trace, param=None, rows=None):
+                 local_size, trace, param=None, rows=None, symbols=None):
         self._cta = cta
-        super().__init__(smem.size, gmem, arch, options, smem=smem, warp_id=warp_id)
+        # Warp.__init__'s state, without its checks (the launch checked arch, gmem and options); a warp of the
+        # fast engine's CTA loop (``rows``) gets its cp.async table when the loop binds it (FastCTA.bind)
+        self.arch = arch
+        self.gmem = gmem
+        self.options = options = options or _DEFAULT_OPTIONS
+        self.smem_log_cap = options.bank_log if options.bank_log is not None else 1 << 62
+        self.smem_log_dropped = 0
+        self._smem_n = 0
+        self.smem = smem
+        self.warp_id = warp_id
+        self.regs = {}
+        self.symbols = {} if symbols is None else symbols
+        self.special_values = {}
+        self.cp_async = _CpAsyncState() if rows is None else None
+        self.smem_inflight = cta.smem_inflight
+        self.__dict__["_smem_records"] = []
+        self.__dict__["_smem_pending"] = []
+        self._programs = {}
+        self.clock = 0
         self.program = program
         self.reg_types = program.reg_types
         if rows is None:
@@ -65,8 +97,6 @@ class KernelWarp(Warp):
             exited, self.present = _lanes_from(nthreads_here)
             self.exited[:] = exited
         self.present_bits = (1 << min(max(int(nthreads_here), 0), LANES)) - 1     # lanes 0..n-1
-        self._stacks = None                # per-lane call stacks, made at the first call (``stacks``)
-        self.depth = 0                     # number of lanes inside a call
         # per lane, an id of its chain of call sites (equal ids: the lanes' PCs compare directly)
         self.chain_id = np.zeros(LANES, np.int64)
         self._chains = {(): 0}             # chain of return PCs -> id
@@ -78,20 +108,9 @@ class KernelWarp(Warp):
         self.dynamic_base = program.shared_static
         self.trace = trace
         self._written = [] if trace else None
-        self.issued = 0
-        self.fast = None                   # the fast engine's per-warp state (machine.fastcore), if used
         self._async = cta.async_unit
-        self._stall = None                 # (lanes, reason) set by an executor that cannot go on
-        self._yield = None                 # set by an executor that lets the other warps run
-        self._last_yield = None
-        # spin detection (machine.cta): backward branches taken, the last snapshot, lanes held back
-        self.held = np.zeros(LANES, np.bool_)
-        self._force = False                # machine.convergence: lift the waits of the next pick (nothing else can go on)
-        self.back_taken = 0
+        self.held = np.zeros(LANES, np.bool_)     # lanes held back by a spin check
         self.spins = {}                    # pc of the backward branch -> (lanes, what the loop waits for)
-        self._spin_snap = None
-        self._spin_yield = False
-        self._yield_digest = None
 
     def _inflight_counts(self):
         return self._cta.smem_inflight          # the CTA's (Warp.__init__ asks for it)
