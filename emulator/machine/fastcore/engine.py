@@ -219,8 +219,8 @@ class FastLaunch:
     vector and shared-memory log (emptied after every run of the loop)."""
 
     def __init__(self, prog, gmem, wait=False):
-        from .loop import run
-        self._run = run
+        from .loop import run, run_cta
+        self._run, self._run_cta = run, run_cta
         self.tr = tr = translation(prog)
         # the instruction families the kernel uses (families.py): compiled or loaded now when ``wait``
         # (engine="fast"); else, while another process compiles one, its rows go to the reference executors
@@ -440,10 +440,8 @@ class FastCTA:
         """Run the CTA to its end; the instructions the loop hands back run through ``cta._step``. Returns None,
         or (warp, parked, progressed) when a spin check held lanes back or parked a warp: the scheduler of
         ``machine.cta`` then goes on from that warp, with the barrier state handed over (``_handoff``)."""
-        from .loop import run_cta
-        from ..cta import PARK
-        from ..spin import SPIN_CHECK
         fl = self.launch
+        run_cta = fl._run_cta
         tr = fl.tr
         st = fl.state
         ws = cta.warps
@@ -517,6 +515,7 @@ class FastCTA:
             finally:
                 self.issued[k] = w.issued
                 self.backs[k] = w.back_taken
+            from ..cta import PARK
             if r is PARK or w.held.any():
                 return self._handoff(cta, k, r is PARK)
             self.cst[T.C_PROGRESSED] = 1
@@ -562,7 +561,7 @@ class FastCTA:
             if keep:
                 if log is None:
                     log = (who.copy(), fl.log_pc[:n].copy(), fl.log_mask[:n].copy(), fl.log_addr[:n].copy(),
-                           fl.log_src[:n].copy())
+                           fl.log_src[:n].copy() if _has_cp_async(fl.tr) else None)
                 w._smem_pending.append(partial(_warp_records, w.program.code, fl.tr.code, k, keep, *log))
 
     def _report_deadlock(self, cta):
@@ -580,7 +579,15 @@ class FastCTA:
 def _warp_records(code, tcode, k, keep, who, pcs, masks, addrs, srcs):
     """The first ``keep`` records of warp ``k`` in a CTA loop's log (``FastCTA._flush``)."""
     sel = np.flatnonzero(who == k)[:keep]
-    return _records(code, tcode, pcs[sel], masks[sel], addrs[sel], srcs[sel])
+    return _records(code, tcode, pcs[sel], masks[sel], addrs[sel], srcs[sel] if srcs is not None else addrs[sel])
+
+
+def _has_cp_async(tr):
+    """Whether the translation has cp.async rows (the only records that read the log's source addresses)."""
+    got = tr.__dict__.get("_has_cp_async")
+    if got is None:
+        got = tr._has_cp_async = bool((tr.code[:, T.OP] == T.CPASYNC).any())
+    return got
 
 
 def _records(code, tcode, pcs, masks, addrs, srcs):
