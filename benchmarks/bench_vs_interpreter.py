@@ -12,7 +12,11 @@ The cases are grouped by class (wgmma/TMA, mma.sync, atomics, no tensor cores); 
 geometric means of the rates and of the ratio fast engine / interpreter, and the fraction of kernels the fast
 engine runs faster than the interpreter.
 
-    python benchmarks/bench_vs_interpreter.py [-k SUBSTRING] [--runs 2] [--no-interpreter]
+    python benchmarks/bench_vs_interpreter.py [-k SUBSTRING] [--runs 2] [--no-interpreter] [--engines fast]
+
+``--engines fast`` times the fast engine alone (the reference's column is left empty) and ends with the
+overall rate (all warp-instructions over all CPU seconds) and each launch's fixed cost: the CPU time outside
+the jitted loops, per launch and per CTA (docs/speed.md, "The fixed cost of a launch").
 
 Triton's interpreter needs the optional extra (Triton, torch): without it the script says so and times the
 two engines only.
@@ -121,6 +125,38 @@ def _numpy2_scalars():
     it._patch_lang_tensor = patched
 
 
+def fixed_cost(module, case, runs):
+    """The best of ``runs`` warm fast-engine launches, with the jitted loops' calls timed apart: (CPU seconds,
+    of which inside the loops)."""
+    from emulator.machine.fastcore import engine
+    spent = [0.0]
+
+    def timed(f):
+        def call(*args):
+            t0 = time.process_time()
+            try:
+                return f(*args)
+            finally:
+                spent[0] += time.process_time() - t0
+        return call
+    init = engine.FastLaunch.__init__
+
+    def timed_init(self, *args, **kw):
+        init(self, *args, **kw)
+        self._run, self._run_cta = timed(self._run), timed(self._run_cta)
+    out = None
+    engine.FastLaunch.__init__ = timed_init
+    try:
+        for _ in range(runs):
+            spent[0] = 0.0
+            dt, _, _ = emulate(module, case, "fast")
+            if out is None or dt < out[0]:
+                out = (dt, spent[0])
+    finally:
+        engine.FastLaunch.__init__ = init
+    return out
+
+
 def best(fn, runs):
     times = []
     for _ in range(runs):
@@ -140,7 +176,11 @@ def main(argv=None):
     ap.add_argument("-k", default="", help="only cases whose name contains this")
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--no-interpreter", action="store_true")
+    ap.add_argument("--engines", default="fast,reference", help="engines to time, comma-separated")
     a = ap.parse_args(argv)
+    engines = [e for e in a.engines.split(",") if e]
+    if not engines or any(e not in ("fast", "reference") for e in engines):
+        ap.error("--engines takes fast, reference or both")
     sources, why = (None, "--no-interpreter") if a.no_interpreter else triton_sources()
     import corpus_lib
     from emulator import load_ptx
@@ -154,6 +194,7 @@ def main(argv=None):
     print(f"{'case':44s}{'class':>16s}{'instr':>9s}{'fast M/s':>10s}{'ref M/s':>9s}{'interp M/s':>11s}"
           f"{'fast/interp':>12s}  bits")
     rows = []
+    fixed = []                   # fast engine, per case: (CPU s, of which in the jitted loops, warp-instr, CTAs)
     for n in names:
         case = cases[n]
         case["config"].setdefault("name", n)
@@ -162,10 +203,13 @@ def main(argv=None):
         ok = True
         rate = {}
         instr = 0
-        for engine in ("fast", "reference"):
+        rate["reference"] = float("nan")
+        for engine in engines:
             _, instr, same = emulate(module, case, engine)           # compiles, translates
             ok &= same
             dt = best(lambda: emulate(module, case, engine), a.runs)
+            if engine == "fast" and engines == ["fast"]:
+                fixed.append((*fixed_cost(module, case, a.runs), instr, int(np.prod(case["config"]["grid"]))))
             rate[engine] = instr / max(dt, 1e-9) / 1e6
         rate["interp"] = None
         run = interpreter_runner(case, sources) if sources else None
@@ -195,8 +239,21 @@ def main(argv=None):
         gr = f"{geo([r[4] for r in cmp]):.2f}x" if cmp else "-"
         print(f"{cls:16s}{len(rs):>8d}{geo([r[3]['fast'] for r in rs]):>10.3f}"
               f"{geo([r[3]['reference'] for r in rs]):>9.3f}{gi:>11s}{gr:>12s}{faster:>9s}")
+    if fixed:
+        t = sum(f[0] for f in fixed)
+        lp = sum(f[1] for f in fixed)
+        ins = sum(f[2] for f in fixed)
+        x = np.array([[1.0, f[3]] for f in fixed])
+        per = np.linalg.lstsq(x, np.array([f[0] - f[1] for f in fixed]), rcond=None)[0] if len(fixed) > 1 else \
+            np.array([fixed[0][0] - fixed[0][1], 0.0])
+        print(f"\nfast engine over the {len(fixed)} launches: {ins} warp-instructions in {t:.3f} CPU s = "
+              f"{ins / max(t, 1e-9) / 1e6:.2f} M/s overall; in the jitted loops {lp:.3f} s "
+              f"({ins / max(lp, 1e-9) / 1e6:.2f} M/s), outside them {t - lp:.3f} s "
+              f"({100 * (t - lp) / max(t, 1e-9):.0f}%): about {per[0] * 1e6:.0f} us per launch + "
+              f"{per[1] * 1e6:.0f} us per CTA (least squares)")
     bad = [r[0] for r in rows if not r[5]]
-    print(f"\nbit-identical to the H100 on both engines: {len(rows) - len(bad)}/{len(rows)}"
+    on = "both engines" if len(engines) > 1 else f"the {engines[0]} engine"
+    print(f"\nbit-identical to the H100 on {on}: {len(rows) - len(bad)}/{len(rows)}"
           + (f"; differ: {', '.join(bad)}" if bad else ""))
 
 
