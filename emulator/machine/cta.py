@@ -107,19 +107,17 @@ class CTA:
         # special registers: the launch's (built once per launch shape, read-only, shared by every warp and
         # CTA), this CTA's %ctaid and its place in its cluster
         same, per_warp = _launch_specials(block, grid, smem_size, prog.shared_static, nwarps)
-        own = {}                   # the specials that differ from CTA to CTA of a launch
         cdims = cluster.dims
-        for k, (ctaid_n, cl_ctaid_n, cl_nctaid_n, clusterid_n, nclusterid_n) in enumerate(_CTA_NAMES):
+        # the specials of the CTA's place in the grid and its cluster (FastCTA.bind refills those that differ
+        # between the CTAs of a launch)
+        own = dict(_cluster_specials(tuple(grid), cdims, cluster.size, bool(cluster.explicit)))
+        for k, (ctaid_n, cl_ctaid_n, _, clusterid_n, _) in enumerate(_CTA_NAMES):
             own[ctaid_n] = _same_lanes(ctaid[k])
             own[cl_ctaid_n] = _same_lanes(ctaid[k] % cdims[k])
             own[clusterid_n] = _same_lanes(ctaid[k] // cdims[k])
-            own[cl_nctaid_n] = _same_lanes(cdims[k])
-            own[nclusterid_n] = _same_lanes(grid[k] // cdims[k])
         linear = ctaid[0] + grid[0] * (ctaid[1] + grid[1] * ctaid[2])
         own["%smid"] = _same_lanes(linear % H100_SMS)      # a deterministic placement
         own["%cluster_ctarank"] = _same_lanes(rank)
-        own["%cluster_nctarank"] = _same_lanes(cluster.size)
-        own["%is_explicit_cluster"] = _same_lanes(bool(cluster.explicit), np.bool_)
         self.own_specials = own
         symbols = {n: ("global", a) for n, a in var_addrs.items()}
         # the fast engine's CTA loop (barriers included), when the kernel allows it; its arrays hold the state of
@@ -850,6 +848,7 @@ class CTA:
 
 
 _SPECIALS = {}
+_CLUSTER_SPECIALS = {}
 _CTA_NAMES = tuple((f"%ctaid.{c}", f"%cluster_ctaid.{c}", f"%cluster_nctaid.{c}", f"%clusterid.{c}", f"%nclusterid.{c}")
                    for c in "xyz")
 
@@ -866,6 +865,23 @@ def _same_lanes(value, dtype=np.uint32):
             _SAME.clear()
         got = _SAME[key] = np.full(LANES, value, dtype)
         got.flags.writeable = False
+    return got
+
+
+def _cluster_specials(grid, cdims, size, explicit):
+    """{name: lanes} of the cluster shape's special registers (the same in every CTA of a launch); cached."""
+    key = (grid, cdims, size, explicit)
+    got = _CLUSTER_SPECIALS.get(key)
+    if got is None:
+        got = {}
+        for k, (_, _, cl_nctaid_n, _, nclusterid_n) in enumerate(_CTA_NAMES):
+            got[cl_nctaid_n] = _same_lanes(cdims[k])
+            got[nclusterid_n] = _same_lanes(grid[k] // cdims[k])
+        got["%cluster_nctarank"] = _same_lanes(size)
+        got["%is_explicit_cluster"] = _same_lanes(explicit, np.bool_)
+        if len(_CLUSTER_SPECIALS) > 64:
+            _CLUSTER_SPECIALS.clear()
+        _CLUSTER_SPECIALS[key] = got
     return got
 
 
