@@ -130,12 +130,13 @@ class CTA:
         # every warp's per-lane parameter bytes, in one block (warp w: rows w)
         self.params = np.empty((nwarps, LANES, param_init.size), np.uint8)
         self.params[...] = param_init
+        self.param_rows = [self.params[w] for w in range(nwarps)]
         cl_arrived = np.zeros((nwarps, LANES), np.bool_)
         cl_phase = np.zeros((nwarps, LANES), np.int64)
         for w in range(nwarps):
             bases = local_bases[w * LANES:(w + 1) * LANES]
             kw = KernelWarp(self, prog, w, nthreads - w * LANES, self.smem, gmem, prog.arch, options, param_init,
-                            bases, prog.layout.local, trace, self.params[w],
+                            bases, prog.layout.local, trace, self.param_rows[w],
                             None if fast_cta is None else (fast_cta.pcs[w], fast_cta.exited[w], fast_cta.waiting[w]),
                             dict(symbols))
             if profile is not None:

@@ -399,9 +399,9 @@ class FastCTA:
             if w.issued or w.back_taken:
                 self.issued[i] = w.issued
                 self.backs[i] = w.back_taken
-        params = getattr(cta, "params", None)
-        if params is not None and len(cta.warps) == params.shape[0] and all(
-                w.param.base is params or w.param.base is params.base for w in cta.warps):
+        params, rows = getattr(cta, "params", None), getattr(cta, "param_rows", None)
+        if params is not None and rows is not None and len(rows) == len(cta.warps) and \
+                all(w.param is r for w, r in zip(cta.warps, rows)):      # warp i's rows: block i of the CTA's
             self.param_ptrs = params.ctypes.data + np.arange(len(cta.warps), dtype=np.int64) * params[0].nbytes
         else:
             self.param_ptrs = np.array([w.param.__array_interface__["data"][0] for w in cta.warps], np.int64)
