@@ -607,7 +607,7 @@ def _tc_gemm_numpy(abits, bbits, cbits, op):
 # ------------------------------------------------------------------------------------------------
 # register-level batches of tensor-core instructions (MmaOp.execute_batch): the same block code on
 # one instruction's tile
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _trunc_c(cS, cq, F, emax):
     """The accumulator truncated toward zero F bits below 2**emax."""
     sh = cq + F - emax
@@ -616,7 +616,7 @@ def _trunc_c(cS, cq, F, emax):
     return -mg if cS < 0 else mg
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _term(pr, r):
     """One product truncated toward zero: (|pr| << PRE) >> r, with pr's sign."""
     msk = pr >> 63
