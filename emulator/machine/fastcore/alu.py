@@ -166,17 +166,17 @@ def entry(em, prow, pimm, parena, n, pscratch):
     row = C.i64_1d(prow, T.NFIELDS)
     imrow = C.u64_1d(pimm, T.NIMM)
     scratch = C.u64_2d(pscratch, NSCRATCH, LANES)
-    a16, a32, a64 = a8.view(np.uint16), a8.view(np.uint32), a8.view(np.uint64)
+    a16, a32, a64 = C.reinterpret(a8, np.uint16), C.reinterpret(a8, np.uint32), C.reinterpret(a8, np.uint64)
     opc = row[T.OP]
     if opc == T.MOV_UNPACK:
         _movunpack(row, imrow, em, a8, a16, a32, a64, scratch[3], scratch[6])
         return 0
     # the ALU rows (one function with the entry: a call level less for numba to compile)
     xa, xb, xc, xr, xq = scratch[3], scratch[4], scratch[5], scratch[6], scratch[7]
-    fu32 = scratch[0].view(np.uint32)
-    ff32 = fu32.view(np.float32)
+    fu32 = C.reinterpret(scratch[0], np.uint32)
+    ff32 = C.reinterpret(fu32, np.float32)
     fu64 = scratch[1]
-    ff64 = fu64.view(np.float64)
+    ff64 = C.reinterpret(fu64, np.float64)
     w = row[T.W]
     sgn = row[T.SGN]
     mk = _mask(w)

@@ -122,6 +122,33 @@ u64_3d = _array_at(types.uint64, 3)
 
 
 @intrinsic
+def reinterpret(typingctx, arr, dt):
+    """``arr.view(dt)`` of a one-dimensional C-contiguous array: the same bytes as elements of ``dt`` (the
+    length in bytes a multiple of its size). numba compiles its own ``view`` once per pair of types in every
+    process that compiles (a check with exceptions, about half a second each, never cached); this is its
+    cast and nothing else."""
+    to = dt.instance_type if isinstance(dt, types.NumberClass) else dt.dtype
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C"):
+        return None
+    retty = types.Array(to, 1, "C")
+
+    def codegen(context, builder, signature, args):
+        from numba.core.imputils import impl_ret_borrowed
+        from numba.np.arrayobj import populate_array
+        src = context.make_array(signature.args[0])(context, builder, args[0])
+        size_from = context.get_abi_sizeof(context.get_data_type(arr.dtype))
+        size_to = context.get_abi_sizeof(context.get_data_type(to))
+        nbytes = builder.mul(src.nitems, context.get_constant(types.intp, size_from))
+        out = context.make_array(retty)(context, builder)
+        populate_array(out, data=builder.bitcast(src.data, context.get_data_type(to).as_pointer()),
+                       shape=[builder.udiv(nbytes, context.get_constant(types.intp, size_to))],
+                       strides=[context.get_constant(types.intp, size_to)],
+                       itemsize=context.get_constant(types.intp, size_to), meminfo=src.meminfo, parent=src.parent)
+        return impl_ret_borrowed(context, builder, retty, out._getvalue())
+    return retty(arr, dt), codegen
+
+
+@intrinsic
 def data_ptr(typingctx, arr):
     """The address of an array's data, as int64 (``arr.ctypes.data`` without the ctypes object numba builds
     for every array type, which cost a second of compile in the loop's ctx fill)."""

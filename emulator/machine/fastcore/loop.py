@@ -17,7 +17,7 @@ from .memx import mark_generic, smem_write_ok
 from .scalarx import call_x
 from .atomics import call_atom
 from . import ccall as C
-from .ccall import call_family, call_native, data_ptr
+from .ccall import call_family, call_native, data_ptr, reinterpret
 from .families import NSLOTS as _NSLOTS, OF_OPCODE as _OF_OPCODE, SLOT as _SLOT
 from .wgmmax import call_wg
 from .ldm import matrix_addresses
@@ -289,14 +289,14 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     holds every temporary, then the ctx through which the instruction families find the launch's tables. ``log_src``: the source addresses of
     logged cp.async; ``cpd`` .. ``cpc``: the warp's cp.async records (``cpasync.CpAsyncTable.row``)."""
     a8 = arena
-    a16 = arena.view(np.uint16)
-    a32 = arena.view(np.uint32)
-    a64 = arena.view(np.uint64)
-    addrs = scratch[2].view(np.int64)
+    a16 = reinterpret(arena, np.uint16)
+    a32 = reinterpret(arena, np.uint32)
+    a64 = reinterpret(arena, np.uint64)
+    addrs = reinterpret(scratch[2], np.int64)
     xr = scratch[6]
     xq = scratch[7]
-    qs = scratch[12].view(np.int64)
-    ctx = scratch[C.CTX_ROW:].reshape(C.NCTX).view(np.int64)
+    qs = reinterpret(scratch[12], np.int64)
+    ctx = reinterpret(scratch[C.CTX_ROW:].reshape(C.NCTX), np.int64)
     fill_ctx(ctx, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmaps, mprm, l1, l256, l64k, mlutidx,
              mbuf, mu64, mi64, mflags, mptr, msz, log_src, cpd, cpx, cpg, cpm, cpc)
     pscratch = data_ptr(scratch)
@@ -646,7 +646,7 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
         state[T.S_EXECUTED] = 0
         n0 = state[T.S_NLOG]
         # the warp loop, compiled apart (its address in the ctx: numba does not link a second copy of it here)
-        call_native(scratch[C.CTX_ROW:].reshape(C.NCTX).view(np.int64)[C.K_RUN],
+        call_native(reinterpret(scratch[C.CTX_ROW:].reshape(C.NCTX), np.int64)[C.K_RUN],
                     (code, imm, arenas[w], pcs[w], exited[w], waiting[w], inflight, gtab, state, log_pc, log_addr,
                      log_mask, mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, mptr,
                      msz, log_src, cpd[w], cpx[w], cpg[w], cpm[w], cpc[w]))

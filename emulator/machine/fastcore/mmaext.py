@@ -39,8 +39,8 @@ def entry(em, prow, pimm, parena, n, pscratch):
     mbuf = C.u32_2d(ctx[C.K_MBUF], 16, LANES)
     mu64 = C.u64_1d(ctx[C.K_MU64], ctx[C.K_MU64_N])
     mi64 = C.i64_1d(ctx[C.K_MI64], ctx[C.K_MI64_N])
-    mflags = C.u8_1d(ctx[C.K_MFLAGS], ctx[C.K_MFLAGS_N]).view(np.bool_)
-    a32 = a8.view(np.uint32)
+    mflags = C.reinterpret(C.u8_1d(ctx[C.K_MFLAGS], ctx[C.K_MFLAGS_N]), np.bool_)
+    a32 = C.reinterpret(a8, np.uint32)
     row = C.i64_1d(prow, T.NFIELDS)
     # mma.sync through the same arithmetic as ``ops.mma`` (numerics.gemm_fast), in the entry itself (a call level
     # less for numba to compile)

@@ -31,7 +31,7 @@ def _lut(kind, i, l1, l256, l64k):
 def entry(em, prow, pimm, parena, n, pscratch):
     """The family's C-callable body (ccall.SIG): 1 when an operand or the result needs the reference (an inf or
     NaN, an accumulator overflow; nothing written)."""
-    a32 = C.u8_1d(parena, n).view(np.uint32)
+    a32 = C.reinterpret(C.u8_1d(parena, n), np.uint32)
     ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
     nk = ctx[C.K_MREGS_N]
     row = C.i64_1d(prow, T.NFIELDS)
@@ -45,7 +45,7 @@ def entry(em, prow, pimm, parena, n, pscratch):
     l64k = C.i64_3d(ctx[C.K_L64K], ctx[C.K_L64K_N], 65536, 4)
     u64 = C.u64_1d(ctx[C.K_MU64], ctx[C.K_MU64_N])
     i64 = C.i64_1d(ctx[C.K_MI64], ctx[C.K_MI64_N])
-    redo = C.u8_1d(ctx[C.K_MFLAGS], ctx[C.K_MFLAGS_N]).view(np.bool_)
+    redo = C.reinterpret(C.u8_1d(ctx[C.K_MFLAGS], ctx[C.K_MFLAGS_N]), np.bool_)
     M, N, K = prm[0], prm[1], prm[2]
     mk, kn, mn = M * K, K * N, M * N
     # A, B, C from the registers into u64 (A: m*K + k, then B: k*N + n, then C: m*N + n), as fast._gather
