@@ -20,12 +20,12 @@ import importlib
 from . import table as T
 
 _ALU = (T.MOV, T.ADD, T.SUB, T.MUL_LO, T.MUL_HI, T.MUL_WIDE, T.MAD_LO, T.MAD_HI, T.MAD_WIDE, T.SHL, T.SHR, T.AND,
-        T.OR, T.XOR, T.NOT, T.MIN, T.MAX, T.NEG, T.ABS, T.SETP, T.SELP, T.CVT_II, T.FADD32, T.FSUB32, T.FMUL32,
-        T.FFMA32, T.BFE, T.PRMT, T.TF32_RNA, T.MOV_UNPACK)
+        T.OR, T.XOR, T.NOT, T.MIN, T.MAX, T.NEG, T.ABS, T.SETP, T.SELP, T.CVT_II, T.BFE, T.PRMT, T.MOV_UNPACK)
 
-# name: (module of fastcore holding ``entry``, the opcodes of its rows)
+# name: (module of fastcore holding ``entry``, or "module:function", the opcodes of its rows)
 FAMILIES = {
     "alu": ("alu", _ALU),
+    "alu_f32": ("alu:entry_f32", (T.FADD32, T.FSUB32, T.FMUL32, T.FFMA32, T.TF32_RNA)),
     "float": ("fcall", T.FLOAT_ROWS),
     "shfl": ("shfl", (T.SHFL,)),
     "mma": ("mmax", (T.MMA,)),
@@ -45,7 +45,7 @@ APART = {
 }
 # the order the background compile and ``emulator.warmup()`` compile them in: the cheapest first (CPU seconds of
 # compile on a 2-core machine: alu 6, ldmatrix 1, shfl 1.3, cp.async 2.6, float 6.6, mma 13)
-ORDER = ("alu", "ldmatrix", "shfl", "cpasync", "float", "mma", "mma_ext")
+ORDER = ("alu", "alu_f32", "ldmatrix", "shfl", "cpasync", "float", "mma", "mma_ext")
 
 
 def _base():
@@ -66,7 +66,8 @@ def _entry(name):
     if name in APART:
         module, fn, _ = APART[name]
         return getattr(importlib.import_module(f"{__package__}.{module}"), fn)
-    return importlib.import_module(f"{__package__}.{FAMILIES[name][0]}").entry
+    module, _, fn = FAMILIES[name][0].partition(":")
+    return getattr(importlib.import_module(f"{__package__}.{module}"), fn or "entry")
 
 
 def _sig(name):
