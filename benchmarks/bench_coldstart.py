@@ -15,8 +15,12 @@ compiled, exactly as after ``pip install``. Then, each in its own process:
    child process compiles; the child stops when the process exits (the table says whether it did);
 5. ``python -c "import emulator"`` alone, cache filled.
 
+``--parts`` instead compiles each part of the fast engine alone, each in a new process on a new empty cache
+(after one trivial function, so that numba's own first-use cost is not counted in the part): the warp loop, the
+CTA loop on top of it, every instruction family and every other function compiled apart (``families.APART``).
+
     python benchmarks/bench_coldstart.py [--case triton_matmul|nvcc_gemm|triton_softmax|triton_wgmma|all]
-                                         [--skip-auto]
+                                         [--skip-auto] [--parts]
 """
 import argparse
 import json
@@ -55,8 +59,30 @@ p = warmup._STATE["proc"]
 tr = getattr(m.program(KERNEL), "_fast", None)
 print(json.dumps({"import": t1 - t0, "load_ptx": t2 - t1, "launch": t3 - t2, "total": t3 - t0,
                   "second": t4 - t3, "instructions": r.instructions, "first_fast": first_fast,
-                  "families": list(tr.families) if tr is not None else [],
+                  "families": list(tr.families) + list(tr.apart) if tr is not None else [],
                   "child": p.pid if p is not None else None}))
+"""
+
+PART = r"""
+import json, time, numpy as np
+import emulator.machine.module
+from numba import njit
+from emulator.machine.fastcore import families, warmup
+@njit
+def first(a):
+    return a.sum()
+first(np.zeros(2))
+PART = PARTNAME
+if PART in ("warp loop", "CTA loop"):
+    families.address("alu", warmup.lock())      # (the family of the tiny kernels that make numba compile the loops)
+if PART == "CTA loop":
+    warmup._compile_loops("warp")
+t = time.process_time()
+if PART in ("warp loop", "CTA loop"):
+    warmup._compile_loops("warp" if PART == "warp loop" else "cta")
+else:
+    families.address(PART, warmup.lock())
+print(json.dumps({"cpu": time.process_time() - t}))
 """
 
 CASES = {
@@ -144,11 +170,31 @@ def header():
           f"  families")
 
 
+def parts(tmp):
+    """Each part of the fast engine compiled alone (a new process, a new empty cache): CPU seconds."""
+    sys.path.insert(0, ROOT)
+    from emulator.machine.fastcore import families
+    print("each part compiled alone, CPU seconds (a new process on an empty cache each)")
+    for k, name in enumerate(("warp loop", "CTA loop") + families.ORDER + tuple(families.APART)):
+        root, cache = fresh_install(os.path.join(tmp, f"part{k}"))
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=root, WARPEMU_BACKGROUND_COMPILE="0")
+        out = subprocess.run([sys.executable, "-c", PART.replace("PARTNAME", repr(name))], env=env,
+                             capture_output=True, text=True, cwd=root)
+        got = (f"{json.loads(out.stdout.strip().splitlines()[-1])['cpu']:7.2f}" if out.returncode == 0 else
+               "error: " + (out.stderr.strip().splitlines() or ["?"])[-1])
+        print(f"  {name:12s}{got}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", choices=list(CASES) + ["all"], default="triton_matmul")
     ap.add_argument("--skip-auto", action="store_true", help="leave out the engine='auto' row")
+    ap.add_argument("--parts", action="store_true", help="compile each part of the fast engine alone instead")
     a = ap.parse_args(argv)
+    if a.parts:
+        with tempfile.TemporaryDirectory() as tmp:
+            parts(tmp)
+        return
     cases = list(CASES) if a.case == "all" else [a.case]
     print("CPU seconds (this process and its children), each row a new process")
     header()

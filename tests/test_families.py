@@ -35,7 +35,7 @@ def test_every_opcode_is_run_by_the_loop_or_by_exactly_one_family():
 
 @pytest.mark.parametrize("path,kernel,expect", [
     ("benchmarks/data/triton_matmul.ptx", "matmul_kernel", ["alu", "mma", "ldmatrix"]),
-    ("benchmarks/data/triton_softmax.ptx", "softmax_kernel", ["alu", "float", "shfl"]),
+    ("benchmarks/data/triton_softmax.ptx", "softmax_kernel", ["alu", "alu_f32", "float", "shfl"]),
     ("tests/data/kernels/gemm_tiled.ptx", "gemm_tiled", ["alu", "mma", "ldmatrix", "cpasync"]),
 ])
 def test_a_kernel_needs_the_families_of_its_rows_only(path, kernel, expect):
@@ -61,7 +61,7 @@ def _softmax_case():
 
 @pytest.mark.parametrize("missing,case", [("alu", _gemm_case), ("mma", _gemm_case), ("ldmatrix", _gemm_case),
                                           ("cpasync", _gemm_case), ("float", _softmax_case),
-                                          ("shfl", _softmax_case)])
+                                          ("shfl", _softmax_case), ("alu_f32", _softmax_case)])
 def test_rows_of_a_family_not_compiled_yet_go_to_the_reference_with_the_same_bits(missing, case, monkeypatch):
     path, kernel, grid, block, arrays, scalars, shared = case()
     real = warmup.family
@@ -75,6 +75,103 @@ def test_rows_of_a_family_not_compiled_yet_go_to_the_reference_with_the_same_bit
     ops = set(families.FAMILIES[missing][1])
     rows = [p for p in range(len(tr.code)) if tr.code[p, T.OP] in ops]
     assert rows and sum(int(tr.handed_back[p]) for p in rows) > 0, handback_counts(module.program(kernel))
+
+
+def _tensor_module(want):
+    """A random tensor-core kernel of tests/test_fastcore.py with mma rows of opcode ``want`` (MMA or MMA_X)."""
+    import test_fastcore as F
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        text = F.tensor_kernel(rng)
+        module = load_ptx(text, validate=False)
+        if want in translation(module.program("k")).code[:, T.OP]:
+            return module, F.random_inputs(rng, 32)
+    raise AssertionError("no such kernel")
+
+
+def test_each_mma_form_is_in_the_family_that_compiles_only_its_code():
+    """f16/bf16 (and e4m3/e5m2 before sm_90) decode through the lookup tables with C the first accumulator: MMA,
+    the ``mma`` family; tf32 (decoded arithmetically) and sm_90's fp8 (C added last): MMA_X, ``mma_ext``."""
+    from emulator.machine.fastcore.translate import r_mma  # noqa: F401 (the rule under test)
+    cases = {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32": T.MMA,
+             "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32": T.MMA,
+             "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16": T.MMA,
+             "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32": T.MMA_X,
+             "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32": T.MMA_X}
+    for spelling, op in cases.items():
+        f16acc = ".f16.f16.f16.f16" in spelling
+        d = "{%r0, %r1}" if f16acc else "{%r0, %r1, %r2, %r3}"
+        text = f"""
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k()
+{{
+    .reg .b32 %r<12>;
+    {spelling} {d}, {{%r4, %r5, %r6, %r7}}, {{%r8, %r9}}, {d};
+    ret;
+}}"""
+        tr = translation(load_ptx(text).program("k"))
+        assert list(tr.code[:, T.OP]).count(op) == 1, spelling
+        assert tr.families == [families.OF_OPCODE[op]], spelling
+    assert families.OF_OPCODE[T.MMA] == "mma" and families.OF_OPCODE[T.MMA_X] == "mma_ext"
+
+
+@pytest.mark.parametrize("missing,want", [("mma", T.MMA), ("mma_ext", T.MMA_X)])
+def test_mma_rows_of_a_form_not_compiled_yet_go_to_the_reference(missing, want, monkeypatch):
+    real = warmup.family
+    monkeypatch.setattr(warmup, "family", lambda name, wait=True: 0 if name == missing else real(name, wait))
+    module, arrays = _tensor_module(want)
+    ref, fast, diffs = compare_engines(module, "k", 1, 32, arrays)
+    assert not diffs, diffs
+    tr = translation(module.program("k"))
+    assert tr.mufu_ptr[families.SLOT[missing]] == 0
+    rows = [p for p in range(len(tr.code)) if tr.code[p, T.OP] == want]
+    assert rows and all(tr.handed_back[p] > 0 for p in rows)
+
+
+def _apart_case(name):
+    """(module, block, arrays, scalars) of a kernel whose rows call the function ``name`` of families.APART."""
+    if name in ("xrow", "atom"):
+        import test_fastcore_scalarx as X
+        if name == "atom":
+            return load_ptx(X.ATOM_KERNEL.replace("BODY", X.ATOMS["add.u32"])), 128, X._atom_inputs("add.u32"), ()
+        rng = np.random.default_rng(3)
+        words = rng.integers(0, 1 << 32, size=(32, 4), dtype=np.uint64).astype(np.uint32)
+        return load_ptx(X.form_kernel(X.FORMS["lop3 96"], 1)), 32, [words, np.zeros(32, np.uint32)], ()
+    if name == "hopper":
+        import test_fast_async as H
+        return load_ptx(H.ELECT), 64, [np.zeros(64 * 8, np.uint32)], [0, 0]
+    import test_fastcore_wgmma as WG
+    rng = np.random.default_rng(11)
+    return load_ptx(WG.wgmma_kernel(rng, 6), validate=False), 128, WG._inputs(rng, 128, True), ()
+
+
+@pytest.mark.parametrize("name,op", [("xrow", T.XROW), ("atom", T.ATOM), ("hopper", T.HOPX), ("wgmma", T.WGMMA)])
+def test_the_functions_compiled_apart_are_bound_as_the_families(name, op, monkeypatch):
+    """xcall.py's, hopcall.py's and wgcall.py's functions come through ``warmup.family`` (the compile lock, and
+    engine="auto" never compiles them while another process compiles): while one is missing its rows go to
+    the reference executors (a wgmma kernel's CTAs to the Python scheduler), with the same bits."""
+    module, block, arrays, scalars = _apart_case(name)
+    tr = translation(module.program("k"))
+    assert name in tr.apart and op in tr.code[:, T.OP]
+    real = warmup.family
+    monkeypatch.setattr(warmup, "family", lambda n, wait=True: 0 if n == name else real(n, wait))
+    ref, fast, diffs = compare_engines(module, "k", 1, block, arrays, scalars)
+    assert not diffs, diffs
+    assert tr.mufu_ptr[families.APART_SLOT[name]] == 0
+    rows = [p for p in range(len(tr.code)) if tr.code[p, T.OP] == op and (op != T.HOPX or tr.code[p, T.X] != 0)]
+    assert rows and sum(int(tr.handed_back[p]) for p in rows) > 0
+    monkeypatch.setattr(warmup, "family", real)
+    ref, fast, diffs = compare_engines(module, "k", 1, block, arrays, scalars)     # bound by the next launch
+    assert not diffs, diffs
+    assert tr.mufu_ptr[families.APART_SLOT[name]] != 0
+
+
+def test_the_apart_slots_are_the_loops():
+    from emulator.machine.fastcore import loop
+    assert families.APART_SLOT == {"xrow": loop.XSLOT, "atom": loop.ASLOT, "wgmma": loop.WSLOT,
+                                   "hopper": loop.HSLOT}
 
 
 def test_a_family_filled_later_is_used_by_the_next_launch(monkeypatch):
@@ -117,6 +214,6 @@ def test_a_compiled_family_is_found_in_the_cache():
 def test_the_cache_guard_sees_every_family_module():
     """numerics/jitcache.guard drops the cached functions of the files that say ``cache=True`` when the sources
     change: a family module must say it, or its cached function would outlive an update of what it inlines."""
-    for module, _ in families.FAMILIES.values():
-        with open(os.path.join(ROOT, "emulator", "machine", "fastcore", f"{module}.py"), "rb") as f:
+    for module, _ in list(families.FAMILIES.values()) + [(m, None) for m, _, _ in families.APART.values()]:
+        with open(os.path.join(ROOT, "emulator", "machine", "fastcore", f"{module.split(':')[0]}.py"), "rb") as f:
             assert b"cache=True" in f.read(), module

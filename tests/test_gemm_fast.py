@@ -295,3 +295,25 @@ def test_the_binary64_truncation_branch(tmp_path):
                         "exact_edges or panels or subnormal or zeros or overflow or transposed"],
                        env=env, cwd=root, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def test_the_decode_tables_are_decode_of_every_code():
+    """build_lut (numpy, run at a translation before anything is compiled) gives, for every code of the 8- and
+    16-bit formats, what the jitted decode and _decode_matrix_arith give; a wrong table would be caught."""
+    from emulator.numerics import fast
+    from emulator.numerics.params import FORMATS
+    for name, f in FORMATS.items():
+        if f.width > 16:
+            assert G.build_lut(name).shape == (1, 4)
+            continue
+        codes = np.arange(1 << f.width, dtype=np.uint64).reshape(1, -1)
+        S = np.empty((1, codes.size), np.int64)
+        q, t = np.empty_like(S), np.empty_like(S)
+        G._decode_matrix_arith(codes, f.code, S, q, t, np.zeros(codes.size, np.bool_), False)
+        kind = np.array([fast.decode(int(x), f.code)[0] for x in codes[0]], np.int64)
+        want = np.stack([S[0], q[0], t[0], kind], axis=1)
+        got = G.build_lut(name)
+        assert got.dtype == np.int64 and got.flags.c_contiguous and np.array_equal(got, want), name
+        bad = got.copy()
+        bad[1, 2] += 1
+        assert not np.array_equal(bad, want)

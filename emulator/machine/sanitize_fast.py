@@ -109,10 +109,8 @@ class SanFastLaunch(FastLaunch):
                 self.pkind[pc] = 3
                 self.pnb[pc] = 16
                 self.pew[pc] = 16
-            elif opc in (T.NOP, T.CPASYNC, T.CP_COMMIT, T.CP_WAIT, T.STMATRIX, T.WGMMA) or (
-                    opc == T.XROW and ins is not None and ins.base == "bar"):
-                row[T.OP] = T.SLOW              # bar.warp.sync: the sanitizer's warp_sync edge; wgmma: the reference
-                #                                 checks the async proxy's reads
+            elif opc in (T.NOP, T.CPASYNC, T.CP_COMMIT, T.CP_WAIT, T.STMATRIX, T.WGMMA):
+                row[T.OP] = T.SLOW              # wgmma: the reference checks the async proxy's reads
             elif opc == T.BAR:
                 self.pkind[pc] = K_BAR
                 self.pbid[pc] = int(row[T.X])

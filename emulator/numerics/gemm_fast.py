@@ -27,12 +27,32 @@ def build_lut(fmt):
     f = FORMATS[fmt]
     if f.width > 16:
         return np.zeros((1, 4), np.int64)
-    codes = np.arange(1 << f.width, dtype=np.uint64).reshape(1, -1)
-    S = np.empty((1, codes.size), np.int64); q = np.empty_like(S); t = np.empty_like(S)
-    sp = np.zeros(codes.size, np.bool_)
-    _decode_matrix_arith(codes, f.code, S, q, t, sp, False)
-    kind = np.array([fast.decode(int(x), f.code)[0] for x in codes[0]], np.int64)
-    return np.ascontiguousarray(np.stack([S[0], q[0], t[0], kind], axis=1))
+    # fast.decode over every code, in numpy (the table is built at a translation, before anything is compiled;
+    # tests/test_gemm_fast.py checks it against decode)
+    eb, mb, _ = fast.fmt_info.py_func(f.code)
+    x = np.arange(1 << f.width, dtype=np.int64)
+    sign = (x >> (f.width - 1)) & 1
+    e = (x >> mb) & ((1 << eb) - 1)
+    frac = x & ((1 << mb) - 1)
+    emaxf, bias = (1 << eb) - 1, (1 << (eb - 1)) - 1
+    if f.code == 4:                     # e4m3: no infinities, S.1111.111 is NaN
+        kind = np.where((e == emaxf) & (frac == (1 << mb) - 1), fast.NAN, fast.NUM)
+    else:
+        kind = np.where(e == emaxf, np.where(frac != 0, fast.NAN, fast.INF), fast.NUM)
+    M = np.where(e == 0, frac, (1 << mb) | frac)
+    q = np.where(e == 0, 1 - bias - mb, e - bias - mb)
+    t = np.where(e == 0, 1 - bias, e - bias)
+    if f.code in (4, 5):                # the 8-bit formats: the nominal exponent of the leading bit
+        bl = np.zeros_like(M)
+        for k in range(16):
+            bl = np.where(M >> k != 0, k + 1, bl)
+        t = np.where(M != 0, np.maximum(q + bl - 1, -14), t)
+    zero = (kind != fast.NUM) | (M == 0)
+    M = np.where(kind != fast.NUM, 0, M)
+    S = np.where(sign == 1, -M, M)
+    q = np.where(zero, fast.ZQ, q)
+    t = np.where(zero, fast.ZQ, t)
+    return np.ascontiguousarray(np.stack([S, q, t, kind], axis=1).astype(np.int64))
 
 
 @njit(cache=True)
@@ -607,7 +627,7 @@ def _tc_gemm_numpy(abits, bbits, cbits, op):
 # ------------------------------------------------------------------------------------------------
 # register-level batches of tensor-core instructions (MmaOp.execute_batch): the same block code on
 # one instruction's tile
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _trunc_c(cS, cq, F, emax):
     """The accumulator truncated toward zero F bits below 2**emax."""
     sh = cq + F - emax
@@ -616,7 +636,7 @@ def _trunc_c(cS, cq, F, emax):
     return -mg if cS < 0 else mg
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _term(pr, r):
     """One product truncated toward zero: (|pr| << PRE) >> r, with pr's sign."""
     msk = pr >> 63

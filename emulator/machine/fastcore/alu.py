@@ -166,17 +166,17 @@ def entry(em, prow, pimm, parena, n, pscratch):
     row = C.i64_1d(prow, T.NFIELDS)
     imrow = C.u64_1d(pimm, T.NIMM)
     scratch = C.u64_2d(pscratch, NSCRATCH, LANES)
-    a16, a32, a64 = a8.view(np.uint16), a8.view(np.uint32), a8.view(np.uint64)
+    a16, a32, a64 = C.reinterpret(a8, np.uint16), C.reinterpret(a8, np.uint32), C.reinterpret(a8, np.uint64)
     opc = row[T.OP]
     if opc == T.MOV_UNPACK:
         _movunpack(row, imrow, em, a8, a16, a32, a64, scratch[3], scratch[6])
         return 0
     # the ALU rows (one function with the entry: a call level less for numba to compile)
     xa, xb, xc, xr, xq = scratch[3], scratch[4], scratch[5], scratch[6], scratch[7]
-    fu32 = scratch[0].view(np.uint32)
-    ff32 = fu32.view(np.float32)
+    fu32 = C.reinterpret(scratch[0], np.uint32)
+    ff32 = C.reinterpret(fu32, np.float32)
     fu64 = scratch[1]
-    ff64 = fu64.view(np.float64)
+    ff64 = C.reinterpret(fu64, np.float64)
     w = row[T.W]
     sgn = row[T.SGN]
     mk = _mask(w)
@@ -240,14 +240,6 @@ def entry(em, prow, pimm, parena, n, pscratch):
             if sgn and ln != 0 and (x >> np.uint64(min(pos + ln - 1, w - 1))) & U1:
                 field |= ~keep & mk
             xr[lane] = field
-    elif opc == T.TF32_RNA:                       # ops.cvt_narrow._to_tf32, rna
-        for lane in range(LANES):
-            x = xa[lane]
-            r = (x if (x & np.uint64(0x7FFFFFFF)) >= np.uint64(0x7F800000) else x + np.uint64(0x1000)) \
-                & np.uint64(0xFFFFE000)
-            if row[T.X] == 1 and (r & np.uint64(0x7FFFFFFF)) >= np.uint64(0x7F800000):
-                r -= np.uint64(0x2000)
-            xr[lane] = r
     elif opc == T.PRMT:                           # ops.intx.compile_prmt, no mode
         _gather(eb, I32, I0, xb, a8, a16, a32, a64, imrow)
         _gather(ec, I32, I0, xc, a8, a16, a32, a64, imrow)
@@ -331,27 +323,58 @@ def entry(em, prow, pimm, parena, n, pscratch):
                 else:
                     lt = x < y
                 xr[lane] = x if lt == (opc == T.MIN) else y
-        elif opc == T.SELP:
+        else:                                       # SELP
             _gather(ec, I1, I0, xc, a8, a16, a32, a64, imrow)
             cneg = row[T.CNEG] == 1
             for lane in range(LANES):
                 xr[lane] = xa[lane] if (xc[lane] != U0) != cneg else xb[lane]
-        else:                                        # binary32 arithmetic
-            if opc == T.FFMA32:
-                _gather(ec, w, sgn, xc, a8, a16, a32, a64, imrow)
-            for lane in range(LANES):
-                fu32[0] = np.uint32(xa[lane])
-                fu32[1] = np.uint32(xb[lane])
-                fa, fb = ff32[0], ff32[1]
-                if opc == T.FADD32:
-                    fr = fa + fb
-                elif opc == T.FSUB32:
-                    fr = fa - fb
-                elif opc == T.FMUL32:
-                    fr = fa * fb
-                else:
-                    fu32[3] = np.uint32(xc[lane])
-                    fr = _ffma32(fa, fb, ff32[3], fu64, ff64)
-                xr[lane] = _f32bits(fr, fu32, ff32)
     _scatter(row[T.D], xr, em, tw, sgn, a8, a16, a32, a64)
+    return 0
+
+
+def entry_f32(em, prow, pimm, parena, n, pscratch):
+    """The ``alu_f32`` family's C-callable body (ccall.SIG): add/sub/mul/fma .rn.f32 (FADD32 .. FFMA32) and
+    cvt.rna{.satfinite}.tf32.f32 (TF32_RNA), a family apart so that kernels without them (an f16 matmul's
+    integer address arithmetic) do not compile their code."""
+    a8 = C.u8_1d(parena, n)
+    row = C.i64_1d(prow, T.NFIELDS)
+    imrow = C.u64_1d(pimm, T.NIMM)
+    scratch = C.u64_2d(pscratch, NSCRATCH, LANES)
+    a16, a32, a64 = C.reinterpret(a8, np.uint16), C.reinterpret(a8, np.uint32), C.reinterpret(a8, np.uint64)
+    opc = row[T.OP]
+    xa, xb, xc, xr = scratch[3], scratch[4], scratch[5], scratch[6]
+    fu32 = C.reinterpret(scratch[0], np.uint32)
+    ff32 = C.reinterpret(fu32, np.float32)
+    fu64 = scratch[1]
+    ff64 = C.reinterpret(fu64, np.float64)
+    w = row[T.W]
+    sgn = row[T.SGN]
+    _gather(row[T.A], w, sgn, xa, a8, a16, a32, a64, imrow)
+    if opc == T.TF32_RNA:                           # ops.cvt_narrow._to_tf32, rna
+        for lane in range(LANES):
+            x = xa[lane]
+            r = (x if (x & np.uint64(0x7FFFFFFF)) >= np.uint64(0x7F800000) else x + np.uint64(0x1000)) \
+                & np.uint64(0xFFFFE000)
+            if row[T.X] == 1 and (r & np.uint64(0x7FFFFFFF)) >= np.uint64(0x7F800000):
+                r -= np.uint64(0x2000)
+            xr[lane] = r
+    else:                                           # binary32 arithmetic
+        _gather(row[T.B], w, sgn, xb, a8, a16, a32, a64, imrow)
+        if opc == T.FFMA32:
+            _gather(row[T.C], w, sgn, xc, a8, a16, a32, a64, imrow)
+        for lane in range(LANES):
+            fu32[0] = np.uint32(xa[lane])
+            fu32[1] = np.uint32(xb[lane])
+            fa, fb = ff32[0], ff32[1]
+            if opc == T.FADD32:
+                fr = fa + fb
+            elif opc == T.FSUB32:
+                fr = fa - fb
+            elif opc == T.FMUL32:
+                fr = fa * fb
+            else:
+                fu32[3] = np.uint32(xc[lane])
+                fr = _ffma32(fa, fb, ff32[3], fu64, ff64)
+            xr[lane] = _f32bits(fr, fu32, ff32)
+    _scatter(row[T.D], xr, em, w, sgn, a8, a16, a32, a64)
     return 0

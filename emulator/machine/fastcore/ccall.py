@@ -28,7 +28,9 @@ NCTX = (NSCRATCH - CTX_ROW) * 32
  K_MREGS, K_MREGS_N, K_MMAPS, K_MMAPS_W, K_MPRM, K_MPRM_W, K_L1, K_L1_N, K_L256, K_L256_N, K_L64K, K_L64K_N,
  K_MLUTIDX, K_MBUF, K_MU64, K_MU64_N, K_MI64, K_MI64_N, K_MFLAGS, K_MFLAGS_N,
  K_LOG_PC, K_LOG_N, K_LOG_ADDR, K_LOG_W, K_LOG_MASK, K_LOG_SRC, K_LOG_SRC_W,
- K_CPD, K_CPX, K_CPG, K_CPM, K_CPC, K_CP_R, K_P, K_NLOG, K_OPC) = range(44)
+ K_CPD, K_CPX, K_CPG, K_CPM, K_CPC, K_CP_R, K_P, K_NLOG, K_OPC, K_RUN) = range(45)
+# K_RUN: the address of the compiled warp loop (``loop.run``), which the CTA loop calls (``call_native``); set by
+# the engine (``engine.warp_loop_address``), never by ``loop.fill_ctx``
 
 SIG = types.int64(*([types.int64] * 6))      # (em, row, imm_row, arena, arena_bytes, scratch): addresses as int64
 
@@ -43,6 +45,32 @@ def call_family(typingctx, fn, em, prow, pimm, parena, n, pscratch):
         i64 = ir.IntType(64)
         f = builder.inttoptr(args[0], ir.FunctionType(i64, [i64] * 6).as_pointer())
         return builder.call(f, list(args[1:]))
+    return sig, codegen
+
+
+@intrinsic
+def call_native(typingctx, fn, args):
+    """Call the numba-compiled function at the address ``fn`` (int64) with the arguments of the tuple ``args``, in
+    numba's own calling convention; it returns nothing (its status is not looked at). The CTA loop calls the warp
+    loop this way (``loop.run_cta``): numba then does not link a second copy of the warp loop's code into it, which
+    cost LLVM as much again as the warp loop itself. The address must be that of a compilation for exactly these
+    argument types (``engine.warp_loop_address`` types the same arrays)."""
+    sig = types.none(fn, args)
+
+    def codegen(context, builder, signature, llargs):
+        from numba.core import cgutils
+        from numba.core.callconv import excinfo_t
+        argtys = list(signature.args[1].types)
+        cc = context.call_conv
+        fnty = cc.get_function_type(types.none, argtys)
+        f = builder.inttoptr(llargs[0], fnty.as_pointer())
+        retty = context.data_model_manager[types.none].get_return_type()
+        ret = cgutils.alloca_once(builder, retty)
+        builder.store(cgutils.get_null_value(retty), ret)
+        exc = cgutils.alloca_once(builder, ir.PointerType(excinfo_t))
+        vals = [builder.extract_value(llargs[1], i) for i in range(len(argtys))]
+        builder.call(f, [ret, exc] + list(cc._get_arg_packer(argtys).as_arguments(builder, vals)))
+        return context.get_dummy_value()
     return sig, codegen
 
 
@@ -91,6 +119,33 @@ u32_2d = _array_at(types.uint32, 2)
 u64_2d = _array_at(types.uint64, 2)
 i64_3d = _array_at(types.int64, 3)
 u64_3d = _array_at(types.uint64, 3)
+
+
+@intrinsic
+def reinterpret(typingctx, arr, dt):
+    """``arr.view(dt)`` of a one-dimensional C-contiguous array: the same bytes as elements of ``dt`` (the
+    length in bytes a multiple of its size). numba compiles its own ``view`` once per pair of types in every
+    process that compiles (a check with exceptions, about half a second each, never cached); this is its
+    cast and nothing else."""
+    to = dt.instance_type if isinstance(dt, types.NumberClass) else dt.dtype
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C"):
+        return None
+    retty = types.Array(to, 1, "C")
+
+    def codegen(context, builder, signature, args):
+        from numba.core.imputils import impl_ret_borrowed
+        from numba.np.arrayobj import populate_array
+        src = context.make_array(signature.args[0])(context, builder, args[0])
+        size_from = context.get_abi_sizeof(context.get_data_type(arr.dtype))
+        size_to = context.get_abi_sizeof(context.get_data_type(to))
+        nbytes = builder.mul(src.nitems, context.get_constant(types.intp, size_from))
+        out = context.make_array(retty)(context, builder)
+        populate_array(out, data=builder.bitcast(src.data, context.get_data_type(to).as_pointer()),
+                       shape=[builder.udiv(nbytes, context.get_constant(types.intp, size_to))],
+                       strides=[context.get_constant(types.intp, size_to)],
+                       itemsize=context.get_constant(types.intp, size_to), meminfo=src.meminfo, parent=src.parent)
+        return impl_ret_borrowed(context, builder, retty, out._getvalue())
+    return retty(arr, dt), codegen
 
 
 @intrinsic

@@ -299,15 +299,15 @@ def entry(em, prow, pimm, parena, n, pscratch):
     s = C.u64_2d(pscratch, C.NSCRATCH, LANES)
     ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
     cap, r = ctx[C.K_LOG_N], ctx[C.K_CP_R]
-    got = cp_step(row[T.OP], row, C.u64_1d(pimm, T.NIMM), em, ctx[C.K_P], ctx[C.K_NLOG], a8.view(np.uint32),
-                  a8.view(np.uint64), C.i32_1d(ctx[C.K_INFLIGHT], ctx[C.K_INFLIGHT_N]),
+    got = cp_step(row[T.OP], row, C.u64_1d(pimm, T.NIMM), em, ctx[C.K_P], ctx[C.K_NLOG], C.reinterpret(a8, np.uint32),
+                  C.reinterpret(a8, np.uint64), C.i32_1d(ctx[C.K_INFLIGHT], ctx[C.K_INFLIGHT_N]),
                   C.i64_2d(ctx[C.K_GTAB], ctx[C.K_GTAB_N], 3), C.i64_1d(ctx[C.K_STATE], T.NSTATE),
                   C.i64_1d(ctx[C.K_LOG_PC], cap), C.i64_2d(ctx[C.K_LOG_ADDR], cap, ctx[C.K_LOG_W]),
                   C.i64_1d(ctx[C.K_LOG_MASK], cap), C.i64_2d(ctx[C.K_LOG_SRC], cap, ctx[C.K_LOG_SRC_W]),
                   C.i64_2d(ctx[C.K_CPD], r, LANES), C.u64_3d(ctx[C.K_CPX], r, LANES, 2),
                   C.i64_2d(ctx[C.K_CPG], r, LANES), C.i64_2d(ctx[C.K_CPM], r, 2),
-                  C.i64_1d(ctx[C.K_CPC], LANES + 1), s[2].view(np.int64), s[10].view(np.int64),
-                  s[11].view(np.int64), s[7].view(np.int64))
+                  C.i64_1d(ctx[C.K_CPC], LANES + 1), C.reinterpret(s[2], np.int64), C.reinterpret(s[10], np.int64),
+                  C.reinterpret(s[11], np.int64), C.reinterpret(s[7], np.int64))
     if got < 0:
         return 1
     ctx[C.K_NLOG] = got

@@ -214,6 +214,27 @@ def _special_slots(tr):
     return got
 
 
+_RUN_ADDRESS = {}
+
+
+def warp_loop_address(args):
+    """The address of the warp loop (``loop.run``) compiled for the types of ``args`` (one warp's arguments, as
+    the CTA loop passes them: compiled or loaded from numba's cache now), which the CTA loop calls
+    (``ccall.call_native``)."""
+    from numba import typeof
+    from .loop import run
+    sig = tuple(typeof(a) for a in args)
+    got = _RUN_ADDRESS.get(sig)
+    if got is None:
+        if sig not in run.overloads:
+            run.compile(sig)
+        cres = run.overloads[sig]
+        got = _RUN_ADDRESS[sig] = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+        if not got:
+            raise AssertionError("the fast engine's warp loop has no address")
+    return got
+
+
 class FastLaunch:
     """What every warp of one launch shares: the translation, the global-memory table, the loop's state
     vector and shared-memory log (emptied after every run of the loop)."""
@@ -235,6 +256,7 @@ class FastLaunch:
          self.log_src) = bufs.arrays
         self.state[:] = 0
         self.lanes = _LANE_IDS
+        self.run_address = None          # the warp loop's, for the CTA loop (FastCTA.run)
         # constant special registers: one fancy-indexed store per warp fills them all
         self.special_names, self.special_index = _special_slots(tr)
 
@@ -253,7 +275,12 @@ class FastLaunch:
     def cta_arrays(self, nwarps):
         """A CTA loop's arrays for ``nwarps`` warps (``FastCTA``; ``bind`` it once the warps exist) when the
         translation allows the CTA loop (``Translation.cta_ok``), else None."""
-        return FastCTA(self, nwarps) if self.tr.cta_ok else None
+        from .families import APART_SLOT
+        tr = self.tr
+        # a kernel with wgmma needs wgcall.py's function in the CTA loop: until it is compiled (engine="auto" while
+        # another process compiles), its CTAs run on the Python scheduler, which hands the wgmma rows back
+        ok = tr.cta_ok and (tr.wg is None or tr.mufu_ptr[APART_SLOT["wgmma"]] != 0)
+        return FastCTA(self, nwarps) if ok else None
 
 
 class FastWarp:
@@ -440,6 +467,7 @@ class FastCTA:
         """Run the CTA to its end; the instructions the loop hands back run through ``cta._step``. Returns None,
         or (warp, parked, progressed) when a spin check held lanes back or parked a warp: the scheduler of
         ``machine.cta`` then goes on from that warp, with the barrier state handed over (``_handoff``)."""
+        from .ccall import CTX_ROW, K_RUN
         fl = self.launch
         run_cta = fl._run_cta
         tr = fl.tr
@@ -469,6 +497,14 @@ class FastCTA:
             st[T.S_SMEM_SIZE] = cta.smem.size
             st[T.S_PARAM_SIZE] = ws[0].param.shape[1]
             self._enter(cta)
+            if fl.run_address is None:          # the warp loop run_cta calls through its address (ccall.K_RUN)
+                fl.run_address = warp_loop_address(
+                    (tr.code, tr.imm, self.arenas[0], self.pcs[0], self.exited[0], self.waiting[0], cta.smem_inflight,
+                     fl.gtab, st, fl.log_pc, fl.log_addr, fl.log_mask, tr.mma_regs, tr.mma_maps, tr.mma_prm,
+                     *tr.mma_luts, tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags,
+                     tr.mufu_ptr, tr.mufu_size, fl.log_src, cp.dst[0], cp.data[0], cp.group[0], cp.meta[0],
+                     cp.count[0]))
+            fl.scratch[CTX_ROW:].reshape(-1).view(np.int64)[K_RUN] = fl.run_address
             run_cta(tr.code, tr.imm, self.arenas, self.pcs, self.exited, self.waiting, cta.smem_inflight, fl.gtab,
                     st, fl.log_pc, fl.log_addr, fl.log_mask, self.log_warp, tr.mma_regs, tr.mma_maps, tr.mma_prm,
                     *tr.mma_luts, tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags,

@@ -10,7 +10,8 @@ which define the result anyway.
 
 A family is compiled (or loaded from numba's cache) the first time a kernel needs it, under the compile lock,
 as numba compiles each function once per machine (``warmup.family``: with ``engine="auto"`` it never compiles
-while another process, the background compile, holds the lock).
+while another process, the background compile, holds the lock). The other functions compiled apart from the loops
+(``APART``: xcall.py's two, hopcall.py's, wgcall.py's) go the same way.
 """
 from __future__ import annotations
 
@@ -19,22 +20,33 @@ import importlib
 from . import table as T
 
 _ALU = (T.MOV, T.ADD, T.SUB, T.MUL_LO, T.MUL_HI, T.MUL_WIDE, T.MAD_LO, T.MAD_HI, T.MAD_WIDE, T.SHL, T.SHR, T.AND,
-        T.OR, T.XOR, T.NOT, T.MIN, T.MAX, T.NEG, T.ABS, T.SETP, T.SELP, T.CVT_II, T.FADD32, T.FSUB32, T.FMUL32,
-        T.FFMA32, T.BFE, T.PRMT, T.TF32_RNA, T.MOV_UNPACK)
+        T.OR, T.XOR, T.NOT, T.MIN, T.MAX, T.NEG, T.ABS, T.SETP, T.SELP, T.CVT_II, T.BFE, T.PRMT, T.MOV_UNPACK)
 
-# name: (module of fastcore holding ``entry``, the opcodes of its rows)
+# name: (module of fastcore holding ``entry``, or "module:function", the opcodes of its rows)
 FAMILIES = {
     "alu": ("alu", _ALU),
+    "alu_f32": ("alu:entry_f32", (T.FADD32, T.FSUB32, T.FMUL32, T.FFMA32, T.TF32_RNA)),
     "float": ("fcall", T.FLOAT_ROWS),
     "shfl": ("shfl", (T.SHFL,)),
     "mma": ("mmax", (T.MMA,)),
+    "mma_ext": ("mmaext", (T.MMA_X,)),
     "ldmatrix": ("ldm", (T.LDMATRIX,)),
     "cpasync": ("cpasync", (T.CPASYNC, T.CP_COMMIT, T.CP_WAIT)),
 }
 NAMES = tuple(FAMILIES)
-# the order the background compile and ``emulator.warmup()`` compile them in: the cheapest first (CPU seconds of
-# compile on a 2-core machine: alu 6, ldmatrix 1, shfl 1.3, cp.async 2.6, float 6.6, mma 13)
-ORDER = ("alu", "ldmatrix", "shfl", "cpasync", "float", "mma")
+# the other functions compiled apart from the loops, with signatures of their own, in fixed slots of the pointer
+# array (loop.XSLOT, ASLOT, WSLOT, HSLOT): name: (module of fastcore, function, the module's signature attribute).
+# They are compiled, loaded and waited for exactly as the families are (``address``, ``warmup.family``).
+APART = {
+    "xrow": ("xcall", "x_c", "X_SIG"),          # XROW: integer, bit, half, f64, conversion, collective rows
+    "atom": ("xcall", "atom_c", "ATOM_SIG"),    # ATOM: atom/red
+    "hopper": ("hopcall", "hop_c", "SIG"),      # HOPX: mbarriers, elect.sync, mapa, tensormap.replace, fences
+    "wgmma": ("wgcall", "wg_c", "SIG"),         # WGMMA in the CTA loop
+}
+# the order the background compile and ``emulator.warmup()`` compile them in: the most used and cheapest first
+# (CPU seconds of compile, each alone, on a 2-core machine: alu 5.1, alu_f32 1.5, ldmatrix 1.4, shfl 1.9,
+# cp.async 2.3, float 5.2, mma 3.5, mma_ext 9.8; then APART: xrow 17.5, atom 3.4, hopper 9.5, wgmma 42)
+ORDER = ("alu", "alu_f32", "ldmatrix", "shfl", "cpasync", "float", "mma", "mma_ext")
 
 
 def _base():
@@ -44,14 +56,27 @@ def _base():
 
 BASE = _base()          # the first family slot of the pointer array (after the MUFU tables and xcall's two)
 SLOT = {name: BASE + i for i, name in enumerate(NAMES)}
-NSLOTS = BASE + len(NAMES)              # the pointer array's length
+NSLOTS = BASE + len(NAMES)              # the pointer array's length (then wgcall's and hopcall's slots)
+APART_SLOT = {"xrow": BASE - 2, "atom": BASE - 1, "wgmma": NSLOTS, "hopper": NSLOTS + 1}
 OF_OPCODE = {op: name for name, (_, ops) in FAMILIES.items() for op in ops}
 
 _CFUNCS: dict = {}
 
 
 def _entry(name):
-    return importlib.import_module(f"{__package__}.{FAMILIES[name][0]}").entry
+    if name in APART:
+        module, fn, _ = APART[name]
+        return getattr(importlib.import_module(f"{__package__}.{module}"), fn)
+    module, _, fn = FAMILIES[name][0].partition(":")
+    return getattr(importlib.import_module(f"{__package__}.{module}"), fn or "entry")
+
+
+def _sig(name):
+    if name in APART:
+        module, _, sig = APART[name]
+        return getattr(importlib.import_module(f"{__package__}.{module}"), sig)
+    from .ccall import SIG
+    return SIG
 
 
 def cached(name) -> bool:
@@ -61,20 +86,21 @@ def cached(name) -> bool:
     try:
         from numba.core.caching import FunctionCache
         from numba.core.registry import cpu_target
-        from .ccall import SIG
         cache = FunctionCache(_entry(name))
         index = cache._cache_file._load_index()
-        return cache._index_key(SIG, cpu_target.target_context.codegen()) in index
+        return cache._index_key(_sig(name), cpu_target.target_context.codegen()) in index
     except Exception:                      # noqa: BLE001 (an unreadable or foreign cache: treat as absent)
         return False
 
 
 def _compile(name):
     from numba import cfunc
-    from .ccall import SIG
     c = _CFUNCS.get(name)
     if c is None:
-        c = _CFUNCS[name] = cfunc(SIG, cache=True, nopython=True, _nrt=False)(_entry(name))
+        # the families run without numba's reference-counting runtime, as the loops do; the others (which make
+        # their arrays with numba.carray) with it
+        opts = {} if name in APART else {"_nrt": False}
+        c = _CFUNCS[name] = cfunc(_sig(name), cache=True, nopython=True, **opts)(_entry(name))
     return c
 
 

@@ -19,7 +19,7 @@ NTAB = len(TABLES)
 def entry(em, prow, pimm, parena, n, pscratch):
     """The family's C-callable body (ccall.SIG)."""
     a8 = C.u8_1d(parena, n)
-    a16, a32, a64 = a8.view(np.uint16), a8.view(np.uint32), a8.view(np.uint64)
+    a16, a32, a64 = C.reinterpret(a8, np.uint16), C.reinterpret(a8, np.uint32), C.reinterpret(a8, np.uint64)
     row = C.i64_1d(prow, T.NFIELDS)
     imrow = C.u64_1d(pimm, T.NIMM)
     s = C.u64_2d(pscratch, C.NSCRATCH, LANES)

@@ -1,10 +1,11 @@
 """The HOPX rows (``asyncx.py``), operand reads and register writes included, as one C-callable function compiled
 apart from the loops (as ``xcall.py`` does for XROW and ATOM): the loops call ``hop_c`` through its address
-(``asyncx.call_hop``). Importing this module compiles it (or loads it from numba's cache); the translation imports
-it only for kernels with such a row, and the background warm-up (``warmup.py``) compiles it beside the loops.
+(``asyncx.call_hop``). ``families.py`` compiles it (or loads it from numba's cache) as it does the instruction
+families ("hopper"): only for kernels with such a row, under the compile lock, and with ``engine="auto"`` never
+while another process compiles (the rows go to the reference executors until then).
 """
 import numpy as np
-from numba import carray, cfunc, njit, types
+from numba import carray, njit, types
 
 from . import table as T
 from .asyncx import (COUNT_MAX, K_ELECT, K_WARPSYNC, K_TMCOPY, global_find, K_FENCE_ASYNC, K_MAPA, K_MB_ARRIVE, K_MB_TX, K_MB_WAIT, K_TMREPLACE, LANES,
@@ -184,11 +185,12 @@ def hop_rows(row, imrow, em, state, a8, a16, a32, a64, scratch):
     return 0
 
 
-@cfunc(types.int64(types.int64, _PI64, _PI64, _P64, _P8, types.int64, _P64), cache=True, nopython=True)
+# compiled by families.py (cfunc with SIG, cache=True), when a kernel first has such a row, under the compile lock
+SIG = types.int64(types.int64, _PI64, _PI64, _P64, _P8, types.int64, _P64)
+
+
 def hop_c(em, pstate, prow, pimm, parena, n, pscratch):
     a8 = carray(parena, n)
     return hop_rows(carray(prow, T.NFIELDS), carray(pimm, T.NIMM), em, carray(pstate, T.NSTATE), a8,
                     a8.view(np.uint16), a8.view(np.uint32), a8.view(np.uint64), carray(pscratch, (13, 32)))
 
-
-ADDRESS = hop_c.address

@@ -75,6 +75,6 @@ def entry(em, prow, pimm, parena, n, pscratch):
     state = C.i64_1d(ctx[C.K_STATE], T.NSTATE)
     inflight = C.i32_1d(ctx[C.K_INFLIGHT], ctx[C.K_INFLIGHT_N])
     mtmp = C.u32_2d(pscratch + 8 * 8 * LANES, 4, LANES)           # scratch rows 8 and 9
-    ok = _ldmatrix(C.i64_1d(prow, T.NFIELDS), C.u64_1d(pimm, T.NIMM), a8, a8.view(np.uint16), a8.view(np.uint32),
-                   a8.view(np.uint64), inflight, state, s[2].view(np.int64), s[6], mtmp)
+    ok = _ldmatrix(C.i64_1d(prow, T.NFIELDS), C.u64_1d(pimm, T.NIMM), a8, C.reinterpret(a8, np.uint16), C.reinterpret(a8, np.uint32),
+                   C.reinterpret(a8, np.uint64), inflight, state, C.reinterpret(s[2], np.int64), s[6], mtmp)
     return 0 if ok else 1

@@ -17,7 +17,7 @@ from .memx import mark_generic, smem_write_ok
 from .scalarx import call_x
 from .atomics import call_atom
 from . import ccall as C
-from .ccall import call_family, data_ptr
+from .ccall import call_family, call_native, data_ptr, reinterpret
 from .families import NSLOTS as _NSLOTS, OF_OPCODE as _OF_OPCODE, SLOT as _SLOT
 from .wgmmax import call_wg
 from .ldm import matrix_addresses
@@ -38,6 +38,7 @@ FAMSLOT = np.full(128, -1, np.int64)
 for _op, _name in _OF_OPCODE.items():
     FAMSLOT[_op] = _SLOT[_name]
 MMA_SLOT = _SLOT["mma"]
+MMAX_SLOT = _SLOT["mma_ext"]
 LDM_SLOT = _SLOT["ldmatrix"]
 CP_SLOT = _SLOT["cpasync"]
 I32 = np.int64(32)          # (np.int64, not a literal: one specialisation of _gather)
@@ -288,14 +289,14 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     holds every temporary, then the ctx through which the instruction families find the launch's tables. ``log_src``: the source addresses of
     logged cp.async; ``cpd`` .. ``cpc``: the warp's cp.async records (``cpasync.CpAsyncTable.row``)."""
     a8 = arena
-    a16 = arena.view(np.uint16)
-    a32 = arena.view(np.uint32)
-    a64 = arena.view(np.uint64)
-    addrs = scratch[2].view(np.int64)
+    a16 = reinterpret(arena, np.uint16)
+    a32 = reinterpret(arena, np.uint32)
+    a64 = reinterpret(arena, np.uint64)
+    addrs = reinterpret(scratch[2], np.int64)
     xr = scratch[6]
     xq = scratch[7]
-    qs = scratch[12].view(np.int64)
-    ctx = scratch[C.CTX_ROW:].reshape(C.NCTX).view(np.int64)
+    qs = reinterpret(scratch[12], np.int64)
+    ctx = reinterpret(scratch[C.CTX_ROW:].reshape(C.NCTX), np.int64)
     fill_ctx(ctx, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmaps, mprm, l1, l256, l64k, mlutidx,
              mbuf, mu64, mi64, mflags, mptr, msz, log_src, cpd, cpx, cpg, cpm, cpc)
     pscratch = data_ptr(scratch)
@@ -469,12 +470,15 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                         log_addr[nlog, lane] = addrs[lane]
                     nlog += 1
         elif opc == T.XROW:                     # xcall.x_c: gathers, computes, writes back
-            if em != 0 and call_x(mptr[XSLOT], em, data_ptr(row), data_ptr(imrow), parena, narena,
-                                  pscratch) != 0:
-                handback = True                 # a lane breaks a rule: nothing was written
-                break
+            if em != 0 and (mptr[XSLOT] == 0 or call_x(mptr[XSLOT], em, data_ptr(row), data_ptr(imrow), parena,
+                                                       narena, pscratch) != 0):
+                handback = True                 # a lane breaks a rule (nothing was written), or x_c is not
+                break                           # compiled yet (families.APART): the reference executor runs it
         elif opc == T.ATOM:
             if em != 0:
+                if mptr[ASLOT] == 0:            # atom_c not compiled yet
+                    handback = True
+                    break
                 shared_lanes = _mem_plan(row, imrow, em, a8, a16, a32, a64, inflight, gtab, state, addrs, xq)
                 if shared_lanes < 0:
                     handback = True
@@ -514,19 +518,20 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                 log_addr[nlog, lane] = addrs[lane]
             nlog += 1
         elif opc == T.HOPX and em != 0:                     # hopcall.hop_c (asyncx.py)
-            if wide == 1 or row[T.X] != K_NOP and call_hop(mptr[HSLOT], em, state.ctypes.data, row.ctypes.data,
-                                                           imrow.ctypes.data, arena.ctypes.data, arena.shape[0],
-                                                           scratch.ctypes.data) != 0:
-                handback = True             # a lane breaks a rule (nothing was written); a sanitised launch
-                break
-        elif opc != T.NOP and opc != T.HOPX and (em != 0 or opc == T.MMA or opc == T.LDMATRIX):
+            if wide == 1 or row[T.X] != K_NOP and (mptr[HSLOT] == 0 or call_hop(
+                    mptr[HSLOT], em, state.ctypes.data, row.ctypes.data, imrow.ctypes.data, arena.ctypes.data,
+                    arena.shape[0], scratch.ctypes.data) != 0):
+                handback = True             # a lane breaks a rule (nothing was written), hop_c is not compiled
+                break                       # yet (families.APART); a sanitised launch
+        elif opc != T.NOP and opc != T.HOPX and (em != 0 or opc == T.MMA or opc == T.MMA_X or
+                                                        opc == T.LDMATRIX):
             # a family compiled apart (families.py), through its address; slot 0: not compiled (yet), the
             # reference executor runs the row
             slot = FAMSLOT[opc]
             if slot < 0 or mptr[slot] == 0:
                 handback = True
                 break
-            if slot == MMA_SLOT or slot == LDM_SLOT:
+            if slot == MMA_SLOT or slot == MMAX_SLOT or slot == LDM_SLOT:
                 if em != 0xFFFFFFFF:           # .sync.aligned: all 32 lanes (the reference names who is missing)
                     handback = True
                     break
@@ -640,9 +645,11 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
         state[T.S_WARP] = w
         state[T.S_EXECUTED] = 0
         n0 = state[T.S_NLOG]
-        run(code, imm, arenas[w], pcs[w], exited[w], waiting[w], inflight, gtab, state, log_pc, log_addr, log_mask,
-            mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, mptr, msz, log_src,
-            cpd[w], cpx[w], cpg[w], cpm[w], cpc[w])
+        # the warp loop, compiled apart (its address in the ctx: numba does not link a second copy of it here)
+        call_native(reinterpret(scratch[C.CTX_ROW:].reshape(C.NCTX), np.int64)[C.K_RUN],
+                    (code, imm, arenas[w], pcs[w], exited[w], waiting[w], inflight, gtab, state, log_pc, log_addr,
+                     log_mask, mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, mptr,
+                     msz, log_src, cpd[w], cpx[w], cpg[w], cpm[w], cpc[w]))
         issued[w] = state[T.S_ISSUED]
         backs[w] = state[T.S_BACK]
         executed[w] += state[T.S_EXECUTED]

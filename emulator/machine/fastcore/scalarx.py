@@ -50,7 +50,6 @@ M32 = np.uint64(0xFFFFFFFF)
  K_CVTF,        # cvt{.rn} between f16, bf16, f32 and f64: Y: the source's format, Z: the destination's (F_*)
  K_FP8,         # cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2}: Y: 0 e4m3, 1 e5m2; Z: 1 = .relu
  K_F64,         # add/sub/mul/fma/div/rcp/sqrt/neg/abs .f64: Y: F64_OPS index, Z: MODES index (directed: add/sub)
- K_WARPSYNC,    # bar.warp.sync: D: membermask; no destination
  K_TOFP8,       # cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.{f32,f16x2}: Y: 1 = e5m2, + 2 an f16x2 source; Z: 1 = .relu
  K_F2I,         # cvt.{rni,rzi,rmi,rpi}{.ftz}{.sat}.int.float: Y: the source's format (F_*) + 4 * IRND index
                 # + 16 .ftz; Z: the destination's width + 256 if signed
@@ -66,7 +65,7 @@ M32 = np.uint64(0xFFFFFFFF)
  K_CVTF2,       # the other float -> float cvt forms (ops.cvt): Y: CVT_* bits; the loop's and K_CVTF's go first
  K_I2F,         # cvt.{rn,rz,rm,rp}{.ftz}{.sat}.float.int: Y: the destination's format (F_*) + 16 * MODES index
                 # + CVT_FTZ + CVT_SAT; the source's type: W, SGN
- ) = range(33)
+ ) = range(32)
 # K_CVTF2's Y: the source's format + 4 * the destination's (F_*) + 16 * MODES (or IRND) index + the flags
 CVT_FTZ, CVT_SAT, CVT_RELU, CVT_SATFINITE, CVT_RND, CVT_IRND = 64, 128, 256, 512, 1024, 2048
 # the table of a K_MMAX row (int64): kind (0 f64, 1 integer), na, nb, nc, nd, 20 register slots (D, A, B, C),
@@ -218,8 +217,6 @@ def x_rows(kind, y, z, w, sgn, em, xa, xb, xc, xd, xr, xq):
     mk = _mask(w)
     if kind == K_F64:
         return _f64_rows(y, z, em, xa, xb, xc, xr)
-    if kind == K_WARPSYNC:
-        return 0 if _members_ok(em, xd) else 1
     if kind == K_F32:
         return _f32_rows(y, em, xa, xb, xc, xr)
     if kind == K_CVTF2 or kind == K_I2F:
@@ -229,7 +226,7 @@ def x_rows(kind, y, z, w, sgn, em, xa, xb, xc, xd, xr, xq):
         return 0
     if kind == K_DP or kind == K_SAD:
         return _dp_sad(kind, y, w, sgn, em, xa, xb, xc, xr)
-    if kind > K_WARPSYNC:
+    if kind >= K_TOFP8:
         return _convert_rows(kind, y, z, w, em, xa, xb, xr)
     if kind >= K_PACK:
         return _moves_floats(kind, y, z, w, em, xa, xb, xc, xd, xr, xq)

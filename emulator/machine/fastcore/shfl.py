@@ -65,6 +65,6 @@ def entry(em, prow, pimm, parena, n, pscratch):
     """The family's C-callable body (ccall.SIG): 1 when a lane breaks a rule (nothing written)."""
     a8 = C.u8_1d(parena, n)
     s = C.u64_2d(pscratch, NSCRATCH, LANES)
-    ok = _shfl(C.i64_1d(prow, T.NFIELDS), C.u64_1d(pimm, T.NIMM), em, a8, a8.view(np.uint16), a8.view(np.uint32),
-               a8.view(np.uint64), s[3], s[4], s[5], s[6], s[7])
+    ok = _shfl(C.i64_1d(prow, T.NFIELDS), C.u64_1d(pimm, T.NIMM), em, a8, C.reinterpret(a8, np.uint16), C.reinterpret(a8, np.uint32),
+               C.reinterpret(a8, np.uint64), s[3], s[4], s[5], s[6], s[7])
     return 0 if ok else 1

@@ -37,6 +37,7 @@ FMUL32 = 28
 FFMA32 = 29       # fma.rn.f32 / mad.rn.f32: exact product, sum rounded to odd in binary64, then RNE
 NOP = 30          # membar / fence / prefetch: nothing to do
 MMA = 33          # mma.sync of the tensor-core families (X: index into the translation's mma tables)
+MMA_X = 56        # as MMA, for the forms the lookup tables do not decode (tf32) and sm_90's fp8 (mmaext.py)
 LDMATRIX = 34     # ldmatrix.sync.aligned.m8n8{.x1,.x2,.x4}{.trans}.shared.b16 (Y: matrices, Z: .trans)
 WGMMA = 53        # wgmma.fence / commit_group / wait_group / mma_async (wgmmax.py; X: wgmmax.W_*): run by the CTA
                   # loop (state S_WG), handed back by a warp run alone

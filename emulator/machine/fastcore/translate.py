@@ -191,20 +191,14 @@ class Translation:
         from . import families
         self.mufu_ptr = np.zeros(families.NSLOTS + 2, np.int64)
         self.mufu_size = np.zeros(families.NSLOTS + 2, np.int64)
-        if self.wg is not None:    # wgcall.wg_c (loop.WSLOT)
-            from .wgcall import ADDRESS as WG_ADDRESS
-            self.mufu_ptr[families.NSLOTS] = WG_ADDRESS
         self._mufu_keep = []
         ops = set(np.unique(self.code[:, T.OP]).tolist())
         self.families = sorted({families.OF_OPCODE[op] for op in ops if op in families.OF_OPCODE},
                                key=families.NAMES.index)
-        if self._xcall:            # the slots after the tables: xcall.x_c, xcall.atom_c (loop.XSLOT, ASLOT)
-            from . import xcall
-            self.mufu_ptr[len(fmath.TABLES)] = xcall.ADDRESS
-            self.mufu_ptr[len(fmath.TABLES) + 1] = xcall.ATOM_ADDRESS
-        if self._hopx:             # then hopcall.hop_c (loop.HSLOT)
-            from . import hopcall
-            self.mufu_ptr[families.NSLOTS + 1] = hopcall.ADDRESS
+        # the functions compiled apart the rows call (families.APART; filled by ``bind_families`` too):
+        # xcall.x_c, xcall.atom_c (loop.XSLOT, ASLOT), wgcall.wg_c (loop.WSLOT), hopcall.hop_c (loop.HSLOT)
+        self.apart = [name for name, used in (("xrow", T.XROW in ops), ("atom", T.ATOM in ops),
+                                              ("hopper", self._hopx), ("wgmma", self.wg is not None)) if used]
         for k in sorted(self._mufu):
             tab = mufu.tables()[fmath.TABLES[k]]
             if tab.dtype != np.uint32 or not tab.flags.c_contiguous:
@@ -219,8 +213,8 @@ class Translation:
         those rows back to the reference executors meanwhile). Returns whether every slot is filled."""
         from . import families, warmup
         done = True
-        for name in self.families:
-            k = families.SLOT[name]
+        for name in self.families + self.apart:
+            k = families.SLOT[name] if name in families.SLOT else families.APART_SLOT[name]
             if self.mufu_ptr[k] == 0:
                 self.mufu_ptr[k] = warmup.family(name, wait)
                 done = done and self.mufu_ptr[k] != 0
@@ -796,7 +790,10 @@ def r_mma(t, env, instr, row, imm):
     row[T.X] = len(t._mma)
     row[T.V0:T.V0 + 4] = (op.n_d, op.n_a, op.n_b, op.n_c)
     t._mma.append((op, regs))
-    row[T.OP] = T.MMA
+    # the mma family decodes through the lookup tables (8- and 16-bit formats) with C the first accumulator;
+    # the other forms (tf32; sm_90's fp8, whose C is added last: prm[19] == 1) are mma_ext's (families.py)
+    lean = all(lut.shape[0] > 1 for lut in op._extra) and int(op._prm[19]) != 1
+    row[T.OP] = T.MMA if lean else T.MMA_X
 
 
 def _mma_x(t, env, instr, row, op):
@@ -1160,15 +1157,11 @@ def _x_operand(t, env, op, ptype, imm, k):
 
 def _xrow(t, env, instr, row, imm, kind, srcs, dtype, y=0, z=0, dst2=None):
     """Fill an XROW: ``srcs`` [(operand, type)] for A, B, C and the fourth source, ``dtype`` the destination's
-    type (operand 0; None: no destination), ``dst2`` a second destination (register name)."""
-    if dtype is None:                   # no destination (bar.warp.sync)
-        row[T.D] = -1
-        dtype = "b32"
-    else:
-        d = instr.operands[0]
-        if isinstance(d, (Vec, Pair, Not, Imm, Mem)):
-            raise _Slow
-        row[T.D] = t._dst(env, d)
+    type (operand 0), ``dst2`` a second destination (register name)."""
+    d = instr.operands[0]
+    if isinstance(d, (Vec, Pair, Not, Imm, Mem)):
+        raise _Slow
+    row[T.D] = t._dst(env, d)
     fields = (T.A, T.B, T.C, T.V0)
     row[T.A] = row[T.B] = row[T.C] = -1
     row[T.V0:T.V0 + 8] = -1

@@ -126,13 +126,14 @@ def family(name, wait=True) -> int:
 
 def _families_done() -> bool:
     from . import families
-    return all(families.cached(name) for name in families.NAMES)
+    return all(families.cached(name) for name in families.NAMES + tuple(families.APART))
 
 
 def compile_families():
-    """Every instruction family of the fast engine (``emulator.warmup()``, the background compile)."""
+    """Every instruction family of the fast engine, then the other functions compiled apart from the loops
+    (``families.APART``: xcall.py's, hopcall.py's, wgcall.py's) (``emulator.warmup()``, the background compile)."""
     from . import families
-    for name in families.ORDER:
+    for name in families.ORDER + tuple(families.APART):
         families.address(name, lock())
 
 
@@ -191,9 +192,6 @@ def warmup(background=False, extras=True):
         return time.process_time() - t
     wait()
     compile_families()
-    with lock():
-        from . import xcall, wgcall, hopcall  # noqa: F401 (compiles or loads the integer rows', atomics', wgmma and
-        #                                       Hopper rows' functions)
     if extras and not _done(_extras()):
         with lock():
             if not _done(_extras()):
@@ -291,9 +289,6 @@ from emulator.machine.fastcore import warmup
 if warmup.lock().acquire(blocking=False):
     warmup._compile_loops()
     warmup.compile_families()
-    import emulator.machine.fastcore.xcall
-    import emulator.machine.fastcore.hopcall
-    import emulator.machine.fastcore.wgcall
     warmup._compile_extras()
     import emulator.machine.fastcore.mmatile
     from emulator.numerics.wgmma import wgmma_tile

@@ -1,11 +1,13 @@
 """The XROW rows (``scalarx.x_rows``) and the atomic updates (``atomics.atom_rows``), operand reads and register
 writes included, as C-callable functions compiled apart from the loops (as ``fcall.py`` does for the float
 rows): the loops make one call through their addresses (``scalarx.call_x``, ``atomics.call_atom``; the
-translation puts them in its table-pointer array), so these rows add next to nothing to the loops' compile time. Importing this module compiles them (or loads them from numba's cache); the translation imports it only
-for kernels with such a row, and the background warm-up (``warmup.py``) compiles it beside the loops.
+translation puts them in its table-pointer array), so these rows add next to nothing to the loops' compile time.
+``families.py`` compiles them (or loads them from numba's cache) as it does the instruction families ("xrow",
+"atom"): only for kernels with such a row, under the compile lock, and with ``engine="auto"`` never while another
+process compiles (the rows go to the reference executors until then).
 """
 import numpy as np
-from numba import carray, cfunc, njit, types
+from numba import carray, njit, types
 
 from . import table as T
 from .atomics import atom_rows
@@ -57,21 +59,21 @@ def _atom(row, imrow, em, shared, a8, a16, a32, a64, scratch):
     return 0
 
 
-@cfunc(types.int64(types.int64, _PI64, _P64, _P8, types.int64, _P64), cache=True, nopython=True)
+# x_c and atom_c are compiled by families.py (cfunc with X_SIG, ATOM_SIG; cache=True), when a kernel first has
+# such a row, under the compile lock
+X_SIG = types.int64(types.int64, _PI64, _P64, _P8, types.int64, _P64)
+ATOM_SIG = types.int64(types.int64, types.int64, _PI64, _P64, _P8, types.int64, _P64)
+
+
 def x_c(em, prow, pimm, parena, n, pscratch):
     a8 = carray(parena, n)
     return _xrow(carray(prow, T.NFIELDS), carray(pimm, T.NIMM), em, a8, a8.view(np.uint16), a8.view(np.uint32),
                  a8.view(np.uint64), carray(pscratch, (13, 32)))
 
 
-ADDRESS = x_c.address
 
-
-@cfunc(types.int64(types.int64, types.int64, _PI64, _P64, _P8, types.int64, _P64), cache=True, nopython=True)
 def atom_c(em, shared, prow, pimm, parena, n, pscratch):
     a8 = carray(parena, n)
     return _atom(carray(prow, T.NFIELDS), carray(pimm, T.NIMM), em, shared, a8, a8.view(np.uint16),
                  a8.view(np.uint32), a8.view(np.uint64), carray(pscratch, (13, 32)))
 
-
-ATOM_ADDRESS = atom_c.address
