@@ -46,8 +46,9 @@ def _mbarrier(kind, row, imrow, em, state, a8, a16, a32, a64, xa, xb, xr):
         return 1
     _addresses(row, imrow, xa, a8, a16, a32, a64)
     y = row[T.Y]
-    if kind == K_MB_WAIT:                         # Y: 1 = .parity; B: the parity or the state; D: waitComplete
-        _gather(row[T.B], 32 if y == 1 else 64, 0, xb, a8, a16, a32, a64, imrow)
+    if kind == K_MB_WAIT:                         # Y: 1 = .parity; B: the parity or the state; D: waitComplete;
+        _gather(row[T.B], 32 if y == 1 else 64, 0, xb, a8, a16, a32, a64, imrow)       # Z: 1 = try_wait
+        stall = np.int64(0)
         for lane in range(LANES):
             if (em >> lane) & 1:
                 a = np.int64(xa[lane])
@@ -62,8 +63,16 @@ def _mbarrier(kind, row, imrow, em, state, a8, a16, a32, a64, xa, xb, xr):
                 else:
                     done = ph != np.int64((xb[lane] >> np.uint64(32)) & np.uint64(0xFFFFFFFF))
                 if not done:
-                    return 1
+                    stall |= np.int64(1) << lane
                 xr[lane] = U1
+        if stall != 0:
+            # a try_wait in the CTA loop parks the lanes whose phase has not completed (ops.mbarrier: the predicate
+            # of the others is written); the loop records the stall (ctaloop.py). Else the executor stalls or yields
+            if row[T.Z] != 1 or state[T.S_MBW] == 0:
+                return 1
+            _scatter(row[T.D], xr, em & ~stall, 1, 0, a8, a16, a32, a64)
+            state[T.S_MBSTALL] = stall
+            return 2
         _scatter(row[T.D], xr, em, 1, 0, a8, a16, a32, a64)
         return 0
     if row[T.B] != -1:

@@ -135,6 +135,8 @@ ST_LOG = 2        # the shared-memory access log is full
 ST_EXITED = 3     # lanes exited: the scheduler checks the barriers, then runs the warp on
 ST_BAR = 4        # lanes S_MASK arrived at barrier S_PC's X (their PCs already advanced)
 ST_WGWAIT = 6     # lanes S_MASK wait at the wgmma.wait_group at S_PC for the warpgroup (wgmmax.py; counted as issued)
+ST_MBWAIT = 7     # lanes S_MASK of the try_wait at S_PC wait for their mbarrier's phase (ctaloop.py; counted as issued;
+                  # the other lanes of the group moved on)
 ST_DEFER = 5      # no instruction ran: every runnable lane group waits for lanes parked elsewhere (a join, a
                   # warp-synchronous instruction; machine.convergence)
 
@@ -149,12 +151,26 @@ S_MBAR, S_MBAR_N, S_MBAR_CHANGED = 23, 24, 25  # the CTA's mbarrier table (memor
                                                # rows in use; 0: the mbarrier rows go back) and the number of changes
                                                # the loop made to it (asyncx.py)
 S_GTAB, S_GTAB_N = 26, 27     # the global-memory table (engine.global_table: raw pointer, rows), for the HOPX rows
-NSTATE = 28              # S_CTA: 1 when the CTA loop (run_cta) runs the warp (it arrives at ST_BAR itself);
+S_MBW, S_MBSTALL = 28, 29     # 1: a try_wait whose phase has not completed parks its lanes in the CTA loop (0: goes
+                              # back); the lanes it parked (hopcall.py -> loop.run)
+S_BARSEQ, S_BARCNT, S_BAR_ID, S_BAR_CNT = 30, 31, 32, 33   # the CTA loop's barrier table (raw pointers to its
+                              # bar_seq and thread counts) and the barrier number and count of the last BAR row
+NSTATE = 34              # S_CTA: 1 when the CTA loop (run_cta) runs the warp (it arrives at ST_BAR itself);
                    # S_BACK: backward branches the warp took; S_SPIN_CHECK: machine.cta.SPIN_CHECK;
                    # S_WG_REGS: 1 while wgmma.mma_async of this warp hold registers (rows with WG go back);
                    # S_WG_SMEM: 1 while wgmma.mma_async of the CTA read shared memory (cp.async goes back)
 
 # -- the CTA loop's own state (run_cta), kept between its calls --------------------------------------------
 C_STATUS, C_WARP, C_INWARP, C_PROGRESSED, C_SEQ = range(5)
-NCSTATE = 5
+C_YIELDED, C_VERCHG, C_NSTALL, C_ASYNC, C_MBSEQ = range(5, 10)   # ctaloop.py: a warp yielded with its state changed
+                  # this round; the mbarriers changed this round; mbarrier stall records; 1: copies may be in flight
+                  # (the round's end goes to Python, which pumps them); the stall counter (without wgmma)
+C_BARCNT = 10     # C_BARCNT + b: the thread count barrier b was first used with (-1: every non-exited thread)
+NCSTATE = C_BARCNT + 16
 CTA_DONE, CTA_SLOW, CTA_DEADLOCK = 0, 1, 2   # C_STATUS: every thread exited / warp C_WARP needs Python / stuck
+# the CTA loop's per-warp wait records (ctaloop.py): int64 (warps, MB_ROWS, 32)
+MB_SEQ, MB_ADDR, MB_VAL, MB_PAR, MB_LADDR, MB_LVAL, MB_LPAR, MB_W, MB_YPC, MB_YEXIT = range(10)
+MB_ROWS = 10      # MB_SEQ..MB_PAR: per lane, the stall record (-1: none), barrier, parity or state, 1 = .parity;
+                  # MB_L*: the warp's last stall (its reason); MB_W: per-warp scalars (MW_*); MB_YPC/MB_YEXIT: the
+                  # PCs and exits at the warp's last yield (with its arena in the snapshot array)
+MW_LSEQ, MW_LMASK, MW_LPC, MW_YVALID, MW_XVER, MW_YVER = range(6)

@@ -120,14 +120,30 @@ class Translation:
         # warp, yield its turn, or call a function (per-lane call stacks stay with the Python scheduler)
         # (wgmma too, when the loop runs every wgmma instruction of the kernel: wgmmax.py)
         self.cta_ok = not bulk_readers and all(
-            (op.kind != "bar" or (self.fast[pc] and op.fn[1] is None and self.code[pc, T.X] >= 0)) and
+            (op.kind != "bar" or self.fast[pc]) and
             (op.kind != "call" or op.call.callee == "vprintf") and
-            (op.kind != "op" or (op.instr.base not in ("mbarrier", "setmaxnreg", "tensormap") and
-                                 (op.instr.base != "wgmma" or self.wg is not None) and
+            (op.kind != "op" or ((op.instr.base != "wgmma" or self.wg is not None) and
                                  "bulk" not in op.instr.mods))
             for pc, op in enumerate(prog.code))
+        self._cta_waits(prog)
 
-    def _bar(self, op, env, row):
+    def _cta_waits(self, prog):
+        """What the CTA loop's waits need (ctaloop.py): ``cta_waits``, the kernel parks warps at mbarriers or
+        arrives at barriers with a thread count or a register-numbered barrier (a sanitised launch keeps such CTAs
+        on the Python scheduler, which its sanitizer follows); ``param_writes``, a row or a call may write the
+        threads' .param bytes (a yield's state then includes them: the loop's try_wait stalls go back)."""
+        code = self.code
+        bars = [pc for pc, op in enumerate(prog.code) if op.kind == "bar"]
+        self.cta_waits = any(op.kind == "op" and op.instr.base == "mbarrier" for op in prog.code) or any(
+            code[pc, T.X] < 0 or code[pc, T.B] != -1 for pc in bars if code[pc, T.OP] == T.BAR)
+        self.param_writes = any(op.kind == "call" for op in prog.code) or bool(
+            ((code[:, T.OP] == T.ST) & (code[:, T.X] == T.PARAM)).any()) or any(
+            op.kind == "op" and op.instr.base == "st" and not self.fast[pc] and
+            any(m.startswith("param") for m in op.instr.mods) for pc, op in enumerate(prog.code))
+        from .asyncx import K_MB_WAIT
+        self.mb_waits = bool(((code[:, T.OP] == T.HOPX) & (code[:, T.X] == K_MB_WAIT) & (code[:, T.Z] == 1)).any())
+
+    def _bar(self, op, env, row, imm):
         bid_r, cnt_r, red, kind, aligned = op.fn
         ops = op.instr.operands
         # a thread count (named barriers of warp-specialised kernels): the loop stops at it as at any barrier and
@@ -144,6 +160,10 @@ class Translation:
             row[T.GUARD] = self._slot(op.guard[0], 1)
             row[T.GNEG] = int(op.guard[1])
         row[T.X] = ops[0].value if isinstance(ops[0], Imm) else -1
+        # the CTA loop reads the barrier number (A, when X is -1) and the thread count (B, -1: none) as u32
+        # (machine.cta.CTA._arrive); a warp run alone stops and the scheduler reads them
+        row[T.A] = -1 if isinstance(ops[0], Imm) else _x_operand(self, env, ops[0], "u32", imm, 0)
+        row[T.B] = -1 if cnt_r is None else _x_operand(self, env, ops[1], "u32", imm, 1)
         row[T.Y] = int(kind == "arrive")
         row[T.Z] = int(bool(aligned))
         row[T.OP] = T.BAR
@@ -302,7 +322,7 @@ class Translation:
                 row[T.X] = op.target
                 row[T.OP] = T.BRA
             elif op.kind == "bar" and env is not None:
-                self._bar(op, env, row)
+                self._bar(op, env, row, imm)
             elif op.kind == "op" and env is not None:
                 instr = op.instr
                 if instr.guard is not None:
@@ -1928,6 +1948,7 @@ def r_mbarrier(t, env, instr, row, imm):
         parity = "parity" in q
         row[T.B] = _x_operand(t, env, ops[2], "b32" if parity else "b64", imm, 1)
         row[T.Y] = int(parity)
+        row[T.Z] = int(op == "try_wait")
         return _hopx(t, row, asyncx.K_MB_WAIT)
     raise _Slow
 
