@@ -457,6 +457,11 @@ class FastCTA:
                 continue
             k = int(self.cst[T.C_WARP])
             w = ws[k]
+            if tr.code[st[T.S_PC], T.OP] == T.BAR:
+                # a barrier whose number, thread count or lanes break a rule: the scheduler arrives (and raises)
+                # with the loop's barriers
+                self.cst[T.C_INWARP] = 0
+                return self._handoff(cta, k, False)
             if wg is not None and (tr.code[st[T.S_PC], T.OP] == T.WGMMA or wg.holds(k)):
                 # a wgmma instruction the loop leaves to the executor, or an instruction beside registers of an
                 # in-flight wgmma (ptxas's injected wait): the reference takes the state and the CTA over
