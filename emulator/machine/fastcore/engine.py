@@ -402,7 +402,7 @@ class FastCTA:
                 st[T.S_WG_SMEM] = int(wg.ctl[wg.NREAD] > 0)
             if au is not None:
                 st[T.S_DIRTY] = _pointer(au.dirty)
-                st[T.S_DIRTY_N] = 0
+                st[T.S_DIRTY_N] = int(au.any_dirty)     # (marks Python's stores made: the loop's fence clears them)
             st[T.S_BUDGET] = cta.budget[0]
             st[T.S_INFLIGHT] = cta.inflight_n
             st[T.S_NLOG] = 0
@@ -423,8 +423,8 @@ class FastCTA:
                 mbs.version += int(st[T.S_MBAR_CHANGED])
             cta.inflight_n = int(st[T.S_INFLIGHT])
             cta.budget[0] = int(st[T.S_BUDGET])
-            if au is not None and st[T.S_DIRTY_N]:
-                au.any_dirty = True
+            if au is not None:
+                au.any_dirty = bool(st[T.S_DIRTY_N])
             n = int(st[T.S_NLOG])
             if n:
                 self._flush(ws, n)
