@@ -270,6 +270,7 @@ class FastWarp:
         st[T.S_PARAM_PTR] = param_ptr
         st[T.S_PARAM_SIZE] = param_size
         st[T.S_CTA] = 0
+        st[T.S_MBW] = 0                                     # (its try_wait that must wait goes back: the scheduler stalls)
         st[T.S_WG] = 0                                      # (a warp run alone hands its wgmma back)
         cst = getattr(getattr(w, "_cta", None), "wgmma", None)
         if cst is not None:
