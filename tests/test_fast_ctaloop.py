@@ -319,3 +319,80 @@ def test_all_corpus_mbarrier_kernels_in_the_cta_loop(name, monkeypatch):
     """(A CTA whose warps hand a bulk copy back while their own wgmma are in flight, as Triton's TMA matmul does,
     goes to the Python scheduler there: the executor checks the copy against the wgmma's registers.)"""
     _check_corpus(name, monkeypatch)
+
+
+# -- mbarrier.init / inval in the CTA loop -------------------------------------------------------------------------
+
+INITS = HEAD + """
+.visible .entry k(.param .u64 out, .param .u32 mode)
+{
+    .reg .pred %p<8>;
+    .reg .b32 %r<20>;
+    .reg .b64 %rd<8>;
+    .shared .align 8 .b64 bar[12];
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r9, [mode];
+    mov.u32 %r1, %tid.x;
+    and.b32 %r2, %r1, 31;
+    shr.u32 %r3, %r1, 5;
+    mov.u32 %r4, bar;
+    setp.lt.u32 %p1, %r2, 6;                    // lanes 0-5 of warp 0: six barriers at once (the table grows)
+    setp.eq.u32 %p2, %r3, 0;
+    and.pred %p1, %p1, %p2;
+    shl.b32 %r5, %r2, 3;
+    add.u32 %r6, %r4, %r5;
+    mad.lo.u32 %r7, %r2, 32, 32;                // counts 32, 64, ... (lane 1: both warps complete its phase)
+    setp.eq.u32 %p3, %r9, 1;
+    @%p3 add.u32 %r6, %r6, 4;                   // mode 1: misaligned
+    setp.eq.u32 %p3, %r9, 2;
+    @%p3 mov.u32 %r7, 0;                        // mode 2: a count of 0
+    @%p1 mbarrier.init.shared::cta.b64 [%r6], %r7;
+    @%p1 mbarrier.init.shared::cta.b64 [%r6], %r7;           // again: the same rows
+    bar.sync 0;
+    @%p2 mbarrier.inval.shared::cta.b64 [bar+16];           // warp 0 frees barrier 2 (every lane: once)
+    @%p2 mbarrier.inval.shared::cta.b64 [bar+88];           // an address without a barrier: nothing
+    setp.eq.u32 %p4, %r2, 0;
+    and.pred %p4, %p4, %p2;
+    @%p4 mbarrier.init.shared::cta.b64 [bar+80], 64;         // takes the free row
+    bar.sync 0;
+    mbarrier.arrive.shared::cta.b64 %rd2, [bar+8];
+    mbarrier.arrive.shared::cta.b64 %rd3, [bar+80];
+W:
+    mbarrier.try_wait.parity.shared::cta.b64 %p5, [bar+80], 0;
+    @!%p5 bra W;
+    setp.eq.u32 %p6, %r9, 3;
+@%p6 bra DEAD;
+    mbarrier.try_wait.parity.shared::cta.b64 %p5, [bar+8], 0;
+    bra.uni DONE;
+DEAD:                                                         // mode 3: wait on the invalidated barrier
+    mbarrier.try_wait.parity.shared::cta.b64 %p5, [bar+24], 0;
+    @!%p5 bra DEAD;
+DONE:
+    selp.u32 %r10, 1, 0, %p5;
+    mul.wide.u32 %rd4, %r1, 16;
+    add.s64 %rd5, %rd1, %rd4;
+    st.global.v2.u64 [%rd5], {%rd2, %rd3};
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2, 3])
+def test_mbarrier_init_and_inval_run_in_the_cta_loop(mode, monkeypatch):
+    """Per-lane barriers initialised at once (the table grows: Python adds the rows), again on the same rows, one
+    invalidated and its row taken by a new barrier: the same states, errors and deadlock reports on both engines;
+    the inits and invals that need no new rows run in the loop."""
+    from emulator.machine.fastcore.engine import handback_counts
+    module = load_ptx(INITS)
+    ho = HandOvers(monkeypatch)
+    ref, fast, diffs = compare_engines(module, "k", 1, 64, [np.zeros(64 * 16, np.uint8)], [mode])
+    assert not diffs, diffs
+    back = handback_counts(module.program("k"))
+    if mode in (1, 2):
+        assert ref["error"][0] == "MBarrierError", ref["error"]
+    elif mode == 3:
+        assert ref["error"][0] == "WarpSyncError" and "deadlock" in ref["error"][1], ref["error"]
+    else:
+        assert "error" not in ref, ref["error"]
+        assert ho.n["handoff"] == 0
+        assert sum(v for k, v in back.items() if k.startswith("mbarrier")) == 1, back   # (the growing init)

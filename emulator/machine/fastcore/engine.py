@@ -271,6 +271,7 @@ class FastWarp:
         st[T.S_PARAM_SIZE] = param_size
         st[T.S_CTA] = 0
         st[T.S_MBW] = 0                                     # (its try_wait that must wait goes back: the scheduler stalls)
+        st[T.S_MBINIT] = 0                                  # (and mbarrier.init/inval: MBarriers keeps their objects)
         st[T.S_WG] = 0                                      # (a warp run alone hands its wgmma back)
         cst = getattr(getattr(w, "_cta", None), "wgmma", None)
         if cst is not None:
@@ -390,6 +391,7 @@ class FastCTA:
         # scheduler); a try_wait parks its lanes in the loop unless a yield's state includes .param bytes
         mbs = ws[0]._async.mbarriers if ws and cta.san is None and not ws[0]._async.record else None
         st[T.S_MBW] = int(mbs is not None and not tr.param_writes)
+        st[T.S_MBINIT] = int(mbs is not None)
         st[T.S_BARSEQ] = self.bar_seq.ctypes.data
         st[T.S_BARCNT] = self.cst.ctypes.data + 8 * T.C_BARCNT
         st[T.S_GTAB] = _pointer(fl.gtab)
@@ -413,6 +415,8 @@ class FastCTA:
             st[T.S_MBAR] = _pointer(mbs.rows) if mbs is not None else 0
             st[T.S_MBAR_N] = mbs.used if mbs is not None else 0
             st[T.S_MBAR_CHANGED] = 0
+            st[T.S_MBAR_CAP] = mbs.rows.shape[0] if mbs is not None else 0
+            st[T.S_MBAR_REBUILT] = 0
             self._enter(cta)
             run_cta(tr.code, tr.imm, self.arenas, self.pcs, self.exited, self.waiting, cta.smem_inflight, fl.gtab,
                     st, fl.log_pc, fl.log_addr, fl.log_mask, self.log_warp, tr.mma_regs, tr.mma_maps, tr.mma_prm,
@@ -422,6 +426,8 @@ class FastCTA:
                     cp.count, self.mbw, self.ysnap)
             if st[T.S_MBAR_CHANGED]:
                 mbs.version += int(st[T.S_MBAR_CHANGED])
+            if st[T.S_MBAR_REBUILT]:
+                _mbar_objects(mbs, int(st[T.S_MBAR_N]))
             cta.inflight_n = int(st[T.S_INFLIGHT])
             cta.budget[0] = int(st[T.S_BUDGET])
             if au is not None:
@@ -608,6 +614,22 @@ class FastCTA:
                                "count": None if cnt < 0 else cnt, "red": []}
         cta._deadlock()
         raise AssertionError("the CTA loop reported a deadlock the scheduler does not see")
+
+
+def _mbar_objects(mbs, used):
+    """After the loop ran mbarrier.init/inval (hopcall._init_inval) on the table: the MBarriers' objects as its
+    init/inval leave them (invalidated barriers retired, a barrier for every row in use)."""
+    from ...memory.mbarrier import ADDR, MBarrier
+    mbs.used = used
+    rows, live = mbs.rows, mbs.live
+    for a, b in list(live.items()):
+        if rows[b._row, ADDR] != a:
+            b._detach()
+            mbs.retired.append(live.pop(a))
+    for i in range(used):
+        a = int(rows[i, ADDR])
+        if a >= 0 and a not in live:
+            live[a] = MBarrier(mbs, i, a)
 
 
 def ctaloop_arrays(nw):

@@ -155,7 +155,9 @@ S_MBW, S_MBSTALL = 28, 29     # 1: a try_wait whose phase has not completed park
                               # back); the lanes it parked (hopcall.py -> loop.run)
 S_BARSEQ, S_BARCNT, S_BAR_ID, S_BAR_CNT = 30, 31, 32, 33   # the CTA loop's barrier table (raw pointers to its
                               # bar_seq and thread counts) and the barrier number and count of the last BAR row
-NSTATE = 34              # S_CTA: 1 when the CTA loop (run_cta) runs the warp (it arrives at ST_BAR itself);
+S_MBINIT, S_MBAR_CAP, S_MBAR_REBUILT = 34, 35, 36   # 1: mbarrier.init/inval run in the loop (the CTA loop, which
+                              # gives MBarriers its Python objects back); the table's rows; 1: the loop added or freed
+NSTATE = 37              # S_CTA: 1 when the CTA loop (run_cta) runs the warp (it arrives at ST_BAR itself);
                    # S_BACK: backward branches the warp took; S_SPIN_CHECK: machine.cta.SPIN_CHECK;
                    # S_WG_REGS: 1 while wgmma.mma_async of this warp hold registers (rows with WG go back);
                    # S_WG_SMEM: 1 while wgmma.mma_async of the CTA read shared memory (cp.async goes back)

@@ -1901,7 +1901,8 @@ _RULES.update({"setmaxnreg": r_hop_nop, "griddepcontrol": r_hop_nop, "prefetch":
 def r_mbarrier(t, env, instr, row, imm):
     """mbarrier.arrive{.expect_tx}{, count} / arrive_drop, expect_tx, complete_tx, test_wait/try_wait{.parity} on
     an address of this CTA's shared memory (ops.mbarrier.compile_mbarrier: the same qualifiers and operands);
-    init, inval and pending_count stay with the executor, and so does every lane whose barrier lives in another
+    init and inval (in the CTA loop only; a warp run alone hands them back), pending_count stays with the executor,
+    and so does every lane whose barrier lives in another
     CTA of the cluster (hopcall.py hands the row back)."""
     from . import asyncx
     from ...ops.mbarrier import _mods
@@ -1930,6 +1931,14 @@ def r_mbarrier(t, env, instr, row, imm):
             raise _Slow
         row[T.Y] = y
         return _hopx(t, row, asyncx.K_MB_ARRIVE)
+    if op in ("init", "inval"):                # (run in the CTA loop only: hopcall._init_inval)
+        if len(ops) != (2 if op == "init" else 1) or not isinstance(ops[0], Mem) or \
+                (op == "init" and isinstance(ops[1], Mem)):
+            raise _Slow
+        _address(t, env, ops[0], row, imm, T.SHARED)
+        if op == "init":
+            row[T.B] = _x_operand(t, env, ops[1], "u32", imm, 1)
+        return _hopx(t, row, asyncx.K_MB_INIT if op == "init" else asyncx.K_MB_INVAL)
     if op in ("expect_tx", "complete_tx"):
         if len(ops) != 2 or not isinstance(ops[0], Mem) or isinstance(ops[1], Mem):
             raise _Slow
