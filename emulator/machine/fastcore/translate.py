@@ -116,8 +116,9 @@ class Translation:
             self.fast[wg_pcs] = False
         self._mufu_tables()
         self.coverage = float(self.fast.mean()) if n else 1.0
-        # the CTA loop (run_cta) runs the whole CTA when every barrier is translated and nothing can stall a
-        # warp, yield its turn, or call a function (per-lane call stacks stay with the Python scheduler)
+        # the CTA loop (run_cta) runs the whole CTA when every barrier is translated and no function is called
+        # (per-lane call stacks stay with the Python scheduler); it parks mbarrier waits and arrives at counted
+        # barriers itself, and hands the CTA to the Python scheduler for what it does not decide (ctaloop.py)
         # (wgmma too, when the loop runs every wgmma instruction of the kernel: wgmmax.py)
         self.cta_ok = not bulk_readers and all(
             (op.kind != "bar" or self.fast[pc]) and
