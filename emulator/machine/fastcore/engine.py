@@ -199,6 +199,14 @@ class FastLaunch:
             np.arange(32, dtype=np.int64)
         assert all(tr.specials[n][0] == T.R32 for n in names)
 
+    def staging(self):
+        """The staging area of the TMA rows (``bulkx.Staging``), made on first use."""
+        got = self.__dict__.get("_staging")
+        if got is None:
+            from .bulkx import Staging
+            got = self._staging = Staging()
+        return got
+
     def attach(self, warp, arena=None):
         return FastWarp(self, warp, arena)
 
@@ -291,7 +299,12 @@ class FastWarp:
         st[T.S_MBAR_CHANGED] = 0
         st[T.S_GTAB] = _pointer(fl.gtab)
         st[T.S_GTAB_N] = fl.gtab.shape[0]
+        # the TMA rows' staging area (bulkx.py): a warp of a CTA, unless a sanitiser or a timeline follows its copies
+        stage = fl.staging() if mbs is not None and fl.tr.bulkx and getattr(w, "_cta", None) is not None else None
+        st[T.S_BULK] = stage.address if stage is not None else 0
         fl._run(*args)
+        if stage is not None and stage.ctl[0]:
+            stage.drain(w)                  # the staged copies join the async unit before anything else runs
         w._inflight_n = int(st[T.S_INFLIGHT])
         if au is not None:
             au.any_dirty = bool(st[T.S_DIRTY_N])
@@ -375,6 +388,7 @@ class FastCTA:
         st[T.S_WG_REGS] = st[T.S_WG_SMEM] = st[T.S_WG] = 0
         st[T.S_WG_READS] = st[T.S_DIRTY] = st[T.S_DIRTY_N] = 0    # (CTAs with bulk stores keep the Python scheduler)
         st[T.S_MBAR] = st[T.S_MBAR_N] = st[T.S_MBAR_CHANGED] = 0  # (and those with mbarriers)
+        st[T.S_BULK] = 0                                          # (and those with bulk copies)
         st[T.S_GTAB] = _pointer(fl.gtab)
         st[T.S_GTAB_N] = fl.gtab.shape[0]
         wg = self.wg

@@ -72,6 +72,8 @@ XROW = 70         # integer, bit and warp-collective rows (scalarx.py; X: scalar
 ATOM = 71         # atom/red on global or this CTA's shared memory (atomics.py; X/Y/Z: space, 1, element bytes
                   # as for LD/ST; A: address, B/C: b/c read as W bits, D: the old value; V0: atomics.OPS index,
                   # V0+1: atomics.T_*)
+BULKX = 73        # TMA box loads and stores (bulkx.py; X: bulkx.B_*, Y: the rank; A: tensor map, C: shared box, B:
+                  # mbarrier, offsets in immediates 3, 2, 1; V0..V0+4: the coordinates)
 HOPX = 72         # elect.sync, mapa, tensormap.replace.tile on shared memory, fence.proxy.async, and Hopper's
                   # instructions with nothing to do (asyncx.py; X: asyncx.K_*, K_NOP: the loop does not call)
 
@@ -149,7 +151,8 @@ S_MBAR, S_MBAR_N, S_MBAR_CHANGED = 23, 24, 25  # the CTA's mbarrier table (memor
                                                # rows in use; 0: the mbarrier rows go back) and the number of changes
                                                # the loop made to it (asyncx.py)
 S_GTAB, S_GTAB_N = 26, 27     # the global-memory table (engine.global_table: raw pointer, rows), for the HOPX rows
-NSTATE = 28              # S_CTA: 1 when the CTA loop (run_cta) runs the warp (it arrives at ST_BAR itself);
+S_BULK = 28                   # the staging area of the TMA rows (bulkx.Staging's control vector; 0: they go back)
+NSTATE = 29              # S_CTA: 1 when the CTA loop (run_cta) runs the warp (it arrives at ST_BAR itself);
                    # S_BACK: backward branches the warp took; S_SPIN_CHECK: machine.cta.SPIN_CHECK;
                    # S_WG_REGS: 1 while wgmma.mma_async of this warp hold registers (rows with WG go back);
                    # S_WG_SMEM: 1 while wgmma.mma_async of the CTA read shared memory (cp.async goes back)
