@@ -1,6 +1,7 @@
 """TMA box copies in the fast engine (``BULKX`` rows), as ``ops.bulk`` defines them: the tiled loads
 ``cp.async.bulk.tensor.{1..5}d.shared::cluster.global{.tile}.mbarrier::complete_tx::bytes`` into this CTA's shared
-memory and the tiled stores ``cp.async.bulk.tensor.{1..5}d.global.shared::cta{.tile}.bulk_group``.
+memory, the tiled stores ``cp.async.bulk.tensor.{1..5}d.global.shared::cta{.tile}.bulk_group`` and reductions
+``cp.reduce.async.bulk.tensor.{1..5}d.global.shared::cta.<op>{.tile}.bulk_group``.
 
 What the executor does when it issues such a copy, the row does here, in jitted code: it reads the 128 bytes of the
 tensor map where the executor would (``KernelWarp.tensormap_bytes``: the kernel's parameters, shared or global
@@ -15,12 +16,12 @@ the copy in a staging area (``Staging``).
 The copy then lands where the reference lands it: when the loop returns, ``Staging.drain`` hands every staged copy
 to the CTA's async unit, in issue order, as the executor would have (``ops.bulk.queue_load`` /
 ``ops.bulk.queue_store``, with the same completion: the shared bytes written and released, complete_tx on the
-mbarrier, or the global bytes written); the CTA's scheduler completes it at the same point as before.
+mbarrier, or the global bytes written or reduced); the CTA's scheduler completes it at the same point as before.
 
 Everything else returns 1 before anything is written (the loop hands the instruction back and the executor runs it
 or raises its error): a tensor map the executor would refuse or fault on, a box past shared memory, an element
 outside every allocation, a destination or mbarrier in another CTA of the cluster, an unfenced generic write in a
-store's source, ``.multicast::cluster``, ``.im2col``, reductions, the non-tensor ``cp.async.bulk`` forms, a
+store's source, ``.multicast::cluster``, ``.im2col``, the non-tensor ``cp.async.bulk`` forms, a
 sanitised or recorded launch (state ``S_BULK`` 0), and a staging area too small (it grows for the next time).
 
 The rows run in one C-callable function compiled apart from the loops (``bulkcall.bulk_c``), which the loop calls
@@ -39,7 +40,7 @@ from ...memory.dsmem import SHIFT
 from ...memory.tensormap import DTYPES, FLOAT_TYPES, SWIZZLE_BYTES
 from ...memory.tma import NAN_FILL, TF32_NAN
 
-B_TLOAD, B_TSTORE = 1, 2        # row X
+B_TLOAD, B_TSTORE, B_TRED = 1, 2, 3     # row X (B_TRED: Z, the reduction's index in ops.bulk.RED_OPS)
 LANES = 32
 PARAM_BASE = 0x7E00_0000_0000   # machine.kernel_warp.PARAM_BASE (the generic window of the kernel's parameters)
 
@@ -54,7 +55,8 @@ NCTL = 12
 (R_KIND, R_PC, R_LANE, R_SMEM, R_MBAR, R_BYTES, R_DATA, R_NDATA, R_IDX, R_NIDX, R_ES, R_RANK) = range(12)
 R_COORD = 12
 R_BOX = 17
-RECW = 22
+R_TYPE = 22             # the tensor map's element type (a reduction's arithmetic); R_MBAR: its RED_OPS index
+RECW = 23
 
 # CUtensorMapDataType by descriptor code and tf32 flag (TensorMap.decode's table): code | tf32 << 4 -> type, -1
 _TYPE_OF = np.full(32, -1, np.int64)
@@ -226,6 +228,7 @@ def _record(ctl, kind, pc, lane, smem, mbar, nbytes, ndata, nidx, es, rank, coor
     for k in range(5):
         rec[R_COORD + k] = coords[k]
         rec[R_BOX + k] = tm[12 + k]
+    rec[R_TYPE] = tm[0]
     ctl[C_NREC] += 1
     ctl[C_NDATA] += ndata
     ctl[C_NIDX] += nidx
@@ -310,8 +313,9 @@ def _load(ctl, state, tm, rank, coords, doff, moff, lane, pc):
 
 
 @njit(cache=True, _nrt=False)
-def _store(ctl, state, tm, rank, coords, base, lane, pc):
-    """One lane's tiled store (ops.bulk._tensor with memory.tma.tile_store_targets): staged, or False."""
+def _store(ctl, state, tm, rank, coords, base, lane, pc, kind, op):
+    """One lane's tiled store or reduction (ops.bulk._tensor with memory.tma.tile_store_targets): staged, or
+    False."""
     es = tm[25]
     n = tm[26:31]
     total = n[0] * n[1] * n[2] * n[3] * n[4]
@@ -352,7 +356,7 @@ def _store(ctl, state, tm, rank, coords, base, lane, pc):
                             _poke(data + kept * es, es, _peek(smem + s, es))
                             kept += 1
                         e += 1
-    _record(ctl, B_TSTORE, pc, lane, base, -1, total * es, kept * es, kept, es, rank, coords, tm)
+    _record(ctl, kind, pc, lane, base, op, total * es, kept * es, kept, es, rank, coords, tm)
     return True
 
 
@@ -388,7 +392,7 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
             v = np.int64(scratch[_CROW[k], lane] & np.uint64(0xFFFFFFFF))
             coords[k] = v - (np.int64(1) << 32) if v >= 1 << 31 else v
         p = _tmap_at(state, lane, np.int64(xa[lane]))
-        if p == 0 or not _decode(p, tm) or not _box_ok(tm, rank, coords, kind == B_TSTORE):
+        if p == 0 or not _decode(p, tm) or not _box_ok(tm, rank, coords, kind != B_TLOAD):
             ok = False
             break
         base = np.int64(xc[lane])
@@ -404,7 +408,7 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
             if not _load(ctl, state, tm, rank, coords, base, moff, lane, pc):
                 ok = False
                 break
-        elif not _store(ctl, state, tm, rank, coords, base, lane, pc):
+        elif not _store(ctl, state, tm, rank, coords, base, lane, pc, kind, row[T.Z] if kind == B_TRED else -1):
             ok = False
             break
     if not ok:
@@ -454,7 +458,7 @@ class Staging:
     def drain(self, w):
         """Hand the staged copies of warp ``w`` to its CTA's async unit, in issue order, as ``ops.bulk`` issues them;
         then empty the staging area (grown when a copy did not fit)."""
-        from ...ops.bulk import queue_load, queue_store
+        from ...ops.bulk import RED_OPS, queue_load, queue_store
         c = self.ctl
         n = int(c[C_NREC])
         code = w.program.code
@@ -469,7 +473,8 @@ class Staging:
                            {"bytes": nbytes, "dst": smem, "mbar": mbar, "coords": coords,
                             "box": r[R_BOX:R_BOX + rank], "cta": w.cluster_rank})
             else:
-                queue_store(w, text, lane, self.idx[i:i + ni].copy(), data.reshape(ni, es), None, None,
+                queue_store(w, text, lane, self.idx[i:i + ni].copy(), data.reshape(ni, es),
+                            None if kind == B_TSTORE else RED_OPS[mbar], r[R_TYPE],
                             {"bytes": nbytes, "src": smem, "coords": coords})
         want = (int(c[C_WANT_REC]), int(c[C_WANT_DATA]), int(c[C_WANT_IDX]))
         if any(want):

@@ -973,12 +973,19 @@ def r_cp(t, env, instr, row, imm):
 def r_bulk(t, env, instr, row, imm):
     """cp.async.bulk.tensor.{1..5}d tiled loads into this CTA's shared memory on an mbarrier
     (.shared::cluster.global{.tile}.mbarrier::complete_tx::bytes{.L2::cache_hint}) and tiled stores
-    (.global.shared::cta{.tile}.bulk_group{.L2::cache_hint}), as ops.bulk._tensor compiles them (bulkx.py), and the
-    tensor prefetches (nothing to do). Multicast, im2col, reductions, the non-tensor forms and the async-groups stay
-    with the executor."""
+    (.global.shared::cta{.tile}.bulk_group{.L2::cache_hint}) and reductions (cp.reduce.async.bulk.tensor, the same
+    with .<op>), as ops.bulk._tensor compiles them (bulkx.py), and the tensor prefetches (nothing to do).
+    Multicast, im2col, the non-tensor forms and the async-groups stay with the executor."""
     from . import asyncx, bulkx
     mods = instr.mods
     ops = list(instr.operands)
+    from ...ops.bulk import RED_OPS
+    red = None
+    if mods[:1] == ("reduce",):
+        red = [m for m in mods if m in RED_OPS]
+        if len(red) != 1:
+            raise _Slow
+        mods = mods[1:]
     if mods[:2] != ("async", "bulk") or "tensor" not in mods:
         raise _Slow
     dim = [m for m in mods if len(m) == 2 and m[1] == "d" and m[0] in "12345"]
@@ -991,9 +998,9 @@ def r_bulk(t, env, instr, row, imm):
         return _hopx(t, row, asyncx.K_NOP)     # ops.bulk._prefetch: the operands were checked when it compiled
     load = {"shared::cluster", "global", "mbarrier::complete_tx::bytes"}
     store = {"global", "shared::cta", "bulk_group"}
-    rest = set(mods) - {"async", "bulk", "tensor", dim[0], "tile", "L2::cache_hint"}
+    rest = set(mods) - {"async", "bulk", "tensor", dim[0], "tile", "L2::cache_hint"} - set(red or ())
     spaces = [m for m in mods if m in ("shared::cluster", "shared::cta", "shared", "global")]
-    if rest == load and spaces == ["shared::cluster", "global"] and len(ops) in (3, 4):
+    if red is None and rest == load and spaces == ["shared::cluster", "global"] and len(ops) in (3, 4):
         kind, tref, other = bulkx.B_TLOAD, ops[1], ops[0]
         if not isinstance(ops[2], Mem):
             raise _Slow
@@ -1001,7 +1008,8 @@ def r_bulk(t, env, instr, row, imm):
         row[T.B] = row[T.A]
         imm[1] = imm[T.IMM_OFFSET]
     elif rest == store and spaces == ["global", "shared::cta"] and len(ops) in (2, 3):
-        kind, tref, other = bulkx.B_TSTORE, ops[0], ops[1]
+        kind, tref, other = (bulkx.B_TSTORE if red is None else bulkx.B_TRED), ops[0], ops[1]
+        row[T.Z] = RED_OPS.index(red[0]) if red else 0
     else:
         raise _Slow
     if not isinstance(tref, TensorAddr) or not isinstance(other, Mem) or len(tref.coords.items) != rank:
