@@ -121,12 +121,12 @@ def _start_load(warp, text, lane, idx, data, mbar, nbytes, info, issuer=None):
     queue_load(warp, text, lane, flat, data.reshape(-1), mbar, nbytes, info)
 
 
-def queue_load(warp, text, lane, flat, data, mbar, nbytes, info):
+def queue_load(warp, text, lane, flat, data, mbar, nbytes, info, land=None):
     """Put a load whose destination bytes ``flat`` are already marked in flight into the async unit: it lands
-    ``data`` there and signals complete_tx on the mbarrier at ``mbar`` (the fast engine's TMA rows come here too,
-    machine/fastcore/bulkx.py)."""
+    ``data`` there and signals complete_tx on the mbarrier at ``mbar``. The fast engine's TMA rows come here too
+    (machine/fastcore/bulkx.py), with ``land(copy)``: the same completion, its byte moves jitted."""
     c = AsyncCopy("load", text, warp.warp_id, int(lane), 0, None, info=info)
-    c.complete = _land(warp, c, flat, data, mbar, nbytes, text)
+    c.complete = _land(warp, c, flat, data, mbar, nbytes, text) if land is None else land(c)
     warp.async_unit.issue(c)
 
 

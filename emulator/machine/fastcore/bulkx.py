@@ -15,8 +15,8 @@ the copy in a staging area (``Staging``).
 
 The copy then lands where the reference lands it: when the loop returns, ``Staging.drain`` hands every staged copy
 to the CTA's async unit, in issue order, as the executor would have (``ops.bulk.queue_load`` /
-``ops.bulk.queue_store``, with the same completion: the shared bytes written and released, complete_tx on the
-mbarrier, or the global bytes written or reduced); the CTA's scheduler completes it at the same point as before.
+``ops.bulk.queue_store``, with the same completion: the shared bytes written and released (``land_bytes``, jitted),
+complete_tx on the mbarrier, or the global bytes written or reduced); the CTA's scheduler completes it at the same point as before.
 
 Everything else returns 1 before anything is written (the loop hands the instruction back and the executor runs it
 or raises its error): a tensor map the executor would refuse or fault on, a box past shared memory, an element
@@ -432,6 +432,31 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
     return 0
 
 
+@njit(cache=True)
+def land_bytes(smem, inflight, dirty, starts, data, es):
+    """ops.bulk._land's byte moves for a staged load: element i's ``es`` bytes ``data[i * es:]`` into shared memory at
+    ``starts[i]``, their in-flight marks released, their generic-proxy marks cleared."""
+    for i in range(starts.size):
+        s = starts[i]
+        for b in range(es):
+            smem[s + b] = data[i * es + b]
+            inflight[s + b] -= 1
+            dirty[s + b] = False
+
+
+def _lands(w, starts, data, es, mbar, nbytes, text):
+    """The completion of a staged load (ops.bulk._land without a sanitiser, which these copies never have)."""
+    def make(copy):
+        au = w.async_unit
+
+        def complete():
+            land_bytes(w.smem, w.smem_inflight, au.dirty, starts, data, es)
+            w._inflight_n -= 1
+            au.mbarriers.complete_tx(text, mbar, nbytes, copy.lane)
+        return complete
+    return make
+
+
 class Staging:
     """The staged copies of one launch (the arrays the rows write through ``ctl``) and their hand-over to the
     async unit of the CTA (``drain``)."""
@@ -468,10 +493,11 @@ class Staging:
             coords = r[R_COORD:R_COORD + rank]
             data = self.data[d:d + nd].copy()
             if kind == B_TLOAD:
-                flat = (self.idx[i:i + ni, None] + np.arange(es, dtype=np.int64)).reshape(-1)
-                queue_load(w, text, lane, flat, data, mbar, nbytes,
+                starts = self.idx[i:i + ni].copy()
+                queue_load(w, text, lane, None, data, mbar, nbytes,
                            {"bytes": nbytes, "dst": smem, "mbar": mbar, "coords": coords,
-                            "box": r[R_BOX:R_BOX + rank], "cta": w.cluster_rank})
+                            "box": r[R_BOX:R_BOX + rank], "cta": w.cluster_rank},
+                           _lands(w, starts, data, es, mbar, nbytes, text))
             else:
                 queue_store(w, text, lane, self.idx[i:i + ni].copy(), data.reshape(ni, es),
                             None if kind == B_TSTORE else RED_OPS[mbar], r[R_TYPE],
