@@ -152,6 +152,21 @@ def test_rows_are_translated():
         assert ops and set(ops.values()) == {want}, ops
 
 
+def test_store_kernels_run_in_the_cta_loop():
+    """A CTA whose bulk copies are stores (no mbarrier) runs in the jitted CTA loop: the stores staged there, the
+    async-groups handed back, the copies completed where the Python scheduler completes them; the H100's bytes."""
+    c = next(c for c in hw.cases("store") if c["status"] == "ok" and c["estr"][0] == 1 and c["rank"] >= 2 and
+             hw.footprint(c) <= c["nbytes"])
+    kernel = _kernel("store", c)
+    assert translation(module().program(kernel)).cta_ok
+    g = GlobalMemory()
+    args = capture_args("store", c)(g)
+    r = module().launch(kernel, block=128, shared_bytes=SMEM + 64, gmem=g, args=args, engine="fast")
+    assert all(ws[0]._cta.fast_cta is not None for _, ws in r.ctas)        # no hand-over to the Python scheduler
+    base = min(g._bases)
+    assert np.array_equal(g.download(base + c["off"], c["out"].size), c["out"])
+
+
 def test_unfenced_store_is_reported_by_both():
     """A TMA store of bytes written by st.shared with no fence.proxy.async since: the same ProxyError."""
     c = next(c for c in hw.cases("store") if c["status"] == "ok" and c["estr"][0] == 1)

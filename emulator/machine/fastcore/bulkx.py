@@ -56,7 +56,8 @@ NCTL = 12
 R_COORD = 12
 R_BOX = 17
 R_TYPE = 22             # the tensor map's element type (a reduction's arithmetic); R_MBAR: its RED_OPS index
-RECW = 23
+R_WARP = 23             # the warp's index in the CTA loop (loop.run_cta), -1 for a warp run alone
+RECW = 24
 
 # CUtensorMapDataType by descriptor code and tf32 flag (TensorMap.decode's table): code | tf32 << 4 -> type, -1
 _TYPE_OF = np.full(32, -1, np.int64)
@@ -416,10 +417,12 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
         ctl[C_NDATA] = d0
         ctl[C_NIDX] = i0
         return 1
+    recs = i64_2d(ctl[C_REC], ctl[C_RECCAP], RECW)
+    for r in range(n0, ctl[C_NREC]):
+        recs[r, R_WARP] = state[T.S_WARP] if state[T.S_CTA] == 1 else -1
     if kind == B_TLOAD:                     # every lane went: mark the destinations in flight (ops.bulk._start_load)
         inflight = ctx[C.K_INFLIGHT]
         idx = i64_1d(ctl[C_IDX], ctl[C_IDXCAP])
-        recs = i64_2d(ctl[C_REC], ctl[C_RECCAP], RECW)
         for r in range(n0, ctl[C_NREC]):
             es = recs[r, R_ES]
             first = recs[r, R_IDX]
@@ -480,15 +483,17 @@ class Staging:
     def address(self):
         return self.ctl.ctypes.data
 
-    def drain(self, w):
-        """Hand the staged copies of warp ``w`` to its CTA's async unit, in issue order, as ``ops.bulk`` issues them;
-        then empty the staging area (grown when a copy did not fit)."""
+    def drain(self, w, warps=None):
+        """Hand the staged copies to the CTA's async unit, in issue order, as ``ops.bulk`` issues them (warp ``w``'s, or
+        those of the CTA loop's ``warps``); then empty the staging area (grown when a copy did not fit)."""
         from ...ops.bulk import RED_OPS, queue_load, queue_store
         c = self.ctl
         n = int(c[C_NREC])
         code = w.program.code
         for r in self.rec[:n].tolist():
             kind, pc, lane, smem, mbar, nbytes, d, nd, i, ni, es, rank = r[:12]
+            if warps is not None:
+                w = warps[r[R_WARP]]
             text = code[pc].instr.text or code[pc].instr.opcode
             coords = r[R_COORD:R_COORD + rank]
             data = self.data[d:d + nd].copy()

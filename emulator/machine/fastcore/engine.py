@@ -386,9 +386,11 @@ class FastCTA:
         cp = self.cp
         st[T.S_SPIN_CHECK] = SPIN_CHECK
         st[T.S_WG_REGS] = st[T.S_WG_SMEM] = st[T.S_WG] = 0
-        st[T.S_WG_READS] = st[T.S_DIRTY] = st[T.S_DIRTY_N] = 0    # (CTAs with bulk stores keep the Python scheduler)
+        st[T.S_WG_READS] = st[T.S_DIRTY] = st[T.S_DIRTY_N] = 0    # (set below for kernels the async proxy reads)
         st[T.S_MBAR] = st[T.S_MBAR_N] = st[T.S_MBAR_CHANGED] = 0  # (and those with mbarriers)
-        st[T.S_BULK] = 0                                          # (and those with bulk copies)
+        # TMA rows (bulkx.py) stage their copies here, unless a sanitiser or a timeline follows them
+        stage = fl.staging() if tr.bulkx and ws and ws[0].san is None and not ws[0]._async.record else None
+        st[T.S_BULK] = stage.address if stage is not None else 0
         st[T.S_GTAB] = _pointer(fl.gtab)
         st[T.S_GTAB_N] = fl.gtab.shape[0]
         wg = self.wg
@@ -398,9 +400,9 @@ class FastCTA:
                 st[T.S_WG] = wg.ctl.ctypes.data
                 st[T.S_WG_READS] = wg.reads.ctypes.data
                 st[T.S_WG_SMEM] = int(wg.ctl[wg.NREAD] > 0)
-            if au is not None:
+            if au is not None:             # (as FastWarp.run: the marks may stand from before, a fence clears them)
                 st[T.S_DIRTY] = _pointer(au.dirty)
-                st[T.S_DIRTY_N] = 0
+                st[T.S_DIRTY_N] = int(au.any_dirty)
             st[T.S_BUDGET] = cta.budget[0]
             st[T.S_INFLIGHT] = cta.inflight_n
             st[T.S_NLOG] = 0
@@ -414,10 +416,12 @@ class FastCTA:
                     self.cst, self.issued, self.executed, self.param_ptrs, self.wbid, self.bar_arrived, self.bar_seq,
                     self.backs, tr.mufu_ptr, tr.mufu_size, fl.log_src, cp.dst, cp.data, cp.group, cp.meta,
                     cp.count)
+            if stage is not None and stage.ctl[0]:
+                stage.drain(ws[0], ws)      # the staged copies join the async unit before Python runs anything
             cta.inflight_n = int(st[T.S_INFLIGHT])
             cta.budget[0] = int(st[T.S_BUDGET])
-            if au is not None and st[T.S_DIRTY_N]:
-                au.any_dirty = True
+            if au is not None:
+                au.any_dirty = bool(st[T.S_DIRTY_N])
             n = int(st[T.S_NLOG])
             if n:
                 self._flush(ws, n)
@@ -430,6 +434,11 @@ class FastCTA:
                     if not wg.exported:          # nothing in flight is left to check: free the arrays
                         cta.wgmma = self.wg = None
                 break
+            if status == T.CTA_DEADLOCK and cta.async_unit.pending:
+                # nobody can go on by itself: the async unit moves (machine.cta.CTA._run), then a new round
+                cta.async_unit.pump()
+                self.cst[T.C_PROGRESSED] = 1
+                continue
             if status == T.CTA_DEADLOCK and wg is not None and wg.used():
                 return self._handoff(cta, 0, False)         # the scheduler finds it and reports it
             if status == T.CTA_DEADLOCK:

@@ -76,8 +76,8 @@ class Translation:
         self.code[:, T.FLT] = 0
         self.imm = np.zeros((n, T.NIMM), np.uint64)
         self.fast = np.zeros(n, np.bool_)
-        # kernels whose shared memory the async proxy reads (TMA stores, bulk copies out, wgmma) keep their
-        # shared stores in the reference, which records them for the fence.proxy.async check
+        # kernels whose shared memory the async proxy reads (TMA stores, bulk copies out, wgmma): the loop's shared
+        # stores mark their bytes for the fence.proxy.async check (memx.py)
         self.bulk_readers = bulk_readers = any(op.kind == "op" and (
             op.instr.base == "cp" and "bulk" in op.instr.mods and "global" in op.instr.mods[:6] and
             op.instr.mods.index("global") < next((i for i, m in enumerate(op.instr.mods) if m.startswith("shared")),
@@ -119,13 +119,14 @@ class Translation:
         self.coverage = float(self.fast.mean()) if n else 1.0
         # the CTA loop (run_cta) runs the whole CTA when every barrier is translated and nothing can stall a
         # warp, yield its turn, or call a function (per-lane call stacks stay with the Python scheduler)
-        # (wgmma too, when the loop runs every wgmma instruction of the kernel: wgmmax.py)
-        self.cta_ok = not bulk_readers and all(
+        # (wgmma too, when the loop runs every wgmma instruction of the kernel: wgmmax.py; bulk copies too: those
+        # the loop stages (bulkx.py) and those the executors issue join the async unit whenever the loop returns,
+        # and the async unit moves where the Python scheduler moves it, when nobody can go on: engine.FastCTA.run)
+        self.cta_ok = all(
             (op.kind != "bar" or (self.fast[pc] and op.fn[1] is None and self.code[pc, T.X] >= 0)) and
             (op.kind != "call" or op.call.callee == "vprintf") and
             (op.kind != "op" or (op.instr.base not in ("mbarrier", "setmaxnreg", "tensormap") and
-                                 (op.instr.base != "wgmma" or self.wg is not None) and
-                                 "bulk" not in op.instr.mods))
+                                 (op.instr.base != "wgmma" or self.wg is not None)))
             for pc, op in enumerate(prog.code))
 
     def _bar(self, op, env, row):
