@@ -284,9 +284,33 @@ def test_corpus_fast_sample(name):
     assert _corpus_both(name) == 0
 
 
+def test_a_small_staging_area_grows(monkeypatch):
+    """A copy that does not fit the staging area goes back to the executor, and the area grows: the same bits."""
+    from emulator.machine.fastcore import bulkx
+    sizes = []
+    real = bulkx.Staging._alloc
+
+    def alloc(self, nrec, ndata, nidx):
+        sizes.append((nrec, ndata, nidx))
+        real(self, *((1, 16, 1) if len(sizes) == 1 else (nrec, ndata, nidx)))
+    monkeypatch.setattr(bulkx.Staging, "_alloc", alloc)
+    back = _corpus_both(FAST[0])
+    assert len(sizes) >= 2 and 0 < back <= len(sizes)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SLOW)
-def test_corpus_tma_kernels(name):
+def test_corpus_tma_kernels(name, monkeypatch):
+    """Both engines identical and equal to the H100; the tensor copies stay in the loop, but for the copies that
+    did not fit the staging area while it grew (and multicast copies, which go back to the executor)."""
+    from emulator.machine.fastcore import bulkx
+    grown = []
+    real = bulkx.Staging._alloc
+
+    def alloc(self, *sizes):
+        grown.append(sizes)
+        real(self, *sizes)
+    monkeypatch.setattr(bulkx.Staging, "_alloc", alloc)
     back = _corpus_both(name)
-    if "cluster" not in name and "deepgemm" not in name:       # (multicast copies go back to the executor)
-        assert back == 0
+    if "cluster" not in name and "deepgemm" not in name:
+        assert back <= len(grown) - 1, (back, grown)

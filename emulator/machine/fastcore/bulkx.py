@@ -127,6 +127,8 @@ def _decode(p, tm):
     if t < 0:
         return False
     r = ((q >> 4) & 7) + 1
+    if r > 5:
+        return False                         # (no instruction has that rank: the executor's rank check)
     tm[0] = t
     tm[1] = r
     tm[2] = np.int64(_peek64(p))
@@ -322,8 +324,8 @@ def _store(ctl, state, tm, rank, coords, base, lane, pc, kind, op):
     total = n[0] * n[1] * n[2] * n[3] * n[4]
     pitch = max(n[0] * es, _SWZ[tm[23]])
     size = state[T.S_SMEM_SIZE]
-    if base < 0:
-        return False
+    if base < 0 or total * es > size:
+        return False                        # (a box larger than shared memory reaches past it: the executor)
     if not _reserve(ctl, total * es, total):
         return False
     smem = state[T.S_SMEM_PTR]
@@ -466,7 +468,7 @@ class Staging:
 
     def __init__(self):
         self.ctl = np.zeros(NCTL, np.int64)
-        self._alloc(64, 1 << 18, 1 << 15)
+        self._alloc(256, 1 << 20, 1 << 17)
 
     def _alloc(self, nrec, ndata, nidx):
         self.rec = np.zeros((nrec, RECW), np.int64)
@@ -482,6 +484,11 @@ class Staging:
     @property
     def address(self):
         return self.ctl.ctypes.data
+
+    def used(self):
+        """Whether copies are staged, or a copy did not fit (the area grows at the next drain)."""
+        c = self.ctl
+        return bool(c[C_NREC] or c[C_WANT_REC] or c[C_WANT_DATA] or c[C_WANT_IDX])
 
     def drain(self, w, warps=None):
         """Hand the staged copies to the CTA's async unit, in issue order, as ``ops.bulk`` issues them (warp ``w``'s, or

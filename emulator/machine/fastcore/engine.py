@@ -303,7 +303,7 @@ class FastWarp:
         stage = fl.staging() if mbs is not None and fl.tr.bulkx and getattr(w, "_cta", None) is not None else None
         st[T.S_BULK] = stage.address if stage is not None else 0
         fl._run(*args)
-        if stage is not None and stage.ctl[0]:
+        if stage is not None and stage.used():
             stage.drain(w)                  # the staged copies join the async unit before anything else runs
         w._inflight_n = int(st[T.S_INFLIGHT])
         if au is not None:
@@ -416,7 +416,7 @@ class FastCTA:
                     self.cst, self.issued, self.executed, self.param_ptrs, self.wbid, self.bar_arrived, self.bar_seq,
                     self.backs, tr.mufu_ptr, tr.mufu_size, fl.log_src, cp.dst, cp.data, cp.group, cp.meta,
                     cp.count)
-            if stage is not None and stage.ctl[0]:
+            if stage is not None and stage.used():
                 stage.drain(ws[0], ws)      # the staged copies join the async unit before Python runs anything
             cta.inflight_n = int(st[T.S_INFLIGHT])
             cta.budget[0] = int(st[T.S_BUDGET])
