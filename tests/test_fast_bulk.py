@@ -97,7 +97,10 @@ def _kernel(op, c):
 
 def _captures(op, sample):
     cs = [c for c in hw.cases(op) if c["status"] != "timeout"]
-    return cs[::7] if sample else cs
+    if not sample:
+        return cs
+    ok = [c for c in cs if c["status"] == "ok"]
+    return ok[::6 if op == "load" else 2] + [c for c in cs if c["status"] != "ok"][::12]
 
 
 def _replay_capture(op, c):
@@ -130,7 +133,7 @@ def _replay_capture(op, c):
 
 @pytest.mark.parametrize("op", ["load", "store", "reduce"])
 def test_captures_sample(op):
-    """Every 7th H100 capture of each kind: both engines bit-identical, equal to the H100."""
+    """A sample of the H100's captures of each kind: both engines bit-identical, equal to the H100."""
     seen = [_replay_capture(op, c) for c in _captures(op, True)]
     assert seen.count("match") >= 1 and len(seen) >= 2
 
@@ -217,7 +220,7 @@ def tensor_maps(draw):
                 coords=coords + [0] * (5 - rank), off=off, extent=s)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(tensor_maps(), st.sampled_from(["load", "store"]))
 def test_random_boxes(c, op):
     """Random tensor maps (types, ranks, strides, swizzles, element strides, boxes partly or wholly outside the
