@@ -5,6 +5,7 @@ barrier arrive in the loop. Both engines must leave the same memory, registers, 
 log, errors and deadlock reports (``engines.compare_engines``), and such CTAs must stay in the loop (hand-overs to
 the Python scheduler are counted)."""
 import collections
+import re
 
 import numpy as np
 import pytest
@@ -255,19 +256,23 @@ def test_the_comparison_can_fail():
 
 # -- the corpus's warp-specialised kernels --------------------------------------------------------------------------
 
-def _loop_without_bulk(monkeypatch):
-    """Let the CTA loop take kernels with bulk copies too (they run on the executors, handed back; the copies
-    complete at the ends of rounds in which nothing else moves, as the Python scheduler pumps them)."""
-    real = E.translation
+class BulkRows:
+    """Counts the TMA box copies (``BULKX`` rows) the loops hand back to the executors, and the instructions handed
+    back to the Python executors by spelling (``CTA._step``)."""
 
-    def tr_(prog):
-        tr = real(prog)
-        code = prog.code
-        tr.cta_ok = all((op.kind != "bar" or tr.fast[pc]) and (op.kind != "call" or op.call.callee == "vprintf") and
-                        (op.kind != "op" or op.instr.base != "wgmma" or tr.wg is not None)
-                        for pc, op in enumerate(code))
-        return tr
-    monkeypatch.setattr(E, "translation", tr_)
+    def __init__(self, monkeypatch):
+        self.back = collections.Counter()
+        real = cta_mod.CTA._step
+        back = self.back
+
+        def step(cta, w, p, mask, together):
+            op = cta.prog.code[p]
+            back[op.instr.opcode if op.kind == "op" else op.kind] += 1
+            return real(cta, w, p, mask, together)
+        monkeypatch.setattr(cta_mod.CTA, "_step", step)
+
+    def tma(self):
+        return sum(k for n, k in self.back.items() if n.startswith(("cp.async.bulk.tensor", "cp.reduce.async.bulk.tensor")))
 
 
 def _outcome(case, engine):
@@ -287,38 +292,58 @@ def _outcome(case, engine):
 def _check_corpus(name, monkeypatch):
     case = corpus_lib.load_all()[name]
     got_r, ref = _outcome(case, "reference")
-    _loop_without_bulk(monkeypatch)
     ho = HandOvers(monkeypatch)
+    rows = BulkRows(monkeypatch)
     got_f, fast = _outcome(case, "fast")
     if name not in corpus_lib.CANNOT_RUN:
         assert corpus_lib.mismatches(case, got_r) == [] and corpus_lib.mismatches(case, got_f) == []
     diffs = differences(ref, fast)
     assert not diffs, diffs
+    ho.n["tma_back"] = rows.tma()
     return ho.n
+
+
+def _cluster(case):
+    """A kernel launched in clusters of more than one CTA (its CTAs step warp by warp under the cluster's
+    scheduler, outside the CTA loop)."""
+    cfg = case["config"]
+    dims = list(cfg.get("cluster") or [])
+    ptx = case["ptx"]
+    i = ptx.find(".entry " + cfg["kernel"] + "(")
+    m = re.search(r"\.reqnctapercluster\s+([\d\s,]+)", ptx[i:ptx.find("{", i)]) if i >= 0 else None
+    if m:
+        dims += [int(x) for x in m.group(1).replace(",", " ").split()]
+    return int(np.prod(dims or [1])) > 1
 
 
 def _ws_cases():
     cases = corpus_lib.load_all()
-    return sorted(n for n, c in cases.items() if "mbarrier.try_wait" in c["ptx"])
+    return sorted(n for n, c in cases.items() if "mbarrier.try_wait" in c["ptx"] or "cp.async.bulk" in c["ptx"])
 
 
 FAST_SAMPLE = ["nvcc_deepgemm_bf16_128x256x512"]          # (about 4 s; the others under -m slow)
 
 
+def _in_the_loop(name, n):
+    """CTAs outside clusters run in the CTA loop from start to end, their TMA copies in it too."""
+    if _cluster(corpus_lib.load_all()[name]):
+        return
+    assert n["cta_loop"] >= 1 and n["handoff"] == 0 and n["tma_back"] == 0, (name, n)
+
+
 @pytest.mark.parametrize("name", FAST_SAMPLE)
-def test_corpus_warp_specialised_kernels_in_the_cta_loop(name, monkeypatch):
-    """The corpus's mbarrier kernels (TMA, CUTLASS warp-specialised): the H100's outputs and the reference's state
-    on the fast engine, every CTA in the loop to its end."""
+def test_corpus_tma_mbarrier_kernels_in_the_cta_loop(name, monkeypatch):
+    """The corpus's TMA and mbarrier kernels (Triton, CuTe, CUTLASS warp-specialised, ThunderKittens, DeepGEMM): the
+    H100's outputs and the reference's state on the fast engine, every CTA in the loop to its end."""
     n = _check_corpus(name, monkeypatch)
-    assert n["cta_loop"] >= 1 and n["handoff"] == 0, n
+    assert not _cluster(corpus_lib.load_all()[name])
+    _in_the_loop(name, n)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in _ws_cases() if n not in FAST_SAMPLE])
-def test_all_corpus_mbarrier_kernels_in_the_cta_loop(name, monkeypatch):
-    """(A CTA whose warps hand a bulk copy back while their own wgmma are in flight, as Triton's TMA matmul does,
-    goes to the Python scheduler there: the executor checks the copy against the wgmma's registers.)"""
-    _check_corpus(name, monkeypatch)
+def test_all_corpus_tma_mbarrier_kernels_in_the_cta_loop(name, monkeypatch):
+    _in_the_loop(name, _check_corpus(name, monkeypatch))
 
 
 # -- mbarrier.init / inval in the CTA loop -------------------------------------------------------------------------

@@ -90,7 +90,8 @@ class AsyncUnit:
             if pred is None or pred(c):
                 c.complete()
                 c.done = self.step
-                self.finished.append(c)
+                if self.record:                # (the timeline draws them; otherwise they are garbage now)
+                    self.finished.append(c)
                 self.mbarriers.version += 1
             else:
                 keep.append(c)

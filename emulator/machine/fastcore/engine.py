@@ -199,6 +199,14 @@ class FastLaunch:
             np.arange(32, dtype=np.int64)
         assert all(tr.specials[n][0] == T.R32 for n in names)
 
+    def staging(self):
+        """The staging area of the TMA rows (``bulkx.Staging``), made on first use."""
+        got = self.__dict__.get("_staging")
+        if got is None:
+            from .bulkx import Staging
+            got = self._staging = Staging()
+        return got
+
     def attach(self, warp, arena=None):
         return FastWarp(self, warp, arena)
 
@@ -293,7 +301,12 @@ class FastWarp:
         st[T.S_MBAR_CHANGED] = 0
         st[T.S_GTAB] = _pointer(fl.gtab)
         st[T.S_GTAB_N] = fl.gtab.shape[0]
+        # the TMA rows' staging area (bulkx.py): a warp of a CTA, unless a sanitiser or a timeline follows its copies
+        stage = fl.staging() if mbs is not None and fl.tr.bulkx and getattr(w, "_cta", None) is not None else None
+        st[T.S_BULK] = stage.address if stage is not None else 0
         fl._run(*args)
+        if stage is not None and stage.used():
+            stage.drain(w)                  # the staged copies join the async unit before anything else runs
         w._inflight_n = int(st[T.S_INFLIGHT])
         if au is not None:
             au.any_dirty = bool(st[T.S_DIRTY_N])
@@ -386,7 +399,7 @@ class FastCTA:
         cp = self.cp
         st[T.S_SPIN_CHECK] = SPIN_CHECK
         st[T.S_WG_REGS] = st[T.S_WG_SMEM] = st[T.S_WG] = 0
-        st[T.S_WG_READS] = st[T.S_DIRTY] = st[T.S_DIRTY_N] = 0    # (CTAs with bulk stores keep the Python scheduler)
+        st[T.S_WG_READS] = st[T.S_DIRTY] = st[T.S_DIRTY_N] = 0    # (set below for kernels the async proxy reads)
         # the CTA's mbarriers, unless a sanitizer follows them (the executors tell it; a timeline keeps the Python
         # scheduler); a try_wait parks its lanes in the loop unless a yield's state includes .param bytes
         mbs = ws[0]._async.mbarriers if ws and cta.san is None and not ws[0]._async.record else None
@@ -394,6 +407,9 @@ class FastCTA:
         st[T.S_MBINIT] = int(mbs is not None)
         st[T.S_BARSEQ] = self.bar_seq.ctypes.data
         st[T.S_BARCNT] = self.cst.ctypes.data + 8 * T.C_BARCNT
+        # TMA rows (bulkx.py) stage their copies here, unless a sanitiser or a timeline follows them
+        stage = fl.staging() if tr.bulkx and mbs is not None else None
+        st[T.S_BULK] = stage.address if stage is not None else 0
         st[T.S_GTAB] = _pointer(fl.gtab)
         st[T.S_GTAB_N] = fl.gtab.shape[0]
         wg = self.wg
@@ -403,7 +419,7 @@ class FastCTA:
                 st[T.S_WG] = wg.ctl.ctypes.data
                 st[T.S_WG_READS] = wg.reads.ctypes.data
                 st[T.S_WG_SMEM] = int(wg.ctl[wg.NREAD] > 0)
-            if au is not None:
+            if au is not None:             # (as FastWarp.run: the marks may stand from before, a fence clears them)
                 st[T.S_DIRTY] = _pointer(au.dirty)
                 st[T.S_DIRTY_N] = int(au.any_dirty)     # (marks Python's stores made: the loop's fence clears them)
             st[T.S_BUDGET] = cta.budget[0]
@@ -428,6 +444,8 @@ class FastCTA:
                 mbs.version += int(st[T.S_MBAR_CHANGED])
             if st[T.S_MBAR_REBUILT]:
                 _mbar_objects(mbs, int(st[T.S_MBAR_N]))
+            if stage is not None and stage.used():
+                stage.drain(ws[0], ws)      # the staged copies join the async unit before Python runs anything
             cta.inflight_n = int(st[T.S_INFLIGHT])
             cta.budget[0] = int(st[T.S_BUDGET])
             if au is not None:

@@ -34,6 +34,7 @@ XSLOT = len(_TABLES)        # translation.mufu_ptr: the addresses of xcall.x_c a
 ASLOT = len(_TABLES) + 1
 WSLOT = _NSLOTS             # wgcall.wg_c (after the families' slots)
 HSLOT = _NSLOTS + 1         # hopcall.hop_c (HOPX rows)
+BSLOT = _NSLOTS + 2         # bulkcall.bulk_c (BULKX rows)
 # the family slot of each opcode (families.py; -1: none, the loop hands the row back)
 FAMSLOT = np.full(128, -1, np.int64)
 for _op, _name in _OF_OPCODE.items():
@@ -539,7 +540,13 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                 if got != 0:
                     handback = True         # a lane breaks a rule (nothing was written)
                     break
-        elif opc != T.NOP and opc != T.HOPX and (em != 0 or opc == T.MMA or opc == T.LDMATRIX):
+        elif opc == T.BULKX and em != 0:                    # bulkcall.bulk_c (bulkx.py): TMA box copies
+            ctx[C.K_P] = p
+            if wide == 1 or call_hop(mptr[BSLOT], em, state.ctypes.data, row.ctypes.data, imrow.ctypes.data,
+                                     arena.ctypes.data, arena.shape[0], scratch.ctypes.data) != 0:
+                handback = True             # the executor runs it (a rule broken, a form the rows leave)
+                break
+        elif opc != T.NOP and opc != T.HOPX and opc != T.BULKX and (em != 0 or opc == T.MMA or opc == T.LDMATRIX):
             # a family compiled apart (families.py), through its address; slot 0: not compiled (yet), the
             # reference executor runs the row
             slot = FAMSLOT[opc]

@@ -72,6 +72,8 @@ XROW = 70         # integer, bit and warp-collective rows (scalarx.py; X: scalar
 ATOM = 71         # atom/red on global or this CTA's shared memory (atomics.py; X/Y/Z: space, 1, element bytes
                   # as for LD/ST; A: address, B/C: b/c read as W bits, D: the old value; V0: atomics.OPS index,
                   # V0+1: atomics.T_*)
+BULKX = 73        # TMA box loads and stores (bulkx.py; X: bulkx.B_*, Y: the rank; A: tensor map, C: shared box, B:
+                  # mbarrier, offsets in immediates 3, 2, 1; V0..V0+4: the coordinates)
 HOPX = 72         # elect.sync, mapa, tensormap.replace.tile on shared memory, fence.proxy.async, and Hopper's
                   # instructions with nothing to do (asyncx.py; X: asyncx.K_*, K_NOP: the loop does not call)
 
@@ -157,7 +159,8 @@ S_BARSEQ, S_BARCNT, S_BAR_ID, S_BAR_CNT = 30, 31, 32, 33   # the CTA loop's barr
                               # bar_seq and thread counts) and the barrier number and count of the last BAR row
 S_MBINIT, S_MBAR_CAP, S_MBAR_REBUILT = 34, 35, 36   # 1: mbarrier.init/inval run in the loop (the CTA loop, which
                               # gives MBarriers its Python objects back); the table's rows; 1: the loop added or freed
-NSTATE = 37              # S_CTA: 1 when the CTA loop (run_cta) runs the warp (it arrives at ST_BAR itself);
+S_BULK = 37                   # the staging area of the TMA rows (bulkx.Staging's control vector; 0: they go back)
+NSTATE = 38              # S_CTA: 1 when the CTA loop (run_cta) runs the warp (it arrives at ST_BAR itself);
                    # S_BACK: backward branches the warp took; S_SPIN_CHECK: machine.cta.SPIN_CHECK;
                    # S_WG_REGS: 1 while wgmma.mma_async of this warp hold registers (rows with WG go back);
                    # S_WG_SMEM: 1 while wgmma.mma_async of the CTA read shared memory (cp.async goes back)

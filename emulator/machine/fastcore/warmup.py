@@ -191,8 +191,8 @@ def warmup(background=False, extras=True):
     wait()
     compile_families()
     with lock():
-        from . import xcall, wgcall, hopcall  # noqa: F401 (compiles or loads the integer rows', atomics', wgmma and
-        #                                       Hopper rows' functions)
+        from . import xcall, wgcall, hopcall, bulkcall  # noqa: F401 (compiles or loads the integer rows', atomics',
+        #                                                 wgmma, Hopper and TMA rows' functions)
     if extras and not _done(_extras()):
         with lock():
             if not _done(_extras()):
@@ -292,6 +292,7 @@ if warmup.lock().acquire(blocking=False):
     warmup.compile_families()
     import emulator.machine.fastcore.xcall
     import emulator.machine.fastcore.hopcall
+    import emulator.machine.fastcore.bulkcall
     import emulator.machine.fastcore.wgcall
     warmup._compile_extras()
     import emulator.machine.fastcore.mmatile
