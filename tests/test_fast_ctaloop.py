@@ -270,6 +270,14 @@ class BulkRows:
             back[op.instr.opcode if op.kind == "op" else op.kind] += 1
             return real(cta, w, p, mask, together)
         monkeypatch.setattr(cta_mod.CTA, "_step", step)
+        from emulator.machine.fastcore import bulkx
+        self.allocs = allocs = []
+        real_alloc = bulkx.Staging._alloc
+
+        def alloc(stage, *sizes):
+            allocs.append(sizes)
+            real_alloc(stage, *sizes)
+        monkeypatch.setattr(bulkx.Staging, "_alloc", alloc)
 
     def tma(self):
         return sum(k for n, k in self.back.items() if n.startswith(("cp.async.bulk.tensor", "cp.reduce.async.bulk.tensor")))
@@ -300,6 +308,7 @@ def _check_corpus(name, monkeypatch):
     diffs = differences(ref, fast)
     assert not diffs, diffs
     ho.n["tma_back"] = rows.tma()
+    ho.n["grown"] = max(len(rows.allocs) - 1, 0)   # (a copy that does not fit the staging area goes back; it grows)
     return ho.n
 
 
@@ -325,10 +334,11 @@ FAST_SAMPLE = ["nvcc_deepgemm_bf16_128x256x512"]          # (about 4 s; the othe
 
 
 def _in_the_loop(name, n):
-    """CTAs outside clusters run in the CTA loop from start to end, their TMA copies in it too."""
+    """CTAs outside clusters run in the CTA loop from start to end, their TMA copies in it too (but for a copy
+    that found the staging area full while it grew)."""
     if _cluster(corpus_lib.load_all()[name]):
         return
-    assert n["cta_loop"] >= 1 and n["handoff"] == 0 and n["tma_back"] == 0, (name, n)
+    assert n["cta_loop"] >= 1 and n["handoff"] == 0 and n["tma_back"] <= n["grown"], (name, n)
 
 
 @pytest.mark.parametrize("name", FAST_SAMPLE)
@@ -409,6 +419,7 @@ def test_mbarrier_init_and_inval_run_in_the_cta_loop(mode, monkeypatch):
     the inits and invals that need no new rows run in the loop."""
     from emulator.machine.fastcore.engine import handback_counts
     module = load_ptx(INITS)
+    monkeypatch.setattr(E, "MBAR_ROWS", 4)      # (the table the loop starts with: 4 rows, too few for the lanes)
     ho = HandOvers(monkeypatch)
     ref, fast, diffs = compare_engines(module, "k", 1, 64, [np.zeros(64 * 16, np.uint8)], [mode])
     assert not diffs, diffs
@@ -421,3 +432,13 @@ def test_mbarrier_init_and_inval_run_in_the_cta_loop(mode, monkeypatch):
         assert "error" not in ref, ref["error"]
         assert ho.n["handoff"] == 0
         assert sum(v for k, v in back.items() if k.startswith("mbarrier")) == 1, back   # (the growing init)
+
+
+def test_the_cta_loop_starts_with_room_for_its_barriers(monkeypatch):
+    """A CTA that initialises its barriers in the loop finds room for them (engine.MBAR_ROWS): no hand-back."""
+    from emulator.machine.fastcore.engine import handback_counts
+    module = load_ptx(INITS)
+    ref, fast, diffs = compare_engines(module, "k", 1, 64, [np.zeros(64 * 16, np.uint8)], [0])
+    assert not diffs, diffs
+    back = handback_counts(module.program("k"))
+    assert not any(k.startswith("mbarrier") for k in back), back
