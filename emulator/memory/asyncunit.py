@@ -101,3 +101,24 @@ class AsyncUnit:
         """cp.async.bulk.wait_group N: complete the thread's bulk groups older than its N newest."""
         limit = self.committed.get((warp, lane), 0) - keep
         self.pump(lambda c: c.grouped and (c.warp, c.lane) == (warp, lane) and 0 <= c.group < limit)
+
+    def commit_lanes(self, warp, lanes):
+        """``commit`` for each of ``lanes`` (a warp's commit_group): one pass over the copies in flight."""
+        groups = {}
+        for lane in lanes:
+            key = (warp, lane)
+            groups[lane] = g = self.committed.get(key, 0)
+            self.committed[key] = g + 1
+        for c in self.pending:
+            if c.grouped and c.group < 0 and c.warp == warp and c.lane in groups:
+                c.group = groups[c.lane]
+
+    def wait_group_lanes(self, warp, lanes, keep):
+        """``wait_group`` for each of ``lanes`` in turn (a warp's wait_group): the lanes with no copy to complete
+        are passed over (their pumps would change nothing)."""
+        limits = {lane: self.committed.get((warp, lane), 0) - keep for lane in lanes}
+        hit = {c.lane for c in self.pending
+               if c.grouped and c.warp == warp and c.lane in limits and 0 <= c.group < limits[c.lane]}
+        for lane in lanes:
+            if lane in hit:
+                self.wait_group(warp, lane, keep)

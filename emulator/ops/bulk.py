@@ -58,9 +58,7 @@ def _groups(instr, env):
             raise OperandError(f"{instr.opcode}: takes no operands")
 
         def commit(warp, mask):
-            u = warp.async_unit
-            for lane in _lanes(mask):
-                u.commit(warp.warp_id, int(lane))
+            warp.async_unit.commit_lanes(warp.warp_id, _lanes(mask).tolist())
         return commit
     ops = instr.operands
     if len(ops) != 1 or not isinstance(ops[0], Imm) or ops[0].kind != "int" or ops[0].value < 0:
@@ -69,9 +67,7 @@ def _groups(instr, env):
     del text
 
     def wait(warp, mask):
-        u = warp.async_unit
-        for lane in _lanes(mask):
-            u.wait_group(warp.warp_id, int(lane), keep)
+        warp.async_unit.wait_group_lanes(warp.warp_id, _lanes(mask).tolist(), keep)
     return wait
 
 

@@ -19,6 +19,7 @@ from .cpasync import CpAsyncRows, CpAsyncTable
 
 _DTYPE = {T.PRED: np.bool_, T.R16: np.uint16, T.R32: np.uint32, T.R64: np.uint64}
 LOG_CAP = 1024
+MBAR_ROWS = 64           # the rows of a CTA's mbarrier table when the CTA loop initialises its barriers
 
 
 _POINTERS: dict = {}
@@ -405,6 +406,8 @@ class FastCTA:
         mbs = ws[0]._async.mbarriers if ws and cta.san is None and not ws[0]._async.record else None
         st[T.S_MBW] = int(mbs is not None and not tr.param_writes)
         st[T.S_MBINIT] = int(mbs is not None)
+        if mbs is not None and tr.cta_waits:
+            mbs.reserve(MBAR_ROWS)          # (a barrier that finds the table full goes back to Python, which grows it)
         st[T.S_BARSEQ] = self.bar_seq.ctypes.data
         st[T.S_BARCNT] = self.cst.ctypes.data + 8 * T.C_BARCNT
         # TMA rows (bulkx.py) stage their copies here, unless a sanitiser or a timeline follows them
