@@ -40,6 +40,9 @@ CASES = [   # (sm_90a case, its sm_80 build or None)
     ("cute_tutorial_wgmma_tma_tn_sm90a", None),
     ("nvcc_cluster_dsmem_sm90a", None),
     ("cutlass_pingpong_bf16_sm90a", None),          # warp-specialised: mbarriers, named barriers, TMA
+    ("cutlass_cooperative_f16_sm90a", None),
+    ("cutlass_streamk_f16_sm90a", None),
+    ("cutlass_ws_f16_f32out_sm90a", None),
     ("nvcc_tk_gemm_bf16_256x512x256_1cta", None),
     ("nvcc_tk_attn_fwd_d64_n384", None),
     ("nvcc_deepgemm_bf16_128x256x512", None),
