@@ -100,7 +100,8 @@ class AsyncUnit:
     def wait_group(self, warp, lane, keep):
         """cp.async.bulk.wait_group N: complete the thread's bulk groups older than its N newest."""
         limit = self.committed.get((warp, lane), 0) - keep
-        self.pump(lambda c: c.grouped and (c.warp, c.lane) == (warp, lane) and 0 <= c.group < limit)
+        if limit > 0:
+            self.pump(lambda c: c.grouped and c.lane == lane and c.warp == warp and 0 <= c.group < limit)
 
     def commit_lanes(self, warp, lanes):
         """``commit`` for each of ``lanes`` (a warp's commit_group): one pass over the copies in flight."""
