@@ -115,11 +115,24 @@ class AsyncUnit:
                 c.group = groups[c.lane]
 
     def wait_group_lanes(self, warp, lanes, keep):
-        """``wait_group`` for each of ``lanes`` in turn (a warp's wait_group): the lanes with no copy to complete
-        are passed over (their pumps would change nothing)."""
+        """``wait_group`` for each of ``lanes`` in turn (a warp's wait_group), in one pass over the copies in flight:
+        lane after lane, each lane's copies in issue order, as its own pumps would complete them."""
         limits = {lane: self.committed.get((warp, lane), 0) - keep for lane in lanes}
-        hit = {c.lane for c in self.pending
-               if c.grouped and c.warp == warp and c.lane in limits and 0 <= c.group < limits[c.lane]}
+        sel = {}
+        stay = []
+        for c in self.pending:
+            if c.grouped and c.warp == warp and c.lane in limits and 0 <= c.group < limits[c.lane]:
+                sel.setdefault(c.lane, []).append(c)
+            else:
+                stay.append(c)
+        if not sel:
+            return
+        self.pending = []
         for lane in lanes:
-            if lane in hit:
-                self.wait_group(warp, lane, keep)
+            for c in sel.get(lane, ()):
+                c.complete()
+                c.done = self.step
+                if self.record:                # (the timeline draws them)
+                    self.finished.append(c)
+                self.mbarriers.version += 1
+        self.pending = stay + self.pending
