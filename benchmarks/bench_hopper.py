@@ -2,7 +2,8 @@
 the reference engine and beside sm_80 builds of the same Triton kernels, and what each kernel still hands
 back to the reference executors (a histogram by instruction), in one process.
 
-Kernels: the sm_90a cases of tests/data/corpus (replayed from their committed inputs, checked against the H100's
+Kernels: sm_90a cases of tests/data/corpus (Triton, CuTe, clusters, and warp-specialised CUTLASS, ThunderKittens and
+DeepGEMM kernels; replayed from their committed inputs, checked against the H100's
 outputs), Triton's 8-warp wgmma matmul on 256 x 256 x 128 (benchmarks/bench_kernel.py's ``mm_wgmma``), and
 Triton's 4-warp matmul in its sm_90a (wgmma) and sm_80 (mma.sync) builds on 256 x 256 x 128 (``mm_256_*``). Warm:
 each runs once before it is timed (numba's compile is not counted). Times are CPU time of this process
@@ -38,6 +39,13 @@ CASES = [   # (sm_90a case, its sm_80 build or None)
     ("cute_tutorial_wgmma_cpasync_tn_sm90a", None),
     ("cute_tutorial_wgmma_tma_tn_sm90a", None),
     ("nvcc_cluster_dsmem_sm90a", None),
+    ("cutlass_pingpong_bf16_sm90a", None),          # warp-specialised: mbarriers, named barriers, TMA
+    ("cutlass_cooperative_f16_sm90a", None),
+    ("cutlass_streamk_f16_sm90a", None),
+    ("cutlass_ws_f16_f32out_sm90a", None),
+    ("nvcc_tk_gemm_bf16_256x512x256_1cta", None),
+    ("nvcc_tk_attn_fwd_d64_n384", None),
+    ("nvcc_deepgemm_bf16_128x256x512", None),
 ]
 
 

@@ -128,6 +128,24 @@ def test_a_wrong_store_mark_is_caught(monkeypatch):
             w._async.any_dirty = False
         return out
     monkeypatch.setattr(engine.FastWarp, "run", forgetful)
+    monkeypatch.setattr(engine.FastLaunch, "cta_arrays", lambda self, n: None)   # (the warp loop, not run_cta)
+    ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(2048, np.uint8)], [0, 0])
+    assert diffs and "error" in ref and "error" not in fast
+
+
+def test_a_wrong_store_mark_is_caught_in_the_cta_loop(monkeypatch):
+    """The same in the CTA loop (a kernel whose bulk copies are stores runs there): marks dropped whenever the loop
+    returns let the unfenced store through."""
+    from emulator.machine.fastcore import engine, translation
+    module = load_ptx(BULK)
+    assert translation(module.program("k")).cta_ok
+    real = engine.FastCTA._flush
+
+    def forgetful(self, ws, n):
+        real(self, ws, n)
+        ws[0]._async.dirty[:] = False
+        ws[0]._async.any_dirty = False
+    monkeypatch.setattr(engine.FastCTA, "_flush", forgetful)
     ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(2048, np.uint8)], [0, 0])
     assert diffs and "error" in ref and "error" not in fast
 

@@ -452,6 +452,10 @@ def test_every_translated_opcode_is_exercised_by_the_random_kernels():
     import test_fast_async as H
     tr = translation(load_ptx(H.ELECT).program("k"))
     seen |= {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
+    # TMA box copies (BULKX): the capture kernels of test_fast_bulk, which also runs random tensor maps
+    import test_fast_bulk as B
+    tr = translation(B.module().program("tma_load_2d"))
+    seen |= {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
     assert set(T.NAMES.values()) - seen == set()
 
 

@@ -185,10 +185,11 @@ class CTA:
             version = au.mbarriers.version
             order = self.warps if rng is None else [self.warps[i] for i in rng.permutation(len(self.warps))]
             if start is not None:           # the rest of the CTA loop's round
-                k, parked, progressed = start
+                k, parked, progressed, yielded = start
                 start = None
                 if parked:
-                    yielded = self._yield_changed(self.warps[k])
+                    if self._yield_changed(self.warps[k]):
+                        yielded = True
                     self._check_barriers()
                     k += 1
                 order = self.warps[k:]

@@ -167,19 +167,9 @@ class KernelWarp(Warp):
 
     def state_digest(self):
         """A digest of everything a lane's next steps depend on besides memory: registers, PCs, exits."""
-        import hashlib
-        h = hashlib.blake2b(digest_size=16)
-        regs = self.regs
         if self.fast is not None:          # the fast engine's registers: one arena, and a few others
-            h.update(self.fast.arena)
-            regs = regs.other
-        for name in sorted(regs):
-            h.update(name.encode())
-            h.update(np.ascontiguousarray(regs[name]).tobytes())
-        h.update(self.pc.tobytes())
-        h.update(self.exited.tobytes())
-        h.update(self.param.tobytes())
-        return h.digest()
+            return digest_of(self.fast.arena, self.regs.other, self.pc, self.exited, self.param)
+        return digest_of(None, self.regs, self.pc, self.exited, self.param)
 
     def tensormap_bytes(self, instr, space, addr, lane):
         if space == "param" or (space is None and PARAM_BASE <= addr < PARAM_BASE + self.param.shape[1]):
@@ -262,3 +252,19 @@ class KernelWarp(Warp):
             fail(MemoryAccessError, instr, f"param address {int(a[lane]):#x} (+{nbytes} bytes) is outside the "
                  f".param space", lane)
         return a
+
+
+def digest_of(arena, regs, pc, exited, param):
+    """``KernelWarp.state_digest`` of a warp state: the fast engine's arena (or None), the other registers by name,
+    PCs, exits and .param bytes (the CTA loop digests a copy kept at a warp's last yield: fastcore.ctaloop)."""
+    import hashlib
+    h = hashlib.blake2b(digest_size=16)
+    if arena is not None:
+        h.update(arena)
+    for name in sorted(regs):
+        h.update(name.encode())
+        h.update(np.ascontiguousarray(regs[name]).tobytes())
+    h.update(pc.tobytes())
+    h.update(exited.tobytes())
+    h.update(param.tobytes())
+    return h.digest()

@@ -131,7 +131,7 @@ class SanFastLaunch(FastLaunch):
         self.hits = np.zeros((5 * LOG_CAP + 8, NHIT), np.int64)
 
     def cta_arrays(self, nwarps):
-        return SanFastCTA(self, nwarps) if self.tr.cta_ok else None
+        return SanFastCTA(self, nwarps) if self.tr.cta_ok and not self.tr.cta_waits else None
 
     def attach(self, warp, arena=None):
         return SanFastWarp(self, warp, arena)
@@ -277,8 +277,8 @@ class SanFastCTA(FastCTA):
                 w._smem_pending.append(partial(_records, w.program.code, fl.tr.code, fl.log_pc[sel],
                                                fl.log_mask[sel], fl.log_addr[sel, :LANES], fl.log_src[sel]))
 
-    def _handoff(self, cta, k, parked):
-        got = FastCTA._handoff(self, cta, k, parked)
+    def _handoff(self, cta, k, parked, python_yield=False):
+        got = FastCTA._handoff(self, cta, k, parked, python_yield)
         if cta.san is not None:                  # the Python scheduler goes on: its barriers get the clocks
             rb = self._state(cta)
             for b, d in cta.barriers.items():

@@ -90,7 +90,8 @@ class AsyncUnit:
             if pred is None or pred(c):
                 c.complete()
                 c.done = self.step
-                self.finished.append(c)
+                if self.record:                # (the timeline draws them; otherwise they are garbage now)
+                    self.finished.append(c)
                 self.mbarriers.version += 1
             else:
                 keep.append(c)
@@ -99,4 +100,39 @@ class AsyncUnit:
     def wait_group(self, warp, lane, keep):
         """cp.async.bulk.wait_group N: complete the thread's bulk groups older than its N newest."""
         limit = self.committed.get((warp, lane), 0) - keep
-        self.pump(lambda c: c.grouped and (c.warp, c.lane) == (warp, lane) and 0 <= c.group < limit)
+        if limit > 0:
+            self.pump(lambda c: c.grouped and c.lane == lane and c.warp == warp and 0 <= c.group < limit)
+
+    def commit_lanes(self, warp, lanes):
+        """``commit`` for each of ``lanes`` (a warp's commit_group): one pass over the copies in flight."""
+        groups = {}
+        for lane in lanes:
+            key = (warp, lane)
+            groups[lane] = g = self.committed.get(key, 0)
+            self.committed[key] = g + 1
+        for c in self.pending:
+            if c.grouped and c.group < 0 and c.warp == warp and c.lane in groups:
+                c.group = groups[c.lane]
+
+    def wait_group_lanes(self, warp, lanes, keep):
+        """``wait_group`` for each of ``lanes`` in turn (a warp's wait_group), in one pass over the copies in flight:
+        lane after lane, each lane's copies in issue order, as its own pumps would complete them."""
+        limits = {lane: self.committed.get((warp, lane), 0) - keep for lane in lanes}
+        sel = {}
+        stay = []
+        for c in self.pending:
+            if c.grouped and c.warp == warp and c.lane in limits and 0 <= c.group < limits[c.lane]:
+                sel.setdefault(c.lane, []).append(c)
+            else:
+                stay.append(c)
+        if not sel:
+            return
+        self.pending = []
+        for lane in lanes:
+            for c in sel.get(lane, ()):
+                c.complete()
+                c.done = self.step
+                if self.record:                # (the timeline draws them)
+                    self.finished.append(c)
+                self.mbarriers.version += 1
+        self.pending = stay + self.pending

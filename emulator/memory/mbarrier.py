@@ -66,6 +66,14 @@ class MBarriers:
         self.rows = np.full((4, NCOLS), -1, np.int64)      # the state (see NCOLS); rows[:used] hold barriers
         self.used = 0
 
+    def reserve(self, n):
+        """Room for ``n`` barriers in the table (the fast engine's CTA loop initialises barriers in it, and hands a
+        barrier that finds the table full back to Python, which grows it)."""
+        if self.rows.shape[0] < n:
+            grown = np.full((n, NCOLS), -1, np.int64)
+            grown[:self.used] = self.rows[:self.used]
+            self.rows = grown
+
     def _row(self, addr):
         """A free row of the table for a barrier at ``addr`` (the table grows when it is full)."""
         free = np.flatnonzero(self.rows[:self.used, ADDR] < 0)

@@ -58,9 +58,7 @@ def _groups(instr, env):
             raise OperandError(f"{instr.opcode}: takes no operands")
 
         def commit(warp, mask):
-            u = warp.async_unit
-            for lane in _lanes(mask):
-                u.commit(warp.warp_id, int(lane))
+            warp.async_unit.commit_lanes(warp.warp_id, _lanes(mask).tolist())
         return commit
     ops = instr.operands
     if len(ops) != 1 or not isinstance(ops[0], Imm) or ops[0].kind != "int" or ops[0].value < 0:
@@ -69,9 +67,7 @@ def _groups(instr, env):
     del text
 
     def wait(warp, mask):
-        u = warp.async_unit
-        for lane in _lanes(mask):
-            u.wait_group(warp.warp_id, int(lane), keep)
+        warp.async_unit.wait_group_lanes(warp.warp_id, _lanes(mask).tolist(), keep)
     return wait
 
 
@@ -118,9 +114,29 @@ def _start_load(warp, text, lane, idx, data, mbar, nbytes, info, issuer=None):
         info["san"] = warp.san.snapshot(issuer, lane)
     np.add.at(warp.smem_inflight, flat, 1)
     warp._inflight_n += 1
+    queue_load(warp, text, lane, flat, data.reshape(-1), mbar, nbytes, info)
+
+
+def queue_load(warp, text, lane, flat, data, mbar, nbytes, info, land=None):
+    """Put a load whose destination bytes ``flat`` are already marked in flight into the async unit: it lands
+    ``data`` there and signals complete_tx on the mbarrier at ``mbar``. The fast engine's TMA rows come here too
+    (machine/fastcore/bulkx.py), with ``land(copy)``: the same completion, its byte moves jitted."""
     c = AsyncCopy("load", text, warp.warp_id, int(lane), 0, None, info=info)
-    c.complete = _land(warp, c, flat, data.reshape(-1), mbar, nbytes, text)
+    c.complete = _land(warp, c, flat, data, mbar, nbytes, text) if land is None else land(c)
     warp.async_unit.issue(c)
+
+
+def queue_store(warp, text, lane, ga, rows, op, dtype, info):
+    """Put a tiled store (``op`` None) or reduction of ``rows`` (n, element bytes) to the global addresses ``ga``
+    into the async unit: bulk async-group copies, which write global memory when they complete."""
+    def complete():
+        if op is None:
+            global_write(warp.gmem, text, ga, rows)
+        else:
+            old = global_read(warp.gmem, text, ga, rows.shape[1])
+            global_write(warp.gmem, text, ga, reduce_values(op, dtype, old, rows, text))
+    cp = AsyncCopy("reduce" if op else "store", text, warp.warp_id, int(lane), 0, complete, grouped=True, info=info)
+    warp.async_unit.issue(cp)
 
 
 def _bulk(instr, env):
@@ -303,19 +319,8 @@ def _tensor(instr, env):
                 lm = np.zeros(32, np.bool_)
                 lm[lane] = True
                 data = warp.smem[sidx].copy()
-                ga = addr[inside]
-                rows = data[inside]
-                dtype = tm.dtype
-
-                def complete(ga=ga, rows=rows, dtype=dtype):
-                    if op is None:
-                        global_write(warp.gmem, text, ga, rows)
-                    else:
-                        old = global_read(warp.gmem, text, ga, rows.shape[1])
-                        global_write(warp.gmem, text, ga, reduce_values(op, dtype, old, rows, text))
-                cp = AsyncCopy("reduce" if op else "store", text, warp.warp_id, int(lane), 0, complete,
-                               grouped=True, info={"bytes": tm.box_bytes, "src": base, "coords": c})
-                u.issue(cp)
+                queue_store(warp, text, lane, addr[inside], data[inside], op, tm.dtype,
+                            {"bytes": tm.box_bytes, "src": base, "coords": c})
     return run
 
 

@@ -21,7 +21,8 @@ from .raw import _peek64, _poke64
 from ...memory.mbarrier import ADDR, COUNT_MAX, EXPECTED, NCOLS, PENDING, PHASE, TX, TX_MAX
 from ...memory.dsmem import OFFSET_MASK, SHIFT, WINDOW_END  # noqa: F401 (the address encoding, for hopcall.py)
 
-(K_NOP, K_ELECT, K_MAPA, K_TMREPLACE, K_FENCE_ASYNC, K_WARPSYNC, K_TMCOPY, K_MB_ARRIVE, K_MB_TX, K_MB_WAIT) = range(10)
+(K_NOP, K_ELECT, K_MAPA, K_TMREPLACE, K_FENCE_ASYNC, K_WARPSYNC, K_TMCOPY, K_MB_ARRIVE, K_MB_TX, K_MB_WAIT, K_MB_INIT,
+ K_MB_INVAL) = range(12)    # (K_MB_INIT, K_MB_INVAL: in the CTA loop only, state S_MBINIT)
 MB_EXPECT, MB_DROP, MB_COUNT = 1, 2, 4     # K_MB_ARRIVE's Y: .expect_tx, arrive_drop, a count operand (B)
 # tensormap.replace.tile fields (row Y), as memory.tensormap.replace_field writes them
 (F_GLOBAL_ADDRESS, F_RANK, F_INTERLEAVE, F_SWIZZLE, F_FILL, F_GLOBAL_DIM, F_GLOBAL_STRIDE, F_ELEMENT_STRIDE,

@@ -20,6 +20,7 @@ from .cpasync import CpAsyncRows, CpAsyncTable
 
 _DTYPE = {T.PRED: np.bool_, T.R16: np.uint16, T.R32: np.uint32, T.R64: np.uint64}
 LOG_CAP = 1024
+MBAR_ROWS = 64           # the rows of a CTA's mbarrier table when the CTA loop initialises its barriers
 
 
 _POINTERS: dict = {}
@@ -269,6 +270,14 @@ class FastLaunch:
             if len(pool) < 2:
                 pool.append(bufs)
 
+    def staging(self):
+        """The staging area of the TMA rows (``bulkx.Staging``), made on first use."""
+        got = self.__dict__.get("_staging")
+        if got is None:
+            from .bulkx import Staging
+            got = self._staging = Staging()
+        return got
+
     def attach(self, warp, arena=None):
         return FastWarp(self, warp, arena)
 
@@ -279,7 +288,8 @@ class FastLaunch:
         tr = self.tr
         # a kernel with wgmma needs wgcall.py's function in the CTA loop: until it is compiled (engine="auto" while
         # another process compiles), its CTAs run on the Python scheduler, which hands the wgmma rows back
-        ok = tr.cta_ok and (tr.wg is None or tr.mufu_ptr[APART_SLOT["wgmma"]] != 0)
+        ok = tr.cta_ok and all(tr.mufu_ptr[APART_SLOT[name]] != 0 for name in ("wgmma", "hopper", "bulk")
+                               if name in tr.apart)
         return FastCTA(self, nwarps) if ok else None
 
 
@@ -345,6 +355,8 @@ class FastWarp:
         st[T.S_PARAM_PTR] = param_ptr
         st[T.S_PARAM_SIZE] = param_size
         st[T.S_CTA] = 0
+        st[T.S_MBW] = 0                                     # (its try_wait that must wait goes back: the scheduler stalls)
+        st[T.S_MBINIT] = 0                                  # (and mbarrier.init/inval: MBarriers keeps their objects)
         st[T.S_WG] = 0                                      # (a warp run alone hands its wgmma back)
         cst = getattr(getattr(w, "_cta", None), "wgmma", None)
         if cst is not None:
@@ -366,7 +378,12 @@ class FastWarp:
         st[T.S_MBAR_CHANGED] = 0
         st[T.S_GTAB] = _pointer(fl.gtab)
         st[T.S_GTAB_N] = fl.gtab.shape[0]
+        # the TMA rows' staging area (bulkx.py): a warp of a CTA, unless a sanitiser or a timeline follows its copies
+        stage = fl.staging() if mbs is not None and fl.tr.bulkx and getattr(w, "_cta", None) is not None else None
+        st[T.S_BULK] = stage.address if stage is not None else 0
         fl._run(*args)
+        if stage is not None and stage.used():
+            stage.drain(w)                  # the staged copies join the async unit before anything else runs
         w._inflight_n = int(st[T.S_INFLIGHT])
         if au is not None:
             au.any_dirty = bool(st[T.S_DIRTY_N])
@@ -416,6 +433,11 @@ class FastCTA:
         self.cst = np.zeros(T.NCSTATE, np.int64)
         self.backs = np.zeros(nw, np.int64)         # backward branches each warp took (spin checkpoints)
         self.log_warp = launch.log_warp
+        tr = launch.tr
+        self.cst[T.C_BARCNT:] = -1
+        self.cst[T.C_ASYNC] = int(tr.any_bulk)          # copies may be in flight at a round's end (ctaloop.py)
+        self.mbw = ctaloop_arrays(nw)                   # mbarrier stall records, yields (ctaloop.py)
+        self.ysnap = np.zeros((nw, max(tr.arena_bytes, 8) if tr.mb_waits or tr.wg is not None else 1), np.uint8)
 
     def bind(self, cta):
         """Make the warps' PCs, exit and wait masks rows of the loop's arrays (their arenas already are)."""
@@ -437,9 +459,15 @@ class FastCTA:
         self.cp = CpAsyncTable(len(cta.warps), cta.warps[0].options.cp_async == "eager") if cta.warps else None
         for i, w in enumerate(cta.warps):
             w.fast.use_cp_table(self.cp, i, w)
+        self.xstates = [{}]                         # the registers outside the arenas, by version (MW_XVER)
+        self.xids = {}
+        for i, w in enumerate(cta.warps):
+            self.mbw[i, T.MB_W, T.MW_XVER] = self._xver(w)
         self.wg = None                              # the wgmma state, while this loop owns it (wgmmax.py)
         if self.launch.tr.wg is not None and cta.warps:
-            from .wgmmax import WgTable
+            from .wgmmax import K_SEQ, WgTable
+            from .ctaloop import K_SEQ_OFFSET
+            assert K_SEQ_OFFSET == 8 * K_SEQ        # (the stalls of both kinds share wgmmax's counter)
             self.wg = WgTable(self.launch.tr.wg, cta, self.arenas, self.launch.__dict__.setdefault("wg_pool", {}))
         return self
 
@@ -476,8 +504,19 @@ class FastCTA:
         cp = self.cp
         st[T.S_SPIN_CHECK] = SPIN_CHECK
         st[T.S_WG_REGS] = st[T.S_WG_SMEM] = st[T.S_WG] = 0
-        st[T.S_WG_READS] = st[T.S_DIRTY] = st[T.S_DIRTY_N] = 0    # (CTAs with bulk stores keep the Python scheduler)
-        st[T.S_MBAR] = st[T.S_MBAR_N] = st[T.S_MBAR_CHANGED] = 0  # (and those with mbarriers)
+        st[T.S_WG_READS] = st[T.S_DIRTY] = st[T.S_DIRTY_N] = 0    # (set below for kernels the async proxy reads)
+        # the CTA's mbarriers, unless a sanitizer follows them (the executors tell it; a timeline keeps the Python
+        # scheduler); a try_wait parks its lanes in the loop unless a yield's state includes .param bytes
+        mbs = ws[0]._async.mbarriers if ws and cta.san is None and not ws[0]._async.record else None
+        st[T.S_MBW] = int(mbs is not None and not tr.param_writes)
+        st[T.S_MBINIT] = int(mbs is not None)
+        if mbs is not None and tr.cta_waits:
+            mbs.reserve(MBAR_ROWS)          # (a barrier that finds the table full goes back to Python, which grows it)
+        st[T.S_BARSEQ] = self.bar_seq.ctypes.data
+        st[T.S_BARCNT] = self.cst.ctypes.data + 8 * T.C_BARCNT
+        # TMA rows (bulkx.py) stage their copies here, unless a sanitiser or a timeline follows them
+        stage = fl.staging() if tr.bulkx and mbs is not None else None
+        st[T.S_BULK] = stage.address if stage is not None else 0
         st[T.S_GTAB] = _pointer(fl.gtab)
         st[T.S_GTAB_N] = fl.gtab.shape[0]
         wg = self.wg
@@ -487,15 +526,20 @@ class FastCTA:
                 st[T.S_WG] = wg.ctl.ctypes.data
                 st[T.S_WG_READS] = wg.reads.ctypes.data
                 st[T.S_WG_SMEM] = int(wg.ctl[wg.NREAD] > 0)
-            if au is not None:
+            if au is not None:             # (as FastWarp.run: the marks may stand from before, a fence clears them)
                 st[T.S_DIRTY] = _pointer(au.dirty)
-                st[T.S_DIRTY_N] = 0
+                st[T.S_DIRTY_N] = int(au.any_dirty)     # (marks Python's stores made: the loop's fence clears them)
             st[T.S_BUDGET] = cta.budget[0]
             st[T.S_INFLIGHT] = cta.inflight_n
             st[T.S_NLOG] = 0
             st[T.S_SMEM_PTR] = cta.smem.ctypes.data
             st[T.S_SMEM_SIZE] = cta.smem.size
             st[T.S_PARAM_SIZE] = ws[0].param.shape[1]
+            st[T.S_MBAR] = _pointer(mbs.rows) if mbs is not None else 0
+            st[T.S_MBAR_N] = mbs.used if mbs is not None else 0
+            st[T.S_MBAR_CHANGED] = 0
+            st[T.S_MBAR_CAP] = mbs.rows.shape[0] if mbs is not None else 0
+            st[T.S_MBAR_REBUILT] = 0
             self._enter(cta)
             if fl.run_address is None:          # the warp loop run_cta calls through its address (ccall.K_RUN)
                 fl.run_address = warp_loop_address(
@@ -510,11 +554,17 @@ class FastCTA:
                     *tr.mma_luts, tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags,
                     self.cst, self.issued, self.executed, self.param_ptrs, self.wbid, self.bar_arrived, self.bar_seq,
                     self.backs, tr.mufu_ptr, tr.mufu_size, fl.log_src, cp.dst, cp.data, cp.group, cp.meta,
-                    cp.count)
+                    cp.count, self.mbw, self.ysnap)
+            if st[T.S_MBAR_CHANGED]:
+                mbs.version += int(st[T.S_MBAR_CHANGED])
+            if st[T.S_MBAR_REBUILT]:
+                _mbar_objects(mbs, int(st[T.S_MBAR_N]))
+            if stage is not None and stage.used():
+                stage.drain(ws[0], ws)      # the staged copies join the async unit before Python runs anything
             cta.inflight_n = int(st[T.S_INFLIGHT])
             cta.budget[0] = int(st[T.S_BUDGET])
-            if au is not None and st[T.S_DIRTY_N]:
-                au.any_dirty = True
+            if au is not None:
+                au.any_dirty = bool(st[T.S_DIRTY_N])
             n = int(st[T.S_NLOG])
             if n:
                 self._flush(ws, n)
@@ -527,17 +577,31 @@ class FastCTA:
                     if not wg.exported:          # nothing in flight is left to check: free the arrays
                         cta.wgmma = self.wg = None
                 break
-            if status == T.CTA_DEADLOCK and wg is not None and wg.used():
-                return self._handoff(cta, 0, False)         # the scheduler finds it and reports it
             if status == T.CTA_DEADLOCK:
-                if any((~w.exited & ~w.waiting).any() for w in ws):
-                    # lane groups wait at joins for lanes parked elsewhere: the scheduler lifts the waits
-                    return self._handoff(cta, 0, False)
+                # the end of a round in which nothing moved on (machine.cta.CTA._run): copies in flight complete,
+                # or a warp that yielded with its state changed gives the warps another round
+                au_ = ws[0]._async
+                if au_.pending or self.cst[T.C_YIELDED]:
+                    if au_.pending:
+                        au_.pump()
+                    self.cst[T.C_PROGRESSED] = self.cst[T.C_VERCHG] = self.cst[T.C_YIELDED] = 0
+                    self.cst[T.C_WARP] = 0
+                    continue
+                if (wg is not None and wg.used()) or self.cst[T.C_NSTALL] or \
+                        any((~w.exited & ~w.waiting).any() for w in ws):
+                    # a deadlock the scheduler reports (wgmma or mbarrier waits), or lane groups that wait at joins
+                    # for lanes parked elsewhere (the scheduler lifts the waits): from the round's end
+                    return self._handoff(cta, len(ws), False)
                 self._report_deadlock(cta)
             if int(st[T.S_STATUS]) == T.ST_LOG:
                 continue
             k = int(self.cst[T.C_WARP])
             w = ws[k]
+            if tr.code[st[T.S_PC], T.OP] == T.BAR:
+                # a barrier whose number, thread count or lanes break a rule: the scheduler arrives (and raises)
+                # with the loop's barriers
+                self.cst[T.C_INWARP] = 0
+                return self._handoff(cta, k, False)
             if wg is not None and (tr.code[st[T.S_PC], T.OP] == T.WGMMA or wg.holds(k)):
                 # a wgmma instruction the loop leaves to the executor, or an instruction beside registers of an
                 # in-flight wgmma (ptxas's injected wait): the reference takes the state and the CTA over
@@ -546,14 +610,20 @@ class FastCTA:
             mask = ((int(st[T.S_MASK]) >> fl.lanes) & 1).astype(np.bool_)
             tr.handed_back[st[T.S_PC]] += 1
             w.back_taken = int(self.backs[k])
+            version = mbs.version if mbs is not None else 0
+            last = w._last_yield
             try:
                 r = cta._step(w, int(st[T.S_PC]), mask, False)
             finally:
                 self.issued[k] = w.issued
                 self.backs[k] = w.back_taken
+            if w.regs.other or self.mbw[k, T.MB_W, T.MW_XVER]:
+                self.mbw[k, T.MB_W, T.MW_XVER] = self._xver(w)
             from ..cta import PARK
             if r is PARK or w.held.any():
-                return self._handoff(cta, k, r is PARK)
+                return self._handoff(cta, k, r is PARK, w._last_yield is not last)
+            if mbs is not None and mbs.version != version:
+                self.cst[T.C_VERCHG] = 1
             self.cst[T.C_PROGRESSED] = 1
         self._finish(ws)
         return None
@@ -567,18 +637,85 @@ class FastCTA:
             w.back_taken = b
         self.executed[:] = 0
 
-    def _handoff(self, cta, k, parked):
-        """A spin check acted on warp ``k``: give the CTA back to the Python scheduler, which holds and releases
-        lane groups. Barrier arrivals move to ``cta.barriers`` as the scheduler keeps them."""
+    def _xver(self, w):
+        """The version of warp ``w``'s registers outside the arena (0: none): equal values, equal versions."""
+        other = w.regs.other
+        if not other:
+            return 0
+        key = tuple((n, np.ascontiguousarray(other[n]).tobytes()) for n in sorted(other))
+        got = self.xids.get(key)
+        if got is None:
+            got = self.xids[key] = len(self.xstates)
+            self.xstates.append({n: np.array(other[n], copy=True) for n in sorted(other)})
+        return got
+
+    def _handoff(self, cta, k, parked, python_yield=False):
+        """Give the CTA to the Python scheduler, which goes on from warp ``k`` (``len(cta.warps)``: from the end
+        of the round; ``parked``: the warp's turn ended in a stall or yield Python made, ``python_yield``: which set
+        its ``_last_yield``). Barrier arrivals move to ``cta.barriers``, the loop's mbarrier stalls to
+        ``cta.stalls`` (with the wgmma waits, in the order they happened, before the stall Python made), and each
+        warp's last yield to the scheduler's digest (ctaloop.py)."""
         self._finish(cta.warps)
+        made = cta.stalls                   # a stall the Python step just made (the newest)
+        cta.stalls = []
+        wg_seq = {}
         if self.wg is not None:
+            from .wgmmax import N_STALL, N_STALLSEQ
+            wg_seq = {w: int(self.wg.cnt[w, N_STALLSEQ]) for w in range(len(cta.warps)) if self.wg.cnt[w, N_STALL]}
             self.wg.export(cta)
+        stalls = [(wg_seq[x[0].warp_id], x) for x in cta.stalls]
+        stalls += self._mb_stalls(cta, k if python_yield else -1, wg_seq)
+        cta.stalls = [x for _, x in sorted(stalls, key=lambda t: t[0])] + made
         order = sorted((int(self.bar_seq[b]), b) for b in range(16) if self.bar_seq[b] and self.bar_arrived[b])
         for _, b in order:
             waiters = [(w, (self.wbid[i] == b) & w.waiting) for i, w in enumerate(cta.warps)]
+            cnt = int(self.cst[T.C_BARCNT + b])
             cta.barriers[b] = {"arrived": int(self.bar_arrived[b]), "waiters": [x for x in waiters if x[1].any()],
-                               "count": None, "red": []}
-        return k, parked, bool(self.cst[T.C_PROGRESSED])
+                               "count": None if cnt < 0 else cnt, "red": []}
+        self._yield_digests(cta)
+        # (mbarriers that changed in this round move the scheduler on as progress does: CTA._run's round end)
+        return k, parked, bool(self.cst[T.C_PROGRESSED] or self.cst[T.C_VERCHG]), bool(self.cst[T.C_YIELDED])
+
+    def _mb_stalls(self, cta, skip, wg_seq):
+        """The loop's mbarrier stall records as the scheduler's [(number, [warp, lanes, MBarrierWait])]; each warp's
+        last stall becomes its ``_last_yield`` unless a later wait (wgmma, or Python's at warp ``skip``) set it."""
+        from ...ops.mbarrier import MBarrierWait
+        mbw, code = self.mbw, cta.prog.code
+        au = cta.async_unit
+
+        def reason(pc, lanes, addr, val, par):
+            ins = code[pc].instr
+            ls = np.flatnonzero(lanes).tolist()
+            parity = bool(par[ls[0]] == 1)
+            return MBarrierWait(au, ins.text or ins.opcode, [int(addr[i]) for i in ls],
+                                parity=[int(val[i]) & 1 for i in ls] if parity else None,
+                                states=None if parity else [int(val[i]) & 0xFFFFFFFFFFFFFFFF for i in ls])
+        out = []
+        for i, w in enumerate(cta.warps):
+            seqs = mbw[i, T.MB_SEQ]
+            for s in sorted(set(seqs[seqs >= 0].tolist())):
+                lanes = seqs == s
+                pc = int(w.pc[np.flatnonzero(lanes)[0]])
+                out.append((s, [w, lanes, reason(pc, lanes, mbw[i, T.MB_ADDR], mbw[i, T.MB_VAL], mbw[i, T.MB_PAR])]))
+            last = int(mbw[i, T.MB_W, T.MW_LSEQ])
+            if last > 0 and i != skip and last > wg_seq.get(i, -1):
+                lanes = ((int(mbw[i, T.MB_W, T.MW_LMASK]) >> np.arange(32)) & 1).astype(np.bool_)
+                rec = next((x for s, x in out if s == last), None)
+                w._last_yield = rec[2] if rec is not None else reason(
+                    int(mbw[i, T.MB_W, T.MW_LPC]), lanes, mbw[i, T.MB_LADDR], mbw[i, T.MB_LVAL], mbw[i, T.MB_LPAR])
+            mbw[i, T.MB_SEQ] = -1
+        self.cst[T.C_NSTALL] = 0
+        return out
+
+    def _yield_digests(self, cta):
+        """The scheduler's digest of each warp's last yield in the loop (``CTA._yield_changed``)."""
+        from ..kernel_warp import digest_of
+        for i, w in enumerate(cta.warps):
+            wv = self.mbw[i, T.MB_W]
+            if wv[T.MW_YVALID]:
+                w._yield_digest = digest_of(self.ysnap[i], self.xstates[int(wv[T.MW_YVER])],
+                                            self.mbw[i, T.MB_YPC].astype(np.int64),
+                                            self.mbw[i, T.MB_YEXIT].astype(np.bool_), w.param)
 
     def _flush(self, ws, n):
         """Hand the loop's shared-memory log to the warps' bank records: each warp's records are picked out of one
@@ -606,10 +743,34 @@ class FastCTA:
         cta.barriers = {}
         for _, b in order:
             waiters = [(w, (self.wbid[k] == b) & w.waiting) for k, w in enumerate(cta.warps)]
+            cnt = int(self.cst[T.C_BARCNT + b])
             cta.barriers[b] = {"arrived": int(self.bar_arrived[b]), "waiters": [x for x in waiters if x[1].any()],
-                               "count": None, "red": []}
+                               "count": None if cnt < 0 else cnt, "red": []}
         cta._deadlock()
         raise AssertionError("the CTA loop reported a deadlock the scheduler does not see")
+
+
+def _mbar_objects(mbs, used):
+    """After the loop ran mbarrier.init/inval (hopcall._init_inval) on the table: the MBarriers' objects as its
+    init/inval leave them (invalidated barriers retired, a barrier for every row in use)."""
+    from ...memory.mbarrier import ADDR, MBarrier
+    mbs.used = used
+    rows, live = mbs.rows, mbs.live
+    for a, b in list(live.items()):
+        if rows[b._row, ADDR] != a:
+            b._detach()
+            mbs.retired.append(live.pop(a))
+    for i in range(used):
+        a = int(rows[i, ADDR])
+        if a >= 0 and a not in live:
+            live[a] = MBarrier(mbs, i, a)
+
+
+def ctaloop_arrays(nw):
+    """The CTA loop's wait records for ``nw`` warps (table.MB_*): no stall, no yield yet."""
+    mbw = np.zeros((nw, T.MB_ROWS, 32), np.int64)
+    mbw[:, T.MB_SEQ] = -1
+    return mbw
 
 
 def _warp_records(code, tcode, k, keep, who, pcs, masks, addrs, srcs):

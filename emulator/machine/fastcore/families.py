@@ -11,7 +11,7 @@ which define the result anyway.
 A family is compiled (or loaded from numba's cache) the first time a kernel needs it, under the compile lock,
 as numba compiles each function once per machine (``warmup.family``: with ``engine="auto"`` it never compiles
 while another process, the background compile, holds the lock). The other functions compiled apart from the loops
-(``APART``: xcall.py's two, hopcall.py's, wgcall.py's) go the same way.
+(``APART``: xcall.py's two, hopcall.py's, wgcall.py's, bulkcall.py's) go the same way.
 """
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ APART = {
     "atom": ("xcall", "atom_c", "ATOM_SIG"),    # ATOM: atom/red
     "hopper": ("hopcall", "hop_c", "SIG"),      # HOPX: mbarriers, elect.sync, mapa, tensormap.replace, fences
     "wgmma": ("wgcall", "wg_c", "SIG"),         # WGMMA in the CTA loop
+    "bulk": ("bulkcall", "bulk_c", "SIG"),      # BULKX: TMA box loads, stores and reductions
 }
 # the order the background compile and ``emulator.warmup()`` compile them in: the most used and cheapest first
 # (CPU seconds of compile, each alone, on a 2-core machine: alu 5.1, alu_f32 1.5, ldmatrix 1.4, shfl 1.9,
@@ -56,8 +57,8 @@ def _base():
 
 BASE = _base()          # the first family slot of the pointer array (after the MUFU tables and xcall's two)
 SLOT = {name: BASE + i for i, name in enumerate(NAMES)}
-NSLOTS = BASE + len(NAMES)              # the pointer array's length (then wgcall's and hopcall's slots)
-APART_SLOT = {"xrow": BASE - 2, "atom": BASE - 1, "wgmma": NSLOTS, "hopper": NSLOTS + 1}
+NSLOTS = BASE + len(NAMES)              # the pointer array's length (then wgcall's, hopcall's and bulkcall's slots)
+APART_SLOT = {"xrow": BASE - 2, "atom": BASE - 1, "wgmma": NSLOTS, "hopper": NSLOTS + 1, "bulk": NSLOTS + 2}
 OF_OPCODE = {op: name for name, (_, ops) in FAMILIES.items() for op in ops}
 
 _CFUNCS: dict = {}

@@ -8,7 +8,7 @@ import numpy as np
 from numba import carray, njit, types
 
 from . import table as T
-from .asyncx import (COUNT_MAX, K_ELECT, K_WARPSYNC, K_TMCOPY, global_find, K_FENCE_ASYNC, K_MAPA, K_MB_ARRIVE, K_MB_TX, K_MB_WAIT, K_TMREPLACE, LANES,
+from .asyncx import (ADDR, COUNT_MAX, EXPECTED, K_MB_INIT, K_MB_INVAL, PENDING, TX, _mb_set, K_ELECT, K_WARPSYNC, K_TMCOPY, global_find, K_FENCE_ASYNC, K_MAPA, K_MB_ARRIVE, K_MB_TX, K_MB_WAIT, K_TMREPLACE, LANES,
                      MB_COUNT, MB_DROP, MB_EXPECT, OFFSET_MASK, PHASE, SHIFT, U0, U1, WINDOW_END, _mb, _replace,
                      mb_arrive, mb_complete_tx, mb_expect_tx, mb_find, mb_restore, mb_save)
 from .loop import _gather, _scatter
@@ -47,8 +47,11 @@ def _mbarrier(kind, row, imrow, em, state, a8, a16, a32, a64, xa, xb, xr):
         return 1
     _addresses(row, imrow, xa, a8, a16, a32, a64)
     y = row[T.Y]
-    if kind == K_MB_WAIT:                         # Y: 1 = .parity; B: the parity or the state; D: waitComplete
-        _gather(row[T.B], 32 if y == 1 else 64, 0, xb, a8, a16, a32, a64, imrow)
+    if kind == K_MB_INIT or kind == K_MB_INVAL:
+        return _init_inval(kind, row, imrow, em, state, tab, n, a16, a8, a32, a64, xa, xb)
+    if kind == K_MB_WAIT:                         # Y: 1 = .parity; B: the parity or the state; D: waitComplete;
+        _gather(row[T.B], 32 if y == 1 else 64, 0, xb, a8, a16, a32, a64, imrow)       # Z: 1 = try_wait
+        stall = np.int64(0)
         for lane in range(LANES):
             if (em >> lane) & 1:
                 a = np.int64(xa[lane])
@@ -63,8 +66,16 @@ def _mbarrier(kind, row, imrow, em, state, a8, a16, a32, a64, xa, xb, xr):
                 else:
                     done = ph != np.int64((xb[lane] >> np.uint64(32)) & np.uint64(0xFFFFFFFF))
                 if not done:
-                    return 1
+                    stall |= np.int64(1) << lane
                 xr[lane] = U1
+        if stall != 0:
+            # a try_wait in the CTA loop parks the lanes whose phase has not completed (ops.mbarrier: the predicate
+            # of the others is written); the loop records the stall (ctaloop.py). Else the executor stalls or yields
+            if row[T.Z] != 1 or state[T.S_MBW] == 0:
+                return 1
+            _scatter(row[T.D], xr, em & ~stall, 1, 0, a8, a16, a32, a64)
+            state[T.S_MBSTALL] = stall
+            return 2
         _scatter(row[T.D], xr, em, 1, 0, a8, a16, a32, a64)
         return 0
     if row[T.B] != -1:
@@ -95,6 +106,70 @@ def _mbarrier(kind, row, imrow, em, state, a8, a16, a32, a64, xa, xb, xr):
     state[T.S_MBAR_CHANGED] += 1
     if kind == K_MB_ARRIVE and row[T.D] != -1:
         _scatter(row[T.D], xr, em, 64, 0, a8, a16, a32, a64)
+    return 0
+
+
+@njit(cache=True, _nrt=False)
+def _init_inval(kind, row, imrow, em, state, tab, n, a16, a8, a32, a64, xa, xb):
+    """mbarrier.init [A], B / mbarrier.inval [A] in the CTA loop (state S_MBINIT), lane after lane as
+    MBarriers.init/inval: a new barrier takes the first free row of the table, or the next one; 1 (nothing changed)
+    when a lane's address is another CTA's, misaligned, its count out of range, or the table is full (Python grows
+    it). The CTA loop gives MBarriers its objects back (engine.FastCTA._mbar_objects)."""
+    if state[T.S_MBINIT] == 0:
+        return 1
+    cap = state[T.S_MBAR_CAP]
+    init = kind == K_MB_INIT
+    if init:
+        _gather(row[T.B], 32, 0, xb, a8, a16, a32, a64, imrow)
+    new = 0
+    for lane in range(LANES):
+        if (em >> lane) & 1:
+            a = np.int64(xa[lane])
+            if a < 0 or a >= 1 << SHIFT:
+                return 1
+            if init:
+                c = np.int64(xb[lane])
+                if a % 8 != 0 or c < 1 or c > COUNT_MAX:
+                    return 1
+                if mb_find(tab, n, a) < 0:
+                    dup = False
+                    for k in range(lane):
+                        if (em >> k) & 1 and np.int64(xa[k]) == a:
+                            dup = True
+                    if not dup:
+                        new += 1
+    if init and new > 0:
+        free = cap - n
+        for i in range(n):
+            if _mb(tab, i, ADDR) < 0:
+                free += 1
+        if free < new:
+            return 1
+    for lane in range(LANES):
+        if (em >> lane) & 1:
+            a = np.int64(xa[lane])
+            i = mb_find(tab, n, a)
+            if not init:
+                if i >= 0:                          # (an address without a barrier: nothing to do)
+                    _mb_set(tab, i, ADDR, -1)
+                continue
+            if i < 0:
+                for j in range(n):
+                    if _mb(tab, j, ADDR) < 0:
+                        i = j
+                        break
+                if i < 0:
+                    i = n
+                    n += 1
+            c = np.int64(xb[lane])
+            _mb_set(tab, i, ADDR, a)
+            _mb_set(tab, i, EXPECTED, c)
+            _mb_set(tab, i, PENDING, c)
+            _mb_set(tab, i, PHASE, 0)
+            _mb_set(tab, i, TX, 0)
+    state[T.S_MBAR_N] = n
+    state[T.S_MBAR_REBUILT] = 1
+    state[T.S_MBAR_CHANGED] += 1
     return 0
 
 

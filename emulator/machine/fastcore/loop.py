@@ -22,6 +22,7 @@ from .families import NSLOTS as _NSLOTS, OF_OPCODE as _OF_OPCODE, SLOT as _SLOT
 from .wgmmax import call_wg
 from .ldm import matrix_addresses
 from .asyncx import K_NOP, call_hop
+from .ctaloop import bar_operands, record_stall, wake as mb_wake, yield_changed
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -33,6 +34,7 @@ XSLOT = len(_TABLES)        # translation.mufu_ptr: the addresses of xcall.x_c a
 ASLOT = len(_TABLES) + 1
 WSLOT = _NSLOTS             # wgcall.wg_c (after the families' slots)
 HSLOT = _NSLOTS + 1         # hopcall.hop_c (HOPX rows)
+BSLOT = _NSLOTS + 2         # bulkcall.bulk_c (BULKX rows)
 # the family slot of each opcode (families.py; -1: none, the loop hands the row back)
 FAMSLOT = np.full(128, -1, np.int64)
 for _op, _name in _OF_OPCODE.items():
@@ -392,6 +394,9 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                 if nonexited & ~em:              # .aligned with lanes missing: the reference raises
                     handback = True
                     break
+            if em != 0 and state[T.S_CTA] == 1 and not bar_operands(row, imrow, em, state, xr, a8, a16, a32, a64):
+                handback = True                  # a barrier number or thread count that breaks a rule (ctaloop.py)
+                break
             for lane in range(LANES):
                 if (m >> lane) & 1:
                     pc[lane] += 1
@@ -518,13 +523,39 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                 log_addr[nlog, lane] = addrs[lane]
             nlog += 1
         elif opc == T.HOPX and em != 0:                     # hopcall.hop_c (asyncx.py)
-            if wide == 1 or row[T.X] != K_NOP and (mptr[HSLOT] == 0 or call_hop(
-                    mptr[HSLOT], em, state.ctypes.data, row.ctypes.data, imrow.ctypes.data, arena.ctypes.data,
-                    arena.shape[0], scratch.ctypes.data) != 0):
-                handback = True             # a lane breaks a rule (nothing was written), hop_c is not compiled
-                break                       # yet (families.APART); a sanitised launch
-        elif opc != T.NOP and opc != T.HOPX and (em != 0 or opc == T.MMA or opc == T.MMA_X or
-                                                        opc == T.LDMATRIX):
+            if wide == 1:
+                handback = True             # a sanitised launch
+                break
+            if row[T.X] != K_NOP:
+                if mptr[HSLOT] == 0:
+                    handback = True         # hop_c is not compiled yet (families.APART)
+                    break
+                got = call_hop(mptr[HSLOT], em, state.ctypes.data, row.ctypes.data, imrow.ctypes.data,
+                               arena.ctypes.data, arena.shape[0], scratch.ctypes.data)
+                if got == 2:                # a try_wait in the CTA loop: lanes S_MBSTALL wait (ctaloop.py)
+                    stall = state[T.S_MBSTALL]
+                    for lane in range(LANES):
+                        if (m >> lane) & 1:
+                            if (stall >> lane) & 1:
+                                waiting[lane] = True
+                            else:
+                                pc[lane] += 1
+                    state[T.S_STATUS] = T.ST_MBWAIT
+                    state[T.S_PC] = p
+                    state[T.S_MASK] = stall
+                    break
+                if got != 0:
+                    handback = True         # a lane breaks a rule (nothing was written)
+                    break
+        elif opc == T.BULKX and em != 0:                    # bulkcall.bulk_c (bulkx.py): TMA box copies
+            ctx[C.K_P] = p
+            if wide == 1 or mptr[BSLOT] == 0 or call_hop(mptr[BSLOT], em, state.ctypes.data, row.ctypes.data, imrow.ctypes.data,
+                                     arena.ctypes.data, arena.shape[0], scratch.ctypes.data) != 0:
+                handback = True             # the executor runs it (a rule broken, a form the rows leave, bulk_c
+                #                             not compiled yet)
+                break
+        elif opc != T.NOP and opc != T.HOPX and opc != T.BULKX and (em != 0 or opc == T.MMA or opc == T.MMA_X or
+                                                                     opc == T.LDMATRIX):
             # a family compiled apart (families.py), through its address; slot 0: not compiled (yet), the
             # reference executor runs the row
             slot = FAMSLOT[opc]
@@ -573,8 +604,9 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
 
 
 @njit(cache=True, _nrt=False)
-def _check_bars(exited, waiting, wbid, bar_arrived, bar_seq):
-    """machine.cta.CTA._check_barriers: release every barrier all non-exited threads arrived at."""
+def _check_bars(exited, waiting, wbid, bar_arrived, bar_seq, cst):
+    """machine.cta.CTA._check_barriers: release every barrier all non-exited threads (or the thread count of its
+    first arrival, cst[C_BARCNT + b]) arrived at."""
     nw = exited.shape[0]
     expected = 0
     for w in range(nw):
@@ -582,7 +614,10 @@ def _check_bars(exited, waiting, wbid, bar_arrived, bar_seq):
             if not exited[w, lane]:
                 expected += 1
     for bid in range(16):
-        if bar_seq[bid] != 0 and bar_arrived[bid] != 0 and bar_arrived[bid] >= expected:
+        want = cst[T.C_BARCNT + bid]
+        if want < 0:
+            want = expected
+        if bar_seq[bid] != 0 and bar_arrived[bid] != 0 and bar_arrived[bid] >= want:
             for w in range(nw):
                 for lane in range(LANES):
                     if waiting[w, lane] and wbid[w, lane] == bid:
@@ -590,6 +625,7 @@ def _check_bars(exited, waiting, wbid, bar_arrived, bar_seq):
                         wbid[w, lane] = -1
             bar_arrived[bid] = 0
             bar_seq[bid] = 0
+            cst[T.C_BARCNT + bid] = -1
 
 
 @njit(cache=True, _nrt=False)
@@ -603,14 +639,14 @@ def _runnable(exited, waiting, w):
 @njit(cache=True, _nrt=False)
 def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, log_warp,
             mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, cst, issued, executed,
-            param_ptrs, wbid, bar_arrived, bar_seq, backs, mptr, msz, log_src, cpd, cpx, cpg, cpm, cpc):
+            param_ptrs, wbid, bar_arrived, bar_seq, backs, mptr, msz, log_src, cpd, cpx, cpg, cpm, cpc, mbw, ysnap):
     """A whole CTA as machine.cta.CTA._run schedules it: warp 0, 1, ... in turn, each until none of its lanes
     can run; barriers (BAR rows) arrive and release here. Returns (cst[C_STATUS]) when every thread exited,
     when warp cst[C_WARP] needs Python for the instruction at state S_PC (lanes S_MASK) or a full log, or
     when no warp can go on (a deadlock, which Python reports). Resumes where it returned."""
     nw = arenas.shape[0]
     state[T.S_CTA] = 1
-    _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)    # an exit run by Python may release one
+    _check_bars(exited, waiting, wbid, bar_arrived, bar_seq, cst)    # an exit run by Python may release one
     while True:
         w = cst[T.C_WARP]
         if w >= nw:
@@ -622,20 +658,27 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
             if done:
                 cst[T.C_STATUS] = T.CTA_DONE
                 return
-            if cst[T.C_PROGRESSED] != 0:
+            # machine.cta.CTA._run's round end: progress or a changed mbarrier starts a new round; so does a warp
+            # that yielded with its state changed, unless copies may be in flight (Python pumps them first)
+            if cst[T.C_PROGRESSED] != 0 or cst[T.C_VERCHG] != 0 or (cst[T.C_YIELDED] != 0 and cst[T.C_ASYNC] == 0):
                 cst[T.C_PROGRESSED] = 0
+                cst[T.C_VERCHG] = 0
+                cst[T.C_YIELDED] = 0
                 cst[T.C_WARP] = 0
                 continue
             cst[T.C_STATUS] = T.CTA_DEADLOCK
             return
         if cst[T.C_INWARP] == 0:
+            if cst[T.C_NSTALL] > 0:         # CTA._wake: the mbarrier stalls whose phase completed (ctaloop.py)
+                for v in range(nw):
+                    mb_wake(v, waiting, mbw, state, cst)
             if state[T.S_WG] != 0:          # a wgmma.wait_group whose records the warpgroup computed since
                 wake = call_wg(mptr[WSLOT], -2, w, 0, state[T.S_WG], state.ctypes.data)
                 for lane in range(LANES):
                     if (wake >> lane) & 1:
                         waiting[w, lane] = False
             if not _runnable(exited, waiting, w):
-                _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)
+                _check_bars(exited, waiting, wbid, bar_arrived, bar_seq, cst)
                 cst[T.C_WARP] = w + 1
                 continue
             cst[T.C_INWARP] = 1
@@ -645,6 +688,7 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
         state[T.S_WARP] = w
         state[T.S_EXECUTED] = 0
         n0 = state[T.S_NLOG]
+        c0 = state[T.S_MBAR_CHANGED]
         # the warp loop, compiled apart (its address in the ctx: numba does not link a second copy of it here)
         call_native(reinterpret(scratch[C.CTX_ROW:].reshape(C.NCTX), np.int64)[C.K_RUN],
                     (code, imm, arenas[w], pcs[w], exited[w], waiting[w], inflight, gtab, state, log_pc, log_addr,
@@ -655,35 +699,48 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
         executed[w] += state[T.S_EXECUTED]
         for k in range(n0, state[T.S_NLOG]):
             log_warp[k] = w
+        if state[T.S_MBAR_CHANGED] != c0:
+            cst[T.C_VERCHG] = 1
         st = state[T.S_STATUS]
         if st == T.ST_IDLE or st == T.ST_DEFER:
             cst[T.C_INWARP] = 0
             if st == T.ST_IDLE:
                 cst[T.C_PROGRESSED] = 1
-            _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)
+            _check_bars(exited, waiting, wbid, bar_arrived, bar_seq, cst)
+            cst[T.C_WARP] = w + 1
+        elif st == T.ST_MBWAIT:                 # a try_wait parked lanes: the warp's turn ends, a yield
+            cst[T.C_INWARP] = 0
+            record_stall(w, state[T.S_PC], state[T.S_MASK], code, scratch, mbw, state, cst)
+            if yield_changed(w, arenas, pcs, exited, mbw, ysnap):
+                cst[T.C_YIELDED] = 1
+            _check_bars(exited, waiting, wbid, bar_arrived, bar_seq, cst)
             cst[T.C_WARP] = w + 1
         elif st == T.ST_WGWAIT:                 # (as machine.cta: the warp's turn ends)
             cst[T.C_INWARP] = 0
-            if state[T.S_EXECUTED] > 1:
+            if state[T.S_MBW] != 0:             # a yield, as above
+                if yield_changed(w, arenas, pcs, exited, mbw, ysnap):
+                    cst[T.C_YIELDED] = 1
+            elif state[T.S_EXECUTED] > 1:       # (a sanitised launch, .param written: counted as progress)
                 cst[T.C_PROGRESSED] = 1
-            _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)
+            _check_bars(exited, waiting, wbid, bar_arrived, bar_seq, cst)
             cst[T.C_WARP] = w + 1
         elif st == T.ST_EXITED:
-            _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)
+            _check_bars(exited, waiting, wbid, bar_arrived, bar_seq, cst)
         elif st == T.ST_BAR:
             row = code[state[T.S_PC]]
-            bid = row[T.X]
+            bid = state[T.S_BAR_ID]             # (read and checked by loop.run: ctaloop.bar_operands)
             em = state[T.S_MASK]
             if bar_seq[bid] == 0:
                 cst[T.C_SEQ] += 1
                 bar_seq[bid] = cst[T.C_SEQ]
+                cst[T.C_BARCNT + bid] = state[T.S_BAR_CNT]
             for lane in range(LANES):
                 if (em >> lane) & 1:
                     bar_arrived[bid] += 1
                     if row[T.Y] == 0:
                         waiting[w, lane] = True
                         wbid[w, lane] = bid
-            _check_bars(exited, waiting, wbid, bar_arrived, bar_seq)
+            _check_bars(exited, waiting, wbid, bar_arrived, bar_seq, cst)
         else:
             cst[T.C_STATUS] = T.CTA_SLOW
             return

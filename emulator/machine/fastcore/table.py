@@ -73,6 +73,8 @@ XROW = 70         # integer, bit and warp-collective rows (scalarx.py; X: scalar
 ATOM = 71         # atom/red on global or this CTA's shared memory (atomics.py; X/Y/Z: space, 1, element bytes
                   # as for LD/ST; A: address, B/C: b/c read as W bits, D: the old value; V0: atomics.OPS index,
                   # V0+1: atomics.T_*)
+BULKX = 73        # TMA box loads and stores (bulkx.py; X: bulkx.B_*, Y: the rank; A: tensor map, C: shared box, B:
+                  # mbarrier, offsets in immediates 3, 2, 1; V0..V0+4: the coordinates)
 HOPX = 72         # elect.sync, mapa, tensormap.replace.tile on shared memory, fence.proxy.async, and Hopper's
                   # instructions with nothing to do (asyncx.py; X: asyncx.K_*, K_NOP: the loop does not call)
 
@@ -136,6 +138,8 @@ ST_LOG = 2        # the shared-memory access log is full
 ST_EXITED = 3     # lanes exited: the scheduler checks the barriers, then runs the warp on
 ST_BAR = 4        # lanes S_MASK arrived at barrier S_PC's X (their PCs already advanced)
 ST_WGWAIT = 6     # lanes S_MASK wait at the wgmma.wait_group at S_PC for the warpgroup (wgmmax.py; counted as issued)
+ST_MBWAIT = 7     # lanes S_MASK of the try_wait at S_PC wait for their mbarrier's phase (ctaloop.py; counted as issued;
+                  # the other lanes of the group moved on)
 ST_DEFER = 5      # no instruction ran: every runnable lane group waits for lanes parked elsewhere (a join, a
                   # warp-synchronous instruction; machine.convergence)
 
@@ -150,12 +154,29 @@ S_MBAR, S_MBAR_N, S_MBAR_CHANGED = 23, 24, 25  # the CTA's mbarrier table (memor
                                                # rows in use; 0: the mbarrier rows go back) and the number of changes
                                                # the loop made to it (asyncx.py)
 S_GTAB, S_GTAB_N = 26, 27     # the global-memory table (engine.global_table: raw pointer, rows), for the HOPX rows
-NSTATE = 28              # S_CTA: 1 when the CTA loop (run_cta) runs the warp (it arrives at ST_BAR itself);
+S_MBW, S_MBSTALL = 28, 29     # 1: a try_wait whose phase has not completed parks its lanes in the CTA loop (0: goes
+                              # back); the lanes it parked (hopcall.py -> loop.run)
+S_BARSEQ, S_BARCNT, S_BAR_ID, S_BAR_CNT = 30, 31, 32, 33   # the CTA loop's barrier table (raw pointers to its
+                              # bar_seq and thread counts) and the barrier number and count of the last BAR row
+S_MBINIT, S_MBAR_CAP, S_MBAR_REBUILT = 34, 35, 36   # 1: mbarrier.init/inval run in the loop (the CTA loop, which
+                              # gives MBarriers its Python objects back); the table's rows; 1: the loop added or freed
+S_BULK = 37                   # the staging area of the TMA rows (bulkx.Staging's control vector; 0: they go back)
+NSTATE = 38              # S_CTA: 1 when the CTA loop (run_cta) runs the warp (it arrives at ST_BAR itself);
                    # S_BACK: backward branches the warp took; S_SPIN_CHECK: machine.cta.SPIN_CHECK;
                    # S_WG_REGS: 1 while wgmma.mma_async of this warp hold registers (rows with WG go back);
                    # S_WG_SMEM: 1 while wgmma.mma_async of the CTA read shared memory (cp.async goes back)
 
 # -- the CTA loop's own state (run_cta), kept between its calls --------------------------------------------
 C_STATUS, C_WARP, C_INWARP, C_PROGRESSED, C_SEQ = range(5)
-NCSTATE = 5
+C_YIELDED, C_VERCHG, C_NSTALL, C_ASYNC, C_MBSEQ = range(5, 10)   # ctaloop.py: a warp yielded with its state changed
+                  # this round; the mbarriers changed this round; mbarrier stall records; 1: copies may be in flight
+                  # (the round's end goes to Python, which pumps them); the stall counter (without wgmma)
+C_BARCNT = 10     # C_BARCNT + b: the thread count barrier b was first used with (-1: every non-exited thread)
+NCSTATE = C_BARCNT + 16
 CTA_DONE, CTA_SLOW, CTA_DEADLOCK = 0, 1, 2   # C_STATUS: every thread exited / warp C_WARP needs Python / stuck
+# the CTA loop's per-warp wait records (ctaloop.py): int64 (warps, MB_ROWS, 32)
+MB_SEQ, MB_ADDR, MB_VAL, MB_PAR, MB_LADDR, MB_LVAL, MB_LPAR, MB_W, MB_YPC, MB_YEXIT = range(10)
+MB_ROWS = 10      # MB_SEQ..MB_PAR: per lane, the stall record (-1: none), barrier, parity or state, 1 = .parity;
+                  # MB_L*: the warp's last stall (its reason); MB_W: per-warp scalars (MW_*); MB_YPC/MB_YEXIT: the
+                  # PCs and exits at the warp's last yield (with its arena in the snapshot array)
+MW_LSEQ, MW_LMASK, MW_LPC, MW_YVALID, MW_XVER, MW_YVER = range(6)

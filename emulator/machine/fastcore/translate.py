@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from isa.types import TYPES
-from ...frontend.ptx import Imm, Mem, Not, Paren, Pair, Reg, Sym, Vec
+from ...frontend.ptx import Imm, Mem, Not, Paren, Pair, Reg, Sym, TensorAddr, Vec
 from isa.types import SPECIAL_REGISTERS
 from ...ops.common import imm_bits
 from ..convergence import LOOP_DEPTH, MASK_IMM, MASK_REG, convergence
@@ -76,8 +76,8 @@ class Translation:
         self.code[:, T.FLT] = 0
         self.imm = np.zeros((n, T.NIMM), np.uint64)
         self.fast = np.zeros(n, np.bool_)
-        # kernels whose shared memory the async proxy reads (TMA stores, bulk copies out, wgmma) keep their
-        # shared stores in the reference, which records them for the fence.proxy.async check
+        # kernels whose shared memory the async proxy reads (TMA stores, bulk copies out, wgmma): the loop's shared
+        # stores mark their bytes for the fence.proxy.async check (memx.py)
         self.bulk_readers = bulk_readers = any(op.kind == "op" and (
             op.instr.base == "cp" and "bulk" in op.instr.mods and "global" in op.instr.mods[:6] and
             op.instr.mods.index("global") < next((i for i, m in enumerate(op.instr.mods) if m.startswith("shared")),
@@ -89,6 +89,7 @@ class Translation:
         self._xcall = False      # a row calls xcall.py (XROW, ATOM)
         self._mma_keep = []      # the tables K_MMAX rows point to (kept alive with the translation)
         self._hopx = False       # a row calls hopcall.py (HOPX)
+        self.bulkx = False       # a row calls bulkcall.py (BULKX): the engine gives the loop a staging area
         for pc, op in enumerate(prog.code):
             self._translate(pc, op)
         cv = convergence(prog)
@@ -116,18 +117,37 @@ class Translation:
             self.fast[wg_pcs] = False
         self._mufu_tables()
         self.coverage = float(self.fast.mean()) if n else 1.0
-        # the CTA loop (run_cta) runs the whole CTA when every barrier is translated and nothing can stall a
-        # warp, yield its turn, or call a function (per-lane call stacks stay with the Python scheduler)
-        # (wgmma too, when the loop runs every wgmma instruction of the kernel: wgmmax.py)
-        self.cta_ok = not bulk_readers and all(
-            (op.kind != "bar" or (self.fast[pc] and op.fn[1] is None and self.code[pc, T.X] >= 0)) and
+        # the CTA loop (run_cta) runs the whole CTA when every barrier is translated and no function is called
+        # (per-lane call stacks stay with the Python scheduler); it parks mbarrier waits and arrives at counted
+        # barriers itself, and hands the CTA to the Python scheduler for what it does not decide (ctaloop.py)
+        # (wgmma too, when the loop runs every wgmma instruction of the kernel: wgmmax.py; bulk copies too: those
+        # the loop stages (bulkx.py) and those the executors issue join the async unit whenever the loop returns,
+        # and the async unit moves where the Python scheduler moves it, at a round's end when nobody moved on:
+        # engine.FastCTA.run)
+        self.cta_ok = all(
+            (op.kind != "bar" or self.fast[pc]) and
             (op.kind != "call" or op.call.callee == "vprintf") and
-            (op.kind != "op" or (op.instr.base not in ("mbarrier", "setmaxnreg", "tensormap") and
-                                 (op.instr.base != "wgmma" or self.wg is not None) and
-                                 "bulk" not in op.instr.mods))
+            (op.kind != "op" or op.instr.base != "wgmma" or self.wg is not None)
             for pc, op in enumerate(prog.code))
+        self._cta_waits(prog)
 
-    def _bar(self, op, env, row):
+    def _cta_waits(self, prog):
+        """What the CTA loop's waits need (ctaloop.py): ``cta_waits``, the kernel parks warps at mbarriers or
+        arrives at barriers with a thread count or a register-numbered barrier (a sanitised launch keeps such CTAs
+        on the Python scheduler, which its sanitizer follows); ``param_writes``, a row or a call may write the
+        threads' .param bytes (a yield's state then includes them: the loop's try_wait stalls go back)."""
+        code = self.code
+        bars = [pc for pc, op in enumerate(prog.code) if op.kind == "bar"]
+        self.cta_waits = any(op.kind == "op" and op.instr.base == "mbarrier" for op in prog.code) or any(
+            code[pc, T.X] < 0 or code[pc, T.B] != -1 for pc in bars if code[pc, T.OP] == T.BAR)
+        self.param_writes = any(op.kind == "call" for op in prog.code) or bool(
+            ((code[:, T.OP] == T.ST) & (code[:, T.X] == T.PARAM)).any()) or any(
+            op.kind == "op" and op.instr.base == "st" and not self.fast[pc] and
+            any(m.startswith("param") for m in op.instr.mods) for pc, op in enumerate(prog.code))
+        from .asyncx import K_MB_WAIT
+        self.mb_waits = bool(((code[:, T.OP] == T.HOPX) & (code[:, T.X] == K_MB_WAIT) & (code[:, T.Z] == 1)).any())
+
+    def _bar(self, op, env, row, imm):
         bid_r, cnt_r, red, kind, aligned = op.fn
         ops = op.instr.operands
         # a thread count (named barriers of warp-specialised kernels): the loop stops at it as at any barrier and
@@ -144,6 +164,10 @@ class Translation:
             row[T.GUARD] = self._slot(op.guard[0], 1)
             row[T.GNEG] = int(op.guard[1])
         row[T.X] = ops[0].value if isinstance(ops[0], Imm) else -1
+        # the CTA loop reads the barrier number (A, when X is -1) and the thread count (B, -1: none) as u32
+        # (machine.cta.CTA._arrive); a warp run alone stops and the scheduler reads them
+        row[T.A] = -1 if isinstance(ops[0], Imm) else _x_operand(self, env, ops[0], "u32", imm, 0)
+        row[T.B] = -1 if cnt_r is None else _x_operand(self, env, ops[1], "u32", imm, 1)
         row[T.Y] = int(kind == "arrive")
         row[T.Z] = int(bool(aligned))
         row[T.OP] = T.BAR
@@ -186,19 +210,22 @@ class Translation:
         """Raw pointers (and lengths) of the measured MUFU tables the MUFU rows read (numerics.mufu.tables,
         unpacked here; the translation keeps them alive); 0 for the others, which no row reads. After them, the
         addresses of xcall.py's two functions (loop.XSLOT, ASLOT), those of the instruction families the rows
-        use (families.SLOT, filled by ``bind_families``), wgcall.py's (loop.WSLOT) and hopcall.py's (loop.HSLOT)."""
+        use (families.SLOT, filled by ``bind_families``), wgcall.py's (loop.WSLOT), hopcall.py's (loop.HSLOT) and
+        bulkcall.py's (loop.BSLOT)."""
         from ...numerics import mufu
         from . import families
-        self.mufu_ptr = np.zeros(families.NSLOTS + 2, np.int64)
-        self.mufu_size = np.zeros(families.NSLOTS + 2, np.int64)
+        self.mufu_ptr = np.zeros(families.NSLOTS + 3, np.int64)
+        self.mufu_size = np.zeros(families.NSLOTS + 3, np.int64)
         self._mufu_keep = []
         ops = set(np.unique(self.code[:, T.OP]).tolist())
         self.families = sorted({families.OF_OPCODE[op] for op in ops if op in families.OF_OPCODE},
                                key=families.NAMES.index)
         # the functions compiled apart the rows call (families.APART; filled by ``bind_families`` too):
-        # xcall.x_c, xcall.atom_c (loop.XSLOT, ASLOT), wgcall.wg_c (loop.WSLOT), hopcall.hop_c (loop.HSLOT)
+        # xcall.x_c, xcall.atom_c (loop.XSLOT, ASLOT), wgcall.wg_c (loop.WSLOT), hopcall.hop_c (loop.HSLOT),
+        # bulkcall.bulk_c (loop.BSLOT)
         self.apart = [name for name, used in (("xrow", T.XROW in ops), ("atom", T.ATOM in ops),
-                                              ("hopper", self._hopx), ("wgmma", self.wg is not None)) if used]
+                                              ("hopper", self._hopx), ("wgmma", self.wg is not None),
+                                              ("bulk", bool(self.bulkx))) if used]
         for k in sorted(self._mufu):
             tab = mufu.tables()[fmath.TABLES[k]]
             if tab.dtype != np.uint32 or not tab.flags.c_contiguous:
@@ -296,7 +323,7 @@ class Translation:
                 row[T.X] = op.target
                 row[T.OP] = T.BRA
             elif op.kind == "bar" and env is not None:
-                self._bar(op, env, row)
+                self._bar(op, env, row, imm)
             elif op.kind == "op" and env is not None:
                 instr = op.instr
                 if instr.guard is not None:
@@ -913,11 +940,13 @@ def _cp_address(t, env, op, imm, k, shared):
 def r_cp(t, env, instr, row, imm):
     """cp.async.{ca,cg}.shared.global (every cp-size, src-size as a register or a constant, the prefetch and
     cache-policy qualifiers, whose operand the reference ignores too), commit_group, wait_group N, wait_all.
-    The ignore-src predicate form and bulk copies stay with the reference."""
+    The ignore-src predicate form stays with the reference; bulk copies: r_bulk."""
     from ...errors import EmulatorError
     from ...ops.datamove import _cp_async_op
     mods = instr.mods
     ops = instr.operands
+    if "bulk" in mods:
+        return r_bulk(t, env, instr, row, imm)
     if mods in (("async", "commit_group"), ("async", "wait_all")):
         if ops:
             raise _Slow
@@ -958,6 +987,74 @@ def r_cp(t, env, instr, row, imm):
             row[T.C] = t._src(env, n, "u32", imm, 2)
     row[T.X], row[T.Y] = cp, int(spec.cache == "cg")
     row[T.OP] = T.CPASYNC
+
+
+def r_bulk(t, env, instr, row, imm):
+    """cp.async.bulk.tensor.{1..5}d tiled loads into this CTA's shared memory on an mbarrier
+    (.shared::cluster.global{.tile}.mbarrier::complete_tx::bytes{.L2::cache_hint}) and tiled stores
+    (.global.shared::cta{.tile}.bulk_group{.L2::cache_hint}) and reductions (cp.reduce.async.bulk.tensor, the same
+    with .<op>), as ops.bulk._tensor compiles them (bulkx.py), and the tensor prefetches (nothing to do).
+    Multicast, im2col, the non-tensor forms and the async-groups stay with the executor."""
+    from . import asyncx, bulkx
+    mods = instr.mods
+    ops = list(instr.operands)
+    from ...ops.bulk import RED_OPS
+    red = None
+    if mods[:1] == ("reduce",):
+        red = [m for m in mods if m in RED_OPS]
+        if len(red) != 1:
+            raise _Slow
+        mods = mods[1:]
+    if mods[:2] != ("async", "bulk") or "tensor" not in mods:
+        raise _Slow
+    dim = [m for m in mods if len(m) == 2 and m[1] == "d" and m[0] in "12345"]
+    if len(dim) != 1:
+        raise _Slow
+    rank = int(dim[0][0])
+    if "prefetch" in mods:
+        if any(m.startswith("im2col") for m in mods):
+            raise _Slow                        # (the executor refuses it)
+        return _hopx(t, row, asyncx.K_NOP)     # ops.bulk._prefetch: the operands were checked when it compiled
+    load = {"shared::cluster", "global", "mbarrier::complete_tx::bytes"}
+    store = {"global", "shared::cta", "bulk_group"}
+    rest = set(mods) - {"async", "bulk", "tensor", dim[0], "tile", "L2::cache_hint"} - set(red or ())
+    spaces = [m for m in mods if m in ("shared::cluster", "shared::cta", "shared", "global")]
+    if red is None and rest == load and spaces == ["shared::cluster", "global"] and len(ops) in (3, 4):
+        kind, tref, other = bulkx.B_TLOAD, ops[1], ops[0]
+        if not isinstance(ops[2], Mem):
+            raise _Slow
+        _address(t, env, ops[2], row, imm, T.SHARED)             # the mbarrier: B, immediate 1
+        row[T.B] = row[T.A]
+        imm[1] = imm[T.IMM_OFFSET]
+    elif rest == store and spaces == ["global", "shared::cta"] and len(ops) in (2, 3):
+        kind, tref, other = (bulkx.B_TSTORE if red is None else bulkx.B_TRED), ops[0], ops[1]
+        row[T.Z] = RED_OPS.index(red[0]) if red else 0
+    else:
+        raise _Slow
+    if not isinstance(tref, TensorAddr) or not isinstance(other, Mem) or len(tref.coords.items) != rank:
+        raise _Slow
+    _address(t, env, other, row, imm, T.SHARED)                  # the shared box: C, immediate 2
+    row[T.C] = row[T.A]
+    imm[2] = imm[T.IMM_OFFSET]
+    row[T.V0:T.V0 + 8] = -1
+    free = 0                                                     # immediate slot 0: one constant coordinate
+    for k, c in enumerate(tref.coords.items):
+        if isinstance(c, Imm):
+            if free or c.kind != "int" or not 0 <= c.value < 1 << 31:
+                raise _Slow
+            free = 1
+            row[T.V0 + k] = t._src(env, c, "s32", imm, 0)
+        elif isinstance(c, (Vec, Pair, Not, Mem)) or env.reg_width(t._reg(env, c)) != 32:
+            raise _Slow
+        else:
+            row[T.V0 + k] = t._src(env, c, "s32", imm, 0)
+    _address(t, env, tref.addr, row, imm, T.GENERIC)             # the tensor map: A, immediate 3
+    if row[T.A] == -1 and tref.addr.base is not None:
+        raise _Slow                                              # (a symbol: the executor's symbol address)
+    row[T.X] = kind
+    row[T.Y] = rank
+    row[T.OP] = T.BULKX
+    t.bulkx = True
 
 
 _RULES = {
@@ -1874,7 +1971,8 @@ _RULES.update({"setmaxnreg": r_hop_nop, "griddepcontrol": r_hop_nop, "prefetch":
 def r_mbarrier(t, env, instr, row, imm):
     """mbarrier.arrive{.expect_tx}{, count} / arrive_drop, expect_tx, complete_tx, test_wait/try_wait{.parity} on
     an address of this CTA's shared memory (ops.mbarrier.compile_mbarrier: the same qualifiers and operands);
-    init, inval and pending_count stay with the executor, and so does every lane whose barrier lives in another
+    init and inval (in the CTA loop only; a warp run alone hands them back), pending_count stays with the executor,
+    and so does every lane whose barrier lives in another
     CTA of the cluster (hopcall.py hands the row back)."""
     from . import asyncx
     from ...ops.mbarrier import _mods
@@ -1903,6 +2001,14 @@ def r_mbarrier(t, env, instr, row, imm):
             raise _Slow
         row[T.Y] = y
         return _hopx(t, row, asyncx.K_MB_ARRIVE)
+    if op in ("init", "inval"):                # (run in the CTA loop only: hopcall._init_inval)
+        if len(ops) != (2 if op == "init" else 1) or not isinstance(ops[0], Mem) or \
+                (op == "init" and isinstance(ops[1], Mem)):
+            raise _Slow
+        _address(t, env, ops[0], row, imm, T.SHARED)
+        if op == "init":
+            row[T.B] = _x_operand(t, env, ops[1], "u32", imm, 1)
+        return _hopx(t, row, asyncx.K_MB_INIT if op == "init" else asyncx.K_MB_INVAL)
     if op in ("expect_tx", "complete_tx"):
         if len(ops) != 2 or not isinstance(ops[0], Mem) or isinstance(ops[1], Mem):
             raise _Slow
@@ -1921,6 +2027,7 @@ def r_mbarrier(t, env, instr, row, imm):
         parity = "parity" in q
         row[T.B] = _x_operand(t, env, ops[2], "b32" if parity else "b64", imm, 1)
         row[T.Y] = int(parity)
+        row[T.Z] = int(op == "try_wait")
         return _hopx(t, row, asyncx.K_MB_WAIT)
     raise _Slow
 

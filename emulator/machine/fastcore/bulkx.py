@@ -1,0 +1,522 @@
+"""TMA box copies in the fast engine (``BULKX`` rows), as ``ops.bulk`` defines them: the tiled loads
+``cp.async.bulk.tensor.{1..5}d.shared::cluster.global{.tile}.mbarrier::complete_tx::bytes`` into this CTA's shared
+memory, the tiled stores ``cp.async.bulk.tensor.{1..5}d.global.shared::cta{.tile}.bulk_group`` and reductions
+``cp.reduce.async.bulk.tensor.{1..5}d.global.shared::cta.<op>{.tile}.bulk_group``.
+
+What the executor does when it issues such a copy, the row does here, in jitted code: it reads the 128 bytes of the
+tensor map where the executor would (``KernelWarp.tensormap_bytes``: the kernel's parameters, shared or global
+memory) and decodes them every time (``TensorMap.decode``; a map rewritten by ``tensormap.replace`` or a store is
+read as it is now, so nothing has to be invalidated), checks what ``memory.tma.check_box`` and the executor check,
+walks the box (``memory.tma.box_geometry``: dimension 0 fastest, element strides, rows padded to the swizzle
+span), reads the global elements of a load (zeros or the NaN fill outside the tensor, the tf32 rounding of
+TFLOAT32 maps) or the shared bytes of a store (after the same fence check, ``AsyncUnit.check_async_read``), marks
+a load's shared destination bytes in flight (``smem_inflight``, and the CTA's count of copies in flight) and puts
+the copy in a staging area (``Staging``).
+
+The copy then lands where the reference lands it: when the loop returns, ``Staging.drain`` hands every staged copy
+to the CTA's async unit, in issue order, as the executor would have (``ops.bulk.queue_load`` /
+``ops.bulk.queue_store``, with the same completion: the shared bytes written and released (``land_bytes``, jitted),
+complete_tx on the mbarrier, or the global bytes written or reduced); the CTA's scheduler completes it at the same point as before.
+
+Everything else returns 1 before anything is written (the loop hands the instruction back and the executor runs it
+or raises its error): a tensor map the executor would refuse or fault on, a box past shared memory, an element
+outside every allocation, a destination or mbarrier in another CTA of the cluster, an unfenced generic write in a
+store's source, ``.multicast::cluster``, ``.im2col``, the non-tensor ``cp.async.bulk`` forms, a
+sanitised or recorded launch (state ``S_BULK`` 0), and a staging area too small (it grows for the next time).
+
+The rows run in one C-callable function compiled apart from the loops (``bulkcall.bulk_c``), which the loop calls
+through its address (slot ``loop.BSLOT``), the way it calls ``hopcall.hop_c``.
+"""
+import numpy as np
+from numba import njit
+
+from . import table as T
+from . import ccall as C
+from .asyncx import global_find, mb_find
+from .ccall import i64_1d, i64_2d
+from .raw import _peek8, _peek16, _peek32, _peek64, _poke32, _peek, _poke
+from .regs import _gather
+from ...memory.dsmem import SHIFT
+from ...memory.tensormap import DTYPES, FLOAT_TYPES, SWIZZLE_BYTES
+from ...memory.tma import NAN_FILL, TF32_NAN
+
+B_TLOAD, B_TSTORE, B_TRED = 1, 2, 3     # row X (B_TRED: Z, the reduction's index in ops.bulk.RED_OPS)
+LANES = 32
+PARAM_BASE = 0x7E00_0000_0000   # machine.kernel_warp.PARAM_BASE (the generic window of the kernel's parameters)
+
+# the staging area's control vector (int64): counts, capacities and raw addresses of its three arrays
+(C_NREC, C_RECCAP, C_REC, C_NDATA, C_DATACAP, C_DATA, C_NIDX, C_IDXCAP, C_IDX, C_WANT_DATA, C_WANT_IDX,
+ C_WANT_REC) = range(12)
+NCTL = 12
+# a staged copy (one int64 row): kind, pc, lane, shared offset (a load's destination, a store's source), mbarrier,
+# bytes (the tx-count of a load, the box's bytes), its bytes and indices in the staging arrays (a load: the
+# element's swizzled shared address; a store: the global address of each element inside the tensor), the element
+# size, the rank, the coordinates and the box
+(R_KIND, R_PC, R_LANE, R_SMEM, R_MBAR, R_BYTES, R_DATA, R_NDATA, R_IDX, R_NIDX, R_ES, R_RANK) = range(12)
+R_COORD = 12
+R_BOX = 17
+R_TYPE = 22             # the tensor map's element type (a reduction's arithmetic); R_MBAR: its RED_OPS index
+R_WARP = 23             # the warp's index in the CTA loop (loop.run_cta), -1 for a warp run alone
+RECW = 24
+
+# CUtensorMapDataType by descriptor code and tf32 flag (TensorMap.decode's table): code | tf32 << 4 -> type, -1
+_TYPE_OF = np.full(32, -1, np.int64)
+_SIZE = np.zeros(16, np.int64)
+_IS_FLOAT = np.zeros(16, np.int64)
+_TF32 = np.zeros(16, np.int64)
+for _t, (_name, _es, _code, _tf, _np) in DTYPES.items():
+    _TYPE_OF[_code | _tf << 4] = _t
+    _SIZE[_t] = _es
+    _IS_FLOAT[_t] = int(_t in FLOAT_TYPES)
+    _TF32[_t] = _tf
+_SWZ = np.array([SWIZZLE_BYTES[k] for k in range(4)], np.int64)
+_FILL = np.zeros(9, np.uint64)
+for _k, _v in NAN_FILL.items():
+    _FILL[_k] = np.uint64(_v)
+U0 = np.uint64(0)
+U1 = np.uint64(1)
+_EXP = np.uint64(0x7F800000)
+_MANT = np.uint64(0x7FFFFF)
+_TF32_NAN = np.uint64(TF32_NAN)
+_CROW = np.array([0, 1, 9, 10, 11], np.int64)     # the scratch rows of the coordinates
+
+
+@njit(cache=True, _nrt=False)
+def _addresses(row, imrow, out, a8, a16, a32, a64, field, slot):
+    """The lanes' addresses of an [R + offset] operand (register in row ``field``, offset in immediate ``slot``), as
+    ops.common.address computes them (a 32-bit register wraps at 2^32), as int64 bits (hopcall._addresses)."""
+    off = imrow[slot]
+    e = row[field]
+    if e == -1:
+        for lane in range(LANES):
+            out[lane] = off
+        return
+    _gather(e, 64, 0, out, a8, a16, a32, a64, imrow)
+    wrap32 = e >> T.CLASS_SHIFT == T.R32
+    for lane in range(LANES):
+        out[lane] = (out[lane] + off) & np.uint64(0xFFFFFFFF) if wrap32 else out[lane] + off
+
+
+@njit(cache=True, _nrt=False)
+def _tmap_at(state, lane, a):
+    """The raw address of the 128 bytes of the tensor map at generic address ``a`` (KernelWarp.tensormap_bytes:
+    the lane's parameters, this CTA's shared memory, or global memory, 64-byte aligned), or 0 (the executor raises)."""
+    psize = state[T.S_PARAM_SIZE]
+    if PARAM_BASE <= a < PARAM_BASE + psize:
+        off = a - PARAM_BASE
+        if off + 128 > psize:
+            return 0
+        return state[T.S_PARAM_PTR] + lane * psize + off
+    if 0 <= a < state[T.S_SMEM_SIZE]:
+        if a + 128 > state[T.S_SMEM_SIZE]:
+            return 0
+        return state[T.S_SMEM_PTR] + a
+    if a % 64 != 0:
+        return 0
+    return global_find(state[T.S_GTAB], state[T.S_GTAB_N], a, 128)
+
+
+@njit(cache=True, _nrt=False)
+def _decode(p, tm):
+    """TensorMap.decode of the 128 bytes at ``p`` into ``tm`` (int64[32]): 0 type, 1 rank, 2 global address,
+    3..7 dims, 8..11 strides (bytes), 12..16 box, 17..21 element strides, 22 interleave, 23 swizzle, 24 OOB fill,
+    25 element size; False for an unknown element type."""
+    q = np.int64(_peek32(p + 8))
+    key = ((q >> 7) & 0xF) | (((q >> 16) & 1) << 4)
+    t = _TYPE_OF[key]
+    if t < 0:
+        return False
+    r = ((q >> 4) & 7) + 1
+    if r > 5:
+        return False                         # (no instruction has that rank: the executor's rank check)
+    tm[0] = t
+    tm[1] = r
+    tm[2] = np.int64(_peek64(p))
+    hi = np.int64(_peek32(p + 28))
+    est = np.int64(_peek16(p + 52))
+    for k in range(5):
+        tm[3 + k] = 1
+        tm[12 + k] = 1
+        tm[17 + k] = 1
+    for k in range(4):
+        tm[8 + k] = 0
+    for k in range(r):
+        tm[3 + k] = np.int64(_peek32(p + 32 + 4 * k)) + 1
+        tm[12 + k] = np.int64(_peek8(p + 55 + k)) + 1
+        tm[17 + k] = ((est >> (3 * k)) & 7) + 1
+    for k in range(r - 1):
+        tm[8 + k] = ((((hi >> (4 * k)) & 0xF) << 32) | np.int64(_peek32(p + 12 + 4 * k))) << 4
+    tm[22] = (q >> 11) & 3
+    tm[23] = (q >> 13) & 3
+    tm[24] = (q >> 15) & 1
+    tm[25] = _SIZE[t]
+    return True
+
+
+@njit(cache=True, inline="always")
+def _swizzle(a, mode):
+    """memory.tma.swizzle: 16-byte chunk bits [4, 4 + mode) XORed with bits [7, 7 + mode)."""
+    if mode == 0:
+        return a
+    return a ^ (((a >> 7) & ((1 << mode) - 1)) << 4)
+
+
+@njit(cache=True, inline="always")
+def _to_tf32(b):
+    """memory.tma.to_tf32 of one f32's bits (uint64)."""
+    if (b & _EXP) == _EXP and (b & _MANT) != U0:
+        return _TF32_NAN
+    return ((b + np.uint64(0xFFF) + ((b >> np.uint64(13)) & U1)) & ~np.uint64(0x1FFF)) & np.uint64(0xFFFFFFFF)
+
+
+@njit(cache=True, _nrt=False)
+def _box_ok(tm, rank, coords, store):
+    """The executor's rank check and the rules of memory.tma.check_box: True when the copy may go on."""
+    if tm[1] != rank:
+        return False
+    es = tm[25]
+    first = tm[2] + coords[0] * es
+    for k in range(1, rank):
+        first += coords[k] * tm[8 + k - 1]
+    if first & 15 != 0:                      # (mod 16: the same with the int64 wrap as with Python's integers)
+        return False
+    if store:
+        for k in range(rank):
+            if coords[k] < 0:
+                return False
+    if tm[17] != 1 or tm[22] != 0:
+        return False
+    if tm[2] < 0 or tm[2] >= 1 << 62:       # (an address the reference's int64 box arithmetic may not hold)
+        return False
+    for k in range(rank):                    # box elements per dimension (tm[26..30]), ceil(box / element stride)
+        tm[26 + k] = (tm[12 + k] + tm[17 + k] - 1) // tm[17 + k]
+    for k in range(rank, 5):
+        tm[26 + k] = 1
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def _reserve(ctl, ndata, nidx):
+    """Room for one more copy of ``ndata`` bytes and ``nidx`` indices in the staging area; False (and the sizes
+    the next loop needs, C_WANT_*) when it is too small."""
+    ok = True
+    if ctl[C_NREC] + 1 > ctl[C_RECCAP]:
+        ctl[C_WANT_REC] = max(ctl[C_WANT_REC], ctl[C_NREC] + 1)
+        ok = False
+    if ctl[C_NDATA] + ndata > ctl[C_DATACAP]:
+        ctl[C_WANT_DATA] = max(ctl[C_WANT_DATA], ctl[C_NDATA] + ndata)
+        ok = False
+    if ctl[C_NIDX] + nidx > ctl[C_IDXCAP]:
+        ctl[C_WANT_IDX] = max(ctl[C_WANT_IDX], ctl[C_NIDX] + nidx)
+        ok = False
+    return ok
+
+
+@njit(cache=True, _nrt=False)
+def _record(ctl, kind, pc, lane, smem, mbar, nbytes, ndata, nidx, es, rank, coords, tm):
+    """Keep the copy just staged: its row, then its bytes and indices become part of the staging area."""
+    rec = i64_2d(ctl[C_REC], ctl[C_RECCAP], RECW)[ctl[C_NREC]]
+    rec[R_KIND] = kind
+    rec[R_PC] = pc
+    rec[R_LANE] = lane
+    rec[R_SMEM] = smem
+    rec[R_MBAR] = mbar
+    rec[R_BYTES] = nbytes
+    rec[R_DATA] = ctl[C_NDATA]
+    rec[R_NDATA] = ndata
+    rec[R_IDX] = ctl[C_NIDX]
+    rec[R_NIDX] = nidx
+    rec[R_ES] = es
+    rec[R_RANK] = rank
+    for k in range(5):
+        rec[R_COORD + k] = coords[k]
+        rec[R_BOX + k] = tm[12 + k]
+    rec[R_TYPE] = tm[0]
+    ctl[C_NREC] += 1
+    ctl[C_NDATA] += ndata
+    ctl[C_NIDX] += nidx
+
+
+@njit(cache=True, _nrt=False)
+def _row_base(tm, rank, coords, i1, i2, i3, i4):
+    """The global address of element 0 of a box row (before dimension 0's coordinate) and whether the row's outer
+    coordinates lie inside the tensor (-1 as the flag: they do not)."""
+    base = tm[2]
+    inside = True
+    for k in range(1, rank):
+        i = i1 if k == 1 else (i2 if k == 2 else (i3 if k == 3 else i4))
+        g = coords[k] + i * tm[17 + k]
+        base += g * tm[8 + k - 1]
+        if g < 0 or g >= tm[3 + k]:
+            inside = False
+    return base, inside
+
+
+@njit(cache=True, _nrt=False)
+def _load(ctl, state, tm, rank, coords, doff, moff, lane, pc):
+    """One lane's tiled load (ops.bulk._tensor with memory.tma.tile_load): staged, or False (nothing kept)."""
+    es = tm[25]
+    n = tm[26:31]
+    total = n[0] * n[1] * n[2] * n[3] * n[4]
+    pitch = max(n[0] * es, _SWZ[tm[23]])
+    size = state[T.S_SMEM_SIZE]
+    last = ((total - 1) // n[0]) * pitch + ((total - 1) % n[0]) * es
+    if doff < 0 or doff + last + es > size:
+        return False                        # check_bounds
+    if not _reserve(ctl, total * es, total):
+        return False
+    gtab = state[T.S_GTAB]
+    ngtab = state[T.S_GTAB_N]
+    data = ctl[C_DATA] + ctl[C_NDATA]
+    idx = i64_1d(ctl[C_IDX], ctl[C_IDXCAP])
+    i0 = ctl[C_NIDX]
+    swz = tm[23]
+    tf32 = _TF32[tm[0]] != 0
+    fill = tm[24] != 0 and _IS_FLOAT[tm[0]] != 0
+    nan = _FILL[es]
+    c0 = coords[0]
+    e = 0
+    for i4 in range(n[4]):
+        for i3 in range(n[3]):
+            for i2 in range(n[2]):
+                for i1 in range(n[1]):
+                    base, inside = _row_base(tm, rank, coords, i1, i2, i3, i4)
+                    lo = max(np.int64(0), -c0)       # the row's elements inside dimension 0: [lo, hi)
+                    hi = min(n[0], tm[3] - c0)
+                    if not inside or hi < lo:
+                        hi = lo
+                    run = 0
+                    if hi > lo:
+                        run = global_find(gtab, ngtab, base + (c0 + lo) * es, (hi - lo) * es)
+                    rowoff = doff + (e // n[0]) * pitch
+                    for j in range(n[0]):
+                        s = _swizzle(rowoff + j * es, swz)
+                        if s + es > size:
+                            return False            # the box runs past shared memory
+                        idx[i0 + e] = s
+                        dst = data + e * es
+                        if lo <= j < hi:
+                            if run != 0:
+                                src = run + (j - lo) * es
+                            else:
+                                src = global_find(gtab, ngtab, base + (c0 + j) * es, es)
+                                if src == 0:
+                                    return False    # outside every allocation: the executor raises
+                            v = _peek(src, es)
+                            if tf32:
+                                v = _to_tf32(v)
+                            _poke(dst, es, v)
+                        elif fill:
+                            _poke(dst, es, nan)
+                        else:
+                            _poke(dst, es, U0)
+                        e += 1
+    _record(ctl, B_TLOAD, pc, lane, doff, moff, total * es, total * es, total, es, rank, coords, tm)
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def _store(ctl, state, tm, rank, coords, base, lane, pc, kind, op):
+    """One lane's tiled store or reduction (ops.bulk._tensor with memory.tma.tile_store_targets): staged, or
+    False."""
+    es = tm[25]
+    n = tm[26:31]
+    total = n[0] * n[1] * n[2] * n[3] * n[4]
+    pitch = max(n[0] * es, _SWZ[tm[23]])
+    size = state[T.S_SMEM_SIZE]
+    if base < 0 or total * es > size:
+        return False                        # (a box larger than shared memory reaches past it: the executor)
+    if not _reserve(ctl, total * es, total):
+        return False
+    smem = state[T.S_SMEM_PTR]
+    dirty = state[T.S_DIRTY]
+    check = state[T.S_DIRTY_N] != 0         # AsyncUnit.any_dirty: the fence check reads the marks
+    if check and dirty == 0:
+        return False
+    data = ctl[C_DATA] + ctl[C_NDATA]
+    idx = i64_1d(ctl[C_IDX], ctl[C_IDXCAP])
+    i0 = ctl[C_NIDX]
+    swz = tm[23]
+    c0 = coords[0]
+    e = 0
+    kept = 0
+    for i4 in range(n[4]):
+        for i3 in range(n[3]):
+            for i2 in range(n[2]):
+                for i1 in range(n[1]):
+                    row, inside = _row_base(tm, rank, coords, i1, i2, i3, i4)
+                    rowoff = base + (e // n[0]) * pitch
+                    for j in range(n[0]):
+                        s = _swizzle(rowoff + j * es, swz)
+                        if s + es > size:
+                            return False            # the box runs past shared memory
+                        if check:
+                            for b in range(es):
+                                if _peek8(dirty + s + b) != U0:
+                                    return False    # an unfenced generic write: the executor reports it
+                        if inside and c0 + j < tm[3]:
+                            idx[i0 + kept] = row + (c0 + j) * es
+                            _poke(data + kept * es, es, _peek(smem + s, es))
+                            kept += 1
+                        e += 1
+    _record(ctl, kind, pc, lane, base, op, total * es, kept * es, kept, es, rank, coords, tm)
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
+    """A BULKX row on the lanes in ``em``: 0, or 1 when the executor must run it (nothing kept or marked)."""
+    ctl_p = state[T.S_BULK]
+    if ctl_p == 0:
+        return 1
+    ctl = i64_1d(ctl_p, NCTL)
+    kind = row[T.X]
+    rank = row[T.Y]
+    xa, xb, xc = scratch[3], scratch[4], scratch[5]
+    tm = scratch[8].view(np.int64)
+    coords = scratch[12].view(np.int64)
+    _addresses(row, imrow, xa, a8, a16, a32, a64, T.A, T.IMM_OFFSET)      # the tensor map
+    _addresses(row, imrow, xc, a8, a16, a32, a64, T.C, 2)                 # the shared box
+    if kind == B_TLOAD:
+        if state[T.S_MBAR] == 0:
+            return 1
+        _addresses(row, imrow, xb, a8, a16, a32, a64, T.B, 1)             # the mbarrier
+    for k in range(rank):                                                 # the coordinates (s32) in rows 0, 1, 9..11
+        _gather(row[T.V0 + k], 32, 0, scratch[_CROW[k]], a8, a16, a32, a64, imrow)
+    pc = ctx[C.K_P]
+    n0, d0, i0 = ctl[C_NREC], ctl[C_NDATA], ctl[C_NIDX]
+    ok = True
+    for lane in range(LANES):
+        if not (em >> lane) & 1:
+            continue
+        for k in range(5):
+            coords[k] = 0
+        for k in range(rank):
+            v = np.int64(scratch[_CROW[k], lane] & np.uint64(0xFFFFFFFF))
+            coords[k] = v - (np.int64(1) << 32) if v >= 1 << 31 else v
+        p = _tmap_at(state, lane, np.int64(xa[lane]))
+        if p == 0 or not _decode(p, tm) or not _box_ok(tm, rank, coords, kind != B_TLOAD):
+            ok = False
+            break
+        base = np.int64(xc[lane])
+        if base % 128 != 0:
+            ok = False
+            break
+        if kind == B_TLOAD:
+            moff = np.int64(xb[lane])
+            if base < 0 or base >= 1 << SHIFT or moff < 0 or moff >= 1 << SHIFT or \
+                    mb_find(state[T.S_MBAR], state[T.S_MBAR_N], moff) < 0:
+                ok = False                  # another CTA of the cluster, or no such mbarrier: the executor
+                break
+            if not _load(ctl, state, tm, rank, coords, base, moff, lane, pc):
+                ok = False
+                break
+        elif not _store(ctl, state, tm, rank, coords, base, lane, pc, kind, row[T.Z] if kind == B_TRED else -1):
+            ok = False
+            break
+    if not ok:
+        ctl[C_NREC] = n0
+        ctl[C_NDATA] = d0
+        ctl[C_NIDX] = i0
+        return 1
+    recs = i64_2d(ctl[C_REC], ctl[C_RECCAP], RECW)
+    for r in range(n0, ctl[C_NREC]):
+        recs[r, R_WARP] = state[T.S_WARP] if state[T.S_CTA] == 1 else -1
+    if kind == B_TLOAD:                     # every lane went: mark the destinations in flight (ops.bulk._start_load)
+        inflight = ctx[C.K_INFLIGHT]
+        idx = i64_1d(ctl[C_IDX], ctl[C_IDXCAP])
+        for r in range(n0, ctl[C_NREC]):
+            es = recs[r, R_ES]
+            first = recs[r, R_IDX]
+            for i in range(recs[r, R_NIDX]):
+                s = idx[first + i]
+                for b in range(es):
+                    q = inflight + 4 * (s + b)
+                    _poke32(q, _peek32(q) + U1)
+            state[T.S_INFLIGHT] += 1
+    return 0
+
+
+@njit(cache=True)
+def land_bytes(smem, inflight, dirty, starts, data, es):
+    """ops.bulk._land's byte moves for a staged load: element i's ``es`` bytes ``data[i * es:]`` into shared memory at
+    ``starts[i]``, their in-flight marks released, their generic-proxy marks cleared."""
+    for i in range(starts.size):
+        s = starts[i]
+        for b in range(es):
+            smem[s + b] = data[i * es + b]
+            inflight[s + b] -= 1
+            dirty[s + b] = False
+
+
+def _lands(w, starts, data, es, mbar, nbytes, text):
+    """The completion of a staged load (ops.bulk._land without a sanitiser, which these copies never have)."""
+    def make(copy):
+        au = w.async_unit
+
+        def complete():
+            land_bytes(w.smem, w.smem_inflight, au.dirty, starts, data, es)
+            w._inflight_n -= 1
+            au.mbarriers.complete_tx(text, mbar, nbytes, copy.lane)
+        return complete
+    return make
+
+
+class Staging:
+    """The staged copies of one launch (the arrays the rows write through ``ctl``) and their hand-over to the
+    async unit of the CTA (``drain``)."""
+
+    def __init__(self):
+        self.ctl = np.zeros(NCTL, np.int64)
+        self._alloc(256, 1 << 20, 1 << 17)
+
+    def _alloc(self, nrec, ndata, nidx):
+        self.rec = np.zeros((nrec, RECW), np.int64)
+        self.data = np.zeros(ndata, np.uint8)
+        self.idx = np.zeros(nidx, np.int64)
+        c = self.ctl
+        c[C_RECCAP], c[C_REC] = nrec, self.rec.ctypes.data
+        c[C_DATACAP], c[C_DATA] = ndata, self.data.ctypes.data
+        c[C_IDXCAP], c[C_IDX] = nidx, self.idx.ctypes.data
+        c[C_NREC] = c[C_NDATA] = c[C_NIDX] = 0
+        c[C_WANT_REC] = c[C_WANT_DATA] = c[C_WANT_IDX] = 0
+
+    @property
+    def address(self):
+        return self.ctl.ctypes.data
+
+    def used(self):
+        """Whether copies are staged, or a copy did not fit (the area grows at the next drain)."""
+        c = self.ctl
+        return bool(c[C_NREC] or c[C_WANT_REC] or c[C_WANT_DATA] or c[C_WANT_IDX])
+
+    def drain(self, w, warps=None):
+        """Hand the staged copies to the CTA's async unit, in issue order, as ``ops.bulk`` issues them (warp ``w``'s, or
+        those of the CTA loop's ``warps``); then empty the staging area (grown when a copy did not fit)."""
+        from ...ops.bulk import RED_OPS, queue_load, queue_store
+        c = self.ctl
+        n = int(c[C_NREC])
+        code = w.program.code
+        for r in self.rec[:n].tolist():
+            kind, pc, lane, smem, mbar, nbytes, d, nd, i, ni, es, rank = r[:12]
+            if warps is not None:
+                w = warps[r[R_WARP]]
+            text = code[pc].instr.text or code[pc].instr.opcode
+            coords = r[R_COORD:R_COORD + rank]
+            data = self.data[d:d + nd].copy()
+            if kind == B_TLOAD:
+                starts = self.idx[i:i + ni].copy()
+                queue_load(w, text, lane, None, data, mbar, nbytes,
+                           {"bytes": nbytes, "dst": smem, "mbar": mbar, "coords": coords,
+                            "box": r[R_BOX:R_BOX + rank], "cta": w.cluster_rank},
+                           _lands(w, starts, data, es, mbar, nbytes, text))
+            else:
+                queue_store(w, text, lane, self.idx[i:i + ni].copy(), data.reshape(ni, es),
+                            None if kind == B_TSTORE else RED_OPS[mbar], r[R_TYPE],
+                            {"bytes": nbytes, "src": smem, "coords": coords})
+        want = (int(c[C_WANT_REC]), int(c[C_WANT_DATA]), int(c[C_WANT_IDX]))
+        if any(want):
+            self._alloc(max(2 * want[0], self.rec.shape[0]), max(2 * want[1], self.data.size),
+                        max(2 * want[2], self.idx.size))
+        else:
+            c[C_NREC] = c[C_NDATA] = c[C_NIDX] = 0
