@@ -287,6 +287,18 @@ def test_corpus_fast_sample(name):
     assert _corpus_both(name) == 0
 
 
+def test_the_rows_wait_for_their_function(monkeypatch):
+    """bulkcall.py's function is bound as the instruction families are (families.APART "bulk"): while it is
+    missing (another process compiling it), the TMA rows go to the executors, with the same bits; the next launch
+    binds it."""
+    from emulator.machine.fastcore import warmup
+    real = warmup.family
+    monkeypatch.setattr(warmup, "family", lambda n, wait=True: 0 if n == "bulk" else real(n, wait))
+    assert _corpus_both(FAST[0]) > 0
+    monkeypatch.setattr(warmup, "family", real)
+    assert _corpus_both(FAST[0]) == 0
+
+
 def test_a_small_staging_area_grows(monkeypatch):
     """A copy that does not fit the staging area goes back to the executor, and the area grows: the same bits."""
     from emulator.machine.fastcore import bulkx
