@@ -171,7 +171,7 @@ def test_the_functions_compiled_apart_are_bound_as_the_families(name, op, monkey
 def test_the_apart_slots_are_the_loops():
     from emulator.machine.fastcore import loop
     assert families.APART_SLOT == {"xrow": loop.XSLOT, "atom": loop.ASLOT, "wgmma": loop.WSLOT,
-                                   "hopper": loop.HSLOT}
+                                   "hopper": loop.HSLOT, "bulk": loop.BSLOT}
 
 
 def test_a_family_filled_later_is_used_by_the_next_launch(monkeypatch):
