@@ -36,6 +36,7 @@ from .asyncx import global_find, mb_find
 from .ccall import i64_1d, i64_2d
 from .raw import _peek8, _peek16, _peek32, _peek64, _poke32, _peek, _poke
 from .regs import _gather
+from .hopcall import _addresses
 from ...memory.dsmem import SHIFT
 from ...memory.tensormap import DTYPES, FLOAT_TYPES, SWIZZLE_BYTES
 from ...memory.tma import NAN_FILL, TF32_NAN
@@ -79,22 +80,6 @@ _EXP = np.uint64(0x7F800000)
 _MANT = np.uint64(0x7FFFFF)
 _TF32_NAN = np.uint64(TF32_NAN)
 _CROW = np.array([0, 1, 9, 10, 11], np.int64)     # the scratch rows of the coordinates
-
-
-@njit(cache=True, _nrt=False)
-def _addresses(row, imrow, out, a8, a16, a32, a64, field, slot):
-    """The lanes' addresses of an [R + offset] operand (register in row ``field``, offset in immediate ``slot``), as
-    ops.common.address computes them (a 32-bit register wraps at 2^32), as int64 bits (hopcall._addresses)."""
-    off = imrow[slot]
-    e = row[field]
-    if e == -1:
-        for lane in range(LANES):
-            out[lane] = off
-        return
-    _gather(e, 64, 0, out, a8, a16, a32, a64, imrow)
-    wrap32 = e >> T.CLASS_SHIFT == T.R32
-    for lane in range(LANES):
-        out[lane] = (out[lane] + off) & np.uint64(0xFFFFFFFF) if wrap32 else out[lane] + off
 
 
 @njit(cache=True, _nrt=False)

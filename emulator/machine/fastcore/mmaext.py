@@ -4,25 +4,17 @@ C is added last), through the same arithmetic as ``ops.mma`` (``numerics.gemm_fa
 compiled apart from the loops as one C-callable function (``entry``, ``ccall.SIG``; ``families.py``), and only for
 kernels with such an mma, so that an f16 or bf16 matmul does not compile the arithmetic decode and the fp8 add."""
 import numpy as np
-from numba import njit
 
 from . import table as T
 from . import ccall as C
 from ...numerics.gemm_fast import tc_one_noalloc
+from .mmax import _lut
 
 IDX = T.INDEX_MASK
 LANES = 32
 
 
-@njit(cache=True, inline="always")
-def _lut(kind, i, l1, l256, l64k):
-    if kind == 0:
-        return l1[i]
-    if kind == 1:
-        return l256[i]
-    return l64k[i]
-
-
+# compiled by families.py (cfunc with ccall.SIG, cache=True) when a kernel first has such an mma, under the lock
 def entry(em, prow, pimm, parena, n, pscratch):
     """The family's C-callable body (ccall.SIG): 1 when an operand or the result needs the reference (an inf or
     NaN, an accumulator overflow; nothing written)."""
