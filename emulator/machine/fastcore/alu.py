@@ -10,7 +10,7 @@ from numba import njit
 from . import table as T
 from . import ccall as C
 from .ccall import NSCRATCH
-from .raw import _mask, _sext
+from .raw import _mask, _mulhi_u64, _sext
 from .regs import I0, I1, I32, _gather, _scatter
 
 U0 = np.uint64(0)
@@ -18,20 +18,6 @@ U1 = np.uint64(1)
 ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 CANON32 = np.uint32(0x7FFFFFFF)
 LANES = 32
-
-
-@njit(cache=True, _nrt=False)
-def _mulhi_u64(a, b):
-    m32 = np.uint64(0xFFFFFFFF)
-    s32 = np.uint64(32)
-    a0, a1 = a & m32, a >> s32
-    b0, b1 = b & m32, b >> s32
-    p00 = a0 * b0
-    p01 = a0 * b1
-    p10 = a1 * b0
-    p11 = a1 * b1
-    mid = (p00 >> s32) + (p01 & m32) + (p10 & m32)
-    return p11 + (p01 >> s32) + (p10 >> s32) + (mid >> s32)
 
 
 @njit(cache=True, _nrt=False)

@@ -37,6 +37,20 @@ def _sext(v, w):
     return ((v & _mask(w)) ^ m) - m
 
 
+@njit(cache=True, _nrt=False)
+def _mulhi_u64(a, b):
+    """The high 64 bits of the 128-bit product of two uint64 (mul.hi.u64, and the signed forms' base)."""
+    m32 = np.uint64(0xFFFFFFFF)
+    s32 = np.uint64(32)
+    a0, a1 = a & m32, a >> s32
+    b0, b1 = b & m32, b >> s32
+    p00 = a0 * b0
+    p01 = a0 * b1
+    p10 = a1 * b0
+    mid = (p00 >> s32) + (p01 & m32) + (p10 & m32)
+    return a1 * b1 + (p01 >> s32) + (p10 >> s32) + (mid >> s32)
+
+
 def _peek_intrinsic(nbits):
     @intrinsic
     def peek(typingctx, addr):

@@ -20,7 +20,7 @@ from numba.extending import intrinsic
 
 from ...numerics.fast import _fma64, f2i, i2f
 from .atomics import _bits_of32, _f32_of as i2f32
-from .raw import _mask, _sext
+from .raw import _mask, _mulhi_u64, _sext
 
 LANES = 32
 U0 = np.uint64(0)
@@ -119,19 +119,6 @@ def _field(v, w):
 def _amount(v, clamp):
     """ops.intx._amount: .clamp limits a bmsk/szext count to 32, .wrap takes it modulo 32."""
     return np.int64(min(v, np.uint64(32))) if clamp else np.int64(v & np.uint64(31))
-
-
-@njit(cache=True)
-def _mulhi_u64(a, b):
-    m32 = np.uint64(0xFFFFFFFF)
-    s32 = np.uint64(32)
-    a0, a1 = a & m32, a >> s32
-    b0, b1 = b & m32, b >> s32
-    p00 = a0 * b0
-    p01 = a0 * b1
-    p10 = a1 * b0
-    mid = (p00 >> s32) + (p01 & m32) + (p10 & m32)
-    return a1 * b1 + (p01 >> s32) + (p10 >> s32) + (mid >> s32)
 
 
 @njit(cache=True)
