@@ -257,7 +257,6 @@ class FastLaunch:
          self.log_src) = bufs.arrays
         self.state[:] = 0
         self.lanes = _LANE_IDS
-        self.run_address = None          # the warp loop's, for the CTA loop (FastCTA.run)
         # constant special registers: one fancy-indexed store per warp fills them all
         self.special_names, self.special_index = _special_slots(tr)
 
@@ -541,14 +540,17 @@ class FastCTA:
             st[T.S_MBAR_CAP] = mbs.rows.shape[0] if mbs is not None else 0
             st[T.S_MBAR_REBUILT] = 0
             self._enter(cta)
-            if fl.run_address is None:          # the warp loop run_cta calls through its address (ccall.K_RUN)
-                fl.run_address = warp_loop_address(
+            # the warp loop run_cta calls through its address (ccall.K_RUN): looked up once per translation (the
+            # arguments' types are the same at every launch of it; numba's typeof of them costs ~0.3 ms)
+            run_address = tr.__dict__.get("_run_address")
+            if run_address is None:
+                run_address = tr._run_address = warp_loop_address(
                     (tr.code, tr.imm, self.arenas[0], self.pcs[0], self.exited[0], self.waiting[0], cta.smem_inflight,
                      fl.gtab, st, fl.log_pc, fl.log_addr, fl.log_mask, tr.mma_regs, tr.mma_maps, tr.mma_prm,
                      *tr.mma_luts, tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags,
                      tr.mufu_ptr, tr.mufu_size, fl.log_src, cp.dst[0], cp.data[0], cp.group[0], cp.meta[0],
                      cp.count[0]))
-            fl.scratch[CTX_ROW:].reshape(-1).view(np.int64)[K_RUN] = fl.run_address
+            fl.scratch[CTX_ROW:].reshape(-1).view(np.int64)[K_RUN] = run_address
             run_cta(tr.code, tr.imm, self.arenas, self.pcs, self.exited, self.waiting, cta.smem_inflight, fl.gtab,
                     st, fl.log_pc, fl.log_addr, fl.log_mask, self.log_warp, tr.mma_regs, tr.mma_maps, tr.mma_prm,
                     *tr.mma_luts, tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags,
