@@ -302,6 +302,13 @@ class FastWarp:
         in_cta = arena is not None      # a row of FastCTA.arenas: FastCTA.bind gives it its cp.async table row
         self.arena = arena = np.zeros(max(tr.arena_bytes, 8), np.uint8) if arena is None else arena
         warp.regs = ArenaRegs(arena, tr.slots, warp.regs)
+        if tr.local_base is not None:   # each lane's .local depot (Translation.local_slot)
+            arena[tr.local_base:tr.local_base + 256].view(np.uint64)[:] = warp.local_bases
+        for name, (off, sym) in tr.var_slots.items():      # module variables' addresses (Translation.var_slot)
+            base = warp.symbols.get(name, sym)[1]
+            if callable(base):
+                raise AssertionError(f"the fast engine found no fixed address for the variable {name}")
+            arena[off:off + 256].view(np.uint64)[:] = np.uint64(base)
         if launch.special_names and not in_cta:     # (FastCTA.bind fills those of a CTA's warps at once)
             sv = warp.special_values
             arena.view(np.uint32)[launch.special_index] = [sv[n] if n in sv else warp.special(n)

@@ -138,6 +138,14 @@ def _mem_plan(row, imrow, m, a8, a16, a32, a64, inflight, gtab, state, addrs, pt
             if k < 0:
                 return -1
             ptrs[lane] = np.uint64(gtab[k, 2] + (a - gtab[k, 0]))
+        elif sp == T.LOCAL:                 # an offset into the lane's depot (KernelWarp._local_addrs)
+            if a < 0 or a + nbytes > row[T.C]:
+                return -1
+            g = np.int64(_rd(row[T.B], lane, a8, a16, a32, a64, imrow)) + a
+            k = _allocation(gtab, state, k, g, nbytes)
+            if k < 0:
+                return -1
+            ptrs[lane] = np.uint64(gtab[k, 2] + (g - gtab[k, 0]))
         else:
             if a < 0 or a + nbytes > state[T.S_PARAM_SIZE]:
                 return -1
@@ -468,7 +476,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     for lane in range(LANES):
                         log_addr[nlog, lane] = addrs[lane]
                     nlog += 1
-                if wide and row[T.X] != T.PARAM and em & ~shared_lanes != 0:
+                if wide and row[T.X] != T.PARAM and row[T.X] != T.LOCAL and em & ~shared_lanes != 0:
                     log_pc[nlog] = p
                     log_mask[nlog] = (em & ~shared_lanes) | (np.int64(1) << 32)
                     for lane in range(LANES):

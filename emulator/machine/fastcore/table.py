@@ -123,7 +123,9 @@ NIMM = 4
 IMM_OFFSET = 3    # LD/ST: the address offset lives in immediate slot 3
 
 # -- memory spaces (LD/ST field X) ---------------------------------------------------------------------------
-GENERIC, SHARED, GLOBAL, PARAM = 0, 1, 2, 3
+GENERIC, SHARED, GLOBAL, PARAM, LOCAL = 0, 1, 2, 3, 4
+# LOCAL rows: B is the 64-bit arena slot holding each lane's .local depot (a global allocation: KernelWarp.local_bases),
+# C the depot's size in bytes; a local address is an offset into the lane's depot
 
 # -- comparisons (SETP field X) ----------------------------------------------------------------------------
 CMPS = ("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs",

@@ -24,7 +24,8 @@ CMP_INT_TYPES = INT_TYPES | BIT_TYPES | {"u8", "s8", "b8"}
 CVT_INT = {"u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64"}
 LDST_TYPES = {"b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64",
               "f16", "f16x2", "bf16", "bf16x2", "f32", "f64"}
-SPACE = {None: T.GENERIC, "shared": T.SHARED, "shared::cta": T.SHARED, "global": T.GLOBAL, "param": T.PARAM}
+SPACE = {None: T.GENERIC, "shared": T.SHARED, "shared::cta": T.SHARED, "global": T.GLOBAL, "param": T.PARAM,
+         "local": T.LOCAL}
 # special registers whose value is fixed for the whole launch (they get an arena slot filled at warp setup)
 CONST_SPECIALS = {f"%{r}.{c}" for r in ("tid", "ntid", "ctaid", "nctaid") for c in "xyz"} | {
     "%laneid", "%warpid", "%nwarpid", "%lanemask_eq", "%lanemask_lt", "%lanemask_le", "%lanemask_gt",
@@ -68,6 +69,8 @@ class Translation:
         self.slots: dict[str, tuple] = {}      # register name -> (class, byte offset in the arena)
         self.specials: dict[str, tuple] = {}   # constant special register -> (class, byte offset)
         self.arena_bytes = 0
+        self.local_base = None                 # byte offset in the arena of each lane's .local depot (``local_slot``)
+        self.var_slots: dict[str, tuple] = {}  # module variable -> (arena byte offset, the program's symbol entry)
         n = len(prog.code)
         self.code = np.zeros((n, T.NFIELDS), np.int64)
         self.code[:, T.GUARD:T.NFIELDS] = -1
@@ -261,6 +264,26 @@ class Translation:
         cls, off = s
         return cls << T.CLASS_SHIFT | off // T.CLASS_BYTES[cls]
 
+    def local_slot(self):
+        """The operand of a hidden 64-bit register: per lane, the global address of its .local depot
+        (``KernelWarp.local_bases``, written into the arena by ``engine.FastWarp``); made on first use."""
+        if self.local_base is None:
+            self.local_base = self.arena_bytes
+            self.arena_bytes += 32 * 8
+        return T.R64 << T.CLASS_SHIFT | self.local_base // 8
+
+    def var_slot(self, env, name):
+        """The operand of a hidden 64-bit register holding the address of a .global/.const module variable in every
+        lane (``KernelWarp.symbols``: the launch's, written into the arena by ``engine.FastWarp``), or _Slow."""
+        got = self.var_slots.get(name)
+        if got is None:
+            sym = env.symbols.get(name)
+            if name not in self.prog.module.info.variables or sym is None or sym[0] not in ("global", "const"):
+                raise _Slow
+            got = self.var_slots[name] = (self.arena_bytes, sym)
+            self.arena_bytes += 32 * 8
+        return T.R64 << T.CLASS_SHIFT | got[0] // 8
+
     def _reg(self, env, op):
         if isinstance(op, Reg):
             name = op.name
@@ -436,10 +459,14 @@ def r_mov(t, env, instr, row, imm):
         raise _Slow
     _set_type(row, ptype)
     row[T.D] = t._dst(env, d)
-    if isinstance(a, Sym) and not env.is_register(a.name):
+    if isinstance(a, Sym) and not env.is_register(a.name) and a.name in t.prog.module.info.variables and \
+            env.symbols.get(a.name, ("",))[0] != "shared":
+        row[T.A] = t.var_slot(env, a.name)                # mov.u64 %rd, global_var: the launch's address
+    elif isinstance(a, Sym) and not env.is_register(a.name):
         space, base = _static_symbol(t, env, a.name)      # mov.u32 %r, smem_var: its shared address; mov.b64
                                                           # %rd, param: its offset in the .param space (CUTLASS
-                                                          # and DeepGEMM take the address of their tensor maps)
+                                                          # and DeepGEMM take the address of their tensor maps);
+                                                          # a .local variable's offset; a function's address
         imm[0] = base & ((1 << _width(ptype)) - 1)
         row[T.A] = -2
     else:
@@ -669,9 +696,16 @@ def _address(t, env, op, row, imm, space):
     if base is None:
         row[T.A] = -1
         return
+    if isinstance(base, Sym) and not env.is_register(base.name) and space in (T.GLOBAL, T.GENERIC) and \
+            base.name in t.prog.module.info.variables and env.symbols.get(base.name, ("",))[0] != "shared":
+        if not 0 <= op.offset < 1 << 32:
+            raise _Slow                         # (the executor's rules for other offsets)
+        row[T.A] = t.var_slot(env, base.name)   # [global_var+off]: the launch's address, the offset in slot 3
+        return
     if isinstance(base, Sym) and not env.is_register(base.name):
         sym = _static_symbol(t, env, base.name)
-        if (space, sym[0]) not in ((T.PARAM, "param"), (T.SHARED, "shared"), (T.GENERIC, "shared")):
+        if (space, sym[0]) not in ((T.PARAM, "param"), (T.SHARED, "shared"), (T.GENERIC, "shared"),
+                                   (T.LOCAL, "local")):
             raise _Slow
         row[T.A] = -1
         imm[T.IMM_OFFSET] = np.int64(op.offset + sym[1]).view(np.uint64)
@@ -683,14 +717,15 @@ def _address(t, env, op, row, imm, space):
 
 
 def _static_symbol(t, env, name):
-    """(space, address) of a .param or .shared symbol whose address is the same in every warp."""
+    """(space, address) of a .param, .shared or .local symbol or a function whose address is the same in every warp
+    (a .local symbol's: its offset in each thread's depot, as ``mov`` gives it)."""
     sym = env.symbols.get(name)
     if sym is None or name in t.prog.module.info.variables and sym[0] != "shared":
         raise _Slow
     space, base = sym
     if space == "shared" and callable(base):
         base = t.prog.shared_static           # extern .shared: the dynamic window starts after the static
-    if space not in ("shared", "param") or not isinstance(base, int):
+    if space not in ("shared", "param", "local", "func") or not isinstance(base, int):
         raise _Slow
     return space, base
 
@@ -721,12 +756,21 @@ def _policy(t, env, instr):
     return ops[0], ops[1]
 
 
+def _local(t, row, space):
+    """An ld/st.local row: the lanes' depots (B) and the depot's size (C; ``KernelWarp._local_addrs``)."""
+    if space == T.LOCAL:
+        if not t.prog.layout.local:
+            raise _Slow                         # no .local memory: the executor raises
+        row[T.B], row[T.C] = t.local_slot(), t.prog.layout.local
+
+
 def r_ld(t, env, instr, row, imm):
     space, ptype, n, ew = _ldst_mods(instr)
     d, a = _policy(t, env, instr)
     _address(t, env, a, row, imm, space)
     _set_type(row, ptype)
     row[T.X], row[T.Y], row[T.Z] = space, n, ew
+    _local(t, row, space)
     for i, r in enumerate(_vec(d, n)):
         row[T.V0 + i] = t._dst(env, r)
     row[T.OP] = T.LD
@@ -738,6 +782,7 @@ def r_st(t, env, instr, row, imm):
     _address(t, env, a, row, imm, space)
     _set_type(row, ptype)
     row[T.X], row[T.Y], row[T.Z] = space, n, ew
+    _local(t, row, space)
     vals = _vec(s, n)
     k = 0
     for i, r in enumerate(vals):
@@ -896,11 +941,12 @@ def r_wgmma(t, env, instr, row, imm):
 
 
 def r_cvta(t, env, instr, row, imm):
-    """cvta{.to}.{global,shared{::cta},const,param}.{u32,u64}: global addresses are generic addresses, the shared
-    window starts at generic address 0 and .const is global memory (``KernelWarp.cvta``), so the conversion is a
-    move; the kernel parameters' generic window starts at PARAM_BASE, an add (a subtract for .to) of it."""
-    q = _classify(instr.mods, {"to": {"to"}, "space": {"global", "shared", "shared::cta", "const", "param"},
-                               "type": {"u32", "u64"}})
+    """cvta{.to}.{global,shared{::cta},const,param,local}.{u32,u64}: global addresses are generic addresses, the
+    shared window starts at generic address 0 and .const is global memory (``KernelWarp.cvta``), so the conversion
+    is a move; the kernel parameters' generic window starts at PARAM_BASE, an add (a subtract for .to) of it; a
+    thread's .local depot is a global allocation, an add (subtract) of its address (``Translation.local_slot``)."""
+    q = _classify(instr.mods, {"to": {"to"}, "space": {"global", "shared", "shared::cta", "const", "param",
+                                                       "local"}, "type": {"u32", "u64"}})
     if "space" not in q or "type" not in q:
         raise _Slow
     d, a = _ops(instr, 2)
@@ -913,6 +959,11 @@ def r_cvta(t, env, instr, row, imm):
         from ..kernel_warp import PARAM_BASE
         imm[1] = PARAM_BASE & ((1 << _width(q["type"])) - 1)
         row[T.B] = -2 - 1
+        row[T.OP] = T.SUB if "to" in q else T.ADD
+    elif q["space"] == "local":               # each lane's depot: its generic window starts at its global address
+        if not t.prog.layout.local:
+            raise _Slow
+        row[T.B] = t.local_slot()
         row[T.OP] = T.SUB if "to" in q else T.ADD
 
 
