@@ -130,7 +130,8 @@ FORMS.update({f"f64 {op}": _F64.replace("OP", op) for op in (
     "mul.rn.f64 %x2, %x0, 0dFFF0000000000000;", "mul.rz.f64 %x2, %x0, %x1;", "mul.rm.f64 %x2, %x0, %x1;",
     "mul.rp.f64 %x2, %x3, %x0;", "div.rz.f64 %x2, %x0, %x1;", "div.rm.f64 %x2, %x3, %x1;",
     "div.rp.f64 %x2, %x0, %x3;", "rcp.rz.f64 %x2, %x0;", "rcp.rm.f64 %x2, %x1;", "rcp.rp.f64 %x2, %x3;",
-    "sqrt.rz.f64 %x2, %x0;", "sqrt.rm.f64 %x2, %x1;", "sqrt.rp.f64 %x2, %x3;")})
+    "sqrt.rz.f64 %x2, %x0;", "sqrt.rm.f64 %x2, %x1;", "sqrt.rp.f64 %x2, %x3;", "min.f64 %x2, %x0, %x1;",
+    "max.f64 %x2, %x1, %x0;", "min.f64 %x2, %x3, %x3;", "max.f64 %x2, %x0, %x3;")})
 # cvt to the fp8 pairs, cvt float -> integer, half-precision min/max/neg/abs, bar.warp.sync
 FORMS.update({
     "fp8 f32 e4m3": "cvt.rn.satfinite.e4m3x2.f32 %h0, {A}, {B}; cvt.u32.u16 {D}, %h0;",

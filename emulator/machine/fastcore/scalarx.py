@@ -49,7 +49,7 @@ M32 = np.uint64(0xFFFFFFFF)
                 # + 32 the addend negated: a contracted mul and add), Z: 0 f16, 1 bf16; W: 16 or 32
  K_CVTF,        # cvt{.rn} between f16, bf16, f32 and f64: Y: the source's format, Z: the destination's (F_*)
  K_FP8,         # cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2}: Y: 0 e4m3, 1 e5m2; Z: 1 = .relu
- K_F64,         # add/sub/mul/fma/div/rcp/sqrt/neg/abs .f64: Y: F64_OPS index, Z: MODES index (directed: add/sub)
+ K_F64,         # add/sub/mul/fma/div/rcp/sqrt/neg/abs/min/max .f64: Y: F64_OPS index, Z: MODES index
  K_TOFP8,       # cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.{f32,f16x2}: Y: 1 = e5m2, + 2 an f16x2 source; Z: 1 = .relu
  K_F2I,         # cvt.{rni,rzi,rmi,rpi}{.ftz}{.sat}.int.float: Y: the source's format (F_*) + 4 * IRND index
                 # + 16 .ftz; Z: the destination's width + 256 if signed
@@ -74,7 +74,7 @@ MMA_REGS, MMA_MAPS = 5, 25
 HMISC_OPS = ("min", "max", "neg", "abs")
 F32_OPS = ("add", "sub", "mul", "fma", "div", "rcp", "sqrt")
 IRND = ("rni", "rzi", "rmi", "rpi")
-F64_OPS = ("add", "sub", "mul", "fma", "div", "rcp", "sqrt", "neg", "abs")
+F64_OPS = ("add", "sub", "mul", "fma", "div", "rcp", "sqrt", "neg", "abs", "min", "max")
 MODES = ("rn", "rz", "rm", "rp")
 HALF_OPS = ("add", "sub", "mul", "fma")
 F_F16, F_BF16, F_F32, F_F64 = range(4)
@@ -633,7 +633,14 @@ def _f64_rows(op, mode, em, xa, xb, xc, xr):
             continue
         a, b, c = xa[lane], xb[lane], xc[lane]
         x, yv = i2f(np.int64(a)), i2f(np.int64(b))
-        if op == 7 or op == 8:                           # neg, abs
+        if op == 9 or op == 10:                          # min, max: -0 below +0; one NaN: the other operand; two:
+            if _isnan64(a) or _isnan64(b):               # the second's, quieted
+                r = (b | Q64) if _isnan64(b) and _isnan64(a) else (b if _isnan64(a) else a)
+            elif x == yv:
+                r = (a | b) if (op == 9) else (a & b)    # (equal values differ at most in the zero's sign)
+            else:
+                r = a if (x < yv) == (op == 9) else b
+        elif op == 7 or op == 8:                         # neg, abs
             r = (a ^ SIGN64) if op == 7 else (a & ~SIGN64)
             if _isnan64(a):
                 r = a | Q64
@@ -1105,6 +1112,9 @@ def _f64_directed(op, mode, em, xa, xb, xr):
         if not (em >> lane) & 1:
             continue
         x, y = i2f(np.int64(xa[lane])), i2f(np.int64(xb[lane]))
+        if op == 2 and (x == 0.0 or y == 0.0) and x - x == 0.0 and y - y == 0.0:
+            xr[lane] = (xa[lane] ^ xb[lane]) & SIGN64     # a finite product with a zero: exact, the signs' XOR
+            continue
         if op == 2:
             q = x * y
             d = _fma64(x, y, -q)

@@ -1754,7 +1754,7 @@ _RULES.update({"mov": r_mov_x, "add": _half_or(_RULES["add"]), "sub": _half_or(_
 
 
 def _f64_or(rule):
-    """add/sub/mul/fma/div/rcp/sqrt/neg/abs .f64 (ops.falu): a K_F64 row; anything else: ``rule``."""
+    """add/sub/mul/fma/div/rcp/sqrt/neg/abs/min/max .f64 (ops.falu): a K_F64 row; anything else: ``rule``."""
     def r(t, env, instr, row, imm):
         from . import scalarx
         if "f64" not in instr.mods or "approx" in instr.mods:
@@ -1766,10 +1766,11 @@ def _f64_or(rule):
         ops = instr.operands
         if len(ops) != n + 1 or (base in ("fma", "div", "rcp", "sqrt") and "rnd" not in q) or \
                 (mode != "rn" and base not in ("add", "sub", "mul", "div", "rcp", "sqrt")) or \
-                ("ftz" in q and base in ("neg", "abs")):
+                ("ftz" in q and base in ("neg", "abs", "min", "max")):
             raise _Slow
-        if base in ("neg", "abs") and "rnd" in q:
-            raise _Slow
+        if base in ("neg", "abs", "min", "max") and "rnd" in q or base in ("min", "max") and \
+                any(isinstance(o, Imm) for o in ops):
+            raise _Slow                  # (an immediate of min/max goes to the second slot: ops.falu._f64_slots)
         srcs = list(ops[1:])
         if any(isinstance(o, Imm) for o in srcs[:1]) and n > 1:
             raise _Slow                  # ptxas moves an immediate a into the second slot (ops.falu._f64_slots)
@@ -1782,7 +1783,7 @@ def _f64_or(rule):
 
 
 _RULES.update({b: _f64_or(_RULES[b]) for b in ("add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "neg",
-                                               "abs")})
+                                               "abs", "min", "max")})
 _RULES.update({b: _hmisc_or(_RULES[b]) for b in ("min", "max", "neg", "abs")})
 
 
