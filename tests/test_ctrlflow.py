@@ -55,7 +55,8 @@ def test_matches_h100_slow(name):
 @pytest.mark.parametrize("name", sorted(n for n in CASES if n.startswith(("ptx_brx", "ptx_call"))) +
                          ["nvcc_virtual_calls_sm90a", "triton_gluon_ws_loops_sm90a"])
 def test_reference_engine_matches_h100(name):
-    """The fast engine hands brx.idx and calls to the reference executors; the reference alone agrees."""
+    """The reference engine alone agrees too (the fast engine runs brx.idx in its loops and hands calls to the
+    Python scheduler)."""
     _check(name, engine="reference")
 
 

@@ -456,6 +456,10 @@ def test_every_translated_opcode_is_exercised_by_the_random_kernels():
     import test_fast_bulk as B
     tr = translation(B.module().program("tma_load_2d"))
     seen |= {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
+    # brx.idx (BRX): test_fast_brx's random jump tables
+    import test_fast_brx as BX
+    tr = translation(load_ptx(BX.interp_kernel(np.random.default_rng(3))).program("k"))
+    seen |= {T.NAMES[int(o)] for o in tr.code[:, T.OP]}
     assert set(T.NAMES.values()) - seen == set()
 
 

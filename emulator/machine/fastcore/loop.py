@@ -441,6 +441,34 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
             else:
                 p = -1
             continue
+        if opc == T.BRX:                        # brx.idx (machine.cta: no spin check, as the reference)
+            nt = row[T.X]
+            for lane in range(LANES):
+                if (em >> lane) & 1 and np.int64(_rd(row[T.A], lane, a8, a16, a32, a64, imrow)) >= nt:
+                    handback = True             # an index past the list: the reference raises
+                    break
+            if handback:
+                break
+            dest = np.int64(-1)
+            same = True
+            for lane in range(LANES):
+                if (m >> lane) & 1:
+                    if (em >> lane) & 1:
+                        t = row[T.V0 + np.int64(_rd(row[T.A], lane, a8, a16, a32, a64, imrow))]
+                        pc[lane] = t
+                        if dest < 0:
+                            dest = t
+                        elif t != dest:
+                            same = False
+                    else:
+                        pc[lane] += 1
+            if together and em == m and same:
+                p = dest
+            elif together and em == 0:
+                p += 1
+            else:
+                p = -1
+            continue
         w = row[T.W]
         sgn = row[T.SGN]
         if opc == T.LD or opc == T.ST:

@@ -78,6 +78,9 @@ BULKX = 73        # TMA box loads and stores (bulkx.py; X: bulkx.B_*, Y: the ran
 HOPX = 72         # elect.sync, mapa, tensormap.replace.tile on shared memory, fence.proxy.async, and Hopper's
                   # instructions with nothing to do (asyncx.py; X: asyncx.K_*, K_NOP: the loop does not call)
 
+BRX = 74          # brx.idx{.uni} (guard = the condition; A: the index, read as .u32; X: the number of targets, at
+                  # most 8, their PCs in V0..V0+X-1): an index past the list goes back (the reference raises)
+
 NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
 FLOAT_ROWS = (MUFU, MUFU_DIV, MUFU_DIVFMA, FMINMAX, FNEGABS, FARITH, FCVT)   # the float family (fcall.py)
 

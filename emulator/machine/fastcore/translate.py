@@ -150,6 +150,21 @@ class Translation:
         from .asyncx import K_MB_WAIT
         self.mb_waits = bool(((code[:, T.OP] == T.HOPX) & (code[:, T.X] == K_MB_WAIT) & (code[:, T.Z] == 1)).any())
 
+    def _brx(self, op, env, row, imm):
+        """brx.idx: each taken lane jumps to the index-th target (machine.cta.CTA._brx_targets)."""
+        n = len(op.targets)
+        if not 0 < n <= 8 or len(op.instr.operands) != 2:
+            raise _Slow
+        if op.guard is not None:
+            if env.reg_width(op.guard[0]) != 1:
+                raise _Slow
+            row[T.GUARD] = self._slot(op.guard[0], 1)
+            row[T.GNEG] = int(op.guard[1])
+        row[T.A] = self._src(env, op.instr.operands[0], "u32", imm, 0)
+        row[T.X] = n
+        row[T.V0:T.V0 + n] = op.targets
+        row[T.OP] = T.BRX
+
     def _bar(self, op, env, row, imm):
         bid_r, cnt_r, red, kind, aligned = op.fn
         ops = op.instr.operands
@@ -345,6 +360,8 @@ class Translation:
                         raise _Slow
                 row[T.X] = op.target
                 row[T.OP] = T.BRA
+            elif op.kind == "brx" and env is not None:
+                self._brx(op, env, row, imm)
             elif op.kind == "bar" and env is not None:
                 self._bar(op, env, row, imm)
             elif op.kind == "op" and env is not None:
