@@ -84,7 +84,8 @@ SLOW_OPS = ("popc.b32 {r32}, {r32b};", "brev.b32 {r32}, {r32b};",
             "mov.b64 {{{r32}, {r32b}}}, {r64};", "mov.b32 {{{r16}, {r16b}}}, {r32};",
             "min.f32 {r32}, {r32b}, {r32c};", "cvt.rn.f32.s32 {r32}, {r32b};", "add.rz.f32 {r32}, {r32b}, {r32c};",
             "mul.lo.s64 {r64}, {r64b}, {r64c};", "testp.notanumber.f32 {p}, {r32};", "mov.u32 {r32}, %clock;",
-            # forms ptxas specialises (immediates) and the packing/video instructions: executors only
+            # forms ptxas specialises (immediates) and the packing instructions: executors only; the video
+            # instructions (K_VIDEO rows, with their selectors)
             "bfe.s32 {r32}, {r32b}, 40, 3;", "sub.f64 {r64}, {r64b}, 0d7FF0000000000001;",
             "max.f64 {r64}, 0dFFF8000000000000, {r64b};", "cvt.pack.sat.s8.s32.b32 {r32}, {r32b}, {r32c}, {r32};",
             "vabsdiff4.sat.s32.s32.s32 {r32}, {r32b}, {r32c}, {r32};",
@@ -984,7 +985,7 @@ def test_cp_async_pipeline_runs_in_the_loop(nt):
     dict(mid1="cp.async.ca.shared.global [%a0+S5], [%g0+60], 4, %p0;", mid3="popc.b32 %r7, %r0;",
          last="cp.async.commit_group; cp.async.wait_group 0;"),
     dict(mid2="@%p0 bra SKIP; cp.async.commit_group; SKIP:",                            # lanes' groups differ
-         mid3="bar.sync 0; vabsdiff4.u32.u32.u32 %r7, %r0, %r0, %r0;"),                # (the reference runs it)
+         mid3="bar.sync 0; mov.u32 %r7, %clock;"),                                      # (the reference runs it)
     dict(pre="mbarrier.init.shared.b64 [mbar], 1000;",                                 # the Python scheduler
          last="cp.async.mbarrier.arrive.noinc.shared.b64 [mbar];"),
 ])

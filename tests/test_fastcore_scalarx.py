@@ -119,6 +119,12 @@ FORMS.update({
     "contract bf16": "mov.b32 {{%h0, %h1}}, {A}; mov.b32 {{%h2, %h3}}, {B}; mul.bf16 %h0, %h0, %h2; "
                      "add.bf16 %h0, %h3, %h0; cvt.u32.u16 {D}, %h0;",
 })
+FORMS.update({f"video {v}": v for v in (        # K_VIDEO rows: selectors, masks, merge, .sat, .add
+    "vabsdiff4.u32.u32.u32 {D}, {A}, {B}, {C};", "vabsdiff4.add.u32.u32.u32 {D}, {A}, {B}, {C};",
+    "vadd2.sat.s32.s32.s32 {D}.h0, {A}.h21, {B}.h03, {C};", "vset4.s32.u32.lt.add {D}, {A}.b3210, {B}.b7654, {C};",
+    "vmin4.s32.s32.s32 {D}.b20, {A}.b7654, {B}.b0123, {C};", "vavrg2.u32.s32.u32 {D}, {A}, {B}, {C};",
+    "vmax2.sat.s32.u32.s32 {D}.h1, {A}.h32, {B}.h10, {C};", "vsub4.sat.s32.s32.s32 {D}, {A}, {B}, {C};",
+    "vset2.u32.u32.ne {D}.h10, {A}.h23, {B}.h01, {C};", "vavrg4.sat.s32.s32.u32 {D}.b31, {A}, {B}, {C};")})
 _F64 = "mov.b64 %x0, {{{B}, {A}}}; mov.b64 %x1, {{{A}, {C}}}; mov.b64 %x3, {{{C}, {B}}}; OP " \
        "mov.b64 {{%t0, %t1}}, %x2; xor.b32 {D}, %t0, %t1;"
 FORMS.update({f"f64 {op}": _F64.replace("OP", op) for op in (
@@ -579,7 +585,8 @@ def _capture_kernel(form, n):
 
 _XFAMILIES = {"abs", "add", "bfi", "bfind", "bmsk", "brev", "clz", "cvt", "div", "fma", "lop3", "mad", "mul", "neg",
               "popc", "prmt", "rcp", "rem", "shf", "sqrt", "sub", "szext", "mov", "vote", "redux", "match", "min",
-              "max"}
+              "max", "vadd2", "vadd4", "vsub2", "vsub4", "vavrg2", "vavrg4", "vabsdiff2", "vabsdiff4", "vmin2",
+              "vmin4", "vmax2", "vmax4", "vset2", "vset4"}
 
 
 def _xrow_forms(step=1):

@@ -293,6 +293,9 @@ class Inferred(Scope):
         return {1: "pred", 16: "b16", 32: "b32", 64: "b64"}.get(name_width(name), "b32")
 
 
+_VIDEO = {f"v{op}{n}" for op in ("add", "sub", "avrg", "absdiff", "min", "max", "set") for n in (2, 4)}
+
+
 def _fail(node, rule):
     raise PTXValidationError(f"line {node.line}, column {node.col}: {rule}")
 
@@ -316,6 +319,8 @@ class Checker:
             w = SPECIAL_REGISTERS.get(name, 64 if name.endswith("64") else 32)
             return {32: "u32", 64: "u64"}.get(w, "u32")
         t = scope.reg_type(name)
+        if t is None and "." in name and instr.base in _VIDEO:      # %r1.b3210: a video selector (ops.simd)
+            t = scope.reg_type(name.partition(".")[0])
         if t is None:
             _fail(instr, f"{instr.opcode}: register {name} is not declared (.reg)")
         return t

@@ -65,7 +65,12 @@ M32 = np.uint64(0xFFFFFFFF)
  K_CVTF2,       # the other float -> float cvt forms (ops.cvt): Y: CVT_* bits; the loop's and K_CVTF's go first
  K_I2F,         # cvt.{rn,rz,rm,rp}{.ftz}{.sat}.float.int: Y: the destination's format (F_*) + 16 * MODES index
                 # + CVT_FTZ + CVT_SAT; the source's type: W, SGN
- ) = range(32)
+ K_VIDEO,       # vadd/vsub/vavrg/vabsdiff/vmin/vmax/vset 2 and 4 (ops.simd): Y: VIDEO_OPS index (vset: 6 + its
+                # comparison) + 16 (4 parts) + 32 a signed + 64 b signed + 128 d signed + 256 .add + 512 .sat
+                # + 1024 * the destination's mask bits; Z: the part of {b, a} each element of a (bits 3i) and
+                # of b (bits 12 + 3i) takes
+ ) = range(33)
+VIDEO_OPS = ("add", "sub", "avrg", "absdiff", "min", "max", "eq", "ne", "lt", "le", "gt", "ge")
 # K_CVTF2's Y: the source's format + 4 * the destination's (F_*) + 16 * MODES (or IRND) index + the flags
 CVT_FTZ, CVT_SAT, CVT_RELU, CVT_SATFINITE, CVT_RND, CVT_IRND = 64, 128, 256, 512, 1024, 2048
 # the table of a K_MMAX row (int64): kind (0 f64, 1 integer), na, nb, nc, nd, 20 register slots (D, A, B, C),
@@ -202,6 +207,8 @@ def x_rows(kind, y, z, w, sgn, em, xa, xb, xc, xd, xr, xq):
     """One XROW on the lanes in ``em``: sources xa, xb, xc, xd (read with their types), results in xr (and the
     second destination's in xq). Returns 0, or 1 when a lane breaks a rule (the loop hands the row back)."""
     mk = _mask(w)
+    if kind == K_VIDEO:
+        return _video_rows(y, z, em, xa, xb, xc, xr)
     if kind == K_F64:
         return _f64_rows(y, z, em, xa, xb, xc, xr)
     if kind == K_F32:
@@ -586,6 +593,63 @@ MAX64 = np.uint64(0x7FEFFFFFFFFFFFFF)
 @njit(cache=True, inline="always")
 def _isnan64(b):
     return (b & np.uint64(0x7FFFFFFFFFFFFFFF)) > np.uint64(0x7FF0000000000000)
+
+
+@njit(cache=True)
+def _video_rows(y, z, em, xa, xb, xc, xr):
+    """ops.simd.compile_video, lane by lane: each element of a and b is the n-bit part of {b, a} its selector
+    names, extended by its type; t_i = op(a_i, b_i) exactly (vset: 1 or 0); merge (d's element i is t_i, clamped
+    with .sat, else its low bits, where the mask names i, c's element elsewhere) or accumulate (c + the masked
+    t_i), modulo 2^32."""
+    op = y & 15
+    n = 4 if (y >> 4) & 1 else 2
+    w = 32 // n
+    mw = (np.int64(1) << w) - 1
+    half = np.int64(1) << (w - 1)
+    sa, sb, sd = (y >> 5) & 1, (y >> 6) & 1, (y >> 7) & 1
+    acc, sat = (y >> 8) & 1, (y >> 9) & 1
+    lo, hi = (-half, half - 1) if sd else (np.int64(0), mw)
+    for lane in range(LANES):
+        if not (em >> lane) & 1:
+            continue
+        pair = (xa[lane] & M32) | ((xb[lane] & M32) << np.uint64(32))
+        c = np.int64(xc[lane] & M32)
+        r = c if acc else np.int64(0)
+        for i in range(n):
+            x = np.int64((pair >> np.uint64(w * ((z >> (3 * i)) & 7))) & np.uint64(mw))
+            v = np.int64((pair >> np.uint64(w * ((z >> (12 + 3 * i)) & 7))) & np.uint64(mw))
+            if sa and x >= half:
+                x -= np.int64(1) << w
+            if sb and v >= half:
+                v -= np.int64(1) << w
+            if op == 0:
+                t = x + v
+            elif op == 1:
+                t = x - v
+            elif op == 2:
+                t = (x + v + 1) >> 1 if x + v >= 0 else (x + v) >> 1
+            elif op == 3:
+                t = abs(x - v)
+            elif op == 4:
+                t = min(x, v)
+            elif op == 5:
+                t = max(x, v)
+            else:
+                k = op - 6
+                hit = (x == v) if k == 0 else (x != v) if k == 1 else (x < v) if k == 2 else \
+                    (x <= v) if k == 3 else (x > v) if k == 4 else (x >= v)
+                t = np.int64(1) if hit else np.int64(0)
+            on = (y >> (10 + i)) & 1
+            if acc:
+                if on:
+                    r += t
+            else:
+                if sat:
+                    t = min(max(t, lo), hi)
+                part = t if on else c >> (w * i)
+                r |= (part & mw) << (w * i)
+        xr[lane] = np.uint64(r & np.int64(0xFFFFFFFF))
+    return 0
 
 
 @njit(cache=True)

@@ -1874,7 +1874,45 @@ def r_createpolicy(t, env, instr, row, imm):
     row[T.OP] = T.MOV
 
 
+def r_video(t, env, instr, row, imm):
+    """vadd/vsub/vavrg/vabsdiff/vmin/vmax/vset 2 and 4 with their selectors, merge or accumulate (ops.simd): a
+    K_VIDEO row; the executor has checked the form."""
+    from types import SimpleNamespace
+    from . import scalarx
+    from ...errors import EmulatorError
+    from ...ops.simd import _T as VT, _video_operand
+    base = instr.base
+    op, n = base[1:-1], int(base[-1])
+    types = [m for m in instr.mods if m in VT]
+    rest = [m for m in instr.mods if m not in VT]
+    is_set = op == "set"
+    cmps = [m for m in rest if m in scalarx.VIDEO_OPS[6:]] if is_set else []
+    flags = [m for m in rest if m not in cmps]
+    if len(types) != (2 if is_set else 3) or len(cmps) != int(is_set) or len(set(flags)) != len(flags) or \
+            any(f not in (("add",) if is_set else ("add", "sat")) for f in flags) or len(instr.operands) != 4 or \
+            ("add" in flags and "sat" in flags):
+        raise _Slow
+    every = "".join(str(i) for i in reversed(range(n)))
+    try:
+        d_op, mask = _video_operand(env, instr.operands[0], instr, n, "d", ("h" if n == 2 else "b") + every)
+        a_op, asel = _video_operand(env, instr.operands[1], instr, n, "a", "h10" if n == 2 else "b3210")
+        b_op, bsel = _video_operand(env, instr.operands[2], instr, n, "b", "h32" if n == 2 else "b7654")
+        c_op, csel = _video_operand(env, instr.operands[3], instr, n, "c", "h10" if n == 2 else "b3210")
+    except EmulatorError:
+        raise _Slow from None
+    if csel != list(reversed(range(n))):
+        raise _Slow
+    k = scalarx.VIDEO_OPS.index(cmps[0] if is_set else op)
+    y = k + 16 * (n == 4) + 32 * VT[types[-2]] + 64 * VT[types[-1]] + 128 * (not is_set and VT[types[0]]) + \
+        256 * ("add" in flags) + 512 * ("sat" in flags) + 1024 * sum(1 << i for i in mask)
+    z = sum(asel[n - 1 - i] << (3 * i) for i in range(n)) + sum(bsel[n - 1 - i] << (12 + 3 * i) for i in range(n))
+    _xrow(t, env, SimpleNamespace(operands=[d_op]), row, imm, scalarx.K_VIDEO,
+          [(a_op, "u32"), (b_op, "u32"), (c_op, "u32")], "u32", y=y, z=z)
+
+
 _RULES.update({"dp4a": r_dp, "dp2a": r_dp, "sad": r_sad, "createpolicy": r_createpolicy})
+_RULES.update({b: r_video for b in ("vadd2", "vadd4", "vsub2", "vsub4", "vavrg2", "vavrg4", "vabsdiff2", "vabsdiff4",
+                                    "vmin2", "vmin4", "vmax2", "vmax4", "vset2", "vset4")})
 
 
 def r_contract_any(t, env, instr, row, imm):
