@@ -14,7 +14,7 @@ from engines import compare_engines
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOOP_ROWS = {T.SLOW, T.BRA, T.EXIT, T.BAR, T.LD, T.ST, T.NOP, T.XROW, T.ATOM, T.HOPX,    # the loop runs these
-             T.STMATRIX, T.WGMMA, T.BULKX}          # (wgmma: through wgcall.py, BULKX: bulkcall.py)
+             T.STMATRIX, T.WGMMA, T.BULKX, T.BRX}   # (wgmma: through wgcall.py, BULKX: bulkcall.py)
 
 
 def _ptx(path):
