@@ -154,6 +154,31 @@ def _mem_plan(row, imrow, m, a8, a16, a32, a64, inflight, gtab, state, addrs, pt
 
 
 @njit(cache=True, _nrt=False)
+def _brx(row, imrow, m, em, pc, a8, a16, a32, a64):
+    """A BRX row: the taken lanes (``em``) jump to the target their index names, the others of ``m`` go on. Returns
+    the one target of all taken lanes (-1: several, or none), or -2 (nothing done) when an index is past the
+    list."""
+    nt = row[T.X]
+    for lane in range(LANES):
+        if (em >> lane) & 1 and np.int64(_rd(row[T.A], lane, a8, a16, a32, a64, imrow)) >= nt:
+            return np.int64(-2)
+    dest = np.int64(-1)
+    same = True
+    for lane in range(LANES):
+        if (m >> lane) & 1:
+            if (em >> lane) & 1:
+                t = row[T.V0 + np.int64(_rd(row[T.A], lane, a8, a16, a32, a64, imrow))]
+                pc[lane] = t
+                if dest < 0:
+                    dest = t
+                elif t != dest:
+                    same = False
+            else:
+                pc[lane] += 1
+    return dest if same else np.int64(-1)
+
+
+@njit(cache=True, _nrt=False)
 def _joins(code, p, q):
     """machine.convergence.Convergence.joins: lanes at ``p`` wait for lanes at ``q``."""
     rp = code[p]
@@ -442,27 +467,11 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                 p = -1
             continue
         if opc == T.BRX:                        # brx.idx (machine.cta: no spin check, as the reference)
-            nt = row[T.X]
-            for lane in range(LANES):
-                if (em >> lane) & 1 and np.int64(_rd(row[T.A], lane, a8, a16, a32, a64, imrow)) >= nt:
-                    handback = True             # an index past the list: the reference raises
-                    break
-            if handback:
+            dest = _brx(row, imrow, m, em, pc, a8, a16, a32, a64)
+            if dest == -2:
+                handback = True                 # an index past the list: the reference raises
                 break
-            dest = np.int64(-1)
-            same = True
-            for lane in range(LANES):
-                if (m >> lane) & 1:
-                    if (em >> lane) & 1:
-                        t = row[T.V0 + np.int64(_rd(row[T.A], lane, a8, a16, a32, a64, imrow))]
-                        pc[lane] = t
-                        if dest < 0:
-                            dest = t
-                        elif t != dest:
-                            same = False
-                    else:
-                        pc[lane] += 1
-            if together and em == m and same:
+            if together and em == m and dest >= 0:
                 p = dest
             elif together and em == 0:
                 p += 1
