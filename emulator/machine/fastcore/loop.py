@@ -122,6 +122,11 @@ def _mem_plan(row, imrow, m, a8, a16, a32, a64, inflight, gtab, state, addrs, pt
         sp = space
         if sp == T.GENERIC:
             sp = T.SHARED if 0 <= a < smem_size else T.GLOBAL
+        elif sp == T.LOCAL:                 # an offset into the lane's depot (KernelWarp._local_addrs), a global
+            if a < 0 or a + nbytes > row[T.C]:      # allocation
+                return -1
+            a += np.int64(_rd(row[T.B], lane, a8, a16, a32, a64, imrow))
+            sp = T.GLOBAL
         if sp == T.SHARED:
             if a < 0 or a + nbytes > smem_size:
                 return -1
@@ -138,14 +143,6 @@ def _mem_plan(row, imrow, m, a8, a16, a32, a64, inflight, gtab, state, addrs, pt
             if k < 0:
                 return -1
             ptrs[lane] = np.uint64(gtab[k, 2] + (a - gtab[k, 0]))
-        elif sp == T.LOCAL:                 # an offset into the lane's depot (KernelWarp._local_addrs)
-            if a < 0 or a + nbytes > row[T.C]:
-                return -1
-            g = np.int64(_rd(row[T.B], lane, a8, a16, a32, a64, imrow)) + a
-            k = _allocation(gtab, state, k, g, nbytes)
-            if k < 0:
-                return -1
-            ptrs[lane] = np.uint64(gtab[k, 2] + (g - gtab[k, 0]))
         else:
             if a < 0 or a + nbytes > state[T.S_PARAM_SIZE]:
                 return -1
