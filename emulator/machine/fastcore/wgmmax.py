@@ -219,7 +219,7 @@ def _pack(a32, slots, nreg, maps, moff, epr, w, tile, row0, cols, exp_w, known_w
 # "wg_int", "wg_dec", "wg_f32_<L>") and only for kernels with that form: ``_mma`` calls it through its address.
 # Each takes the instruction's row and D's array; A (64, K), B^T (K, N), C (64, N) raw bits (A, B already
 # negated, C already zeroed): ``numerics.wgmma.wgmma_tile``.
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def tile_int(ins, A, Bt, C, out):
     """The s32 forms: exact sums, saturated on request."""
     M, K = A.shape
@@ -244,7 +244,7 @@ def tile_int(ins, A, Bt, C, out):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _fix_and_cut(ins, A, Bt, C, out, spa, spb, redo):
     """The inf/NaN and overflow fix-ups of the elements the block left (``gemm_fast._fixups``), then fp8's cut
     to 13 fraction bits (``numerics.wgmma.fp8_f32_cut``)."""
@@ -268,7 +268,7 @@ def _fix_and_cut(ins, A, Bt, C, out, spa, spb, redo):
                     out[m, n] = d & KEEP13
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def tile_dec(ins, A, Bt, C, out):
     """The float forms ``gemm_fast.tc_gemm`` decodes (every accumulator but f32 rounded toward zero): decode,
     one block, the fix-ups."""
@@ -293,7 +293,7 @@ def tile_dec(ins, A, Bt, C, out):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _f32_operands(ins, A, Bt):
     """``gemm_fast._f32_run``'s operands: A's values and exponents, B's panels, the special rows and columns."""
     M, K = A.shape
@@ -317,7 +317,7 @@ def _f32_operands(ins, A, Bt):
 
 # gemm_fast.tc_gemm's binary64 path (f32 accumulators rounded toward zero), one function per L (the kernel of
 # ``gemm_fast._GEMM_F32``): a kernel compiles only the L of its forms (f16/bf16 16, fp8 32, tf32 8)
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def tile_f32_16(ins, A, Bt, C, out):
     av, at, bvp, btp, spa, spb = _f32_operands(ins, A, Bt)
     redo = np.zeros(out.shape, np.bool_)
@@ -327,7 +327,7 @@ def tile_f32_16(ins, A, Bt, C, out):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def tile_f32_32(ins, A, Bt, C, out):
     av, at, bvp, btp, spa, spb = _f32_operands(ins, A, Bt)
     redo = np.zeros(out.shape, np.bool_)
@@ -337,7 +337,7 @@ def tile_f32_32(ins, A, Bt, C, out):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def tile_f32_8(ins, A, Bt, C, out):
     av, at, bvp, btp, spa, spb = _f32_operands(ins, A, Bt)
     redo = np.zeros(out.shape, np.bool_)
@@ -347,7 +347,7 @@ def tile_f32_8(ins, A, Bt, C, out):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def tile_f32_4(ins, A, Bt, C, out):
     av, at, bvp, btp, spa, spb = _f32_operands(ins, A, Bt)
     redo = np.zeros(out.shape, np.bool_)
@@ -382,7 +382,7 @@ def call_tile(typingctx, fn, row, A, Bt, C, D, K, N):
     return sig, codegen
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def tile_arrays(prow, pa, pbt, pc, pout, K, N):
     """The arrays a tile function reads and writes, at the addresses ``call_tile`` passes."""
     return (carray(_pi64(prow), NIF), carray(_pu64(pa), (64, K)), carray(_pu64(pbt), (K, N)),
@@ -390,7 +390,7 @@ def tile_arrays(prow, pa, pbt, pc, pout, K, N):
 
 
 # ---------------------------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def wg_step(p, w, em, ctl, state):
     """One wgmma instruction at ``p`` for warp ``w`` (lanes ``em``), or (p = -1) whether warp ``w``'s wgmma
     hold registers, or (p = -2) the lanes of warp ``w`` to wake from a wait_group whose records are now
@@ -447,7 +447,7 @@ def wg_step(p, w, em, ctl, state):
     return _mma(p, w, g, row, ins, ctl, state, cnt, rec, nw, R, a32)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _wait(w, keep, ctl, state, cnt, rec, nw, R):
     lim = cnt[w, N_COMMIT] - keep
     n = cnt[w, N_REC]
@@ -512,7 +512,7 @@ def _uniform64(a64, e, out):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _mma(p, w, g, row, ins, ctl, state, cnt, rec, nw, R, a32):
     ab = ctl[K_ABYTES]
     a8 = carray(_pu8(ctl[K_ARENAS] + w * ab), ab)
