@@ -14,7 +14,7 @@ from engines import compare_engines
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOOP_ROWS = {T.SLOW, T.BRA, T.EXIT, T.BAR, T.LD, T.ST, T.NOP, T.XROW, T.ATOM, T.HOPX,    # the loop runs these
-             T.STMATRIX, T.WGMMA, T.BULKX}          # (wgmma: through wgcall.py, BULKX: bulkcall.py)
+             T.WGMMA, T.BULKX}          # (wgmma: through wgcall.py, BULKX: bulkcall.py)
 
 
 def _ptx(path):
@@ -220,3 +220,27 @@ def test_the_cache_guard_sees_every_family_module():
     for module, _ in list(families.FAMILIES.values()) + [(m, None) for m, _, _ in families.APART.values()]:
         with open(os.path.join(ROOT, "emulator", "machine", "fastcore", f"{module.split(':')[0]}.py"), "rb") as f:
             assert b"cache=True" in f.read(), module
+
+
+def test_stmatrix_rows_wait_for_their_family(monkeypatch):
+    """stmatrix runs in its own family (ldm.entry_st): while it is not compiled its rows go to the reference
+    executor with the same bits, and the next launch binds it."""
+    import test_fastcore as F
+    rng = np.random.default_rng(4)
+    text = next(t for t in (F.tensor_kernel(rng, 12) for _ in range(20)) if "stmatrix" in t)
+    module = load_ptx(text, validate=False)
+    arrays = F.random_inputs(np.random.default_rng(5), 32)
+    real = warmup.family
+    monkeypatch.setattr(warmup, "family", lambda name, wait=True: 0 if name == "stmatrix" else real(name, wait))
+    ref, fast, diffs = compare_engines(module, "k", 1, 32, arrays)
+    assert not diffs, diffs
+    tr = translation(module.program("k"))
+    assert "stmatrix" in tr.families and tr.mufu_ptr[families.SLOT["stmatrix"]] == 0
+    rows = [p for p in range(len(tr.code)) if tr.code[p, T.OP] == T.STMATRIX]
+    assert rows and sum(int(tr.handed_back[p]) for p in rows) > 0
+    monkeypatch.setattr(warmup, "family", real)
+    before = tr.handed_back.copy()
+    ref, fast, diffs = compare_engines(module, "k", 1, 32, arrays)
+    assert not diffs, diffs
+    assert tr.mufu_ptr[families.SLOT["stmatrix"]] != 0
+    assert all(tr.handed_back[p] == before[p] for p in rows)       # (none goes back now)

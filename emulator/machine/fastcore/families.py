@@ -32,6 +32,7 @@ FAMILIES = {
     "mma_ext": ("mmaext", (T.MMA_X,)),
     "ldmatrix": ("ldm", (T.LDMATRIX,)),
     "cpasync": ("cpasync", (T.CPASYNC, T.CP_COMMIT, T.CP_WAIT)),
+    "stmatrix": ("ldm:entry_st", (T.STMATRIX,)),
 }
 NAMES = tuple(FAMILIES)
 # the other functions compiled apart from the loops, with signatures of their own, in fixed slots of the pointer
@@ -50,7 +51,7 @@ APART.update({name: ("wgcall", name, "TILE_SIG") for name in WG_TILES})
 # the order the background compile and ``emulator.warmup()`` compile them in: the most used and cheapest first
 # (CPU seconds of compile, each alone, on a 2-core machine: alu 5.1, alu_f32 1.5, ldmatrix 1.4, shfl 1.9,
 # cp.async 2.3, float 5.2, mma 3.5, mma_ext 9.8; then APART: xrow 17.5, atom 3.4, hopper 9.5, wgmma and its tiles)
-ORDER = ("alu", "alu_f32", "ldmatrix", "shfl", "cpasync", "float", "mma", "mma_ext")
+ORDER = ("alu", "alu_f32", "ldmatrix", "shfl", "cpasync", "float", "mma", "mma_ext", "stmatrix")
 
 
 def _base():
