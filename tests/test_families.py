@@ -244,3 +244,25 @@ def test_stmatrix_rows_wait_for_their_family(monkeypatch):
     assert not diffs, diffs
     assert tr.mufu_ptr[families.SLOT["stmatrix"]] != 0
     assert all(tr.handed_back[p] == before[p] for p in rows)       # (none goes back now)
+
+
+def test_a_missing_wgmma_tile_function_keeps_the_cta_on_the_python_scheduler(monkeypatch):
+    """wgmma's tile arithmetic is compiled apart by form (wgcall.py; families.WG_TILES): while the one a kernel
+    needs is missing, its CTAs run on the Python scheduler (the wgmma rows go to the executors), with the same
+    bits; the next launch binds it."""
+    module, block, arrays, scalars = _apart_case("wgmma")
+    tr = translation(module.program("k"))
+    tiles = [n for n in tr.apart if n in families.WG_TILES]
+    assert tiles and set(tiles) <= set(families.APART)
+    name = tiles[0]
+    real = warmup.family
+    monkeypatch.setattr(warmup, "family", lambda n, wait=True: 0 if n == name else real(n, wait))
+    ref, fast, diffs = compare_engines(module, "k", 1, block, arrays, scalars)
+    assert not diffs, diffs
+    assert tr.mufu_ptr[families.APART_SLOT[name]] == 0
+    rows = [p for p in range(len(tr.code)) if tr.code[p, T.OP] == T.WGMMA]
+    assert rows and sum(int(tr.handed_back[p]) for p in rows) > 0
+    monkeypatch.setattr(warmup, "family", real)
+    ref, fast, diffs = compare_engines(module, "k", 1, block, arrays, scalars)
+    assert not diffs, diffs
+    assert tr.mufu_ptr[families.APART_SLOT[name]] != 0
