@@ -17,7 +17,8 @@ compiled, exactly as after ``pip install``. Then, each in its own process:
 
 ``--parts`` instead compiles each part of the fast engine alone, each in a new process on a new empty cache
 (after one trivial function, so that numba's own first-use cost is not counted in the part): the warp loop, the
-CTA loop on top of it, every instruction family and every other function compiled apart (``families.APART``).
+CTA loop on top of it, every instruction family and every other function compiled apart (``families.APART``:
+xcall's, hopcall's, bulkcall's, wgcall's ``wg_c`` and its tile functions, one per wgmma form).
 
     python benchmarks/bench_coldstart.py [--case triton_matmul|nvcc_gemm|triton_softmax|triton_wgmma|all]
                                          [--skip-auto] [--parts]

@@ -161,11 +161,20 @@ def _variants():
     return out
 
 
-VARIANTS = {}
-for _v in _variants():
-    _v.check()
-    VARIANTS[_v.spelling] = _v
-del _v
+def _table():
+    out = {}
+    for v in _variants():
+        v.check()
+        out[v.spelling] = v
+    return out
+
+
+def __getattr__(name):
+    """``VARIANTS`` (spelling -> SpVariant) is built on first use: a launch without sparse mma never pays for it."""
+    if name == "VARIANTS":
+        globals()["VARIANTS"] = table = _table()
+        return table
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def metadata_nibbles(variant, sel, e_regs):

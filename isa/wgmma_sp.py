@@ -113,4 +113,10 @@ def _variants():
     return out
 
 
-VARIANTS = _variants()
+def __getattr__(name):
+    """``VARIANTS`` (spelling -> WgmmaSpVariant) is built on first use: a launch without sparse wgmma never pays for
+    it."""
+    if name == "VARIANTS":
+        globals()["VARIANTS"] = table = _variants()
+        return table
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

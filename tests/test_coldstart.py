@@ -168,3 +168,22 @@ def test_every_wgmma_fragment_is_a_bijection_onto_its_tile():
     for v in VARIANTS.values():
         v.check()
     assert len(VARIANTS) > 500
+
+
+def test_a_cached_function_that_allocates_loads_first_in_a_new_process(tmp_path):
+    """The package's cached functions load without numba's context refresh (jitcache.harden), but with the
+    reference-counting runtime's symbols: a process whose first jitted call loads (not compiles) a function that
+    allocates arrays runs it and frees them."""
+    code = textwrap.dedent("""
+        import numpy as np
+        from emulator.numerics import gemm_fast
+        out = gemm_fast._tc_scratch(np.array([3, 4, 5], np.int64))
+        assert out[0].shape == (3, 5) and out[3].sum() == 0
+        del out
+        print(sum(gemm_fast._tc_scratch.stats.cache_hits.values()))
+    """)
+    env = dict(ENV, NUMBA_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+            for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[-1].stderr[-2000:]
+    assert [r.stdout.split() for r in runs] == [["0"], ["1"]]            # compiled, then loaded

@@ -14,7 +14,7 @@ from engines import compare_engines
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOOP_ROWS = {T.SLOW, T.BRA, T.EXIT, T.BAR, T.LD, T.ST, T.NOP, T.XROW, T.ATOM, T.HOPX,    # the loop runs these
-             T.STMATRIX, T.WGMMA, T.BULKX, T.BRX}   # (wgmma: through wgcall.py, BULKX: bulkcall.py)
+             T.WGMMA, T.BULKX, T.BRX}   # (wgmma: through wgcall.py, BULKX: bulkcall.py)
 
 
 def _ptx(path):
@@ -170,8 +170,11 @@ def test_the_functions_compiled_apart_are_bound_as_the_families(name, op, monkey
 
 def test_the_apart_slots_are_the_loops():
     from emulator.machine.fastcore import loop
-    assert families.APART_SLOT == {"xrow": loop.XSLOT, "atom": loop.ASLOT, "wgmma": loop.WSLOT,
-                                   "hopper": loop.HSLOT, "bulk": loop.BSLOT}
+    loops = {"xrow": loop.XSLOT, "atom": loop.ASLOT, "wgmma": loop.WSLOT, "hopper": loop.HSLOT, "bulk": loop.BSLOT}
+    assert {k: v for k, v in families.APART_SLOT.items() if k not in families.WG_TILES} == loops
+    # wgmma's tile functions (wgcall.wg_c finds them in the pointer array): after the loops' slots, one each
+    tiles = sorted(families.APART_SLOT[k] for k in families.WG_TILES)
+    assert tiles == list(range(loop.BSLOT + 1, families.NPTRS))
 
 
 def test_a_family_filled_later_is_used_by_the_next_launch(monkeypatch):
@@ -217,3 +220,49 @@ def test_the_cache_guard_sees_every_family_module():
     for module, _ in list(families.FAMILIES.values()) + [(m, None) for m, _, _ in families.APART.values()]:
         with open(os.path.join(ROOT, "emulator", "machine", "fastcore", f"{module.split(':')[0]}.py"), "rb") as f:
             assert b"cache=True" in f.read(), module
+
+
+def test_stmatrix_rows_wait_for_their_family(monkeypatch):
+    """stmatrix runs in its own family (ldm.entry_st): while it is not compiled its rows go to the reference
+    executor with the same bits, and the next launch binds it."""
+    import test_fastcore as F
+    rng = np.random.default_rng(4)
+    text = next(t for t in (F.tensor_kernel(rng, 12) for _ in range(20)) if "stmatrix" in t)
+    module = load_ptx(text, validate=False)
+    arrays = F.random_inputs(np.random.default_rng(5), 32)
+    real = warmup.family
+    monkeypatch.setattr(warmup, "family", lambda name, wait=True: 0 if name == "stmatrix" else real(name, wait))
+    ref, fast, diffs = compare_engines(module, "k", 1, 32, arrays)
+    assert not diffs, diffs
+    tr = translation(module.program("k"))
+    assert "stmatrix" in tr.families and tr.mufu_ptr[families.SLOT["stmatrix"]] == 0
+    rows = [p for p in range(len(tr.code)) if tr.code[p, T.OP] == T.STMATRIX]
+    assert rows and sum(int(tr.handed_back[p]) for p in rows) > 0
+    monkeypatch.setattr(warmup, "family", real)
+    before = tr.handed_back.copy()
+    ref, fast, diffs = compare_engines(module, "k", 1, 32, arrays)
+    assert not diffs, diffs
+    assert tr.mufu_ptr[families.SLOT["stmatrix"]] != 0
+    assert all(tr.handed_back[p] == before[p] for p in rows)       # (none goes back now)
+
+
+def test_a_missing_wgmma_tile_function_keeps_the_cta_on_the_python_scheduler(monkeypatch):
+    """wgmma's tile arithmetic is compiled apart by form (wgcall.py; families.WG_TILES): while the one a kernel
+    needs is missing, its CTAs run on the Python scheduler (the wgmma rows go to the executors), with the same
+    bits; the next launch binds it."""
+    module, block, arrays, scalars = _apart_case("wgmma")
+    tr = translation(module.program("k"))
+    tiles = [n for n in tr.apart if n in families.WG_TILES]
+    assert tiles and set(tiles) <= set(families.APART)
+    name = tiles[0]
+    real = warmup.family
+    monkeypatch.setattr(warmup, "family", lambda n, wait=True: 0 if n == name else real(n, wait))
+    ref, fast, diffs = compare_engines(module, "k", 1, block, arrays, scalars)
+    assert not diffs, diffs
+    assert tr.mufu_ptr[families.APART_SLOT[name]] == 0
+    rows = [p for p in range(len(tr.code)) if tr.code[p, T.OP] == T.WGMMA]
+    assert rows and sum(int(tr.handed_back[p]) for p in rows) > 0
+    monkeypatch.setattr(warmup, "family", real)
+    ref, fast, diffs = compare_engines(module, "k", 1, block, arrays, scalars)
+    assert not diffs, diffs
+    assert tr.mufu_ptr[families.APART_SLOT[name]] != 0

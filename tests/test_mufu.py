@@ -215,3 +215,20 @@ def test_rsqrt_approx_f64_slow_path_matches_h100():
         w.write("%fd1", x[c:c + 32])
         w.run("rsqrt.approx.f64 %fd2, %fd1;")
         assert (w.read("%fd2") == want[c:c + 32]).all(), c
+
+
+def test_tables_are_stored_decompressed_for_the_next_process(tmp_path, monkeypatch):
+    """A decompressed table goes into numba's cache directory; the next process maps it instead of decompressing
+    (the same values); a damaged file is decompressed again, never used."""
+    from emulator.numerics import jitcache
+    monkeypatch.setattr(jitcache, "_cache_dir", lambda f: str(tmp_path))
+    blob, dt = M._LazyTables(M._DATA)._blobs["ex2_f16"]
+    a = M._stored_table("ex2_f16", blob, dt)
+    assert not isinstance(a, np.memmap) and (a == M.unpack_table(blob, dt)).all()
+    files = list(tmp_path.glob("warpemu.table.ex2_f16.*.npy"))
+    assert len(files) == 1
+    b = M._stored_table("ex2_f16", blob, dt)
+    assert isinstance(b, np.memmap) and b.dtype == dt and (a == b).all()
+    files[0].write_bytes(files[0].read_bytes()[:100])           # truncated
+    c = M._stored_table("ex2_f16", blob, dt)
+    assert not isinstance(c, np.memmap) and (c == a).all()

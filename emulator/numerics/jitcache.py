@@ -154,7 +154,14 @@ def harden(root):
         if not ours(self):
             return load(self, sig, target_context)
         try:
-            return load(self, sig, target_context)
+            # numba refreshes the target context before every cache load (it installs every typing and lowering
+            # registry: about 0.3 s of CPU, the largest part of a warm process's first launch); loading a compiled
+            # function needs none of them, only the reference-counting runtime's symbols (which that refresh
+            # would register first), and every compile refreshes the context itself first
+            from numba.core.runtime import rtsys
+            rtsys.initialize(target_context)
+            with self._guard_against_spurious_io_errors():
+                return self._load_overload(sig, target_context)
         except Exception as e:             # noqa: BLE001 (unpickling errors, OSError, foreign data)
             _warn_once("read", getattr(self, "_cache_path", "?"), e)
             return None                    # numba compiles, as on a cache miss

@@ -106,6 +106,37 @@ def unpack_table(blob, dtype):
     return decode_table(np.concatenate([first, body]), dtype)
 
 
+def _stored_table(name, blob, dt):
+    """The table ``name`` decompressed: from the copy a process before stored in numba's cache directory (mapped
+    read-only, no decompression: an 8-million-entry table costs 0.15-0.5 s of CPU to decompress), else
+    decompressed here and stored there for the next process. The file is named by a hash of the compressed
+    blob, written under another name and renamed, so a reader never sees a partial or foreign table."""
+    path = None
+    try:
+        import hashlib
+        from .jitcache import _cache_dir
+        d = _cache_dir(__file__)
+        if d is not None:
+            h = hashlib.sha1(np.asarray(blob, np.uint8).tobytes()).hexdigest()[:20]
+            path = os.path.join(d, f"warpemu.table.{name}.{np.dtype(dt).name}.{h}.npy")
+            v = np.load(path, mmap_mode="r", allow_pickle=False)
+            if v.dtype == dt and v.ndim == 1:
+                return v
+    except Exception:                      # noqa: BLE001 (absent, unreadable or foreign: decompress)
+        pass
+    v = unpack_table(blob, dt)
+    if path is not None:
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "wb") as f:
+                np.save(f, v, allow_pickle=False)
+            os.replace(tmp, path)
+        except OSError:                    # a read-only or full cache directory: decompress every time
+            pass
+    return v
+
+
 class _LazyTables(dict):
     """The tables of ``_DATA``, each decompressed on first use (an instruction needs one or two of them)."""
 
@@ -116,7 +147,7 @@ class _LazyTables(dict):
 
     def __missing__(self, name):
         blob, dt = self._blobs[name]
-        v = unpack_table(blob, dt)
+        v = _stored_table(name, blob, dt)
         self[name] = v
         return v
 

@@ -19,7 +19,8 @@ import numpy as np
 
 from isa.fragments import pack, unpack
 from isa.mma import VARIANTS as DENSE
-from isa.mma_sp import SP_KINDS, VARIANTS, metadata_nibbles, positions, valid_nibble
+from isa import mma_sp as _SP
+from isa.mma_sp import SP_KINDS, metadata_nibbles, positions, valid_nibble
 from .common import require_full_warp, vec_regs
 from .mma import _arch_key, compile_mma, get_mma
 from .registry import executor
@@ -110,10 +111,10 @@ def get_mma_sp(opcode: str, sel: int = 0, arch: str = "sm_90") -> MmaSpOp:
     if op is not None:
         return op
     spelling = canonical_spelling(opcode)
-    v = VARIANTS.get(spelling)
+    v = _SP.VARIANTS.get(spelling)
     if v is None:
         fail(UnsupportedError, opcode, "unsupported mma.sp variant; " +
-             did_you_mean(spelling or opcode, VARIANTS, "docs/supported.md"))
+             did_you_mean(spelling or opcode, _SP.VARIANTS, "docs/supported.md"))
     if _arch_key(arch) != "sm_90":
         fail(UnsupportedError, opcode, f"mma.sp is modelled on sm_90/sm_90a only (H100 captures), not {arch}")
     if not isinstance(sel, (int, np.integer)) or sel not in v.selectors:

@@ -283,12 +283,11 @@ class FastLaunch:
     def cta_arrays(self, nwarps):
         """A CTA loop's arrays for ``nwarps`` warps (``FastCTA``; ``bind`` it once the warps exist) when the
         translation allows the CTA loop (``Translation.cta_ok``), else None."""
-        from .families import APART_SLOT
+        from .families import APART_SLOT, CTA_NEEDS
         tr = self.tr
         # a kernel with wgmma needs wgcall.py's function in the CTA loop: until it is compiled (engine="auto" while
         # another process compiles), its CTAs run on the Python scheduler, which hands the wgmma rows back
-        ok = tr.cta_ok and all(tr.mufu_ptr[APART_SLOT[name]] != 0 for name in ("wgmma", "hopper", "bulk")
-                               if name in tr.apart)
+        ok = tr.cta_ok and all(tr.mufu_ptr[APART_SLOT[name]] != 0 for name in CTA_NEEDS if name in tr.apart)
         return FastCTA(self, nwarps) if ok else None
 
 

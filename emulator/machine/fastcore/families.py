@@ -32,6 +32,7 @@ FAMILIES = {
     "mma_ext": ("mmaext", (T.MMA_X,)),
     "ldmatrix": ("ldm", (T.LDMATRIX,)),
     "cpasync": ("cpasync", (T.CPASYNC, T.CP_COMMIT, T.CP_WAIT)),
+    "stmatrix": ("ldm:entry_st", (T.STMATRIX,)),
 }
 NAMES = tuple(FAMILIES)
 # the other functions compiled apart from the loops, with signatures of their own, in fixed slots of the pointer
@@ -44,10 +45,13 @@ APART = {
     "wgmma": ("wgcall", "wg_c", "SIG"),         # WGMMA in the CTA loop
     "bulk": ("bulkcall", "bulk_c", "SIG"),      # BULKX: TMA box loads, stores and reductions
 }
+# wgmma's tile arithmetic, one function per form (wgmmax.tile_of), which wgcall.wg_c calls through its address
+WG_TILES = ("wg_f32_16", "wg_f32_32", "wg_f32_8", "wg_f32_4", "wg_dec", "wg_int")
+APART.update({name: ("wgcall", name, "TILE_SIG") for name in WG_TILES})
 # the order the background compile and ``emulator.warmup()`` compile them in: the most used and cheapest first
 # (CPU seconds of compile, each alone, on a 2-core machine: alu 5.1, alu_f32 1.5, ldmatrix 1.4, shfl 1.9,
-# cp.async 2.3, float 5.2, mma 3.5, mma_ext 9.8; then APART: xrow 17.5, atom 3.4, hopper 9.5, wgmma 42)
-ORDER = ("alu", "alu_f32", "ldmatrix", "shfl", "cpasync", "float", "mma", "mma_ext")
+# cp.async 2.3, float 5.2, mma 3.5, mma_ext 9.8; then APART: xrow 17.5, atom 3.4, hopper 9.5, wgmma and its tiles)
+ORDER = ("alu", "alu_f32", "ldmatrix", "shfl", "cpasync", "float", "mma", "mma_ext", "stmatrix")
 
 
 def _base():
@@ -59,6 +63,10 @@ BASE = _base()          # the first family slot of the pointer array (after the 
 SLOT = {name: BASE + i for i, name in enumerate(NAMES)}
 NSLOTS = BASE + len(NAMES)              # the pointer array's length (then wgcall's, hopcall's and bulkcall's slots)
 APART_SLOT = {"xrow": BASE - 2, "atom": BASE - 1, "wgmma": NSLOTS, "hopper": NSLOTS + 1, "bulk": NSLOTS + 2}
+APART_SLOT.update({name: NSLOTS + 3 + i for i, name in enumerate(WG_TILES)})
+NPTRS = NSLOTS + 3 + len(WG_TILES)      # the pointer array's whole length
+# what the CTA loop cannot run without (a kernel's CTAs go to the Python scheduler while one is missing)
+CTA_NEEDS = ("wgmma", "hopper", "bulk") + WG_TILES
 OF_OPCODE = {op: name for name, (_, ops) in FAMILIES.items() for op in ops}
 
 _CFUNCS: dict = {}

@@ -1,13 +1,14 @@
-"""The ldmatrix family of the fast engine (table: LDMATRIX), as ``ops.datamove`` defines it; compiled apart from
-the loops as one C-callable function (``entry``, ``ccall.SIG``; ``families.py``). The loop logs the access from
-the addresses the function leaves in scratch row 2."""
+"""The ldmatrix and stmatrix families of the fast engine (table: LDMATRIX, STMATRIX), as ``ops.datamove`` defines
+them; compiled apart from the loops, each as one C-callable function (``entry``, ``entry_st``, ``ccall.SIG``;
+``families.py``). The loop logs the access from the addresses the function leaves in scratch row 2."""
 import numpy as np
 from numba import njit
 
 from . import table as T
 from . import ccall as C
-from .raw import _peek16
-from .regs import I0, I64, _gather
+from .memx import mark_generic, smem_write_ok
+from .raw import _peek16, _poke
+from .regs import I0, I32, I64, _gather
 
 IDX = T.INDEX_MASK
 LANES = 32
@@ -77,4 +78,47 @@ def entry(em, prow, pimm, parena, n, pscratch):
     mtmp = C.u32_2d(pscratch + 8 * 8 * LANES, 4, LANES)           # scratch rows 8 and 9
     ok = _ldmatrix(C.i64_1d(prow, T.NFIELDS), C.u64_1d(pimm, T.NIMM), a8, C.reinterpret(a8, np.uint16), C.reinterpret(a8, np.uint32),
                    C.reinterpret(a8, np.uint64), inflight, state, C.reinterpret(s[2], np.int64), s[6], mtmp)
+    return 0 if ok else 1
+
+
+@njit(cache=True, _nrt=False)
+def _stmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr):
+    """stmatrix, the inverse of ldmatrix (``ops.datamove``); False (nothing written) when a used lane's row
+    address breaks a rule, or its bytes are still in flight (cp.async) or read by an in-flight wgmma (the
+    reference then raises)."""
+    nmat = row[T.Y]
+    trans = row[T.Z] == 1
+    if not matrix_addresses(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr):
+        return False
+    used = (np.int64(1) << (8 * nmat)) - 1
+    if not smem_write_ok(state, addrs, used, 16):
+        return False
+    base = state[T.S_SMEM_PTR]
+    for j in range(nmat):
+        _gather(row[T.V0 + j], I32, I0, xr, a8, a16, a32, a64, imrow)
+        for lane in range(LANES):
+            g, t = lane >> 2, lane & 3
+            v = xr[lane]
+            if trans:
+                a0 = addrs[8 * j + 2 * t] + 2 * g
+                a1 = addrs[8 * j + 2 * t + 1] + 2 * g
+            else:
+                a0 = addrs[8 * j + g] + 4 * t
+                a1 = a0 + 2
+            _poke(base + a0, 2, v & np.uint64(0xFFFF))
+            _poke(base + a1, 2, (v >> np.uint64(16)) & np.uint64(0xFFFF))
+    mark_generic(state, addrs, used, 16)
+    return True
+
+
+def entry_st(em, prow, pimm, parena, n, pscratch):
+    """The stmatrix family's C-callable body (ccall.SIG): 1 when nothing was written (the reference raises)."""
+    a8 = C.u8_1d(parena, n)
+    s = C.u64_2d(pscratch, C.NSCRATCH, LANES)
+    ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
+    state = C.i64_1d(ctx[C.K_STATE], T.NSTATE)
+    inflight = C.i32_1d(ctx[C.K_INFLIGHT], ctx[C.K_INFLIGHT_N])
+    ok = _stmatrix(C.i64_1d(prow, T.NFIELDS), C.u64_1d(pimm, T.NIMM), a8, C.reinterpret(a8, np.uint16),
+                   C.reinterpret(a8, np.uint32), C.reinterpret(a8, np.uint64), inflight, state,
+                   C.reinterpret(s[2], np.int64), s[6])
     return 0 if ok else 1

@@ -20,7 +20,6 @@ from . import ccall as C
 from .ccall import call_family, call_native, data_ptr, reinterpret
 from .families import NSLOTS as _NSLOTS, OF_OPCODE as _OF_OPCODE, SLOT as _SLOT
 from .wgmmax import call_wg
-from .ldm import matrix_addresses
 from .asyncx import K_NOP, call_hop
 from .ctaloop import bar_operands, record_stall, wake as mb_wake, yield_changed
 
@@ -42,6 +41,7 @@ for _op, _name in _OF_OPCODE.items():
 MMA_SLOT = _SLOT["mma"]
 MMAX_SLOT = _SLOT["mma_ext"]
 LDM_SLOT = _SLOT["ldmatrix"]
+STM_SLOT = _SLOT["stmatrix"]
 CP_SLOT = _SLOT["cpasync"]
 I32 = np.int64(32)          # (np.int64, not a literal: one specialisation of _gather)
 
@@ -279,36 +279,6 @@ def _pick(code, pc, live, come, qs, a32):
     if psync >= 0:
         return psync
     return pjoin
-
-
-@njit(cache=True, _nrt=False)
-def _stmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr):
-    """stmatrix, the inverse of ldmatrix (``ops.datamove``); False (nothing written) when a used lane's row
-    address breaks a rule, or its bytes are still in flight (cp.async) or read by an in-flight wgmma (the
-    reference then raises)."""
-    nmat = row[T.Y]
-    trans = row[T.Z] == 1
-    if not matrix_addresses(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr):
-        return False
-    used = (np.int64(1) << (8 * nmat)) - 1
-    if not smem_write_ok(state, addrs, used, 16):
-        return False
-    base = state[T.S_SMEM_PTR]
-    for j in range(nmat):
-        _gather(row[T.V0 + j], I32, I0, xr, a8, a16, a32, a64, imrow)
-        for lane in range(LANES):
-            g, t = lane >> 2, lane & 3
-            v = xr[lane]
-            if trans:
-                a0 = addrs[8 * j + 2 * t] + 2 * g
-                a1 = addrs[8 * j + 2 * t + 1] + 2 * g
-            else:
-                a0 = addrs[8 * j + g] + 4 * t
-                a1 = a0 + 2
-            _poke(base + a0, 2, v & np.uint64(0xFFFF))
-            _poke(base + a1, 2, (v >> np.uint64(16)) & np.uint64(0xFFFF))
-    mark_generic(state, addrs, used, 16)
-    return True
 
 
 @njit(cache=True, _nrt=False)
@@ -554,9 +524,9 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                 state[T.S_PC] = p
                 state[T.S_MASK] = m
                 break
-        elif opc == T.STMATRIX:
-            if em != 0xFFFFFFFF or wide == 1 or nlog >= log_pc.shape[0] or \
-                    not _stmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr):
+        elif opc == T.STMATRIX:              # the stmatrix family (ldm.entry_st); the addresses in scratch row 2
+            if em != 0xFFFFFFFF or wide == 1 or nlog >= log_pc.shape[0] or mptr[STM_SLOT] == 0 or \
+                    call_family(mptr[STM_SLOT], em, data_ptr(row), data_ptr(imrow), parena, narena, pscratch) != 0:
                 handback = True
                 break
             log_pc[nlog] = p

@@ -232,8 +232,8 @@ class Translation:
         bulkcall.py's (loop.BSLOT)."""
         from ...numerics import mufu
         from . import families
-        self.mufu_ptr = np.zeros(families.NSLOTS + 3, np.int64)
-        self.mufu_size = np.zeros(families.NSLOTS + 3, np.int64)
+        self.mufu_ptr = np.zeros(families.NPTRS, np.int64)
+        self.mufu_size = np.zeros(families.NPTRS, np.int64)
         self._mufu_keep = []
         ops = set(np.unique(self.code[:, T.OP]).tolist())
         self.families = sorted({families.OF_OPCODE[op] for op in ops if op in families.OF_OPCODE},
@@ -244,6 +244,8 @@ class Translation:
         self.apart = [name for name, used in (("xrow", T.XROW in ops), ("atom", T.ATOM in ops),
                                               ("hopper", self._hopx), ("wgmma", self.wg is not None),
                                               ("bulk", bool(self.bulkx))) if used]
+        if self.wg is not None:                 # wgmma's tile functions, one per form (wgcall.py)
+            self.apart += sorted(self.wg.tiles, key=families.WG_TILES.index)
         for k in sorted(self._mufu):
             tab = mufu.tables()[fmath.TABLES[k]]
             if tab.dtype != np.uint32 or not tab.flags.c_contiguous:

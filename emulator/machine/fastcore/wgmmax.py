@@ -46,8 +46,9 @@ jitcache.prepare()
 # -- ctl: the table's arrays, as raw pointers ---------------------------------------------------------------
 (K_NW, K_ARENAS, K_ABYTES, K_SMEM, K_SMSIZE, K_READS, K_NREAD, K_STAMP, K_STAMPV, K_REC, K_R, K_CNT, K_EXP,
  K_KNOWN, K_NWR, K_LOG, K_LR, K_LOGLEN, K_WGOK, K_INS, K_REGS, K_WGR, K_MAPS, K_NPC, K_NMAPS, K_NMMA,
- K_SEQ) = range(27)
-NCTL = 27
+ K_SEQ, K_PTRS) = range(28)
+NCTL = 28
+# K_PTRS: the translation's pointer array (``Translation.mufu_ptr``), where the tile functions' addresses are
 # -- a record ---------------------------------------------------------------------------------------------
 R_PC, R_AD, R_BD, R_SCD, R_NUM, R_GRP, R_DONE, R_HELD = range(8)
 NRF = 8
@@ -58,8 +59,9 @@ NCF = 10
 (I_KIND, I_KEEP, I_N, I_K, I_WA, I_WB, I_WD, I_ND, I_NA, I_EPRD, I_EPRA, I_FA, I_FB, I_FC, I_FD, I_L, I_F, I_EZ,
  I_MODE, I_INT, I_ASG, I_BSG, I_SAT, I_CUT, I_NEGA, I_NEGB, I_TA, I_TB, I_SS, I_SDC, I_SDSLOT, I_SDNEG, I_ADESC,
  I_BDESC, I_LUTA, I_LUTAN, I_LUTB, I_LUTBN, I_REGROW, I_DMAP, I_AMAP, I_SHAPE, I_F32, I_VALA, I_EXPA, I_NVA,
- I_VALB, I_EXPB, I_NVB) = range(49)
-NIF = 49
+ I_VALB, I_EXPB, I_NVB, I_TILE) = range(50)
+NIF = 50
+# I_TILE: the pointer-array slot of the function that computes the form's tile (``TILE_OF``, families.APART)
 W_FENCE, W_COMMIT, W_WAIT, W_MMA = 1, 2, 3, 4
 KINDS = {"fence": W_FENCE, "commit_group": W_COMMIT, "wait_group": W_WAIT, "mma": W_MMA}
 # -- the register table: D slots, A slots, then their indices among the kernel's wgmma registers -------------
@@ -213,35 +215,67 @@ def _pack(a32, slots, nreg, maps, moff, epr, w, tile, row0, cols, exp_w, known_w
 
 
 # ---------------------------------------------------------------------------------------------------------
-@njit(cache=True)
-def _tile(ins, A, Bt, C, luta, lutb):
-    """D (64, N) raw bits: ``numerics.wgmma.wgmma_tile`` (A, B already negated, C already zeroed)."""
+# The tile arithmetic, one function per form, each compiled apart from ``wg_step`` (wgcall.py: families.APART
+# "wg_int", "wg_dec", "wg_f32_<L>") and only for kernels with that form: ``_mma`` calls it through its address.
+# Each takes the instruction's row and D's array; A (64, K), B^T (K, N), C (64, N) raw bits (A, B already
+# negated, C already zeroed): ``numerics.wgmma.wgmma_tile``.
+@njit(cache=True, inline="always")
+def tile_int(ins, A, Bt, C, out):
+    """The s32 forms: exact sums, saturated on request."""
     M, K = A.shape
     N = Bt.shape[1]
-    out = np.empty((M, N), np.uint64)
-    if ins[I_INT] == 1:
+    for m in range(M):
+        for n in range(N):
+            c = np.int64(C[m, n] & np.uint64(0xFFFFFFFF))
+            if c >= 2 ** 31:
+                c -= 2 ** 32
+            s = c
+            for k in range(K):
+                a = np.int64(A[m, k])
+                b = np.int64(Bt[k, n])
+                if ins[I_ASG] == 1 and a >= 128:
+                    a -= 256
+                if ins[I_BSG] == 1 and b >= 128:
+                    b -= 256
+                s += a * b
+            if ins[I_SAT] == 1:
+                s = min(max(s, -2 ** 31), 2 ** 31 - 1)
+            out[m, n] = np.uint64(s & 0xFFFFFFFF)
+    return 0
+
+
+@njit(cache=True, inline="always")
+def _fix_and_cut(ins, A, Bt, C, out, spa, spb, redo):
+    """The inf/NaN and overflow fix-ups of the elements the block left (``gemm_fast._fixups``), then fp8's cut
+    to 13 fraction bits (``numerics.wgmma.fp8_f32_cut``)."""
+    M, N = out.shape
+    fix = False
+    for m in range(M):
+        fix = fix or spa[m]
+    for n in range(N):
+        fix = fix or spb[n]
+    for m in range(M):
+        for n in range(N):
+            fix = fix or redo[m, n]
+    if fix:
+        gemm_fast._fixups(A, Bt, C, spa, spb, redo, ins[I_FA], ins[I_FB], ins[I_FC], ins[I_FD], ins[I_L], ins[I_F],
+                          ins[I_EZ], ins[I_MODE], out)
+    if ins[I_CUT] == 1:
         for m in range(M):
             for n in range(N):
-                c = np.int64(C[m, n] & np.uint64(0xFFFFFFFF))
-                if c >= 2 ** 31:
-                    c -= 2 ** 32
-                s = c
-                for k in range(K):
-                    a = np.int64(A[m, k])
-                    b = np.int64(Bt[k, n])
-                    if ins[I_ASG] == 1 and a >= 128:
-                        a -= 256
-                    if ins[I_BSG] == 1 and b >= 128:
-                        b -= 256
-                    s += a * b
-                if ins[I_SAT] == 1:
-                    s = min(max(s, -2 ** 31), 2 ** 31 - 1)
-                out[m, n] = np.uint64(s & 0xFFFFFFFF)
-        return out
-    fa, fb, fc, fd = ins[I_FA], ins[I_FB], ins[I_FC], ins[I_FD]
-    L, F, ez, mode = ins[I_L], ins[I_F], ins[I_EZ], ins[I_MODE]
-    if ins[I_F32] == 1:                          # gemm_fast.tc_gemm's binary64 path (f32 accumulators, RZ)
-        return _tile_f32(ins, A, Bt, C, out, M, N, K, fa, fb, fc, fd, L, F, ez, mode)
+                d = out[m, n]
+                if (d & np.uint64(0x7F800000)) != np.uint64(0x7F800000):
+                    out[m, n] = d & KEEP13
+
+
+@njit(cache=True, inline="always")
+def tile_dec(ins, A, Bt, C, out):
+    """The float forms ``gemm_fast.tc_gemm`` decodes (every accumulator but f32 rounded toward zero): decode,
+    one block, the fix-ups."""
+    M, K = A.shape
+    N = Bt.shape[1]
+    luta = carray(_pi64(ins[I_LUTA]), (ins[I_LUTAN], 4))
+    lutb = carray(_pi64(ins[I_LUTB]), (ins[I_LUTBN], 4))
     aS = np.empty((M, K), np.int64)
     aq = np.empty((M, K), np.int64)
     at = np.empty((M, K), np.int64)
@@ -251,31 +285,19 @@ def _tile(ins, A, Bt, C, luta, lutb):
     spa = np.zeros(M, np.bool_)
     spb = np.zeros(N, np.bool_)
     redo = np.zeros((M, N), np.bool_)
-    gemm_fast._decode_matrix(A, fa, aS, aq, at, spa, True, luta)
-    gemm_fast._decode_matrix(Bt, fb, bS, bq, bt, spb, False, lutb)
-    gemm_fast._block(0, M, 0, N, aS, aq, at, bS, bq, bt, C, fc, fd, L, F, ez, mode, out, redo)
-    fix = False
-    for m in range(M):
-        fix = fix or spa[m]
-    for n in range(N):
-        fix = fix or spb[n]
-    for m in range(M):
-        for n in range(N):
-            fix = fix or redo[m, n]
-    if fix:
-        gemm_fast._fixups(A, Bt, C, spa, spb, redo, fa, fb, fc, fd, L, F, ez, mode, out)
-    if ins[I_CUT] == 1:                          # fp8 -> f32: 13 fraction bits (numerics.wgmma.fp8_f32_cut)
-        for m in range(M):
-            for n in range(N):
-                d = out[m, n]
-                if (d & np.uint64(0x7F800000)) != np.uint64(0x7F800000):
-                    out[m, n] = d & KEEP13
-    return out
+    gemm_fast._decode_matrix(A, ins[I_FA], aS, aq, at, spa, True, luta)
+    gemm_fast._decode_matrix(Bt, ins[I_FB], bS, bq, bt, spb, False, lutb)
+    gemm_fast._block(0, M, 0, N, aS, aq, at, bS, bq, bt, C, ins[I_FC], ins[I_FD], ins[I_L], ins[I_F], ins[I_EZ],
+                     ins[I_MODE], out, redo)
+    _fix_and_cut(ins, A, Bt, C, out, spa, spb, redo)
+    return 0
 
 
-@njit(cache=True)
-def _tile_f32(ins, A, Bt, C, out, M, N, K, fa, fb, fc, fd, L, F, ez, mode):
-    """``gemm_fast._f32_run`` and its fix-ups on one tile (the kernel of its L), then fp8's cut."""
+@njit(cache=True, inline="always")
+def _f32_operands(ins, A, Bt):
+    """``gemm_fast._f32_run``'s operands: A's values and exponents, B's panels, the special rows and columns."""
+    M, K = A.shape
+    N = Bt.shape[1]
     W = gemm_fast._W
     P = (N + W - 1) // W
     av = np.empty((M, K), np.float64)
@@ -284,43 +306,91 @@ def _tile_f32(ins, A, Bt, C, out, M, N, K, fa, fb, fc, fd, L, F, ez, mode):
     btp = np.empty((P, K * W), np.int16)
     spa = np.zeros(M, np.bool_)
     spb = np.zeros(N, np.bool_)
-    redo = np.zeros((M, N), np.bool_)
     vala = carray(_pf64(ins[I_VALA]), ins[I_NVA])
     expa = carray(_pi16(ins[I_EXPA]), ins[I_NVA])
     valb = carray(_pf64(ins[I_VALB]), ins[I_NVB])
     expb = carray(_pi16(ins[I_EXPB]), ins[I_NVB])
-    gemm_fast._f32_a(A, fa, vala, expa, av, at, spa)
-    gemm_fast._f32_b(Bt, fb, valb, expb, bvp, btp, spb)
-    ntasks = ((M + gemm_fast._FBR - 1) // gemm_fast._FBR) * P
-    if L == 16:
-        gemm_fast._gemm_f32_16(0, ntasks, av, at, bvp, btp, C, F, ez, out, redo)
-    elif L == 32:
-        gemm_fast._gemm_f32_32(0, ntasks, av, at, bvp, btp, C, F, ez, out, redo)
-    elif L == 8:
-        gemm_fast._gemm_f32_8(0, ntasks, av, at, bvp, btp, C, F, ez, out, redo)
-    else:
-        gemm_fast._gemm_f32_4(0, ntasks, av, at, bvp, btp, C, F, ez, out, redo)
-    fix = False
-    for m in range(M):
-        fix = fix or spa[m]
-    for n in range(N):
-        fix = fix or spb[n]
-    for m in range(M):
-        for n in range(N):
-            fix = fix or redo[m, n]
-    if fix:
-        gemm_fast._fixups(A, Bt, C, spa, spb, redo, fa, fb, fc, fd, L, F, ez, mode, out)
-    if ins[I_CUT] == 1:
-        for m in range(M):
-            for n in range(N):
-                d = out[m, n]
-                if (d & np.uint64(0x7F800000)) != np.uint64(0x7F800000):
-                    out[m, n] = d & KEEP13
-    return out
+    gemm_fast._f32_a(A, ins[I_FA], vala, expa, av, at, spa)
+    gemm_fast._f32_b(Bt, ins[I_FB], valb, expb, bvp, btp, spb)
+    return av, at, bvp, btp, spa, spb
+
+
+# gemm_fast.tc_gemm's binary64 path (f32 accumulators rounded toward zero), one function per L (the kernel of
+# ``gemm_fast._GEMM_F32``): a kernel compiles only the L of its forms (f16/bf16 16, fp8 32, tf32 8)
+@njit(cache=True, inline="always")
+def tile_f32_16(ins, A, Bt, C, out):
+    av, at, bvp, btp, spa, spb = _f32_operands(ins, A, Bt)
+    redo = np.zeros(out.shape, np.bool_)
+    ntasks = ((A.shape[0] + gemm_fast._FBR - 1) // gemm_fast._FBR) * bvp.shape[0]
+    gemm_fast._gemm_f32_16(0, ntasks, av, at, bvp, btp, C, ins[I_F], ins[I_EZ], out, redo)
+    _fix_and_cut(ins, A, Bt, C, out, spa, spb, redo)
+    return 0
+
+
+@njit(cache=True, inline="always")
+def tile_f32_32(ins, A, Bt, C, out):
+    av, at, bvp, btp, spa, spb = _f32_operands(ins, A, Bt)
+    redo = np.zeros(out.shape, np.bool_)
+    ntasks = ((A.shape[0] + gemm_fast._FBR - 1) // gemm_fast._FBR) * bvp.shape[0]
+    gemm_fast._gemm_f32_32(0, ntasks, av, at, bvp, btp, C, ins[I_F], ins[I_EZ], out, redo)
+    _fix_and_cut(ins, A, Bt, C, out, spa, spb, redo)
+    return 0
+
+
+@njit(cache=True, inline="always")
+def tile_f32_8(ins, A, Bt, C, out):
+    av, at, bvp, btp, spa, spb = _f32_operands(ins, A, Bt)
+    redo = np.zeros(out.shape, np.bool_)
+    ntasks = ((A.shape[0] + gemm_fast._FBR - 1) // gemm_fast._FBR) * bvp.shape[0]
+    gemm_fast._gemm_f32_8(0, ntasks, av, at, bvp, btp, C, ins[I_F], ins[I_EZ], out, redo)
+    _fix_and_cut(ins, A, Bt, C, out, spa, spb, redo)
+    return 0
+
+
+@njit(cache=True, inline="always")
+def tile_f32_4(ins, A, Bt, C, out):
+    av, at, bvp, btp, spa, spb = _f32_operands(ins, A, Bt)
+    redo = np.zeros(out.shape, np.bool_)
+    ntasks = ((A.shape[0] + gemm_fast._FBR - 1) // gemm_fast._FBR) * bvp.shape[0]
+    gemm_fast._gemm_f32_4(0, ntasks, av, at, bvp, btp, C, ins[I_F], ins[I_EZ], out, redo)
+    _fix_and_cut(ins, A, Bt, C, out, spa, spb, redo)
+    return 0
+
+
+def tile_of(r) -> str:
+    """The name (families.APART) of the function that computes the tile of the instruction row ``r``."""
+    if r[I_INT] == 1:
+        return "wg_int"
+    if r[I_F32] == 1:
+        return f"wg_f32_{int(r[I_L])}"
+    return "wg_dec"
+
+
+@intrinsic
+def call_tile(typingctx, fn, row, A, Bt, C, D, K, N):
+    """Call the tile function at the address ``fn`` (wgcall.py's entries, which take int64s: the addresses of the
+    instruction's row, A, B^T, C and D, then K and N); returns its int64. The arrays themselves are the
+    arguments, so that they stay alive until the call returns."""
+    sig = types.int64(fn, row, A, Bt, C, D, K, N)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        f = builder.inttoptr(args[0], ir.FunctionType(i64, [i64] * 7).as_pointer())
+        ptrs = [builder.ptrtoint(context.make_array(ty)(context, builder, v).data, i64)
+                for ty, v in zip(signature.args[1:6], args[1:6])]
+        return builder.call(f, ptrs + [args[6], args[7]])
+    return sig, codegen
+
+
+@njit(cache=True, inline="always")
+def tile_arrays(prow, pa, pbt, pc, pout, K, N):
+    """The arrays a tile function reads and writes, at the addresses ``call_tile`` passes."""
+    return (carray(_pi64(prow), NIF), carray(_pu64(pa), (64, K)), carray(_pu64(pbt), (K, N)),
+            carray(_pu64(pc), (64, N)), carray(_pu64(pout), (64, N)))
 
 
 # ---------------------------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def wg_step(p, w, em, ctl, state):
     """One wgmma instruction at ``p`` for warp ``w`` (lanes ``em``), or (p = -1) whether warp ``w``'s wgmma
     hold registers, or (p = -2) the lanes of warp ``w`` to wake from a wait_group whose records are now
@@ -377,7 +447,7 @@ def wg_step(p, w, em, ctl, state):
     return _mma(p, w, g, row, ins, ctl, state, cnt, rec, nw, R, a32)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _wait(w, keep, ctl, state, cnt, rec, nw, R):
     lim = cnt[w, N_COMMIT] - keep
     n = cnt[w, N_REC]
@@ -442,7 +512,7 @@ def _uniform64(a64, e, out):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _mma(p, w, g, row, ins, ctl, state, cnt, rec, nw, R, a32):
     ab = ctl[K_ABYTES]
     a8 = carray(_pu8(ctl[K_ARENAS] + w * ab), ab)
@@ -458,6 +528,9 @@ def _mma(p, w, g, row, ins, ctl, state, cnt, rec, nw, R, a32):
                 return 1
     if row[I_SDNEG] == 1:
         scd = 1 - scd
+    tile = carray(_pi64(ctl[K_PTRS]), row[I_TILE] + 1)[row[I_TILE]]
+    if tile == 0:                                # the form's tile function is not compiled (yet)
+        return 1
     tmp = np.zeros(1, np.int64)
     if not _uniform64(a64, row[I_BDESC], tmp):
         return 1
@@ -580,9 +653,8 @@ def _mma(p, w, g, row, ins, ctl, state, cnt, rec, nw, R, a32):
         for m in range(64):
             for k in range(K):
                 A[m, k] ^= na_
-    luta = carray(_pi64(row[I_LUTA]), (row[I_LUTAN], 4))
-    lutb = carray(_pi64(row[I_LUTB]), (row[I_LUTBN], 4))
-    D = _tile(row, A, Bt, C, luta, lutb)
+    D = np.empty((64, N), np.uint64)
+    call_tile(tile, row, A, Bt, C, D, np.int64(K), np.int64(N))
     for j in range(4):
         v = 4 * g + j
         av = carray(_pu32(ctl[K_ARENAS] + v * ab), ab // 4)
@@ -655,6 +727,7 @@ class WgProgram:
     def __init__(self, t):
         from ...numerics import wgmma as num
         from ...numerics.params import FORMATS, RZ
+        from .families import APART_SLOT
         wp = t._wgp
         self.infos = wp["pcs"]
         self.names = list(wp["names"])
@@ -663,6 +736,8 @@ class WgProgram:
         npc = len(t.code)
         self.ins = np.zeros((npc, NIF), np.int64)
         mmas = [pc for pc, i in sorted(self.infos.items()) if i["kind"] == "mma"]
+        self.tiles = set()          # the tile functions of its forms (families.APART: the translation binds them)
+        self.tr = t                 # (its pointer array holds their addresses: ctl K_PTRS)
         self.regs = np.zeros((max(len(mmas), 1), NREGCOL), np.int64)
         maps, keep = [], []
         off = 0
@@ -731,6 +806,9 @@ class WgProgram:
             r[I_ADESC] = sl[info["a_desc"]] if info["ss"] else -1
             r[I_BDESC] = sl[info["b_desc"]]
             r[I_SHAPE] = shapes.setdefault(info["shape"], len(shapes))
+            name = tile_of(r)
+            self.tiles.add(name)
+            r[I_TILE] = APART_SLOT[name]
         self.maps = np.concatenate(maps) if maps else np.zeros(1, np.int64)
         self._keep = keep
 
@@ -786,6 +864,7 @@ class WgTable:
             c[K_WGOK], c[K_INS], c[K_REGS] = self.wgok.ctypes.data, wp.ins.ctypes.data, wp.regs.ctypes.data
             c[K_WGR], c[K_MAPS], c[K_NPC] = wp.wgr.ctypes.data, wp.maps.ctypes.data, wp.ins.shape[0]
             c[K_NMAPS], c[K_NMMA] = wp.maps.size, wp.regs.shape[0]
+            c[K_PTRS] = wp.tr.mufu_ptr.ctypes.data
             self._ctl0 = c.copy()           # the control row as a CTA starts (a reused table goes back to it)
         else:
             # a finished CTA's arrays: every record retired, the read counts all zero; the stamps only grow, so a

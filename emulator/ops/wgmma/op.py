@@ -185,7 +185,8 @@ def get_wgmma(opcode: str) -> WgmmaOp:
     op = _CACHE.get(opcode)
     if op is None:
         sp = canonical_spelling(opcode)
-        sv = SP.VARIANTS.get(sp)
+        # (the sparse table is built on first use: a dense form never asks for it)
+        sv = SP.VARIANTS.get(sp) if isinstance(sp, str) and "sp" in sp.split(".") else None
         if sv is not None:
             op = _CACHE[opcode] = WgmmaSpOp(sv)
             return op
