@@ -103,12 +103,13 @@ class CTA:
         self.barriers = {}         # id -> {'arrived': int, 'waiters': [(warp, mask)], 'expected': int, 'red': []}
         nthreads = block[0] * block[1] * block[2]
         nwarps = -(-nthreads // LANES)
-        self.warps = []
+        self.nthreads, self.nwarps = nthreads, nwarps
+        self._warps = None
         # special registers: the launch's (built once per launch shape, read-only, shared by every warp and
         # CTA), this CTA's %ctaid and its place in its cluster
         same, per_warp = _launch_specials(block, grid, smem_size, prog.shared_static, nwarps)
         cdims = cluster.dims
-        # the specials of the CTA's place in the grid and its cluster (FastCTA.bind refills those that differ
+        # the specials of the CTA's place in the grid and its cluster (FastCTA.start refills those that differ
         # between the CTAs of a launch)
         own = dict(_cluster_specials(tuple(grid), cdims, cluster.size, bool(cluster.explicit)))
         for k, (ctaid_n, cl_ctaid_n, _, clusterid_n, _) in enumerate(_CTA_NAMES):
@@ -131,26 +132,54 @@ class CTA:
         self.params = np.empty((nwarps, LANES, param_init.size), np.uint8)
         self.params[...] = param_init
         self.param_rows = [self.params[w] for w in range(nwarps)]
+        self._same, self._per_warp = same, per_warp
+        self._make = (gmem, options, param_init, local_bases, trace, symbols, profile, fast)
+        if fast_cta is not None:
+            # the CTA loop runs on its arrays alone: the warps (KernelWarp, FastWarp) are built when something reads
+            # them (a hand-back, the scheduler taking over, the sanitizer, ``result.ctas``), from those arrays
+            self.fast_cta = fast_cta.start(self)
+        else:
+            self.fast_cta = None
+            self._build_warps()
+
+    @property
+    def warps(self):
+        """The CTA's warps (``KernelWarp``), built the first time they are read."""
+        ws = self._warps
+        return ws if ws is not None else self._build_warps()
+
+    def specials_of(self, w):
+        """{name: lanes} of the special registers of warp ``w`` known at the launch (the warp's
+        ``special_values`` when it is built)."""
+        sv = dict(self._same)
+        sv.update(self._per_warp[w])
+        sv.update(self.own_specials)
+        return sv
+
+    def _build_warps(self):
+        gmem, options, param_init, local_bases, trace, symbols, profile, fast = self._make
+        prog, nwarps, nthreads = self.prog, self.nwarps, self.nthreads
+        fc = self.__dict__.get("_fast_arrays")      # the CTA loop's arrays, when it ran or runs this CTA
         cl_arrived = np.zeros((nwarps, LANES), np.bool_)
         cl_phase = np.zeros((nwarps, LANES), np.int64)
+        ws = []
         for w in range(nwarps):
             bases = local_bases[w * LANES:(w + 1) * LANES]
             kw = KernelWarp(self, prog, w, nthreads - w * LANES, self.smem, gmem, prog.arch, options, param_init,
                             bases, prog.layout.local, trace, self.param_rows[w],
-                            None if fast_cta is None else (fast_cta.pcs[w], fast_cta.exited[w], fast_cta.waiting[w]),
-                            dict(symbols))
+                            None if fc is None else (fc.pcs[w], fc.exited[w], fc.waiting[w]), dict(symbols))
             if profile is not None:
                 kw.profile = profile
-            sv = kw.special_values
-            sv.update(same)
-            sv.update(per_warp[w])
-            sv.update(own)
+            kw.special_values = self.specials_of(w)
             kw.cl_arrived = cl_arrived[w]       # barrier.cluster: arrived, not yet waited
             kw.cl_phase = cl_phase[w]           # the cluster barrier's phase at the arrival
             if fast is not None:
-                kw.fast = fast.attach(kw, fast_cta.arenas[w] if fast_cta is not None else None)
-            self.warps.append(kw)
-        self.fast_cta = fast_cta.bind(self) if fast_cta is not None else None
+                kw.fast = fast.attach(kw, fc.arenas[w] if fc is not None else None)
+            ws.append(kw)
+        self._warps = ws
+        if fc is not None:
+            fc.adopt(self, ws)                  # the state the CTA loop kept in its arrays so far
+        return ws
 
     def __repr__(self):
         done = sum(bool(w.exited.all()) for w in self.warps)
@@ -161,9 +190,13 @@ class CTA:
     def run(self, park=False):
         """Run the CTA to its end and return its warps. With ``park`` (the grid scheduler, machine.residency),
         return None instead of reporting a deadlock when its warps only spin on memory another CTA may write;
-        ``self.moved`` then says whether this call changed anything, and a later call goes on."""
+        ``self.moved`` then says whether this call changed anything, and a later call goes on; a CTA that ran to
+        its end returns True (its warps, ``self.warps``, are built when read)."""
         with np.errstate(all="ignore"):          # IEEE exceptions are results here, not warnings
-            return self._run(park)
+            done = self._run(park)
+        if done is None:
+            return None
+        return True if park else self.warps
 
     def _run(self, park=False):
         moved = False
@@ -173,7 +206,7 @@ class CTA:
             if handoff is None:
                 self.async_unit.pump()
                 check_wgmma_end(self)
-                return self.warps
+                return True
             # a spin check acted in the CTA loop: this scheduler goes on from that warp, as it would have
             self.fast_cta = None
             start = handoff
@@ -231,7 +264,7 @@ class CTA:
                     return None
                 self._deadlock()
         check_wgmma_end(self)
-        return self.warps
+        return True
 
     @staticmethod
     def _yield_changed(w):

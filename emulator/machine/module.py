@@ -414,6 +414,8 @@ class Module:
                       bases, options, trace, out, result, budget, fast, schedule, timeline,
                       profile=prof, debug=debug)
             cta._depot = bases
+            if cta.fast_cta is not None and not (keep == "all" or (keep == "last" and tuple(cid) == last)):
+                cta.fast_cta.unkept = True      # nothing reads its warps' bank records after the run
             if san is not None:
                 san.attach(cta)
             return cta
@@ -438,7 +440,7 @@ class Module:
         for cid in (ctaids if keep == "all" else [last] if keep == "last" else ()):
             cta = done[cid]
             result.async_units.append(cta.async_unit)
-            result.ctas.append((cid, cta.warps))
+            result.keep_cta(cid, cta)           # (its warps are built when result.ctas is read)
         result.instructions = int(max_instructions) - budget[0]
         _release(fast)
         return result

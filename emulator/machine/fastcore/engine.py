@@ -413,6 +413,30 @@ class FastWarp:
                                        fl.log_mask[:n].copy(), fl.log_addr[:n].copy(), fl.log_src[:n].copy()))
 
 
+_EXITED: dict = {}
+
+
+def _EXITED_ROWS(nw, nthreads):
+    """(nw, 32) bool: the lanes of a CTA of ``nthreads`` threads that are no thread (exited from the start)."""
+    got = _EXITED.get((nw, nthreads))
+    if got is None:
+        if len(_EXITED) > 256:
+            _EXITED.clear()
+        got = _EXITED[(nw, nthreads)] = np.arange(nw * 32, dtype=np.int64).reshape(nw, 32) >= nthreads
+        got.flags.writeable = False
+    return got
+
+
+def _special(cta, w, values, name):
+    """A special register of warp ``w`` of ``cta`` that the launch did not set (``Warp.special``'s rule, for a warp
+    that has not issued anything)."""
+    from ..warp import Warp
+
+    class _Fresh:
+        special_values, warp_id, clock, smem = values, w, 0, cta.smem
+    return Warp.special(_Fresh, name)
+
+
 class FastCTA:
     """A CTA run by the jitted CTA loop (``loop.run_cta``): the warps' arenas, PCs, exit and wait masks live
     in (warps, ...) arrays whose rows are the warps' own arrays, so Python (which runs the instructions the
@@ -437,57 +461,64 @@ class FastCTA:
         self.cst[T.C_ASYNC] = int(tr.any_bulk)          # copies may be in flight at a round's end (ctaloop.py)
         self.mbw = ctaloop_arrays(nw)                   # mbarrier stall records, yields (ctaloop.py)
         self.ysnap = np.zeros((nw, max(tr.arena_bytes, 8) if tr.mb_waits or tr.wg is not None else 1), np.uint8)
+        self.unkept = False         # set when nothing will read the CTA's warps after its run (no bank records kept)
 
-    def bind(self, cta):
-        """Make the warps' PCs, exit and wait masks rows of the loop's arrays (their arenas already are)."""
-        for i, w in enumerate(cta.warps):
-            if w.pc.base is not self.pcs or w.exited.base is not self.exited or w.waiting.base is not self.waiting:
-                self.pcs[i], self.exited[i], self.waiting[i] = w.pc, w.exited, w.waiting
-                w.pc, w.exited, w.waiting = self.pcs[i], self.exited[i], self.waiting[i]
-            if w.issued or w.back_taken:
-                self.issued[i] = w.issued
-                self.backs[i] = w.back_taken
-        params, rows = getattr(cta, "params", None), getattr(cta, "param_rows", None)
-        if params is not None and rows is not None and len(rows) == len(cta.warps) and \
-                all(w.param is r for w, r in zip(cta.warps, rows)):      # warp i's rows: block i of the CTA's
-            self.param_ptrs = params.ctypes.data + np.arange(len(cta.warps), dtype=np.int64) * params[0].nbytes
-        else:
-            self.param_ptrs = np.array([w.param.__array_interface__["data"][0] for w in cta.warps], np.int64)
-        if self.launch.special_names and cta.warps:
+    def start(self, cta):
+        """Set the loop's arrays up for ``cta`` before any warp object exists (``machine.cta.CTA``: the warps are
+        built from these arrays when something reads them, ``adopt``): every lane at PC 0, lanes past the block's
+        thread count exited, the parameter blocks, the special registers, the cp.async table."""
+        nw = cta.nwarps
+        self.exited[:] = _EXITED_ROWS(nw, cta.nthreads)
+        params = cta.params
+        self.param_ptrs = params.ctypes.data + np.arange(nw, dtype=np.int64) * params[0].nbytes
+        if self.launch.special_names:
             self._fill_specials(cta)
-        self.cp = CpAsyncTable(len(cta.warps), cta.warps[0].options.cp_async == "eager") if cta.warps else None
-        for i, w in enumerate(cta.warps):
-            w.fast.use_cp_table(self.cp, i, w)
+        options = cta._make[1]
+        self.cp = CpAsyncTable(nw, options is not None and options.cp_async == "eager")
         self.xstates = [{}]                         # the registers outside the arenas, by version (MW_XVER)
         self.xids = {}
-        for i, w in enumerate(cta.warps):
-            self.mbw[i, T.MB_W, T.MW_XVER] = self._xver(w)
+        self.pending = []                           # shared-memory log copies for warps not built yet (_flush)
         self.wg = None                              # the wgmma state, while this loop owns it (wgmmax.py)
-        if self.launch.tr.wg is not None and cta.warps:
+        if self.launch.tr.wg is not None:
             from .wgmmax import K_SEQ, WgTable
             from .ctaloop import K_SEQ_OFFSET
             assert K_SEQ_OFFSET == 8 * K_SEQ        # (the stalls of both kinds share wgmmax's counter)
             self.wg = WgTable(self.launch.tr.wg, cta, self.arenas, self.launch.__dict__.setdefault("wg_pool", {}))
+        cta._fast_arrays = self
         return self
+
+    def adopt(self, cta, ws):
+        """The CTA's warps were just built (on the rows of these arrays): hand them what the loop kept apart so
+        far (their cp.async rows, issue and backward-branch counts, executed instructions, bank records)."""
+        issued, backs = self.issued.tolist(), self.backs.tolist()
+        for i, w in enumerate(ws):
+            w.fast.use_cp_table(self.cp, i, w)
+            if issued[i]:
+                w.clock = w.issued = issued[i]
+            if backs[i]:
+                w.back_taken = backs[i]
+        self._finish(ws)
+        pending, self.pending = self.pending, []
+        for n, log in pending:
+            self._hand_log(ws, n, log)
 
     def _fill_specials(self, cta):
         """Write the constant special registers into every warp's arena in one store: the values of the launch's
         first CTA of this size, with the ones that differ between CTAs (``CTA.own_specials``) set for this one."""
         fl = self.launch
         names, index = fl.special_names, fl.special_index
-        ws = cta.warps
-        own = getattr(cta, "own_specials", None) or {}
-        tmpl = fl.__dict__.setdefault("special_rows", {}).get(len(ws))
+        nw = cta.nwarps
+        own = cta.own_specials
+        tmpl = fl.__dict__.setdefault("special_rows", {}).get(nw)
         if tmpl is None:
-            vals = np.array([[w.special_values[n] if n in w.special_values else w.special(n) for n in names]
-                             for w in ws], np.uint32)
-            fl.special_rows[len(ws)] = (vals, [(j, n) for j, n in enumerate(names) if n in own])
+            vals = np.array([[v[n] if n in v else _special(cta, w, v, n) for n in names]
+                             for w, v in ((w, cta.specials_of(w)) for w in range(nw))], np.uint32)
+            fl.special_rows[nw] = (vals, [(j, n) for j, n in enumerate(names) if n in own])
         else:
             vals, per_cta = tmpl
             vals = vals.copy()
-            sv = ws[0].special_values
             for j, n in per_cta:
-                vals[:, j] = sv[n]
+                vals[:, j] = own[n]
         self.arenas.view(np.uint32)[:, index] = vals
 
     def run(self, cta):
@@ -499,14 +530,15 @@ class FastCTA:
         run_cta = fl._run_cta
         tr = fl.tr
         st = fl.state
-        ws = cta.warps
+        ws = cta._warps                 # None until something reads the warps (CTA.warps builds them)
         cp = self.cp
         st[T.S_SPIN_CHECK] = SPIN_CHECK
         st[T.S_WG_REGS] = st[T.S_WG_SMEM] = st[T.S_WG] = 0
         st[T.S_WG_READS] = st[T.S_DIRTY] = st[T.S_DIRTY_N] = 0    # (set below for kernels the async proxy reads)
         # the CTA's mbarriers, unless a sanitizer follows them (the executors tell it; a timeline keeps the Python
         # scheduler); a try_wait parks its lanes in the loop unless a yield's state includes .param bytes
-        mbs = ws[0]._async.mbarriers if ws and cta.san is None and not ws[0]._async.record else None
+        au0 = cta.async_unit
+        mbs = au0.mbarriers if cta.san is None and not au0.record else None
         st[T.S_MBW] = int(mbs is not None and not tr.param_writes)
         st[T.S_MBINIT] = int(mbs is not None)
         if mbs is not None and tr.cta_waits:
@@ -519,7 +551,7 @@ class FastCTA:
         st[T.S_GTAB] = _pointer(fl.gtab)
         st[T.S_GTAB_N] = fl.gtab.shape[0]
         wg = self.wg
-        au = ws[0]._async if ws and tr.async_readers else None   # generic-proxy writes (memx.py)
+        au = au0 if tr.async_readers else None   # generic-proxy writes (memx.py)
         while True:
             if wg is not None:
                 st[T.S_WG] = wg.ctl.ctypes.data
@@ -533,7 +565,7 @@ class FastCTA:
             st[T.S_NLOG] = 0
             st[T.S_SMEM_PTR] = cta.smem.ctypes.data
             st[T.S_SMEM_SIZE] = cta.smem.size
-            st[T.S_PARAM_SIZE] = ws[0].param.shape[1]
+            st[T.S_PARAM_SIZE] = cta.params.shape[2]
             st[T.S_MBAR] = _pointer(mbs.rows) if mbs is not None else 0
             st[T.S_MBAR_N] = mbs.used if mbs is not None else 0
             st[T.S_MBAR_CHANGED] = 0
@@ -562,6 +594,7 @@ class FastCTA:
             if st[T.S_MBAR_REBUILT]:
                 _mbar_objects(mbs, int(st[T.S_MBAR_N]))
             if stage is not None and stage.used():
+                ws = cta.warps
                 stage.drain(ws[0], ws)      # the staged copies join the async unit before Python runs anything
             cta.inflight_n = int(st[T.S_INFLIGHT])
             cta.budget[0] = int(st[T.S_BUDGET])
@@ -569,9 +602,13 @@ class FastCTA:
                 au.any_dirty = bool(st[T.S_DIRTY_N])
             n = int(st[T.S_NLOG])
             if n:
-                self._flush(ws, n)
-            for w, k in zip(ws, self.issued.tolist()):
-                w.clock = w.issued = k
+                if ws is None:
+                    self._keep_log(n)
+                else:
+                    self._flush(ws, n)
+            if ws is not None:
+                for w, k in zip(ws, self.issued.tolist()):
+                    w.clock = w.issued = k
             status = int(self.cst[T.C_STATUS])
             if status == T.CTA_DONE:
                 if wg is not None:
@@ -582,23 +619,21 @@ class FastCTA:
             if status == T.CTA_DEADLOCK:
                 # the end of a round in which nothing moved on (machine.cta.CTA._run): copies in flight complete,
                 # or a warp that yielded with its state changed gives the warps another round
-                au_ = ws[0]._async
+                au_ = au0
                 if au_.pending or self.cst[T.C_YIELDED]:
                     if au_.pending:
                         au_.pump()
                     self.cst[T.C_PROGRESSED] = self.cst[T.C_VERCHG] = self.cst[T.C_YIELDED] = 0
                     self.cst[T.C_WARP] = 0
                     continue
-                if (wg is not None and wg.used()) or self.cst[T.C_NSTALL] or \
-                        any((~w.exited & ~w.waiting).any() for w in ws):
+                if (wg is not None and wg.used()) or self.cst[T.C_NSTALL] or (~self.exited & ~self.waiting).any():
                     # a deadlock the scheduler reports (wgmma or mbarrier waits), or lane groups that wait at joins
                     # for lanes parked elsewhere (the scheduler lifts the waits): from the round's end
-                    return self._handoff(cta, len(ws), False)
+                    return self._handoff(cta, cta.nwarps, False)
                 self._report_deadlock(cta)
             if int(st[T.S_STATUS]) == T.ST_LOG:
                 continue
             k = int(self.cst[T.C_WARP])
-            w = ws[k]
             if tr.code[st[T.S_PC], T.OP] == T.BAR:
                 # a barrier whose number, thread count or lanes break a rule: the scheduler arrives (and raises)
                 # with the loop's barriers
@@ -611,6 +646,8 @@ class FastCTA:
                 return self._handoff(cta, k, False)
             mask = ((int(st[T.S_MASK]) >> fl.lanes) & 1).astype(np.bool_)
             tr.handed_back[st[T.S_PC]] += 1
+            ws = cta.warps                  # (built now if they were not: the executor runs on warp objects)
+            w = ws[k]
             w.back_taken = int(self.backs[k])
             version = mbs.version if mbs is not None else 0
             last = w._last_yield
@@ -627,7 +664,8 @@ class FastCTA:
             if mbs is not None and mbs.version != version:
                 self.cst[T.C_VERCHG] = 1
             self.cst[T.C_PROGRESSED] = 1
-        self._finish(ws)
+        if ws is not None:
+            self._finish(ws)
         return None
 
     def _enter(self, cta):
@@ -722,10 +760,26 @@ class FastCTA:
     def _flush(self, ws, n):
         """Hand the loop's shared-memory log to the warps' bank records: each warp's records are picked out of one
         copy of the log when its records are first read (``KernelWarp._smem_log``)."""
+        self._hand_log(ws, n, None)
+
+    def _keep_log(self, n):
+        """The loop's shared-memory log while no warp object exists: one copy, handed to the warps when they are
+        built (``adopt``); a CTA whose warps nobody keeps (``CTA.unkept``) drops it."""
+        if self.unkept:
+            return
+        self.pending.append((n, self._log_copy(n)))
+
+    def _log_copy(self, n):
         fl = self.launch
-        who = self.log_warp[:n]
+        return (self.log_warp[:n].copy(), fl.log_pc[:n].copy(), fl.log_mask[:n].copy(), fl.log_addr[:n].copy(),
+                fl.log_src[:n].copy() if _has_cp_async(fl.tr) else None)
+
+    def _hand_log(self, ws, n, log):
+        """The records of a log of ``n`` entries (``log``: its copy, or None: the launch's arrays, copied when a
+        warp keeps records) to each warp, within the bank log's bound per warp."""
+        fl = self.launch
+        who = self.log_warp[:n] if log is None else log[0]
         counts = np.bincount(who, minlength=len(ws)).tolist()
-        log = None
         for k, w in enumerate(ws):
             c = counts[k]
             if not c:
@@ -735,8 +789,7 @@ class FastCTA:
             w._smem_n += keep
             if keep:
                 if log is None:
-                    log = (who.copy(), fl.log_pc[:n].copy(), fl.log_mask[:n].copy(), fl.log_addr[:n].copy(),
-                           fl.log_src[:n].copy() if _has_cp_async(fl.tr) else None)
+                    log = self._log_copy(n)
                 w._smem_pending.append(partial(_warp_records, w.program.code, fl.tr.code, k, keep, *log))
 
     def _report_deadlock(self, cta):
