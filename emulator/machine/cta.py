@@ -108,19 +108,7 @@ class CTA:
         # special registers: the launch's (built once per launch shape, read-only, shared by every warp and
         # CTA), this CTA's %ctaid and its place in its cluster
         same, per_warp = _launch_specials(block, grid, smem_size, prog.shared_static, nwarps)
-        cdims = cluster.dims
-        # the specials of the CTA's place in the grid and its cluster (FastCTA.start refills those that differ
-        # between the CTAs of a launch)
-        own = dict(_cluster_specials(tuple(grid), cdims, cluster.size, bool(cluster.explicit)))
-        for k, (ctaid_n, cl_ctaid_n, _, clusterid_n, _) in enumerate(_CTA_NAMES):
-            own[ctaid_n] = _same_lanes(ctaid[k])
-            own[cl_ctaid_n] = _same_lanes(ctaid[k] % cdims[k])
-            own[clusterid_n] = _same_lanes(ctaid[k] // cdims[k])
-        linear = ctaid[0] + grid[0] * (ctaid[1] + grid[1] * ctaid[2])
-        own["%smid"] = _same_lanes(linear % H100_SMS)      # a deterministic placement
-        own["%cluster_ctarank"] = _same_lanes(rank)
-        self.own_specials = own
-        symbols = {n: ("global", a) for n, a in var_addrs.items()}
+        self._grid = grid
         # the fast engine's CTA loop (barriers included), when the kernel allows it; its arrays hold the state of
         # every warp (arenas, PCs, exit and wait masks), which the warps' own attributes are views of. The CTAs of
         # a cluster wait on each other, so they step warp by warp under the cluster's scheduler instead.
@@ -131,9 +119,8 @@ class CTA:
         # every warp's per-lane parameter bytes, in one block (warp w: rows w)
         self.params = np.empty((nwarps, LANES, param_init.size), np.uint8)
         self.params[...] = param_init
-        self.param_rows = [self.params[w] for w in range(nwarps)]
         self._same, self._per_warp = same, per_warp
-        self._make = (gmem, options, param_init, local_bases, trace, symbols, profile, fast)
+        self._make = (gmem, options, param_init, local_bases, trace, var_addrs, profile, fast)
         if fast_cta is not None:
             # the CTA loop runs on its arrays alone: the warps (KernelWarp, FastWarp) are built when something reads
             # them (a hand-back, the scheduler taking over, the sanitizer, ``result.ctas``), from those arrays
@@ -148,6 +135,35 @@ class CTA:
         ws = self._warps
         return ws if ws is not None else self._build_warps()
 
+    @property
+    def own_specials(self):
+        """{name: lanes} of the special registers of the CTA's place in the grid and its cluster (made when first
+        asked: the fast engine's CTA loop writes the few a kernel reads, ``own_special``)."""
+        own = self.__dict__.get("_own")
+        if own is None:
+            cluster, ctaid, grid = self.cluster, self.ctaid, self._grid
+            cdims = cluster.dims
+            own = dict(_cluster_specials(tuple(grid), cdims, cluster.size, bool(cluster.explicit)))
+            for k, (ctaid_n, cl_ctaid_n, _, clusterid_n, _) in enumerate(_CTA_NAMES):
+                own[ctaid_n] = _same_lanes(ctaid[k])
+                own[cl_ctaid_n] = _same_lanes(ctaid[k] % cdims[k])
+                own[clusterid_n] = _same_lanes(ctaid[k] // cdims[k])
+            linear = ctaid[0] + grid[0] * (ctaid[1] + grid[1] * ctaid[2])
+            own["%smid"] = _same_lanes(linear % H100_SMS)      # a deterministic placement
+            own["%cluster_ctarank"] = _same_lanes(self.rank)
+            self._own = own
+        return own
+
+    def own_special(self, name):
+        """One of ``own_specials`` (the CTA's ids, without making the others)."""
+        own = self.__dict__.get("_own")
+        if own is None:
+            k = _CTAID_AXIS.get(name)
+            if k is not None:
+                return _same_lanes(self.ctaid[k])
+            own = self.own_specials
+        return own[name]
+
     def specials_of(self, w):
         """{name: lanes} of the special registers of warp ``w`` known at the launch (the warp's
         ``special_values`` when it is built)."""
@@ -157,8 +173,9 @@ class CTA:
         return sv
 
     def _build_warps(self):
-        gmem, options, param_init, local_bases, trace, symbols, profile, fast = self._make
+        gmem, options, param_init, local_bases, trace, var_addrs, profile, fast = self._make
         prog, nwarps, nthreads = self.prog, self.nwarps, self.nthreads
+        symbols = {n: ("global", a) for n, a in var_addrs.items()}
         fc = self.__dict__.get("_fast_arrays")      # the CTA loop's arrays, when it ran or runs this CTA
         cl_arrived = np.zeros((nwarps, LANES), np.bool_)
         cl_phase = np.zeros((nwarps, LANES), np.int64)
@@ -166,7 +183,7 @@ class CTA:
         for w in range(nwarps):
             bases = local_bases[w * LANES:(w + 1) * LANES]
             kw = KernelWarp(self, prog, w, nthreads - w * LANES, self.smem, gmem, prog.arch, options, param_init,
-                            bases, prog.layout.local, trace, self.param_rows[w],
+                            bases, prog.layout.local, trace, self.params[w],
                             None if fc is None else (fc.pcs[w], fc.exited[w], fc.waiting[w]), dict(symbols))
             if profile is not None:
                 kw.profile = profile
@@ -889,6 +906,7 @@ _CTA_NAMES = tuple((f"%ctaid.{c}", f"%cluster_ctaid.{c}", f"%cluster_nctaid.{c}"
 
 
 _SAME: dict = {}
+_CTAID_AXIS = {f"%ctaid.{c}": k for k, c in enumerate("xyz")}
 
 
 def _same_lanes(value, dtype=np.uint32):

@@ -287,8 +287,10 @@ class FastLaunch:
         tr = self.tr
         # a kernel with wgmma needs wgcall.py's function in the CTA loop: until it is compiled (engine="auto" while
         # another process compiles), its CTAs run on the Python scheduler, which hands the wgmma rows back
-        ok = tr.cta_ok and all(tr.mufu_ptr[APART_SLOT[name]] != 0 for name in ("wgmma", "hopper", "bulk")
-                               if name in tr.apart)
+        ok = self.__dict__.get("_cta_ok")
+        if not ok:                      # (once true, it stays true: the families' functions are never unbound)
+            ok = self._cta_ok = tr.cta_ok and all(tr.mufu_ptr[APART_SLOT[name]] != 0
+                                                  for name in ("wgmma", "hopper", "bulk") if name in tr.apart)
         return FastCTA(self, nwarps) if ok else None
 
 
@@ -413,6 +415,45 @@ class FastWarp:
                                        fl.log_mask[:n].copy(), fl.log_addr[:n].copy(), fl.log_src[:n].copy()))
 
 
+_LAYOUTS: dict = {}
+_I8, _B1, _U1 = np.dtype(np.int64), np.dtype(np.bool_), np.dtype(np.uint8)
+
+
+def _cta_layout(tr, nw):
+    """([(name, shape, dtype, byte offset)], bytes) of a FastCTA's arrays in one block (each 64-byte aligned)."""
+    ab = max(tr.arena_bytes, 8)
+    key = (ab, nw, bool(tr.mb_waits or tr.wg is not None))
+    got = _LAYOUTS.get(key)
+    if got is None:
+        parts = [("arenas", (nw, ab), _U1), ("pcs", (nw, 32), _I8), ("issued", (nw,), _I8), ("executed", (nw,), _I8),
+                 ("wbid", (nw, 32), _I8), ("bar_arrived", (16,), _I8), ("bar_seq", (16,), _I8),
+                 ("cst", (T.NCSTATE,), _I8), ("backs", (nw,), _I8),       # backs: backward branches (spin checks)
+                 ("mbw", (nw, T.MB_ROWS, 32), _I8), ("exited", (nw, 32), _B1), ("waiting", (nw, 32), _B1),
+                 ("ysnap", (nw, ab if key[2] else 1), _U1)]
+        out, off = [], 0
+        for name, shape, dt, in parts:
+            out.append((name, shape, dt, off))
+            off += -(-int(np.prod(shape)) * dt.itemsize // 64) * 64
+        if len(_LAYOUTS) > 64:
+            _LAYOUTS.clear()
+        got = _LAYOUTS[key] = (out, off)
+    return got
+
+
+_STEPS: dict = {}
+
+
+def _steps(n, step):
+    """[0, step, 2 step, ...] (n values, int64), made once."""
+    got = _STEPS.get((n, step))
+    if got is None:
+        if len(_STEPS) > 256:
+            _STEPS.clear()
+        got = _STEPS[(n, step)] = np.arange(n, dtype=np.int64) * step
+        got.flags.writeable = False
+    return got
+
+
 _EXITED: dict = {}
 
 
@@ -444,23 +485,23 @@ class FastCTA:
 
     def __init__(self, launch, nw):
         self.launch = launch
-        self.arenas = np.zeros((nw, max(launch.tr.arena_bytes, 8)), np.uint8)
-        self.pcs = np.zeros((nw, 32), np.int64)
-        self.exited = np.zeros((nw, 32), np.bool_)
-        self.waiting = np.zeros((nw, 32), np.bool_)
-        self.issued = np.zeros(nw, np.int64)
-        self.executed = np.zeros(nw, np.int64)
-        self.wbid = np.full((nw, 32), -1, np.int64)
-        self.bar_arrived = np.zeros(16, np.int64)
-        self.bar_seq = np.zeros(16, np.int64)
-        self.cst = np.zeros(T.NCSTATE, np.int64)
-        self.backs = np.zeros(nw, np.int64)         # backward branches each warp took (spin checkpoints)
-        self.log_warp = launch.log_warp
         tr = launch.tr
-        self.cst[T.C_BARCNT:] = -1
-        self.cst[T.C_ASYNC] = int(tr.any_bulk)          # copies may be in flight at a round's end (ctaloop.py)
-        self.mbw = ctaloop_arrays(nw)                   # mbarrier stall records, yields (ctaloop.py)
-        self.ysnap = np.zeros((nw, max(tr.arena_bytes, 8) if tr.mb_waits or tr.wg is not None else 1), np.uint8)
+        # every array of the CTA in one block: a copy of the block of the launch's first CTA of this size as it
+        # started (the special registers in its arenas, the initial values below), or zeros for that first CTA
+        layout, size = _cta_layout(tr, nw)
+        tmpl = launch.__dict__.setdefault("cta_blocks", {}).get(nw)
+        self.block = block = tmpl.copy() if tmpl is not None else np.zeros(size, np.uint8)
+        self.first = tmpl is None
+        for name, shape, dt, off in layout:
+            setattr(self, name, np.ndarray(shape, dt, block, off))
+        self.base = block.ctypes.data
+        self.offsets = {name: off for name, _, _, off in layout}
+        if self.first:
+            self.wbid[:] = -1
+            self.cst[T.C_BARCNT:] = -1
+            self.cst[T.C_ASYNC] = int(tr.any_bulk)      # copies may be in flight at a round's end (ctaloop.py)
+            self.mbw[:, T.MB_SEQ] = -1                  # mbarrier stall records, yields (ctaloop.py): none yet
+        self.log_warp = launch.log_warp
         self.unkept = False         # set when nothing will read the CTA's warps after its run (no bank records kept)
 
     def start(self, cta):
@@ -470,11 +511,20 @@ class FastCTA:
         nw = cta.nwarps
         self.exited[:] = _EXITED_ROWS(nw, cta.nthreads)
         params = cta.params
-        self.param_ptrs = params.ctypes.data + np.arange(nw, dtype=np.int64) * params[0].nbytes
+        self.param_ptrs = params.ctypes.data + _steps(nw, params[0].nbytes)
         if self.launch.special_names:
             self._fill_specials(cta)
+        if self.first:                              # the block later CTAs of this size start from
+            self.launch.cta_blocks[nw] = self.block.copy()
         options = cta._make[1]
-        self.cp = CpAsyncTable(nw, options is not None and options.cp_async == "eager")
+        eager = options is not None and options.cp_async == "eager"
+        if _uses_cp_async(cta.prog):
+            self.cp = CpAsyncTable(nw, eager)
+        else:                   # a kernel without cp.async: its CTAs share one table, which stays empty
+            shared = self.launch.__dict__.setdefault("cp_tables", {})
+            self.cp = shared.get((nw, eager))
+            if self.cp is None:
+                self.cp = shared[(nw, eager)] = CpAsyncTable(nw, eager)
         self.xstates = [{}]                         # the registers outside the arenas, by version (MW_XVER)
         self.xids = {}
         self.pending = []                           # shared-memory log copies for warps not built yet (_flush)
@@ -503,23 +553,23 @@ class FastCTA:
             self._hand_log(ws, n, log)
 
     def _fill_specials(self, cta):
-        """Write the constant special registers into every warp's arena in one store: the values of the launch's
-        first CTA of this size, with the ones that differ between CTAs (``CTA.own_specials``) set for this one."""
+        """Write the constant special registers into every warp's arena: all of them in the launch's first CTA of
+        this size (in one store), in a later one (whose block starts as a copy of that one's) only those that differ
+        between CTAs (``CTA.own_special``)."""
         fl = self.launch
         names, index = fl.special_names, fl.special_index
         nw = cta.nwarps
-        own = cta.own_specials
-        tmpl = fl.__dict__.setdefault("special_rows", {}).get(nw)
-        if tmpl is None:
+        a32 = self.arenas.view(np.uint32)
+        per_cta = fl.__dict__.setdefault("special_cols", {}).get(nw)
+        if self.first or per_cta is None:
             vals = np.array([[v[n] if n in v else _special(cta, w, v, n) for n in names]
                              for w, v in ((w, cta.specials_of(w)) for w in range(nw))], np.uint32)
-            fl.special_rows[nw] = (vals, [(j, n) for j, n in enumerate(names) if n in own])
+            a32[:, index] = vals
+            own = cta.own_specials
+            fl.special_cols[nw] = [(index[j], n) for j, n in enumerate(names) if n in own]
         else:
-            vals, per_cta = tmpl
-            vals = vals.copy()
-            for j, n in per_cta:
-                vals[:, j] = own[n]
-        self.arenas.view(np.uint32)[:, index] = vals
+            for cols, n in per_cta:
+                a32[:, cols] = cta.own_special(n)
 
     def run(self, cta):
         """Run the CTA to its end; the instructions the loop hands back run through ``cta._step``. Returns None,
@@ -543,8 +593,8 @@ class FastCTA:
         st[T.S_MBINIT] = int(mbs is not None)
         if mbs is not None and tr.cta_waits:
             mbs.reserve(MBAR_ROWS)          # (a barrier that finds the table full goes back to Python, which grows it)
-        st[T.S_BARSEQ] = self.bar_seq.ctypes.data
-        st[T.S_BARCNT] = self.cst.ctypes.data + 8 * T.C_BARCNT
+        st[T.S_BARSEQ] = self.base + self.offsets["bar_seq"]
+        st[T.S_BARCNT] = self.base + self.offsets["cst"] + 8 * T.C_BARCNT
         # TMA rows (bulkx.py) stage their copies here, unless a sanitiser or a timeline follows them
         stage = fl.staging() if tr.bulkx and mbs is not None else None
         st[T.S_BULK] = stage.address if stage is not None else 0
@@ -552,6 +602,7 @@ class FastCTA:
         st[T.S_GTAB_N] = fl.gtab.shape[0]
         wg = self.wg
         au = au0 if tr.async_readers else None   # generic-proxy writes (memx.py)
+        smem_ptr = cta.smem.ctypes.data
         while True:
             if wg is not None:
                 st[T.S_WG] = wg.ctl.ctypes.data
@@ -563,7 +614,7 @@ class FastCTA:
             st[T.S_BUDGET] = cta.budget[0]
             st[T.S_INFLIGHT] = cta.inflight_n
             st[T.S_NLOG] = 0
-            st[T.S_SMEM_PTR] = cta.smem.ctypes.data
+            st[T.S_SMEM_PTR] = smem_ptr
             st[T.S_SMEM_SIZE] = cta.smem.size
             st[T.S_PARAM_SIZE] = cta.params.shape[2]
             st[T.S_MBAR] = _pointer(mbs.rows) if mbs is not None else 0
@@ -821,17 +872,20 @@ def _mbar_objects(mbs, used):
             live[a] = MBarrier(mbs, i, a)
 
 
-def ctaloop_arrays(nw):
-    """The CTA loop's wait records for ``nw`` warps (table.MB_*): no stall, no yield yet."""
-    mbw = np.zeros((nw, T.MB_ROWS, 32), np.int64)
-    mbw[:, T.MB_SEQ] = -1
-    return mbw
-
-
 def _warp_records(code, tcode, k, keep, who, pcs, masks, addrs, srcs):
     """The first ``keep`` records of warp ``k`` in a CTA loop's log (``FastCTA._flush``)."""
     sel = np.flatnonzero(who == k)[:keep]
     return _records(code, tcode, pcs[sel], masks[sel], addrs[sel], srcs[sel] if srcs is not None else addrs[sel])
+
+
+def _uses_cp_async(prog):
+    """Whether the program has a (non-bulk) cp.async instruction, the only writers of a cp.async table."""
+    got = prog.__dict__.get("_uses_cp_async")
+    if got is None:
+        got = prog._uses_cp_async = any(op.kind == "op" and op.instr is not None and
+                                        op.instr.opcode.startswith("cp.async") and
+                                        not op.instr.opcode.startswith("cp.async.bulk") for op in prog.code)
+    return got
 
 
 def _has_cp_async(tr):
