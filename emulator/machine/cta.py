@@ -41,6 +41,7 @@ from ..ops.wgmma.state import (WgmmaStall, check_cta_end as check_wgmma_end, las
                                must_wait as wgmma_must_wait)
 from .convergence import convergence, pick
 from .kernel_warp import KernelWarp
+from .cluster import Cluster
 from .warp import H100_SMS
 from .spin import SPIN_CHECK
 from .tracing import dest_registers
@@ -85,7 +86,6 @@ class CTA:
         self.module, self.prog, self.ctaid = module, prog, ctaid
         self.cv = convergence(prog)
         if cluster is None:                     # a launch without clusters: each CTA is a cluster of one
-            from .cluster import Cluster
             cluster = Cluster(ctaid, (1, 1, 1), False)
             cluster.ctas.append(self)
         self.cluster, self.rank = cluster, rank
@@ -109,6 +109,8 @@ class CTA:
         # CTA), this CTA's %ctaid and its place in its cluster
         same, per_warp = _launch_specials(block, grid, smem_size, prog.shared_static, nwarps)
         self._grid = grid
+        # what the launch-wide special registers depend on (the fast engine keeps a CTA's initial arrays per shape)
+        self.shape = (tuple(block), tuple(grid), smem_size, prog.shared_static, cluster.dims, bool(cluster.explicit))
         # the fast engine's CTA loop (barriers included), when the kernel allows it; its arrays hold the state of
         # every warp (arenas, PCs, exit and wait masks), which the warps' own attributes are views of. The CTAs of
         # a cluster wait on each other, so they step warp by warp under the cluster's scheduler instead.

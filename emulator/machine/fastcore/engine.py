@@ -17,6 +17,7 @@ from . import table as T
 from ..spin import SPIN_CHECK
 from .translate import Translation
 from .cpasync import CpAsyncRows, CpAsyncTable
+from .ccall import CTX_ROW, K_RUN
 
 _DTYPE = {T.PRED: np.bool_, T.R16: np.uint16, T.R32: np.uint32, T.R64: np.uint64}
 LOG_CAP = 1024
@@ -436,8 +437,13 @@ def _cta_layout(tr, nw):
             off += -(-int(np.prod(shape)) * dt.itemsize // 64) * 64
         if len(_LAYOUTS) > 64:
             _LAYOUTS.clear()
+            _OFFSETS.clear()
         got = _LAYOUTS[key] = (out, off)
+        _OFFSETS[id(out)] = (out, {name: o for name, _, _, o in out})
     return got
+
+
+_OFFSETS: dict = {}     # id(layout) -> (layout, {name: byte offset})
 
 
 _STEPS: dict = {}
@@ -484,44 +490,50 @@ class FastCTA:
     loop hands back) and the loop see the same state."""
 
     def __init__(self, launch, nw):
-        self.launch = launch
-        tr = launch.tr
-        # every array of the CTA in one block: a copy of the block of the launch's first CTA of this size as it
-        # started (the special registers in its arenas, the initial values below), or zeros for that first CTA
-        layout, size = _cta_layout(tr, nw)
-        tmpl = launch.__dict__.setdefault("cta_blocks", {}).get(nw)
-        self.block = block = tmpl.copy() if tmpl is not None else np.zeros(size, np.uint8)
-        self.first = tmpl is None
-        for name, shape, dt, off in layout:
-            setattr(self, name, np.ndarray(shape, dt, block, off))
-        self.base = block.ctypes.data
-        self.offsets = {name: off for name, _, _, off in layout}
-        if self.first:
-            self.wbid[:] = -1
-            self.cst[T.C_BARCNT:] = -1
-            self.cst[T.C_ASYNC] = int(tr.any_bulk)      # copies may be in flight at a round's end (ctaloop.py)
-            self.mbw[:, T.MB_SEQ] = -1                  # mbarrier stall records, yields (ctaloop.py): none yet
+        self.launch, self.nw = launch, nw
         self.log_warp = launch.log_warp
         self.unkept = False         # set when nothing will read the CTA's warps after its run (no bank records kept)
 
     def start(self, cta):
         """Set the loop's arrays up for ``cta`` before any warp object exists (``machine.cta.CTA``: the warps are
         built from these arrays when something reads them, ``adopt``): every lane at PC 0, lanes past the block's
-        thread count exited, the parameter blocks, the special registers, the cp.async table."""
-        nw = cta.nwarps
-        self.exited[:] = _EXITED_ROWS(nw, cta.nthreads)
+        thread count exited, the parameter blocks, the special registers, the cp.async table.
+
+        Every array of the CTA lives in one block, a copy of the block the first CTA of the same launch shape (of
+        this translation) started with: its arrays' initial values, the special registers in its arenas; a later
+        CTA writes only the special registers that differ between CTAs (its ids)."""
+        fl, nw = self.launch, self.nw
+        tr = fl.tr
+        layout, size = _cta_layout(tr, nw)
+        key = (nw, cta.shape)
+        blocks = tr.__dict__.setdefault("_cta_blocks", {})
+        got = blocks.get(key)
+        block = self.block = np.zeros(size, np.uint8) if got is None else got[0].copy()
+        for name, shape, dt, off in layout:
+            setattr(self, name, np.ndarray(shape, dt, block, off))
+        self.base = block.ctypes.data
+        self.offsets = _OFFSETS[id(layout)][1]
+        if got is None:
+            self.wbid[:] = -1
+            self.cst[T.C_BARCNT:] = -1
+            self.cst[T.C_ASYNC] = int(tr.any_bulk)      # copies may be in flight at a round's end (ctaloop.py)
+            self.mbw[:, T.MB_SEQ] = -1                  # mbarrier stall records, yields (ctaloop.py): none yet
+            self.exited[:] = _EXITED_ROWS(nw, cta.nthreads)
+            cols = self._fill_specials(cta) if fl.special_names else []
+            if len(blocks) > 16:
+                blocks.clear()
+            blocks[key] = (block.copy(), cols)
+        else:
+            for c, n in got[1]:
+                self.arenas.view(np.uint32)[:, c] = cta.own_special(n)
         params = cta.params
         self.param_ptrs = params.ctypes.data + _steps(nw, params[0].nbytes)
-        if self.launch.special_names:
-            self._fill_specials(cta)
-        if self.first:                              # the block later CTAs of this size start from
-            self.launch.cta_blocks[nw] = self.block.copy()
         options = cta._make[1]
         eager = options is not None and options.cp_async == "eager"
         if _uses_cp_async(cta.prog):
             self.cp = CpAsyncTable(nw, eager)
         else:                   # a kernel without cp.async: its CTAs share one table, which stays empty
-            shared = self.launch.__dict__.setdefault("cp_tables", {})
+            shared = tr.__dict__.setdefault("_cp_tables", {})
             self.cp = shared.get((nw, eager))
             if self.cp is None:
                 self.cp = shared[(nw, eager)] = CpAsyncTable(nw, eager)
@@ -529,11 +541,11 @@ class FastCTA:
         self.xids = {}
         self.pending = []                           # shared-memory log copies for warps not built yet (_flush)
         self.wg = None                              # the wgmma state, while this loop owns it (wgmmax.py)
-        if self.launch.tr.wg is not None:
+        if tr.wg is not None:
             from .wgmmax import K_SEQ, WgTable
             from .ctaloop import K_SEQ_OFFSET
             assert K_SEQ_OFFSET == 8 * K_SEQ        # (the stalls of both kinds share wgmmax's counter)
-            self.wg = WgTable(self.launch.tr.wg, cta, self.arenas, self.launch.__dict__.setdefault("wg_pool", {}))
+            self.wg = WgTable(tr.wg, cta, self.arenas, fl.__dict__.setdefault("wg_pool", {}))
         cta._fast_arrays = self
         return self
 
@@ -553,29 +565,20 @@ class FastCTA:
             self._hand_log(ws, n, log)
 
     def _fill_specials(self, cta):
-        """Write the constant special registers into every warp's arena: all of them in the launch's first CTA of
-        this size (in one store), in a later one (whose block starts as a copy of that one's) only those that differ
-        between CTAs (``CTA.own_special``)."""
+        """Write the constant special registers into every warp's arena in one store; returns [(arena columns,
+        name)] of those that differ between the CTAs of a launch (``CTA.own_specials``)."""
         fl = self.launch
         names, index = fl.special_names, fl.special_index
-        nw = cta.nwarps
-        a32 = self.arenas.view(np.uint32)
-        per_cta = fl.__dict__.setdefault("special_cols", {}).get(nw)
-        if self.first or per_cta is None:
-            vals = np.array([[v[n] if n in v else _special(cta, w, v, n) for n in names]
-                             for w, v in ((w, cta.specials_of(w)) for w in range(nw))], np.uint32)
-            a32[:, index] = vals
-            own = cta.own_specials
-            fl.special_cols[nw] = [(index[j], n) for j, n in enumerate(names) if n in own]
-        else:
-            for cols, n in per_cta:
-                a32[:, cols] = cta.own_special(n)
+        vals = np.array([[v[n] if n in v else _special(cta, w, v, n) for n in names]
+                         for w, v in ((w, cta.specials_of(w)) for w in range(self.nw))], np.uint32)
+        self.arenas.view(np.uint32)[:, index] = vals
+        own = cta.own_specials
+        return [(index[j], n) for j, n in enumerate(names) if n in own]
 
     def run(self, cta):
         """Run the CTA to its end; the instructions the loop hands back run through ``cta._step``. Returns None,
         or (warp, parked, progressed) when a spin check held lanes back or parked a warp: the scheduler of
         ``machine.cta`` then goes on from that warp, with the barrier state handed over (``_handoff``)."""
-        from .ccall import CTX_ROW, K_RUN
         fl = self.launch
         run_cta = fl._run_cta
         tr = fl.tr
