@@ -426,11 +426,12 @@ def _cta_layout(tr, nw):
     key = (ab, nw, bool(tr.mb_waits or tr.wg is not None))
     got = _LAYOUTS.get(key)
     if got is None:
-        parts = [("arenas", (nw, ab), _U1), ("pcs", (nw, 32), _I8), ("issued", (nw,), _I8), ("executed", (nw,), _I8),
+        # (the arenas and the yield snapshots last: a CTA copies the part before them from its launch shape's first)
+        parts = [("pcs", (nw, 32), _I8), ("issued", (nw,), _I8), ("executed", (nw,), _I8),
                  ("wbid", (nw, 32), _I8), ("bar_arrived", (16,), _I8), ("bar_seq", (16,), _I8),
                  ("cst", (T.NCSTATE,), _I8), ("backs", (nw,), _I8),       # backs: backward branches (spin checks)
                  ("mbw", (nw, T.MB_ROWS, 32), _I8), ("exited", (nw, 32), _B1), ("waiting", (nw, 32), _B1),
-                 ("ysnap", (nw, ab if key[2] else 1), _U1)]
+                 ("arenas", (nw, ab), _U1), ("ysnap", (nw, ab if key[2] else 1), _U1)]
         out, off = [], 0
         for name, shape, dt, in parts:
             out.append((name, shape, dt, off))
@@ -499,33 +500,38 @@ class FastCTA:
         built from these arrays when something reads them, ``adopt``): every lane at PC 0, lanes past the block's
         thread count exited, the parameter blocks, the special registers, the cp.async table.
 
-        Every array of the CTA lives in one block, a copy of the block the first CTA of the same launch shape (of
-        this translation) started with: its arrays' initial values, the special registers in its arenas; a later
-        CTA writes only the special registers that differ between CTAs (its ids)."""
+        Every array of the CTA lives in one block, which starts as the first CTA of the same launch shape (of this
+        translation) started: its arrays' initial values (copied), the special registers in its arenas (one store);
+        a later CTA then writes the special registers that differ between CTAs (its ids)."""
         fl, nw = self.launch, self.nw
         tr = fl.tr
         layout, size = _cta_layout(tr, nw)
         key = (nw, cta.shape)
         blocks = tr.__dict__.setdefault("_cta_blocks", {})
         got = blocks.get(key)
-        block = self.block = np.zeros(size, np.uint8) if got is None else got[0].copy()
+        block = self.block = np.zeros(size, np.uint8)
         for name, shape, dt, off in layout:
             setattr(self, name, np.ndarray(shape, dt, block, off))
+        offsets = self.offsets = _OFFSETS[id(layout)][1]
         self.base = block.ctypes.data
-        self.offsets = _OFFSETS[id(layout)][1]
+        head = offsets["arenas"]
         if got is None:
             self.wbid[:] = -1
             self.cst[T.C_BARCNT:] = -1
             self.cst[T.C_ASYNC] = int(tr.any_bulk)      # copies may be in flight at a round's end (ctaloop.py)
             self.mbw[:, T.MB_SEQ] = -1                  # mbarrier stall records, yields (ctaloop.py): none yet
             self.exited[:] = _EXITED_ROWS(nw, cta.nthreads)
-            cols = self._fill_specials(cta) if fl.special_names else []
+            vals, cols = self._fill_specials(cta) if fl.special_names else (None, [])
             if len(blocks) > 16:
                 blocks.clear()
-            blocks[key] = (block.copy(), cols)
+            blocks[key] = (block[:head].copy(), vals, cols)
         else:
-            for c, n in got[1]:
-                self.arenas.view(np.uint32)[:, c] = cta.own_special(n)
+            block[:head] = got[0]
+            if got[1] is not None:
+                a32 = self.arenas.view(np.uint32)
+                a32[:, fl.special_index] = got[1]
+                for c, n in got[2]:
+                    a32[:, c:c + 32] = cta.own_special(n)
         params = cta.params
         self.param_ptrs = params.ctypes.data + _steps(nw, params[0].nbytes)
         options = cta._make[1]
@@ -565,15 +571,15 @@ class FastCTA:
             self._hand_log(ws, n, log)
 
     def _fill_specials(self, cta):
-        """Write the constant special registers into every warp's arena in one store; returns [(arena columns,
-        name)] of those that differ between the CTAs of a launch (``CTA.own_specials``)."""
+        """Write the constant special registers into every warp's arena in one store; returns their values and
+        [(first arena column, name)] of those that differ between the CTAs of a launch (``CTA.own_specials``)."""
         fl = self.launch
         names, index = fl.special_names, fl.special_index
         vals = np.array([[v[n] if n in v else _special(cta, w, v, n) for n in names]
                          for w, v in ((w, cta.specials_of(w)) for w in range(self.nw))], np.uint32)
         self.arenas.view(np.uint32)[:, index] = vals
         own = cta.own_specials
-        return [(index[j], n) for j, n in enumerate(names) if n in own]
+        return vals, [(int(index[j, 0]), n) for j, n in enumerate(names) if n in own]
 
     def run(self, cta):
         """Run the CTA to its end; the instructions the loop hands back run through ``cta._step``. Returns None,
