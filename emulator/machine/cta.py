@@ -89,7 +89,7 @@ class CTA:
             cluster = Cluster(ctaid, (1, 1, 1), False)
             cluster.ctas.append(self)
         self.cluster, self.rank = cluster, rank
-        self.smem = np.zeros(smem_size, np.uint8)
+        self.smem_size = smem_size
         self.async_unit = AsyncUnit(smem_size)
         self.async_unit.record = bool(timeline)
         self.stalls = []           # [warp, lanes, reason]: lanes parked by an executor until reason.ready()
@@ -118,17 +118,19 @@ class CTA:
         # lanes or parks a warp, this scheduler takes the CTA over from there (FastCTA.run).
         fast_cta = fast.cta_arrays(nwarps) if (fast is not None and self._rng is None and not timeline
                                                and cluster.size == 1) else None
-        # every warp's per-lane parameter bytes, in one block (warp w: rows w)
-        self.params = np.empty((nwarps, LANES, param_init.size), np.uint8)
-        self.params[...] = param_init
         self._same, self._per_warp = same, per_warp
         self._make = (gmem, options, param_init, local_bases, trace, var_addrs, profile, fast)
         if fast_cta is not None:
             # the CTA loop runs on its arrays alone: the warps (KernelWarp, FastWarp) are built when something reads
-            # them (a hand-back, the scheduler taking over, the sanitizer, ``result.ctas``), from those arrays
+            # them (a hand-back, the scheduler taking over, the sanitizer, ``result.ctas``), from those arrays; the
+            # shared memory and the parameter rows are arrays of its block (``FastCTA.start``)
             self.fast_cta = fast_cta.start(self)
         else:
             self.fast_cta = None
+            self.smem = np.zeros(smem_size, np.uint8)
+            # every warp's per-lane parameter bytes, in one block (warp w: rows w)
+            self.params = np.empty((nwarps, LANES, param_init.size), np.uint8)
+            self.params[...] = param_init
             self._build_warps()
 
     @property

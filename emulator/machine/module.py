@@ -459,7 +459,7 @@ class Module:
         """The fast engine's launch state; a sanitised launch's hands the sanitizer what it must see
         (machine.sanitize_fast). ``wait`` (engine="fast"): the instruction families the kernel uses are compiled
         or loaded now, else those another process is compiling run on the reference executors meanwhile."""
-        from .fastcore import FastLaunch
+        from .fastcore.engine import FastLaunch
         if self._san is not None:
             from .sanitize_fast import SanFastLaunch
             fl = SanFastLaunch(prog, gmem, self._san)

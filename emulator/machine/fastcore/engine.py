@@ -282,14 +282,14 @@ class FastLaunch:
         return FastWarp(self, warp, arena)
 
     def cta_arrays(self, nwarps):
-        """A CTA loop's arrays for ``nwarps`` warps (``FastCTA``; ``bind`` it once the warps exist) when the
+        """A CTA loop's arrays for ``nwarps`` warps (``FastCTA``; ``start`` it once the CTA exists) when the
         translation allows the CTA loop (``Translation.cta_ok``), else None."""
-        from .families import APART_SLOT
         tr = self.tr
         # a kernel with wgmma needs wgcall.py's function in the CTA loop: until it is compiled (engine="auto" while
         # another process compiles), its CTAs run on the Python scheduler, which hands the wgmma rows back
         ok = self.__dict__.get("_cta_ok")
         if not ok:                      # (once true, it stays true: the families' functions are never unbound)
+            from .families import APART_SLOT
             ok = self._cta_ok = tr.cta_ok and all(tr.mufu_ptr[APART_SLOT[name]] != 0
                                                   for name in ("wgmma", "hopper", "bulk") if name in tr.apart)
         return FastCTA(self, nwarps) if ok else None
@@ -420,10 +420,10 @@ _LAYOUTS: dict = {}
 _I8, _B1, _U1 = np.dtype(np.int64), np.dtype(np.bool_), np.dtype(np.uint8)
 
 
-def _cta_layout(tr, nw):
+def _cta_layout(tr, nw, smem_size, param_size):
     """([(name, shape, dtype, byte offset)], bytes) of a FastCTA's arrays in one block (each 64-byte aligned)."""
     ab = max(tr.arena_bytes, 8)
-    key = (ab, nw, bool(tr.mb_waits or tr.wg is not None))
+    key = (ab, nw, bool(tr.mb_waits or tr.wg is not None), smem_size, param_size)
     got = _LAYOUTS.get(key)
     if got is None:
         # (the arenas and the yield snapshots last: a CTA copies the part before them from its launch shape's first)
@@ -431,7 +431,8 @@ def _cta_layout(tr, nw):
                  ("wbid", (nw, 32), _I8), ("bar_arrived", (16,), _I8), ("bar_seq", (16,), _I8),
                  ("cst", (T.NCSTATE,), _I8), ("backs", (nw,), _I8),       # backs: backward branches (spin checks)
                  ("mbw", (nw, T.MB_ROWS, 32), _I8), ("exited", (nw, 32), _B1), ("waiting", (nw, 32), _B1),
-                 ("arenas", (nw, ab), _U1), ("ysnap", (nw, ab if key[2] else 1), _U1)]
+                 ("arenas", (nw, ab), _U1), ("ysnap", (nw, ab if key[2] else 1), _U1),
+                 ("smem", (smem_size,), _U1), ("params", (nw, 32, param_size), _U1)]
         out, off = [], 0
         for name, shape, dt, in parts:
             out.append((name, shape, dt, off))
@@ -505,7 +506,8 @@ class FastCTA:
         a later CTA then writes the special registers that differ between CTAs (its ids)."""
         fl, nw = self.launch, self.nw
         tr = fl.tr
-        layout, size = _cta_layout(tr, nw)
+        param_init = cta._make[2]
+        layout, size = _cta_layout(tr, nw, cta.smem_size, param_init.size)
         key = (nw, cta.shape)
         blocks = tr.__dict__.setdefault("_cta_blocks", {})
         got = blocks.get(key)
@@ -515,6 +517,11 @@ class FastCTA:
         offsets = self.offsets = _OFFSETS[id(layout)][1]
         self.base = block.ctypes.data
         head = offsets["arenas"]
+        # the CTA's shared memory (zeros) and every warp's per-lane parameter bytes (warp w: rows w)
+        cta.smem, cta.params = self.smem, self.params
+        self.params[...] = param_init
+        self.param_ptrs = (self.base + offsets["params"]) + _steps(nw, self.params[0].nbytes)
+        self.smem_ptr = self.base + offsets["smem"]
         if got is None:
             self.wbid[:] = -1
             self.cst[T.C_BARCNT:] = -1
@@ -532,8 +539,6 @@ class FastCTA:
                 a32[:, fl.special_index] = got[1]
                 for c, n in got[2]:
                     a32[:, c:c + 32] = cta.own_special(n)
-        params = cta.params
-        self.param_ptrs = params.ctypes.data + _steps(nw, params[0].nbytes)
         options = cta._make[1]
         eager = options is not None and options.cp_async == "eager"
         if _uses_cp_async(cta.prog):
@@ -611,7 +616,7 @@ class FastCTA:
         st[T.S_GTAB_N] = fl.gtab.shape[0]
         wg = self.wg
         au = au0 if tr.async_readers else None   # generic-proxy writes (memx.py)
-        smem_ptr = cta.smem.ctypes.data
+        smem_ptr = self.smem_ptr
         while True:
             if wg is not None:
                 st[T.S_WG] = wg.ctl.ctypes.data
