@@ -668,7 +668,7 @@ class FastCTA:
             n = int(st[T.S_NLOG])
             if n:
                 if ws is None:
-                    self._keep_log(n)
+                    self._keep_log(cta, n)
                 else:
                     self._flush(ws, n)
             if ws is not None:
@@ -827,7 +827,7 @@ class FastCTA:
         copy of the log when its records are first read (``KernelWarp._smem_log``)."""
         self._hand_log(ws, n, None)
 
-    def _keep_log(self, n):
+    def _keep_log(self, cta, n):
         """The loop's shared-memory log while no warp object exists: one copy, handed to the warps when they are
         built (``adopt``); a CTA whose warps nobody keeps (``CTA.unkept``) drops it."""
         if self.unkept:
