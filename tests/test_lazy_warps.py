@@ -47,7 +47,9 @@ LOOP:
     cvt.u32.u64 %r10, %rd6;
     add.u32 %r6, %r6, %r10;
 DONE:
-    st.shared.u32 [%r4+4096], %r6;
+    mad.lo.u32 %r13, %r2, 4, %r4;
+    add.u32 %r14, %r6, 1;
+    st.shared.u32 [%r13+4096], %r14;                      // (each CTA at its own offset)
     mul.wide.u32 %rd2, %r1, 4;
     mad.lo.u32 %r11, %r2, 80, %r1;
     mul.wide.u32 %rd3, %r11, 4;
@@ -78,9 +80,9 @@ def _state(res):
 
 def _launch(module, stride=4, grid=GRID, keep=None, options=None):
     g = GlobalMemory()
-    out = g.upload(np.zeros(GRID * 80 + 256, np.uint32))
+    out = g.upload(np.zeros(grid * 80 + 256, np.uint32))
     res = module.launch("k", grid, BLOCK, [out, stride], gmem=g, engine="fast", keep=keep, options=options)
-    return res, g.download(out, (GRID * 80 + 256) * 4).tobytes()
+    return res, g.download(out, (grid * 80 + 256) * 4).tobytes()
 
 
 def _eager(monkeypatch):
@@ -207,3 +209,30 @@ def test_launch_shapes_share_no_special_registers():
         assert (got["fast"] == got["reference"]).all(), (grid, block)
         row = got["fast"][1000 * (grid[1] - 1) + block * (grid[0] - 1)]
         assert row.tolist() == [grid[0] - 1, block, grid[0], grid[1] - 1], (grid, block)
+
+
+def test_ctas_nobody_keeps_hand_their_arrays_on(monkeypatch):
+    """A CTA the launch does not keep, whose warps were never built, gives its arrays to the next CTA, which sets
+    every byte of them again: the same results as CTAs on fresh arrays."""
+    from emulator.machine.fastcore import engine
+    m = load_ptx(KERNEL)
+    _launch(m)
+    made = []
+    real = engine.FastCTA.__init__
+
+    def init(self, *a, **k):
+        made.append(1)
+        real(self, *a, **k)
+    monkeypatch.setattr(engine.FastCTA, "__init__", init)
+    grid = 7
+    fresh, fresh_mem = _launch(m, grid=grid)
+    assert len(made) == grid
+    made.clear()
+    last, last_mem = _launch(m, grid=grid, keep="last")
+    assert last_mem == fresh_mem
+    assert _state(last) == _state(fresh)[-3:]
+    # CTA 1 hands an instruction back (its warps are built: its arrays are not passed on), the others pass theirs
+    assert len(made) < grid - 2, len(made)
+    made.clear()
+    none, none_mem = _launch(m, grid=grid, keep="none")
+    assert none_mem == fresh_mem and none.ctas == [] and len(made) < grid - 2

@@ -426,6 +426,8 @@ class Module:
             depots.append(cta._depot)
             if keep == "all" or (keep == "last" and tuple(cta.ctaid) == last):
                 done[tuple(cta.ctaid)] = cta
+            elif fast is not None and san is None:
+                fast.recycle(cta)           # its arrays go to the next CTA
             if bar:
                 bar.update(1)
 

@@ -292,7 +292,25 @@ class FastLaunch:
             from .families import APART_SLOT
             ok = self._cta_ok = tr.cta_ok and all(tr.mufu_ptr[APART_SLOT[name]] != 0
                                                   for name in ("wgmma", "hopper", "bulk") if name in tr.apart)
-        return FastCTA(self, nwarps) if ok else None
+        if not ok:
+            return None
+        free = self.__dict__.get("_free")
+        if free and free[-1].nw == nwarps:      # a finished CTA's arrays nobody reads any more (``recycle``)
+            return free.pop()
+        return FastCTA(self, nwarps)
+
+    def recycle(self, cta):
+        """``cta`` ran to its end and the launch does not keep it: when its warps were never built, the next CTA of
+        the launch takes its arrays (``FastCTA.start`` sets every byte of them again)."""
+        fc = cta.__dict__.get("_fast_arrays")
+        if fc is None or cta._warps is not None or cta.fast_cta is not fc or fc.wg is not None or \
+                cta.async_unit.pending:
+            return
+        cta.fast_cta = cta._fast_arrays = None
+        cta.smem = cta.params = None            # (views of the block, which the next CTA overwrites)
+        free = self.__dict__.setdefault("_free", [])
+        if len(free) < 2:
+            free.append(fc)
 
 
 class FastWarp:
@@ -511,11 +529,17 @@ class FastCTA:
         key = (nw, cta.shape)
         blocks = tr.__dict__.setdefault("_cta_blocks", {})
         got = blocks.get(key)
-        block = self.block = np.zeros(size, np.uint8)
-        for name, shape, dt, off in layout:
-            setattr(self, name, np.ndarray(shape, dt, block, off))
+        self.unkept = False
+        if self.__dict__.get("layout") is layout:       # a recycled FastCTA (FastLaunch.recycle): the same arrays
+            block = self.block
+            block.fill(0)
+        else:
+            block = self.block = np.zeros(size, np.uint8)
+            for name, shape, dt, off in layout:
+                setattr(self, name, np.ndarray(shape, dt, block, off))
+            self.layout = layout
+            self.base = block.ctypes.data
         offsets = self.offsets = _OFFSETS[id(layout)][1]
-        self.base = block.ctypes.data
         head = offsets["arenas"]
         # the CTA's shared memory (zeros) and every warp's per-lane parameter bytes (warp w: rows w)
         cta.smem, cta.params = self.smem, self.params
