@@ -41,6 +41,7 @@ from ..ops.wgmma.state import (WgmmaStall, check_cta_end as check_wgmma_end, las
                                must_wait as wgmma_must_wait)
 from .convergence import convergence, pick
 from .kernel_warp import KernelWarp
+from .cluster import Cluster
 from .warp import H100_SMS
 from .spin import SPIN_CHECK
 from .tracing import dest_registers
@@ -85,11 +86,10 @@ class CTA:
         self.module, self.prog, self.ctaid = module, prog, ctaid
         self.cv = convergence(prog)
         if cluster is None:                     # a launch without clusters: each CTA is a cluster of one
-            from .cluster import Cluster
             cluster = Cluster(ctaid, (1, 1, 1), False)
             cluster.ctas.append(self)
         self.cluster, self.rank = cluster, rank
-        self.smem = np.zeros(smem_size, np.uint8)
+        self.smem_size = smem_size
         self.async_unit = AsyncUnit(smem_size)
         self.async_unit.record = bool(timeline)
         self.stalls = []           # [warp, lanes, reason]: lanes parked by an executor until reason.ready()
@@ -103,23 +103,14 @@ class CTA:
         self.barriers = {}         # id -> {'arrived': int, 'waiters': [(warp, mask)], 'expected': int, 'red': []}
         nthreads = block[0] * block[1] * block[2]
         nwarps = -(-nthreads // LANES)
-        self.warps = []
+        self.nthreads, self.nwarps = nthreads, nwarps
+        self._warps = None
         # special registers: the launch's (built once per launch shape, read-only, shared by every warp and
         # CTA), this CTA's %ctaid and its place in its cluster
         same, per_warp = _launch_specials(block, grid, smem_size, prog.shared_static, nwarps)
-        cdims = cluster.dims
-        # the specials of the CTA's place in the grid and its cluster (FastCTA.bind refills those that differ
-        # between the CTAs of a launch)
-        own = dict(_cluster_specials(tuple(grid), cdims, cluster.size, bool(cluster.explicit)))
-        for k, (ctaid_n, cl_ctaid_n, _, clusterid_n, _) in enumerate(_CTA_NAMES):
-            own[ctaid_n] = _same_lanes(ctaid[k])
-            own[cl_ctaid_n] = _same_lanes(ctaid[k] % cdims[k])
-            own[clusterid_n] = _same_lanes(ctaid[k] // cdims[k])
-        linear = ctaid[0] + grid[0] * (ctaid[1] + grid[1] * ctaid[2])
-        own["%smid"] = _same_lanes(linear % H100_SMS)      # a deterministic placement
-        own["%cluster_ctarank"] = _same_lanes(rank)
-        self.own_specials = own
-        symbols = {n: ("global", a) for n, a in var_addrs.items()}
+        self._grid = grid
+        # what the launch-wide special registers depend on (the fast engine keeps a CTA's initial arrays per shape)
+        self.shape = (tuple(block), tuple(grid), smem_size, prog.shared_static, cluster.dims, bool(cluster.explicit))
         # the fast engine's CTA loop (barriers included), when the kernel allows it; its arrays hold the state of
         # every warp (arenas, PCs, exit and wait masks), which the warps' own attributes are views of. The CTAs of
         # a cluster wait on each other, so they step warp by warp under the cluster's scheduler instead.
@@ -127,30 +118,89 @@ class CTA:
         # lanes or parks a warp, this scheduler takes the CTA over from there (FastCTA.run).
         fast_cta = fast.cta_arrays(nwarps) if (fast is not None and self._rng is None and not timeline
                                                and cluster.size == 1) else None
-        # every warp's per-lane parameter bytes, in one block (warp w: rows w)
-        self.params = np.empty((nwarps, LANES, param_init.size), np.uint8)
-        self.params[...] = param_init
-        self.param_rows = [self.params[w] for w in range(nwarps)]
+        self._same, self._per_warp = same, per_warp
+        self._make = (gmem, options, param_init, local_bases, trace, var_addrs, profile, fast)
+        if fast_cta is not None:
+            # the CTA loop runs on its arrays alone: the warps (KernelWarp, FastWarp) are built when something reads
+            # them (a hand-back, the scheduler taking over, the sanitizer, ``result.ctas``), from those arrays; the
+            # shared memory and the parameter rows are arrays of its block (``FastCTA.start``)
+            self.fast_cta = fast_cta.start(self)
+        else:
+            self.fast_cta = None
+            self.smem = np.zeros(smem_size, np.uint8)
+            # every warp's per-lane parameter bytes, in one block (warp w: rows w)
+            self.params = np.empty((nwarps, LANES, param_init.size), np.uint8)
+            self.params[...] = param_init
+            self._build_warps()
+
+    @property
+    def warps(self):
+        """The CTA's warps (``KernelWarp``), built the first time they are read."""
+        ws = self._warps
+        return ws if ws is not None else self._build_warps()
+
+    @property
+    def own_specials(self):
+        """{name: lanes} of the special registers of the CTA's place in the grid and its cluster (made when first
+        asked: the fast engine's CTA loop writes the few a kernel reads, ``own_special``)."""
+        own = self.__dict__.get("_own")
+        if own is None:
+            cluster, ctaid, grid = self.cluster, self.ctaid, self._grid
+            cdims = cluster.dims
+            own = dict(_cluster_specials(tuple(grid), cdims, cluster.size, bool(cluster.explicit)))
+            for k, (ctaid_n, cl_ctaid_n, _, clusterid_n, _) in enumerate(_CTA_NAMES):
+                own[ctaid_n] = _same_lanes(ctaid[k])
+                own[cl_ctaid_n] = _same_lanes(ctaid[k] % cdims[k])
+                own[clusterid_n] = _same_lanes(ctaid[k] // cdims[k])
+            linear = ctaid[0] + grid[0] * (ctaid[1] + grid[1] * ctaid[2])
+            own["%smid"] = _same_lanes(linear % H100_SMS)      # a deterministic placement
+            own["%cluster_ctarank"] = _same_lanes(self.rank)
+            self._own = own
+        return own
+
+    def own_special(self, name):
+        """One of ``own_specials`` (the CTA's ids, without making the others)."""
+        own = self.__dict__.get("_own")
+        if own is None:
+            k = _CTAID_AXIS.get(name)
+            if k is not None:
+                return _same_lanes(self.ctaid[k])
+            own = self.own_specials
+        return own[name]
+
+    def specials_of(self, w):
+        """{name: lanes} of the special registers of warp ``w`` known at the launch (the warp's
+        ``special_values`` when it is built)."""
+        sv = dict(self._same)
+        sv.update(self._per_warp[w])
+        sv.update(self.own_specials)
+        return sv
+
+    def _build_warps(self):
+        gmem, options, param_init, local_bases, trace, var_addrs, profile, fast = self._make
+        prog, nwarps, nthreads = self.prog, self.nwarps, self.nthreads
+        symbols = {n: ("global", a) for n, a in var_addrs.items()}
+        fc = self.__dict__.get("_fast_arrays")      # the CTA loop's arrays, when it ran or runs this CTA
         cl_arrived = np.zeros((nwarps, LANES), np.bool_)
         cl_phase = np.zeros((nwarps, LANES), np.int64)
+        ws = []
         for w in range(nwarps):
             bases = local_bases[w * LANES:(w + 1) * LANES]
             kw = KernelWarp(self, prog, w, nthreads - w * LANES, self.smem, gmem, prog.arch, options, param_init,
-                            bases, prog.layout.local, trace, self.param_rows[w],
-                            None if fast_cta is None else (fast_cta.pcs[w], fast_cta.exited[w], fast_cta.waiting[w]),
-                            dict(symbols))
+                            bases, prog.layout.local, trace, self.params[w],
+                            None if fc is None else (fc.pcs[w], fc.exited[w], fc.waiting[w]), dict(symbols))
             if profile is not None:
                 kw.profile = profile
-            sv = kw.special_values
-            sv.update(same)
-            sv.update(per_warp[w])
-            sv.update(own)
+            kw.special_values = self.specials_of(w)
             kw.cl_arrived = cl_arrived[w]       # barrier.cluster: arrived, not yet waited
             kw.cl_phase = cl_phase[w]           # the cluster barrier's phase at the arrival
             if fast is not None:
-                kw.fast = fast.attach(kw, fast_cta.arenas[w] if fast_cta is not None else None)
-            self.warps.append(kw)
-        self.fast_cta = fast_cta.bind(self) if fast_cta is not None else None
+                kw.fast = fast.attach(kw, fc.arenas[w] if fc is not None else None)
+            ws.append(kw)
+        self._warps = ws
+        if fc is not None:
+            fc.adopt(self, ws)                  # the state the CTA loop kept in its arrays so far
+        return ws
 
     def __repr__(self):
         done = sum(bool(w.exited.all()) for w in self.warps)
@@ -161,9 +211,13 @@ class CTA:
     def run(self, park=False):
         """Run the CTA to its end and return its warps. With ``park`` (the grid scheduler, machine.residency),
         return None instead of reporting a deadlock when its warps only spin on memory another CTA may write;
-        ``self.moved`` then says whether this call changed anything, and a later call goes on."""
+        ``self.moved`` then says whether this call changed anything, and a later call goes on; a CTA that ran to
+        its end returns True (its warps, ``self.warps``, are built when read)."""
         with np.errstate(all="ignore"):          # IEEE exceptions are results here, not warnings
-            return self._run(park)
+            done = self._run(park)
+        if done is None:
+            return None
+        return True if park else self.warps
 
     def _run(self, park=False):
         moved = False
@@ -173,7 +227,7 @@ class CTA:
             if handoff is None:
                 self.async_unit.pump()
                 check_wgmma_end(self)
-                return self.warps
+                return True
             # a spin check acted in the CTA loop: this scheduler goes on from that warp, as it would have
             self.fast_cta = None
             start = handoff
@@ -231,7 +285,7 @@ class CTA:
                     return None
                 self._deadlock()
         check_wgmma_end(self)
-        return self.warps
+        return True
 
     @staticmethod
     def _yield_changed(w):
@@ -856,6 +910,7 @@ _CTA_NAMES = tuple((f"%ctaid.{c}", f"%cluster_ctaid.{c}", f"%cluster_nctaid.{c}"
 
 
 _SAME: dict = {}
+_CTAID_AXIS = {f"%ctaid.{c}": k for k, c in enumerate("xyz")}
 
 
 def _same_lanes(value, dtype=np.uint32):

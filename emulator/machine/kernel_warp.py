@@ -24,6 +24,15 @@ def _lanes_from(n):
     return got[0].copy(), got[1].copy()
 
 
+def _present(n):
+    """The bool[32] of a warp's lanes that are threads (its first ``n``): a fresh array."""
+    got = _FROM.get(n)
+    if got is None:
+        ex = LANE >= n
+        got = _FROM[n] = (ex, ~ex)
+    return got[1].copy()
+
+
 class KernelWarp(Warp):
     """A warp inside a CTA: per-lane PCs and call stacks, .local / .param memory, shared CTA state."""
 
@@ -92,10 +101,9 @@ class KernelWarp(Warp):
             self.pc = np.zeros(LANES, np.int64)
             self.exited, self.present = _lanes_from(nthreads_here)
             self.waiting = np.zeros(LANES, np.bool_)
-        else:               # (pc, exited, waiting): zeroed rows of the fast engine's CTA arrays (FastCTA)
+        else:               # (pc, exited, waiting): rows of the fast engine's CTA arrays (FastCTA), which set them
             self.pc, self.exited, self.waiting = rows
-            exited, self.present = _lanes_from(nthreads_here)
-            self.exited[:] = exited
+            self.present = _present(nthreads_here)
         self.present_bits = (1 << min(max(int(nthreads_here), 0), LANES)) - 1     # lanes 0..n-1
         # per lane, an id of its chain of call sites (equal ids: the lanes' PCs compare directly)
         self.chain_id = np.zeros(LANES, np.int64)

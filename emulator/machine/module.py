@@ -414,6 +414,8 @@ class Module:
                       bases, options, trace, out, result, budget, fast, schedule, timeline,
                       profile=prof, debug=debug)
             cta._depot = bases
+            if cta.fast_cta is not None and not (keep == "all" or (keep == "last" and tuple(cid) == last)):
+                cta.fast_cta.unkept = True      # nothing reads its warps' bank records after the run
             if san is not None:
                 san.attach(cta)
             return cta
@@ -424,6 +426,8 @@ class Module:
             depots.append(cta._depot)
             if keep == "all" or (keep == "last" and tuple(cta.ctaid) == last):
                 done[tuple(cta.ctaid)] = cta
+            elif fast is not None and san is None:
+                fast.recycle(cta)           # its arrays go to the next CTA
             if bar:
                 bar.update(1)
 
@@ -438,7 +442,7 @@ class Module:
         for cid in (ctaids if keep == "all" else [last] if keep == "last" else ()):
             cta = done[cid]
             result.async_units.append(cta.async_unit)
-            result.ctas.append((cid, cta.warps))
+            result.keep_cta(cid, cta)           # (its warps are built when result.ctas is read)
         result.instructions = int(max_instructions) - budget[0]
         _release(fast)
         return result
@@ -457,7 +461,7 @@ class Module:
         """The fast engine's launch state; a sanitised launch's hands the sanitizer what it must see
         (machine.sanitize_fast). ``wait`` (engine="fast"): the instruction families the kernel uses are compiled
         or loaded now, else those another process is compiling run on the reference executors meanwhile."""
-        from .fastcore import FastLaunch
+        from .fastcore.engine import FastLaunch
         if self._san is not None:
             from .sanitize_fast import SanFastLaunch
             fl = SanFastLaunch(prog, gmem, self._san)

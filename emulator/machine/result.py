@@ -23,6 +23,16 @@ class LaunchResult:
     reports: list = field(default_factory=list)      # sanitizer reports (launch(..., sanitize=...))
     sanitizer: object = None                         # the launch's machine.sanitize.Sanitizer, when one watched
 
+    def keep_cta(self, ctaid, cta):
+        """Keep ``cta`` (a ``machine.cta.CTA`` that ran to its end) in ``ctas``; its warps are built when ``ctas`` is
+        first read (the fast engine's CTA loop runs on arrays and makes no warp objects for CTAs nobody reads)."""
+        self._ctas.append(_Kept(ctaid, cta))
+        self._lazy = True
+
+    def __getstate__(self):
+        self.ctas                       # (the warps of the kept CTAs, built: what a copy takes)
+        return self.__dict__
+
     def sanitizer_summary(self):
         """compute-sanitizer-like closing lines, one per tool that watched the launch."""
         from .sanitize import summary
@@ -70,3 +80,30 @@ class LaunchResult:
         for ctaid, ws in self.ctas:
             for w in ws:
                 yield ctaid, w
+
+
+class _Kept:
+    """A kept CTA whose warps ``LaunchResult.ctas`` builds when read."""
+    __slots__ = ("ctaid", "cta")
+
+    def __init__(self, ctaid, cta):
+        self.ctaid, self.cta = ctaid, cta
+
+
+def _get_ctas(self):
+    if self._lazy:
+        got = self._ctas
+        for i, e in enumerate(got):
+            if type(e) is _Kept:
+                got[i] = (e.ctaid, e.cta.warps)
+        self._lazy = False
+    return self._ctas
+
+
+def _set_ctas(self, value):
+    self._ctas = value
+    self._lazy = False
+
+
+# [(ctaid, [KernelWarp, ...])], each kept CTA's warps built the first time the list is read
+LaunchResult.ctas = property(_get_ctas, _set_ctas, doc="[(ctaid, [KernelWarp, ...])] of the CTAs the launch kept")

@@ -222,8 +222,8 @@ class SanFastCTA(FastCTA):
     """The CTA loop of a sanitised launch: the replay follows its barriers (arrivals and exits are logged,
     releases happen where the loop's happen) in the sanitizer's state ``san.rb``."""
 
-    def bind(self, cta):
-        FastCTA.bind(self, cta)
+    def start(self, cta):
+        FastCTA.start(self, cta)
         self.pre = np.empty(cta.smem.size, np.uint8)
         return self
 

@@ -17,6 +17,7 @@ from . import table as T
 from ..spin import SPIN_CHECK
 from .translate import Translation
 from .cpasync import CpAsyncRows, CpAsyncTable
+from .ccall import CTX_ROW, K_RUN
 
 _DTYPE = {T.PRED: np.bool_, T.R16: np.uint16, T.R32: np.uint32, T.R64: np.uint64}
 LOG_CAP = 1024
@@ -281,14 +282,35 @@ class FastLaunch:
         return FastWarp(self, warp, arena)
 
     def cta_arrays(self, nwarps):
-        """A CTA loop's arrays for ``nwarps`` warps (``FastCTA``; ``bind`` it once the warps exist) when the
+        """A CTA loop's arrays for ``nwarps`` warps (``FastCTA``; ``start`` it once the CTA exists) when the
         translation allows the CTA loop (``Translation.cta_ok``), else None."""
-        from .families import APART_SLOT, CTA_NEEDS
         tr = self.tr
         # a kernel with wgmma needs wgcall.py's function in the CTA loop: until it is compiled (engine="auto" while
         # another process compiles), its CTAs run on the Python scheduler, which hands the wgmma rows back
-        ok = tr.cta_ok and all(tr.mufu_ptr[APART_SLOT[name]] != 0 for name in CTA_NEEDS if name in tr.apart)
-        return FastCTA(self, nwarps) if ok else None
+        ok = self.__dict__.get("_cta_ok")
+        if not ok:                      # (once true, it stays true: the families' functions are never unbound)
+            from .families import APART_SLOT, CTA_NEEDS
+            ok = self._cta_ok = tr.cta_ok and all(tr.mufu_ptr[APART_SLOT[name]] != 0
+                                                  for name in CTA_NEEDS if name in tr.apart)
+        if not ok:
+            return None
+        free = self.__dict__.get("_free")
+        if free and free[-1].nw == nwarps:      # a finished CTA's arrays nobody reads any more (``recycle``)
+            return free.pop()
+        return FastCTA(self, nwarps)
+
+    def recycle(self, cta):
+        """``cta`` ran to its end and the launch does not keep it: when its warps were never built, the next CTA of
+        the launch takes its arrays (``FastCTA.start`` sets every byte of them again)."""
+        fc = cta.__dict__.get("_fast_arrays")
+        if fc is None or cta._warps is not None or cta.fast_cta is not fc or fc.wg is not None or \
+                cta.async_unit.pending:
+            return
+        cta.fast_cta = cta._fast_arrays = None
+        cta.smem = cta.params = None            # (views of the block, which the next CTA overwrites)
+        free = self.__dict__.setdefault("_free", [])
+        if len(free) < 2:
+            free.append(fc)
 
 
 class FastWarp:
@@ -419,113 +441,229 @@ class FastWarp:
                                        fl.log_mask[:n].copy(), fl.log_addr[:n].copy(), fl.log_src[:n].copy()))
 
 
+_LAYOUTS: dict = {}
+_I8, _B1, _U1 = np.dtype(np.int64), np.dtype(np.bool_), np.dtype(np.uint8)
+
+
+def _cta_layout(tr, nw, smem_size, param_size):
+    """([(name, shape, dtype, byte offset)], bytes) of a FastCTA's arrays in one block (each 64-byte aligned)."""
+    ab = max(tr.arena_bytes, 8)
+    key = (ab, nw, bool(tr.mb_waits or tr.wg is not None), smem_size, param_size)
+    got = _LAYOUTS.get(key)
+    if got is None:
+        # (the arenas and the yield snapshots last: a CTA copies the part before them from its launch shape's first)
+        parts = [("pcs", (nw, 32), _I8), ("issued", (nw,), _I8), ("executed", (nw,), _I8),
+                 ("wbid", (nw, 32), _I8), ("bar_arrived", (16,), _I8), ("bar_seq", (16,), _I8),
+                 ("cst", (T.NCSTATE,), _I8), ("backs", (nw,), _I8),       # backs: backward branches (spin checks)
+                 ("mbw", (nw, T.MB_ROWS, 32), _I8), ("exited", (nw, 32), _B1), ("waiting", (nw, 32), _B1),
+                 ("arenas", (nw, ab), _U1), ("ysnap", (nw, ab if key[2] else 1), _U1),
+                 ("smem", (smem_size,), _U1), ("params", (nw, 32, param_size), _U1)]
+        out, off = [], 0
+        for name, shape, dt, in parts:
+            out.append((name, shape, dt, off))
+            off += -(-int(np.prod(shape)) * dt.itemsize // 64) * 64
+        if len(_LAYOUTS) > 64:
+            _LAYOUTS.clear()
+            _OFFSETS.clear()
+        got = _LAYOUTS[key] = (out, off)
+        _OFFSETS[id(out)] = (out, {name: o for name, _, _, o in out})
+    return got
+
+
+_OFFSETS: dict = {}     # id(layout) -> (layout, {name: byte offset})
+
+
+_STEPS: dict = {}
+
+
+def _steps(n, step):
+    """[0, step, 2 step, ...] (n values, int64), made once."""
+    got = _STEPS.get((n, step))
+    if got is None:
+        if len(_STEPS) > 256:
+            _STEPS.clear()
+        got = _STEPS[(n, step)] = np.arange(n, dtype=np.int64) * step
+        got.flags.writeable = False
+    return got
+
+
+_EXITED: dict = {}
+
+
+def _EXITED_ROWS(nw, nthreads):
+    """(nw, 32) bool: the lanes of a CTA of ``nthreads`` threads that are no thread (exited from the start)."""
+    got = _EXITED.get((nw, nthreads))
+    if got is None:
+        if len(_EXITED) > 256:
+            _EXITED.clear()
+        got = _EXITED[(nw, nthreads)] = np.arange(nw * 32, dtype=np.int64).reshape(nw, 32) >= nthreads
+        got.flags.writeable = False
+    return got
+
+
+def _special(cta, w, values, name):
+    """A special register of warp ``w`` of ``cta`` that the launch did not set (``Warp.special``'s rule, for a warp
+    that has not issued anything)."""
+    from ..warp import Warp
+
+    class _Fresh:
+        special_values, warp_id, clock, smem = values, w, 0, cta.smem
+    return Warp.special(_Fresh, name)
+
+
 class FastCTA:
     """A CTA run by the jitted CTA loop (``loop.run_cta``): the warps' arenas, PCs, exit and wait masks live
     in (warps, ...) arrays whose rows are the warps' own arrays, so Python (which runs the instructions the
     loop hands back) and the loop see the same state."""
 
     def __init__(self, launch, nw):
-        self.launch = launch
-        self.arenas = np.zeros((nw, max(launch.tr.arena_bytes, 8)), np.uint8)
-        self.pcs = np.zeros((nw, 32), np.int64)
-        self.exited = np.zeros((nw, 32), np.bool_)
-        self.waiting = np.zeros((nw, 32), np.bool_)
-        self.issued = np.zeros(nw, np.int64)
-        self.executed = np.zeros(nw, np.int64)
-        self.wbid = np.full((nw, 32), -1, np.int64)
-        self.bar_arrived = np.zeros(16, np.int64)
-        self.bar_seq = np.zeros(16, np.int64)
-        self.cst = np.zeros(T.NCSTATE, np.int64)
-        self.backs = np.zeros(nw, np.int64)         # backward branches each warp took (spin checkpoints)
+        self.launch, self.nw = launch, nw
         self.log_warp = launch.log_warp
-        tr = launch.tr
-        self.cst[T.C_BARCNT:] = -1
-        self.cst[T.C_ASYNC] = int(tr.any_bulk)          # copies may be in flight at a round's end (ctaloop.py)
-        self.mbw = ctaloop_arrays(nw)                   # mbarrier stall records, yields (ctaloop.py)
-        self.ysnap = np.zeros((nw, max(tr.arena_bytes, 8) if tr.mb_waits or tr.wg is not None else 1), np.uint8)
+        self.unkept = False         # set when nothing will read the CTA's warps after its run (no bank records kept)
 
-    def bind(self, cta):
-        """Make the warps' PCs, exit and wait masks rows of the loop's arrays (their arenas already are)."""
-        for i, w in enumerate(cta.warps):
-            if w.pc.base is not self.pcs or w.exited.base is not self.exited or w.waiting.base is not self.waiting:
-                self.pcs[i], self.exited[i], self.waiting[i] = w.pc, w.exited, w.waiting
-                w.pc, w.exited, w.waiting = self.pcs[i], self.exited[i], self.waiting[i]
-            if w.issued or w.back_taken:
-                self.issued[i] = w.issued
-                self.backs[i] = w.back_taken
-        params, rows = getattr(cta, "params", None), getattr(cta, "param_rows", None)
-        if params is not None and rows is not None and len(rows) == len(cta.warps) and \
-                all(w.param is r for w, r in zip(cta.warps, rows)):      # warp i's rows: block i of the CTA's
-            self.param_ptrs = params.ctypes.data + np.arange(len(cta.warps), dtype=np.int64) * params[0].nbytes
+    def start(self, cta):
+        """Set the loop's arrays up for ``cta`` before any warp object exists (``machine.cta.CTA``: the warps are
+        built from these arrays when something reads them, ``adopt``): every lane at PC 0, lanes past the block's
+        thread count exited, the parameter blocks, the special registers, the cp.async table.
+
+        Every array of the CTA lives in one block, which starts as the first CTA of the same launch shape (of this
+        translation) started: its arrays' initial values (copied), the special registers in its arenas (one store);
+        a later CTA then writes the special registers that differ between CTAs (its ids)."""
+        fl, nw = self.launch, self.nw
+        tr = fl.tr
+        param_init = cta._make[2]
+        layout, size = _cta_layout(tr, nw, cta.smem_size, param_init.size)
+        key = (nw, cta.shape)
+        blocks = tr.__dict__.setdefault("_cta_blocks", {})
+        got = blocks.get(key)
+        self.unkept = False
+        if self.__dict__.get("layout") is layout:       # a recycled FastCTA (FastLaunch.recycle): the same arrays
+            block = self.block
+            block.fill(0)
         else:
-            self.param_ptrs = np.array([w.param.__array_interface__["data"][0] for w in cta.warps], np.int64)
-        if self.launch.special_names and cta.warps:
-            self._fill_specials(cta)
-        self.cp = CpAsyncTable(len(cta.warps), cta.warps[0].options.cp_async == "eager") if cta.warps else None
-        for i, w in enumerate(cta.warps):
-            w.fast.use_cp_table(self.cp, i, w)
+            block = self.block = np.zeros(size, np.uint8)
+            for name, shape, dt, off in layout:
+                setattr(self, name, np.ndarray(shape, dt, block, off))
+            self.layout = layout
+            self.base = block.ctypes.data
+        offsets = self.offsets = _OFFSETS[id(layout)][1]
+        head = offsets["arenas"]
+        # the CTA's shared memory (zeros) and every warp's per-lane parameter bytes (warp w: rows w)
+        cta.smem, cta.params = self.smem, self.params
+        self.params[...] = param_init
+        self.param_ptrs = (self.base + offsets["params"]) + _steps(nw, self.params[0].nbytes)
+        self.smem_ptr = self.base + offsets["smem"]
+        if got is None:
+            self.wbid[:] = -1
+            self.cst[T.C_BARCNT:] = -1
+            self.cst[T.C_ASYNC] = int(tr.any_bulk)      # copies may be in flight at a round's end (ctaloop.py)
+            self.mbw[:, T.MB_SEQ] = -1                  # mbarrier stall records, yields (ctaloop.py): none yet
+            self.exited[:] = _EXITED_ROWS(nw, cta.nthreads)
+            vals, cols = self._fill_specials(cta) if fl.special_names else (None, [])
+            if len(blocks) > 16:
+                blocks.clear()
+            blocks[key] = (block[:head].copy(), vals, cols)
+        else:
+            block[:head] = got[0]
+            if got[1] is not None:
+                a32 = self.arenas.view(np.uint32)
+                a32[:, fl.special_index] = got[1]
+                for c, n in got[2]:
+                    a32[:, c:c + 32] = cta.own_special(n)
+        if tr.local_base is not None or tr.var_slots:
+            self._fill_addresses(cta)
+        options = cta._make[1]
+        eager = options is not None and options.cp_async == "eager"
+        if _uses_cp_async(cta.prog):
+            self.cp = CpAsyncTable(nw, eager)
+        else:                   # a kernel without cp.async: its CTAs share one table, which stays empty
+            shared = tr.__dict__.setdefault("_cp_tables", {})
+            self.cp = shared.get((nw, eager))
+            if self.cp is None:
+                self.cp = shared[(nw, eager)] = CpAsyncTable(nw, eager)
         self.xstates = [{}]                         # the registers outside the arenas, by version (MW_XVER)
         self.xids = {}
-        for i, w in enumerate(cta.warps):
-            self.mbw[i, T.MB_W, T.MW_XVER] = self._xver(w)
+        self.pending = []                           # shared-memory log copies for warps not built yet (_flush)
         self.wg = None                              # the wgmma state, while this loop owns it (wgmmax.py)
-        if self.launch.tr.wg is not None and cta.warps:
+        if tr.wg is not None:
             from .wgmmax import K_SEQ, WgTable
             from .ctaloop import K_SEQ_OFFSET
             assert K_SEQ_OFFSET == 8 * K_SEQ        # (the stalls of both kinds share wgmmax's counter)
-            self.wg = WgTable(self.launch.tr.wg, cta, self.arenas, self.launch.__dict__.setdefault("wg_pool", {}))
+            self.wg = WgTable(tr.wg, cta, self.arenas, fl.__dict__.setdefault("wg_pool", {}))
+        cta._fast_arrays = self
         return self
 
+    def adopt(self, cta, ws):
+        """The CTA's warps were just built (on the rows of these arrays): hand them what the loop kept apart so
+        far (their cp.async rows, issue and backward-branch counts, executed instructions, bank records)."""
+        issued, backs = self.issued.tolist(), self.backs.tolist()
+        for i, w in enumerate(ws):
+            w.fast.use_cp_table(self.cp, i, w)
+            if issued[i]:
+                w.clock = w.issued = issued[i]
+            if backs[i]:
+                w.back_taken = backs[i]
+        self._finish(ws)
+        pending, self.pending = self.pending, []
+        for n, log in pending:
+            self._hand_log(ws, n, log)
+
+    def _fill_addresses(self, cta):
+        """The hidden registers ``FastWarp.__init__`` fills for a warp run alone, for every warp of the CTA at once:
+        each lane's ``.local`` depot (``Translation.local_slot``) and the module variables' addresses."""
+        tr, arenas = self.launch.tr, self.arenas
+        local_bases, var_addrs = cta._make[3], cta._make[5]
+        if tr.local_base is not None:
+            lb = tr.local_base
+            arenas[:, lb:lb + 256].view(np.uint64)[:] = local_bases.reshape(self.nw, 32)
+        for name, (off, sym) in tr.var_slots.items():
+            base = var_addrs[name] if name in var_addrs else sym[1]
+            if callable(base):
+                raise AssertionError(f"the fast engine found no fixed address for the variable {name}")
+            arenas[:, off:off + 256].view(np.uint64)[:] = np.uint64(base)
+
     def _fill_specials(self, cta):
-        """Write the constant special registers into every warp's arena in one store: the values of the launch's
-        first CTA of this size, with the ones that differ between CTAs (``CTA.own_specials``) set for this one."""
+        """Write the constant special registers into every warp's arena in one store; returns their values and
+        [(first arena column, name)] of those that differ between the CTAs of a launch (``CTA.own_specials``)."""
         fl = self.launch
         names, index = fl.special_names, fl.special_index
-        ws = cta.warps
-        own = getattr(cta, "own_specials", None) or {}
-        tmpl = fl.__dict__.setdefault("special_rows", {}).get(len(ws))
-        if tmpl is None:
-            vals = np.array([[w.special_values[n] if n in w.special_values else w.special(n) for n in names]
-                             for w in ws], np.uint32)
-            fl.special_rows[len(ws)] = (vals, [(j, n) for j, n in enumerate(names) if n in own])
-        else:
-            vals, per_cta = tmpl
-            vals = vals.copy()
-            sv = ws[0].special_values
-            for j, n in per_cta:
-                vals[:, j] = sv[n]
+        vals = np.array([[v[n] if n in v else _special(cta, w, v, n) for n in names]
+                         for w, v in ((w, cta.specials_of(w)) for w in range(self.nw))], np.uint32)
         self.arenas.view(np.uint32)[:, index] = vals
+        own = cta.own_specials
+        return vals, [(int(index[j, 0]), n) for j, n in enumerate(names) if n in own]
 
     def run(self, cta):
         """Run the CTA to its end; the instructions the loop hands back run through ``cta._step``. Returns None,
         or (warp, parked, progressed) when a spin check held lanes back or parked a warp: the scheduler of
         ``machine.cta`` then goes on from that warp, with the barrier state handed over (``_handoff``)."""
-        from .ccall import CTX_ROW, K_RUN
         fl = self.launch
         run_cta = fl._run_cta
         tr = fl.tr
         st = fl.state
-        ws = cta.warps
+        ws = cta._warps                 # None until something reads the warps (CTA.warps builds them)
         cp = self.cp
         st[T.S_SPIN_CHECK] = SPIN_CHECK
         st[T.S_WG_REGS] = st[T.S_WG_SMEM] = st[T.S_WG] = 0
         st[T.S_WG_READS] = st[T.S_DIRTY] = st[T.S_DIRTY_N] = 0    # (set below for kernels the async proxy reads)
         # the CTA's mbarriers, unless a sanitizer follows them (the executors tell it; a timeline keeps the Python
         # scheduler); a try_wait parks its lanes in the loop unless a yield's state includes .param bytes
-        mbs = ws[0]._async.mbarriers if ws and cta.san is None and not ws[0]._async.record else None
+        au0 = cta.async_unit
+        mbs = au0.mbarriers if cta.san is None and not au0.record else None
         st[T.S_MBW] = int(mbs is not None and not tr.param_writes)
         st[T.S_MBINIT] = int(mbs is not None)
         if mbs is not None and tr.cta_waits:
             mbs.reserve(MBAR_ROWS)          # (a barrier that finds the table full goes back to Python, which grows it)
-        st[T.S_BARSEQ] = self.bar_seq.ctypes.data
-        st[T.S_BARCNT] = self.cst.ctypes.data + 8 * T.C_BARCNT
+        st[T.S_BARSEQ] = self.base + self.offsets["bar_seq"]
+        st[T.S_BARCNT] = self.base + self.offsets["cst"] + 8 * T.C_BARCNT
         # TMA rows (bulkx.py) stage their copies here, unless a sanitiser or a timeline follows them
         stage = fl.staging() if tr.bulkx and mbs is not None else None
         st[T.S_BULK] = stage.address if stage is not None else 0
         st[T.S_GTAB] = _pointer(fl.gtab)
         st[T.S_GTAB_N] = fl.gtab.shape[0]
         wg = self.wg
-        au = ws[0]._async if ws and tr.async_readers else None   # generic-proxy writes (memx.py)
+        au = au0 if tr.async_readers else None   # generic-proxy writes (memx.py)
+        smem_ptr = self.smem_ptr
         while True:
             if wg is not None:
                 st[T.S_WG] = wg.ctl.ctypes.data
@@ -537,9 +675,9 @@ class FastCTA:
             st[T.S_BUDGET] = cta.budget[0]
             st[T.S_INFLIGHT] = cta.inflight_n
             st[T.S_NLOG] = 0
-            st[T.S_SMEM_PTR] = cta.smem.ctypes.data
+            st[T.S_SMEM_PTR] = smem_ptr
             st[T.S_SMEM_SIZE] = cta.smem.size
-            st[T.S_PARAM_SIZE] = ws[0].param.shape[1]
+            st[T.S_PARAM_SIZE] = cta.params.shape[2]
             st[T.S_MBAR] = _pointer(mbs.rows) if mbs is not None else 0
             st[T.S_MBAR_N] = mbs.used if mbs is not None else 0
             st[T.S_MBAR_CHANGED] = 0
@@ -568,6 +706,7 @@ class FastCTA:
             if st[T.S_MBAR_REBUILT]:
                 _mbar_objects(mbs, int(st[T.S_MBAR_N]))
             if stage is not None and stage.used():
+                ws = cta.warps
                 stage.drain(ws[0], ws)      # the staged copies join the async unit before Python runs anything
             cta.inflight_n = int(st[T.S_INFLIGHT])
             cta.budget[0] = int(st[T.S_BUDGET])
@@ -575,9 +714,13 @@ class FastCTA:
                 au.any_dirty = bool(st[T.S_DIRTY_N])
             n = int(st[T.S_NLOG])
             if n:
-                self._flush(ws, n)
-            for w, k in zip(ws, self.issued.tolist()):
-                w.clock = w.issued = k
+                if ws is None:
+                    self._keep_log(cta, n)
+                else:
+                    self._flush(ws, n)
+            if ws is not None:
+                for w, k in zip(ws, self.issued.tolist()):
+                    w.clock = w.issued = k
             status = int(self.cst[T.C_STATUS])
             if status == T.CTA_DONE:
                 if wg is not None:
@@ -588,23 +731,21 @@ class FastCTA:
             if status == T.CTA_DEADLOCK:
                 # the end of a round in which nothing moved on (machine.cta.CTA._run): copies in flight complete,
                 # or a warp that yielded with its state changed gives the warps another round
-                au_ = ws[0]._async
+                au_ = au0
                 if au_.pending or self.cst[T.C_YIELDED]:
                     if au_.pending:
                         au_.pump()
                     self.cst[T.C_PROGRESSED] = self.cst[T.C_VERCHG] = self.cst[T.C_YIELDED] = 0
                     self.cst[T.C_WARP] = 0
                     continue
-                if (wg is not None and wg.used()) or self.cst[T.C_NSTALL] or \
-                        any((~w.exited & ~w.waiting).any() for w in ws):
+                if (wg is not None and wg.used()) or self.cst[T.C_NSTALL] or (~self.exited & ~self.waiting).any():
                     # a deadlock the scheduler reports (wgmma or mbarrier waits), or lane groups that wait at joins
                     # for lanes parked elsewhere (the scheduler lifts the waits): from the round's end
-                    return self._handoff(cta, len(ws), False)
+                    return self._handoff(cta, cta.nwarps, False)
                 self._report_deadlock(cta)
             if int(st[T.S_STATUS]) == T.ST_LOG:
                 continue
             k = int(self.cst[T.C_WARP])
-            w = ws[k]
             if tr.code[st[T.S_PC], T.OP] == T.BAR:
                 # a barrier whose number, thread count or lanes break a rule: the scheduler arrives (and raises)
                 # with the loop's barriers
@@ -617,6 +758,8 @@ class FastCTA:
                 return self._handoff(cta, k, False)
             mask = ((int(st[T.S_MASK]) >> fl.lanes) & 1).astype(np.bool_)
             tr.handed_back[st[T.S_PC]] += 1
+            ws = cta.warps                  # (built now if they were not: the executor runs on warp objects)
+            w = ws[k]
             w.back_taken = int(self.backs[k])
             version = mbs.version if mbs is not None else 0
             last = w._last_yield
@@ -633,7 +776,8 @@ class FastCTA:
             if mbs is not None and mbs.version != version:
                 self.cst[T.C_VERCHG] = 1
             self.cst[T.C_PROGRESSED] = 1
-        self._finish(ws)
+        if ws is not None:
+            self._finish(ws)
         return None
 
     def _enter(self, cta):
@@ -728,10 +872,26 @@ class FastCTA:
     def _flush(self, ws, n):
         """Hand the loop's shared-memory log to the warps' bank records: each warp's records are picked out of one
         copy of the log when its records are first read (``KernelWarp._smem_log``)."""
+        self._hand_log(ws, n, None)
+
+    def _keep_log(self, cta, n):
+        """The loop's shared-memory log while no warp object exists: one copy, handed to the warps when they are
+        built (``adopt``); a CTA whose warps nobody keeps (``CTA.unkept``) drops it."""
+        if self.unkept:
+            return
+        self.pending.append((n, self._log_copy(n)))
+
+    def _log_copy(self, n):
         fl = self.launch
-        who = self.log_warp[:n]
+        return (self.log_warp[:n].copy(), fl.log_pc[:n].copy(), fl.log_mask[:n].copy(), fl.log_addr[:n].copy(),
+                fl.log_src[:n].copy() if _has_cp_async(fl.tr) else None)
+
+    def _hand_log(self, ws, n, log):
+        """The records of a log of ``n`` entries (``log``: its copy, or None: the launch's arrays, copied when a
+        warp keeps records) to each warp, within the bank log's bound per warp."""
+        fl = self.launch
+        who = self.log_warp[:n] if log is None else log[0]
         counts = np.bincount(who, minlength=len(ws)).tolist()
-        log = None
         for k, w in enumerate(ws):
             c = counts[k]
             if not c:
@@ -741,8 +901,7 @@ class FastCTA:
             w._smem_n += keep
             if keep:
                 if log is None:
-                    log = (who.copy(), fl.log_pc[:n].copy(), fl.log_mask[:n].copy(), fl.log_addr[:n].copy(),
-                           fl.log_src[:n].copy() if _has_cp_async(fl.tr) else None)
+                    log = self._log_copy(n)
                 w._smem_pending.append(partial(_warp_records, w.program.code, fl.tr.code, k, keep, *log))
 
     def _report_deadlock(self, cta):
@@ -774,17 +933,20 @@ def _mbar_objects(mbs, used):
             live[a] = MBarrier(mbs, i, a)
 
 
-def ctaloop_arrays(nw):
-    """The CTA loop's wait records for ``nw`` warps (table.MB_*): no stall, no yield yet."""
-    mbw = np.zeros((nw, T.MB_ROWS, 32), np.int64)
-    mbw[:, T.MB_SEQ] = -1
-    return mbw
-
-
 def _warp_records(code, tcode, k, keep, who, pcs, masks, addrs, srcs):
     """The first ``keep`` records of warp ``k`` in a CTA loop's log (``FastCTA._flush``)."""
     sel = np.flatnonzero(who == k)[:keep]
     return _records(code, tcode, pcs[sel], masks[sel], addrs[sel], srcs[sel] if srcs is not None else addrs[sel])
+
+
+def _uses_cp_async(prog):
+    """Whether the program has a (non-bulk) cp.async instruction, the only writers of a cp.async table."""
+    got = prog.__dict__.get("_uses_cp_async")
+    if got is None:
+        got = prog._uses_cp_async = any(op.kind == "op" and op.instr is not None and
+                                        op.instr.opcode.startswith("cp.async") and
+                                        not op.instr.opcode.startswith("cp.async.bulk") for op in prog.code)
+    return got
 
 
 def _has_cp_async(tr):

@@ -839,7 +839,7 @@ class WgTable:
         """``pool``: a dict the launch keeps, whose arrays (records, counters, read counts, stamps, the control
         row) the CTAs of the launch reuse (the CTAs run one after another; a CTA that ends with reads held, or
         whose state went to the reference, leaves its arrays to itself)."""
-        nw = len(cta.warps)
+        nw = cta.nwarps
         self.wp, self.nw = wp, nw
         size = cta.smem.size
         ng = nw // 4 + 1
@@ -880,7 +880,7 @@ class WgTable:
             self.loglen.fill(0)
             self.ctl[:] = self._ctl0
             self.ctl[K_STAMPV] = stampv
-        full = [w.present_bits == 0xFFFFFFFF for w in cta.warps]        # (a new CTA: present is lanes 0..n-1)
+        full = [cta.nthreads >= 32 * (w + 1) for w in range(nw)]      # (warps whose 32 lanes are all threads)
         self.wgok[:] = [int(all(4 * g + j < nw and full[4 * g + j] for j in range(4))) for g in range(ng)]
         self.pool = pool
         self.arenas = arenas
