@@ -462,6 +462,7 @@ class FastCTA:
         self.xids = {}
         for i, w in enumerate(cta.warps):
             self.mbw[i, T.MB_W, T.MW_XVER] = self._xver(w)
+        self.grp = np.zeros((len(cta.warps), 32), np.int64)   # the bulk async-groups each lane committed (bulkx)
         self.wg = None                              # the wgmma state, while this loop owns it (wgmmax.py)
         if self.launch.tr.wg is not None and cta.warps:
             from .wgmmax import K_SEQ, WgTable
@@ -495,6 +496,7 @@ class FastCTA:
         or (warp, parked, progressed) when a spin check held lanes back or parked a warp: the scheduler of
         ``machine.cta`` then goes on from that warp, with the barrier state handed over (``_handoff``)."""
         from .ccall import CTX_ROW, K_RUN
+        from .loop import PUMP
         fl = self.launch
         run_cta = fl._run_cta
         tr = fl.tr
@@ -520,7 +522,17 @@ class FastCTA:
         st[T.S_GTAB_N] = fl.gtab.shape[0]
         wg = self.wg
         au = ws[0]._async if ws and tr.async_readers else None   # generic-proxy writes (memx.py)
+        if stage is not None:
+            from . import bulkx as B
+            assert B.PUMP == PUMP
+            unit, ctl = ws[0]._async, stage.ctl
+            ctl[B.C_GRP], ctl[B.C_GRPN] = self.grp.ctypes.data, self.grp.shape[0]
+            ctl[B.C_INFL], ctl[B.C_DIRTYP] = cta.smem_inflight.ctypes.data, unit.dirty.ctypes.data
         while True:
+            if stage is not None:
+                # the loop completes its staged copies itself (bulkx.pump, bulkx.groups) while the async unit holds
+                # none of its own (theirs were issued before and complete first: then it hands them over)
+                ctl[B.C_PYPEND] = self.cst[T.C_ASYNC] = int(bool(unit.pending))
             if wg is not None:
                 st[T.S_WG] = wg.ctl.ctypes.data
                 st[T.S_WG_READS] = wg.reads.ctypes.data
@@ -561,8 +573,14 @@ class FastCTA:
                 mbs.version += int(st[T.S_MBAR_CHANGED])
             if st[T.S_MBAR_REBUILT]:
                 _mbar_objects(mbs, int(st[T.S_MBAR_N]))
-            if stage is not None and stage.used():
-                stage.drain(ws[0], ws)      # the staged copies join the async unit before Python runs anything
+            if stage is not None and not (self.cst[T.C_STATUS] == T.CTA_SLOW and st[T.S_STATUS] == T.ST_LOG):
+                if stage.used():
+                    stage.drain(ws[0], ws)  # the staged copies join the async unit before Python runs anything
+                if ctl[B.C_GRPCHG]:         # and the loop's bulk async-group counts its dict
+                    ctl[B.C_GRPCHG] = 0
+                    ids = [w.warp_id for w in ws]
+                    unit.committed.update({(ids[i], lane): g for i, lane, g in zip(
+                        *np.nonzero(self.grp), self.grp[self.grp != 0].tolist())})
             cta.inflight_n = int(st[T.S_INFLIGHT])
             cta.budget[0] = int(st[T.S_BUDGET])
             if au is not None:
@@ -614,11 +632,16 @@ class FastCTA:
             w.back_taken = int(self.backs[k])
             version = mbs.version if mbs is not None else 0
             last = w._last_yield
+            commits = ws[0]._async.commits
             try:
                 r = cta._step(w, int(st[T.S_PC]), mask, False)
             finally:
                 self.issued[k] = w.issued
                 self.backs[k] = w.back_taken
+            if ws[0]._async.commits != commits:     # the executor committed bulk async-groups: the loop's counts
+                at = {x.warp_id: i for i, x in enumerate(ws)}
+                for (wid, lane), g in ws[0]._async.committed.items():
+                    self.grp[at[wid], lane] = g
             if w.regs.other or self.mbw[k, T.MB_W, T.MW_XVER]:
                 self.mbw[k, T.MB_W, T.MW_XVER] = self._xver(w)
             from ..cta import PARK

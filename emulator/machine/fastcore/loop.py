@@ -35,6 +35,7 @@ ASLOT = len(_TABLES) + 1
 WSLOT = _NSLOTS             # wgcall.wg_c (after the families' slots)
 HSLOT = _NSLOTS + 1         # hopcall.hop_c (HOPX rows)
 BSLOT = _NSLOTS + 2         # bulkcall.bulk_c (BULKX rows)
+PUMP = -1                   # bulkx.PUMP: bulk_c's lanes for the pump at a round's end (checked in engine.py)
 # the family slot of each opcode (families.py; -1: none, the loop hands the row back)
 FAMSLOT = np.full(128, -1, np.int64)
 for _op, _name in _OF_OPCODE.items():
@@ -637,6 +638,13 @@ def _runnable(exited, waiting, w):
 
 
 @njit(cache=True, _nrt=False)
+def _pump(mptr, state, code, imm, arenas, scratch):
+    """bulkx.pump through bulkcall.bulk_c: 0 no copy staged, 1 they completed, 2 Python completes them."""
+    return call_hop(mptr[BSLOT], PUMP, state.ctypes.data, code[0].ctypes.data, imm[0].ctypes.data,
+                    arenas[0].ctypes.data, arenas.shape[1], scratch.ctypes.data)
+
+
+@njit(cache=True, _nrt=False)
 def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, log_warp,
             mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, cst, issued, executed,
             param_ptrs, wbid, bar_arrived, bar_seq, backs, mptr, msz, log_src, cpd, cpx, cpg, cpm, cpc, mbw, ysnap):
@@ -656,11 +664,18 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
                     if not exited[i, lane]:
                         done = False
             if done:
+                if state[T.S_BULK] != 0 and mptr[BSLOT] != 0:      # the copies still in flight complete (bulkx.pump)
+                    _pump(mptr, state, code, imm, arenas, scratch)
                 cst[T.C_STATUS] = T.CTA_DONE
                 return
-            # machine.cta.CTA._run's round end: progress or a changed mbarrier starts a new round; so does a warp
-            # that yielded with its state changed, unless copies may be in flight (Python pumps them first)
-            if cst[T.C_PROGRESSED] != 0 or cst[T.C_VERCHG] != 0 or (cst[T.C_YIELDED] != 0 and cst[T.C_ASYNC] == 0):
+            # machine.cta.CTA._run's round end: progress or a changed mbarrier starts a new round; else the copies
+            # in flight complete (the staged ones here, bulkx.pump; the async unit's own in Python), or a warp that
+            # yielded with its state changed starts one
+            pumped = 0
+            if cst[T.C_PROGRESSED] == 0 and cst[T.C_VERCHG] == 0 and state[T.S_BULK] != 0 and mptr[BSLOT] != 0:
+                pumped = _pump(mptr, state, code, imm, arenas, scratch)
+            if cst[T.C_PROGRESSED] != 0 or cst[T.C_VERCHG] != 0 or pumped == 1 or \
+                    (pumped == 0 and cst[T.C_YIELDED] != 0 and cst[T.C_ASYNC] == 0):
                 cst[T.C_PROGRESSED] = 0
                 cst[T.C_VERCHG] = 0
                 cst[T.C_YIELDED] = 0
