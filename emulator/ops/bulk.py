@@ -313,7 +313,7 @@ def _tensor(instr, env):
                                 {"bytes": tm.box_bytes, "dst": doff, "mbar": moff, "coords": c,
                                  "box": list(tm.box_dim), "cta": tw.cluster_rank}, issuer=warp)
             else:
-                addr, inside, off = tile_store_targets(tm, c, text)
+                addr, inside, off = tile_store_targets(tm, c, text, reduce=op is not None)
                 sidx = smem_addresses(base, off, es, tm.swizzle)
                 if int(sidx.max(initial=0)) >= warp.smem.size:
                     fail(MemoryAccessError, text, f"the box runs past shared memory ({warp.smem.size} bytes)", lane)

@@ -335,6 +335,7 @@ def _store(ctl, state, tm, rank, coords, base, lane, pc, kind, op):
     i0 = ctl[C_NIDX]
     swz = tm[23]
     c0 = coords[0]
+    dim0 = tm[3] if kind == B_TRED else (tm[3] * es + 15) // 16 * 16 // es   # memory.tma.store_extent
     e = 0
     kept = 0
     for i4 in range(n[4]):
@@ -351,7 +352,7 @@ def _store(ctl, state, tm, rank, coords, base, lane, pc, kind, op):
                             for b in range(es):
                                 if _peek8(dirty + s + b) != U0:
                                     return False    # an unfenced generic write: the executor reports it
-                        if inside and c0 + j < tm[3]:
+                        if inside and c0 + j < dim0:
                             idx[i0 + kept] = row + (c0 + j) * es
                             _poke(data + kept * es, es, _peek(smem + s, es))
                             kept += 1
