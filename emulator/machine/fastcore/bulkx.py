@@ -443,12 +443,30 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
 # -- the CTA loop completes its staged copies (the async unit's pump and the bulk async-groups, on the rows) ---------
 
 @njit(cache=True, _nrt=False)
+def _span(ctl, state, rec):
+    """(host address of the lowest global address of staged store ``rec``, that address) when all its elements lie
+    in one allocation (tma.global_write's fast path), else (0, 0)."""
+    idx = i64_1d(ctl[C_IDX], ctl[C_IDXCAP])
+    n = rec[R_NIDX]
+    if n == 0:
+        return np.int64(0), np.int64(0)
+    lo = idx[rec[R_IDX]]
+    hi = lo
+    for i in range(rec[R_IDX], rec[R_IDX] + n):
+        lo = min(lo, idx[i])
+        hi = max(hi, idx[i])
+    return global_find(state[T.S_GTAB], state[T.S_GTAB_N], lo, hi + rec[R_ES] - lo), lo
+
+
+@njit(cache=True, _nrt=False)
 def _store_ok(ctl, state, r):
     """Whether staged store ``r`` can complete in the loop: a plain store (a reduction's arithmetic is the
-    executor's) whose every element lies inside one allocation (else tma.global_write raises: the executor's)."""
+    executor's) whose every element lies inside an allocation (else tma.global_write raises: the executor's)."""
     rec = i64_2d(ctl[C_REC], ctl[C_RECCAP], RECW)[r]
     if rec[R_KIND] != B_TSTORE:
         return False
+    if rec[R_NIDX] == 0 or _span(ctl, state, rec)[0] != 0:
+        return True
     idx = i64_1d(ctl[C_IDX], ctl[C_IDXCAP])
     es = rec[R_ES]
     for i in range(rec[R_IDX], rec[R_IDX] + rec[R_NIDX]):
@@ -483,8 +501,10 @@ def _complete(ctl, state, r):
         mb_complete_tx(tab, mb_find(tab, state[T.S_MBAR_N], rec[R_MBAR]), rec[R_BYTES])
         state[T.S_MBAR_CHANGED] += 1
     else:
+        base, lo = _span(ctl, state, rec)
         for i in range(rec[R_NIDX]):
-            p = global_find(state[T.S_GTAB], state[T.S_GTAB_N], idx[rec[R_IDX] + i], es)
+            a = idx[rec[R_IDX] + i]
+            p = base + (a - lo) if base != 0 else global_find(state[T.S_GTAB], state[T.S_GTAB_N], a, es)
             _poke(p, es, _peek(data + i * es, es))
     state[T.S_MBAR_CHANGED] += 1
     rec[R_KIND] = 0
@@ -546,33 +566,32 @@ def groups(ctl, state, em, kind, keep):
     recs = i64_2d(ctl[C_REC], ctl[C_RECCAP], RECW)
     n = ctl[C_NREC]
     if kind == B_COMMIT:
+        for r in range(n):
+            k = recs[r, R_KIND]
+            if (k == B_TSTORE or k == B_TRED) and recs[r, R_WARP] == w and recs[r, R_GROUP] < 0 and \
+                    (em >> recs[r, R_LANE]) & 1:
+                recs[r, R_GROUP] = grp[w, recs[r, R_LANE]]
         for lane in range(LANES):
             if (em >> lane) & 1:
-                g = grp[w, lane]
-                for r in range(n):
-                    k = recs[r, R_KIND]
-                    if (k == B_TSTORE or k == B_TRED) and recs[r, R_WARP] == w and recs[r, R_LANE] == lane \
-                            and recs[r, R_GROUP] < 0:
-                        recs[r, R_GROUP] = g
-                grp[w, lane] = g + 1
+                grp[w, lane] += 1
         ctl[C_GRPCHG] = 1
         return 0
-    for step in range(2):                   # check every copy the wait completes, then complete them
-        for lane in range(LANES):
-            if not (em >> lane) & 1:
-                continue
+    lanes = np.int64(0)                     # the lanes with copies to complete: checked first
+    for r in range(n):
+        k = recs[r, R_KIND]
+        if (k == B_TSTORE or k == B_TRED) and recs[r, R_WARP] == w and (em >> recs[r, R_LANE]) & 1 and \
+                0 <= recs[r, R_GROUP] < grp[w, recs[r, R_LANE]] - keep:
+            if not _store_ok(ctl, state, r):
+                return 1
+            lanes |= np.int64(1) << recs[r, R_LANE]
+    for lane in range(LANES):               # lane after lane, each lane's copies in issue order
+        if (lanes >> lane) & 1:
             limit = grp[w, lane] - keep
-            if limit <= 0:
-                continue
             for r in range(n):
                 k = recs[r, R_KIND]
                 if (k == B_TSTORE or k == B_TRED) and recs[r, R_WARP] == w and recs[r, R_LANE] == lane and \
                         0 <= recs[r, R_GROUP] < limit:
-                    if step == 0:
-                        if not _store_ok(ctl, state, r):
-                            return 1
-                    else:
-                        _complete(ctl, state, r)
+                    _complete(ctl, state, r)
     _empty(ctl)
     return 0
 

@@ -268,13 +268,20 @@ class FastLaunch:
             pool = self.tr.__dict__.setdefault("_buffers", [])
             if len(pool) < 2:
                 pool.append(bufs)
+        stage = self.__dict__.pop("_staging", None)
+        if stage is not None and not stage.used():      # (empty: every copy was handed over or completed)
+            pool = self.tr.__dict__.setdefault("_stagings", [])
+            if len(pool) < 2:
+                pool.append(stage)
 
     def staging(self):
-        """The staging area of the TMA rows (``bulkx.Staging``), made on first use."""
+        """The staging area of the TMA rows (``bulkx.Staging``), made on first use; a finished launch of the same
+        translation hands its area on (``release``), grown as its copies needed."""
         got = self.__dict__.get("_staging")
         if got is None:
             from .bulkx import Staging
-            got = self._staging = Staging()
+            pool = self.tr.__dict__.setdefault("_stagings", [])
+            got = self._staging = pool.pop() if pool else Staging()
         return got
 
     def attach(self, warp, arena=None):
