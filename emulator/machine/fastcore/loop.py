@@ -655,6 +655,7 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
     nw = arenas.shape[0]
     state[T.S_CTA] = 1
     _check_bars(exited, waiting, wbid, bar_arrived, bar_seq, cst)    # an exit run by Python may release one
+    woken = np.int64(-1)        # the mbarrier changes (S_MBAR_CHANGED) the last wake pass saw: -1, none yet
     while True:
         w = cst[T.C_WARP]
         if w >= nw:
@@ -684,9 +685,12 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
             cst[T.C_STATUS] = T.CTA_DEADLOCK
             return
         if cst[T.C_INWARP] == 0:
-            if cst[T.C_NSTALL] > 0:         # CTA._wake: the mbarrier stalls whose phase completed (ctaloop.py)
+            if cst[T.C_NSTALL] > 0 and state[T.S_MBAR_CHANGED] != woken:
+                # CTA._wake: the mbarrier stalls whose phase completed (ctaloop.py); with no mbarrier changed since the
+                # last pass (a stall is recorded on a phase not completed) none can have
                 for v in range(nw):
                     mb_wake(v, waiting, mbw, state, cst)
+                woken = state[T.S_MBAR_CHANGED]
             if state[T.S_WG] != 0:          # a wgmma.wait_group whose records the warpgroup computed since
                 wake = call_wg(mptr[WSLOT], -2, w, 0, state[T.S_WG], state.ctypes.data)
                 for lane in range(LANES):
