@@ -359,9 +359,11 @@ class Module:
         if progress is None:
             progress = len(ctaids) >= 64
         if cdims != (1, 1, 1) or explicit:
-            return self._launch_clusters(prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init,
-                                         var_addrs, local_bases, options, trace, out, result, budget, fast,
-                                         schedule, timeline, max_instructions, prof, debug, keep)
+            res = self._launch_clusters(prog, entry, grid, block, cdims, explicit, smem_size, gmem, param_init,
+                                        var_addrs, local_bases, options, trace, out, result, budget, fast,
+                                        schedule, timeline, max_instructions, prof, debug, keep)
+            _release(fast)          # (its loop arrays and TMA staging area go to the next launch, as below)
+            return res
         if executor is not None and len(ctaids) > 1 and trace is None and schedule is None and not timeline and \
                 not instrumented and \
                 gridmod.serial_only(prog) is None:

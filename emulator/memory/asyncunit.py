@@ -36,6 +36,7 @@ class AsyncUnit:
         self.pending: list[AsyncCopy] = []
         self.finished: list[AsyncCopy] = []
         self.committed: dict = {}             # (warp, lane) -> groups committed so far
+        self.commits = 0                      # commit calls so far (the fast engine's CTA loop keeps its own counts)
         self.dirty = np.zeros(smem_size, np.bool_)
         self.any_dirty = False
         self.events = []                      # ('instr', step, warp, pc, text, nlanes) when recording
@@ -74,6 +75,7 @@ class AsyncUnit:
         self.pending.append(copy)
 
     def commit(self, warp, lane):
+        self.commits += 1
         key = (warp, lane)
         g = self.committed.get(key, 0)
         for c in self.pending:
@@ -105,6 +107,7 @@ class AsyncUnit:
 
     def commit_lanes(self, warp, lanes):
         """``commit`` for each of ``lanes`` (a warp's commit_group): one pass over the copies in flight."""
+        self.commits += 1
         groups = {}
         for lane in lanes:
             key = (warp, lane)

@@ -35,9 +35,18 @@ def swizzle(offsets, mode):
     return offsets ^ (((offsets >> 7) & mask) << 4)
 
 
-def box_geometry(tm: TensorMap, coords):
+def store_extent(dim0, es):
+    """The elements of the innermost dimension a tiled store writes: whole 16-byte chunks, so a row whose bytes end
+    inside a chunk is written to the chunk's end, past the tensor's last element (measured on the H100:
+    tests/data/tma_edge.npz, f32 x 119, f16 x 117, u8 x 113 in rows of 128; loads fill exactly the elements past
+    the tensor)."""
+    return (dim0 * es + 15) // 16 * 16 // es
+
+
+def box_geometry(tm: TensorMap, coords, whole_chunks=False):
     """For every element of the box in shared-memory order: its global byte address, whether it lies inside
-    the tensor, and its byte offset in the (unswizzled) shared-memory box."""
+    the tensor (``whole_chunks``: inside the store's extent of the innermost dimension, ``store_extent``), and its
+    byte offset in the (unswizzled) shared-memory box."""
     n = tm.box_elements
     es = tm.element_size
     axes = [np.int64(c) + np.arange(k, dtype=np.int64) * e for c, k, e in zip(coords, n, tm.element_strides)]
@@ -45,7 +54,10 @@ def box_geometry(tm: TensorMap, coords):
     strides = [es] + list(tm.global_strides)
     addr = np.full(grids[0].shape, tm.global_address, np.int64)
     inside = np.ones(grids[0].shape, np.bool_)
-    for g, s, d in zip(grids, strides, tm.global_dim):
+    dims = list(tm.global_dim)
+    if whole_chunks:
+        dims[0] = store_extent(dims[0], es)
+    for g, s, d in zip(grids, strides, dims):
         addr = addr + g * np.int64(s)
         inside &= (g >= 0) & (g < d)
     # rows of the innermost dimension are packed, except that a swizzled box pads each row to the swizzle
@@ -110,10 +122,11 @@ def tile_load(tm: TensorMap, coords, gmem, instr):
     return off, data
 
 
-def tile_store_targets(tm: TensorMap, coords, instr):
-    """(global addresses, inside mask, unswizzled box offsets) of a tiled store or reduction."""
+def tile_store_targets(tm: TensorMap, coords, instr, reduce=False):
+    """(global addresses, written mask, unswizzled box offsets) of a tiled store (whole 16-byte chunks of the
+    innermost dimension, ``store_extent``) or reduction (the elements inside the tensor: not measured past it)."""
     check_box(tm, instr, coords, store=True)
-    return box_geometry(tm, coords)
+    return box_geometry(tm, coords, whole_chunks=not reduce)
 
 
 def smem_addresses(base, off, es, mode):
@@ -189,5 +202,5 @@ def global_read(gmem, instr, addr, es):
     return _global_bytes(gmem, instr, addr, np.ones(addr.size, np.bool_), es)
 
 
-__all__ = ["swizzle", "box_geometry", "tile_load", "tile_store_targets", "smem_addresses", "reduce_values",
+__all__ = ["swizzle", "box_geometry", "store_extent", "tile_load", "tile_store_targets", "smem_addresses", "reduce_values",
            "global_write", "global_read", "MemoryAccessError"]

@@ -126,16 +126,18 @@ def queue_load(warp, text, lane, flat, data, mbar, nbytes, info, land=None):
     warp.async_unit.issue(c)
 
 
-def queue_store(warp, text, lane, ga, rows, op, dtype, info):
+def queue_store(warp, text, lane, ga, rows, op, dtype, info, group=-1):
     """Put a tiled store (``op`` None) or reduction of ``rows`` (n, element bytes) to the global addresses ``ga``
-    into the async unit: bulk async-group copies, which write global memory when they complete."""
+    into the async unit: bulk async-group copies, which write global memory when they complete (``group``: the
+    bulk async-group the fast engine's CTA loop already committed it to; -1: not committed yet)."""
     def complete():
         if op is None:
             global_write(warp.gmem, text, ga, rows)
         else:
             old = global_read(warp.gmem, text, ga, rows.shape[1])
             global_write(warp.gmem, text, ga, reduce_values(op, dtype, old, rows, text))
-    cp = AsyncCopy("reduce" if op else "store", text, warp.warp_id, int(lane), 0, complete, grouped=True, info=info)
+    cp = AsyncCopy("reduce" if op else "store", text, warp.warp_id, int(lane), 0, complete, group=int(group),
+                   grouped=True, info=info)
     warp.async_unit.issue(cp)
 
 
@@ -311,7 +313,7 @@ def _tensor(instr, env):
                                 {"bytes": tm.box_bytes, "dst": doff, "mbar": moff, "coords": c,
                                  "box": list(tm.box_dim), "cta": tw.cluster_rank}, issuer=warp)
             else:
-                addr, inside, off = tile_store_targets(tm, c, text)
+                addr, inside, off = tile_store_targets(tm, c, text, reduce=op is not None)
                 sidx = smem_addresses(base, off, es, tm.swizzle)
                 if int(sidx.max(initial=0)) >= warp.smem.size:
                     fail(MemoryAccessError, text, f"the box runs past shared memory ({warp.smem.size} bytes)", lane)

@@ -32,23 +32,32 @@ from numba import njit
 
 from . import table as T
 from . import ccall as C
-from .asyncx import global_find, mb_find
+from .asyncx import _mb, global_find, mb_complete_tx, mb_find
 from .ccall import i64_1d, i64_2d
-from .raw import _peek8, _peek16, _peek32, _peek64, _poke32, _peek, _poke
+from .raw import _peek8, _peek16, _peek32, _peek64, _poke8, _poke32, _peek, _poke
 from .regs import _gather
 from .hopcall import _addresses
 from ...memory.dsmem import SHIFT
+from ...memory.mbarrier import TX, TX_MAX
 from ...memory.tensormap import DTYPES, FLOAT_TYPES, SWIZZLE_BYTES
 from ...memory.tma import NAN_FILL, TF32_NAN
 
 B_TLOAD, B_TSTORE, B_TRED = 1, 2, 3     # row X (B_TRED: Z, the reduction's index in ops.bulk.RED_OPS)
+B_COMMIT, B_WAIT = 4, 5                 # cp.async.bulk.commit_group, cp.async.bulk.wait_group{.read} N (Y: N)
+PUMP = -1                               # ``em`` of bulk_c's call at a round's end (run_cta): complete every copy
 LANES = 32
 PARAM_BASE = 0x7E00_0000_0000   # machine.kernel_warp.PARAM_BASE (the generic window of the kernel's parameters)
 
 # the staging area's control vector (int64): counts, capacities and raw addresses of its three arrays
 (C_NREC, C_RECCAP, C_REC, C_NDATA, C_DATACAP, C_DATA, C_NIDX, C_IDXCAP, C_IDX, C_WANT_DATA, C_WANT_IDX,
  C_WANT_REC) = range(12)
-NCTL = 12
+# the CTA loop's own completion of the staged copies (run_cta; set by FastCTA.run at each entry): whether the
+# CTA's async unit holds copies of its own (issued by the executors: then the copies go to it, in issue order, and
+# it completes them), the address and rows of the bulk async-group counts ((warps, 32) int64, as
+# AsyncUnit.committed), whether the loop changed them, the shared in-flight counts (int32) and the generic-proxy
+# marks (bool) of the CTA, and the staged copies not yet complete
+C_PYPEND, C_GRP, C_GRPN, C_GRPCHG, C_INFL, C_DIRTYP, C_LIVE = range(12, 19)
+NCTL = 19
 # a staged copy (one int64 row): kind, pc, lane, shared offset (a load's destination, a store's source), mbarrier,
 # bytes (the tx-count of a load, the box's bytes), its bytes and indices in the staging arrays (a load: the
 # element's swizzled shared address; a store: the global address of each element inside the tensor), the element
@@ -58,7 +67,8 @@ R_COORD = 12
 R_BOX = 17
 R_TYPE = 22             # the tensor map's element type (a reduction's arithmetic); R_MBAR: its RED_OPS index
 R_WARP = 23             # the warp's index in the CTA loop (loop.run_cta), -1 for a warp run alone
-RECW = 24
+R_GROUP = 24            # a store's bulk async-group (-1: not committed yet; AsyncCopy.group)
+RECW = 25               # (R_KIND 0: a copy the CTA loop completed)
 
 # CUtensorMapDataType by descriptor code and tf32 flag (TensorMap.decode's table): code | tf32 << 4 -> type, -1
 _TYPE_OF = np.full(32, -1, np.int64)
@@ -217,7 +227,9 @@ def _record(ctl, kind, pc, lane, smem, mbar, nbytes, ndata, nidx, es, rank, coor
         rec[R_COORD + k] = coords[k]
         rec[R_BOX + k] = tm[12 + k]
     rec[R_TYPE] = tm[0]
+    rec[R_GROUP] = -1
     ctl[C_NREC] += 1
+    ctl[C_LIVE] += 1
     ctl[C_NDATA] += ndata
     ctl[C_NIDX] += nidx
 
@@ -323,6 +335,7 @@ def _store(ctl, state, tm, rank, coords, base, lane, pc, kind, op):
     i0 = ctl[C_NIDX]
     swz = tm[23]
     c0 = coords[0]
+    dim0 = tm[3] if kind == B_TRED else (tm[3] * es + 15) // 16 * 16 // es   # memory.tma.store_extent
     e = 0
     kept = 0
     for i4 in range(n[4]):
@@ -339,7 +352,7 @@ def _store(ctl, state, tm, rank, coords, base, lane, pc, kind, op):
                             for b in range(es):
                                 if _peek8(dirty + s + b) != U0:
                                     return False    # an unfenced generic write: the executor reports it
-                        if inside and c0 + j < tm[3]:
+                        if inside and c0 + j < dim0:
                             idx[i0 + kept] = row + (c0 + j) * es
                             _poke(data + kept * es, es, _peek(smem + s, es))
                             kept += 1
@@ -355,7 +368,11 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
     if ctl_p == 0:
         return 1
     ctl = i64_1d(ctl_p, NCTL)
+    if em == PUMP:
+        return pump(ctl, state)
     kind = row[T.X]
+    if kind == B_COMMIT or kind == B_WAIT:
+        return groups(ctl, state, em, kind, row[T.Y])
     rank = row[T.Y]
     xa, xb, xc = scratch[3], scratch[4], scratch[5]
     tm = scratch[8].view(np.int64)
@@ -400,6 +417,7 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
             ok = False
             break
     if not ok:
+        ctl[C_LIVE] -= ctl[C_NREC] - n0
         ctl[C_NREC] = n0
         ctl[C_NDATA] = d0
         ctl[C_NIDX] = i0
@@ -419,6 +437,162 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
                     q = inflight + 4 * (s + b)
                     _poke32(q, _peek32(q) + U1)
             state[T.S_INFLIGHT] += 1
+    return 0
+
+
+# -- the CTA loop completes its staged copies (the async unit's pump and the bulk async-groups, on the rows) ---------
+
+@njit(cache=True, _nrt=False)
+def _span(ctl, state, rec):
+    """(host address of the lowest global address of staged store ``rec``, that address) when all its elements lie
+    in one allocation (tma.global_write's fast path), else (0, 0)."""
+    idx = i64_1d(ctl[C_IDX], ctl[C_IDXCAP])
+    n = rec[R_NIDX]
+    if n == 0:
+        return np.int64(0), np.int64(0)
+    lo = idx[rec[R_IDX]]
+    hi = lo
+    for i in range(rec[R_IDX], rec[R_IDX] + n):
+        lo = min(lo, idx[i])
+        hi = max(hi, idx[i])
+    return global_find(state[T.S_GTAB], state[T.S_GTAB_N], lo, hi + rec[R_ES] - lo), lo
+
+
+@njit(cache=True, _nrt=False)
+def _store_ok(ctl, state, r):
+    """Whether staged store ``r`` can complete in the loop: a plain store (a reduction's arithmetic is the
+    executor's) whose every element lies inside an allocation (else tma.global_write raises: the executor's)."""
+    rec = i64_2d(ctl[C_REC], ctl[C_RECCAP], RECW)[r]
+    if rec[R_KIND] != B_TSTORE:
+        return False
+    if rec[R_NIDX] == 0 or _span(ctl, state, rec)[0] != 0:
+        return True
+    idx = i64_1d(ctl[C_IDX], ctl[C_IDXCAP])
+    es = rec[R_ES]
+    for i in range(rec[R_IDX], rec[R_IDX] + rec[R_NIDX]):
+        if global_find(state[T.S_GTAB], state[T.S_GTAB_N], idx[i], es) == 0:
+            return False
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def _complete(ctl, state, r):
+    """AsyncCopy.complete of staged copy ``r`` (checked before: ``_store_ok``, ``pump``): a load's bytes land in
+    shared memory, their in-flight counts and generic-proxy marks are released and its mbarrier's tx-count completes
+    (ops.bulk._land, ``land_bytes``); a store's bytes go to global memory (tma.global_write). The mbarriers' version
+    moves once a copy (AsyncUnit.pump)."""
+    rec = i64_2d(ctl[C_REC], ctl[C_RECCAP], RECW)[r]
+    idx = i64_1d(ctl[C_IDX], ctl[C_IDXCAP])
+    es = rec[R_ES]
+    data = ctl[C_DATA] + rec[R_DATA]
+    if rec[R_KIND] == B_TLOAD:
+        smem = state[T.S_SMEM_PTR]
+        infl = ctl[C_INFL]
+        dirty = ctl[C_DIRTYP]
+        for i in range(rec[R_NIDX]):
+            s = idx[rec[R_IDX] + i]
+            _poke(smem + s, es, _peek(data + i * es, es))
+            for b in range(es):
+                q = infl + 4 * (s + b)
+                _poke32(q, _peek32(q) - U1)
+                _poke8(dirty + s + b, U0)
+        state[T.S_INFLIGHT] -= 1
+        tab = state[T.S_MBAR]
+        mb_complete_tx(tab, mb_find(tab, state[T.S_MBAR_N], rec[R_MBAR]), rec[R_BYTES])
+        state[T.S_MBAR_CHANGED] += 1
+    else:
+        base, lo = _span(ctl, state, rec)
+        for i in range(rec[R_NIDX]):
+            a = idx[rec[R_IDX] + i]
+            p = base + (a - lo) if base != 0 else global_find(state[T.S_GTAB], state[T.S_GTAB_N], a, es)
+            _poke(p, es, _peek(data + i * es, es))
+    state[T.S_MBAR_CHANGED] += 1
+    rec[R_KIND] = 0
+    ctl[C_LIVE] -= 1
+
+
+@njit(cache=True, _nrt=False)
+def _empty(ctl):
+    """Every staged copy completed: the staging area starts again from its beginning."""
+    if ctl[C_LIVE] == 0:
+        ctl[C_NREC] = 0
+        ctl[C_NDATA] = 0
+        ctl[C_NIDX] = 0
+
+
+@njit(cache=True, _nrt=False)
+def pump(ctl, state):
+    """AsyncUnit.pump at a round's end of the CTA loop: every staged copy completes, in issue order. 0: none was
+    staged; 1: they completed; 2: Python must (the async unit holds copies of its own, issued before these, or a
+    copy would raise: a reduction, a store outside every allocation, an mbarrier gone or a tx-count underflow)."""
+    n = ctl[C_NREC]
+    if ctl[C_LIVE] == 0:
+        return 0
+    if ctl[C_PYPEND] != 0 or state[T.S_MBAR] == 0:
+        return 2
+    recs = i64_2d(ctl[C_REC], ctl[C_RECCAP], RECW)
+    tab = state[T.S_MBAR]
+    nb = state[T.S_MBAR_N]
+    for r in range(n):
+        k = recs[r, R_KIND]
+        if k == B_TLOAD:
+            i = mb_find(tab, nb, recs[r, R_MBAR])
+            if i < 0:
+                return 2
+            total = 0                       # the tx-count after this copy and the ones before it on its barrier
+            for q in range(r + 1):
+                if recs[q, R_KIND] == B_TLOAD and recs[q, R_MBAR] == recs[r, R_MBAR]:
+                    total += recs[q, R_BYTES]
+            if _mb(tab, i, TX) - total < -TX_MAX:
+                return 2
+        elif k != 0 and not _store_ok(ctl, state, r):
+            return 2
+    for r in range(n):
+        if recs[r, R_KIND] != 0:
+            _complete(ctl, state, r)
+    _empty(ctl)
+    return 1
+
+
+@njit(cache=True, _nrt=False)
+def groups(ctl, state, em, kind, keep):
+    """cp.async.bulk.commit_group (AsyncUnit.commit_lanes) and wait_group{.read} N (wait_group_lanes) of warp
+    S_WARP of the CTA loop on the staged copies: 0, or 1 when the executor must run it (a warp run alone, copies in
+    the async unit, a copy that would raise or a reduction among those the wait completes)."""
+    if state[T.S_CTA] != 1 or ctl[C_GRP] == 0 or ctl[C_PYPEND] != 0:
+        return 1
+    w = state[T.S_WARP]
+    grp = i64_2d(ctl[C_GRP], ctl[C_GRPN], LANES)
+    recs = i64_2d(ctl[C_REC], ctl[C_RECCAP], RECW)
+    n = ctl[C_NREC]
+    if kind == B_COMMIT:
+        for r in range(n):
+            k = recs[r, R_KIND]
+            if (k == B_TSTORE or k == B_TRED) and recs[r, R_WARP] == w and recs[r, R_GROUP] < 0 and \
+                    (em >> recs[r, R_LANE]) & 1:
+                recs[r, R_GROUP] = grp[w, recs[r, R_LANE]]
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                grp[w, lane] += 1
+        ctl[C_GRPCHG] = 1
+        return 0
+    lanes = np.int64(0)                     # the lanes with copies to complete: checked first
+    for r in range(n):
+        k = recs[r, R_KIND]
+        if (k == B_TSTORE or k == B_TRED) and recs[r, R_WARP] == w and (em >> recs[r, R_LANE]) & 1 and \
+                0 <= recs[r, R_GROUP] < grp[w, recs[r, R_LANE]] - keep:
+            if not _store_ok(ctl, state, r):
+                return 1
+            lanes |= np.int64(1) << recs[r, R_LANE]
+    for lane in range(LANES):               # lane after lane, each lane's copies in issue order
+        if (lanes >> lane) & 1:
+            limit = grp[w, lane] - keep
+            for r in range(n):
+                k = recs[r, R_KIND]
+                if (k == B_TSTORE or k == B_TRED) and recs[r, R_WARP] == w and recs[r, R_LANE] == lane and \
+                        0 <= recs[r, R_GROUP] < limit:
+                    _complete(ctl, state, r)
+    _empty(ctl)
     return 0
 
 
@@ -463,7 +637,7 @@ class Staging:
         c[C_RECCAP], c[C_REC] = nrec, self.rec.ctypes.data
         c[C_DATACAP], c[C_DATA] = ndata, self.data.ctypes.data
         c[C_IDXCAP], c[C_IDX] = nidx, self.idx.ctypes.data
-        c[C_NREC] = c[C_NDATA] = c[C_NIDX] = 0
+        c[C_NREC] = c[C_NDATA] = c[C_NIDX] = c[C_LIVE] = 0
         c[C_WANT_REC] = c[C_WANT_DATA] = c[C_WANT_IDX] = 0
 
     @property
@@ -484,6 +658,8 @@ class Staging:
         code = w.program.code
         for r in self.rec[:n].tolist():
             kind, pc, lane, smem, mbar, nbytes, d, nd, i, ni, es, rank = r[:12]
+            if kind == 0:
+                continue                    # completed in the CTA loop
             if warps is not None:
                 w = warps[r[R_WARP]]
             text = code[pc].instr.text or code[pc].instr.opcode
@@ -498,10 +674,11 @@ class Staging:
             else:
                 queue_store(w, text, lane, self.idx[i:i + ni].copy(), data.reshape(ni, es),
                             None if kind == B_TSTORE else RED_OPS[mbar], r[R_TYPE],
-                            {"bytes": nbytes, "src": smem, "coords": coords})
+                            {"bytes": nbytes, "src": smem, "coords": coords}, r[R_GROUP])
         want = (int(c[C_WANT_REC]), int(c[C_WANT_DATA]), int(c[C_WANT_IDX]))
         if any(want):
             self._alloc(max(2 * want[0], self.rec.shape[0]), max(2 * want[1], self.data.size),
                         max(2 * want[2], self.idx.size))
         else:
             c[C_NREC] = c[C_NDATA] = c[C_NIDX] = 0
+        c[C_LIVE] = 0

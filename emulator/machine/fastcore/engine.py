@@ -269,13 +269,20 @@ class FastLaunch:
             pool = self.tr.__dict__.setdefault("_buffers", [])
             if len(pool) < 2:
                 pool.append(bufs)
+        stage = self.__dict__.pop("_staging", None)
+        if stage is not None and not stage.used():      # (empty: every copy was handed over or completed)
+            pool = self.tr.__dict__.setdefault("_stagings", [])
+            if len(pool) < 2:
+                pool.append(stage)
 
     def staging(self):
-        """The staging area of the TMA rows (``bulkx.Staging``), made on first use."""
+        """The staging area of the TMA rows (``bulkx.Staging``), made on first use; a finished launch of the same
+        translation hands its area on (``release``), grown as its copies needed."""
         got = self.__dict__.get("_staging")
         if got is None:
             from .bulkx import Staging
-            got = self._staging = Staging()
+            pool = self.tr.__dict__.setdefault("_stagings", [])
+            got = self._staging = pool.pop() if pool else Staging()
         return got
 
     def attach(self, warp, arena=None):
@@ -584,6 +591,7 @@ class FastCTA:
         self.xstates = [{}]                         # the registers outside the arenas, by version (MW_XVER)
         self.xids = {}
         self.pending = []                           # shared-memory log copies for warps not built yet (_flush)
+        self.grp = np.zeros((nw, 32), np.int64)    # the bulk async-groups each lane committed (bulkx)
         self.wg = None                              # the wgmma state, while this loop owns it (wgmmax.py)
         if tr.wg is not None:
             from .wgmmax import K_SEQ, WgTable
@@ -664,7 +672,18 @@ class FastCTA:
         wg = self.wg
         au = au0 if tr.async_readers else None   # generic-proxy writes (memx.py)
         smem_ptr = self.smem_ptr
+        if stage is not None:
+            from . import bulkx as B
+            from .loop import PUMP
+            assert B.PUMP == PUMP
+            unit, ctl = au0, stage.ctl
+            ctl[B.C_GRP], ctl[B.C_GRPN] = self.grp.ctypes.data, self.grp.shape[0]
+            ctl[B.C_INFL], ctl[B.C_DIRTYP] = cta.smem_inflight.ctypes.data, unit.dirty.ctypes.data
         while True:
+            if stage is not None:
+                # the loop completes its staged copies itself (bulkx.pump, bulkx.groups) while the async unit holds
+                # none of its own (theirs were issued before and complete first: then it hands them over)
+                ctl[B.C_PYPEND] = self.cst[T.C_ASYNC] = int(bool(unit.pending))
             if wg is not None:
                 st[T.S_WG] = wg.ctl.ctypes.data
                 st[T.S_WG_READS] = wg.reads.ctypes.data
@@ -705,9 +724,14 @@ class FastCTA:
                 mbs.version += int(st[T.S_MBAR_CHANGED])
             if st[T.S_MBAR_REBUILT]:
                 _mbar_objects(mbs, int(st[T.S_MBAR_N]))
-            if stage is not None and stage.used():
-                ws = cta.warps
-                stage.drain(ws[0], ws)      # the staged copies join the async unit before Python runs anything
+            if stage is not None and not (self.cst[T.C_STATUS] == T.CTA_SLOW and st[T.S_STATUS] == T.ST_LOG):
+                if stage.used():
+                    ws = cta.warps
+                    stage.drain(ws[0], ws)  # the staged copies join the async unit before Python runs anything
+                if ctl[B.C_GRPCHG]:         # and the loop's bulk async-group counts its dict (warp w: row w)
+                    ctl[B.C_GRPCHG] = 0
+                    unit.committed.update({(int(i), int(lane)): g for i, lane, g in zip(
+                        *np.nonzero(self.grp), self.grp[self.grp != 0].tolist())})
             cta.inflight_n = int(st[T.S_INFLIGHT])
             cta.budget[0] = int(st[T.S_BUDGET])
             if au is not None:
@@ -763,11 +787,16 @@ class FastCTA:
             w.back_taken = int(self.backs[k])
             version = mbs.version if mbs is not None else 0
             last = w._last_yield
+            commits = ws[0]._async.commits
             try:
                 r = cta._step(w, int(st[T.S_PC]), mask, False)
             finally:
                 self.issued[k] = w.issued
                 self.backs[k] = w.back_taken
+            if ws[0]._async.commits != commits:     # the executor committed bulk async-groups: the loop's counts
+                at = {x.warp_id: i for i, x in enumerate(ws)}
+                for (wid, lane), g in ws[0]._async.committed.items():
+                    self.grp[at[wid], lane] = g
             if w.regs.other or self.mbw[k, T.MB_W, T.MW_XVER]:
                 self.mbw[k, T.MB_W, T.MW_XVER] = self._xver(w)
             from ..cta import PARK

@@ -34,6 +34,7 @@ ASLOT = len(_TABLES) + 1
 WSLOT = _NSLOTS             # wgcall.wg_c (after the families' slots)
 HSLOT = _NSLOTS + 1         # hopcall.hop_c (HOPX rows)
 BSLOT = _NSLOTS + 2         # bulkcall.bulk_c (BULKX rows)
+PUMP = -1                   # bulkx.PUMP: bulk_c's lanes for the pump at a round's end (checked in engine.py)
 # the family slot of each opcode (families.py; -1: none, the loop hands the row back)
 FAMSLOT = np.full(128, -1, np.int64)
 for _op, _name in _OF_OPCODE.items():
@@ -649,6 +650,13 @@ def _runnable(exited, waiting, w):
 
 
 @njit(cache=True, _nrt=False)
+def _pump(mptr, state, code, imm, arenas, scratch):
+    """bulkx.pump through bulkcall.bulk_c: 0 no copy staged, 1 they completed, 2 Python completes them."""
+    return call_hop(mptr[BSLOT], PUMP, state.ctypes.data, code[0].ctypes.data, imm[0].ctypes.data,
+                    arenas[0].ctypes.data, arenas.shape[1], scratch.ctypes.data)
+
+
+@njit(cache=True, _nrt=False)
 def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, log_warp,
             mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, cst, issued, executed,
             param_ptrs, wbid, bar_arrived, bar_seq, backs, mptr, msz, log_src, cpd, cpx, cpg, cpm, cpc, mbw, ysnap):
@@ -659,6 +667,7 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
     nw = arenas.shape[0]
     state[T.S_CTA] = 1
     _check_bars(exited, waiting, wbid, bar_arrived, bar_seq, cst)    # an exit run by Python may release one
+    woken = np.int64(-1)        # the mbarrier changes (S_MBAR_CHANGED) the last wake pass saw: -1, none yet
     while True:
         w = cst[T.C_WARP]
         if w >= nw:
@@ -668,11 +677,18 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
                     if not exited[i, lane]:
                         done = False
             if done:
+                if state[T.S_BULK] != 0 and mptr[BSLOT] != 0:      # the copies still in flight complete (bulkx.pump)
+                    _pump(mptr, state, code, imm, arenas, scratch)
                 cst[T.C_STATUS] = T.CTA_DONE
                 return
-            # machine.cta.CTA._run's round end: progress or a changed mbarrier starts a new round; so does a warp
-            # that yielded with its state changed, unless copies may be in flight (Python pumps them first)
-            if cst[T.C_PROGRESSED] != 0 or cst[T.C_VERCHG] != 0 or (cst[T.C_YIELDED] != 0 and cst[T.C_ASYNC] == 0):
+            # machine.cta.CTA._run's round end: progress or a changed mbarrier starts a new round; else the copies
+            # in flight complete (the staged ones here, bulkx.pump; the async unit's own in Python), or a warp that
+            # yielded with its state changed starts one
+            pumped = 0
+            if cst[T.C_PROGRESSED] == 0 and cst[T.C_VERCHG] == 0 and state[T.S_BULK] != 0 and mptr[BSLOT] != 0:
+                pumped = _pump(mptr, state, code, imm, arenas, scratch)
+            if cst[T.C_PROGRESSED] != 0 or cst[T.C_VERCHG] != 0 or pumped == 1 or \
+                    (pumped == 0 and cst[T.C_YIELDED] != 0 and cst[T.C_ASYNC] == 0):
                 cst[T.C_PROGRESSED] = 0
                 cst[T.C_VERCHG] = 0
                 cst[T.C_YIELDED] = 0
@@ -681,9 +697,12 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
             cst[T.C_STATUS] = T.CTA_DEADLOCK
             return
         if cst[T.C_INWARP] == 0:
-            if cst[T.C_NSTALL] > 0:         # CTA._wake: the mbarrier stalls whose phase completed (ctaloop.py)
+            if cst[T.C_NSTALL] > 0 and state[T.S_MBAR_CHANGED] != woken:
+                # CTA._wake: the mbarrier stalls whose phase completed (ctaloop.py); with no mbarrier changed since the
+                # last pass (a stall is recorded on a phase not completed) none can have
                 for v in range(nw):
                     mb_wake(v, waiting, mbw, state, cst)
+                woken = state[T.S_MBAR_CHANGED]
             if state[T.S_WG] != 0:          # a wgmma.wait_group whose records the warpgroup computed since
                 wake = call_wg(mptr[WSLOT], -2, w, 0, state[T.S_WG], state.ctypes.data)
                 for lane in range(LANES):

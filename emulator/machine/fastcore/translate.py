@@ -1075,6 +1075,19 @@ def r_bulk(t, env, instr, row, imm):
         if len(red) != 1:
             raise _Slow
         mods = mods[1:]
+    if red is None and mods[2:3] in (("commit_group",), ("wait_group",)):
+        # the bulk async-groups (ops.bulk._groups: the same operand rules), run by the CTA loop on its staged copies
+        if mods == ("async", "bulk", "commit_group") and not ops:
+            row[T.Y] = 0
+        elif mods in (("async", "bulk", "wait_group"), ("async", "bulk", "wait_group", "read")) and len(ops) == 1 \
+                and isinstance(ops[0], Imm) and ops[0].kind == "int" and 0 <= ops[0].value < 1 << 62:
+            row[T.Y] = ops[0].value
+        else:
+            raise _Slow
+        row[T.X] = bulkx.B_COMMIT if mods[2] == "commit_group" else bulkx.B_WAIT
+        row[T.OP] = T.BULKX
+        t.bulkx = True
+        return
     if mods[:2] != ("async", "bulk") or "tensor" not in mods:
         raise _Slow
     dim = [m for m in mods if len(m) == 2 and m[1] == "d" and m[0] in "12345"]
