@@ -11,7 +11,7 @@ which define the result anyway.
 A family is compiled (or loaded from numba's cache) the first time a kernel needs it, under the compile lock,
 as numba compiles each function once per machine (``warmup.family``: with ``engine="auto"`` it never compiles
 while another process, the background compile, holds the lock). The other functions compiled apart from the loops
-(``APART``: xcall.py's two, hopcall.py's, wgcall.py's, bulkcall.py's) go the same way.
+(``APART``: xcall.py's two, hopcall.py's, wgcall.py's, bulkcall.py's, ctaloop.py's) go the same way.
 """
 from __future__ import annotations
 
