@@ -14,6 +14,10 @@
   the number and the count and checks them as ``CTA._arrive`` does (a rule broken goes back: the reference
   raises); a barrier keeps the count of its first arrival and releases when that many threads arrived (every
   non-exited thread without a count).
+  The number and count of such a barrier are read in a C-callable function compiled apart (``bar_c``, "ctabar"
+  of ``families.APART``), bound only for kernels with such a barrier; ``bar.sync 0`` and the other barriers of a
+  constant number without a count are decided in ``loop.run`` itself (while ``bar_c`` is not bound, the warp loop
+  hands such a barrier back and the Python scheduler takes the CTA over, with the same outcome).
 
 The stalls, wakes and yields run in one C-callable function compiled apart from the loops (``cta_c``, "ctawait"
 of ``families.APART``), which ``loop.run_cta`` calls through its address (slot ``loop.CSLOT`` of the translation's
@@ -208,3 +212,20 @@ def cta_c(op, w, pscratch):
     pcs = C.i64_2d(ctx[C.K_CTA_PCS], nw, LANES)
     exited = C.b1_2d(ctx[C.K_CTA_EXITED], nw, LANES)
     return 1 if yield_changed(w, arenas, pcs, exited, mbw, ysnap) else 0
+
+
+# compiled by families.py ("ctabar": cfunc(BAR_SIG, cache=True)), for kernels with a counted or register-numbered
+# barrier: ccall.SIG, as the families
+BAR_SIG = C.SIG
+
+
+def bar_c(em, prow, pimm, parena, n, pscratch):
+    """``bar_operands`` for the BAR row at ``prow`` in the CTA loop (``loop.run``): 0, the number and count are in
+    state S_BAR_ID, S_BAR_CNT; 1, a rule is broken (the row goes back, the reference raises)."""
+    a8 = C.u8_1d(parena, n)
+    a16, a32, a64 = C.reinterpret(a8, np.uint16), C.reinterpret(a8, np.uint32), C.reinterpret(a8, np.uint64)
+    ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
+    xr = C.u64_1d(pscratch + 8 * 6 * LANES, LANES)
+    ok = bar_operands(C.i64_1d(prow, T.NFIELDS), C.u64_1d(pimm, T.NIMM), em, C.i64_1d(ctx[C.K_STATE], T.NSTATE),
+                      xr, a8, a16, a32, a64)
+    return 0 if ok else 1

@@ -21,7 +21,7 @@ from .ccall import call_cta, call_family, call_native, data_ptr, reinterpret
 from .families import APART_SLOT as _APART_SLOT, NSLOTS as _NSLOTS, OF_OPCODE as _OF_OPCODE, SLOT as _SLOT
 from .wgmmax import call_wg
 from .asyncx import K_NOP, call_hop
-from .ctaloop import OP_STALL, OP_WAKE, OP_YIELD, bar_operands
+from .ctaloop import OP_STALL, OP_WAKE, OP_YIELD
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -35,6 +35,7 @@ WSLOT = _NSLOTS             # wgcall.wg_c (after the families' slots)
 HSLOT = _NSLOTS + 1         # hopcall.hop_c (HOPX rows)
 BSLOT = _NSLOTS + 2         # bulkcall.bulk_c (BULKX rows)
 CSLOT = _APART_SLOT["ctawait"]   # ctaloop.cta_c: the CTA loop's mbarrier stalls, wakes and yields
+BARSLOT = _APART_SLOT["ctabar"]  # ctaloop.bar_c: a counted or register-numbered barrier's operands
 PUMP = -1                   # bulkx.PUMP: bulk_c's lanes for the pump at a round's end (checked in engine.py)
 # the family slot of each opcode (families.py; -1: none, the loop hands the row back)
 FAMSLOT = np.full(128, -1, np.int64)
@@ -396,9 +397,14 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                 if nonexited & ~em:              # .aligned with lanes missing: the reference raises
                     handback = True
                     break
-            if em != 0 and state[T.S_CTA] == 1 and not bar_operands(row, imrow, em, state, xr, a8, a16, a32, a64):
-                handback = True                  # a barrier number or thread count that breaks a rule (ctaloop.py)
-                break
+            if em != 0 and state[T.S_CTA] == 1:
+                if row[T.X] >= 0 and row[T.B] == -1:     # a constant number, no count (bar.sync 0)
+                    state[T.S_BAR_ID] = row[T.X]
+                    state[T.S_BAR_CNT] = -1
+                elif mptr[BARSLOT] == 0 or \
+                        call_family(mptr[BARSLOT], em, data_ptr(row), data_ptr(imrow), parena, narena, pscratch) != 0:
+                    handback = True              # a barrier number or thread count that breaks a rule (ctaloop.py),
+                    break                        # or ctaloop.bar_c not bound yet: the Python scheduler arrives
             for lane in range(LANES):
                 if (m >> lane) & 1:
                     pc[lane] += 1
