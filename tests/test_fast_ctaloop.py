@@ -228,6 +228,84 @@ def test_waits_deadlocks_and_hand_backs(mode, monkeypatch):
             assert handback_counts(module.program("k")).get("mov.u64", 0) >= 1
 
 
+@pytest.mark.parametrize("mode", [0, 1])
+def test_the_waits_compiled_apart_are_bound_on_first_need(mode, monkeypatch):
+    """The stalls, wakes and yields (ctaloop.cta_c, "ctawait") are compiled apart from the CTA loop and bound only for
+    kernels that can wait: while the function is missing the CTAs run on the Python scheduler with the same bits,
+    and the next launch runs them in the CTA loop."""
+    from emulator.machine.fastcore import families, warmup
+    from emulator.machine.fastcore.engine import translation
+    module = load_ptx(WAITS)
+    tr = translation(module.program("k"))
+    assert "ctawait" in tr.apart
+    real = warmup.family
+    monkeypatch.setattr(warmup, "family", lambda n, wait=True: 0 if n == "ctawait" else real(n, wait))
+    ho = HandOvers(monkeypatch)
+    ref, fast, diffs = compare_engines(module, "k", 1, 64, [np.zeros(64, np.uint32)], [mode])
+    assert not diffs, diffs
+    assert tr.mufu_ptr[families.APART_SLOT["ctawait"]] == 0 and ho.n["cta_loop"] == 0, ho.n
+    monkeypatch.setattr(warmup, "family", real)
+    ref, fast, diffs = compare_engines(module, "k", 1, 64, [np.zeros(64, np.uint32)], [mode])
+    assert not diffs, diffs
+    assert tr.mufu_ptr[families.APART_SLOT["ctawait"]] != 0 and ho.n["cta_loop"] == 1, ho.n
+
+
+NAMED = """.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, 1;
+    bar.sync %r2, 64;
+    add.u32 %r3, %r1, 5;
+    bar.sync 2, 64;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r3;
+    ret;
+}
+"""
+
+
+def test_counted_barriers_bind_their_operands_apart(monkeypatch):
+    """A counted or register-numbered barrier's operands are read by ctaloop.bar_c ("ctabar"), compiled apart and
+    bound only for kernels with one: while it is missing the warp loop hands the barrier back and the Python
+    scheduler arrives, with the same bits; the next launch stays in the CTA loop."""
+    from emulator.machine.fastcore import families, warmup
+    from emulator.machine.fastcore.engine import translation
+    module = load_ptx(NAMED)
+    tr = translation(module.program("k"))
+    assert "ctabar" in tr.apart and "ctawait" not in tr.apart
+    real = warmup.family
+    monkeypatch.setattr(warmup, "family", lambda n, wait=True: 0 if n == "ctabar" else real(n, wait))
+    ho = HandOvers(monkeypatch)
+    ref, fast, diffs = compare_engines(module, "k", 1, 64, [np.zeros(64, np.uint32)], [])
+    assert not diffs, diffs
+    assert "error" not in ref, ref
+    assert tr.mufu_ptr[families.APART_SLOT["ctabar"]] == 0 and ho.n["handoff"] == 1, ho.n
+    monkeypatch.setattr(warmup, "family", real)
+    ref, fast, diffs = compare_engines(module, "k", 1, 64, [np.zeros(64, np.uint32)], [])
+    assert not diffs, diffs
+    assert tr.mufu_ptr[families.APART_SLOT["ctabar"]] != 0 and ho.n["handoff"] == 1 and ho.n["cta_loop"] == 2, ho.n
+
+
+def test_kernels_that_never_wait_do_not_bind_the_waits():
+    """An sm_80 kernel (bar.sync only) runs in the CTA loop without ctaloop.cta_c."""
+    from emulator.machine.fastcore.engine import translation
+    module = load_ptx(".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 out)\n{\n"
+                      "    .reg .b32 %r<4>;\n    .reg .b64 %rd<4>;\n    ld.param.u64 %rd1, [out];\n"
+                      "    mov.u32 %r1, %tid.x;\n    bar.sync 0;\n    mul.wide.u32 %rd2, %r1, 4;\n"
+                      "    add.s64 %rd3, %rd1, %rd2;\n    st.global.u32 [%rd3], %r1;\n    ret;\n}\n")
+    tr = translation(module.program("k"))
+    assert "ctawait" not in tr.apart and "ctabar" not in tr.apart and tr.cta_ok
+    ref, fast, diffs = compare_engines(module, "k", 1, 64, [np.zeros(64, np.uint32)], [])
+    assert not diffs, diffs
+
+
 @pytest.mark.parametrize("mode", [0, 1, 2])
 def test_a_stall_the_loop_does_not_make_is_the_reference_s(mode, monkeypatch):
     """A test_wait that fails yields in the reference (its lanes step aside): the CTA goes to the Python scheduler,

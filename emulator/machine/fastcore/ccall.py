@@ -28,9 +28,13 @@ NCTX = (NSCRATCH - CTX_ROW) * 32
  K_MREGS, K_MREGS_N, K_MMAPS, K_MMAPS_W, K_MPRM, K_MPRM_W, K_L1, K_L1_N, K_L256, K_L256_N, K_L64K, K_L64K_N,
  K_MLUTIDX, K_MBUF, K_MU64, K_MU64_N, K_MI64, K_MI64_N, K_MFLAGS, K_MFLAGS_N,
  K_LOG_PC, K_LOG_N, K_LOG_ADDR, K_LOG_W, K_LOG_MASK, K_LOG_SRC, K_LOG_SRC_W,
- K_CPD, K_CPX, K_CPG, K_CPM, K_CPC, K_CP_R, K_P, K_NLOG, K_OPC, K_RUN) = range(45)
+ K_CPD, K_CPX, K_CPG, K_CPM, K_CPC, K_CP_R, K_P, K_NLOG, K_OPC, K_RUN,
+ K_CTA_STATE, K_CTA_CST, K_CTA_NW, K_CTA_WAITING, K_CTA_MBW, K_CTA_ARENAS, K_CTA_AB, K_CTA_YSNAP, K_CTA_YB,
+ K_CTA_PCS, K_CTA_EXITED, K_CTA_CODE, K_CTA_NCODE) = range(58)
 # K_RUN: the address of the compiled warp loop (``loop.run``), which the CTA loop calls (``call_native``); set by
 # the engine (``engine.warp_loop_address``), never by ``loop.fill_ctx``
+# K_CTA_*: the CTA's arrays (addresses and sizes) for the CTA loop's waits compiled apart (``ctaloop.cta_c``); set
+# by ``loop.run_cta`` when it starts
 
 SIG = types.int64(*([types.int64] * 6))      # (em, row, imm_row, arena, arena_bytes, scratch): addresses as int64
 
@@ -44,6 +48,19 @@ def call_family(typingctx, fn, em, prow, pimm, parena, n, pscratch):
     def codegen(context, builder, signature, args):
         i64 = ir.IntType(64)
         f = builder.inttoptr(args[0], ir.FunctionType(i64, [i64] * 6).as_pointer())
+        return builder.call(f, list(args[1:]))
+    return sig, codegen
+
+
+@intrinsic
+def call_cta(typingctx, fn, op, w, pscratch):
+    """Call the function at the address ``fn`` with three int64 (``ctaloop.cta_c``: the operation, the warp, the
+    loop's scratch); returns its int64."""
+    sig = types.int64(*([types.int64] * 4))
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        f = builder.inttoptr(args[0], ir.FunctionType(i64, [i64] * 3).as_pointer())
         return builder.call(f, list(args[1:]))
     return sig, codegen
 
@@ -111,6 +128,8 @@ def _array_at(dtype, ndim):
 
 
 u8_1d = _array_at(types.uint8, 1)
+u8_2d = _array_at(types.uint8, 2)
+b1_2d = _array_at(types.boolean, 2)
 i32_1d = _array_at(types.int32, 1)
 i64_1d = _array_at(types.int64, 1)
 u64_1d = _array_at(types.uint64, 1)

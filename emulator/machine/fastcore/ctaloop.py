@@ -14,10 +14,21 @@
   the number and the count and checks them as ``CTA._arrive`` does (a rule broken goes back: the reference
   raises); a barrier keeps the count of its first arrival and releases when that many threads arrived (every
   non-exited thread without a count).
+  The number and count of such a barrier are read in a C-callable function compiled apart (``bar_c``, "ctabar"
+  of ``families.APART``), bound only for kernels with such a barrier; ``bar.sync 0`` and the other barriers of a
+  constant number without a count are decided in ``loop.run`` itself (while ``bar_c`` is not bound, the warp loop
+  hands such a barrier back and the Python scheduler takes the CTA over, with the same outcome).
+
+The stalls, wakes and yields run in one C-callable function compiled apart from the loops (``cta_c``, "ctawait"
+of ``families.APART``), which ``loop.run_cta`` calls through its address (slot ``loop.CSLOT`` of the translation's
+pointer array), as it calls the families: a kernel that never waits on an mbarrier or a wgmma group (every sm_80
+kernel) never compiles it. It is bound for every kernel with Hopper, wgmma or TMA rows, and the CTA loop runs
+such a kernel only once it is (``families.CTA_NEEDS``; the Python scheduler runs its CTAs meanwhile).
 """
 import numpy as np
-from numba import njit
+from numba import njit, types
 
+from . import ccall as C
 from . import table as T
 from .asyncx import PHASE, _mb, mb_find
 from .raw import _peek64, _poke64
@@ -169,3 +180,52 @@ def bar_operands(row, imrow, em, state, xr, a8, a16, a32, a64):
     state[T.S_BAR_ID] = bid
     state[T.S_BAR_CNT] = cnt
     return True
+
+
+# cta_c's operations: every warp's wake pass; a stall recorded, then a yield; a yield
+OP_WAKE, OP_STALL, OP_YIELD = 0, 1, 2
+# compiled by families.py ("ctawait": cfunc(SIG, cache=True)), for kernels with Hopper, wgmma or TMA rows
+SIG = types.int64(types.int64, types.int64, types.int64)
+
+
+def cta_c(op, w, pscratch):
+    """The CTA loop's waits (``loop.run_cta``), over the CTA's arrays whose addresses it left in the ctx
+    (``ccall.K_CTA_*``): OP_WAKE, every warp's stall records whose phase completed wake (returns 0); OP_STALL, the
+    try_wait at state S_PC parks lanes S_MASK of warp ``w``, then OP_YIELD, whether the warp's yield changed its
+    state (1) or not (0)."""
+    ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
+    nw = ctx[C.K_CTA_NW]
+    state = C.i64_1d(ctx[C.K_CTA_STATE], T.NSTATE)
+    cst = C.i64_1d(ctx[C.K_CTA_CST], T.NCSTATE)
+    waiting = C.b1_2d(ctx[C.K_CTA_WAITING], nw, LANES)
+    mbw = C.i64_3d(ctx[C.K_CTA_MBW], nw, T.MB_ROWS, LANES)
+    if op == OP_WAKE:
+        for v in range(nw):
+            wake(v, waiting, mbw, state, cst)
+        return 0
+    if op == OP_STALL:
+        code = C.i64_2d(ctx[C.K_CTA_CODE], ctx[C.K_CTA_NCODE], T.NFIELDS)
+        scratch = C.u64_2d(pscratch, C.NSCRATCH, LANES)
+        record_stall(w, state[T.S_PC], state[T.S_MASK], code, scratch, mbw, state, cst)
+    arenas = C.u8_2d(ctx[C.K_CTA_ARENAS], nw, ctx[C.K_CTA_AB])
+    ysnap = C.u8_2d(ctx[C.K_CTA_YSNAP], nw, ctx[C.K_CTA_YB])
+    pcs = C.i64_2d(ctx[C.K_CTA_PCS], nw, LANES)
+    exited = C.b1_2d(ctx[C.K_CTA_EXITED], nw, LANES)
+    return 1 if yield_changed(w, arenas, pcs, exited, mbw, ysnap) else 0
+
+
+# compiled by families.py ("ctabar": cfunc(BAR_SIG, cache=True)), for kernels with a counted or register-numbered
+# barrier: ccall.SIG, as the families
+BAR_SIG = C.SIG
+
+
+def bar_c(em, prow, pimm, parena, n, pscratch):
+    """``bar_operands`` for the BAR row at ``prow`` in the CTA loop (``loop.run``): 0, the number and count are in
+    state S_BAR_ID, S_BAR_CNT; 1, a rule is broken (the row goes back, the reference raises)."""
+    a8 = C.u8_1d(parena, n)
+    a16, a32, a64 = C.reinterpret(a8, np.uint16), C.reinterpret(a8, np.uint32), C.reinterpret(a8, np.uint64)
+    ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
+    xr = C.u64_1d(pscratch + 8 * 6 * LANES, LANES)
+    ok = bar_operands(C.i64_1d(prow, T.NFIELDS), C.u64_1d(pimm, T.NIMM), em, C.i64_1d(ctx[C.K_STATE], T.NSTATE),
+                      xr, a8, a16, a32, a64)
+    return 0 if ok else 1

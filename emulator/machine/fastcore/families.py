@@ -11,7 +11,7 @@ which define the result anyway.
 A family is compiled (or loaded from numba's cache) the first time a kernel needs it, under the compile lock,
 as numba compiles each function once per machine (``warmup.family``: with ``engine="auto"`` it never compiles
 while another process, the background compile, holds the lock). The other functions compiled apart from the loops
-(``APART``: xcall.py's two, hopcall.py's, wgcall.py's, bulkcall.py's) go the same way.
+(``APART``: xcall.py's two, hopcall.py's, wgcall.py's, bulkcall.py's, ctaloop.py's) go the same way.
 """
 from __future__ import annotations
 
@@ -44,6 +44,8 @@ APART = {
     "hopper": ("hopcall", "hop_c", "SIG"),      # HOPX: mbarriers, elect.sync, mapa, tensormap.replace, fences
     "wgmma": ("wgcall", "wg_c", "SIG"),         # WGMMA in the CTA loop
     "bulk": ("bulkcall", "bulk_c", "SIG"),      # BULKX: TMA box loads, stores and reductions
+    "ctawait": ("ctaloop", "cta_c", "SIG"),     # the CTA loop's mbarrier stalls, wakes and yields
+    "ctabar": ("ctaloop", "bar_c", "BAR_SIG"),  # a counted or register-numbered barrier's operands (CTA loop)
 }
 # wgmma's tile arithmetic, one function per form (wgmmax.tile_of), which wgcall.wg_c calls through its address
 WG_TILES = ("wg_f32_16", "wg_f32_32", "wg_f32_8", "wg_f32_4", "wg_dec", "wg_int")
@@ -64,9 +66,14 @@ SLOT = {name: BASE + i for i, name in enumerate(NAMES)}
 NSLOTS = BASE + len(NAMES)              # the pointer array's length (then wgcall's, hopcall's and bulkcall's slots)
 APART_SLOT = {"xrow": BASE - 2, "atom": BASE - 1, "wgmma": NSLOTS, "hopper": NSLOTS + 1, "bulk": NSLOTS + 2}
 APART_SLOT.update({name: NSLOTS + 3 + i for i, name in enumerate(WG_TILES)})
-NPTRS = NSLOTS + 3 + len(WG_TILES)      # the pointer array's whole length
+APART_SLOT["ctawait"] = NSLOTS + 3 + len(WG_TILES)
+APART_SLOT["ctabar"] = NSLOTS + 4 + len(WG_TILES)
+NPTRS = NSLOTS + 5 + len(WG_TILES)      # the pointer array's whole length
 # what the CTA loop cannot run without (a kernel's CTAs go to the Python scheduler while one is missing)
-CTA_NEEDS = ("wgmma", "hopper", "bulk") + WG_TILES
+CTA_NEEDS = ("wgmma", "hopper", "bulk", "ctawait") + WG_TILES
+# the rows after which a CTA may wait in the CTA loop: a kernel with any of them binds "ctawait" too
+# (``Translation.apart``)
+WAITS_WITH = ("wgmma", "hopper", "bulk")
 OF_OPCODE = {op: name for name, (_, ops) in FAMILIES.items() for op in ops}
 
 _CFUNCS: dict = {}

@@ -17,11 +17,11 @@ from .memx import mark_generic, smem_write_ok
 from .scalarx import call_x
 from .atomics import call_atom
 from . import ccall as C
-from .ccall import call_family, call_native, data_ptr, reinterpret
-from .families import NSLOTS as _NSLOTS, OF_OPCODE as _OF_OPCODE, SLOT as _SLOT
+from .ccall import call_cta, call_family, call_native, data_ptr, reinterpret
+from .families import APART_SLOT as _APART_SLOT, NSLOTS as _NSLOTS, OF_OPCODE as _OF_OPCODE, SLOT as _SLOT
 from .wgmmax import call_wg
 from .asyncx import K_NOP, call_hop
-from .ctaloop import bar_operands, record_stall, wake as mb_wake, yield_changed
+from .ctaloop import OP_STALL, OP_WAKE, OP_YIELD
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -34,6 +34,8 @@ ASLOT = len(_TABLES) + 1
 WSLOT = _NSLOTS             # wgcall.wg_c (after the families' slots)
 HSLOT = _NSLOTS + 1         # hopcall.hop_c (HOPX rows)
 BSLOT = _NSLOTS + 2         # bulkcall.bulk_c (BULKX rows)
+CSLOT = _APART_SLOT["ctawait"]   # ctaloop.cta_c: the CTA loop's mbarrier stalls, wakes and yields
+BARSLOT = _APART_SLOT["ctabar"]  # ctaloop.bar_c: a counted or register-numbered barrier's operands
 PUMP = -1                   # bulkx.PUMP: bulk_c's lanes for the pump at a round's end (checked in engine.py)
 # the family slot of each opcode (families.py; -1: none, the loop hands the row back)
 FAMSLOT = np.full(128, -1, np.int64)
@@ -395,9 +397,14 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                 if nonexited & ~em:              # .aligned with lanes missing: the reference raises
                     handback = True
                     break
-            if em != 0 and state[T.S_CTA] == 1 and not bar_operands(row, imrow, em, state, xr, a8, a16, a32, a64):
-                handback = True                  # a barrier number or thread count that breaks a rule (ctaloop.py)
-                break
+            if em != 0 and state[T.S_CTA] == 1:
+                if row[T.X] >= 0 and row[T.B] == -1:     # a constant number, no count (bar.sync 0)
+                    state[T.S_BAR_ID] = row[T.X]
+                    state[T.S_BAR_CNT] = -1
+                elif mptr[BARSLOT] == 0 or \
+                        call_family(mptr[BARSLOT], em, data_ptr(row), data_ptr(imrow), parena, narena, pscratch) != 0:
+                    handback = True              # a barrier number or thread count that breaks a rule (ctaloop.py),
+                    break                        # or ctaloop.bar_c not bound yet: the Python scheduler arrives
             for lane in range(LANES):
                 if (m >> lane) & 1:
                     pc[lane] += 1
@@ -668,6 +675,22 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
     state[T.S_CTA] = 1
     _check_bars(exited, waiting, wbid, bar_arrived, bar_seq, cst)    # an exit run by Python may release one
     woken = np.int64(-1)        # the mbarrier changes (S_MBAR_CHANGED) the last wake pass saw: -1, none yet
+    # where ctaloop.cta_c (compiled apart: only kernels that can wait bind it) finds the CTA's arrays
+    ctx = reinterpret(scratch[C.CTX_ROW:].reshape(C.NCTX), np.int64)
+    ctx[C.K_CTA_STATE] = data_ptr(state)
+    ctx[C.K_CTA_CST] = data_ptr(cst)
+    ctx[C.K_CTA_NW] = nw
+    ctx[C.K_CTA_WAITING] = data_ptr(waiting)
+    ctx[C.K_CTA_MBW] = data_ptr(mbw)
+    ctx[C.K_CTA_ARENAS] = data_ptr(arenas)
+    ctx[C.K_CTA_AB] = arenas.shape[1]
+    ctx[C.K_CTA_YSNAP] = data_ptr(ysnap)
+    ctx[C.K_CTA_YB] = ysnap.shape[1]
+    ctx[C.K_CTA_PCS] = data_ptr(pcs)
+    ctx[C.K_CTA_EXITED] = data_ptr(exited)
+    ctx[C.K_CTA_CODE] = data_ptr(code)
+    ctx[C.K_CTA_NCODE] = code.shape[0]
+    psc = data_ptr(scratch)
     while True:
         w = cst[T.C_WARP]
         if w >= nw:
@@ -700,8 +723,7 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
             if cst[T.C_NSTALL] > 0 and state[T.S_MBAR_CHANGED] != woken:
                 # CTA._wake: the mbarrier stalls whose phase completed (ctaloop.py); with no mbarrier changed since the
                 # last pass (a stall is recorded on a phase not completed) none can have
-                for v in range(nw):
-                    mb_wake(v, waiting, mbw, state, cst)
+                call_cta(mptr[CSLOT], OP_WAKE, 0, psc)
                 woken = state[T.S_MBAR_CHANGED]
             if state[T.S_WG] != 0:          # a wgmma.wait_group whose records the warpgroup computed since
                 wake = call_wg(mptr[WSLOT], -2, w, 0, state[T.S_WG], state.ctypes.data)
@@ -741,15 +763,14 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
             cst[T.C_WARP] = w + 1
         elif st == T.ST_MBWAIT:                 # a try_wait parked lanes: the warp's turn ends, a yield
             cst[T.C_INWARP] = 0
-            record_stall(w, state[T.S_PC], state[T.S_MASK], code, scratch, mbw, state, cst)
-            if yield_changed(w, arenas, pcs, exited, mbw, ysnap):
+            if call_cta(mptr[CSLOT], OP_STALL, w, psc) != 0:     # the stall recorded; a yield (ctaloop.cta_c)
                 cst[T.C_YIELDED] = 1
             _check_bars(exited, waiting, wbid, bar_arrived, bar_seq, cst)
             cst[T.C_WARP] = w + 1
         elif st == T.ST_WGWAIT:                 # (as machine.cta: the warp's turn ends)
             cst[T.C_INWARP] = 0
             if state[T.S_MBW] != 0:             # a yield, as above
-                if yield_changed(w, arenas, pcs, exited, mbw, ysnap):
+                if call_cta(mptr[CSLOT], OP_YIELD, w, psc) != 0:
                     cst[T.C_YIELDED] = 1
             elif state[T.S_EXECUTED] > 1:       # (a sanitised launch, .param written: counted as progress)
                 cst[T.C_PROGRESSED] = 1

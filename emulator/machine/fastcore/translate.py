@@ -244,6 +244,11 @@ class Translation:
         self.apart = [name for name, used in (("xrow", T.XROW in ops), ("atom", T.ATOM in ops),
                                               ("hopper", self._hopx), ("wgmma", self.wg is not None),
                                               ("bulk", bool(self.bulkx))) if used]
+        if any(name in self.apart for name in families.WAITS_WITH):
+            self.apart.append("ctawait")        # the CTA loop's mbarrier stalls and yields (ctaloop.cta_c)
+        bars = self.code[self.code[:, T.OP] == T.BAR]
+        if ((bars[:, T.X] < 0) | (bars[:, T.B] != -1)).any():
+            self.apart.append("ctabar")         # counted or register-numbered barriers (ctaloop.bar_c)
         if self.wg is not None:                 # wgmma's tile functions, one per form (wgcall.py)
             self.apart += sorted(self.wg.tiles, key=families.WG_TILES.index)
         for k in sorted(self._mufu):
