@@ -416,6 +416,7 @@ class Module:
                       bases, options, trace, out, result, budget, fast, schedule, timeline,
                       profile=prof, debug=debug)
             cta._depot = bases
+            cta.quiet = True                    # (run_grid runs under np.errstate below)
             if cta.fast_cta is not None and not (keep == "all" or (keep == "last" and tuple(cid) == last)):
                 cta.fast_cta.unkept = True      # nothing reads its warps' bank records after the run
             if san is not None:
@@ -437,7 +438,8 @@ class Module:
         last = ctaids[-1]
         rng = None if schedule is None else np.random.default_rng([int(schedule[1]), 1 << 21])
         try:
-            run_grid(ctaids, make, finish, occ, rng)
+            with np.errstate(all="ignore"):     # IEEE exceptions are results here, not warnings (CTA.run)
+                run_grid(ctaids, make, finish, occ, rng)
         finally:
             if bar:
                 bar.close()
