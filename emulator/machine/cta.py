@@ -136,6 +136,17 @@ class CTA:
             self.params[...] = param_init
             self._build_warps()
 
+    def __del__(self):
+        # a CTA whose warps were never built hands its CTA-loop arrays (nothing else views them) to the next launch
+        try:
+            d = self.__dict__
+            fc = d.get("_fast_arrays")
+            if fc is not None and d.get("_warps") is None and d.get("fast_cta") is fc and fc.wg is None:
+                d["_fast_arrays"] = d["fast_cta"] = None
+                fc.retire()
+        except Exception:           # (at interpreter exit, modules may be gone)
+            pass
+
     @property
     def cluster(self):
         """The CTA's cluster (``machine.cluster.Cluster``); a CTA launched without clusters is a cluster of one,

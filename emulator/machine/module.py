@@ -447,6 +447,7 @@ class Module:
             cta = done[cid]
             result.async_units.append(cta.async_unit)
             result.keep_cta(cid, cta)           # (its warps are built when result.ctas is read)
+            cta.result = None                   # (printf's lines are in; no cycle keeps the CTA alive: CTA.__del__)
         result.instructions = int(max_instructions) - budget[0]
         _release(fast)
         return result

@@ -21,6 +21,7 @@ from .ccall import CTX_ROW, K_RUN
 
 _DTYPE = {T.PRED: np.bool_, T.R16: np.uint16, T.R32: np.uint32, T.R64: np.uint64}
 LOG_CAP = 1024
+POOL_CTAS, POOL_BYTES = 64, 8 << 20     # the CTA-loop arrays a translation keeps for its next launch (at most)
 MBAR_ROWS = 64           # the rows of a CTA's mbarrier table when the CTA loop initialises its barriers
 
 
@@ -266,6 +267,8 @@ class FastLaunch:
         """The launch is over: its loop arrays go to the next launch of the translation (nothing of this launch
         reads them again: its logs were copied out when they were flushed)."""
         bufs, self._buffers = self.__dict__.pop("_buffers", None), None
+        for fc in self.__dict__.pop("_free", ()):      # unused CTA arrays go to the translation's next launch
+            fc.retire()
         if bufs is not None:
             pool = self.tr.__dict__.setdefault("_buffers", [])
             if len(pool) < 2:
@@ -305,6 +308,15 @@ class FastLaunch:
         free = self.__dict__.get("_free")
         if free and free[-1].nw == nwarps:      # a finished CTA's arrays nobody reads any more (``recycle``)
             return free.pop()
+        pool = tr.__dict__.get("_cta_pool")     # or those of an earlier launch's CTA (``FastCTA.retire``)
+        if pool:
+            try:
+                fc = pool.pop()
+            except IndexError:
+                fc = None
+            if fc is not None and fc.nw == nwarps:
+                fc.launch, fc.log_warp = self, self.log_warp
+                return fc
         return FastCTA(self, nwarps)
 
     def recycle(self, cta):
@@ -604,6 +616,21 @@ class FastCTA:
             self.wg = WgTable(tr.wg, cta, self.arenas, fl.__dict__.setdefault("wg_pool", {}))
         cta._fast_arrays = self
         return self
+
+    def retire(self):
+        """Nothing reads these arrays any more (a finished launch's unused arrays, or a CTA that is gone whose warps
+        were never built): they go to the translation's next launch (``FastLaunch.cta_arrays``), which sets every
+        byte of them again (``start``)."""
+        fl = self.launch
+        if fl is None:
+            return
+        pool = fl.tr.__dict__.setdefault("_cta_pool", [])
+        self.launch = self.log_warp = None          # (no launch, global memory or log is kept alive by the pool)
+        self.cp = self.wg = None
+        self.xstates = self.xids = self.pending = None
+        block = self.__dict__.get("block")
+        if block is not None and len(pool) < POOL_CTAS and (len(pool) + 1) * block.nbytes <= POOL_BYTES:
+            pool.append(self)
 
     def adopt(self, cta, ws):
         """The CTA's warps were just built (on the rows of these arrays): hand them what the loop kept apart so
