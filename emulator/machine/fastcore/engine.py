@@ -26,6 +26,7 @@ MBAR_ROWS = 64           # the rows of a CTA's mbarrier table when the CTA loop 
 
 
 _POINTERS: dict = {}
+_LOOPS: list = []        # loop.run and loop.run_cta, once imported
 _MASKS: dict = {}
 
 
@@ -243,8 +244,11 @@ class FastLaunch:
     vector and shared-memory log (emptied after every run of the loop)."""
 
     def __init__(self, prog, gmem, wait=False):
-        from .loop import run, run_cta
-        self._run, self._run_cta = run, run_cta
+        loops = _LOOPS
+        if not loops:
+            from .loop import run, run_cta
+            loops += [run, run_cta]
+        self._run, self._run_cta = loops
         self.tr = tr = translation(prog)
         # the instruction families the kernel uses (families.py): compiled or loaded now when ``wait``
         # (engine="fast"); else, while another process compiles one, its rows go to the reference executors
