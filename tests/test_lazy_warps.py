@@ -225,6 +225,7 @@ def test_ctas_nobody_keeps_hand_their_arrays_on(monkeypatch):
         real(self, *a, **k)
     monkeypatch.setattr(engine.FastCTA, "__init__", init)
     grid = 7
+    engine.translation(m.program("k")).__dict__.pop("_cta_pool", None)     # (arrays of the launch above: fresh ones)
     fresh, fresh_mem = _launch(m, grid=grid)
     assert len(made) == grid
     made.clear()
@@ -236,3 +237,38 @@ def test_ctas_nobody_keeps_hand_their_arrays_on(monkeypatch):
     made.clear()
     none, none_mem = _launch(m, grid=grid, keep="none")
     assert none_mem == fresh_mem and none.ctas == [] and len(made) < grid - 2
+
+
+def test_arrays_of_dropped_results_go_to_the_next_launch(monkeypatch):
+    """A CTA whose warps were never built hands its arrays to the translation's next launch once nothing holds it
+    (its LaunchResult dropped); a CTA whose warps were read keeps them. Same results as on fresh arrays."""
+    import gc
+    from emulator.machine.fastcore import engine
+    m = load_ptx(KERNEL)
+    tr = engine.translation(m.program("k"))
+    made = []
+    real = engine.FastCTA.__init__
+
+    def init(self, *a, **k):
+        made.append(1)
+        real(self, *a, **k)
+    monkeypatch.setattr(engine.FastCTA, "__init__", init)
+    grid = 5
+    tr.__dict__.pop("_cta_pool", None)
+    fresh, fresh_mem = _launch(m, grid=grid)
+    want = _state(fresh)                       # (its warps are built: its arrays stay with it)
+    assert len(made) == grid
+    del fresh
+    gc.collect()
+    assert not tr.__dict__.get("_cta_pool")
+    made.clear()
+    for _ in range(3):                          # each launch's result is dropped before the next one
+        res, mem = _launch(m, grid=grid)
+        assert mem == fresh_mem
+        del res
+    assert len(tr.__dict__["_cta_pool"]) >= grid - 2
+    assert len(made) < 2 * grid, len(made)      # (the first of the three made its own, minus a hand-back's)
+    made.clear()
+    again, again_mem = _launch(m, grid=grid)
+    assert len(made) <= 2, len(made)            # (CTA 1 hands an instruction back: its warps are built)
+    assert again_mem == fresh_mem and _state(again) == want

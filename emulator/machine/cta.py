@@ -46,6 +46,7 @@ from .warp import H100_SMS
 from .spin import SPIN_CHECK
 from .tracing import dest_registers
 
+_SOLO = ((1, 1, 1), False)     # the cluster shape of a CTA launched without clusters
 PARK = "park"          # _step's answer when an executor stalled lanes or yielded the warp's turn
 
 
@@ -79,19 +80,20 @@ class CTA:
     """One CTA's execution: warps, barriers, the scheduler."""
 
     san = None          # the sanitizer's observer of this CTA (machine.sanitize), when one watches
+    quiet = False       # True: the caller runs the CTA under np.errstate(all="ignore") already (run)
 
     def __init__(self, module, prog, ctaid, grid, block, smem_size, gmem, param_init, var_addrs, local_bases,
                  options, trace, out, result, budget, fast=None, schedule=None, timeline=False, cluster=None,
                  rank=0, profile=None, debug=None):
         self.module, self.prog, self.ctaid = module, prog, ctaid
         self.cv = convergence(prog)
-        if cluster is None:                     # a launch without clusters: each CTA is a cluster of one
-            cluster = Cluster(ctaid, (1, 1, 1), False)
-            cluster.ctas.append(self)
-        self.cluster, self.rank = cluster, rank
+        # a launch without clusters: each CTA is a cluster of one, made when something asks for it (``cluster``);
+        # the async unit (mbarriers, bulk copies, proxy marks) likewise (``async_unit``)
+        if cluster is not None:
+            self.cluster = cluster
+        self.rank = rank
         self.smem_size = smem_size
-        self.async_unit = AsyncUnit(smem_size)
-        self.async_unit.record = bool(timeline)
+        self._timeline = bool(timeline)
         self.stalls = []           # [warp, lanes, reason]: lanes parked by an executor until reason.ready()
         self._rng = None
         if schedule is not None and schedule[0] == "random":
@@ -110,14 +112,15 @@ class CTA:
         same, per_warp = _launch_specials(block, grid, smem_size, prog.shared_static, nwarps)
         self._grid = grid
         # what the launch-wide special registers depend on (the fast engine keeps a CTA's initial arrays per shape)
-        self.shape = (tuple(block), tuple(grid), smem_size, prog.shared_static, cluster.dims, bool(cluster.explicit))
+        self.shape = (tuple(block), tuple(grid), smem_size, prog.shared_static) + (
+            _SOLO if cluster is None else (cluster.dims, bool(cluster.explicit)))
         # the fast engine's CTA loop (barriers included), when the kernel allows it; its arrays hold the state of
         # every warp (arenas, PCs, exit and wait masks), which the warps' own attributes are views of. The CTAs of
         # a cluster wait on each other, so they step warp by warp under the cluster's scheduler instead.
         # Spin checks (machine/spin.py) come back from the CTA loop at their backward branches; when one holds
         # lanes or parks a warp, this scheduler takes the CTA over from there (FastCTA.run).
         fast_cta = fast.cta_arrays(nwarps) if (fast is not None and self._rng is None and not timeline
-                                               and cluster.size == 1) else None
+                                               and (cluster is None or cluster.size == 1)) else None
         self._same, self._per_warp = same, per_warp
         self._make = (gmem, options, param_init, local_bases, trace, var_addrs, profile, fast)
         if fast_cta is not None:
@@ -132,6 +135,41 @@ class CTA:
             self.params = np.empty((nwarps, LANES, param_init.size), np.uint8)
             self.params[...] = param_init
             self._build_warps()
+
+    def __del__(self):
+        # a CTA whose warps were never built hands its CTA-loop arrays (nothing else views them) to the next launch
+        try:
+            d = self.__dict__
+            fc = d.get("_fast_arrays")
+            if fc is not None and d.get("_warps") is None and d.get("fast_cta") is fc and fc.wg is None:
+                d["_fast_arrays"] = d["fast_cta"] = None
+                fc.retire()
+        except Exception:           # (at interpreter exit, modules may be gone)
+            pass
+
+    @property
+    def cluster(self):
+        """The CTA's cluster (``machine.cluster.Cluster``); a CTA launched without clusters is a cluster of one,
+        made the first time it is asked for."""
+        cl = self.__dict__.get("_cluster")
+        if cl is None:
+            cl = self._cluster = Cluster(self.ctaid, (1, 1, 1), False)
+            cl.ctas.append(self)
+        return cl
+
+    @cluster.setter
+    def cluster(self, cl):
+        self._cluster = cl
+
+    @property
+    def async_unit(self):
+        """The CTA's async unit (``memory.asyncunit.AsyncUnit``: mbarriers, bulk copies, proxy marks), made the
+        first time it is asked for (a kernel that uses none of them never makes it in the fast engine's CTA loop)."""
+        au = self.__dict__.get("_au")
+        if au is None:
+            au = self._au = AsyncUnit(self.smem_size)
+            au.record = self._timeline
+        return au
 
     @property
     def warps(self):
@@ -213,8 +251,11 @@ class CTA:
         return None instead of reporting a deadlock when its warps only spin on memory another CTA may write;
         ``self.moved`` then says whether this call changed anything, and a later call goes on; a CTA that ran to
         its end returns True (its warps, ``self.warps``, are built when read)."""
-        with np.errstate(all="ignore"):          # IEEE exceptions are results here, not warnings
+        if self.quiet:                           # (the grid's loop set np.errstate for all its CTAs)
             done = self._run(park)
+        else:
+            with np.errstate(all="ignore"):      # IEEE exceptions are results here, not warnings
+                done = self._run(park)
         if done is None:
             return None
         return True if park else self.warps
@@ -225,7 +266,8 @@ class CTA:
         if self.fast_cta is not None:
             handoff = self.fast_cta.run(self)
             if handoff is None:
-                self.async_unit.pump()
+                if self.__dict__.get("_au") is not None:
+                    self._au.pump()
                 check_wgmma_end(self)
                 return True
             # a spin check acted in the CTA loop: this scheduler goes on from that warp, as it would have

@@ -18,6 +18,7 @@ from .cta import CTA
 from .program import Program
 from .result import LaunchResult
 from .fastcore import warmup as _warmup
+from .residency import occupancy, run_grid
 
 
 ENGINES = ("auto", "fast", "reference")
@@ -305,7 +306,6 @@ class Module:
             raise OperandError(f"launch: {prog.shared_static} bytes of static .shared plus {shared_bytes} dynamic "
                                f"bytes exceed the {MAX_SHARED_BYTES} bytes of shared memory a CTA may have")
         nwarps = -(-nthreads // LANES)
-        from .residency import occupancy
         if regs_per_thread is not None:
             regs_per_thread = _int_arg(regs_per_thread, "regs_per_thread")
         occ = occupancy(nthreads, smem_size, regs_per_thread, _maxnreg(entry))
@@ -334,11 +334,10 @@ class Module:
             prof = result.profile = Profile(prog, self.text)
         if engine in ("fast", "auto") and trace is None and (options is None or options.uninitialized == "zero") \
                 and schedule is None and not timeline and not instrumented:
-            from .fastcore import warmup
-            if engine == "fast" or warmup.ready():
+            if engine == "fast" or _warmup.ready():
                 if engine == "fast":           # the loop this kernel runs on: the CTA loop (with the warp loop
                     from .fastcore import translation     # inside it) or the warp loop alone
-                    warmup.wait("cta" if translation(prog).cta_ok else "warp")
+                    _warmup.wait("cta" if translation(prog).cta_ok else "warp")
                 fast = self._fast_launch(prog, gmem, wait=engine == "fast")
                 engine = "fast"
             else:
@@ -402,7 +401,7 @@ class Module:
 
         def make(cid):
             nonlocal fast, pending
-            if pending and warmup.ready():
+            if pending and _warmup.ready():
                 fast, pending = self._fast_launch(prog, gmem), False
             if depots:
                 bases = depots.pop()
@@ -416,6 +415,7 @@ class Module:
                       bases, options, trace, out, result, budget, fast, schedule, timeline,
                       profile=prof, debug=debug)
             cta._depot = bases
+            cta.quiet = True                    # (run_grid runs under np.errstate below)
             if cta.fast_cta is not None and not (keep == "all" or (keep == "last" and tuple(cid) == last)):
                 cta.fast_cta.unkept = True      # nothing reads its warps' bank records after the run
             if san is not None:
@@ -433,11 +433,11 @@ class Module:
             if bar:
                 bar.update(1)
 
-        from .residency import run_grid
         last = ctaids[-1]
         rng = None if schedule is None else np.random.default_rng([int(schedule[1]), 1 << 21])
         try:
-            run_grid(ctaids, make, finish, occ, rng)
+            with np.errstate(all="ignore"):     # IEEE exceptions are results here, not warnings (CTA.run)
+                run_grid(ctaids, make, finish, occ, rng)
         finally:
             if bar:
                 bar.close()
@@ -445,6 +445,7 @@ class Module:
             cta = done[cid]
             result.async_units.append(cta.async_unit)
             result.keep_cta(cid, cta)           # (its warps are built when result.ctas is read)
+            cta.result = None                   # (printf's lines are in; no cycle keeps the CTA alive: CTA.__del__)
         result.instructions = int(max_instructions) - budget[0]
         _release(fast)
         return result

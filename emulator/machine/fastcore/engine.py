@@ -21,10 +21,12 @@ from .ccall import CTX_ROW, K_RUN
 
 _DTYPE = {T.PRED: np.bool_, T.R16: np.uint16, T.R32: np.uint32, T.R64: np.uint64}
 LOG_CAP = 1024
+POOL_CTAS, POOL_BYTES = 64, 8 << 20     # the CTA-loop arrays a translation keeps for its next launch (at most)
 MBAR_ROWS = 64           # the rows of a CTA's mbarrier table when the CTA loop initialises its barriers
 
 
 _POINTERS: dict = {}
+_LOOPS: list = []        # loop.run and loop.run_cta, once imported
 _MASKS: dict = {}
 
 
@@ -242,8 +244,11 @@ class FastLaunch:
     vector and shared-memory log (emptied after every run of the loop)."""
 
     def __init__(self, prog, gmem, wait=False):
-        from .loop import run, run_cta
-        self._run, self._run_cta = run, run_cta
+        loops = _LOOPS
+        if not loops:
+            from .loop import run, run_cta
+            loops += [run, run_cta]
+        self._run, self._run_cta = loops
         self.tr = tr = translation(prog)
         # the instruction families the kernel uses (families.py): compiled or loaded now when ``wait``
         # (engine="fast"); else, while another process compiles one, its rows go to the reference executors
@@ -257,6 +262,7 @@ class FastLaunch:
         (self.state, self.log_pc, self.log_addr, self.log_mask, self.scratch, self.log_warp,
          self.log_src) = bufs.arrays
         self.state[:] = 0
+        self.ctx = self.scratch[CTX_ROW:].reshape(-1).view(np.int64)    # (the loop's context row: ccall.py)
         self.lanes = _LANE_IDS
         # constant special registers: one fancy-indexed store per warp fills them all
         self.special_names, self.special_index = _special_slots(tr)
@@ -265,6 +271,8 @@ class FastLaunch:
         """The launch is over: its loop arrays go to the next launch of the translation (nothing of this launch
         reads them again: its logs were copied out when they were flushed)."""
         bufs, self._buffers = self.__dict__.pop("_buffers", None), None
+        for fc in self.__dict__.pop("_free", ()):      # unused CTA arrays go to the translation's next launch
+            fc.retire()
         if bufs is not None:
             pool = self.tr.__dict__.setdefault("_buffers", [])
             if len(pool) < 2:
@@ -304,14 +312,24 @@ class FastLaunch:
         free = self.__dict__.get("_free")
         if free and free[-1].nw == nwarps:      # a finished CTA's arrays nobody reads any more (``recycle``)
             return free.pop()
+        pool = tr.__dict__.get("_cta_pool")     # or those of an earlier launch's CTA (``FastCTA.retire``)
+        if pool:
+            try:
+                fc = pool.pop()
+            except IndexError:
+                fc = None
+            if fc is not None and fc.nw == nwarps:
+                fc.launch, fc.log_warp = self, self.log_warp
+                return fc
         return FastCTA(self, nwarps)
 
     def recycle(self, cta):
         """``cta`` ran to its end and the launch does not keep it: when its warps were never built, the next CTA of
         the launch takes its arrays (``FastCTA.start`` sets every byte of them again)."""
         fc = cta.__dict__.get("_fast_arrays")
+        au = cta.__dict__.get("_au")
         if fc is None or cta._warps is not None or cta.fast_cta is not fc or fc.wg is not None or \
-                cta.async_unit.pending:
+                (au is not None and au.pending):
             return
         cta.fast_cta = cta._fast_arrays = None
         cta.smem = cta.params = None            # (views of the block, which the next CTA overwrites)
@@ -462,6 +480,7 @@ def _cta_layout(tr, nw, smem_size, param_size):
         parts = [("pcs", (nw, 32), _I8), ("issued", (nw,), _I8), ("executed", (nw,), _I8),
                  ("wbid", (nw, 32), _I8), ("bar_arrived", (16,), _I8), ("bar_seq", (16,), _I8),
                  ("cst", (T.NCSTATE,), _I8), ("backs", (nw,), _I8),       # backs: backward branches (spin checks)
+                 ("grp", (nw, 32), _I8),        # the bulk async-groups each lane committed (bulkx)
                  ("mbw", (nw, T.MB_ROWS, 32), _I8), ("exited", (nw, 32), _B1), ("waiting", (nw, 32), _B1),
                  ("arenas", (nw, ab), _U1), ("ysnap", (nw, ab if key[2] else 1), _U1),
                  ("smem", (smem_size,), _U1), ("params", (nw, 32, param_size), _U1)]
@@ -544,22 +563,24 @@ class FastCTA:
         blocks = tr.__dict__.setdefault("_cta_blocks", {})
         got = blocks.get(key)
         self.unkept = False
-        if self.__dict__.get("layout") is layout:       # a recycled FastCTA (FastLaunch.recycle): the same arrays
-            block = self.block
+        offsets = _OFFSETS[id(layout)][1]
+        if self.__dict__.get("layout") is layout:       # a recycled FastCTA (FastLaunch.recycle): the same arrays,
+            block = self.block                          # at the same addresses
             block.fill(0)
         else:
             block = self.block = np.zeros(size, np.uint8)
             for name, shape, dt, off in layout:
                 setattr(self, name, np.ndarray(shape, dt, block, off))
             self.layout = layout
-            self.base = block.ctypes.data
-        offsets = self.offsets = _OFFSETS[id(layout)][1]
+            self.offsets = offsets
+            base = self.base = block.ctypes.data
+            self.param_ptrs = (base + offsets["params"]) + _steps(nw, self.params[0].nbytes)
+            self.smem_ptr = base + offsets["smem"]
+            self.bar_ptrs = (base + offsets["bar_seq"], base + offsets["cst"] + 8 * T.C_BARCNT)
         head = offsets["arenas"]
         # the CTA's shared memory (zeros) and every warp's per-lane parameter bytes (warp w: rows w)
         cta.smem, cta.params = self.smem, self.params
         self.params[...] = param_init
-        self.param_ptrs = (self.base + offsets["params"]) + _steps(nw, self.params[0].nbytes)
-        self.smem_ptr = self.base + offsets["smem"]
         if got is None:
             self.wbid[:] = -1
             self.cst[T.C_BARCNT:] = -1
@@ -591,7 +612,6 @@ class FastCTA:
         self.xstates = [{}]                         # the registers outside the arenas, by version (MW_XVER)
         self.xids = {}
         self.pending = []                           # shared-memory log copies for warps not built yet (_flush)
-        self.grp = np.zeros((nw, 32), np.int64)    # the bulk async-groups each lane committed (bulkx)
         self.wg = None                              # the wgmma state, while this loop owns it (wgmmax.py)
         if tr.wg is not None:
             from .wgmmax import K_SEQ, WgTable
@@ -600,6 +620,21 @@ class FastCTA:
             self.wg = WgTable(tr.wg, cta, self.arenas, fl.__dict__.setdefault("wg_pool", {}))
         cta._fast_arrays = self
         return self
+
+    def retire(self):
+        """Nothing reads these arrays any more (a finished launch's unused arrays, or a CTA that is gone whose warps
+        were never built): they go to the translation's next launch (``FastLaunch.cta_arrays``), which sets every
+        byte of them again (``start``)."""
+        fl = self.launch
+        if fl is None:
+            return
+        pool = fl.tr.__dict__.setdefault("_cta_pool", [])
+        self.launch = self.log_warp = None          # (no launch, global memory or log is kept alive by the pool)
+        self.cp = self.wg = None
+        self.xstates = self.xids = self.pending = None
+        block = self.__dict__.get("block")
+        if block is not None and len(pool) < POOL_CTAS and (len(pool) + 1) * block.nbytes <= POOL_BYTES:
+            pool.append(self)
 
     def adopt(self, cta, ws):
         """The CTA's warps were just built (on the rows of these arrays): hand them what the loop kept apart so
@@ -651,24 +686,23 @@ class FastCTA:
         st = fl.state
         ws = cta._warps                 # None until something reads the warps (CTA.warps builds them)
         cp = self.cp
-        st[T.S_SPIN_CHECK] = SPIN_CHECK
-        st[T.S_WG_REGS] = st[T.S_WG_SMEM] = st[T.S_WG] = 0
-        st[T.S_WG_READS] = st[T.S_DIRTY] = st[T.S_DIRTY_N] = 0    # (set below for kernels the async proxy reads)
         # the CTA's mbarriers, unless a sanitizer follows them (the executors tell it; a timeline keeps the Python
-        # scheduler); a try_wait parks its lanes in the loop unless a yield's state includes .param bytes
-        au0 = cta.async_unit
-        mbs = au0.mbarriers if cta.san is None and not au0.record else None
-        st[T.S_MBW] = int(mbs is not None and not tr.param_writes)
-        st[T.S_MBINIT] = int(mbs is not None)
+        # scheduler); a try_wait parks its lanes in the loop unless a yield's state includes .param bytes. A kernel
+        # whose rows never touch the async unit (``_unit_free``) makes none: the loop gets an empty table's values
+        au0 = cta.__dict__.get("_au")
+        if au0 is None and (cta.san is not None or not _unit_free(tr, cta.prog)):
+            au0 = cta.async_unit
+        mbs = (au0.mbarriers if au0 is not None else _NO_MBARRIERS) if cta.san is None and \
+            (au0 is None or not au0.record) else None
         if mbs is not None and tr.cta_waits:
             mbs.reserve(MBAR_ROWS)          # (a barrier that finds the table full goes back to Python, which grows it)
-        st[T.S_BARSEQ] = self.base + self.offsets["bar_seq"]
-        st[T.S_BARCNT] = self.base + self.offsets["cst"] + 8 * T.C_BARCNT
         # TMA rows (bulkx.py) stage their copies here, unless a sanitiser or a timeline follows them
         stage = fl.staging() if tr.bulkx and mbs is not None else None
-        st[T.S_BULK] = stage.address if stage is not None else 0
-        st[T.S_GTAB] = _pointer(fl.gtab)
-        st[T.S_GTAB_N] = fl.gtab.shape[0]
+        # the fields the loop reads before its first run, in one store ((set below for kernels the async proxy
+        # reads: the wgmma and dirty-mark fields)
+        st[_HEAD] = (SPIN_CHECK, 0, 0, 0, 0, 0, 0, int(mbs is not None and not tr.param_writes), int(mbs is not None),
+                     self.bar_ptrs[0], self.bar_ptrs[1], stage.address if stage is not None else 0, _pointer(fl.gtab),
+                     fl.gtab.shape[0])
         wg = self.wg
         au = au0 if tr.async_readers else None   # generic-proxy writes (memx.py)
         smem_ptr = self.smem_ptr
@@ -691,17 +725,10 @@ class FastCTA:
             if au is not None:             # (as FastWarp.run: the marks may stand from before, a fence clears them)
                 st[T.S_DIRTY] = _pointer(au.dirty)
                 st[T.S_DIRTY_N] = int(au.any_dirty)     # (marks Python's stores made: the loop's fence clears them)
-            st[T.S_BUDGET] = cta.budget[0]
-            st[T.S_INFLIGHT] = cta.inflight_n
-            st[T.S_NLOG] = 0
-            st[T.S_SMEM_PTR] = smem_ptr
-            st[T.S_SMEM_SIZE] = cta.smem.size
-            st[T.S_PARAM_SIZE] = cta.params.shape[2]
-            st[T.S_MBAR] = _pointer(mbs.rows) if mbs is not None else 0
-            st[T.S_MBAR_N] = mbs.used if mbs is not None else 0
-            st[T.S_MBAR_CHANGED] = 0
-            st[T.S_MBAR_CAP] = mbs.rows.shape[0] if mbs is not None else 0
-            st[T.S_MBAR_REBUILT] = 0
+            # (one store: the budget, copies in flight, the log's count, shared memory, parameters, mbarrier table)
+            st[_EACH] = (cta.budget[0], cta.inflight_n, 0, smem_ptr, cta.smem.size, cta.params.shape[2],
+                         _pointer(mbs.rows) if mbs is not None else 0, mbs.used if mbs is not None else 0, 0,
+                         mbs.rows.shape[0] if mbs is not None else 0, 0)
             self._enter(cta)
             # the warp loop run_cta calls through its address (ccall.K_RUN): looked up once per translation (the
             # arguments' types are the same at every launch of it; numba's typeof of them costs ~0.3 ms)
@@ -713,17 +740,20 @@ class FastCTA:
                      *tr.mma_luts, tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags,
                      tr.mufu_ptr, tr.mufu_size, fl.log_src, cp.dst[0], cp.data[0], cp.group[0], cp.meta[0],
                      cp.count[0]))
-            fl.scratch[CTX_ROW:].reshape(-1).view(np.int64)[K_RUN] = run_address
+            fl.ctx[K_RUN] = run_address
             run_cta(tr.code, tr.imm, self.arenas, self.pcs, self.exited, self.waiting, cta.smem_inflight, fl.gtab,
                     st, fl.log_pc, fl.log_addr, fl.log_mask, self.log_warp, tr.mma_regs, tr.mma_maps, tr.mma_prm,
                     *tr.mma_luts, tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags,
                     self.cst, self.issued, self.executed, self.param_ptrs, self.wbid, self.bar_arrived, self.bar_seq,
                     self.backs, tr.mufu_ptr, tr.mufu_size, fl.log_src, cp.dst, cp.data, cp.group, cp.meta,
                     cp.count, self.mbw, self.ysnap)
-            if st[T.S_MBAR_CHANGED]:
-                mbs.version += int(st[T.S_MBAR_CHANGED])
-            if st[T.S_MBAR_REBUILT]:
-                _mbar_objects(mbs, int(st[T.S_MBAR_N]))
+            if st[T.S_MBAR_CHANGED] or st[T.S_MBAR_REBUILT]:
+                if mbs is _NO_MBARRIERS:
+                    raise AssertionError("the CTA loop changed the mbarrier table of a kernel without mbarriers")
+                if st[T.S_MBAR_CHANGED]:
+                    mbs.version += int(st[T.S_MBAR_CHANGED])
+                if st[T.S_MBAR_REBUILT]:
+                    _mbar_objects(mbs, int(st[T.S_MBAR_N]))
             if stage is not None and not (self.cst[T.C_STATUS] == T.CTA_SLOW and st[T.S_STATUS] == T.ST_LOG):
                 if stage.used():
                     ws = cta.warps
@@ -755,7 +785,7 @@ class FastCTA:
             if status == T.CTA_DEADLOCK:
                 # the end of a round in which nothing moved on (machine.cta.CTA._run): copies in flight complete,
                 # or a warp that yielded with its state changed gives the warps another round
-                au_ = au0
+                au_ = cta.async_unit
                 if au_.pending or self.cst[T.C_YIELDED]:
                     if au_.pending:
                         au_.pump()
@@ -966,6 +996,40 @@ def _warp_records(code, tcode, k, keep, who, pcs, masks, addrs, srcs):
     """The first ``keep`` records of warp ``k`` in a CTA loop's log (``FastCTA._flush``)."""
     sel = np.flatnonzero(who == k)[:keep]
     return _records(code, tcode, pcs[sel], masks[sel], addrs[sel], srcs[sel] if srcs is not None else addrs[sel])
+
+
+# the state vector's fields FastCTA.run sets before the loop's first run, and before each run, in one store each
+_HEAD = np.array([T.S_SPIN_CHECK, T.S_WG_REGS, T.S_WG_SMEM, T.S_WG, T.S_WG_READS, T.S_DIRTY, T.S_DIRTY_N, T.S_MBW,
+                  T.S_MBINIT, T.S_BARSEQ, T.S_BARCNT, T.S_BULK, T.S_GTAB, T.S_GTAB_N], np.intp)
+_EACH = np.array([T.S_BUDGET, T.S_INFLIGHT, T.S_NLOG, T.S_SMEM_PTR, T.S_SMEM_SIZE, T.S_PARAM_SIZE, T.S_MBAR,
+                  T.S_MBAR_N, T.S_MBAR_CHANGED, T.S_MBAR_CAP, T.S_MBAR_REBUILT], np.intp)
+
+
+def _empty_mbarriers():
+    from ...memory.mbarrier import MBarriers
+    return MBarriers()
+
+
+# the mbarrier table the loop gets for a CTA whose kernel never touches one (``_unit_free``): empty, never written
+_NO_MBARRIERS = _empty_mbarriers()
+
+
+def _unit_free(tr, prog):
+    """Whether no row of the kernel (in the loop or handed back) touches the CTA's async unit: no mbarrier, cp.async,
+    bulk copy, wgmma or proxy fence. Such a CTA makes its ``AsyncUnit`` only when something asks for it."""
+    got = tr.__dict__.get("_unit_free")
+    if got is None:
+        got = tr._unit_free = not (tr.cta_waits or tr.any_bulk or tr.bulkx or tr.async_readers or tr.wg is not None
+                                   or any(op.kind == "op" and op.instr is not None and _touches_unit(op.instr.opcode)
+                                          for op in prog.code))
+    return got
+
+
+def _touches_unit(opcode):
+    """Whether an instruction may read or change a CTA's async unit (its mbarriers, copies, proxy marks)."""
+    parts = opcode.split(".")
+    return parts[0] in ("mbarrier", "cp", "wgmma", "fence", "tensormap", "multimem") or any(
+        m == "async" or m.startswith(("mbarrier", "bulk", "shared::cluster")) for m in parts[1:])
 
 
 def _uses_cp_async(prog):
