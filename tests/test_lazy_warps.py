@@ -272,3 +272,30 @@ def test_arrays_of_dropped_results_go_to_the_next_launch(monkeypatch):
     again, again_mem = _launch(m, grid=grid)
     assert len(made) <= 2, len(made)            # (CTA 1 hands an instruction back: its warps are built)
     assert again_mem == fresh_mem and _state(again) == want
+
+
+def test_a_block_something_else_views_stays_out_of_the_pool():
+    """A CTA's arrays go to the next launch only when nothing outside them views the block: a view of a dropped
+    CTA's shared memory (taken without building its warps) keeps its bytes."""
+    import gc
+    from emulator.machine.fastcore import engine
+    m = load_ptx(KERNEL)
+    tr = engine.translation(m.program("k"))
+    tr.__dict__.pop("_cta_pool", None)
+    res, _ = _launch(m, grid=1)
+    cta = res._ctas[0].cta
+    assert cta.__dict__.get("_warps") is None
+    held = cta._fast_arrays.smem[:16]
+    held[:] = 7
+    del res, cta
+    gc.collect()
+    assert not tr.__dict__.get("_cta_pool")     # (with the view gone, the same CTA would have been pooled)
+    for _ in range(2):
+        r, _ = _launch(m, grid=1)
+        del r
+    assert (held == 7).all()
+    del held
+    res, _ = _launch(m, grid=1)
+    del res
+    gc.collect()
+    assert tr.__dict__.get("_cta_pool")

@@ -6,6 +6,7 @@ instructions the loop hands back) read and write the very same memory: no copies
 """
 from __future__ import annotations
 
+import sys
 import weakref
 from collections.abc import MutableMapping
 from functools import partial
@@ -571,6 +572,7 @@ class FastCTA:
             block = self.block = np.zeros(size, np.uint8)
             for name, shape, dt, off in layout:
                 setattr(self, name, np.ndarray(shape, dt, block, off))
+            self.refs = sys.getrefcount(block)      # the block's own views (``retire``: no other view may remain)
             self.layout = layout
             self.offsets = offsets
             base = self.base = block.ctypes.data
@@ -633,7 +635,9 @@ class FastCTA:
         self.cp = self.wg = None
         self.xstates = self.xids = self.pending = None
         block = self.__dict__.get("block")
-        if block is not None and len(pool) < POOL_CTAS and (len(pool) + 1) * block.nbytes <= POOL_BYTES:
+        # (a view of the block made outside these arrays, e.g. of the CTA's shared memory, keeps it out of the pool)
+        if block is not None and sys.getrefcount(block) == self.refs and len(pool) < POOL_CTAS and \
+                (len(pool) + 1) * block.nbytes <= POOL_BYTES:
             pool.append(self)
 
     def adopt(self, cta, ws):
