@@ -39,6 +39,26 @@ def raw(a):
     return a
 
 
+def write_bundle(allc, path, rename=None):
+    """Write {name: (ptx, config, inputs)} as a bundle for ``run_gpu.py``: the PTX of a module several cases share
+    stored once (``ptx_from``), each input as ``raw`` stores it; ``rename`` maps a case's name to the stored one."""
+    import json
+    res, first = {}, {}
+    for name, (ptx, cfg, inputs) in allc.items():
+        name = rename(name) if rename is not None else name
+        cfg["dtypes"] = {k: v.dtype.name for k, v in inputs.items()}
+        if ptx in first:
+            cfg["ptx_from"] = first[ptx]
+        else:
+            first[ptx] = name
+            res[f"{name}__ptx"] = np.frombuffer(ptx.encode(), np.uint8)
+        res[f"{name}__config"] = np.array(json.dumps(cfg))
+        for k, v in inputs.items():
+            res[f"{name}__in__{k}"] = raw(v)
+    np.savez_compressed(path, **res)
+    print(f"{len(allc)} cases -> {path} ({os.path.getsize(path)} bytes)")
+
+
 def triton_cases(case_list=None, extra=None):
     """Compile Triton case dicts (``triton_kernels.cases()`` unless given) for their targets; ``extra`` is added
     to every config."""

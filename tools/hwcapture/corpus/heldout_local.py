@@ -135,19 +135,7 @@ def build(path):
     for name, (ptx, cfg, inputs) in {**interval_cases(samples), **ptx_cases(rng)}.items():
         cfg["file"] = "local_heldout"
         allc[name] = (ptx, cfg, inputs)
-    res, first = {}, {}
-    for name, (ptx, cfg, inputs) in allc.items():
-        cfg["dtypes"] = {k: v.dtype.name for k, v in inputs.items()}
-        if ptx in first:
-            cfg["ptx_from"] = first[ptx]
-        else:
-            first[ptx] = name
-            res[f"{name}__ptx"] = np.frombuffer(ptx.encode(), np.uint8)
-        res[f"{name}__config"] = np.array(json.dumps(cfg))
-        for k, v in inputs.items():
-            res[f"{name}__in__{k}"] = corpus_build.raw(v)
-    np.savez_compressed(path, **res)
-    print(f"{len(allc)} cases -> {path} ({os.path.getsize(path)} bytes)")
+    corpus_build.write_bundle(allc, path)
 
 
 def pack(bundle_path, gpu_path):

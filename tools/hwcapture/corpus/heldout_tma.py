@@ -19,7 +19,6 @@ Each ``@triton.jit`` function is copied out of its file at build time (``TRITON_
 """
 import ast
 import importlib.util
-import json
 import os
 import sys
 
@@ -124,20 +123,7 @@ def build(out_path):
         raise RuntimeError("set TRITON_SRC to a Triton checkout")
     allc = corpus_build.triton_cases(cases(kernels(src), np.random.default_rng(2026)),
                                      extra={"file": "heldout_tma"})
-    res, first = {}, {}
-    for name, (ptx, cfg, inputs) in allc.items():
-        name = name.replace("triton_", "heldout_", 1)
-        cfg["dtypes"] = {a: v.dtype.name for a, v in inputs.items()}
-        if ptx in first:
-            cfg["ptx_from"] = first[ptx]
-        else:
-            first[ptx] = name
-            res[f"{name}__ptx"] = np.frombuffer(ptx.encode(), np.uint8)
-        res[f"{name}__config"] = np.array(json.dumps(cfg))
-        for a, v in inputs.items():
-            res[f"{name}__in__{a}"] = corpus_build.raw(v)
-    np.savez_compressed(out_path, **res)
-    print(f"{len(allc)} cases -> {out_path}")
+    corpus_build.write_bundle(allc, out_path, rename=lambda n: n.replace("triton_", "heldout_", 1))
 
 
 def pack(bundle, captured, out_path):

@@ -275,24 +275,7 @@ def triton_build(bundle):
     only = os.environ.get("ONLY")
     if only:
         cases = [c for c in cases if only in c["name"]]
-    _write(build, build.triton_cases(cases), bundle)
-
-
-def _write(build, allc, path):
-    """A bundle in build.py's form (the PTX of a module shared by several cases stored once)."""
-    res, first = {}, {}
-    for name, (ptx, cfg, inputs) in allc.items():
-        cfg["dtypes"] = {k: v.dtype.name for k, v in inputs.items()}
-        if ptx in first:
-            cfg["ptx_from"] = first[ptx]
-        else:
-            first[ptx] = name
-            res[f"{name}__ptx"] = np.frombuffer(ptx.encode(), np.uint8)
-        res[f"{name}__config"] = np.array(json.dumps(cfg))
-        for k, v in inputs.items():
-            res[f"{name}__in__{k}"] = build.raw(v)
-    np.savez_compressed(path, **res)
-    print(f"{len(allc)} cases -> {path} ({os.path.getsize(path)} bytes)")
+    build.write_bundle(build.triton_cases(cases), bundle)
 
 
 NATIVE_DTYPES = {"bfloat16": "uint16", "float32": "float32", "uint8": "uint8", "int32": "int32"}

@@ -6,7 +6,6 @@ of 16 (f32 x 119, f16 x 117, u8 x 113 inside rows of 128 elements; a box also pa
     python tools/hwcapture/corpus/run_gpu.py BUNDLE.npz OUT.npz
     python tools/hwcapture/corpus/heldout_tma.py --pack BUNDLE.npz OUT.npz tests/data/tma_edge.npz
 """
-import json
 import os
 import sys
 
@@ -54,19 +53,7 @@ def build(out_path):
     sys.path[:0] = [HERE]
     import build as corpus_build
     allc = corpus_build.triton_cases(cases(np.random.default_rng(5)), extra={"file": "tma_edge"})
-    res, first = {}, {}
-    for name, (ptx, cfg, inputs) in allc.items():
-        cfg["dtypes"] = {a: v.dtype.name for a, v in inputs.items()}
-        if ptx in first:
-            cfg["ptx_from"] = first[ptx]
-        else:
-            first[ptx] = name
-            res[f"{name}__ptx"] = np.frombuffer(ptx.encode(), np.uint8)
-        res[f"{name}__config"] = np.array(json.dumps(cfg))
-        for a, v in inputs.items():
-            res[f"{name}__in__{a}"] = corpus_build.raw(v)
-    np.savez_compressed(out_path, **res)
-    print(f"{len(allc)} cases -> {out_path}")
+    corpus_build.write_bundle(allc, out_path)
 
 
 if __name__ == "__main__":
