@@ -150,16 +150,21 @@ class Translation:
         from .asyncx import K_MB_WAIT
         self.mb_waits = bool(((code[:, T.OP] == T.HOPX) & (code[:, T.X] == K_MB_WAIT) & (code[:, T.Z] == 1)).any())
 
+    def _guard(self, op, env, row):
+        """The row's guard (GUARD, GNEG) from the instruction's predicate; a guard that is not a 1-bit predicate
+        sends the row back to the executors."""
+        if op.guard is not None:
+            if env is None or env.reg_width(op.guard[0]) != 1:
+                raise _Slow
+            row[T.GUARD] = self._slot(op.guard[0], 1)
+            row[T.GNEG] = int(op.guard[1])
+
     def _brx(self, op, env, row, imm):
         """brx.idx: each taken lane jumps to the index-th target (machine.cta.CTA._brx_targets)."""
         n = len(op.targets)
         if not 0 < n <= 8 or len(op.instr.operands) != 2:
             raise _Slow
-        if op.guard is not None:
-            if env.reg_width(op.guard[0]) != 1:
-                raise _Slow
-            row[T.GUARD] = self._slot(op.guard[0], 1)
-            row[T.GNEG] = int(op.guard[1])
+        self._guard(op, env, row)
         row[T.A] = self._src(env, op.instr.operands[0], "u32", imm, 0)
         row[T.X] = n
         row[T.V0:T.V0 + n] = op.targets
@@ -176,11 +181,7 @@ class Translation:
                 not (isinstance(ops[0], Reg) or isinstance(ops[0], Imm) and isinstance(ops[0].value, int) and
                      0 <= ops[0].value <= 15):
             raise _Slow
-        if op.guard is not None:
-            if env.reg_width(op.guard[0]) != 1:
-                raise _Slow
-            row[T.GUARD] = self._slot(op.guard[0], 1)
-            row[T.GNEG] = int(op.guard[1])
+        self._guard(op, env, row)
         row[T.X] = ops[0].value if isinstance(ops[0], Imm) else -1
         # the CTA loop reads the barrier number (A, when X is -1) and the thread count (B, -1: none) as u32
         # (machine.cta.CTA._arrive); a warp run alone stops and the scheduler reads them
@@ -353,11 +354,7 @@ class Translation:
         env = getattr(op, "env", None)
         try:
             if op.kind in ("ret", "exit"):
-                if op.guard is not None:
-                    if env is None or env.reg_width(op.guard[0]) != 1:
-                        raise _Slow
-                    row[T.GUARD] = self._slot(op.guard[0], 1)
-                    row[T.GNEG] = int(op.guard[1])
+                self._guard(op, env, row)
                 row[T.OP] = T.EXIT
             elif op.kind == "bra":
                 if op.guard is not None:

@@ -41,8 +41,8 @@ def raw(a):
 
 def write_bundle(allc, path, rename=None):
     """Write {name: (ptx, config, inputs)} as a bundle for ``run_gpu.py``: the PTX of a module several cases share
-    stored once (``ptx_from``), each input as ``raw`` stores it; ``rename`` maps a case's name to the stored one."""
-    import json
+    stored once (``ptx_from``); npz holds numpy dtypes only, so ml_dtypes inputs (bfloat16, float8) are stored as
+    unsigned integers (``raw``), their dtype named in the config; ``rename`` maps a case's name to the stored one."""
     res, first = {}, {}
     for name, (ptx, cfg, inputs) in allc.items():
         name = rename(name) if rename is not None else name
@@ -117,21 +117,7 @@ def main():
     if "regressions" in kinds:
         import regressions
         allc.update(regressions.build(triton_cases))
-    res, first = {}, {}
-    for name, (ptx, cfg, inputs) in allc.items():
-        # npz holds numpy dtypes only: ml_dtypes arrays (bfloat16, float8) are stored as raw unsigned
-        # integers, their dtype named in the config
-        cfg["dtypes"] = {k: v.dtype.name for k, v in inputs.items()}
-        if ptx in first:        # a module shared by several cases is stored once
-            cfg["ptx_from"] = first[ptx]
-        else:
-            first[ptx] = name
-            res[f"{name}__ptx"] = np.frombuffer(ptx.encode(), np.uint8)
-        res[f"{name}__config"] = np.array(json.dumps(cfg))
-        for k, v in inputs.items():
-            res[f"{name}__in__{k}"] = raw(v)
-    np.savez_compressed(a.out, **res)
-    print(f"{len(allc)} cases -> {a.out} ({os.path.getsize(a.out)} bytes)")
+    write_bundle(allc, a.out)
 
 
 if __name__ == "__main__":
