@@ -15,24 +15,39 @@ def launch_outcome(module, kernel, grid, block, arrays, scalars=(), engine="fast
     try:
         r = module.launch(kernel, grid, block, list(addrs) + list(scalars), gmem=g, out=out, engine=engine, **kw)
     except EmulatorError as e:
-        return {"error": (type(e).__name__, str(e)), "memory": _memory(g)}
-    warps = {}
-    pending = {}
-    executed = 0
-    for ctaid, ws in r.ctas:
-        for w in ws:
-            regs = {n: w.get_reg(n).copy() for n in w.regs}
-            banks = [(a.instruction, a.op, a.addrs.tolist(), a.width, a.mask.tolist(), a.nmat,
-                      None if a.src is None else a.src.tolist()) for a in w._smem_log]
-            warps[(ctaid, w.warp_id)] = (regs, w.smem.copy(), w.issued, w.pc.copy(), banks)
-            pending[(ctaid, w.warp_id)] = w.cp_async.pending()        # cp.async copies still in flight
-            if w.fast is not None:
-                executed += w.fast.executed
-    return {"memory": _memory(g), "warps": warps, "stdout": out.getvalue(), "instructions": r.instructions,
+        return {"error": (type(e).__name__, str(e)), "memory": memory_of(g)}
+    warps, pending = warp_states(r)
+    executed = sum(w.fast.executed for _, ws in r.ctas for w in ws if w.fast is not None)
+    return {"memory": memory_of(g), "warps": warps, "stdout": out.getvalue(), "instructions": r.instructions,
             "fast_executed": executed, "cp_async": pending}
 
 
-def _memory(g):
+def warp_states(result, banks=True):
+    """({(ctaid, warp): (registers, shared memory, issued, PCs, bank records)}, {(ctaid, warp): cp.async copies
+    still in flight}) of a launch's kept CTAs (``banks`` False: the bank records left out, as [])."""
+    warps, pending = {}, {}
+    for ctaid, ws in result.ctas:
+        for w in ws:
+            regs = {n: w.get_reg(n).copy() for n in w.regs}
+            recs = [(a.instruction, a.op, a.addrs.tolist(), a.width, a.mask.tolist(), a.nmat,
+                     None if a.src is None else a.src.tolist()) for a in w._smem_log] if banks else []
+            warps[(ctaid, w.warp_id)] = (regs, w.smem.copy(), w.issued, w.pc.copy(), recs)
+            pending[(ctaid, w.warp_id)] = w.cp_async.pending()        # cp.async copies still in flight
+    return warps, pending
+
+
+def replay_outcome(case, engine):
+    """(outputs, everything observable) of a corpus case replayed (``corpus_lib.replay``) on ``engine``, in
+    ``launch_outcome``'s form; the memory is the case's outputs by name."""
+    import corpus_lib
+    got, res, out = corpus_lib.replay(case, engine=engine)
+    warps, pending = warp_states(res)
+    return got, {"memory": [(k, got[k].copy()) for k in sorted(got)], "warps": warps, "stdout": out,
+                 "instructions": res.instructions, "cp_async": pending}
+
+
+def memory_of(g):
+    """[(base address, a copy of the bytes)] of every allocation of the GlobalMemory ``g``."""
     return [(b, buf.copy()) for b, buf in zip(g._bases, g._bufs)]
 
 
@@ -45,7 +60,8 @@ def differences(ref, fast):
     for (b1, m1), (b2, m2) in zip(ref["memory"], fast["memory"]):
         if b1 != b2 or m1.tobytes() != m2.tobytes():
             bad = np.flatnonzero(m1 != m2)[:8] if m1.shape == m2.shape else "shape"
-            diffs.append(f"global allocation {b1:#x}: bytes {bad} differ")
+            where = f"{b1:#x}" if isinstance(b1, (int, np.integer)) else repr(b1)   # (an address, or an output's name)
+            diffs.append(f"global allocation {where}: bytes {bad} differ")
     if "error" in ref or "error" in fast:
         return diffs
     for k in ("stdout", "instructions"):

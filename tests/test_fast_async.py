@@ -13,7 +13,7 @@ from emulator import load_ptx
 from emulator.machine import cta as cta_mod
 from emulator.machine.fastcore import table as T, translation
 from emulator.memory.tensormap import replace_field
-from engines import compare_engines, differences
+from engines import compare_engines, differences, replay_outcome
 
 HEAD = ".version 8.0\n.target sm_90a\n.address_size 64\n"
 
@@ -705,22 +705,6 @@ HOPX_SPELLINGS = ("elect.sync", "mapa", "setmaxnreg", "griddepcontrol", "fence.p
                   "fence.mbarrier_init", "fence.proxy.tensormap", "tensormap.replace")
 
 
-def _corpus_outcome(case, engine, count):
-    """Everything a corpus replay leaves (as engines.launch_outcome), and the instructions handed back."""
-    count.clear()
-    got, res, out = corpus_lib.replay(case, engine=engine)
-    warps, pending, executed = {}, {}, 0
-    for ctaid, ws in res.ctas:
-        for w in ws:
-            regs = {n: w.get_reg(n).copy() for n in w.regs}
-            banks = [(a.instruction, a.op, a.addrs.tolist(), a.width, a.mask.tolist(), a.nmat,
-                      None if a.src is None else a.src.tolist()) for a in w._smem_log]
-            warps[(ctaid, w.warp_id)] = (regs, w.smem.copy(), w.issued, w.pc.copy(), banks)
-            pending[(ctaid, w.warp_id)] = w.cp_async.pending()
-    return got, {"memory": [(k, got[k].copy()) for k in sorted(got)], "warps": warps, "stdout": out,
-                 "instructions": res.instructions, "cp_async": pending}
-
-
 def _hopper_cases():
     cases = corpus_lib.load_all()
     return sorted(n for n, c in cases.items() if any(s in c["ptx"] for s in HOPX_SPELLINGS))
@@ -740,8 +724,10 @@ def _check_corpus(name, monkeypatch):
             count[op.instr.opcode] += 1
         return real(cta, w, p, mask, together)
     monkeypatch.setattr(cta_mod.CTA, "_step", step)
-    got_r, ref = _corpus_outcome(case, "reference", count)
-    got_f, fast = _corpus_outcome(case, "fast", count)
+    count.clear()
+    got_r, ref = replay_outcome(case, "reference")
+    count.clear()
+    got_f, fast = replay_outcome(case, "fast")
     if name not in corpus_lib.CANNOT_RUN:          # (cases known to differ from the H100 still compare engines)
         assert corpus_lib.mismatches(case, got_r) == [] and corpus_lib.mismatches(case, got_f) == []
     diffs = differences(ref, fast)

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from emulator import EmulatorError, GlobalMemory, TensorMap, TensorMapError, load_ptx
 from emulator.machine.fastcore import table as T, translation
 from emulator.machine.fastcore.engine import handback_counts
-from engines import differences
+from engines import differences, memory_of, warp_states
 import corpus_lib
 import test_tma_hw as hw
 
@@ -48,23 +48,18 @@ def outcome(m, kernel, make_args, engine):
     try:
         r = m.launch(kernel, block=128, shared_bytes=SMEM + 64, gmem=g, args=args, out=out, engine=engine)
     except EmulatorError as e:
-        return {"error": (type(e).__name__, str(e)), "memory": _memory(g)}
-    warps, pending, mbar = {}, {}, {}
+        return {"error": (type(e).__name__, str(e)), "memory": memory_of(g)}
+    warps, pending = warp_states(r, banks=False)
+    mbar = {}
     for ctaid, ws in r.ctas:
-        for w in ws:
-            regs = {n: w.get_reg(n).copy() for n in w.regs}
-            warps[(ctaid, w.warp_id)] = (regs, w.smem.copy(), w.issued, w.pc.copy(), [])
-            pending[(ctaid, w.warp_id)] = w.cp_async.pending()
         au = ws[0]._cta.async_unit
         mbar[ctaid] = sorted((a, b.expected, b.pending, b.phase, b.tx) for a, b in au.mbarriers.live.items())
         mbar[ctaid].append(("in flight", int(ws[0]._cta.inflight_n), int(ws[0]._cta.smem_inflight.sum()),
                             len(au.pending)))
-    return {"memory": _memory(g), "warps": warps, "stdout": out.getvalue(), "instructions": r.instructions,
+    return {"memory": memory_of(g), "warps": warps, "stdout": out.getvalue(), "instructions": r.instructions,
             "cp_async": pending, "mbar": mbar}
 
 
-def _memory(g):
-    return [(b, buf.copy()) for b, buf in zip(g._bases, g._bufs)]
 
 
 def same(m, kernel, make_args):

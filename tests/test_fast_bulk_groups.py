@@ -15,7 +15,7 @@ import corpus_lib
 from emulator import EmulatorError, GlobalMemory, TensorMap, load_ptx
 from emulator.machine import cta as cta_mod
 from emulator.memory import tma
-from engines import differences
+from engines import differences, memory_of, warp_states
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 ROWS, COLS, BOX = 16, 37, 8         # an f32 tensor of 16 x 37 (rows padded to 40), 8 x 8 boxes
@@ -131,16 +131,9 @@ def outcome(ptx, small, engine):
         r = m.launch("groups", block=128, shared_bytes=2048, gmem=g, args=[bytes(tm), raw, base], out=io.StringIO(),
                      engine=engine)
     except EmulatorError as e:
-        return {"error": (type(e).__name__, str(e)), "memory": [(b, x.copy()) for b, x in zip(g._bases, g._bufs)]}
-    warps, pending = {}, {}
-    for ctaid, ws in r.ctas:
-        for w in ws:
-            pending[(ctaid, w.warp_id)] = w.cp_async.pending()
-            banks = [(a.instruction, a.op, a.addrs.tolist(), a.width, a.mask.tolist()) for a in w._smem_log]
-            warps[(ctaid, w.warp_id)] = ({n: w.get_reg(n).copy() for n in w.regs}, w.smem.copy(), w.issued,
-                                         w.pc.copy(), banks)
-    return {"memory": [(b, x.copy()) for b, x in zip(g._bases, g._bufs)], "warps": warps, "stdout": "",
-            "instructions": r.instructions, "cp_async": pending}
+        return {"error": (type(e).__name__, str(e)), "memory": memory_of(g)}
+    warps, pending = warp_states(r)
+    return {"memory": memory_of(g), "warps": warps, "stdout": "", "instructions": r.instructions, "cp_async": pending}
 
 
 class Steps:

@@ -15,7 +15,7 @@ import corpus_lib
 from emulator import load_ptx
 from emulator.machine import cta as cta_mod
 from emulator.machine.fastcore import engine as E, table as T, translation
-from engines import compare_engines, differences
+from engines import compare_engines, differences, replay_outcome
 
 HEAD = ".version 8.0\n.target sm_90a\n.address_size 64\n"
 
@@ -361,26 +361,12 @@ class BulkRows:
         return sum(k for n, k in self.back.items() if n.startswith(("cp.async.bulk.tensor", "cp.reduce.async.bulk.tensor")))
 
 
-def _outcome(case, engine):
-    got, res, out = corpus_lib.replay(case, engine=engine)
-    warps, pending = {}, {}
-    for ctaid, ws in res.ctas:
-        for w in ws:
-            banks = [(a.instruction, a.op, a.addrs.tolist(), a.width, a.mask.tolist(), a.nmat,
-                      None if a.src is None else a.src.tolist()) for a in w._smem_log]
-            warps[(ctaid, w.warp_id)] = ({n: w.get_reg(n).copy() for n in w.regs}, w.smem.copy(), w.issued,
-                                         w.pc.copy(), banks)
-            pending[(ctaid, w.warp_id)] = w.cp_async.pending()
-    return got, {"memory": [(k, got[k].copy()) for k in sorted(got)], "warps": warps, "stdout": out,
-                 "instructions": res.instructions, "cp_async": pending}
-
-
 def _check_corpus(name, monkeypatch):
     case = corpus_lib.load_all()[name]
-    got_r, ref = _outcome(case, "reference")
+    got_r, ref = replay_outcome(case, "reference")
     ho = HandOvers(monkeypatch)
     rows = BulkRows(monkeypatch)
-    got_f, fast = _outcome(case, "fast")
+    got_f, fast = replay_outcome(case, "fast")
     if name not in corpus_lib.CANNOT_RUN:
         assert corpus_lib.mismatches(case, got_r) == [] and corpus_lib.mismatches(case, got_f) == []
     diffs = differences(ref, fast)

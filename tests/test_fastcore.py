@@ -17,7 +17,7 @@ from emulator import load_ptx
 from emulator.numerics import mufu as MUFU
 from emulator.machine.fastcore import table as T
 from emulator.machine.fastcore import translation
-from engines import compare_engines, differences, launch_outcome
+from engines import compare_engines, differences, launch_outcome, replay_outcome
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = int(os.environ.get("WARPEMU_FUZZ_EXAMPLES", "60"))
@@ -1184,23 +1184,9 @@ def test_corpus_cp_async_kernels_are_identical_on_both_engines(name):
     """Compiler-written cp.async pipelines (nvcc's cuda_pipeline, CuTe, Triton, WMMA) on both engines:
     memory, registers, shared memory, bank logs and the copies still in flight (test_corpus checks the bits
     against the H100)."""
-    import corpus_lib
-    from engines import differences
     case = _corpus()[name]
 
-    def outcome(engine):
-        got, r, out = corpus_lib.replay(case, engine=engine)
-        warps, pending = {}, {}
-        for ctaid, ws in r.ctas:
-            for w in ws:
-                banks = [(a.instruction, a.op, a.addrs.tolist(), a.width, a.mask.tolist(), a.nmat,
-                          None if a.src is None else a.src.tolist()) for a in w._smem_log]
-                warps[(ctaid, w.warp_id)] = ({n: w.get_reg(n).copy() for n in w.regs}, w.smem.copy(), w.issued,
-                                             w.pc.copy(), banks)
-                pending[(ctaid, w.warp_id)] = w.cp_async.pending()
-        return {"memory": [(0, v.view(np.uint8).reshape(-1)) for _, v in sorted(got.items())], "warps": warps,
-                "stdout": out, "instructions": r.instructions, "cp_async": pending}
-    ref, fast = outcome("reference"), outcome("fast")
+    ref, fast = replay_outcome(case, "reference")[1], replay_outcome(case, "fast")[1]
     assert not differences(ref, fast)
     assert any(rec[1].startswith("cp.async") for w in fast["warps"].values() for rec in w[4])
 
