@@ -211,12 +211,9 @@ def test_launch_shapes_share_no_special_registers():
         assert row.tolist() == [grid[0] - 1, block, grid[0], grid[1] - 1], (grid, block)
 
 
-def test_ctas_nobody_keeps_hand_their_arrays_on(monkeypatch):
-    """A CTA the launch does not keep, whose warps were never built, gives its arrays to the next CTA, which sets
-    every byte of them again: the same results as CTAs on fresh arrays."""
+def _count_fast_ctas(monkeypatch):
+    """A list that grows by one each time a CTA loop's arrays are made (``FastCTA.__init__``)."""
     from emulator.machine.fastcore import engine
-    m = load_ptx(KERNEL)
-    _launch(m)
     made = []
     real = engine.FastCTA.__init__
 
@@ -224,6 +221,16 @@ def test_ctas_nobody_keeps_hand_their_arrays_on(monkeypatch):
         made.append(1)
         real(self, *a, **k)
     monkeypatch.setattr(engine.FastCTA, "__init__", init)
+    return made
+
+
+def test_ctas_nobody_keeps_hand_their_arrays_on(monkeypatch):
+    """A CTA the launch does not keep, whose warps were never built, gives its arrays to the next CTA, which sets
+    every byte of them again: the same results as CTAs on fresh arrays."""
+    from emulator.machine.fastcore import engine
+    m = load_ptx(KERNEL)
+    _launch(m)
+    made = _count_fast_ctas(monkeypatch)
     grid = 7
     engine.translation(m.program("k")).__dict__.pop("_cta_pool", None)     # (arrays of the launch above: fresh ones)
     fresh, fresh_mem = _launch(m, grid=grid)
@@ -246,13 +253,7 @@ def test_arrays_of_dropped_results_go_to_the_next_launch(monkeypatch):
     from emulator.machine.fastcore import engine
     m = load_ptx(KERNEL)
     tr = engine.translation(m.program("k"))
-    made = []
-    real = engine.FastCTA.__init__
-
-    def init(self, *a, **k):
-        made.append(1)
-        real(self, *a, **k)
-    monkeypatch.setattr(engine.FastCTA, "__init__", init)
+    made = _count_fast_ctas(monkeypatch)
     grid = 5
     tr.__dict__.pop("_cta_pool", None)
     fresh, fresh_mem = _launch(m, grid=grid)
