@@ -1,5 +1,6 @@
 """A loaded PTX module and its launches: names, module variables, parameters, the grid loop."""
 import functools
+import struct
 import re
 import sys
 import weakref
@@ -132,6 +133,7 @@ class Module:
         # not kept alive by the module)
         self._globals = weakref.WeakKeyDictionary()
         self._function_vars = set()
+        self._shapes = {}                 # a launch's arguments of plain ints -> its checked shape (launch)
 
     def __repr__(self):
         ks = self.kernels
@@ -266,8 +268,11 @@ class Module:
         launch does to global memory and printf is the same whatever it keeps. ``keep_ctas=True/False`` is the
         older spelling of ``keep="all"/"none"``."""
         keep = _keep(keep, keep_ctas)
-        from .sanitize import tools_of
-        tools = tools_of(sanitize)
+        if sanitize is None:
+            tools = None
+        else:
+            from .sanitize import tools_of
+            tools = tools_of(sanitize)
         if tools is not None:
             return self._launch_sanitized(tools, kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
                                           max_instructions, schedule, timeline, cluster, keep, engine)
@@ -284,31 +289,21 @@ class Module:
             raise OperandError(f"launch: max_instructions must be 0..2^62-1, not {max_instructions}")
         if not isinstance(engine, str) or engine not in ENGINES:
             raise OperandError(f"launch: engine must be one of {', '.join(map(repr, ENGINES))}, not {engine!r}")
-        grid, block = _dim3(grid, "grid"), _dim3(block, "block")
-        nthreads = block[0] * block[1] * block[2]
-        if not 1 <= nthreads <= 1024:
-            raise OperandError(f"launch: a CTA has 1..1024 threads, not {nthreads}")
-        if any(g < 1 for g in grid):
-            raise OperandError(f"launch: grid dimensions must be >= 1, got {grid}")
+        # what depends only on the kernel and the launch shape, checked once and kept per module (``_launch_shape``)
+        key = _shape_key(kernel, grid, block, shared_bytes, regs_per_thread, cluster)
+        shapes = self.__dict__.setdefault("_shapes", {})
+        shape = shapes.get(key) if key is not None else None
+        if shape is None:
+            shape = self._launch_shape(kernel, grid, block, shared_bytes, regs_per_thread, cluster)
+            if key is not None:
+                if len(shapes) > 256:
+                    shapes.clear()
+                shapes[key] = shape
+        prog, entry, grid, block, nthreads, nwarps, cdims, explicit, shared_bytes, smem_size, occ = shape
         gmem = gmem if gmem is not None else GlobalMemory()
-        prog = self.program(kernel)
-        entry = prog.entry
-        cdims, explicit = _cluster_dims(entry, cluster, grid)
         param_init = np.zeros(max(prog.layout.param, 1), np.uint8)
         _fill_params(entry, prog.kernel_params, list(args), param_init)
         var_addrs = self._variables(gmem)
-        shared_bytes = _int_arg(shared_bytes, "shared_bytes")
-        if not 0 <= shared_bytes <= MAX_SHARED_BYTES:
-            raise OperandError(f"launch: shared_bytes must be 0..{MAX_SHARED_BYTES} (the H100's shared memory per "
-                               f"CTA), not {shared_bytes}")
-        smem_size = prog.shared_static + (-(-shared_bytes // 16) * 16)
-        if smem_size > MAX_SHARED_BYTES:
-            raise OperandError(f"launch: {prog.shared_static} bytes of static .shared plus {shared_bytes} dynamic "
-                               f"bytes exceed the {MAX_SHARED_BYTES} bytes of shared memory a CTA may have")
-        nwarps = -(-nthreads // LANES)
-        if regs_per_thread is not None:
-            regs_per_thread = _int_arg(regs_per_thread, "regs_per_thread")
-        occ = occupancy(nthreads, smem_size, regs_per_thread, _maxnreg(entry))
         # one allocation per thread (separated by unmapped gaps), so that a generic access that runs off a
         # thread's .local depot is reported instead of landing in its neighbour's
         local_bases = np.array([gmem.alloc(prog.layout.local) for _ in range(nwarps * LANES)], np.uint64) \
@@ -443,12 +438,37 @@ class Module:
                 bar.close()
         for cid in (ctaids if keep == "all" else [last] if keep == "last" else ()):
             cta = done[cid]
-            result.async_units.append(cta.async_unit)
-            result.keep_cta(cid, cta)           # (its warps are built when result.ctas is read)
+            result.keep_cta(cid, cta)           # (its warps and async unit are made when the result is read)
             cta.result = None                   # (printf's lines are in; no cycle keeps the CTA alive: CTA.__del__)
         result.instructions = int(max_instructions) - budget[0]
         _release(fast)
         return result
+
+    def _launch_shape(self, kernel, grid, block, shared_bytes, regs_per_thread, cluster):
+        """The launch's checked shape: (program, entry, grid, block, threads, warps, cluster dims, explicit cluster,
+        dynamic shared bytes, shared bytes per CTA, ``Occupancy``); an ``OperandError`` names a wrong argument."""
+        grid, block = _dim3(grid, "grid"), _dim3(block, "block")
+        nthreads = block[0] * block[1] * block[2]
+        if not 1 <= nthreads <= 1024:
+            raise OperandError(f"launch: a CTA has 1..1024 threads, not {nthreads}")
+        if any(g < 1 for g in grid):
+            raise OperandError(f"launch: grid dimensions must be >= 1, got {grid}")
+        prog = self.program(kernel)
+        entry = prog.entry
+        cdims, explicit = _cluster_dims(entry, cluster, grid)
+        shared_bytes = _int_arg(shared_bytes, "shared_bytes")
+        if not 0 <= shared_bytes <= MAX_SHARED_BYTES:
+            raise OperandError(f"launch: shared_bytes must be 0..{MAX_SHARED_BYTES} (the H100's shared memory per "
+                               f"CTA), not {shared_bytes}")
+        smem_size = prog.shared_static + (-(-shared_bytes // 16) * 16)
+        if smem_size > MAX_SHARED_BYTES:
+            raise OperandError(f"launch: {prog.shared_static} bytes of static .shared plus {shared_bytes} dynamic "
+                               f"bytes exceed the {MAX_SHARED_BYTES} bytes of shared memory a CTA may have")
+        nwarps = -(-nthreads // LANES)
+        if regs_per_thread is not None:
+            regs_per_thread = _int_arg(regs_per_thread, "regs_per_thread")
+        occ = occupancy(nthreads, smem_size, regs_per_thread, _maxnreg(entry))
+        return prog, entry, grid, block, nthreads, nwarps, cdims, explicit, shared_bytes, smem_size, occ
 
     def occupancy(self, kernel: str, block=(32, 1, 1), shared_bytes: int = 0, regs_per_thread: int | None = None):
         """How many CTAs of ``kernel`` an H100 holds at once for this block and dynamic shared memory
@@ -662,6 +682,29 @@ def _keep(keep, keep_ctas):
     return keep
 
 
+def _plain(v):
+    """``v`` as a key when it is an int or a tuple/list of ints (exactly: no bool, no numpy scalar), else None."""
+    if type(v) is int:
+        return v
+    if (type(v) is tuple or type(v) is list) and all(type(x) is int for x in v):
+        return tuple(v)
+    return None
+
+
+def _shape_key(kernel, grid, block, shared_bytes, regs_per_thread, cluster):
+    """The key of a launch's shape in ``Module._shapes``, or None when an argument is not plain (checked each time)."""
+    g, b = _plain(grid), _plain(block)
+    if type(kernel) is not str or g is None or b is None or type(shared_bytes) is not int or \
+            not (regs_per_thread is None or type(regs_per_thread) is int):
+        return None
+    c = None
+    if cluster is not None:
+        c = _plain(cluster)
+        if c is None:
+            return None
+    return kernel, type(grid) is int, g, type(block) is int, b, shared_bytes, regs_per_thread, cluster is None, c
+
+
 def _int_arg(v, what):
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
         raise OperandError(f"launch: {what} must be an integer, not {v!r}")
@@ -682,7 +725,45 @@ def _dim3(v, what):
     return v + (1,) * (3 - len(v))
 
 
+_PARAM_PLANS: dict = {}
+
+
+def _param_plan(params, size):
+    """(struct format, [(lowest, past the highest, mask)]) that packs ``params`` (the kernel's) when every one is a
+    scalar integer (an address, a count), else None; made once per parameter list."""
+    got = _PARAM_PLANS.get(id(params))
+    if got is not None and got[0] is params:
+        return got[1]
+    plan = None
+    if all(p.count == 1 and TYPES[p.ptype][1] != "f" for p, _ in params):
+        fmt, at, checks = "<", 0, []
+        for p, off in params:
+            w = TYPES[p.ptype][0] // 8
+            if off < at or w not in (1, 2, 4, 8):
+                break
+            fmt += "x" * (off - at) + {1: "B", 2: "H", 4: "I", 8: "Q"}[w]
+            at = off + w
+            checks.append((-(1 << (8 * w - 1)), 1 << (8 * w), (1 << (8 * w)) - 1))
+        else:
+            if at <= size:
+                plan = (fmt + "x" * (size - at), checks)
+    if len(_PARAM_PLANS) > 256:
+        _PARAM_PLANS.clear()
+    _PARAM_PLANS[id(params)] = (params, plan)
+    return plan
+
+
 def _fill_params(entry, params, args, buf):
+    plan = _param_plan(params, buf.size)
+    if plan is not None and len(args) == len(params):      # every parameter an integer: one struct.pack_into
+        vals = []
+        for (lo, hi, mask), a in zip(plan[1], args):
+            if type(a) is not int or not lo <= a < hi:
+                break                       # (the general path below takes it, or names what is wrong)
+            vals.append(a & mask)
+        else:
+            struct.pack_into(plan[0], buf, 0, *vals)
+            return
     if len(args) != len(params):
         names = ", ".join(f"{p.name} (.{p.ptype}{f'[{p.count}]' if p.count > 1 else ''})" for p, _ in params)
         raise OperandError(f"launch {entry.name}: expected {len(params)} argument(s) ({names}), got {len(args)}")

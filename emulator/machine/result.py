@@ -1,6 +1,8 @@
 """What a launch leaves behind."""
 from dataclasses import dataclass, field
 
+from ..memory.asyncunit import AsyncUnit
+
 
 
 
@@ -28,9 +30,12 @@ class LaunchResult:
         first read (the fast engine's CTA loop runs on arrays and makes no warp objects for CTAs nobody reads)."""
         self._ctas.append(_Kept(ctaid, cta))
         self._lazy = True
+        self._units.append(cta)         # (its async unit, made when ``async_units`` is first read)
+        self._units_lazy = True
 
     def __getstate__(self):
         self.ctas                       # (the warps of the kept CTAs, built: what a copy takes)
+        self.async_units
         return self.__dict__
 
     def sanitizer_summary(self):
@@ -105,5 +110,24 @@ def _set_ctas(self, value):
     self._lazy = False
 
 
+def _get_units(self):
+    if self._units_lazy:
+        got = self._units
+        for i, e in enumerate(got):
+            if not isinstance(e, AsyncUnit):
+                got[i] = e.async_unit
+        self._units_lazy = False
+    return self._units
+
+
+def _set_units(self, value):
+    self._units = value
+    self._units_lazy = False
+
+
 # [(ctaid, [KernelWarp, ...])], each kept CTA's warps built the first time the list is read
 LaunchResult.ctas = property(_get_ctas, _set_ctas, doc="[(ctaid, [KernelWarp, ...])] of the CTAs the launch kept")
+# [AsyncUnit] of the kept CTAs, in the order of ``ctas``: a kept CTA's unit is made when the list is first read (a
+# kernel the fast engine's CTA loop ran without mbarriers or copies never made one)
+LaunchResult.async_units = property(_get_units, _set_units,
+                                    doc="[AsyncUnit] of the CTAs the launch kept (mbarriers, copies, timeline events)")

@@ -77,8 +77,17 @@ def handback_counts(prog):
 _DATA_POINTERS = weakref.WeakKeyDictionary()      # (kept beside the GlobalMemory: never pickled with it)
 
 
+_TABLES = weakref.WeakKeyDictionary()             # GlobalMemory -> (its allocation list, length, table)
+
+
 def global_table(gmem):
-    """(base, size, data pointer) of every global allocation, sorted by base, for the loop's lookups."""
+    """(base, size, data pointer) of every global allocation, sorted by base, for the loop's lookups (read-only:
+    the launches of one GlobalMemory share it while its allocations stay the same; a GlobalMemory only ever
+    inserts allocations, so the same list of the same length holds the same buffers)."""
+    bufs = gmem._bufs
+    got = _TABLES.get(gmem)
+    if got is not None and got[0] is bufs and got[1] == len(bufs):
+        return got[2]
     known = _DATA_POINTERS.get(gmem) or {}        # id(buffer) -> (buffer, data pointer) of the previous table
     now = {}
     rows = []
@@ -90,7 +99,9 @@ def global_table(gmem):
         rows.append((b, buf.size, hit[1]))
     _DATA_POINTERS[gmem] = now
     rows.sort()
-    return np.array(rows or [(-1, 0, 0)], np.int64).reshape(-1, 3)     # a row that matches no address
+    table = np.array(rows or [(-1, 0, 0)], np.int64).reshape(-1, 3)     # a row that matches no address
+    _TABLES[gmem] = (bufs, len(bufs), table)
+    return table
 
 
 class ArenaRegs(MutableMapping):
@@ -195,8 +206,9 @@ _LANE_IDS.flags.writeable = False
 
 
 class _LaunchBuffers:
-    """The arrays the loops take from a launch: state vector, shared-memory log, scratch."""
-    __slots__ = ("arrays",)
+    """The arrays the loops take from a launch: state vector, shared-memory log, scratch (and the scratch's context
+    row as int64)."""
+    __slots__ = ("arrays", "ctx")
 
     def __init__(self):
         from .ccall import NSCRATCH
@@ -205,6 +217,7 @@ class _LaunchBuffers:
                        np.zeros((NSCRATCH, 32), np.uint64),     # temporaries, then the families' ctx (ccall.py)
                        np.zeros(LOG_CAP, np.int64),
                        np.zeros((LOG_CAP, 32), np.int64))       # cp.async: the source address of every lane
+        self.ctx = self.arrays[4][CTX_ROW:].reshape(-1).view(np.int64)  # (the loop's context row: ccall.py)
 
 
 def _special_slots(tr):
@@ -253,7 +266,8 @@ class FastLaunch:
         self.tr = tr = translation(prog)
         # the instruction families the kernel uses (families.py): compiled or loaded now when ``wait``
         # (engine="fast"); else, while another process compiles one, its rows go to the reference executors
-        tr.bind_families(wait)
+        if not tr.__dict__.get("_families_bound"):      # (once every slot is filled, it stays filled)
+            tr._families_bound = tr.bind_families(wait)
         self.gtab = global_table(gmem)
         # the loop's state vector, log and scratch: a finished launch of the same translation hands its arrays
         # on (``release``); they carry nothing from one run of the loop to the next (the loop sets the state
@@ -263,7 +277,7 @@ class FastLaunch:
         (self.state, self.log_pc, self.log_addr, self.log_mask, self.scratch, self.log_warp,
          self.log_src) = bufs.arrays
         self.state[:] = 0
-        self.ctx = self.scratch[CTX_ROW:].reshape(-1).view(np.int64)    # (the loop's context row: ccall.py)
+        self.ctx = bufs.ctx
         self.lanes = _LANE_IDS
         # constant special registers: one fancy-indexed store per warp fills them all
         self.special_names, self.special_index = _special_slots(tr)
@@ -303,11 +317,11 @@ class FastLaunch:
         tr = self.tr
         # a kernel with wgmma needs wgcall.py's function in the CTA loop: until it is compiled (engine="auto" while
         # another process compiles), its CTAs run on the Python scheduler, which hands the wgmma rows back
-        ok = self.__dict__.get("_cta_ok")
+        ok = tr.__dict__.get("_cta_loop_ok")
         if not ok:                      # (once true, it stays true: the families' functions are never unbound)
             from .families import APART_SLOT, CTA_NEEDS
-            ok = self._cta_ok = tr.cta_ok and all(tr.mufu_ptr[APART_SLOT[name]] != 0
-                                                  for name in CTA_NEEDS if name in tr.apart)
+            ok = tr._cta_loop_ok = tr.cta_ok and all(tr.mufu_ptr[APART_SLOT[name]] != 0
+                                                     for name in CTA_NEEDS if name in tr.apart)
         if not ok:
             return None
         free = self.__dict__.get("_free")
