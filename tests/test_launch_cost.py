@@ -215,3 +215,135 @@ def test_a_kernel_warp_has_all_the_state_of_a_warp(engine):
             missing = sorted(k for k in plain if not hasattr(w, k))
             assert not missing, f"a KernelWarp lacks {missing}"
             assert w.bank_report() and w.cp_async is not None
+
+
+# every parameter an integer (the packing plan's case): widths 1, 2, 4, 8, with padding between them
+INTS = HEAD + """
+.visible .entry p(.param .u64 out, .param .u8 a, .param .s16 b, .param .u32 c, .param .s64 d, .param .u16 e)
+{
+    .reg .b32 %r<8>; .reg .b64 %rd<4>; .reg .b16 %h<4>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u8 %r1, [a];
+    ld.param.s16 %h1, [b];
+    cvt.s32.s16 %r2, %h1;
+    ld.param.u32 %r3, [c];
+    ld.param.s64 %rd2, [d];
+    cvt.u32.u64 %r4, %rd2;
+    shr.u64 %rd3, %rd2, 32;
+    cvt.u32.u64 %r5, %rd3;
+    ld.param.u16 %h2, [e];
+    cvt.u32.u16 %r6, %h2;
+    st.global.v4.u32 [%rd1], {%r1, %r2, %r3, %r4};
+    st.global.v2.u32 [%rd1+16], {%r5, %r6};
+    ret;
+}
+"""
+
+
+def _ints_launch(m, g, out, vals, engine="fast", **kw):
+    m.launch("p", 1, 32, [out, *vals], gmem=g, engine=engine, **kw)
+    return g.download(out, 24).view(np.uint32).tolist()
+
+
+def test_integer_parameters_packed_in_one_go_equal_the_general_path():
+    """Plain ints take the packing plan (``module._param_plan``); numpy integers take the general path: same bytes,
+    for each width's extremes and random values."""
+    from emulator.machine.module import _fill_params
+    m = load_ptx(INTS)
+    prog = m.program("p")
+    assert prog.kernel_params and len(prog.kernel_params) == 6
+    from emulator.machine.module import _param_plan
+    assert _param_plan(prog.kernel_params, prog.layout.param) is not None      # (the plan's case)
+    rng = np.random.default_rng(5)
+    widths = [64, 8, 16, 32, 64, 16]
+    cases = [[-(1 << (w - 1)) for w in widths], [(1 << w) - 1 for w in widths], [0] * 6]
+    cases += [[int(rng.integers(-(1 << (w - 1)), 1 << w, dtype=np.int64)) if w < 64 else
+               int(rng.integers(0, 1 << 62)) for w in widths] for _ in range(20)]
+    for vals in cases:
+        plain = np.zeros(prog.layout.param, np.uint8)
+        _fill_params(prog.entry, prog.kernel_params, vals, plain)
+        general = np.zeros(prog.layout.param, np.uint8)
+        _fill_params(prog.entry, prog.kernel_params, [np.int64(v) if -(1 << 63) <= v < 1 << 63 else np.uint64(v)
+                                                      for v in vals], general)
+        assert plain.tobytes() == general.tobytes(), vals
+    # and the kernel reads them back on both engines
+    g = GlobalMemory()
+    out = g.upload(np.zeros(6, np.uint32))
+    vals = [out, 0xAB, -2, 0xDEADBEEF, -(1 << 40) - 7, 0xFFFF]
+    for engine in ("fast", "reference"):
+        assert _ints_launch(m, g, out, vals[1:], engine) == [0xAB, 0xFFFFFFFE, 0xDEADBEEF,
+                                                             (-(1 << 40) - 7) & 0xFFFFFFFF,
+                                                             ((-(1 << 40) - 7) >> 32) & 0xFFFFFFFF, 0xFFFF]
+    # out of range, a bool, a float: the general path's rules and messages
+    with pytest.raises(OperandError, match=r"256 does not fit parameter a \(\.u8\)"):
+        _ints_launch(m, g, out, [256, 0, 0, 0, 0])
+    with pytest.raises(OperandError, match=r"-32769 does not fit parameter b \(\.s16\)"):
+        _ints_launch(m, g, out, [0, -32769, 0, 0, 0])
+    with pytest.raises(OperandError, match=r"parameter c is \.u32, got the float 0\.5"):
+        _ints_launch(m, g, out, [0, 0, 0.5, 0, 0])
+    assert _ints_launch(m, g, out, [True, 0, 2.0, 0, 0])[:3] == [1, 0, 2]
+    with pytest.raises(OperandError, match="expected 6 argument"):
+        m.launch("p", 1, 32, [out, 1, 2, 3, 4], gmem=g)
+
+
+def test_a_launch_shape_checked_once_still_refuses_every_wrong_shape():
+    """The checked shape of a launch is kept per module (``Module._shapes``); what is not plain ints is checked each
+    time, and a wrong value after a right one is still refused."""
+    m = load_ptx(INTS)
+    g = GlobalMemory()
+    out = g.upload(np.zeros(6, np.uint32))
+    args = [out, 1, 2, 3, 4, 5]
+    for grid, block in ((1, 32), ((1,), [32]), ([1, 1, 1], (32, 1, 1)), (np.int64(1), (np.int32(32),))):
+        assert m.launch("p", grid, block, args, gmem=g).grid == (1, 1, 1)
+    for grid, block, msg in ((True, 32, "grid must be an int"), (1, (True,), "block must be an int"),
+                             (0, 32, "grid dimensions must be 1"), (1, 1025, "1..1024 threads"),
+                             ((1, 1, 1, 1), 32, "1 to 3 dimensions"), (1.0, 32, "grid must be an int")):
+        with pytest.raises(OperandError, match=msg):
+            m.launch("p", grid, block, args, gmem=g)
+    with pytest.raises(OperandError, match="shared_bytes must be 0"):
+        m.launch("p", 1, 32, args, gmem=g, shared_bytes=-16)
+    with pytest.raises(OperandError, match="shared_bytes must be an integer"):
+        m.launch("p", 1, 32, args, gmem=g, shared_bytes=True)
+    with pytest.raises(OperandError, match="regs_per_thread must be"):
+        m.launch("p", 1, 32, args, gmem=g, regs_per_thread=0)
+    with pytest.raises(OperandError, match="cluster dimensions"):
+        m.launch("p", 1, 32, args, gmem=g, cluster=(0, 1, 1))
+    # the same shape with another dynamic shared size or register count: its own occupancy
+    a = m.launch("p", 1, 32, args, gmem=g, regs_per_thread=255)
+    assert a.grid == (1, 1, 1)
+    assert m.occupancy("p", 32, regs_per_thread=255).resident != m.occupancy("p", 32).resident
+
+
+def test_a_global_memory_table_kept_between_launches_sees_new_allocations():
+    """The fast engine keeps a GlobalMemory's allocation table between launches while its allocations stay the same:
+    a buffer allocated after a launch is in the next launch's table, and a buffer of another GlobalMemory never."""
+    m = load_ptx(INTS)
+    g = GlobalMemory()
+    first = g.upload(np.zeros(6, np.uint32))
+    assert _ints_launch(m, g, first, [1, 2, 3, 4, 5])[0] == 1
+    for k in range(3):
+        later = g.upload(np.zeros(6, np.uint32))
+        assert _ints_launch(m, g, later, [7 + k, 2, 3, 4, 5])[0] == 7 + k
+    # another GlobalMemory with as many allocations at the same addresses: its own table, its own buffers
+    g2 = GlobalMemory()
+    twins = [g2.upload(np.zeros(6, np.uint32)) for _ in range(4)]
+    assert twins[-1] == later
+    assert _ints_launch(m, g2, later, [99, 2, 3, 4, 5])[0] == 99
+    assert g.download(later, 4).view(np.uint32)[0] == 9
+
+
+def test_kept_ctas_async_units_are_made_when_read():
+    """``result.async_units`` has one unit per kept CTA, in the order of ``result.ctas``, made when first read."""
+    m = load_ptx(INTS)
+    g = GlobalMemory()
+    out = g.upload(np.zeros(6, np.uint32))
+    for engine in ("fast", "reference"):
+        r = m.launch("p", 5, 32, [out, 1, 2, 3, 4, 5], gmem=g, engine=engine)
+        units = r.async_units
+        assert len(units) == len(r.ctas) == 5
+        assert all(type(u).__name__ == "AsyncUnit" and u.mbarriers.used == 0 and not u.pending for u in units)
+        assert len({id(u) for u in units}) == 5
+        assert r.async_units is units
+        r2 = m.launch("p", 5, 32, [out, 1, 2, 3, 4, 5], gmem=g, engine=engine, keep="last")
+        assert len(r2.async_units) == 1 and len(r2.ctas) == 1
+        assert len(m.launch("p", 5, 32, [out, 1, 2, 3, 4, 5], gmem=g, engine=engine, keep="none").async_units) == 0
