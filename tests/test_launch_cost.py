@@ -10,7 +10,7 @@ import weakref
 import numpy as np
 import pytest
 
-from emulator import GlobalMemory, OperandError, load_ptx
+from emulator import EmulatorError, GlobalMemory, OperandError, load_ptx
 from emulator.machine.fastcore import warmup
 
 HEAD = ".version 8.0\n.target sm_90\n.address_size 64\n"
@@ -347,3 +347,75 @@ def test_kept_ctas_async_units_are_made_when_read():
         r2 = m.launch("p", 5, 32, [out, 1, 2, 3, 4, 5], gmem=g, engine=engine, keep="last")
         assert len(r2.async_units) == 1 and len(r2.ctas) == 1
         assert len(m.launch("p", 5, 32, [out, 1, 2, 3, 4, 5], gmem=g, engine=engine, keep="none").async_units) == 0
+
+
+# each thread adds its CTA id n times, then stores; CTA `spin` (a parameter) first waits on a flag nobody sets
+GRIDK = HEAD + """
+.visible .entry g(.param .u64 out, .param .u32 n, .param .u32 spin, .param .u64 flag)
+{
+    .reg .b32 %r<12>; .reg .b64 %rd<8>; .reg .pred %p<4>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r1, [n];
+    ld.param.u32 %r2, [spin];
+    ld.param.u64 %rd5, [flag];
+    mov.u32 %r3, %ctaid.x;
+    mov.u32 %r4, %ntid.x;
+    mov.u32 %r5, %tid.x;
+    mad.lo.s32 %r6, %r3, %r4, %r5;
+    setp.ne.u32 %p1, %r3, %r2;
+    @%p1 bra GO;
+W:
+    ld.volatile.global.u32 %r10, [%rd5];
+    setp.eq.u32 %p3, %r10, 0;
+    @%p3 bra W;
+GO:
+    mov.u32 %r7, 0;
+    mov.u32 %r8, 0;
+L:
+    add.u32 %r7, %r7, %r3;
+    add.u32 %r8, %r8, 1;
+    setp.lt.u32 %p2, %r8, %r1;
+    @%p2 bra L;
+    mul.wide.u32 %rd2, %r6, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r7;
+    ret;
+}
+"""
+
+
+def _grid_outcome(engine, spin, **kw):
+    m = load_ptx(GRIDK)
+    g = GlobalMemory()
+    out = g.upload(np.full(6 * 64, 0xFFFFFFFF, np.uint32))
+    flag = g.upload(np.zeros(1, np.uint32))
+    try:
+        r = m.launch("g", 6, 64, [out, 20, spin, flag], gmem=g, engine=engine, **kw)
+        got = ("ok", r.instructions, [(c, [w.regs["%r7"].tolist() for w in ws]) for c, ws in r.ctas])
+    except EmulatorError as e:
+        got = ("error", type(e).__name__, str(e))
+    return got, g.download(out, 6 * 64 * 4).view(np.uint32).tolist()
+
+
+@pytest.mark.parametrize("case", ["whole", "budget", "spin"])
+def test_a_grid_where_one_cta_runs_out_or_waits_is_the_same_on_both_engines(case):
+    """A grid of 6 CTAs of 2 warps: whole; the budget running out inside CTA 3; CTA 2 spinning on a flag nobody
+    sets (a grid deadlock, reported after the other CTAs ran). The same result, error text, memory and
+    instruction count on both engines."""
+    whole, _ = _grid_outcome("reference", 99)
+    per_cta = whole[1] // 6
+    kw = {"max_instructions": 3 * per_cta + per_cta // 2} if case == "budget" else {}
+    spin = 2 if case == "spin" else 99
+    ref = _grid_outcome("reference", spin, **kw)
+    fast = _grid_outcome("fast", spin, **kw)
+    assert ref == fast
+    if case == "whole":
+        assert ref[0][0] == "ok" and ref[0][1] == whole[1]
+    elif case == "budget":
+        assert ref[0][0] == "error" and "instruction limit" in ref[0][2] and "CTA (3, 0, 0)" in ref[0][2]
+        assert ref[1][:3 * 64] == [20 * c for c in range(3) for _ in range(64)]
+        # (half a CTA's budget: CTA 3's first warp ran to its end, its second warp ran out)
+        assert ref[1][3 * 64:] == [60] * 32 + [0xFFFFFFFF] * (32 + 2 * 64)
+    else:
+        assert ref[0][0] == "error" and "deadlock" in ref[0][2]
+        assert ref[1][2 * 64:3 * 64] == [0xFFFFFFFF] * 64
