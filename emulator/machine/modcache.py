@@ -21,8 +21,9 @@ from collections import OrderedDict
 # what a cache entry holds changes
 SCHEMA = 1
 
-MAX_ENTRIES = 64                 # PTX texts kept
-MAX_CHARS = 64 * 1024 * 1024     # their size in all (a parsed and translated text takes some 20-40x its size)
+MAX_ENTRIES = 32                 # PTX texts kept
+MAX_CHARS = 8 * 1024 * 1024      # their size in all (a text kept with its programs, translations and the arrays its
+                                 # launches hand on holds some 20 bytes a character: 8 M characters, about 160 MB)
 
 _lock = threading.Lock()
 _entries: "OrderedDict[tuple, Entry]" = OrderedDict()
