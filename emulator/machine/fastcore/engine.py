@@ -433,8 +433,8 @@ class FastWarp:
         st[T.S_GTAB] = _pointer(fl.gtab)
         st[T.S_GTAB_N] = fl.gtab.shape[0]
         # the TMA rows' staging area (bulkx.py): a warp of a CTA, unless a sanitiser or a timeline follows its copies
-        stage = fl.staging(w._cta.smem_size) if mbs is not None and fl.tr.bulkx and getattr(w, "_cta", None) is not None \
-            else None
+        cta = getattr(w, "_cta", None)
+        stage = fl.staging(cta.smem_size) if mbs is not None and fl.tr.bulkx and cta is not None else None
         st[T.S_BULK] = stage.address if stage is not None else 0
         fl._run(*args)
         if stage is not None and stage.used():
