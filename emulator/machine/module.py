@@ -1,7 +1,9 @@
 """A loaded PTX module and its launches: names, module variables, parameters, the grid loop."""
+import copy
 import functools
-import struct
+import gc
 import re
+import struct
 import sys
 import weakref
 
@@ -56,17 +58,22 @@ def with_source(text, e):
     return e
 
 
-def load_ptx(text: str, arch: str | None = None, validate: bool = True) -> "Module":
+def load_ptx(text: str, arch: str | None = None, validate: bool = True, cache: bool = True) -> "Module":
     """Parse a PTX module (``nvcc -ptx`` output) and return a :class:`Module`. ``arch`` is the machine emulated:
     the H100 (``"sm_90"``) unless named, whatever the module's ``.target``.
     ``validate``: check the whole module as ptxas does and raise :class:`PTXValidationError` for what ptxas
     rejects (docs/kernels.md, "Validation"). ``False`` skips those rules, for PTX the emulator can run although
-    ptxas refuses it (the executors still refuse what they cannot run)."""
+    ptxas refuses it (the executors still refuse what they cannot run).
+    ``cache``: reuse what an earlier load of the same text built (the parsed module, its programs and their fast-engine
+    translations; ``machine.modcache``, docs/speed.md); ``False`` parses and translates afresh. Either way the module's
+    variables, and every launch's memory, are its own."""
     if not isinstance(text, str):
         raise OperandError(f"load_ptx: expected the PTX text (a str), not {type(text).__name__}")
     if arch is not None and not isinstance(arch, str):
         raise UnsupportedError(f"load_ptx: arch must be a string such as 'sm_90', not {arch!r}")
-    return Module(text, arch, validate)
+    if not isinstance(cache, (bool, np.bool_)):
+        raise OperandError(f"load_ptx: cache must be True or False, not {cache!r}")
+    return Module(text, arch, validate, bool(cache))
 
 
 def _warm_launches(which="both"):
@@ -88,6 +95,31 @@ def _warm_launches(which="both"):
 _warmup.WARM_LAUNCHES[0] = _warm_launches
 
 
+class _Scope:
+    """What a cached program keeps of the module that compiled it: the parsed module, its variable table as the
+    program saw it (``Program.module``)."""
+    __slots__ = ("info",)
+
+    def __init__(self, info):
+        self.info = copy.copy(info)
+        self.info.variables = dict(info.variables)
+
+
+class _no_cyclic_gc:
+    """No cyclic garbage collection while a module is parsed or a program compiled: they make many objects and no
+    garbage cycles, and a collection would walk them all, again and again. The caller's setting is restored on
+    the way out, an error included."""
+
+    def __enter__(self):
+        self.was = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc):
+        if self.was:
+            gc.enable()
+        return False
+
+
 def _load_unvalidated(text, arch=None):
     """``load_ptx(..., validate=False)`` by name (what the workers of a launch of such a module load)."""
     return Module(text, arch, False)
@@ -96,11 +128,41 @@ def _load_unvalidated(text, arch=None):
 class Module:
     """A loaded PTX module: its kernels, functions and module variables."""
 
-    def __init__(self, text: str, arch: str | None = None, validate: bool = True):
+    def __init__(self, text: str, arch: str | None = None, validate: bool = True, cache: bool = True):
         self.text = text
         self._validate = validate
+        from . import modcache
+        key = modcache.key(text, arch or DEFAULT_ARCH, validate) if cache and modcache.enabled() else None
+        self._cached = modcache.lookup(key) if key is not None else None
+        if self._cached is not None:                # (checked when it was first loaded; its variable table is ours)
+            self.info = copy.copy(self._cached.info)
+            self.info.variables = dict(self.info.variables)
+            self.target = self._cached.target
+        else:
+            self._parse(text, validate)
+        # the machine emulated is the caller's choice, the H100 by default: .target only says which
+        # instructions the module may use
+        self.arch = arch or DEFAULT_ARCH
+        if self.arch not in ARCHS:
+            raise UnsupportedError(f"load_ptx: architecture {self.arch!r} is not supported; supported: "
+                                   f"{', '.join(ARCHS)}")
+        if key is not None and self._cached is None:
+            base = copy.copy(self.info)
+            base.variables = dict(self.info.variables)
+            self._cached = modcache.store(key, base, self.target)
+        self._programs = {}
+        self._resolved = {}               # kernel names as launches give them -> entry names
+        self._san = None                  # the sanitizer of the launch under way (machine.sanitize)
+        # gmem -> {name: address} of the module variables placed in it (a launch's memory dropped by its caller is
+        # not kept alive by the module)
+        self._globals = weakref.WeakKeyDictionary()
+        self._function_vars = set()
+        self._shapes = {}                 # a launch's arguments of plain ints -> its checked shape (launch)
+
+    def _parse(self, text, validate):
+        """Parse and validate the text (``info``, ``target``)."""
         try:
-            with deep_scopes():
+            with deep_scopes(), _no_cyclic_gc():
                 self.info = parse_module(text)
                 if validate:
                     validate_module(self.info)
@@ -120,20 +182,6 @@ class Module:
                 self.target = parse_target(self.info.target)[0]
             except ValueError as e:
                 raise UnsupportedError(f"load_ptx: {e}") from None
-        # the machine emulated is the caller's choice, the H100 by default: .target only says which
-        # instructions the module may use
-        self.arch = arch or DEFAULT_ARCH
-        if self.arch not in ARCHS:
-            raise UnsupportedError(f"load_ptx: architecture {self.arch!r} is not supported; supported: "
-                                   f"{', '.join(ARCHS)}")
-        self._programs = {}
-        self._resolved = {}               # kernel names as launches give them -> entry names
-        self._san = None                  # the sanitizer of the launch under way (machine.sanitize)
-        # gmem -> {name: address} of the module variables placed in it (a launch's memory dropped by its caller is
-        # not kept alive by the module)
-        self._globals = weakref.WeakKeyDictionary()
-        self._function_vars = set()
-        self._shapes = {}                 # a launch's arguments of plain ints -> its checked shape (launch)
 
     def __repr__(self):
         ks = self.kernels
@@ -170,8 +218,24 @@ class Module:
         entry = self.resolve(name)
         prog = self._programs.get(entry)
         if prog is None:
-            with deep_scopes():
-                prog = self._programs[entry] = Program(self, self.info.functions[entry], self.arch)
+            cached = self._cached
+            got = cached.program(entry) if cached is not None else None
+            if got is None:
+                before = set(self.info.variables)
+                with deep_scopes(), _no_cyclic_gc():
+                    prog = Program(self, self.info.functions[entry], self.arch)
+                added = [v for n, v in self.info.variables.items() if n not in before]
+                if cached is not None:
+                    prog.module = _Scope(self.info)     # (a cached program keeps no module alive)
+                    got = cached.keep_program(entry, prog, added)
+            if got is not None:         # the module variables the program's functions declare become ours too
+                prog, added = got
+                for v in added:
+                    self.info.variables.setdefault(v.name, v)
+                tr = getattr(prog, "_fast", None)
+                if tr is not None:
+                    tr.handed_back[:] = 0       # (handback_counts: since this load)
+            self._programs[entry] = prog
         return prog
 
     def _variables(self, gmem):

@@ -625,9 +625,13 @@ class Staging:
     """The staged copies of one launch (the arrays the rows write through ``ctl``) and their hand-over to the
     async unit of the CTA (``drain``)."""
 
-    def __init__(self):
+    def __init__(self, smem=0):
         self.ctl = np.zeros(NCTL, np.int64)
-        self._alloc(256, 1 << 20, 1 << 17)
+        # a store or reduction stages one index per element, and what the CTA loop completes keeps its room until the
+        # loop returns: room for the CTA's shared memory copied out four times over, so that the first launch of a
+        # translation (an epilogue's stores) hands no copy back for want of room (np.zeros: pages are touched only
+        # where copies are staged)
+        self._alloc(256, max(1 << 20, 4 * int(smem)), max(1 << 17, 4 * int(smem)))
 
     def _alloc(self, nrec, ndata, nidx):
         self.rec = np.zeros((nrec, RECW), np.int64)

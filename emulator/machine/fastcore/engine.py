@@ -298,14 +298,15 @@ class FastLaunch:
             if len(pool) < 2:
                 pool.append(stage)
 
-    def staging(self):
-        """The staging area of the TMA rows (``bulkx.Staging``), made on first use; a finished launch of the same
-        translation hands its area on (``release``), grown as its copies needed."""
+    def staging(self, smem=0):
+        """The staging area of the TMA rows (``bulkx.Staging``), made on first use, room for what a CTA of ``smem``
+        bytes of shared memory copies at once; a finished launch of the same translation hands its area on
+        (``release``), grown as its copies needed."""
         got = self.__dict__.get("_staging")
         if got is None:
             from .bulkx import Staging
             pool = self.tr.__dict__.setdefault("_stagings", [])
-            got = self._staging = pool.pop() if pool else Staging()
+            got = self._staging = pool.pop() if pool else Staging(smem)
         return got
 
     def attach(self, warp, arena=None):
@@ -446,7 +447,8 @@ class FastWarp:
         st[T.S_GTAB] = _pointer(fl.gtab)
         st[T.S_GTAB_N] = fl.gtab.shape[0]
         # the TMA rows' staging area (bulkx.py): a warp of a CTA, unless a sanitiser or a timeline follows its copies
-        stage = fl.staging() if mbs is not None and fl.tr.bulkx and getattr(w, "_cta", None) is not None else None
+        cta = getattr(w, "_cta", None)
+        stage = fl.staging(cta.smem_size) if mbs is not None and fl.tr.bulkx and cta is not None else None
         st[T.S_BULK] = stage.address if stage is not None else 0
         fl._run(*args)
         if stage is not None and stage.used():
@@ -715,7 +717,7 @@ class FastCTA:
         if mbs is not None and tr.cta_waits:
             mbs.reserve(MBAR_ROWS)          # (a barrier that finds the table full goes back to Python, which grows it)
         # TMA rows (bulkx.py) stage their copies here, unless a sanitiser or a timeline follows them
-        stage = fl.staging() if tr.bulkx and mbs is not None else None
+        stage = fl.staging(cta.smem_size) if tr.bulkx and mbs is not None else None
         # the fields the loop reads before its first run, in one store ((set below for kernels the async proxy
         # reads: the wgmma and dirty-mark fields)
         st[_HEAD] = (SPIN_CHECK, 0, 0, 0, 0, 0, 0, int(mbs is not None and not tr.param_writes), int(mbs is not None),
