@@ -23,6 +23,7 @@ from numba.extending import intrinsic
 from . import table as T
 from ...numerics.fast import f2i as _bits64, i2f as _f64_bits
 from ...numerics.mufu import TANH_SHIFT as _TANH_SHIFT
+from ...numerics.jitcache import INNER
 
 # booleans passed as arguments as np.bool_, not literals: numba compiles a function once per literal argument
 _TRUE, _FALSE = np.bool_(True), np.bool_(False)
@@ -84,7 +85,7 @@ def _tab(typingctx, ptr, idx):
     return sig, codegen
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def round_f32(v, rz, ftz):
     """numerics.mufu.round_to_f32 of one binary64 value: RNE (or RZ), subnormals kept, or .ftz's rule."""
     b = _bits64(v)
@@ -123,12 +124,12 @@ def round_f32(v, rz, ftz):
     return (s << 31) | (mag & 0xFFFFFFFF)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _flush(x):
     return x & 0x80000000 if (x & 0x7F800000) == 0 else x
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def fmul(a, b, ftz):
     """numerics.mufu.fmul: the exact product rounded once (.ftz: inputs and result flushed)."""
     if ftz:
@@ -136,7 +137,7 @@ def fmul(a, b, ftz):
     return round_f32(_f64_of(a) * _f64_of(b), _FALSE, ftz)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _rz32_sum(a, v):
     s = a + v
     bb = s - a
@@ -147,7 +148,7 @@ def _rz32_sum(a, v):
     return r
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _rcp(x, mptr):
     s, e, m = x >> 31, (x >> 23) & 0xFF, x & 0x7FFFFF
     if e == 255:
@@ -159,7 +160,7 @@ def _rcp(x, mptr):
     return (s << 31) | (((re << 23) | (t & 0x7FFFFF)) if re >= 1 else 0)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _rsq_sqrt(x, mptr, sq):
     s, e, m = x >> 31, (x >> 23) & 0xFF, x & 0x7FFFFF
     if e == 255:
@@ -180,7 +181,7 @@ def _rsq_sqrt(x, mptr, sq):
     return ((((t >> 23) & 0xFF) + (half if sq else -half)) << 23 | (t & 0x7FFFFF)) & 0xFFFFFFFF
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _ex2(x, mptr):
     s, e, m = x >> 31, (x >> 23) & 0xFF, x & 0x7FFFFF
     if e == 255:
@@ -205,7 +206,7 @@ def _ex2(x, mptr):
     return (re << 23) | (t & 0x7FFFFF) if re >= 1 else 0
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _lg2(x, mptr):
     s, e, m = x >> 31, (x >> 23) & 0xFF, x & 0x7FFFFF
     if e == 255:
@@ -224,7 +225,7 @@ def _lg2(x, mptr):
     return _rz32_sum(np.float64(E + 1), _f64_of(_tab(mptr[T_LG2_EM1], m)))
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _tanh(x, mptr, msz):
     s, e, m = x >> 31, (x >> 23) & 0xFF, x & 0x7FFFFF
     if e == 255 and m != 0:
@@ -238,7 +239,7 @@ def _tanh(x, mptr, msz):
     return (s << 31) | r
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _sincos(r, mptr, cos):
     """MUFU.SIN / MUFU.COS of an angle in revolutions (numerics.mufu.mufu_sin, mufu_cos)."""
     if (r & 0x7F800000) == 0x7F800000:
@@ -292,7 +293,7 @@ def unary(form, ftz, x, mptr, msz):
     return fmul(r, 0x45800000 if form == RSQRT else np.int64(0x39800000), _FALSE)           # 4096 / 2^-12
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _prim(form, x, mptr):
     if form == EX2:
         return _ex2(x, mptr)
@@ -303,7 +304,7 @@ def _prim(form, x, mptr):
     return _rsq_sqrt(x, mptr, form == SQRT)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def div_factors(full, ftz, a, b, mptr):
     """numerics.mufu.div_factors: the two factors (rcp(b'), a') of the final FMUL of ptxas's division."""
     large = (b & 0x7FFFFFFF) > 0x7E800000 and (b & 0x7FFFFFFF) <= 0x7F800000
@@ -335,7 +336,7 @@ def div(full, ftz, a, b, mptr):
     return fmul(r, a2, ftz)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def div_fma(full, ftz, neg, a, b, c, mptr):
     """ops.falu._compile_contracted for a division producer: rcp(b') * a' + c rounded once (``neg`` bit 0:
     the quotient negated, bit 1: c negated; .ftz flushes c and the result, not the factors)."""
@@ -357,7 +358,7 @@ def div_fma(full, ftz, neg, a, b, c, mptr):
     return _to_f32(s, e, ftz)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _minmax1(a, b, is_min, nan_prop, ftz):
     """ops.falu min/max.f32 {.ftz}{.NaN} of one lane (raw bits; -0 orders below +0; NaN: canonical)."""
     if ftz:
@@ -379,7 +380,7 @@ def _minmax1(a, b, is_min, nan_prop, ftz):
     return _flush(r) if ftz else r
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _negabs(x, ftz, a, b):
     """FNEGABS of one lane: abs (x = 0) / neg (x = 1) {.ftz}.f32, NaN -> canonical; copysign.f32 (x = 2)."""
     if x == 2:                                    # copysign.f32 d, a, b: a's sign on b, NaNs untouched
@@ -390,7 +391,7 @@ def _negabs(x, ftz, a, b):
     return CANON if (r & 0x7FFFFFFF) > 0x7F800000 else r
 
 # ------------------------------------------------------------------------- .ftz and contracted f32 arithmetic
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _round_odd(x, e):
     """numerics.fround.round_odd of one value: the neighbour of x toward x + e whose last bit is odd."""
     if e != 0.0 and x - x == 0.0:
@@ -400,7 +401,7 @@ def _round_odd(x, e):
     return x
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _to_f32(s, e, ftz):
     """numerics.fround.round_to(s, "f32", "rn", e, ftz) of one value (s + e exact): bits. Under .ftz a result
     tiny after rounding with an unbounded exponent is a zero of its sign (fround._ftz_tiny)."""
@@ -416,7 +417,7 @@ def _to_f32(s, e, ftz):
     return r
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def farith(op, ftz, neg, a, b, c):
     """ops.falu add/sub/mul/fma .rn{.ftz}.f32 and the contracted add/sub (fma with ``neg`` bit 0: the product
     negated, bit 1: the addend negated) of one lane: the exact result rounded once."""
@@ -444,7 +445,7 @@ def farith(op, ftz, neg, a, b, c):
 
 
 # ------------------------------------------------------------------------------------------- conversions
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _round_half(v, mb, bias):
     """A binary64 value (an exact f32) rounded to nearest even to a 16-bit format with ``mb`` fraction bits
     and exponent bias ``bias`` (f16: 10, 15; bf16: 7, 127), subnormals kept, overflow to inf: bits."""
@@ -469,7 +470,7 @@ def _round_half(v, mb, bias):
     return sbit | min(mag, ((1 << eb) - 1) << mb)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _f16_value(h):
     """f16 bits -> the binary64 of the same value (NaN for NaNs)."""
     e, m = (h >> 10) & 0x1F, h & 0x3FF
@@ -482,7 +483,7 @@ def _f16_value(h):
     return -v if (h >> 15) & 1 else v
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def fcvt(kind, irnd, ftz, a, b):
     """ops.cvt of one lane for the conversions FCVT rows hold (a, b: the source bits; b: the low half of a pack)."""
     if kind == CV_S32_F32 or kind == CV_U32_F32:
