@@ -7,9 +7,10 @@ H100 on every input); the functions here transcribe them one lane at a time, ste
 rounding of binary64 bits, the same table reads, the same special cases), and ``tests/test_fastcore.py`` checks
 them against the executors on special values and random bits, and against the committed H100 sample.
 
-All of it is compiled apart from the loops (the ``float`` family of ``families.py``: ``fcall.entry``, with
-``float_rows``, as one C-callable function the loop calls through its address), so it adds nothing to the loops'
-compile time, and is compiled (or loaded from numba's cache) only when a translated kernel has one of these rows.
+All of it is compiled apart from the loops (three families of ``families.py``, each one C-callable function the
+loop calls through its address: "mufu", ``fcall.entry_mufu`` with ``mufu_rows``; "fcvt", ``fcall.entry_cvt`` with
+``cvt_rows``; "float", ``fcall.entry`` with ``misc_rows``), so it adds nothing to the loops' compile time, and each
+is compiled (or loaded from numba's cache) only when a translated kernel has one of its rows.
 
 Values are raw f32 bits held in int64 (mixed int64/uint64 arithmetic would turn into float64 in numba).
 The measured tables are read through raw pointers (``mptr``: one per name of ``TABLES``, filled by the
@@ -517,9 +518,11 @@ def fcvt(kind, irnd, ftz, a, b):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def float_rows(opc, x, y, z, em, xa, xb, xc, xr, mptr, msz):
-    """One row of fmath's opcodes (table.py: MUFU, MUFU_DIV, MUFU_DIVFMA, FMINMAX, FNEGABS, FARITH, FCVT; x, y, z:
-    the row's fields X, Y, Z) on the lanes in ``em``: sources gathered in xa, xb, xc, results into xr."""
+def mufu_rows(opc, x, y, z, em, xa, xb, xc, xr, mptr, msz):
+    """One row of the MUFU unit's opcodes (table.py: MUFU, MUFU_DIV, MUFU_DIVFMA; x, y, z: the row's fields X, Y,
+    Z) on the lanes in ``em``: sources gathered in xa, xb, xc, results into xr. (The float rows are three
+    families, ``fcall.py``, so that a kernel compiles only the code of the kinds it has: this one, ``cvt_rows``
+    and ``misc_rows``.)"""
     for lane in range(LANES):
         if (em >> lane) & 1:
             a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))
@@ -529,14 +532,33 @@ def float_rows(opc, x, y, z, em, xa, xb, xc, xr, mptr, msz):
                 r = unary(x, y == 1, a, mptr, msz)
             elif opc == T.MUFU_DIV:
                 r = div(x == DIV_FULL, y == 1, a, b, mptr)
-            elif opc == T.MUFU_DIVFMA:
+            else:
                 r = div_fma(x == DIV_FULL, y == 1, z, a, b, c, mptr)
-            elif opc == T.FMINMAX:
+            xr[lane] = np.uint64(r)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def misc_rows(opc, x, y, z, em, xa, xb, xc, xr):
+    """One row of FMINMAX, FNEGABS or FARITH (as ``mufu_rows``)."""
+    for lane in range(LANES):
+        if (em >> lane) & 1:
+            a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))
+            b = np.int64(xb[lane] & np.uint64(0xFFFFFFFF))
+            c = np.int64(xc[lane] & np.uint64(0xFFFFFFFF))
+            if opc == T.FMINMAX:
                 r = _minmax1(a, b, x == 1, z == 1, y == 1)
             elif opc == T.FNEGABS:
                 r = _negabs(x, y == 1, a, b)
-            elif opc == T.FARITH:
-                r = farith(x, y == 1, z, a, b, c)
             else:
-                r = fcvt(x, y, z == 1, a, b)
+                r = farith(x, y == 1, z, a, b, c)
             xr[lane] = np.uint64(r)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def cvt_rows(x, y, z, em, xa, xb, xr):
+    """One FCVT row (as ``mufu_rows``)."""
+    for lane in range(LANES):
+        if (em >> lane) & 1:
+            a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))
+            b = np.int64(xb[lane] & np.uint64(0xFFFFFFFF))
+            xr[lane] = np.uint64(fcvt(x, y, z == 1, a, b))
