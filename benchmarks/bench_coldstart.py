@@ -16,7 +16,9 @@ compiled, exactly as after ``pip install``. Then, each in its own process:
 5. ``python -c "import emulator"`` alone, cache filled.
 
 ``--parts`` instead compiles each part of the fast engine alone, each in a new process on a new empty cache
-(after one trivial function, so that numba's own first-use cost is not counted in the part): the warp loop, the
+(after one trivial function, so that numba's own first-use cost is not counted in the part), and splits its CPU
+time into what LLVM spends (every llvmlite call: optimisation passes, machine code, IR parsing) and numba's own
+Python (type inference, lowering to LLVM IR, its IR passes): the warp loop, the
 CTA loop on top of it, every instruction family and every other function compiled apart (``families.APART``:
 xcall's, hopcall's, bulkcall's, wgcall's ``wg_c`` and its tile functions, one per wgmma form).
 
@@ -66,6 +68,16 @@ print(json.dumps({"import": t1 - t0, "load_ptx": t2 - t1, "launch": t3 - t2, "to
 
 PART = r"""
 import json, time, numpy as np
+from llvmlite.binding import ffi
+LLVM = [0.0]
+_call = ffi._lib_fn_wrapper.__call__
+def _timed(self, *a, **k):                  # the CPU time spent inside LLVM (every llvmlite call)
+    t = time.process_time()
+    try:
+        return _call(self, *a, **k)
+    finally:
+        LLVM[0] += time.process_time() - t
+ffi._lib_fn_wrapper.__call__ = _timed
 import emulator.machine.module
 from numba import njit
 from emulator.machine.fastcore import families, warmup
@@ -79,11 +91,12 @@ if PART in ("warp loop", "CTA loop"):
 if PART == "CTA loop":
     warmup._compile_loops("warp")
 t = time.process_time()
+LLVM[0] = 0.0
 if PART in ("warp loop", "CTA loop"):
     warmup._compile_loops("warp" if PART == "warp loop" else "cta")
 else:
     families.address(PART, warmup.lock())
-print(json.dumps({"cpu": time.process_time() - t}))
+print(json.dumps({"cpu": time.process_time() - t, "llvm": LLVM[0]}))
 """
 
 CASES = {
@@ -175,14 +188,19 @@ def parts(tmp):
     """Each part of the fast engine compiled alone (a new process, a new empty cache): CPU seconds."""
     sys.path.insert(0, ROOT)
     from emulator.machine.fastcore import families
-    print("each part compiled alone, CPU seconds (a new process on an empty cache each)")
+    print("each part compiled alone, CPU seconds (a new process on an empty cache each): all, in LLVM (optimisation\n"
+          "passes, machine code, IR parsing), in numba's own Python (typing, lowering, its IR passes)")
+    print(f"  {'':12s}{'all':>7s}{'LLVM':>8s}{'numba':>8s}")
     for k, name in enumerate(("warp loop", "CTA loop") + families.ORDER + tuple(families.APART)):
         root, cache = fresh_install(os.path.join(tmp, f"part{k}"))
         env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=root, WARPEMU_BACKGROUND_COMPILE="0")
         out = subprocess.run([sys.executable, "-c", PART.replace("PARTNAME", repr(name))], env=env,
                              capture_output=True, text=True, cwd=root)
-        got = (f"{json.loads(out.stdout.strip().splitlines()[-1])['cpu']:7.2f}" if out.returncode == 0 else
-               "error: " + (out.stderr.strip().splitlines() or ["?"])[-1])
+        if out.returncode == 0:
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            got = f"{r['cpu']:7.2f}{r['llvm']:8.2f}{r['cpu'] - r['llvm']:8.2f}"
+        else:
+            got = "error: " + (out.stderr.strip().splitlines() or ["?"])[-1]
         print(f"  {name:12s}{got}")
 
 

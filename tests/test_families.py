@@ -35,12 +35,23 @@ def test_every_opcode_is_run_by_the_loop_or_by_exactly_one_family():
 
 @pytest.mark.parametrize("path,kernel,expect", [
     ("benchmarks/data/triton_matmul.ptx", "matmul_kernel", ["alu", "mma", "ldmatrix"]),
-    ("benchmarks/data/triton_softmax.ptx", "softmax_kernel", ["alu", "alu_f32", "float", "shfl"]),
+    ("benchmarks/data/triton_softmax.ptx", "softmax_kernel", ["alu", "alu_f32", "float", "mufu", "shfl"]),
     ("tests/data/kernels/gemm_tiled.ptx", "gemm_tiled", ["alu", "mma", "ldmatrix", "cpasync"]),
 ])
 def test_a_kernel_needs_the_families_of_its_rows_only(path, kernel, expect):
     tr = translation(load_ptx(_ptx(path)).program(kernel))
     assert tr.families == expect
+
+
+def test_the_float_rows_compile_by_kind():
+    """MUFU and the divisions ("mufu"), the conversions ("fcvt") and the other float rows ("float") are three
+    families: Triton's sm_90a wgmma matmul, whose only float row is a cvt.rn.f16x2.f32, compiles "fcvt" alone."""
+    text = np.load(os.path.join(ROOT, "tests/data/corpus/triton.npz"), allow_pickle=False)[
+        "triton_matmul_f16_w8_sm90a__ptx"].tobytes().decode()
+    tr = translation(load_ptx(text).program("matmul_kernel"))
+    assert "fcvt" in tr.families and "float" not in tr.families and "mufu" not in tr.families
+    assert {families.OF_OPCODE[op] for op in T.MUFU_ROWS} == {"mufu"}
+    assert {families.OF_OPCODE[op] for op in T.FLOAT_ROWS} == {"float"} and families.OF_OPCODE[T.FCVT] == "fcvt"
 
 
 def _gemm_case():
@@ -60,7 +71,7 @@ def _softmax_case():
 
 
 @pytest.mark.parametrize("missing,case", [("alu", _gemm_case), ("mma", _gemm_case), ("ldmatrix", _gemm_case),
-                                          ("cpasync", _gemm_case), ("float", _softmax_case),
+                                          ("cpasync", _gemm_case), ("float", _softmax_case), ("mufu", _softmax_case),
                                           ("shfl", _softmax_case), ("alu_f32", _softmax_case)])
 def test_rows_of_a_family_not_compiled_yet_go_to_the_reference_with_the_same_bits(missing, case, monkeypatch):
     path, kernel, grid, block, arrays, scalars, shared = case()

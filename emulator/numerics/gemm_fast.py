@@ -14,7 +14,7 @@ from numba import njit, prange, types
 from numba.extending import intrinsic
 
 from . import fast, tile_numpy
-from .jitcache import compiling
+from .jitcache import INNER, compiling
 from .fast import NUM, PRE, ZQ, _special_step, decode, encode, f2i as _f2i, i2f as _i2f
 
 _BR, _BC = 32, 256      # rows x columns of one parallel task (its B slices stay in cache)
@@ -627,7 +627,7 @@ def _tc_gemm_numpy(abits, bbits, cbits, op):
 # ------------------------------------------------------------------------------------------------
 # register-level batches of tensor-core instructions (MmaOp.execute_batch): the same block code on
 # one instruction's tile
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def _trunc_c(cS, cq, F, emax):
     """The accumulator truncated toward zero F bits below 2**emax."""
     sh = cq + F - emax
@@ -636,7 +636,7 @@ def _trunc_c(cS, cq, F, emax):
     return -mg if cS < 0 else mg
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def _term(pr, r):
     """One product truncated toward zero: (|pr| << PRE) >> r, with pr's sign."""
     msk = pr >> 63
@@ -644,7 +644,7 @@ def _term(pr, r):
     return (mag ^ msk) - msk
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def _round_dec(s, lsb, fd, mode):
     """Round s * 2**lsb to fd (RZ/RNE) and return it decoded: (S, q, t, overflowed)."""
     eb, mb, w = fast.fmt_info(fd)
@@ -673,12 +673,12 @@ def _round_dec(s, lsb, fd, mode):
     return (-r if s < 0 else r), qq, (qq + mb if r >> mb else np.int64(1 - bias)), qq > qmax
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def _enc_dec(cS, cq, fd):
     return _enc_acc(cS, cq, fd)
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def _tile_n8(M, N, K, aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo):
     """One instruction's tile (N == 8: every m16n8 shape): the arithmetic of _block with the eight columns'
     state held in scalars (generated code, one line per column), so the compiler keeps it in registers."""
@@ -928,7 +928,7 @@ def tc_batch(a, b, c, d, maps, prm, luta, lutb):
 CH = 64
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def _dec_acc(bits, fmt):
     """Decode an f32/f16 accumulator: (S, q, t, finite) with S signed; zeros get ZQ."""
     eb, mb, w = fast.fmt_info(fmt)
@@ -947,7 +947,7 @@ def _dec_acc(bits, fmt):
     return (-m if neg else m), e - bias - mb, e - bias, True
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def _enc_acc(S, q, fmt):
     """Encode an already rounded finite accumulator (|S| < 2**(mbits+1), on the format's grid)."""
     if S == 0:

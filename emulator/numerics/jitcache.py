@@ -38,6 +38,12 @@ def prepare():
         pass
 
 
+# the options of a jitted helper that only other jitted functions call: numba then builds neither the wrapper
+# through which Python would call it nor the C-callable one (their lowering and LLVM passes are compile time
+# spent on every helper of the loops and families, for code nothing runs). Calling such a helper from Python
+# is not possible: keep it off functions that Python, tests or the executors call.
+INNER = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+
 PROBE = [None]          # set by machine.fastcore.warmup: () -> whether its background compile is running
 
 

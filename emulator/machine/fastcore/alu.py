@@ -12,6 +12,7 @@ from . import ccall as C
 from .ccall import NSCRATCH
 from .raw import _mask, _mulhi_u64, _sext
 from .regs import I0, I1, I32, _gather, _scatter
+from ...numerics.jitcache import INNER
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -20,7 +21,7 @@ CANON32 = np.uint32(0x7FFFFFFF)
 LANES = 32
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _mulhi(a, b, w, sgn):
     if w == 64:
         h = _mulhi_u64(a, b)
@@ -36,7 +37,7 @@ def _mulhi(a, b, w, sgn):
     return ((a * b) >> np.uint64(w)) & _mask(w)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _cmp(code, a, b, w, sgn, flt, fu32, ff32, fu64, ff64):
     if flt:
         if flt == 1:
@@ -92,7 +93,7 @@ def _cmp(code, a, b, w, sgn, flt, fu32, ff32, fu64, ff64):
     return a >= b
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _bool(op, r, c):
     if op == 1:
         return r and c
@@ -103,7 +104,7 @@ def _bool(op, r, c):
     return r
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _f32bits(x, fu32, ff32):
     ff32[2] = x
     if x != x:
@@ -111,7 +112,7 @@ def _f32bits(x, fu32, ff32):
     return np.uint64(fu32[2])
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _ffma32(a, b, c, fu64, ff64):
     """fma.rn.f32 as the reference computes it: exact product in binary64, two-sum with c, the error folded
     in by rounding to odd, one rounding to binary32."""
@@ -133,7 +134,7 @@ def _ffma32(a, b, c, fu64, ff64):
     return np.float32(s)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _movunpack(row, imrow, em, a8, a16, a32, a64, xa, xr):
     """mov.bW unpack (``ops.memops._mov_pack``): element i is bits [i*Z, (i+1)*Z) of the W-bit value."""
     n, ew, w = row[T.Y], row[T.Z], row[T.W]

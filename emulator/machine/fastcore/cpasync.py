@@ -37,6 +37,7 @@ from . import table as T
 from . import ccall as C
 from .raw import _allocation, _peek8, _peek64, _poke32, _poke64
 from .memx import wg_free
+from ...numerics.jitcache import INNER
 
 LANES = 32
 RECORDS = 16                      # records a warp's table starts with (doubled when full)
@@ -156,7 +157,7 @@ class CpAsyncRows:
 
 # -- the loop's side ---------------------------------------------------------------------------------------
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def cp_step(opc, row, imrow, em, p, nlog, a32, a64, inflight, gtab, state, log_pc, log_addr, log_mask, log_src,
             cdst, cdata, cgroup, cmeta, ccount, addrs, srcs, sizes, ptrs):
     """One cp.async instruction (opcode ``opc``: CPASYNC, CP_COMMIT, CP_WAIT) for the lanes ``em``, with the
@@ -250,7 +251,7 @@ def cp_step(opc, row, imrow, em, p, nlog, a32, a64, inflight, gtab, state, log_p
     return nlog + 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _wait(em, keep, cdst, cdata, cgroup, cmeta, ccount, inflight, state):
     """cp.async.wait_group ``keep`` for the lanes ``em``: land the older groups' copies, in issue order (and,
     within a copy, in lane order: where two lanes copy to the same bytes, the last wins)."""

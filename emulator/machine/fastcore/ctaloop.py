@@ -33,12 +33,13 @@ from . import table as T
 from .asyncx import PHASE, _mb, mb_find
 from .raw import _peek64, _poke64
 from .regs import I0, I32, _gather
+from ...numerics.jitcache import INNER
 
 LANES = 32
 K_SEQ_OFFSET = 8 * 26          # wgmmax.K_SEQ: the stall counter in the wgmma control row (checked in engine.py)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def next_seq(state, cst):
     """The number of the next stall: the wgmma waits' counter when the CTA loop owns a wgmma state, else its own."""
     wg = state[T.S_WG]
@@ -50,7 +51,7 @@ def next_seq(state, cst):
     return cst[T.C_MBSEQ]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def record_stall(w, p, stall, code, scratch, mbw, state, cst):
     """Lanes ``stall`` of warp ``w`` wait at the try_wait at ``p``: their barriers (scratch row 3) and parities or
     states (row 4), as hopcall.py left them, become one stall record, and the warp's last stall."""
@@ -73,7 +74,7 @@ def record_stall(w, p, stall, code, scratch, mbw, state, cst):
     cst[T.C_NSTALL] += 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _lane_ready(tab, n, mbw, w, lane):
     """MBarrierWait.ready for one lane: its barrier's phase moved past the one it waits for (an invalidated
     barrier: not ready)."""
@@ -87,7 +88,7 @@ def _lane_ready(tab, n, mbw, w, lane):
     return ph != ((v >> 32) & 0xFFFFFFFF)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def wake(w, waiting, mbw, state, cst):
     """CTA._wake for warp ``w``'s mbarrier stall records: a record one of whose lanes' phase completed wakes all
     its lanes."""
@@ -114,7 +115,7 @@ def wake(w, waiting, mbw, state, cst):
             cst[T.C_NSTALL] -= 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def yield_changed(w, arenas, pcs, exited, mbw, ysnap):
     """CTA._yield_changed: whether warp ``w``'s registers (its arena; the registers outside it by their version,
     MW_XVER, which the engine keeps), PCs and exits differ from those of its previous yield; they are kept."""
@@ -146,7 +147,7 @@ def yield_changed(w, arenas, pcs, exited, mbw, ysnap):
     return True
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def bar_operands(row, imrow, em, state, xr, a8, a16, a32, a64):
     """The barrier number and thread count of a BAR row in the CTA loop (CTA._arrive's checks; False: a rule is
     broken, the row goes back and the reference raises): state S_BAR_ID, S_BAR_CNT (-1: no count)."""

@@ -1,37 +1,69 @@
-"""The float rows (``table.FLOAT_ROWS``: MUFU, the divisions, min/max, neg/abs, the .ftz arithmetic, the float
-conversions; ``fmath.float_rows``) as one family of the fast engine: operand reads, the arithmetic and the
-register writes in one C-callable function (``entry``, ``ccall.SIG``; ``families.py``), compiled apart from the
-loops. The measured MUFU tables come through the translation's pointer array (ctx ``K_MPTR``/``K_MSZ``).
+"""The float rows (``fmath.py``) as three families of the fast engine, so that a kernel compiles only the code of
+the kinds of float rows it has: "mufu" (``table.MUFU_ROWS``: MUFU, the divisions, ``entry_mufu``), "fcvt"
+(``table.FCVT``: the float conversions, ``entry_cvt``) and "float" (``table.FLOAT_ROWS``: min/max, neg/abs, the
+.ftz and directed arithmetic, ``entry``). Each is operand reads, the arithmetic and the register writes in one
+C-callable function (``ccall.SIG``; ``families.py``), compiled apart from the loops. The measured MUFU tables come
+through the translation's pointer array (ctx ``K_MPTR``/``K_MSZ``).
 """
 import numpy as np
+from numba import njit
 
 from . import table as T
 from . import ccall as C
-from .fmath import TABLES, float_rows
+from .fmath import TABLES, cvt_rows, misc_rows, mufu_rows
 from .regs import I0, I32, _gather, _scatter
 
 LANES = 32
 NTAB = len(TABLES)
-# ``entry`` is compiled by families.py with cfunc(ccall.SIG, cache=True): numerics/jitcache.guard finds the modules
-# whose cached functions it drops when the sources change by that text, so it must stay in this file
+# the ``entry`` functions are compiled by families.py with cfunc(ccall.SIG, cache=True): numerics/jitcache.guard
+# finds the modules whose cached functions it drops when the sources change by that text, so it must stay in this
+# file
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _operands(row, s, a8, a16, a32, a64, imrow):
+    """The row's sources A, B, C into scratch rows 3, 4, 5."""
+    w, sgn = row[T.W], row[T.SGN]
+    _gather(row[T.A], w, sgn, s[3], a8, a16, a32, a64, imrow)
+    if row[T.B] != -1:
+        _gather(row[T.B], w, sgn, s[4], a8, a16, a32, a64, imrow)
+    if row[T.C] != -1:
+        _gather(row[T.C], w, sgn, s[5], a8, a16, a32, a64, imrow)
 
 
 def entry(em, prow, pimm, parena, n, pscratch):
-    """The family's C-callable body (ccall.SIG)."""
+    """The "float" family's C-callable body (ccall.SIG): FMINMAX, FNEGABS, FARITH."""
     a8 = C.u8_1d(parena, n)
     a16, a32, a64 = C.reinterpret(a8, np.uint16), C.reinterpret(a8, np.uint32), C.reinterpret(a8, np.uint64)
     row = C.i64_1d(prow, T.NFIELDS)
-    imrow = C.u64_1d(pimm, T.NIMM)
+    s = C.u64_2d(pscratch, C.NSCRATCH, LANES)
+    _operands(row, s, a8, a16, a32, a64, C.u64_1d(pimm, T.NIMM))
+    misc_rows(row[T.OP], row[T.X], row[T.Y], row[T.Z], em, s[3], s[4], s[5], s[6])
+    _scatter(row[T.D], s[6], em, I32, I0, a8, a16, a32, a64)
+    return 0
+
+
+def entry_mufu(em, prow, pimm, parena, n, pscratch):
+    """The "mufu" family's C-callable body (ccall.SIG): MUFU, MUFU_DIV, MUFU_DIVFMA."""
+    a8 = C.u8_1d(parena, n)
+    a16, a32, a64 = C.reinterpret(a8, np.uint16), C.reinterpret(a8, np.uint32), C.reinterpret(a8, np.uint64)
+    row = C.i64_1d(prow, T.NFIELDS)
     s = C.u64_2d(pscratch, C.NSCRATCH, LANES)
     ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
-    xa, xb, xc, xr = s[3], s[4], s[5], s[6]
-    opc, w, sgn = row[T.OP], row[T.W], row[T.SGN]
-    _gather(row[T.A], w, sgn, xa, a8, a16, a32, a64, imrow)
-    if row[T.B] != -1:
-        _gather(row[T.B], w, sgn, xb, a8, a16, a32, a64, imrow)
-    if row[T.C] != -1:
-        _gather(row[T.C], w, sgn, xc, a8, a16, a32, a64, imrow)
-    float_rows(opc, row[T.X], row[T.Y], row[T.Z], em, xa, xb, xc, xr, C.i64_1d(ctx[C.K_MPTR], NTAB),
-               C.i64_1d(ctx[C.K_MSZ], NTAB))
-    _scatter(row[T.D], xr, em, row[T.V0] if opc == T.FCVT else I32, I0, a8, a16, a32, a64)
+    _operands(row, s, a8, a16, a32, a64, C.u64_1d(pimm, T.NIMM))
+    mufu_rows(row[T.OP], row[T.X], row[T.Y], row[T.Z], em, s[3], s[4], s[5], s[6], C.i64_1d(ctx[C.K_MPTR], NTAB),
+              C.i64_1d(ctx[C.K_MSZ], NTAB))
+    _scatter(row[T.D], s[6], em, I32, I0, a8, a16, a32, a64)
+    return 0
+
+
+def entry_cvt(em, prow, pimm, parena, n, pscratch):
+    """The "fcvt" family's C-callable body (ccall.SIG): FCVT (the destination's width in the row's V0)."""
+    a8 = C.u8_1d(parena, n)
+    a16, a32, a64 = C.reinterpret(a8, np.uint16), C.reinterpret(a8, np.uint32), C.reinterpret(a8, np.uint64)
+    row = C.i64_1d(prow, T.NFIELDS)
+    s = C.u64_2d(pscratch, C.NSCRATCH, LANES)
+    _operands(row, s, a8, a16, a32, a64, C.u64_1d(pimm, T.NIMM))
+    cvt_rows(row[T.X], row[T.Y], row[T.Z], em, s[3], s[4], s[6])
+    _scatter(row[T.D], s[6], em, row[T.V0], I0, a8, a16, a32, a64)
     return 0

@@ -7,9 +7,10 @@ H100 on every input); the functions here transcribe them one lane at a time, ste
 rounding of binary64 bits, the same table reads, the same special cases), and ``tests/test_fastcore.py`` checks
 them against the executors on special values and random bits, and against the committed H100 sample.
 
-All of it is compiled apart from the loops (the ``float`` family of ``families.py``: ``fcall.entry``, with
-``float_rows``, as one C-callable function the loop calls through its address), so it adds nothing to the loops'
-compile time, and is compiled (or loaded from numba's cache) only when a translated kernel has one of these rows.
+All of it is compiled apart from the loops (three families of ``families.py``, each one C-callable function the
+loop calls through its address: "mufu", ``fcall.entry_mufu`` with ``mufu_rows``; "fcvt", ``fcall.entry_cvt`` with
+``cvt_rows``; "float", ``fcall.entry`` with ``misc_rows``), so it adds nothing to the loops' compile time, and each
+is compiled (or loaded from numba's cache) only when a translated kernel has one of its rows.
 
 Values are raw f32 bits held in int64 (mixed int64/uint64 arithmetic would turn into float64 in numba).
 The measured tables are read through raw pointers (``mptr``: one per name of ``TABLES``, filled by the
@@ -23,6 +24,7 @@ from numba.extending import intrinsic
 from . import table as T
 from ...numerics.fast import f2i as _bits64, i2f as _f64_bits
 from ...numerics.mufu import TANH_SHIFT as _TANH_SHIFT
+from ...numerics.jitcache import INNER
 
 # booleans passed as arguments as np.bool_, not literals: numba compiles a function once per literal argument
 _TRUE, _FALSE = np.bool_(True), np.bool_(False)
@@ -84,7 +86,7 @@ def _tab(typingctx, ptr, idx):
     return sig, codegen
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def round_f32(v, rz, ftz):
     """numerics.mufu.round_to_f32 of one binary64 value: RNE (or RZ), subnormals kept, or .ftz's rule."""
     b = _bits64(v)
@@ -123,12 +125,12 @@ def round_f32(v, rz, ftz):
     return (s << 31) | (mag & 0xFFFFFFFF)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _flush(x):
     return x & 0x80000000 if (x & 0x7F800000) == 0 else x
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def fmul(a, b, ftz):
     """numerics.mufu.fmul: the exact product rounded once (.ftz: inputs and result flushed)."""
     if ftz:
@@ -136,7 +138,7 @@ def fmul(a, b, ftz):
     return round_f32(_f64_of(a) * _f64_of(b), _FALSE, ftz)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _rz32_sum(a, v):
     s = a + v
     bb = s - a
@@ -147,7 +149,7 @@ def _rz32_sum(a, v):
     return r
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _rcp(x, mptr):
     s, e, m = x >> 31, (x >> 23) & 0xFF, x & 0x7FFFFF
     if e == 255:
@@ -159,7 +161,7 @@ def _rcp(x, mptr):
     return (s << 31) | (((re << 23) | (t & 0x7FFFFF)) if re >= 1 else 0)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _rsq_sqrt(x, mptr, sq):
     s, e, m = x >> 31, (x >> 23) & 0xFF, x & 0x7FFFFF
     if e == 255:
@@ -180,7 +182,7 @@ def _rsq_sqrt(x, mptr, sq):
     return ((((t >> 23) & 0xFF) + (half if sq else -half)) << 23 | (t & 0x7FFFFF)) & 0xFFFFFFFF
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _ex2(x, mptr):
     s, e, m = x >> 31, (x >> 23) & 0xFF, x & 0x7FFFFF
     if e == 255:
@@ -205,7 +207,7 @@ def _ex2(x, mptr):
     return (re << 23) | (t & 0x7FFFFF) if re >= 1 else 0
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _lg2(x, mptr):
     s, e, m = x >> 31, (x >> 23) & 0xFF, x & 0x7FFFFF
     if e == 255:
@@ -224,7 +226,7 @@ def _lg2(x, mptr):
     return _rz32_sum(np.float64(E + 1), _f64_of(_tab(mptr[T_LG2_EM1], m)))
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _tanh(x, mptr, msz):
     s, e, m = x >> 31, (x >> 23) & 0xFF, x & 0x7FFFFF
     if e == 255 and m != 0:
@@ -238,7 +240,7 @@ def _tanh(x, mptr, msz):
     return (s << 31) | r
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _sincos(r, mptr, cos):
     """MUFU.SIN / MUFU.COS of an angle in revolutions (numerics.mufu.mufu_sin, mufu_cos)."""
     if (r & 0x7F800000) == 0x7F800000:
@@ -292,7 +294,7 @@ def unary(form, ftz, x, mptr, msz):
     return fmul(r, 0x45800000 if form == RSQRT else np.int64(0x39800000), _FALSE)           # 4096 / 2^-12
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _prim(form, x, mptr):
     if form == EX2:
         return _ex2(x, mptr)
@@ -303,7 +305,7 @@ def _prim(form, x, mptr):
     return _rsq_sqrt(x, mptr, form == SQRT)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def div_factors(full, ftz, a, b, mptr):
     """numerics.mufu.div_factors: the two factors (rcp(b'), a') of the final FMUL of ptxas's division."""
     large = (b & 0x7FFFFFFF) > 0x7E800000 and (b & 0x7FFFFFFF) <= 0x7F800000
@@ -335,7 +337,7 @@ def div(full, ftz, a, b, mptr):
     return fmul(r, a2, ftz)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def div_fma(full, ftz, neg, a, b, c, mptr):
     """ops.falu._compile_contracted for a division producer: rcp(b') * a' + c rounded once (``neg`` bit 0:
     the quotient negated, bit 1: c negated; .ftz flushes c and the result, not the factors)."""
@@ -357,7 +359,7 @@ def div_fma(full, ftz, neg, a, b, c, mptr):
     return _to_f32(s, e, ftz)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _minmax1(a, b, is_min, nan_prop, ftz):
     """ops.falu min/max.f32 {.ftz}{.NaN} of one lane (raw bits; -0 orders below +0; NaN: canonical)."""
     if ftz:
@@ -379,7 +381,7 @@ def _minmax1(a, b, is_min, nan_prop, ftz):
     return _flush(r) if ftz else r
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _negabs(x, ftz, a, b):
     """FNEGABS of one lane: abs (x = 0) / neg (x = 1) {.ftz}.f32, NaN -> canonical; copysign.f32 (x = 2)."""
     if x == 2:                                    # copysign.f32 d, a, b: a's sign on b, NaNs untouched
@@ -390,7 +392,7 @@ def _negabs(x, ftz, a, b):
     return CANON if (r & 0x7FFFFFFF) > 0x7F800000 else r
 
 # ------------------------------------------------------------------------- .ftz and contracted f32 arithmetic
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _round_odd(x, e):
     """numerics.fround.round_odd of one value: the neighbour of x toward x + e whose last bit is odd."""
     if e != 0.0 and x - x == 0.0:
@@ -400,7 +402,7 @@ def _round_odd(x, e):
     return x
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _to_f32(s, e, ftz):
     """numerics.fround.round_to(s, "f32", "rn", e, ftz) of one value (s + e exact): bits. Under .ftz a result
     tiny after rounding with an unbounded exponent is a zero of its sign (fround._ftz_tiny)."""
@@ -416,7 +418,7 @@ def _to_f32(s, e, ftz):
     return r
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def farith(op, ftz, neg, a, b, c):
     """ops.falu add/sub/mul/fma .rn{.ftz}.f32 and the contracted add/sub (fma with ``neg`` bit 0: the product
     negated, bit 1: the addend negated) of one lane: the exact result rounded once."""
@@ -444,7 +446,7 @@ def farith(op, ftz, neg, a, b, c):
 
 
 # ------------------------------------------------------------------------------------------- conversions
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _round_half(v, mb, bias):
     """A binary64 value (an exact f32) rounded to nearest even to a 16-bit format with ``mb`` fraction bits
     and exponent bias ``bias`` (f16: 10, 15; bf16: 7, 127), subnormals kept, overflow to inf: bits."""
@@ -469,7 +471,7 @@ def _round_half(v, mb, bias):
     return sbit | min(mag, ((1 << eb) - 1) << mb)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _f16_value(h):
     """f16 bits -> the binary64 of the same value (NaN for NaNs)."""
     e, m = (h >> 10) & 0x1F, h & 0x3FF
@@ -482,7 +484,7 @@ def _f16_value(h):
     return -v if (h >> 15) & 1 else v
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def fcvt(kind, irnd, ftz, a, b):
     """ops.cvt of one lane for the conversions FCVT rows hold (a, b: the source bits; b: the low half of a pack)."""
     if kind == CV_S32_F32 or kind == CV_U32_F32:
@@ -516,9 +518,11 @@ def fcvt(kind, irnd, ftz, a, b):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def float_rows(opc, x, y, z, em, xa, xb, xc, xr, mptr, msz):
-    """One row of fmath's opcodes (table.py: MUFU, MUFU_DIV, MUFU_DIVFMA, FMINMAX, FNEGABS, FARITH, FCVT; x, y, z:
-    the row's fields X, Y, Z) on the lanes in ``em``: sources gathered in xa, xb, xc, results into xr."""
+def mufu_rows(opc, x, y, z, em, xa, xb, xc, xr, mptr, msz):
+    """One row of the MUFU unit's opcodes (table.py: MUFU, MUFU_DIV, MUFU_DIVFMA; x, y, z: the row's fields X, Y,
+    Z) on the lanes in ``em``: sources gathered in xa, xb, xc, results into xr. (The float rows are three
+    families, ``fcall.py``, so that a kernel compiles only the code of the kinds it has: this one, ``cvt_rows``
+    and ``misc_rows``.)"""
     for lane in range(LANES):
         if (em >> lane) & 1:
             a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))
@@ -528,14 +532,33 @@ def float_rows(opc, x, y, z, em, xa, xb, xc, xr, mptr, msz):
                 r = unary(x, y == 1, a, mptr, msz)
             elif opc == T.MUFU_DIV:
                 r = div(x == DIV_FULL, y == 1, a, b, mptr)
-            elif opc == T.MUFU_DIVFMA:
+            else:
                 r = div_fma(x == DIV_FULL, y == 1, z, a, b, c, mptr)
-            elif opc == T.FMINMAX:
+            xr[lane] = np.uint64(r)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def misc_rows(opc, x, y, z, em, xa, xb, xc, xr):
+    """One row of FMINMAX, FNEGABS or FARITH (as ``mufu_rows``)."""
+    for lane in range(LANES):
+        if (em >> lane) & 1:
+            a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))
+            b = np.int64(xb[lane] & np.uint64(0xFFFFFFFF))
+            c = np.int64(xc[lane] & np.uint64(0xFFFFFFFF))
+            if opc == T.FMINMAX:
                 r = _minmax1(a, b, x == 1, z == 1, y == 1)
             elif opc == T.FNEGABS:
                 r = _negabs(x, y == 1, a, b)
-            elif opc == T.FARITH:
-                r = farith(x, y == 1, z, a, b, c)
             else:
-                r = fcvt(x, y, z == 1, a, b)
+                r = farith(x, y == 1, z, a, b, c)
             xr[lane] = np.uint64(r)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def cvt_rows(x, y, z, em, xa, xb, xr):
+    """One FCVT row (as ``mufu_rows``)."""
+    for lane in range(LANES):
+        if (em >> lane) & 1:
+            a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))
+            b = np.int64(xb[lane] & np.uint64(0xFFFFFFFF))
+            xr[lane] = np.uint64(fcvt(x, y, z == 1, a, b))

@@ -9,12 +9,13 @@ from . import ccall as C
 from .memx import mark_generic, smem_write_ok
 from .raw import _peek16, _poke
 from .regs import I0, I32, I64, _gather
+from ...numerics.jitcache import INNER
 
 IDX = T.INDEX_MASK
 LANES = 32
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def matrix_addresses(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr):
     """The row addresses of an ldmatrix or stmatrix (lane 8j+r: row r of matrix j) into ``addrs``; False when a
     used lane's row address breaks a rule or its bytes are still in flight (cp.async): the reference then
@@ -40,7 +41,7 @@ def matrix_addresses(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr):
     return True
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _ldmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr, out):
     """ldmatrix as ``ops.datamove`` defines it (lane 8j+r: row r of matrix j); False when a used lane's row
     address breaks a rule (the reference then raises)."""
@@ -81,7 +82,7 @@ def entry(em, prow, pimm, parena, n, pscratch):
     return 0 if ok else 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _stmatrix(row, imrow, a8, a16, a32, a64, inflight, state, addrs, xr):
     """stmatrix, the inverse of ldmatrix (``ops.datamove``); False (nothing written) when a used lane's row
     address breaks a rule, or its bytes are still in flight (cp.async) or read by an in-flight wgmma (the

@@ -15,11 +15,12 @@ from numba import njit
 
 from . import table as T
 from .raw import _peek32, _poke8
+from ...numerics.jitcache import INNER
 
 ONE = np.uint64(1)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def wg_free(state, a, nbytes):
     """Whether no in-flight wgmma.mma_async of the CTA reads shared bytes [a, a + nbytes)."""
     if state[T.S_WG_SMEM] == 0:
@@ -33,7 +34,7 @@ def wg_free(state, a, nbytes):
     return True
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def smem_write_ok(state, addrs, lanes, nbytes):
     """Whether the shared-memory write of ``nbytes`` at ``addrs`` by the lanes in the bit mask ``lanes`` touches
     no byte an in-flight wgmma.mma_async reads."""
@@ -45,7 +46,7 @@ def smem_write_ok(state, addrs, lanes, nbytes):
     return True
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def mark_generic(state, addrs, lanes, nbytes):
     """Mark the bytes the lanes in ``lanes`` wrote as generic-proxy writes not yet fenced (``S_DIRTY``)."""
     p = state[T.S_DIRTY]

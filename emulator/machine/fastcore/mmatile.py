@@ -13,6 +13,7 @@ from numba.extending import intrinsic
 from . import table as T
 from .scalarx import MMA_MAPS, MMA_REGS
 from ...numerics.fast import f64_batch, int_batch
+from ...numerics.jitcache import INNER
 
 _P64 = types.CPointer(types.uint64)
 _PI64 = types.CPointer(types.int64)
@@ -28,7 +29,7 @@ def _i64_pointer(typingctx, addr):
     return sig, codegen
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def _mma(row, em, a32, a64):
     """An mma.sync of the f64 or integer family (a K_MMAX row): the registers of all 32 lanes into the executor's
     tile kernel (numerics.fast.f64_batch / int_batch, as ops.mma.MmaOp runs them), D written back; 1 (nothing

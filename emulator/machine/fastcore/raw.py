@@ -6,6 +6,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from ...numerics import jitcache
+from ...numerics.jitcache import INNER
 from . import table as T
 
 jitcache.prepare()          # before any cached function of the package loads
@@ -37,7 +38,7 @@ def _sext(v, w):
     return ((v & _mask(w)) ^ m) - m
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _mulhi_u64(a, b):
     """The high 64 bits of the 128-bit product of two uint64 (mul.hi.u64, and the signed forms' base)."""
     m32 = np.uint64(0xFFFFFFFF)
@@ -107,7 +108,7 @@ def _poke(addr, ew, v):
         _poke8(addr, v)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _find(gtab, addr, nbytes):
     """Index of the allocation holding [addr, addr + nbytes), or -1."""
     lo, hi = 0, gtab.shape[0] - 1

@@ -6,6 +6,7 @@ from numba import njit
 
 from . import table as T
 from .raw import _mask, _sext
+from ...numerics.jitcache import INNER
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -27,7 +28,7 @@ def _cwidth(c):
     return 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _rd(e, lane, a8, a16, a32, a64, im):
     if e < -1:
         return im[-2 - e]
@@ -42,7 +43,7 @@ def _rd(e, lane, a8, a16, a32, a64, im):
     return np.uint64(a8[i])
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _rdf(e, lane, tw, sgn, a8, a16, a32, a64, im):
     """A source read as a tw-bit typed value (``ops.common.src``: truncate, or extend a narrower register)."""
     raw = _rd(e, lane, a8, a16, a32, a64, im)
@@ -56,7 +57,7 @@ def _rdf(e, lane, tw, sgn, a8, a16, a32, a64, im):
     return raw & _mask(tw)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _wrf(e, lane, v, tw, sgn, a8, a16, a32, a64):
     """Write a tw-bit value into a register (``ops.common.dst``: truncate, or extend by signedness)."""
     if e < 0:
@@ -77,7 +78,7 @@ def _wrf(e, lane, v, tw, sgn, a8, a16, a32, a64):
         a16[i] = np.uint16(v & np.uint64(0xFFFF))
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _gather(e, tw, sgn, out, a8, a16, a32, a64, im):
     """All 32 lanes of a source read as tw-bit typed values (``ops.common.src``)."""
     if e < -1:
@@ -115,7 +116,7 @@ def _gather(e, tw, sgn, out, a8, a16, a32, a64, im):
             out[lane] &= mk
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64):
     """Write tw-bit values to the lanes in ``em`` of a register (``ops.common.dst``)."""
     if e < 0:

@@ -7,13 +7,14 @@ from . import table as T
 from . import ccall as C
 from .ccall import NSCRATCH
 from .regs import I0, I1, I32, _gather, _scatter
+from ...numerics.jitcache import INNER
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
 LANES = 32
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, **INNER)
 def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
     """shfl.sync as ``ops.warpops`` defines it; False (nothing written) when a lane breaks a rule."""
     _gather(row[T.V0], I32, I0, xr, a8, a16, a32, a64, imrow)      # membermask, per lane

@@ -82,7 +82,8 @@ BRX = 74          # brx.idx{.uni} (guard = the condition; A: the index, read as 
                   # most 8, their PCs in V0..V0+X-1): an index past the list goes back (the reference raises)
 
 NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
-FLOAT_ROWS = (MUFU, MUFU_DIV, MUFU_DIVFMA, FMINMAX, FNEGABS, FARITH, FCVT)   # the float family (fcall.py)
+MUFU_ROWS = (MUFU, MUFU_DIV, MUFU_DIVFMA)             # the mufu family (fcall.py)
+FLOAT_ROWS = (FMINMAX, FNEGABS, FARITH)               # the float family (fcall.py; FCVT: fcvt)
 
 # -- fields of a code row --------------------------------------------------------------------------------
 OP = 0            # opcode

@@ -40,6 +40,7 @@ from numba.extending import intrinsic
 
 from ...numerics import gemm_fast, jitcache
 from . import table as T
+from ...numerics.jitcache import INNER
 
 jitcache.prepare()
 
@@ -139,7 +140,7 @@ def _addresses(desc, rows, K, eb, mn_major, out):
             out[x, k] = a
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def _in_bounds(addr, eb, size):
     """Whether every byte the operand reads lies inside shared memory (``desc.read_operand``'s check)."""
     lo = np.int64(1) << 62
@@ -152,7 +153,7 @@ def _in_bounds(addr, eb, size):
     return lo >= 0 and hi + eb <= size
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def _read(smem, addr, eb, out):
     """(rows, K) element bits (little-endian, ``eb`` bytes each) into ``out``."""
     for x in range(addr.shape[0]):
@@ -164,7 +165,7 @@ def _read(smem, addr, eb, out):
             out[x, k] = v
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def _count(reads, stamp, sv, addr, eb, delta):
     """Add ``delta`` to the read count of every byte the operand reads, once per byte for stamp ``sv`` (the
     union of A's and B's bytes, as ``np.union1d``)."""
@@ -179,7 +180,7 @@ def _count(reads, stamp, sv, addr, eb, delta):
 
 # ---------------------------------------------------------------------------------------------------------
 # fragments (WgmmaOp._unpack / _pack over one warp's registers)
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def _unpack(a32, slots, nreg, maps, moff, epr, w, out, row0, cols):
     """Registers ``slots[:nreg]`` of a warp (its arena's 32-bit view) into rows row0.. of ``out``."""
     mask = (np.uint64(1) << np.uint64(w)) - np.uint64(1)
@@ -194,7 +195,7 @@ def _unpack(a32, slots, nreg, maps, moff, epr, w, out, row0, cols):
                 j += 1
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def _pack(a32, slots, nreg, maps, moff, epr, w, tile, row0, cols, exp_w, known_w, ks):
     """Rows row0.. of ``tile`` into the D registers of a warp, and into its fence values (the executor's
     ``ws.expected.set_rows``)."""
@@ -489,7 +490,7 @@ def _wait(w, keep, ctl, state, cnt, rec, nw, R):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def _reads(row, ad, bd, reads, stamp, sv, delta):
     K = row[I_K]
     addr = np.empty((max(row[I_N], 64), K), np.int64)
@@ -500,7 +501,7 @@ def _reads(row, ad, bd, reads, stamp, sv, delta):
         _count(reads, stamp, sv, addr[:64], row[I_WA] // 8, delta)
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def _uniform64(a64, e, out):
     """Whether register ``e`` (a 64-bit slot) holds one value in all 32 lanes (into out[0])."""
     i = e & T.INDEX_MASK
