@@ -11,6 +11,13 @@ each other (``barrier.cluster``, mbarriers in another CTA's shared memory, multi
 * ``barrier.cluster.arrive`` / ``wait``: a thread's wait returns once every thread of the cluster has arrived
   (threads that exited count as arrived). A cluster in which no warp can go on, with no copy in flight, stops
   with a ``WarpSyncError`` that names every CTA, warp, lane range and what it waits for.
+* On the fast engine (``loop``: no seeded schedule, timeline or sanitizer) each CTA runs in the jitted CTA loop
+  (``fastcore.engine.FastCTA.run``), one CTA at a time in rank order: a CTA runs until none of its warps can go
+  on without another CTA (a ``barrier.cluster.wait``, an mbarrier a peer arrives on or a copy fills), then the
+  next CTA runs; the loops' arrays keep each CTA's state between its turns. The cluster instructions the loop
+  leaves to the executors run on the same arrays. When a whole pass over the CTAs changes nothing (or a CTA
+  needs the scheduler, e.g. a spin check), every CTA's state goes to the warp-by-warp scheduler above, which
+  goes on from there (and reports a deadlock with the same words).
 """
 from __future__ import annotations
 
@@ -31,6 +38,7 @@ class Cluster:
         self.ctas = []
         self.phase = 0              # barrier.cluster: completed phases
         self.version = 0
+        self.loop = False           # its CTAs run in the fast engine's CTA loop (set by the launch)
 
     # -- barrier.cluster -------------------------------------------------------------------------
     def _complete(self):
@@ -81,7 +89,65 @@ class Cluster:
     # -- the scheduler ---------------------------------------------------------------------------
     def run(self, rng=None):
         with np.errstate(all="ignore"):
+            if rng is None and all(c.fast_cta is not None for c in self.ctas):
+                return self._run_loops()
             return self._run(rng)
+
+    # -- the CTAs in the fast engine's CTA loop ----------------------------------------------------------------
+    def _state(self, c):
+        """What changes when a CTA moves on: its loop's PCs, exits, waits, registers, barrier counts (and the
+        cluster barrier's and the mbarriers' versions, compared beside it)."""
+        fc = c.fast_cta
+        au = c.__dict__.get("_au")
+        return (fc.pcs.tobytes(), fc.exited.tobytes(), fc.waiting.tobytes(), fc.arenas.tobytes(),
+                fc.bar_arrived.tobytes(), len(c.stalls), au.mbarriers.version if au is not None else 0)
+
+    def _run_loops(self):
+        """Each CTA in the CTA loop until it is done or waits on the others, in rank order, until every CTA is
+        done; the warp-by-warp scheduler (``_run``) takes over every CTA's state when a pass changes nothing or a
+        CTA needs it."""
+        from .fastcore.engine import BLOCKED
+        ctas = self.ctas
+        done = [False] * len(ctas)
+        while not all(done):
+            moved = False
+            version = self.version
+            for i, c in enumerate(ctas):
+                if done[i]:
+                    continue
+                before = self._state(c)
+                r = c.fast_cta.run(c, cluster=True)
+                if r is None:                   # the CTA ran to its end (its copies complete)
+                    done[i] = moved = True
+                    if c.__dict__.get("_au") is not None:
+                        c._au.pump()
+                    continue
+                if r is not BLOCKED:            # a spin check or a rule the scheduler applies: it takes over
+                    c.fast_cta = None
+                    return self._hand_over(done)
+                if self._state(c) != before:
+                    moved = True
+            if moved or self.version != version:
+                continue
+            if any(c.async_unit.pending for c in ctas):
+                for c in ctas:
+                    c.async_unit.pump()
+                continue
+            return self._hand_over(done)     # nothing moves: the scheduler lifts waits or reports the deadlock
+        for c in ctas:
+            check_wgmma_end(c)
+        return [c.warps for c in ctas]
+
+    def _hand_over(self, done):
+        """Every CTA still in the CTA loop hands its state (barriers, stalls, wgmma) to the warp-by-warp
+        scheduler, which runs the cluster on from there."""
+        for i, c in enumerate(self.ctas):
+            fc = c.fast_cta
+            if fc is not None:
+                if not done[i]:
+                    fc._handoff(c, len(c.warps), False)
+                c.fast_cta = None
+        return self._run(None)
 
     def _run(self, rng):
         ctas = self.ctas
