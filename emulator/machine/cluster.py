@@ -21,6 +21,8 @@ each other (``barrier.cluster``, mbarriers in another CTA's shared memory, multi
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ..errors import WarpSyncError, fail
@@ -109,6 +111,10 @@ class Cluster:
         from .fastcore.engine import BLOCKED
         ctas = self.ctas
         done = [False] * len(ctas)
+        self._done = done
+        self._ct = np.zeros((1 + len(ctas), 4), np.int64)       # the loop's table of the cluster (hopcall.CL_*)
+        for c in ctas:
+            c.fast_cta.cluster_hook = partial(self._tables, c)
         while not all(done):
             moved = False
             version = self.version
@@ -138,10 +144,33 @@ class Cluster:
             check_wgmma_end(c)
         return [c.warps for c in ctas]
 
+    def _tables(self, c, before):
+        """Before a run of CTA ``c`` in the CTA loop: its rank, the cluster's size and every CTA's mbarrier table
+        (raw pointer, rows in use; 0: none) and whether its shared memory still exists, for the rows that arrive
+        on another CTA's barriers (hopcall.py); returns the table's address. After the run: the changes the loop
+        made to each CTA's barriers move its ``MBarriers.version`` on."""
+        ct = self._ct
+        if before:
+            ct[0, 0], ct[0, 1] = c.rank, self.size
+            for r, p in enumerate(self.ctas):
+                au = p.__dict__.get("_au")
+                rows = au.mbarriers.rows if au is not None else None
+                ct[1 + r, 0] = rows.ctypes.data if rows is not None and rows.size else 0
+                ct[1 + r, 1] = au.mbarriers.used if au is not None else 0
+                ct[1 + r, 2] = not self._done[r]
+            return ct.ctypes.data
+        for r in np.flatnonzero(ct[1:, 3]).tolist():
+            self.ctas[r].async_unit.mbarriers.version += int(ct[1 + r, 3])
+            ct[1 + r, 3] = 0
+        return 0
+
     def _hand_over(self, done):
         """Every CTA still in the CTA loop hands its state (barriers, stalls, wgmma) to the warp-by-warp
         scheduler, which runs the cluster on from there."""
         for i, c in enumerate(self.ctas):
+            fc = c.fast_cta or c.__dict__.get("_fast_arrays")
+            if fc is not None:
+                fc.cluster_hook = None
             fc = c.fast_cta
             if fc is not None:
                 if not done[i]:

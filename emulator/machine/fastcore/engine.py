@@ -550,6 +550,7 @@ class FastCTA:
         self.launch, self.nw = launch, nw
         self.log_warp = launch.log_warp
         self.unkept = False         # set when nothing will read the CTA's warps after its run (no bank records kept)
+        self.cluster_hook = None    # a CTA of a cluster: fills the cluster's table (hopcall.CL_*) before each run
 
     def start(self, cta):
         """Set the loop's arrays up for ``cta`` before any warp object exists (``machine.cta.CTA``: the warps are
@@ -567,6 +568,7 @@ class FastCTA:
         blocks = tr.__dict__.setdefault("_cta_blocks", {})
         got = blocks.get(key)
         self.unkept = False
+        self.cluster_hook = None
         offsets = _OFFSETS[id(layout)][1]
         if self.__dict__.get("layout") is layout:       # a recycled FastCTA (FastLaunch.recycle): the same arrays,
             block = self.block                          # at the same addresses
@@ -743,6 +745,8 @@ class FastCTA:
             st[_EACH] = (cta.budget[0], cta.inflight_n, 0, smem_ptr, cta.smem.size, cta.params.shape[2],
                          _pointer(mbs.rows) if mbs is not None else 0, mbs.used if mbs is not None else 0, 0,
                          mbs.rows.shape[0] if mbs is not None else 0, 0)
+            hook = self.cluster_hook
+            st[T.S_CLUSTER] = hook(True) if hook is not None else 0     # (machine.cluster.Cluster._tables)
             self._enter(cta)
             # the warp loop run_cta calls through its address (ccall.K_RUN): looked up once per translation (the
             # arguments' types are the same at every launch of it; numba's typeof of them costs ~0.3 ms)
@@ -761,6 +765,8 @@ class FastCTA:
                     self.cst, self.issued, self.executed, self.param_ptrs, self.wbid, self.bar_arrived, self.bar_seq,
                     self.backs, tr.mufu_ptr, tr.mufu_size, fl.log_src, cp.dst, cp.data, cp.group, cp.meta,
                     cp.count, self.mbw, self.ysnap)
+            if hook is not None:
+                hook(False)
             if st[T.S_MBAR_CHANGED] or st[T.S_MBAR_REBUILT]:
                 if mbs is _NO_MBARRIERS:
                     raise AssertionError("the CTA loop changed the mbarrier table of a kernel without mbarriers")
