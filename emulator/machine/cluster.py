@@ -46,7 +46,14 @@ class Cluster:
     def _complete(self):
         """Advance the cluster barrier if every non-exited thread has arrived in the current phase."""
         for c in self.ctas:
-            for w in c.warps:
+            ws = c.warps
+            fc = c.__dict__.get("_fast_arrays")     # the CTA loop's arrays: every warp's exits in one (warps, 32)
+            arrived, phase = c.__dict__.get("cl_arrived"), c.__dict__.get("cl_phase")
+            if fc is not None and arrived is not None and all(w.exited.base is fc.exited.base for w in ws[:1]):
+                if (~fc.exited & ~(arrived & (phase == self.phase))).any():
+                    return False
+                continue
+            for w in ws:
                 if (~w.exited & ~(w.cl_arrived & (w.cl_phase == self.phase))).any():
                     return False
         self.phase += 1

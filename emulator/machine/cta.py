@@ -237,6 +237,7 @@ class CTA:
                 kw.fast = fast.attach(kw, fc.arenas[w] if fc is not None else None)
             ws.append(kw)
         self._warps = ws
+        self.cl_arrived, self.cl_phase = cl_arrived, cl_phase     # (every warp's rows: Cluster._complete)
         if fc is not None:
             fc.adopt(self, ws)                  # the state the CTA loop kept in its arrays so far
         return ws
