@@ -30,6 +30,9 @@ from ..ops.common import format_lanes
 from ..ops.wgmma.state import check_cta_end as check_wgmma_end
 
 
+BLOCKED = "blocked"     # what fastcore.engine.FastCTA.run(cluster=True) returns when the CTA waits on the others
+
+
 class Cluster:
     """The CTAs of one cluster (rank order) and the state they share: the cluster barrier."""
 
@@ -115,7 +118,6 @@ class Cluster:
         """Each CTA in the CTA loop until it is done or waits on the others, in rank order, until every CTA is
         done; the warp-by-warp scheduler (``_run``) takes over every CTA's state when a pass changes nothing or a
         CTA needs it."""
-        from .fastcore.engine import BLOCKED
         ctas = self.ctas
         done = [False] * len(ctas)
         self._done = done
@@ -135,7 +137,7 @@ class Cluster:
                     if c.__dict__.get("_au") is not None:
                         c._au.pump()
                     continue
-                if r is not BLOCKED:            # a spin check or a rule the scheduler applies: it takes over
+                if r != BLOCKED:                # a spin check or a rule the scheduler applies: it takes over
                     c.fast_cta = None
                     return self._hand_over(done)
                 if self._state(c) != before:

@@ -539,6 +539,7 @@ def _special(cta, w, values, name):
 
 
 BLOCKED = "blocked"     # FastCTA.run(cluster=True): no warp of the CTA can go on before another CTA of its cluster
+                        # (machine.cluster.BLOCKED)
 
 
 class FastCTA:
