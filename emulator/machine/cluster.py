@@ -107,12 +107,13 @@ class Cluster:
 
     # -- the CTAs in the fast engine's CTA loop ----------------------------------------------------------------
     def _state(self, c):
-        """What changes when a CTA moves on: its loop's PCs, exits, waits, registers, barrier counts (and the
-        cluster barrier's and the mbarriers' versions, compared beside it)."""
+        """What changes when a CTA moves on, but for its registers: its loop's PCs, exits, waits, barrier counts,
+        stalls and mbarriers' version (``_run_loops`` compares the registers only when these stayed the same
+        while instructions ran: a loop that spins with unchanged registers does not move)."""
         fc = c.fast_cta
         au = c.__dict__.get("_au")
-        return (fc.pcs.tobytes(), fc.exited.tobytes(), fc.waiting.tobytes(), fc.arenas.tobytes(),
-                fc.bar_arrived.tobytes(), len(c.stalls), au.mbarriers.version if au is not None else 0)
+        return (fc.pcs.tobytes(), fc.exited.tobytes(), fc.waiting.tobytes(), fc.bar_arrived.tobytes(),
+                len(c.stalls), au.mbarriers.version if au is not None else 0)
 
     def _run_loops(self):
         """Each CTA in the CTA loop until it is done or waits on the others, in rank order, until every CTA is
@@ -124,14 +125,17 @@ class Cluster:
         self._ct = np.zeros((1 + len(ctas), 4), np.int64)       # the loop's table of the cluster (hopcall.CL_*)
         for c in ctas:
             c.fast_cta.cluster_hook = partial(self._tables, c)
+        quiet = [False] * len(ctas)     # the CTA's last turn ran instructions without changing _state
         while not all(done):
             moved = False
             version = self.version
             for i, c in enumerate(ctas):
                 if done[i]:
                     continue
-                before = self._state(c)
-                r = c.fast_cta.run(c, cluster=True)
+                fc = c.fast_cta
+                before, issued = self._state(c), int(fc.issued.sum())
+                regs = fc.arenas.copy() if quiet[i] else None
+                r = fc.run(c, cluster=True)
                 if r is None:                   # the CTA ran to its end (its copies complete)
                     done[i] = moved = True
                     if c.__dict__.get("_au") is not None:
@@ -140,8 +144,13 @@ class Cluster:
                 if r != BLOCKED:                # a spin check or a rule the scheduler applies: it takes over
                     c.fast_cta = None
                     return self._hand_over(done)
+                quiet[i] = False
                 if self._state(c) != before:
                     moved = True
+                elif int(fc.issued.sum()) != issued:
+                    quiet[i] = True
+                    if regs is None or not np.array_equal(regs, fc.arenas):
+                        moved = True
             if moved or self.version != version:
                 continue
             if any(c.async_unit.pending for c in ctas):
