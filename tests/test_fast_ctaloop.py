@@ -360,11 +360,6 @@ class BulkRows:
         return sum(k for n, k in self.back.items() if n.startswith(("cp.async.bulk.tensor", "cp.reduce.async.bulk.tensor")))
 
 
-# cluster kernels whose registers depend on the order the CTAs ran in (the two engines interleave a cluster's CTAs
-# differently): their memory, PCs and logs are compared, their registers not
-ORDER_DEPENDENT = {"nvcc_cluster_dsmem_sm90a": "every CTA's atom.add on one counter: the old values it returns"}
-
-
 def _check_corpus(name, monkeypatch):
     case = corpus_lib.load_all()[name]
     got_r, ref = replay_outcome(case, "reference")
@@ -374,7 +369,7 @@ def _check_corpus(name, monkeypatch):
     if name not in corpus_lib.CANNOT_RUN:
         assert corpus_lib.mismatches(case, got_r) == [] and corpus_lib.mismatches(case, got_f) == []
     diffs = differences(ref, fast, clusters=corpus_lib.in_clusters(case))
-    if name in ORDER_DEPENDENT:
+    if name in corpus_lib.ORDER_DEPENDENT:
         diffs = [d for d in diffs if ": register " not in d]
     assert not diffs, diffs
     ho.n["tma_back"] = rows.tma()
