@@ -766,7 +766,8 @@ class FastCTA:
                     self.cst, self.issued, self.executed, self.param_ptrs, self.wbid, self.bar_arrived, self.bar_seq,
                     self.backs, tr.mufu_ptr, tr.mufu_size, fl.log_src, cp.dst, cp.data, cp.group, cp.meta,
                     cp.count, self.mbw, self.ysnap)
-            if hook is not None:
+            if hook is not None:         # (the table is this run's: a warp run alone later sees none)
+                st[T.S_CLUSTER] = 0
                 hook(False)
             if st[T.S_MBAR_CHANGED] or st[T.S_MBAR_REBUILT]:
                 if mbs is _NO_MBARRIERS:
