@@ -2,7 +2,7 @@
 the reference engine and beside sm_80 builds of the same Triton kernels, and what each kernel still hands
 back to the reference executors (a histogram by instruction), in one process.
 
-Kernels: sm_90a cases of tests/data/corpus (Triton, CuTe, clusters, and warp-specialised CUTLASS, ThunderKittens and
+Kernels: sm_90a cases of tests/data/corpus (Triton, CuTe, clusters of 2 and 4 CTAs, and warp-specialised CUTLASS, ThunderKittens and
 DeepGEMM kernels; replayed from their committed inputs, checked against the H100's
 outputs), Triton's 8-warp wgmma matmul on 256 x 256 x 128 (benchmarks/bench_kernel.py's ``mm_wgmma``), and
 Triton's 4-warp matmul in its sm_90a (wgmma) and sm_80 (mma.sync) builds on 256 x 256 x 128 (``mm_256_*``). Warm:
@@ -39,6 +39,11 @@ CASES = [   # (sm_90a case, its sm_80 build or None)
     ("cute_tutorial_wgmma_cpasync_tn_sm90a", None),
     ("cute_tutorial_wgmma_tma_tn_sm90a", None),
     ("nvcc_cluster_dsmem_sm90a", None),
+    ("cute_tutorial_wgmma_tma_nt_sm90a", None),     # clusters of 2 CTAs (their CTAs in the CTA loop, docs/speed.md)
+    ("cutlass_cluster1x2_f16_sm90a", None),
+    ("cutlass_cluster2x1_f16_sm90a", None),
+    ("nvcc_deepgemm_fp8_1d2d_256x256x512_mcast_a", None),
+    ("nvcc_deepgemm_fp8_1d2d_256x256x512_mcast_b", None),
     ("cutlass_pingpong_bf16_sm90a", None),          # warp-specialised: mbarriers, named barriers, TMA
     ("cutlass_cooperative_f16_sm90a", None),
     ("cutlass_streamk_f16_sm90a", None),

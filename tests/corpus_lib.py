@@ -89,6 +89,25 @@ def typed(case):
     return case
 
 
+# cluster kernels whose registers depend on the order the CTAs of a cluster run in (the two engines interleave them
+# differently; the outputs do not depend on it): engine comparisons leave their registers out
+ORDER_DEPENDENT = {"nvcc_cluster_dsmem_sm90a": "every CTA's atom.add on one counter: the old values it returns"}
+
+
+def in_clusters(case):
+    """Whether a case launches clusters of more than one CTA (its config's ``cluster``, or the kernel's
+    ``.reqnctapercluster``)."""
+    import re
+    cfg = case["config"]
+    dims = list(cfg.get("cluster") or [])
+    ptx = case["ptx"]
+    i = ptx.find(".entry " + cfg["kernel"] + "(")
+    m = re.search(r"\.reqnctapercluster\s+([\d\s,]+)", ptx[i:ptx.find("{", i)]) if i >= 0 else None
+    if m:
+        dims += [int(x) for x in m.group(1).replace(",", " ").split()]
+    return int(np.prod(dims or [1])) > 1
+
+
 def launch_args(case, g):
     """Place a case's inputs in ``g`` (a GlobalMemory); returns (the launch arguments, {array: (address,
     array)})."""

@@ -51,8 +51,11 @@ def memory_of(g):
     return [(b, buf.copy()) for b, buf in zip(g._bases, g._bufs)]
 
 
-def differences(ref, fast):
-    """Human-readable list of what differs between two outcomes (empty: bit-identical)."""
+def differences(ref, fast, clusters=False):
+    """Human-readable list of what differs between two outcomes (empty: bit-identical). ``clusters``: a launch in
+    clusters of several CTAs, which the two engines interleave differently (the reference warp by warp, the fast
+    engine CTA by CTA, docs/tma.md): how often waits were issued again (the instruction counts) may differ;
+    everything else may not."""
     diffs = []
     if "error" in ref or "error" in fast:
         if ref.get("error") != fast.get("error"):
@@ -64,7 +67,7 @@ def differences(ref, fast):
             diffs.append(f"global allocation {where}: bytes {bad} differ")
     if "error" in ref or "error" in fast:
         return diffs
-    for k in ("stdout", "instructions"):
+    for k in ("stdout",) if clusters else ("stdout", "instructions"):
         if ref[k] != fast[k]:
             diffs.append(f"{k}: {ref[k]!r} vs {fast[k]!r}")
     for key, (regs1, smem1, iss1, pc1, banks1) in ref["warps"].items():
@@ -84,7 +87,7 @@ def differences(ref, fast):
                              f"vs {b[lanes] if lanes != 'dtype' else b.dtype}")
         if smem1.tobytes() != smem2.tobytes():
             diffs.append(f"warp {key}: shared memory differs")
-        if iss1 != iss2 or (pc1 != pc2).any():
+        if (iss1 != iss2 and not clusters) or (pc1 != pc2).any():
             diffs.append(f"warp {key}: issued {iss1} vs {iss2}, pcs differ: {(pc1 != pc2).any()}")
         if banks1 != banks2:
             diffs.append(f"warp {key}: shared-memory access logs differ ({len(banks1)} vs {len(banks2)} records)")

@@ -11,14 +11,26 @@ each other (``barrier.cluster``, mbarriers in another CTA's shared memory, multi
 * ``barrier.cluster.arrive`` / ``wait``: a thread's wait returns once every thread of the cluster has arrived
   (threads that exited count as arrived). A cluster in which no warp can go on, with no copy in flight, stops
   with a ``WarpSyncError`` that names every CTA, warp, lane range and what it waits for.
+* On the fast engine (``loop``: no seeded schedule, timeline or sanitizer) each CTA runs in the jitted CTA loop
+  (``fastcore.engine.FastCTA.run``), one CTA at a time in rank order: a CTA runs until none of its warps can go
+  on without another CTA (a ``barrier.cluster.wait``, an mbarrier a peer arrives on or a copy fills), then the
+  next CTA runs; the loops' arrays keep each CTA's state between its turns. The cluster instructions the loop
+  leaves to the executors run on the same arrays. When a whole pass over the CTAs changes nothing (or a CTA
+  needs the scheduler, e.g. a spin check), every CTA's state goes to the warp-by-warp scheduler above, which
+  goes on from there (and reports a deadlock with the same words).
 """
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 
 from ..errors import WarpSyncError, fail
 from ..ops.common import format_lanes
 from ..ops.wgmma.state import check_cta_end as check_wgmma_end
+
+
+BLOCKED = "blocked"     # what fastcore.engine.FastCTA.run(cluster=True) returns when the CTA waits on the others
 
 
 class Cluster:
@@ -31,12 +43,20 @@ class Cluster:
         self.ctas = []
         self.phase = 0              # barrier.cluster: completed phases
         self.version = 0
+        self.loop = False           # its CTAs run in the fast engine's CTA loop (set by the launch)
 
     # -- barrier.cluster -------------------------------------------------------------------------
     def _complete(self):
         """Advance the cluster barrier if every non-exited thread has arrived in the current phase."""
         for c in self.ctas:
-            for w in c.warps:
+            ws = c.warps
+            fc = c.__dict__.get("_fast_arrays")     # the CTA loop's arrays: every warp's exits in one (warps, 32)
+            arrived, phase = c.__dict__.get("cl_arrived"), c.__dict__.get("cl_phase")
+            if fc is not None and arrived is not None and all(w.exited.base is fc.exited.base for w in ws[:1]):
+                if (~fc.exited & ~(arrived & (phase == self.phase))).any():
+                    return False
+                continue
+            for w in ws:
                 if (~w.exited & ~(w.cl_arrived & (w.cl_phase == self.phase))).any():
                     return False
         self.phase += 1
@@ -81,7 +101,100 @@ class Cluster:
     # -- the scheduler ---------------------------------------------------------------------------
     def run(self, rng=None):
         with np.errstate(all="ignore"):
+            if rng is None and all(c.fast_cta is not None for c in self.ctas):
+                return self._run_loops()
             return self._run(rng)
+
+    # -- the CTAs in the fast engine's CTA loop ----------------------------------------------------------------
+    def _state(self, c):
+        """What changes when a CTA moves on, but for its registers: its loop's PCs, exits, waits, barrier counts,
+        stalls and mbarriers' version (``_run_loops`` compares the registers only when these stayed the same
+        while instructions ran: a loop that spins with unchanged registers does not move)."""
+        fc = c.fast_cta
+        au = c.__dict__.get("_au")
+        return (fc.pcs.tobytes(), fc.exited.tobytes(), fc.waiting.tobytes(), fc.bar_arrived.tobytes(),
+                len(c.stalls), au.mbarriers.version if au is not None else 0)
+
+    def _run_loops(self):
+        """Each CTA in the CTA loop until it is done or waits on the others, in rank order, until every CTA is
+        done; the warp-by-warp scheduler (``_run``) takes over every CTA's state when a pass changes nothing or a
+        CTA needs it."""
+        ctas = self.ctas
+        done = [False] * len(ctas)
+        self._done = done
+        self._ct = np.zeros((1 + len(ctas), 4), np.int64)       # the loop's table of the cluster (hopcall.CL_*)
+        for c in ctas:
+            c.fast_cta.cluster_hook = partial(self._tables, c)
+        quiet = [False] * len(ctas)     # the CTA's last turn ran instructions without changing _state
+        while not all(done):
+            moved = False
+            version = self.version
+            for i, c in enumerate(ctas):
+                if done[i]:
+                    continue
+                fc = c.fast_cta
+                before, issued = self._state(c), int(fc.issued.sum())
+                regs = fc.arenas.copy() if quiet[i] else None
+                r = fc.run(c, cluster=True)
+                if r is None:                   # the CTA ran to its end (its copies complete)
+                    done[i] = moved = True
+                    if c.__dict__.get("_au") is not None:
+                        c._au.pump()
+                    continue
+                if r != BLOCKED:                # a spin check or a rule the scheduler applies: it takes over
+                    c.fast_cta = None
+                    return self._hand_over(done)
+                quiet[i] = False
+                if self._state(c) != before:
+                    moved = True
+                elif int(fc.issued.sum()) != issued:
+                    quiet[i] = True
+                    if regs is None or not np.array_equal(regs, fc.arenas):
+                        moved = True
+            if moved or self.version != version:
+                continue
+            if any(c.async_unit.pending for c in ctas):
+                for c in ctas:
+                    c.async_unit.pump()
+                continue
+            return self._hand_over(done)     # nothing moves: the scheduler lifts waits or reports the deadlock
+        for c in ctas:
+            check_wgmma_end(c)
+        return [c.warps for c in ctas]
+
+    def _tables(self, c, before):
+        """Before a run of CTA ``c`` in the CTA loop: its rank, the cluster's size and every CTA's mbarrier table
+        (raw pointer, rows in use; 0: none) and whether its shared memory still exists, for the rows that arrive
+        on another CTA's barriers (hopcall.py); returns the table's address. After the run: the changes the loop
+        made to each CTA's barriers move its ``MBarriers.version`` on."""
+        ct = self._ct
+        if before:
+            ct[0, 0], ct[0, 1] = c.rank, self.size
+            for r, p in enumerate(self.ctas):
+                au = p.__dict__.get("_au")
+                rows = au.mbarriers.rows if au is not None else None
+                ct[1 + r, 0] = rows.ctypes.data if rows is not None and rows.size else 0
+                ct[1 + r, 1] = au.mbarriers.used if au is not None else 0
+                ct[1 + r, 2] = not self._done[r]
+            return ct.ctypes.data
+        for r in np.flatnonzero(ct[1:, 3]).tolist():
+            self.ctas[r].async_unit.mbarriers.version += int(ct[1 + r, 3])
+            ct[1 + r, 3] = 0
+        return 0
+
+    def _hand_over(self, done):
+        """Every CTA still in the CTA loop hands its state (barriers, stalls, wgmma) to the warp-by-warp
+        scheduler, which runs the cluster on from there."""
+        for i, c in enumerate(self.ctas):
+            fc = c.fast_cta or c.__dict__.get("_fast_arrays")
+            if fc is not None:
+                fc.cluster_hook = None
+            fc = c.fast_cta
+            if fc is not None:
+                if not done[i]:
+                    fc._handoff(c, len(c.warps), False)
+                c.fast_cta = None
+        return self._run(None)
 
     def _run(self, rng):
         ctas = self.ctas

@@ -116,11 +116,12 @@ class CTA:
             _SOLO if cluster is None else (cluster.dims, bool(cluster.explicit)))
         # the fast engine's CTA loop (barriers included), when the kernel allows it; its arrays hold the state of
         # every warp (arenas, PCs, exit and wait masks), which the warps' own attributes are views of. The CTAs of
-        # a cluster wait on each other, so they step warp by warp under the cluster's scheduler instead.
+        # a cluster run in it too, one at a time, when the cluster's scheduler allows it (``Cluster.loop``: it
+        # switches CTAs when one waits on the others); else they step warp by warp under that scheduler.
         # Spin checks (machine/spin.py) come back from the CTA loop at their backward branches; when one holds
         # lanes or parks a warp, this scheduler takes the CTA over from there (FastCTA.run).
         fast_cta = fast.cta_arrays(nwarps) if (fast is not None and self._rng is None and not timeline
-                                               and (cluster is None or cluster.size == 1)) else None
+                                               and (cluster is None or cluster.size == 1 or cluster.loop)) else None
         self._same, self._per_warp = same, per_warp
         self._make = (gmem, options, param_init, local_bases, trace, var_addrs, profile, fast)
         if fast_cta is not None:
@@ -236,6 +237,7 @@ class CTA:
                 kw.fast = fast.attach(kw, fc.arenas[w] if fc is not None else None)
             ws.append(kw)
         self._warps = ws
+        self.cl_arrived, self.cl_phase = cl_arrived, cl_phase     # (every warp's rows: Cluster._complete)
         if fc is not None:
             fc.adopt(self, ws)                  # the state the CTA loop kept in its arrays so far
         return ws

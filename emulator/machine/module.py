@@ -593,6 +593,7 @@ class Module:
             for cy in range(ncl[1]):
                 for cx in range(ncl[0]):
                     cl = Cluster((cx, cy, cz), cdims, explicit)
+                    cl.loop = self._san is None     # its CTAs in the CTA loop (when the engine allows it)
                     for z in range(cdims[2]):
                         for y in range(cdims[1]):
                             for x in range(cdims[0]):

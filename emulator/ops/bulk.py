@@ -91,6 +91,14 @@ def _shared_idx(warp, text, addr, nbytes, lane):
     return np.arange(addr, addr + nbytes)
 
 
+def _count(inflight, idx, delta):
+    """``np.add.at(inflight, idx, delta)`` (an index may repeat): a box's thousands of bytes through one bincount."""
+    if idx.size < 512:
+        np.add.at(inflight, idx, delta)
+    else:
+        inflight += (np.bincount(idx, minlength=inflight.size) * delta).astype(inflight.dtype)
+
+
 def _land(warp, copy, idx, data, mbar, nbytes, text):
     """Complete a load: write shared bytes, release their in-flight marks, signal complete_tx."""
     def complete():
@@ -100,7 +108,7 @@ def _land(warp, copy, idx, data, mbar, nbytes, text):
             if mbar is not None:
                 warp.san.mbar_tx(warp.async_unit, mbar, snap)
         warp.smem[idx] = data
-        np.subtract.at(warp.smem_inflight, idx, 1)
+        _count(warp.smem_inflight, idx, -1)
         warp._inflight_n -= 1
         warp.async_unit.dirty[idx] = False
         if mbar is not None:
@@ -112,7 +120,7 @@ def _start_load(warp, text, lane, idx, data, mbar, nbytes, info, issuer=None):
     flat = idx.reshape(-1)
     if warp.san is not None and issuer is not None and issuer.san is warp.san:
         info["san"] = warp.san.snapshot(issuer, lane)
-    np.add.at(warp.smem_inflight, flat, 1)
+    _count(warp.smem_inflight, flat, 1)
     warp._inflight_n += 1
     queue_load(warp, text, lane, flat, data.reshape(-1), mbar, nbytes, info)
 

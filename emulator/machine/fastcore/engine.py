@@ -554,6 +554,10 @@ def _special(cta, w, values, name):
     return Warp.special(_Fresh, name)
 
 
+BLOCKED = "blocked"     # FastCTA.run(cluster=True): no warp of the CTA can go on before another CTA of its cluster
+                        # (machine.cluster.BLOCKED)
+
+
 class FastCTA:
     """A CTA run by the jitted CTA loop (``loop.run_cta``): the warps' arenas, PCs, exit and wait masks live
     in (warps, ...) arrays whose rows are the warps' own arrays, so Python (which runs the instructions the
@@ -563,6 +567,7 @@ class FastCTA:
         self.launch, self.nw = launch, nw
         self.log_warp = launch.log_warp
         self.unkept = False         # set when nothing will read the CTA's warps after its run (no bank records kept)
+        self.cluster_hook = None    # a CTA of a cluster: fills the cluster's table (hopcall.CL_*) before each run
 
     def start(self, cta):
         """Set the loop's arrays up for ``cta`` before any warp object exists (``machine.cta.CTA``: the warps are
@@ -580,6 +585,7 @@ class FastCTA:
         blocks = tr.__dict__.setdefault("_cta_blocks", {})
         got = blocks.get(key)
         self.unkept = False
+        self.cluster_hook = None
         offsets = _OFFSETS[id(layout)][1]
         if self.__dict__.get("layout") is layout:       # a recycled FastCTA (FastLaunch.recycle): the same arrays,
             block = self.block                          # at the same addresses
@@ -696,10 +702,15 @@ class FastCTA:
         own = cta.own_specials
         return vals, [(int(index[j, 0]), n) for j, n in enumerate(names) if n in own]
 
-    def run(self, cta):
+    def run(self, cta, cluster=False):
         """Run the CTA to its end; the instructions the loop hands back run through ``cta._step``. Returns None,
         or (warp, parked, progressed) when a spin check held lanes back or parked a warp: the scheduler of
-        ``machine.cta`` then goes on from that warp, with the barrier state handed over (``_handoff``)."""
+        ``machine.cta`` then goes on from that warp, with the barrier state handed over (``_handoff``).
+
+        ``cluster``: a CTA of a cluster of several (``machine.cluster.Cluster.run``): lanes an executor stalls
+        (``barrier.cluster.wait``, an mbarrier the loop leaves to Python) wait in ``cta.stalls`` while the loop runs
+        the other warps, and a round in which no warp can go on returns BLOCKED (the other CTAs run; a later call
+        goes on from the loop's arrays) instead of handing the CTA to the scheduler."""
         fl = self.launch
         run_cta = fl._run_cta
         tr = fl.tr
@@ -734,6 +745,8 @@ class FastCTA:
             ctl[B.C_GRP], ctl[B.C_GRPN] = self.grp.ctypes.data, self.grp.shape[0]
             ctl[B.C_INFL], ctl[B.C_DIRTYP] = cta.smem_inflight.ctypes.data, unit.dirty.ctypes.data
         while True:
+            if cluster and cta.stalls:      # lanes an executor stalled whose wait is over (CTA._wake)
+                cta._wake()
             if stage is not None:
                 # the loop completes its staged copies itself (bulkx.pump, bulkx.groups) while the async unit holds
                 # none of its own (theirs were issued before and complete first: then it hands them over)
@@ -749,6 +762,8 @@ class FastCTA:
             st[_EACH] = (cta.budget[0], cta.inflight_n, 0, smem_ptr, cta.smem.size, cta.params.shape[2],
                          _pointer(mbs.rows) if mbs is not None else 0, mbs.used if mbs is not None else 0, 0,
                          mbs.rows.shape[0] if mbs is not None else 0, 0)
+            hook = self.cluster_hook
+            st[T.S_CLUSTER] = hook(True) if hook is not None else 0     # (machine.cluster.Cluster._tables)
             self._enter(cta)
             # the warp loop run_cta calls through its address (ccall.K_RUN): looked up once per translation (the
             # arguments' types are the same at every launch of it; numba's typeof of them costs ~0.3 ms)
@@ -767,6 +782,9 @@ class FastCTA:
                     self.cst, self.issued, self.executed, self.param_ptrs, self.wbid, self.bar_arrived, self.bar_seq,
                     self.backs, tr.mufu_ptr, tr.mufu_size, fl.log_src, cp.dst, cp.data, cp.group, cp.meta,
                     cp.count, self.mbw, self.ysnap)
+            if hook is not None:         # (the table is this run's: a warp run alone later sees none)
+                st[T.S_CLUSTER] = 0
+                hook(False)
             if st[T.S_MBAR_CHANGED] or st[T.S_MBAR_REBUILT]:
                 if mbs is _NO_MBARRIERS:
                     raise AssertionError("the CTA loop changed the mbarrier table of a kernel without mbarriers")
@@ -812,6 +830,15 @@ class FastCTA:
                     self.cst[T.C_PROGRESSED] = self.cst[T.C_VERCHG] = self.cst[T.C_YIELDED] = 0
                     self.cst[T.C_WARP] = 0
                     continue
+                if cluster:             # the CTA waits on its cluster (or on lanes the scheduler must lift)
+                    n = len(cta.stalls)
+                    if n:
+                        cta._wake()
+                    self.cst[T.C_PROGRESSED] = self.cst[T.C_VERCHG] = self.cst[T.C_YIELDED] = 0
+                    self.cst[T.C_WARP] = 0
+                    if len(cta.stalls) != n:
+                        continue
+                    return BLOCKED
                 if (wg is not None and wg.used()) or self.cst[T.C_NSTALL] or (~self.exited & ~self.waiting).any():
                     # a deadlock the scheduler reports (wgmma or mbarrier waits), or lane groups that wait at joins
                     # for lanes parked elsewhere (the scheduler lifts the waits): from the round's end
@@ -838,6 +865,7 @@ class FastCTA:
             version = mbs.version if mbs is not None else 0
             last = w._last_yield
             commits = ws[0]._async.commits
+            nstalls = len(cta.stalls)
             try:
                 r = cta._step(w, int(st[T.S_PC]), mask, False)
             finally:
@@ -850,7 +878,7 @@ class FastCTA:
             if w.regs.other or self.mbw[k, T.MB_W, T.MW_XVER]:
                 self.mbw[k, T.MB_W, T.MW_XVER] = self._xver(w)
             from ..cta import PARK
-            if r is PARK or w.held.any():
+            if (r is PARK and not (cluster and len(cta.stalls) > nstalls)) or w.held.any():
                 return self._handoff(cta, k, r is PARK, w._last_yield is not last)
             if mbs is not None and mbs.version != version:
                 self.cst[T.C_VERCHG] = 1

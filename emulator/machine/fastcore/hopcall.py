@@ -36,9 +36,48 @@ def _addresses(row, imrow, out, a8, a16, a32, a64, field=T.A, slot=T.IMM_OFFSET)
         out[lane] = (out[lane] + off) & np.uint64(0xFFFFFFFF) if wrap32 else out[lane] + off
 
 
+# the cluster's table (state S_CLUSTER; machine.cluster fills it before each run of a CTA): row 0 holds the running
+# CTA's rank and the cluster's size, row 1 + r the mbarrier table of CTA rank r (raw pointer, rows in use), whether
+# its shared memory still exists (1) and the changes the loop made to its barriers
+CL_ROW = 4
+CL_RANK, CL_SIZE = 0, 1
+CL_TAB, CL_N, CL_ALIVE, CL_CHANGED = 0, 1, 2, 3
+
+
+@njit(cache=True, _nrt=False)
+def _cluster_rank(ct, a):
+    """The rank of the other CTA a shared::cluster address names (memory.dsmem: bits 24..31 hold the rank minus
+    the own rank), or -1 when it is outside the window or the cluster, or that CTA's shared memory is gone (the
+    executor raises)."""
+    if a >= 1 << 32:
+        return np.int64(-1)
+    own = np.int64(_peek64(ct + 8 * CL_RANK))
+    size = np.int64(_peek64(ct + 8 * CL_SIZE))
+    r = (own + (a >> SHIFT)) & 0xFF
+    if r >= size or r == own or np.int64(_peek64(ct + 8 * (CL_ROW * (1 + r) + CL_ALIVE))) == 0:
+        return np.int64(-1)
+    return r
+
+
+@njit(cache=True, _nrt=False)
+def _cluster_tables(ct, save):
+    """mb_save (or mb_restore) on the mbarrier tables of the cluster's other CTAs."""
+    own = np.int64(_peek64(ct + 8 * CL_RANK))
+    for r in range(np.int64(_peek64(ct + 8 * CL_SIZE))):
+        if r != own:
+            t = np.int64(_peek64(ct + 8 * (CL_ROW * (1 + r) + CL_TAB)))
+            tn = np.int64(_peek64(ct + 8 * (CL_ROW * (1 + r) + CL_N)))
+            if t != 0:
+                if save:
+                    mb_save(t, tn)
+                else:
+                    mb_restore(t, tn)
+
+
 @njit(cache=True, _nrt=False)
 def _mbarrier(kind, row, imrow, em, state, a8, a16, a32, a64, xa, xb, xr):
-    """K_MB_ARRIVE, K_MB_TX, K_MB_WAIT on barriers of this CTA (shared offsets below 2^24): lane after lane in
+    """K_MB_ARRIVE, K_MB_TX, K_MB_WAIT on barriers of this CTA (shared offsets below 2^24), and arrivals and tx
+    counts on barriers of the cluster's other CTAs (shared::cluster addresses, state S_CLUSTER): lane after lane in
     ascending order, as ops.mbarrier applies them; 1 when a lane breaks a rule or a wait has not completed
     (every row as it was: the executor raises, or stalls the lanes)."""
     tab = state[T.S_MBAR]
@@ -80,28 +119,49 @@ def _mbarrier(kind, row, imrow, em, state, a8, a16, a32, a64, xa, xb, xr):
         return 0
     if row[T.B] != -1:
         _gather(row[T.B], 32, 0, xb, a8, a16, a32, a64, imrow)
+    ct = state[T.S_CLUSTER]
+    remote = False
+    for lane in range(LANES):
+        if (em >> lane) & 1 and np.int64(xa[lane]) >= 1 << SHIFT:
+            remote = True
+    if remote and ct == 0:
+        return 1
     mb_save(tab, n)
+    if remote:
+        _cluster_tables(ct, True)
     for lane in range(LANES):
         if (em >> lane) & 1:
             a = np.int64(xa[lane])
-            i = mb_find(tab, n, a) if 0 <= a < 1 << SHIFT else -1
+            t, tn, r = tab, n, np.int64(-1)
+            if a >= 1 << SHIFT:                   # a barrier of another CTA of the cluster (memory.dsmem)
+                r = _cluster_rank(ct, a)
+                if r >= 0:
+                    t, tn = _peek64(ct + 8 * (CL_ROW * (1 + r) + CL_TAB)), _peek64(ct + 8 * (CL_ROW * (1 + r) + CL_N))
+                    t, tn = np.int64(t), np.int64(tn)
+                    a = a & OFFSET_MASK
+            i = mb_find(t, tn, a) if 0 <= a < 1 << SHIFT and (r >= 0 or t == tab) else -1
             ok = i >= 0
+            if ok and r >= 0:                     # (Python adds the changes to that CTA's MBarriers.version)
+                p = ct + 8 * (CL_ROW * (1 + r) + CL_CHANGED)
+                _poke64(p, np.uint64(np.int64(_peek64(p)) + 1))
             if ok and kind == K_MB_TX:            # Y: 0 = expect_tx, 1 = complete_tx
                 nb = np.int64(xb[lane])
-                ok = mb_complete_tx(tab, i, nb) if y == 1 else mb_expect_tx(tab, i, nb)
+                ok = mb_complete_tx(t, i, nb) if y == 1 else mb_expect_tx(t, i, nb)
             elif ok:
                 cnt = np.int64(1)
                 if y & MB_EXPECT:
-                    ok = mb_expect_tx(tab, i, np.int64(xb[lane]))
+                    ok = mb_expect_tx(t, i, np.int64(xb[lane]))
                 elif y & MB_COUNT:
                     cnt = np.int64(xb[lane])
                     ok = 1 <= cnt <= COUNT_MAX
                 if ok:
-                    st = mb_arrive(tab, i, cnt, y & MB_DROP != 0)
+                    st = mb_arrive(t, i, cnt, y & MB_DROP != 0)
                     ok = st != -1
                     xr[lane] = np.uint64(st)
             if not ok:
                 mb_restore(tab, n)
+                if remote:
+                    _cluster_tables(ct, False)
                 return 1
     state[T.S_MBAR_CHANGED] += 1
     if kind == K_MB_ARRIVE and row[T.D] != -1:

@@ -167,7 +167,9 @@ S_BARSEQ, S_BARCNT, S_BAR_ID, S_BAR_CNT = 30, 31, 32, 33   # the CTA loop's barr
 S_MBINIT, S_MBAR_CAP, S_MBAR_REBUILT = 34, 35, 36   # 1: mbarrier.init/inval run in the loop (the CTA loop, which
                               # gives MBarriers its Python objects back); the table's rows; 1: the loop added or freed
 S_BULK = 37                   # the staging area of the TMA rows (bulkx.Staging's control vector; 0: they go back)
-NSTATE = 38              # S_CTA: 1 when the CTA loop (run_cta) runs the warp (it arrives at ST_BAR itself);
+S_CLUSTER = 38                # the CTA's cluster (hopcall.py: CL_* rows of raw pointers; 0: a CTA alone, remote rows
+                              # go back)
+NSTATE = 39              # S_CTA: 1 when the CTA loop (run_cta) runs the warp (it arrives at ST_BAR itself);
                    # S_BACK: backward branches the warp took; S_SPIN_CHECK: machine.cta.SPIN_CHECK;
                    # S_WG_REGS: 1 while wgmma.mma_async of this warp hold registers (rows with WG go back);
                    # S_WG_SMEM: 1 while wgmma.mma_async of the CTA read shared memory (cp.async goes back)
