@@ -8,7 +8,7 @@ import numpy as np
 from . import table as T
 from . import ccall as C
 from .fmath import TABLES, float_rows
-from .regs import I0, I32, _gather, _scatter
+from .regs import I0, I32, _g32, _gather, _is32, _s32, _scatter
 
 LANES = 32
 NTAB = len(TABLES)
@@ -26,12 +26,25 @@ def entry(em, prow, pimm, parena, n, pscratch):
     ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
     xa, xb, xc, xr = s[3], s[4], s[5], s[6]
     opc, w, sgn = row[T.OP], row[T.W], row[T.SGN]
-    _gather(row[T.A], w, sgn, xa, a8, a16, a32, a64, imrow)
-    if row[T.B] != -1:
-        _gather(row[T.B], w, sgn, xb, a8, a16, a32, a64, imrow)
-    if row[T.C] != -1:
-        _gather(row[T.C], w, sgn, xc, a8, a16, a32, a64, imrow)
+    ea, eb, ec, ed = row[T.A], row[T.B], row[T.C], row[T.D]
+    # 32-bit registers and immediates: plain copies (_g32), as _gather reads them at 32 bits
+    if w == 32 and _is32(ea) and (eb == -1 or _is32(eb)) and (ec == -1 or _is32(ec)):
+        _g32(ea, xa, a32, imrow)
+        if eb != -1:
+            _g32(eb, xb, a32, imrow)
+        if ec != -1:
+            _g32(ec, xc, a32, imrow)
+    else:
+        _gather(ea, w, sgn, xa, a8, a16, a32, a64, imrow)
+        if eb != -1:
+            _gather(eb, w, sgn, xb, a8, a16, a32, a64, imrow)
+        if ec != -1:
+            _gather(ec, w, sgn, xc, a8, a16, a32, a64, imrow)
     float_rows(opc, row[T.X], row[T.Y], row[T.Z], em, xa, xb, xc, xr, C.i64_1d(ctx[C.K_MPTR], NTAB),
                C.i64_1d(ctx[C.K_MSZ], NTAB))
-    _scatter(row[T.D], xr, em, row[T.V0] if opc == T.FCVT else I32, I0, a8, a16, a32, a64)
+    tw = row[T.V0] if opc == T.FCVT else I32
+    if tw == 32 and ed >= 0 and ed >> T.CLASS_SHIFT == T.R32:
+        _s32(ed, xr, em, a32)                       # (_scatter at 32 bits into a 32-bit register: the low bits)
+    else:
+        _scatter(ed, xr, em, tw, I0, a8, a16, a32, a64)
     return 0
