@@ -150,7 +150,7 @@ def _movunpack(row, imrow, em, a8, a16, a32, a64, xa, xr):
 
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _fast32(opc, row, imrow, em, a8, a32, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64):
     """The common 32-bit rows with every operand a 32-bit register or an immediate (predicates for SELP's c
     and SETP's destinations), as the general path below computes them, without its width and sign steps
@@ -239,45 +239,39 @@ def _fast32(opc, row, imrow, em, a8, a32, xa, xb, xc, xr, xq, fu32, ff32, fu64, 
         return 1
     if ed < 0 or ed >> T.CLASS_SHIFT != T.R32:
         return 0
-    if opc == T.MOV:
-        _g32(ea, xa, a32, imrow)
-        _s32(ed, xa, em, a32)
-        return 1
+    # the sources: A always, B but for mov/not, C of mad.lo; selp's c is a predicate register (read in its loop)
     if opc == T.SELP:
-        if not _is32(eb) or ec < 0 or ec >> T.CLASS_SHIFT != T.PRED:
+        if ec < 0 or ec >> T.CLASS_SHIFT != T.PRED:
             return 0
-        _g32(ea, xa, a32, imrow)
+    elif opc == T.MAD_LO:
+        if not _is32(ec):
+            return 0
+    elif not (opc == T.MOV or opc == T.NOT or opc == T.ADD or opc == T.SUB or opc == T.MUL_LO or opc == T.AND or
+              opc == T.OR or opc == T.XOR or opc == T.SHL or (opc == T.SHR and sgn == 0)):
+        return 0
+    nb = opc != T.MOV and opc != T.NOT
+    if nb and not _is32(eb):
+        return 0
+    _g32(ea, xa, a32, imrow)
+    if nb:
         _g32(eb, xb, a32, imrow)
+    if opc == T.MAD_LO:
+        _g32(ec, xc, a32, imrow)
+    if opc == T.MOV:
+        for lane in range(LANES):
+            xr[lane] = xa[lane]
+    elif opc == T.SELP:
         k = ec & T.INDEX_MASK
         cneg = row[T.CNEG] == 1
         for lane in range(LANES):
             xr[lane] = xa[lane] if (a8[k + lane] != 0) != cneg else xb[lane]
-        _s32(ed, xr, em, a32)
-        return 1
-    if opc == T.NOT:
-        _g32(ea, xa, a32, imrow)
+    elif opc == T.NOT:
         for lane in range(LANES):
             xr[lane] = ~xa[lane]
-        _s32(ed, xr, em, a32)
-        return 1
-    if not _is32(eb):
-        return 0
-    if opc == T.MAD_LO:
-        if not _is32(ec):
-            return 0
-        _g32(ea, xa, a32, imrow)
-        _g32(eb, xb, a32, imrow)
-        _g32(ec, xc, a32, imrow)
+    elif opc == T.MAD_LO:
         for lane in range(LANES):
             xr[lane] = xa[lane] * xb[lane] + xc[lane]
-        _s32(ed, xr, em, a32)
-        return 1
-    if not (opc == T.ADD or opc == T.SUB or opc == T.MUL_LO or opc == T.AND or opc == T.OR or opc == T.XOR or
-            opc == T.SHL or (opc == T.SHR and sgn == 0)):
-        return 0
-    _g32(ea, xa, a32, imrow)
-    _g32(eb, xb, a32, imrow)
-    if opc == T.ADD:
+    elif opc == T.ADD:
         for lane in range(LANES):
             xr[lane] = xa[lane] + xb[lane]
     elif opc == T.SUB:
@@ -307,77 +301,69 @@ def _fast32(opc, row, imrow, em, a8, a32, xa, xb, xc, xr, xq, fu32, ff32, fu64, 
     return 1
 
 
-
-
-
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _fast64(opc, row, imrow, em, a32, a64, xa, xb, xc, xr):
     """As ``_fast32`` for the 64-bit rows (address arithmetic): add/sub/mul.lo/and/or/xor/mov/shl/shr.u of 64-bit
     registers, mul.wide/mad.wide of 32-bit ones, cvt between 32- and 64-bit integers. 1 when done."""
     w = row[T.W]
     sgn = row[T.SGN]
     ea, eb, ec, ed = row[T.A], row[T.B], row[T.C], row[T.D]
+    if ed < 0:
+        return 0
+    dc = ed >> T.CLASS_SHIFT
+    # the forms: the widths of A and B (32: _g32, 64: _g64), whether B and C are read, the destination's class
     if opc == T.MUL_WIDE or opc == T.MAD_WIDE:
-        if w != 32 or not _is32(ea) or not _is32(eb) or ed < 0 or ed >> T.CLASS_SHIFT != T.R64 or \
-                (opc == T.MAD_WIDE and not _is64(ec)):
+        if w != 32 or not _is32(ea) or not _is32(eb) or dc != T.R64 or (opc == T.MAD_WIDE and not _is64(ec)):
             return 0
+        nb = 32
+    elif opc == T.CVT_II:           # (the destination's signedness changes nothing here)
+        if not ((w == 32 and row[T.X] == 64 and _is32(ea) and dc == T.R64) or
+                (w == 64 and row[T.X] == 32 and _is64(ea) and dc == T.R32)):
+            return 0
+        nb = 0
+    else:
+        if w != 64 or not _is64(ea) or dc != T.R64:
+            return 0
+        if opc == T.MOV:
+            nb = 0
+        elif opc == T.SHL or (opc == T.SHR and sgn == 0):
+            if not _is32(eb):                       # (the amount: a .u32 operand)
+                return 0
+            nb = 32
+        elif opc == T.ADD or opc == T.SUB or opc == T.MUL_LO or opc == T.AND or opc == T.OR or opc == T.XOR:
+            if not _is64(eb):
+                return 0
+            nb = 64
+        else:
+            return 0
+    if w == 32:
         _g32(ea, xa, a32, imrow)
+    else:
+        _g64(ea, xa, a64, imrow)
+    if nb == 32:
         _g32(eb, xb, a32, imrow)
-        if sgn:
-            for lane in range(LANES):
-                xa[lane] = _sext(xa[lane], 32)
-                xb[lane] = _sext(xb[lane], 32)
-        if opc == T.MAD_WIDE:
-            _g64(ec, xc, a64, imrow)
-            for lane in range(LANES):
-                xr[lane] = xa[lane] * xb[lane] + xc[lane]
-        else:
-            for lane in range(LANES):
-                xr[lane] = xa[lane] * xb[lane]
-        _s64(ed, xr, em, a64)
-        return 1
-    if opc == T.CVT_II:
-        if ed < 0:                                  # (the destination's signedness changes nothing here)
-            return 0
-        if w == 32 and row[T.X] == 64 and _is32(ea) and ed >> T.CLASS_SHIFT == T.R64:      # widen
-            _g32(ea, xa, a32, imrow)
+    elif nb == 64:
+        _g64(eb, xb, a64, imrow)
+    if opc == T.MAD_WIDE:
+        _g64(ec, xc, a64, imrow)
+    if opc == T.MUL_WIDE or opc == T.MAD_WIDE:
+        for lane in range(LANES):
+            x, y = xa[lane], xb[lane]
             if sgn:
-                for lane in range(LANES):
-                    xa[lane] = _sext(xa[lane], 32)
-            _s64(ed, xa, em, a64)
-            return 1
-        if w == 64 and row[T.X] == 32 and _is64(ea) and ed >> T.CLASS_SHIFT == T.R32:      # narrow
-            _g64(ea, xa, a64, imrow)
-            _s32(ed, xa, em, a32)
-            return 1
-        return 0
-    if w != 64 or not _is64(ea) or ed < 0 or ed >> T.CLASS_SHIFT != T.R64:
-        return 0
-    if opc == T.MOV:
-        _g64(ea, xa, a64, imrow)
-        _s64(ed, xa, em, a64)
-        return 1
-    if opc == T.SHL or (opc == T.SHR and sgn == 0):
-        if not _is32(eb):                           # (the amount: a .u32 operand)
-            return 0
-        _g64(ea, xa, a64, imrow)
-        _g32(eb, xb, a32, imrow)
-        if opc == T.SHL:
-            for lane in range(LANES):
-                amt = xb[lane]
-                xr[lane] = (xa[lane] << amt) if amt < np.uint64(64) else U0
-        else:
-            for lane in range(LANES):
-                amt = xb[lane]
-                xr[lane] = (xa[lane] >> amt) if amt < np.uint64(64) else U0
-        _s64(ed, xr, em, a64)
-        return 1
-    if not _is64(eb) or not (opc == T.ADD or opc == T.SUB or opc == T.MUL_LO or opc == T.AND or opc == T.OR or
-                             opc == T.XOR):
-        return 0
-    _g64(ea, xa, a64, imrow)
-    _g64(eb, xb, a64, imrow)
-    if opc == T.ADD:
+                x, y = _sext(x, 32), _sext(y, 32)
+            xr[lane] = x * y + (xc[lane] if opc == T.MAD_WIDE else U0)
+    elif opc == T.CVT_II or opc == T.MOV:
+        for lane in range(LANES):
+            xr[lane] = _sext(xa[lane], 32) if w == 32 and sgn else xa[lane]
+    elif opc == T.SHL:
+        for lane in range(LANES):
+            amt = xb[lane]
+            xr[lane] = (xa[lane] << amt) if amt < np.uint64(64) else U0
+    elif opc == T.SHR:
+        for lane in range(LANES):
+            amt = xb[lane]
+            xr[lane] = (xa[lane] >> amt) if amt < np.uint64(64) else U0
+    elif opc == T.ADD:
         for lane in range(LANES):
             xr[lane] = xa[lane] + xb[lane]
     elif opc == T.SUB:
@@ -395,7 +381,10 @@ def _fast64(opc, row, imrow, em, a32, a64, xa, xb, xc, xr):
     else:
         for lane in range(LANES):
             xr[lane] = xa[lane] ^ xb[lane]
-    _s64(ed, xr, em, a64)
+    if dc == T.R64:
+        _s64(ed, xr, em, a64)
+    else:
+        _s32(ed, xr, em, a32)
     return 1
 
 

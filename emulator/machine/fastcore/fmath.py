@@ -123,7 +123,7 @@ def round_f32(v, rz, ftz):
     return (s << 31) | (mag & 0xFFFFFFFF)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always")
 def _flush(x):
     return x & 0x80000000 if (x & 0x7F800000) == 0 else x
 

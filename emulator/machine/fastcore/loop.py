@@ -633,6 +633,12 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
 def _check_bars(exited, waiting, wbid, bar_arrived, bar_seq, cst):
     """machine.cta.CTA._check_barriers: release every barrier all non-exited threads (or the thread count of its
     first arrival, cst[C_BARCNT + b]) arrived at."""
+    pending = False
+    for bid in range(16):
+        if bar_seq[bid] != 0:
+            pending = True
+    if not pending:             # no barrier has an arrival: nothing to release (no count of the threads)
+        return
     nw = exited.shape[0]
     expected = 0
     for w in range(nw):
