@@ -11,7 +11,7 @@ from . import table as T
 from . import ccall as C
 from .ccall import NSCRATCH
 from .raw import _mask, _mulhi_u64, _sext
-from .regs import I0, I1, I32, _gather, _scatter
+from .regs import I0, I1, I32, M32, _g32, _g64, _gather, _is32, _is64, _s32, _s64, _scatter
 from ...numerics.jitcache import INNER
 
 U0 = np.uint64(0)
@@ -19,6 +19,7 @@ U1 = np.uint64(1)
 ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 CANON32 = np.uint32(0x7FFFFFFF)
 LANES = 32
+SIGN32 = np.uint64(0x80000000)
 
 
 @njit(cache=True, _nrt=False, **INNER)
@@ -104,7 +105,7 @@ def _bool(op, r, c):
     return r
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, inline="always")
 def _f32bits(x, fu32, ff32):
     ff32[2] = x
     if x != x:
@@ -147,6 +148,247 @@ def _movunpack(row, imrow, em, a8, a16, a32, a64, xa, xr):
         _scatter(row[T.V0 + i], xr, em, ew, I0, a8, a16, a32, a64)
 
 
+
+
+
+@njit(cache=True, _nrt=False)
+def _fast32(opc, row, imrow, em, a8, a32, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64):
+    """The common 32-bit rows with every operand a 32-bit register or an immediate (predicates for SELP's c
+    and SETP's destinations), as the general path below computes them, without its width and sign steps
+    (none applies at 32 bits): 1 when done, 0 when the row takes the general path."""
+    if row[T.W] != 32:
+        return 0
+    ea, eb, ec, ed = row[T.A], row[T.B], row[T.C], row[T.D]
+    if not _is32(ea):
+        return 0
+    sgn = row[T.SGN]
+    if opc == T.SETP:
+        ez = row[T.Z]
+        code = row[T.X]
+        flt = row[T.FLT]
+        if not _is32(eb) or row[T.Y] != 0 or flt > 1 or code > 17 or (flt == 0 and code > 9) or \
+                (flt == 1 and 6 <= code <= 9) or ed < 0 or ed >> T.CLASS_SHIFT != T.PRED or \
+                (ez >= 0 and ez >> T.CLASS_SHIFT != T.PRED):
+            return 0
+        _g32(ea, xa, a32, imrow)
+        _g32(eb, xb, a32, imrow)
+        if flt == 1:                                # binary32: _cmp's rule on the values
+            fa = C.reinterpret(xa, np.float64)      # (the bits, as float32, into the same rows as float64)
+            fb = C.reinterpret(xb, np.float64)
+            for lane in range(LANES):
+                fu32[0] = np.uint32(xa[lane])
+                fu32[1] = np.uint32(xb[lane])
+                fa[lane] = np.float64(ff32[0])
+                fb[lane] = np.float64(ff32[1])
+            base = code if code < 10 else code - 10
+            for lane in range(LANES):
+                x, y = fa[lane], fb[lane]
+                un = (x != x) or (y != y)
+                if code == 16:
+                    r = not un
+                elif code == 17:
+                    r = un
+                else:
+                    if base == 0:
+                        r = x == y
+                    elif base == 1:
+                        r = x != y
+                    elif base == 2:
+                        r = x < y
+                    elif base == 3:
+                        r = x <= y
+                    elif base == 4:
+                        r = x > y
+                    else:
+                        r = x >= y
+                    r = (r or un) if code >= 10 else (r and not un)
+                xr[lane] = U1 if r else U0
+        else:
+            if sgn and 2 <= code <= 5:              # lt le gt ge, signed: as int32 values
+                for lane in range(LANES):
+                    xa[lane] = (xa[lane] & M32) ^ SIGN32    # (the order of the biased values is the signed order)
+                    xb[lane] = (xb[lane] & M32) ^ SIGN32
+            if code >= 6:                               # lo ls hi hs: the unsigned lt le gt ge
+                code -= 4
+            if code == 0:
+                for lane in range(LANES):
+                    xr[lane] = U1 if xa[lane] == xb[lane] else U0
+            elif code == 1:
+                for lane in range(LANES):
+                    xr[lane] = U1 if xa[lane] != xb[lane] else U0
+            elif code == 2:
+                for lane in range(LANES):
+                    xr[lane] = U1 if xa[lane] < xb[lane] else U0
+            elif code == 3:
+                for lane in range(LANES):
+                    xr[lane] = U1 if xa[lane] <= xb[lane] else U0
+            elif code == 4:
+                for lane in range(LANES):
+                    xr[lane] = U1 if xa[lane] > xb[lane] else U0
+            else:
+                for lane in range(LANES):
+                    xr[lane] = U1 if xa[lane] >= xb[lane] else U0
+        i = ed & T.INDEX_MASK
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                a8[i + lane] = np.uint8(xr[lane])
+        if ez >= 0:
+            i = ez & T.INDEX_MASK
+            for lane in range(LANES):
+                if (em >> lane) & 1:
+                    a8[i + lane] = np.uint8(xr[lane] ^ U1)
+        return 1
+    if ed < 0 or ed >> T.CLASS_SHIFT != T.R32:
+        return 0
+    # the sources: A always, B but for mov/not, C of mad.lo; selp's c is a predicate register (read in its loop)
+    if opc == T.SELP:
+        if ec < 0 or ec >> T.CLASS_SHIFT != T.PRED:
+            return 0
+    elif opc == T.MAD_LO:
+        if not _is32(ec):
+            return 0
+    elif not (opc == T.MOV or opc == T.NOT or opc == T.ADD or opc == T.SUB or opc == T.MUL_LO or opc == T.AND or
+              opc == T.OR or opc == T.XOR or opc == T.SHL or (opc == T.SHR and sgn == 0)):
+        return 0
+    nb = opc != T.MOV and opc != T.NOT
+    if nb and not _is32(eb):
+        return 0
+    _g32(ea, xa, a32, imrow)
+    if nb:
+        _g32(eb, xb, a32, imrow)
+    if opc == T.MAD_LO:
+        _g32(ec, xc, a32, imrow)
+    if opc == T.MOV:
+        for lane in range(LANES):
+            xr[lane] = xa[lane]
+    elif opc == T.SELP:
+        k = ec & T.INDEX_MASK
+        cneg = row[T.CNEG] == 1
+        for lane in range(LANES):
+            xr[lane] = xa[lane] if (a8[k + lane] != 0) != cneg else xb[lane]
+    elif opc == T.NOT:
+        for lane in range(LANES):
+            xr[lane] = ~xa[lane]
+    elif opc == T.MAD_LO:
+        for lane in range(LANES):
+            xr[lane] = xa[lane] * xb[lane] + xc[lane]
+    elif opc == T.ADD:
+        for lane in range(LANES):
+            xr[lane] = xa[lane] + xb[lane]
+    elif opc == T.SUB:
+        for lane in range(LANES):
+            xr[lane] = xa[lane] - xb[lane]
+    elif opc == T.MUL_LO:
+        for lane in range(LANES):
+            xr[lane] = xa[lane] * xb[lane]
+    elif opc == T.AND:
+        for lane in range(LANES):
+            xr[lane] = xa[lane] & xb[lane]
+    elif opc == T.OR:
+        for lane in range(LANES):
+            xr[lane] = xa[lane] | xb[lane]
+    elif opc == T.XOR:
+        for lane in range(LANES):
+            xr[lane] = xa[lane] ^ xb[lane]
+    elif opc == T.SHL:                              # an amount of 32 or more: 0
+        for lane in range(LANES):
+            amt = xb[lane]
+            xr[lane] = (xa[lane] << amt) if amt < np.uint64(32) else U0
+    else:                                           # SHR, unsigned
+        for lane in range(LANES):
+            amt = xb[lane]
+            xr[lane] = (xa[lane] >> amt) if amt < np.uint64(32) else U0
+    _s32(ed, xr, em, a32)
+    return 1
+
+
+@njit(cache=True, _nrt=False)
+def _fast64(opc, row, imrow, em, a32, a64, xa, xb, xc, xr):
+    """As ``_fast32`` for the 64-bit rows (address arithmetic): add/sub/mul.lo/and/or/xor/mov/shl/shr.u of 64-bit
+    registers, mul.wide/mad.wide of 32-bit ones, cvt between 32- and 64-bit integers. 1 when done."""
+    w = row[T.W]
+    sgn = row[T.SGN]
+    ea, eb, ec, ed = row[T.A], row[T.B], row[T.C], row[T.D]
+    if ed < 0:
+        return 0
+    dc = ed >> T.CLASS_SHIFT
+    # the forms: the widths of A and B (32: _g32, 64: _g64), whether B and C are read, the destination's class
+    if opc == T.MUL_WIDE or opc == T.MAD_WIDE:
+        if w != 32 or not _is32(ea) or not _is32(eb) or dc != T.R64 or (opc == T.MAD_WIDE and not _is64(ec)):
+            return 0
+        nb = 32
+    elif opc == T.CVT_II:           # (the destination's signedness changes nothing here)
+        if not ((w == 32 and row[T.X] == 64 and _is32(ea) and dc == T.R64) or
+                (w == 64 and row[T.X] == 32 and _is64(ea) and dc == T.R32)):
+            return 0
+        nb = 0
+    else:
+        if w != 64 or not _is64(ea) or dc != T.R64:
+            return 0
+        if opc == T.MOV:
+            nb = 0
+        elif opc == T.SHL or (opc == T.SHR and sgn == 0):
+            if not _is32(eb):                       # (the amount: a .u32 operand)
+                return 0
+            nb = 32
+        elif opc == T.ADD or opc == T.SUB or opc == T.MUL_LO or opc == T.AND or opc == T.OR or opc == T.XOR:
+            if not _is64(eb):
+                return 0
+            nb = 64
+        else:
+            return 0
+    if w == 32:
+        _g32(ea, xa, a32, imrow)
+    else:
+        _g64(ea, xa, a64, imrow)
+    if nb == 32:
+        _g32(eb, xb, a32, imrow)
+    elif nb == 64:
+        _g64(eb, xb, a64, imrow)
+    if opc == T.MAD_WIDE:
+        _g64(ec, xc, a64, imrow)
+    if opc == T.MUL_WIDE or opc == T.MAD_WIDE:
+        for lane in range(LANES):
+            x, y = xa[lane], xb[lane]
+            if sgn:
+                x, y = _sext(x, 32), _sext(y, 32)
+            xr[lane] = x * y + (xc[lane] if opc == T.MAD_WIDE else U0)
+    elif opc == T.CVT_II or opc == T.MOV:
+        for lane in range(LANES):
+            xr[lane] = _sext(xa[lane], 32) if w == 32 and sgn else xa[lane]
+    elif opc == T.SHL:
+        for lane in range(LANES):
+            amt = xb[lane]
+            xr[lane] = (xa[lane] << amt) if amt < np.uint64(64) else U0
+    elif opc == T.SHR:
+        for lane in range(LANES):
+            amt = xb[lane]
+            xr[lane] = (xa[lane] >> amt) if amt < np.uint64(64) else U0
+    elif opc == T.ADD:
+        for lane in range(LANES):
+            xr[lane] = xa[lane] + xb[lane]
+    elif opc == T.SUB:
+        for lane in range(LANES):
+            xr[lane] = xa[lane] - xb[lane]
+    elif opc == T.MUL_LO:
+        for lane in range(LANES):
+            xr[lane] = xa[lane] * xb[lane]
+    elif opc == T.AND:
+        for lane in range(LANES):
+            xr[lane] = xa[lane] & xb[lane]
+    elif opc == T.OR:
+        for lane in range(LANES):
+            xr[lane] = xa[lane] | xb[lane]
+    else:
+        for lane in range(LANES):
+            xr[lane] = xa[lane] ^ xb[lane]
+    if dc == T.R64:
+        _s64(ed, xr, em, a64)
+    else:
+        _s32(ed, xr, em, a32)
+    return 1
+
+
 def entry(em, prow, pimm, parena, n, pscratch):
     """The family's C-callable body (ccall.SIG)."""
     a8 = C.u8_1d(parena, n)
@@ -164,6 +406,11 @@ def entry(em, prow, pimm, parena, n, pscratch):
     ff32 = C.reinterpret(fu32, np.float32)
     fu64 = scratch[1]
     ff64 = C.reinterpret(fu64, np.float64)
+    if row[T.W] == 32 and opc != T.MUL_WIDE and opc != T.MAD_WIDE and opc != T.CVT_II:
+        if _fast32(opc, row, imrow, em, a8, a32, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64):
+            return 0
+    elif _fast64(opc, row, imrow, em, a32, a64, xa, xb, xc, xr):
+        return 0
     w = row[T.W]
     sgn = row[T.SGN]
     mk = _mask(w)
@@ -336,7 +583,14 @@ def entry_f32(em, prow, pimm, parena, n, pscratch):
     ff64 = C.reinterpret(fu64, np.float64)
     w = row[T.W]
     sgn = row[T.SGN]
-    _gather(row[T.A], w, sgn, xa, a8, a16, a32, a64, imrow)
+    ed = row[T.D]
+    # 32-bit registers and immediates (every f32 row but a mixed-width one): plain copies in and out
+    fast = w == 32 and _is32(row[T.A]) and ed >= 0 and ed >> T.CLASS_SHIFT == T.R32 and \
+        (opc == T.TF32_RNA or _is32(row[T.B]) and (opc != T.FFMA32 or _is32(row[T.C])))
+    if fast:
+        _g32(row[T.A], xa, a32, imrow)
+    else:
+        _gather(row[T.A], w, sgn, xa, a8, a16, a32, a64, imrow)
     if opc == T.TF32_RNA:                           # ops.cvt_narrow._to_tf32, rna
         for lane in range(LANES):
             x = xa[lane]
@@ -346,9 +600,14 @@ def entry_f32(em, prow, pimm, parena, n, pscratch):
                 r -= np.uint64(0x2000)
             xr[lane] = r
     else:                                           # binary32 arithmetic
-        _gather(row[T.B], w, sgn, xb, a8, a16, a32, a64, imrow)
-        if opc == T.FFMA32:
-            _gather(row[T.C], w, sgn, xc, a8, a16, a32, a64, imrow)
+        if fast:
+            _g32(row[T.B], xb, a32, imrow)
+            if opc == T.FFMA32:
+                _g32(row[T.C], xc, a32, imrow)
+        else:
+            _gather(row[T.B], w, sgn, xb, a8, a16, a32, a64, imrow)
+            if opc == T.FFMA32:
+                _gather(row[T.C], w, sgn, xc, a8, a16, a32, a64, imrow)
         for lane in range(LANES):
             fu32[0] = np.uint32(xa[lane])
             fu32[1] = np.uint32(xb[lane])
@@ -363,5 +622,8 @@ def entry_f32(em, prow, pimm, parena, n, pscratch):
                 fu32[3] = np.uint32(xc[lane])
                 fr = _ffma32(fa, fb, ff32[3], fu64, ff64)
             xr[lane] = _f32bits(fr, fu32, ff32)
-    _scatter(row[T.D], xr, em, w, sgn, a8, a16, a32, a64)
+    if fast:
+        _s32(ed, xr, em, a32)
+    else:
+        _scatter(ed, xr, em, w, sgn, a8, a16, a32, a64)
     return 0

@@ -364,7 +364,15 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
         executed += 1
         em = m
         g = row[T.GUARD]
-        if g != -1:
+        if g >= 0 and g >> T.CLASS_SHIFT == T.PRED:     # a predicate register: its 32 bytes, no per-lane read
+            gi = g & IDX
+            bits = np.int64(0)
+            for lane in range(LANES):
+                bits |= np.int64(a8[gi + lane] != 0) << lane
+            if row[T.GNEG] == 1:
+                bits = ~bits
+            em = bits & m
+        elif g != -1:
             em = np.int64(0)
             neg = row[T.GNEG]
             for lane in range(LANES):
@@ -429,12 +437,8 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     handback = True
                     break
                 back += 1
-            for lane in range(LANES):
-                if (m >> lane) & 1:
-                    if (em >> lane) & 1:
-                        pc[lane] = tgt
-                    else:
-                        pc[lane] += 1
+            for lane in range(LANES):           # (em is within m)
+                pc[lane] = tgt if (em >> lane) & 1 else pc[lane] + ((m >> lane) & 1)
             if together and em == m:
                 p = tgt
             elif together and em == 0:
@@ -474,10 +478,13 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     if shared_lanes != 0 and not smem_write_ok(state, addrs, shared_lanes, n * ew):
                         handback = True          # bytes an in-flight wgmma reads (memx.py): the reference raises
                         break
+                    per = 32 // max(1, (n * ew) // 4)   # store_lane's phase, once a row: shifts, not divisions
+                    pw2 = per & (per - 1) == 0
                     for i in range(n):
                         _gather(row[T.V0 + i], w, sgn, xr, a8, a16, a32, a64, imrow)
                         for j in range(LANES):
-                            lane = store_lane(j, n * ew)     # spaces.store_order
+                            # spaces.store_order (store_lane)
+                            lane = (j & -per) + per - 1 - (j & (per - 1)) if pw2 else store_lane(j, n * ew)
                             if (em >> lane) & 1:
                                 _poke(np.int64(xq[lane]) + i * ew, ew, xr[lane])
                                 if wide:
@@ -603,9 +610,8 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                 for lane in range(LANES):
                     log_addr[nlog, lane] = addrs[lane]
                 nlog += 1
-        for lane in range(LANES):
-            if (m >> lane) & 1:
-                pc[lane] += 1
+        for lane in range(LANES):               # (no branch: the compiler makes it a few vector adds)
+            pc[lane] += (m >> lane) & 1
         if together:
             p += 1
         else:
@@ -628,6 +634,12 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
 def _check_bars(exited, waiting, wbid, bar_arrived, bar_seq, cst):
     """machine.cta.CTA._check_barriers: release every barrier all non-exited threads (or the thread count of its
     first arrival, cst[C_BARCNT + b]) arrived at."""
+    pending = False
+    for bid in range(16):
+        if bar_seq[bid] != 0:
+            pending = True
+    if not pending:             # no barrier has an arrival: nothing to release (no count of the threads)
+        return
     nw = exited.shape[0]
     expected = 0
     for w in range(nw):

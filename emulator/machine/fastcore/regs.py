@@ -12,6 +12,8 @@ U0 = np.uint64(0)
 U1 = np.uint64(1)
 IDX = T.INDEX_MASK
 LANES = 32
+FULL = 0xFFFFFFFF           # a lane mask of all 32 lanes
+M32 = np.uint64(0xFFFFFFFF)
 # widths and signedness passed to _gather/_scatter as int64, never as literals: numba compiles a function once
 # per literal argument value it is called with
 I0, I1, I16, I32, I64 = np.int64(0), np.int64(1), np.int64(16), np.int64(32), np.int64(64)
@@ -124,12 +126,27 @@ def _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64):
     c = e >> T.CLASS_SHIFT
     i = e & IDX
     if c == T.PRED:
+        if em == FULL:
+            for lane in range(LANES):
+                a8[i + lane] = 1 if vals[lane] != U0 else 0
+            return
         for lane in range(LANES):
             if (em >> lane) & 1:
                 a8[i + lane] = 1 if vals[lane] != U0 else 0
         return
     rw = _cwidth(c)
     ext = sgn and rw > tw
+    if em == FULL and not ext:          # every lane, no extension: one plain copy (the common case)
+        if c == T.R32:
+            for lane in range(LANES):
+                a32[i + lane] = np.uint32(vals[lane] & np.uint64(0xFFFFFFFF))
+        elif c == T.R64:
+            for lane in range(LANES):
+                a64[i + lane] = vals[lane]
+        else:
+            for lane in range(LANES):
+                a16[i + lane] = np.uint16(vals[lane] & np.uint64(0xFFFF))
+        return
     for lane in range(LANES):
         if (em >> lane) & 1:
             v = vals[lane]
@@ -141,3 +158,69 @@ def _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64):
                 a64[i + lane] = v
             else:
                 a16[i + lane] = np.uint16(v & np.uint64(0xFFFF))
+
+
+@njit(cache=True, inline="always")
+def _is32(e):
+    """Whether operand ``e`` is a 32-bit register or an immediate: read as 32 bits, ``_gather`` only copies it."""
+    return e < -1 or (e >= 0 and e >> T.CLASS_SHIFT == T.R32)
+
+
+@njit(cache=True, inline="always")
+def _g32(e, out, a32, im):
+    """``_gather(e, 32, sgn, ...)`` of an operand ``_is32`` accepts: a plain copy of its 32 lanes (or the
+    immediate)."""
+    if e < -1:
+        v = im[-2 - e]
+        for lane in range(LANES):
+            out[lane] = v
+    else:
+        i = e & T.INDEX_MASK
+        for lane in range(LANES):
+            out[lane] = np.uint64(a32[i + lane])
+
+
+@njit(cache=True, inline="always")
+def _s32(e, vals, em, a32):
+    """``_scatter(e, vals, em, 32, sgn, ...)`` into a 32-bit register (``e``: its operand): the low 32 bits of the
+    lanes in ``em``."""
+    i = e & T.INDEX_MASK
+    if em == FULL:
+        for lane in range(LANES):
+            a32[i + lane] = np.uint32(vals[lane] & M32)
+    else:
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                a32[i + lane] = np.uint32(vals[lane] & M32)
+
+
+@njit(cache=True, inline="always")
+def _is64(e):
+    """Whether operand ``e`` is a 64-bit register or an immediate."""
+    return e < -1 or (e >= 0 and e >> T.CLASS_SHIFT == T.R64)
+
+
+@njit(cache=True, inline="always")
+def _g64(e, out, a64, im):
+    """``_gather(e, 64, sgn, ...)`` of an operand ``_is64`` accepts: a plain copy."""
+    if e < -1:
+        v = im[-2 - e]
+        for lane in range(LANES):
+            out[lane] = v
+    else:
+        i = e & T.INDEX_MASK
+        for lane in range(LANES):
+            out[lane] = a64[i + lane]
+
+
+@njit(cache=True, inline="always")
+def _s64(e, vals, em, a64):
+    """``_scatter(e, vals, em, 64, sgn, ...)`` into a 64-bit register."""
+    i = e & T.INDEX_MASK
+    if em == FULL:
+        for lane in range(LANES):
+            a64[i + lane] = vals[lane]
+    else:
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                a64[i + lane] = vals[lane]
