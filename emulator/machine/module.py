@@ -493,10 +493,44 @@ class Module:
                 bar.update(1)
 
         last = ctaids[-1]
+        # the CTAs nobody keeps, in the jitted grid loop (fastcore/gridloop.py) while they need no Python
+        unkept_end = len(ctaids) if keep == "none" else len(ctaids) - 1 if keep == "last" else 0
+        loop_ok = [fast is not None and san is None and schedule is None and not timeline and prof is None and
+                   debug is None and trace is None and unkept_end > 1]
+
+        def batch(i):
+            if not loop_ok[0] or i >= unkept_end - 1 or pending or not depots:
+                return 0, None
+            from .fastcore import gridloop
+            cta = make(ctaids[i])
+            if not gridloop.eligible(fast, cta):
+                loop_ok[0] = False
+                return 0, cta
+            done = gridloop.run(fast, cta, ctaids, i, unkept_end, budget)
+            if bar:
+                bar.update(done)
+            if i + done == unkept_end:          # every CTA ran to its end: the arrays go to the next CTA
+                finish_quiet(cta)
+                return done, None
+            if done == 0:                       # the first CTA needs Python: it goes on in this CTA object
+                return 0, cta
+            fc = cta.fast_cta                   # a later CTA: a CTA object made on the arrays the loop left
+            cta.fast_cta = cta._fast_arrays = None
+            depots.append(cta._depot)
+            fast.resume(fc)
+            nxt_cta = make(ctaids[i + done])
+            if nxt_cta.fast_cta is not fc:
+                raise AssertionError("the grid loop's CTA was not resumed on its arrays")
+            return done, nxt_cta
+
+        def finish_quiet(cta):
+            depots.append(cta._depot)
+            fast.recycle(cta)
+
         rng = None if schedule is None else np.random.default_rng([int(schedule[1]), 1 << 21])
         try:
             with np.errstate(all="ignore"):     # IEEE exceptions are results here, not warnings (CTA.run)
-                run_grid(ctaids, make, finish, occ, rng)
+                run_grid(ctaids, make, finish, occ, rng, batch if loop_ok[0] else None)
         finally:
             if bar:
                 bar.close()
