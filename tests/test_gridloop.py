@@ -125,16 +125,16 @@ def _runs(monkeypatch):
     seen = []
     run = gridloop.run
 
-    def counted(*a):
-        d = run(*a)
-        seen.append(d)
+    def counted(*a, **kw):
+        d = run(*a, **kw)
+        seen.append(d[0])
         return d
     monkeypatch.setattr(gridloop, "run", counted)
     return seen
 
 
 @pytest.mark.parametrize("mode", [0, 1, 2, 3, 4])
-@pytest.mark.parametrize("keep", ["none", "last"])
+@pytest.mark.parametrize("keep", ["none", "last", "all"])
 def test_a_grid_where_one_cta_needs_python_is_the_same_with_and_without_the_grid_loop(mode, keep, monkeypatch):
     grid, k = (5, 2, 2), 7
     ref = _outcome("reference", False, grid, k, mode, keep)
@@ -145,7 +145,7 @@ def test_a_grid_where_one_cta_needs_python_is_the_same_with_and_without_the_grid
     assert on == ref
     if mode == 4:
         assert on[0][0] == "ok"
-        assert seen == [20 - (keep == "last")], seen          # one call ran every CTA nobody keeps
+        assert seen == [20 - (keep == "last")], seen          # one call ran every CTA (but a last one kept)
     else:
         assert seen[0] == k, seen                               # the loop stopped at CTA k, Python took it over
     if mode == 1:
@@ -181,9 +181,11 @@ def test_many_ctas_over_chunks_and_back_to_back_launches(monkeypatch):
     """More CTAs than one call of the loop takes (``CHUNK``), a hand-back in the second chunk, then a launch of
     another shape on the same arrays: the same memory as the reference engine."""
     monkeypatch.setattr(gridloop, "CHUNK", 8)
-    for grid, k, mode, block in (((23, 1, 1), 13, 0, 64), ((7, 3, 1), 99, 4, 40), ((3, 2, 2), 5, 1, 96)):
-        ref = _outcome("reference", False, grid, k, mode, "none", block=block)
-        assert _outcome("fast", True, grid, k, mode, "none", block=block) == ref
+    monkeypatch.setattr(gridloop, "KEPT_BYTES", 3 << 12)      # (kept CTAs: a few blocks a call)
+    for keep in ("none", "all"):
+        for grid, k, mode, block in (((23, 1, 1), 13, 0, 64), ((7, 3, 1), 99, 4, 40), ((3, 2, 2), 5, 1, 96)):
+            ref = _outcome("reference", False, grid, k, mode, keep, block=block)
+            assert _outcome("fast", True, grid, k, mode, keep, block=block) == ref
 
 
 def test_random_small_kernels_agree_with_the_grid_loop_on_and_off():
@@ -195,6 +197,79 @@ def test_random_small_kernels_agree_with_the_grid_loop_on_and_off():
         block = int(rng.integers(1, 97))
         mode = int(rng.choice([0, 1, 4]))
         k = int(rng.integers(0, n + 1))
-        keep = str(rng.choice(["none", "last"]))
+        keep = str(rng.choice(["none", "last", "all"]))
         off = _outcome("fast", False, grid, k, mode, keep, block=block)
         assert _outcome("fast", True, grid, k, mode, keep, block=block) == off, (grid, block, mode, k, keep)
+
+
+SHARED = HEAD + """
+.visible .entry s(.param .u64 out, .param .u32 iters, .param .u32 k)
+{
+    .reg .b32 %r<16>; .reg .b64 %rd<6>; .reg .pred %p<3>;
+    .shared .align 4 .b8 sm[1024];
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r9, [iters];
+    ld.param.u32 %r12, [k];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r10, %ctaid.x;
+    mov.u32 %r11, %ntid.x;
+    shl.b32 %r2, %r1, 2;
+    mov.u32 %r3, sm;
+    add.u32 %r4, %r3, %r2;
+    mov.u32 %r6, 0;
+    mov.u32 %r5, %r10;
+L:
+    add.u32 %r5, %r5, %r6;
+    st.shared.u32 [%r4], %r5;
+    bar.sync 0;
+    xor.b32 %r13, %r2, 4;
+    add.u32 %r13, %r3, %r13;
+    ld.shared.u32 %r5, [%r13];
+    bar.sync 0;
+    add.u32 %r6, %r6, 1;
+    setp.lt.u32 %p1, %r6, %r9;
+    @%p1 bra L;
+    setp.ne.u32 %p2, %r10, %r12;
+    @%p2 bra OUT;
+    mov.u32 %r14, %smid;
+    add.u32 %r5, %r5, %r14;
+OUT:
+    mad.lo.s32 %r7, %r10, %r11, %r1;
+    mul.wide.u32 %rd2, %r7, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r5;
+    ret;
+}
+"""
+
+
+def _shared_outcome(engine, loop, iters, k, keep, grid=9, block=64):
+    was = gridloop.ON
+    gridloop.ON = loop
+    try:
+        m = load_ptx(SHARED)
+        g = GlobalMemory()
+        out = g.upload(np.zeros(grid * block, np.uint32))
+        r = m.launch("s", grid, block, [out, iters, k], gmem=g, engine=engine, keep=keep)
+        kept = [(c, [(w.regs["%r5"].tolist(), w.smem.tobytes(), int(w.issued),
+                      [(x.op, x.addrs[x.mask].tolist()) for x in w._smem_log]) for w in ws]) for c, ws in r.ctas]
+        return r.instructions, kept, len(r.async_units), g.download(out, 4 * grid * block).tobytes()
+    finally:
+        gridloop.ON = was
+
+
+@pytest.mark.parametrize("iters", [3, 9, 300])
+def test_kept_ctas_shared_memory_and_bank_records_are_the_same(iters, monkeypatch):
+    """Kept CTAs the grid loop ran (their blocks and logs kept, the CTA objects made when read): registers, shared
+    memory, issue counts and bank records as the reference keeps them; a log that fills inside a CTA (300
+    iterations: more records than the loop's log holds) and kept logs that fill a call's room (``KEPT_LOG``)."""
+    monkeypatch.setattr(gridloop, "KEPT_LOG", 2)
+    ref = _shared_outcome("reference", False, iters, 4, "all")
+    off = _shared_outcome("fast", False, iters, 4, "all")
+    seen = _runs(monkeypatch)
+    on = _shared_outcome("fast", True, iters, 4, "all")
+    assert on == off
+    assert on == ref
+    assert sum(seen) >= (8 if iters < 300 else 0), seen
+    assert len(ref[1]) == 9 and ref[1][0][1][0][3][:2] == [("st", [4 * t for t in range(32)]),
+                                                           ("ld", [4 * (t ^ 1) for t in range(32)])]

@@ -586,7 +586,11 @@ class FastCTA:
         if self.__dict__.pop("_resumed", False):        # the grid loop ran the CTA in these arrays so far
             self.unkept = False
             cta.smem, cta.params = self.smem, self.params
-            return self._bind(cta, False)
+            self._bind(cta, False)
+            log = self.__dict__.pop("_kept_log", None)
+            if log is not None:
+                self.pending.append((len(log[0]), log))
+            return self
         param_init = cta._make[2]
         layout, size = _cta_layout(tr, nw, cta.smem_size, param_init.size)
         key = (nw, cta.shape)
@@ -598,16 +602,7 @@ class FastCTA:
             block = self.block                          # at the same addresses
             block.fill(0)
         else:
-            block = self.block = np.zeros(size, np.uint8)
-            for name, shape, dt, off in layout:
-                setattr(self, name, np.ndarray(shape, dt, block, off))
-            self.refs = sys.getrefcount(block)      # the block's own views (``retire``: no other view may remain)
-            self.layout = layout
-            self.offsets = offsets
-            base = self.base = block.ctypes.data
-            self.param_ptrs = (base + offsets["params"]) + _steps(nw, self.params[0].nbytes)
-            self.smem_ptr = base + offsets["smem"]
-            self.bar_ptrs = (base + offsets["bar_seq"], base + offsets["cst"] + 8 * T.C_BARCNT)
+            block = self._on_block(np.zeros(size, np.uint8), layout)
         head = offsets["arenas"]
         # the CTA's shared memory (zeros) and every warp's per-lane parameter bytes (warp w: rows w)
         cta.smem, cta.params = self.smem, self.params
@@ -632,6 +627,32 @@ class FastCTA:
         if tr.local_base is not None or tr.var_slots:
             self._fill_addresses(cta)
         return self._bind(cta, True)
+
+    def _on_block(self, block, layout):
+        """Make these arrays the views of ``block`` (laid out as ``layout``)."""
+        offsets = _OFFSETS[id(layout)][1]
+        self.block = block
+        for name, shape, dt, off in layout:
+            setattr(self, name, np.ndarray(shape, dt, block, off))
+        self.refs = sys.getrefcount(block)      # the block's own views (``retire``: no other view may remain)
+        self.layout = layout
+        self.offsets = offsets
+        base = self.base = block.ctypes.data
+        self.param_ptrs = (base + offsets["params"]) + _steps(self.nw, self.params[0].nbytes)
+        self.smem_ptr = base + offsets["smem"]
+        self.bar_ptrs = (base + offsets["bar_seq"], base + offsets["cst"] + 8 * T.C_BARCNT)
+        return block
+
+    @staticmethod
+    def on_kept(launch, nw, layout, cp, block, log):
+        """Arrays of ``layout`` on ``block`` (a copy of a block the grid loop ran a kept CTA in to its end,
+        gridloop.py), with the CTA's shared-memory log (``log``: as ``_log_copy`` makes it, or None), for the CTA
+        object made next (``FastLaunch.resume``)."""
+        fc = FastCTA(launch, nw)
+        fc._on_block(block, layout)
+        fc.cp = cp                      # (the grid loop runs kernels without cp.async: the shared, empty table)
+        fc._kept_log = log
+        return fc
 
     def _bind(self, cta, fresh):
         """The Python side of ``start``: the cp.async table (``fresh``: a new one for a kernel with cp.async), the

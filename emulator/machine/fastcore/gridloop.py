@@ -35,13 +35,28 @@ _KIND = {"%ctaid.x": 0, "%ctaid.y": 1, "%ctaid.z": 2, "%clusterid.x": 0, "%clust
 
 @njit(cache=True, _nrt=False)
 def grid_loop(cta_addr, targs, block, template, a32, cols, kinds, gx, gy, first, count, state, head_idx, head_vals,
-              each_idx, each_vals, cst, out):
+              each_idx, each_vals, cst, out, store, logs, flw, flpc, flmask, fladdr, flsrc, klog, klog_addr, klog_src,
+              has_src):
     """Run CTAs ``first`` .. ``first + count - 1`` (linear ids of a grid ``gx`` x ``gy`` x ..) on the arrays of
-    ``targs`` (``loop.run_cta``'s arguments, views of ``block``, whose words ``template`` restores). ``out[0]``: the instruction budget (read, then
-    written back); ``out[1]``: how many CTAs ran to their end (the next one, if any, stopped for Python)."""
+    ``targs`` (``loop.run_cta``'s arguments, views of ``block``, whose words ``template`` restores). ``out[0]``: the
+    instruction budget (read, then written back); ``out[1]``: how many CTAs ran to their end (the next one, if
+    any, stopped for Python, or, ``out[2]`` = 1, did not start: the kept logs' room ran out).
+
+    Kept CTAs (``store`` has rows): CTA i's block at its end is copied to row i of ``store`` and its shared-memory
+    log (the launch's ``fl*`` arrays: warps, PCs, masks, addresses, cp.async sources) to the next ``logs[i, 1]`` entries of ``klog``/``klog_addr``/``klog_src`` from ``logs[i, 0]``; a CTA whose log fills
+    during its run stops for Python (which keeps each full log)."""
     budget = out[0]
     nw = a32.shape[0]
+    kept = store.shape[0] > 0
+    used = 0
+    cap = klog.shape[1]
+    out[2] = 0
     for i in range(count):
+        if kept and (i >= store.shape[0] or used + flw.shape[0] > cap):
+            out[0] = budget
+            out[1] = i
+            out[2] = 1
+            return
         for k in range(block.shape[0]):        # (uint64 words: the block's size is a multiple of 64 bytes)
             block[k] = template[k]
         lin = first + i
@@ -68,13 +83,28 @@ def grid_loop(cta_addr, targs, block, template, a32, cols, kinds, gx, gy, first,
             s = cst[T.C_STATUS]
             if s == T.CTA_DONE:
                 break
-            if s == T.CTA_SLOW and state[T.S_STATUS] == T.ST_LOG:
+            if s == T.CTA_SLOW and state[T.S_STATUS] == T.ST_LOG and not kept:
                 continue            # (nobody keeps the CTA's bank records: the log starts again)
             break
         if cst[T.C_STATUS] != T.CTA_DONE or state[T.S_MBAR_CHANGED] != 0 or state[T.S_MBAR_REBUILT] != 0:
             out[0] = budget
             out[1] = i
             return
+        if kept:
+            for k in range(block.shape[0]):
+                store[i, k] = block[k]
+            n = state[T.S_NLOG]
+            logs[i, 0] = used
+            logs[i, 1] = n
+            for e in range(n):
+                klog[0, used + e] = flw[e]
+                klog[1, used + e] = flpc[e]
+                klog[2, used + e] = flmask[e]
+                for lane in range(32):
+                    klog_addr[used + e, lane] = fladdr[e, lane]
+                    if has_src:
+                        klog_src[used + e, lane] = flsrc[e, lane]
+            used += n
     out[0] = budget
     out[1] = count
 
@@ -116,11 +146,45 @@ def eligible(fast, cta):
                or n == "%cluster_ctarank" for _, n in fc.own_columns(cta))
 
 
-def run(fast, cta, ctaids, first, stop, budget):
-    """Run the CTAs ``first`` .. ``stop - 1`` of ``ctaids`` (``cta``: CTA ``first``, just made, not run; the launch
-    keeps none of them) in the grid loop; returns how many ran to their end. When that is fewer than
+class KeptCTA:
+    """A CTA the launch keeps that the grid loop ran to its end: a copy of its arrays' block and its shared-memory
+    log; the CTA object (``machine.cta.CTA``, through ``make(ctaid, arrays)``) and its warps are made when the
+    result is read (``LaunchResult.ctas``, ``async_units``)."""
+    __slots__ = ("ctaid", "result", "_make", "_spec", "_words", "_log", "_cta")
+
+    def __init__(self, ctaid, make, spec, words, log):
+        self.ctaid, self.result = ctaid, None
+        self._make, self._spec, self._words, self._log, self._cta = make, spec, words, log, None
+
+    def cta(self):
+        if self._cta is None:
+            from .engine import FastCTA
+            fc = FastCTA.on_kept(*self._spec, self._words.view(np.uint8).copy(), self._log)
+            self._cta = self._make(self.ctaid, fc)
+            self._make = self._spec = self._words = self._log = None
+        return self._cta
+
+    @property
+    def warps(self):
+        return self.cta().warps
+
+    @property
+    def async_unit(self):
+        return self.cta().async_unit
+
+
+KEPT_BYTES = 16 << 20   # the kept CTAs' blocks of one call of the grid loop (at most, unless one block is larger)
+KEPT_LOG = 16           # their shared-memory log entries, in whole logs (engine.LOG_CAP)
+
+
+def run(fast, cta, ctaids, first, stop, budget, make=None):
+    """Run the CTAs ``first`` .. ``stop - 1`` of ``ctaids`` (``cta``: CTA ``first``, just made, not run) in the grid
+    loop; the launch keeps none of them, or (``make``: ``make(ctaid, arrays)`` makes a kept CTA's object on its
+    arrays) keeps all. Returns (how many ran to their end, [KeptCTA] of those). When that is fewer than
     ``stop - first``, the next CTA stopped for Python, its state in ``cta.fast_cta``'s arrays."""
+    from .engine import LOG_CAP
     fc = cta.fast_cta
+    fl = fast
     targs = fc.loop_args(cta)
     addr = cta_loop_address(targs)
     block64 = fc.block.view(np.uint64)
@@ -135,17 +199,36 @@ def run(fast, cta, ctaids, first, stop, budget):
     lin0 = ctaids._r
     if lin0.step != 1:
         raise AssertionError("the grid loop runs CTAs in their serial order")
-    out = np.zeros(2, np.int64)
+    out = np.zeros(3, np.int64)
     done = first
     st = fast.state
+    got = []
+    store = np.zeros((0, 1), np.uint64)
+    logs = np.zeros((0, 2), np.int64)
+    klog, klog_addr = np.zeros((3, 0), np.int64), np.zeros((0, 32), np.int64)
+    src = np.zeros((1, 32), np.int64)           # (kernels with cp.async do not take the grid loop)
+    spec = (fl, fc.nw, fc.layout, fc.cp)
     while done < stop:
         n = min(CHUNK, stop - done)
+        if make is not None:
+            m = max(1, min(n, KEPT_BYTES // block64.nbytes))
+            store = np.empty((m, block64.size), np.uint64)
+            logs = np.empty((m, 2), np.int64)
+            klog, klog_addr = np.empty((3, KEPT_LOG * LOG_CAP), np.int64), np.empty((KEPT_LOG * LOG_CAP, 32), np.int64)
         out[0] = budget[0]
         grid_loop(addr, targs, block64, template, a32, cols, kinds, grid[0], grid[1], lin0.start + done, n, st,
-                  head_idx, head_vals, each_idx, each_vals, fc.cst, out)
+                  head_idx, head_vals, each_idx, each_vals, fc.cst, out, store, logs, fl.log_warp, fl.log_pc,
+                  fl.log_mask, fl.log_addr, fl.log_src, klog, klog_addr, src, False)
         budget[0] = int(out[0])
-        done += int(out[1])
-        if out[1] < n:
+        ran = int(out[1])
+        if make is not None and ran:
+            used = int(logs[ran - 1, 0] + logs[ran - 1, 1])
+            kl, ka = klog[:, :used].copy(), klog_addr[:used].copy()
+            for j, (o, c) in enumerate(logs[:ran].tolist()):
+                log = (kl[0, o:o + c], kl[1, o:o + c], kl[2, o:o + c], ka[o:o + c], None) if c else None
+                got.append(KeptCTA(ctaids[done + j], make, spec, store[j], log))
+        done += ran
+        if ran < n and not out[2]:
             fc._ran = True          # (FastCTA.run goes on from the state the CTA loop left)
             break
-    return done - first
+    return done - first, got
