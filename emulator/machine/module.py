@@ -502,8 +502,9 @@ class Module:
         def remake(cid, fc, bases):
             """The CTA object of a kept CTA the grid loop ran, on its arrays ``fc`` (made when the result is read)."""
             fast.resume(fc)
+            # (no reference to the result, which holds this function: no cycle keeps a dropped result alive)
             cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs, bases, options, trace,
-                      out, result, budget, fast, schedule, timeline)
+                      out, None, budget, fast, schedule, timeline)
             if cta.fast_cta is not fc:
                 raise AssertionError("a kept CTA of the grid loop was not made on its arrays")
             cta.result = None

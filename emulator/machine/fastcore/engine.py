@@ -919,16 +919,18 @@ class FastCTA:
 
     def grid_state(self, cta):
         """For the grid loop (gridloop.py), which runs only CTAs without an async unit, sanitizer or staging
-        area: the state vector's fields ``run`` sets before its first call of the CTA loop, as (indices, values)
-        of its one-time store and of its store before each call (the budget and copies in flight: the grid loop's
-        own), with the warp loop's address in the ctx."""
+        area: the state vector's fields ``run`` sets before its first call of the CTA loop, as rows (index, value),
+        the first ``nhead`` its one-time store, the others its store before each call (the budget and copies in
+        flight: the grid loop's own); returns (rows, nhead), with the warp loop's address in the ctx."""
         fl = self.launch
         tr = fl.tr
         mbs = _NO_MBARRIERS
-        head = np.array((SPIN_CHECK, 0, 0, 0, 0, 0, 0, int(not tr.param_writes), 1, self.bar_ptrs[0],
-                         self.bar_ptrs[1], 0, _pointer(fl.gtab), fl.gtab.shape[0]), np.int64)
-        each = np.array((0, 0, 0, self.smem_ptr, cta.smem.size, cta.params.shape[2], _pointer(mbs.rows), mbs.used,
-                         0, mbs.rows.shape[0], 0), np.int64)
+        fields = np.empty((len(_HEAD) + len(_EACH), 2), np.int64)
+        fields[:, 0] = _GRID_FIELDS
+        fields[:, 1] = (SPIN_CHECK, 0, 0, 0, 0, 0, 0, int(not tr.param_writes), 1, self.bar_ptrs[0],
+                        self.bar_ptrs[1], 0, _pointer(fl.gtab), fl.gtab.shape[0],
+                        0, 0, 0, self.smem_ptr, cta.smem.size, cta.params.shape[2], _pointer(mbs.rows), mbs.used,
+                        0, mbs.rows.shape[0], 0)
         cp = self.cp
         run_address = tr.__dict__.get("_run_address")
         if run_address is None:
@@ -939,7 +941,7 @@ class FastCTA:
                  tr.mufu_ptr, tr.mufu_size, fl.log_src, cp.dst[0], cp.data[0], cp.group[0], cp.meta[0],
                  cp.count[0]))
         fl.ctx[K_RUN] = run_address
-        return _HEAD, head, _EACH, each
+        return fields, len(_HEAD)
 
     def own_columns(self, cta):
         """[(first 32-bit arena column, name)] of the special registers the kernel reads that differ between the
@@ -1112,6 +1114,9 @@ _HEAD = np.array([T.S_SPIN_CHECK, T.S_WG_REGS, T.S_WG_SMEM, T.S_WG, T.S_WG_READS
                   T.S_MBINIT, T.S_BARSEQ, T.S_BARCNT, T.S_BULK, T.S_GTAB, T.S_GTAB_N], np.intp)
 _EACH = np.array([T.S_BUDGET, T.S_INFLIGHT, T.S_NLOG, T.S_SMEM_PTR, T.S_SMEM_SIZE, T.S_PARAM_SIZE, T.S_MBAR,
                   T.S_MBAR_N, T.S_MBAR_CHANGED, T.S_MBAR_CAP, T.S_MBAR_REBUILT], np.intp)
+
+
+_GRID_FIELDS = np.concatenate([_HEAD, _EACH])
 
 
 def _empty_mbarriers():

@@ -34,17 +34,20 @@ _KIND = {"%ctaid.x": 0, "%ctaid.y": 1, "%ctaid.z": 2, "%clusterid.x": 0, "%clust
 
 
 @njit(cache=True, _nrt=False)
-def grid_loop(cta_addr, targs, block, template, a32, cols, kinds, gx, gy, first, count, state, head_idx, head_vals,
-              each_idx, each_vals, cst, out, store, logs, flw, flpc, flmask, fladdr, flsrc, klog, klog_addr, klog_src,
-              has_src):
+def grid_loop(cta_addr, targs, block, template, a32, cols, gx, gy, first, count, state, fields, nhead, cst, out,
+              store, logs, flw, flpc, flmask, fladdr, klog, klog_addr):
     """Run CTAs ``first`` .. ``first + count - 1`` (linear ids of a grid ``gx`` x ``gy`` x ..) on the arrays of
-    ``targs`` (``loop.run_cta``'s arguments, views of ``block``, whose words ``template`` restores). ``out[0]``: the
+    ``targs`` (``loop.run_cta``'s arguments, views of ``block``, whose words ``template`` restores), with the
+    special registers of the CTA's ids written (``cols``: rows (arena column, kind)) and the state vector's fields
+    set as ``FastCTA.run`` sets them (``fields``: rows (index, value), the first ``nhead`` once a CTA, the others
+    before each call of the CTA loop). ``out[0]``: the
     instruction budget (read, then written back); ``out[1]``: how many CTAs ran to their end (the next one, if
     any, stopped for Python, or, ``out[2]`` = 1, did not start: the kept logs' room ran out).
 
     Kept CTAs (``store`` has rows): CTA i's block at its end is copied to row i of ``store`` and its shared-memory
-    log (the launch's ``fl*`` arrays: warps, PCs, masks, addresses, cp.async sources) to the next ``logs[i, 1]`` entries of ``klog``/``klog_addr``/``klog_src`` from ``logs[i, 0]``; a CTA whose log fills
-    during its run stops for Python (which keeps each full log)."""
+    log (the launch's ``fl*`` arrays: warps, PCs, masks, addresses) to the ``logs[i, 1]`` entries of ``klog`` (warp,
+    PC, mask rows) and ``klog_addr`` from ``logs[i, 0]``; a CTA whose log fills during its run stops for Python
+    (which keeps each full log)."""
     budget = out[0]
     nw = a32.shape[0]
     kept = store.shape[0] > 0
@@ -60,19 +63,26 @@ def grid_loop(cta_addr, targs, block, template, a32, cols, kinds, gx, gy, first,
         for k in range(block.shape[0]):        # (uint64 words: the block's size is a multiple of 64 bytes)
             block[k] = template[k]
         lin = first + i
-        ids = (lin % gx, (lin // gx) % gy, lin // (gx * gy), lin % _SMID)
         for j in range(cols.shape[0]):
-            v = np.uint32(ids[kinds[j]])
-            c = cols[j]
+            kind = cols[j, 1]
+            if kind == 0:
+                v = np.uint32(lin % gx)
+            elif kind == 1:
+                v = np.uint32((lin // gx) % gy)
+            elif kind == 2:
+                v = np.uint32(lin // (gx * gy))
+            else:
+                v = np.uint32(lin % _SMID)
+            c = cols[j, 0]
             for w in range(nw):
                 for lane in range(32):
                     a32[w, c + lane] = v
-        for j in range(head_idx.shape[0]):
-            state[head_idx[j]] = head_vals[j]
+        for j in range(nhead):
+            state[fields[j, 0]] = fields[j, 1]
         inflight = 0
         while True:
-            for j in range(each_idx.shape[0]):
-                state[each_idx[j]] = each_vals[j]
+            for j in range(nhead, fields.shape[0]):
+                state[fields[j, 0]] = fields[j, 1]
             state[T.S_BUDGET] = budget
             state[T.S_INFLIGHT] = inflight
             call_native(cta_addr, targs)
@@ -102,8 +112,6 @@ def grid_loop(cta_addr, targs, block, template, a32, cols, kinds, gx, gy, first,
                 klog[2, used + e] = flmask[e]
                 for lane in range(32):
                     klog_addr[used + e, lane] = fladdr[e, lane]
-                    if has_src:
-                        klog_src[used + e, lane] = flsrc[e, lane]
             used += n
     out[0] = budget
     out[1] = count
@@ -132,18 +140,42 @@ def cta_loop_address(args):
 def eligible(fast, cta):
     """Whether the CTAs of ``cta``'s launch (``cta``: its first CTA the grid loop would run, just made) need
     nothing of Python around the CTA loop."""
-    from .engine import FastLaunch, _unit_free, _uses_cp_async
     fc = cta.fast_cta
-    if not ON or fc is None or type(fast) is not FastLaunch or cta.san is not None or cta._rng is not None or \
-            cta._timeline or cta.profile is not None or cta.debug is not None or cta.trace is not None:
+    if not ON or fc is None or cta.san is not None or cta._rng is not None or cta._timeline or \
+            cta.profile is not None or cta.debug is not None or cta.trace is not None or \
+            cta.__dict__.get("_au") is not None:
         return False
     tr = fast.tr
-    prog = cta.prog
-    if tr.wg is not None or tr.bulkx or tr.async_readers or tr.cta_waits or not _unit_free(tr, prog) or \
-            _uses_cp_async(prog) or cta.__dict__.get("_au") is not None or cta.cluster.size != 1:
-        return False
-    return all(n in _KIND or n.startswith(("%cluster_ctaid.", "%cluster_nctaid.", "%nclusterid."))
-               or n == "%cluster_ctarank" for _, n in fc.own_columns(cta))
+    ok = tr.__dict__.get("_grid_loop_ok")
+    if ok is None:
+        from .engine import FastLaunch, _unit_free, _uses_cp_async
+        prog = cta.prog
+        ok = tr._grid_loop_ok = type(fast) is FastLaunch and not (
+            tr.wg is not None or tr.bulkx or tr.async_readers or tr.cta_waits or not _unit_free(tr, prog) or
+            _uses_cp_async(prog))
+    return ok and type(fast).__name__ == "FastLaunch" and _columns(fc, cta) is not None
+
+
+def _columns(fc, cta):
+    """(n, 2) int64 rows (first 32-bit arena column, kind) of the special registers the grid loop writes for each
+    CTA, or None when the kernel reads one that differs between CTAs otherwise (made once per launch shape)."""
+    tr = fc.launch.tr
+    got = tr.__dict__.setdefault("_grid_loop_cols", {})
+    key = cta.shape
+    if key not in got:
+        if cta.cluster.size != 1:
+            cols = None
+        else:
+            names = fc.own_columns(cta)
+            if all(n in _KIND or n.startswith(("%cluster_ctaid.", "%cluster_nctaid.", "%nclusterid."))
+                   or n == "%cluster_ctarank" for _, n in names):
+                cols = np.array([(c, _KIND[n]) for c, n in names if n in _KIND], np.int64).reshape(-1, 2)
+            else:
+                cols = None
+        if len(got) > 16:
+            got.clear()
+        got[key] = cols
+    return got[key]
 
 
 class KeptCTA:
@@ -186,14 +218,14 @@ def run(fast, cta, ctaids, first, stop, budget, make=None):
     fc = cta.fast_cta
     fl = fast
     targs = fc.loop_args(cta)
-    addr = cta_loop_address(targs)
+    tr = fl.tr
+    addr = tr.__dict__.get("_cta_address")     # (the same argument types at every launch of the translation)
+    if addr is None:
+        addr = tr._cta_address = cta_loop_address(targs)
     block64 = fc.block.view(np.uint64)
     template = block64.copy()
-    cols_names = fc.own_columns(cta)
-    picked = [(c, _KIND[n]) for c, n in cols_names if n in _KIND]
-    cols = np.array([c for c, _ in picked], np.int64)
-    kinds = np.array([k for _, k in picked], np.int64)
-    head_idx, head_vals, each_idx, each_vals = fc.grid_state(cta)
+    cols = _columns(fc, cta)
+    fields, nhead = fc.grid_state(cta)
     a32 = fc.arenas.view(np.uint32)
     grid = ctaids.grid
     lin0 = ctaids._r
@@ -205,8 +237,7 @@ def run(fast, cta, ctaids, first, stop, budget, make=None):
     got = []
     store = np.zeros((0, 1), np.uint64)
     logs = np.zeros((0, 2), np.int64)
-    klog, klog_addr = np.zeros((3, 0), np.int64), np.zeros((0, 32), np.int64)
-    src = np.zeros((1, 32), np.int64)           # (kernels with cp.async do not take the grid loop)
+    klog, klog_addr = tr.__dict__.get("_kept_logs") or (np.zeros((3, 0), np.int64), np.zeros((0, 32), np.int64))
     spec = (fl, fc.nw, fc.layout, fc.cp)
     while done < stop:
         n = min(CHUNK, stop - done)
@@ -214,11 +245,13 @@ def run(fast, cta, ctaids, first, stop, budget, make=None):
             m = max(1, min(n, KEPT_BYTES // block64.nbytes))
             store = np.empty((m, block64.size), np.uint64)
             logs = np.empty((m, 2), np.int64)
-            klog, klog_addr = np.empty((3, KEPT_LOG * LOG_CAP), np.int64), np.empty((KEPT_LOG * LOG_CAP, 32), np.int64)
+            cap = min(KEPT_LOG, m) * LOG_CAP
+            if klog.shape[1] < cap:     # (the translation keeps them: the kept entries are copied out after each call)
+                klog, klog_addr = tr._kept_logs = (np.empty((3, cap), np.int64), np.empty((cap, 32), np.int64))
         out[0] = budget[0]
-        grid_loop(addr, targs, block64, template, a32, cols, kinds, grid[0], grid[1], lin0.start + done, n, st,
-                  head_idx, head_vals, each_idx, each_vals, fc.cst, out, store, logs, fl.log_warp, fl.log_pc,
-                  fl.log_mask, fl.log_addr, fl.log_src, klog, klog_addr, src, False)
+        grid_loop(addr, targs, block64, template, a32, cols, grid[0], grid[1], lin0.start + done, n, st, fields,
+                  nhead, fc.cst, out, store, logs, fl.log_warp, fl.log_pc, fl.log_mask, fl.log_addr, klog,
+                  klog_addr)
         budget[0] = int(out[0])
         ran = int(out[1])
         if make is not None and ran:
