@@ -257,6 +257,8 @@ def run(fast, cta, ctaids, first, stop, budget, make=None):
         if make is not None and ran:
             used = int(logs[ran - 1, 0] + logs[ran - 1, 1])
             kl, ka = klog[:, :used].copy(), klog_addr[:used].copy()
+            if ran < store.shape[0] // 2:      # (the rows the kept CTAs hold, not the room they were given)
+                store = store[:ran].copy()
             for j, (o, c) in enumerate(logs[:ran].tolist()):
                 log = (kl[0, o:o + c], kl[1, o:o + c], kl[2, o:o + c], ka[o:o + c], None) if c else None
                 got.append(KeptCTA(ctaids[done + j], make, spec, store[j], log))
