@@ -273,3 +273,71 @@ def test_kept_ctas_shared_memory_and_bank_records_are_the_same(iters, monkeypatc
     assert sum(seen) >= (8 if iters < 300 else 0), seen
     assert len(ref[1]) == 9 and ref[1][0][1][0][3][:2] == [("st", [4 * t for t in range(32)]),
                                                            ("ld", [4 * (t ^ 1) for t in range(32)])]
+
+
+CPASYNC = HEAD + """
+.visible .entry c(.param .u64 out, .param .u64 src, .param .u32 k, .param .u32 nowait)
+{
+    .reg .b32 %r<16>; .reg .b64 %rd<8>; .reg .pred %p<3>;
+    .shared .align 16 .b8 sm[512];
+    ld.param.u64 %rd1, [out];
+    ld.param.u64 %rd4, [src];
+    ld.param.u32 %r12, [k];
+    ld.param.u32 %r13, [nowait];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r10, %ctaid.x;
+    mov.u32 %r11, %ntid.x;
+    mad.lo.s32 %r7, %r10, %r11, %r1;
+    mul.wide.u32 %rd2, %r7, 4;
+    add.s64 %rd5, %rd4, %rd2;
+    shl.b32 %r2, %r1, 2;
+    mov.u32 %r3, sm;
+    add.u32 %r4, %r3, %r2;
+    cp.async.ca.shared.global [%r4], [%rd5], 4;
+    cp.async.commit_group;
+    setp.eq.u32 %p1, %r10, %r12;
+    setp.ne.u32 %p2, %r13, 0;
+    and.pred %p1, %p1, %p2;
+    @%p1 bra OUT;
+    cp.async.wait_group 0;
+    bar.sync 0;
+    xor.b32 %r5, %r2, 4;
+    add.u32 %r5, %r3, %r5;
+    ld.shared.u32 %r6, [%r5];
+    add.u32 %r6, %r6, %r10;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r6;
+OUT:
+    ret;
+}
+"""
+
+
+def _cp_outcome(engine, loop, k, nowait, keep, grid=7, block=64):
+    was = gridloop.ON
+    gridloop.ON = loop
+    try:
+        m = load_ptx(CPASYNC)
+        g = GlobalMemory()
+        out = g.upload(np.zeros(grid * block, np.uint32))
+        src = g.upload(np.arange(grid * block, dtype=np.uint32) * 7 + 3)
+        r = m.launch("c", grid, block, [out, src, k, nowait], gmem=g, engine=engine, keep=keep)
+        kept = [(c, [(w.regs["%r7"].tolist(), w.regs["%r4"].tolist(), w.smem.tobytes(), w.cp_async.committed.tolist(),
+                      [(x.op, x.addrs[x.mask].tolist()) for x in w._smem_log]) for w in ws]) for c, ws in r.ctas]
+        return r.instructions, kept, g.download(out, 4 * grid * block).tobytes()
+    finally:
+        gridloop.ON = was
+
+
+@pytest.mark.parametrize("nowait", [0, 1])
+@pytest.mark.parametrize("keep", ["none", "all"])
+def test_cp_async_ctas_are_the_same_with_and_without_the_grid_loop(nowait, keep, monkeypatch):
+    """cp.async copies, committed groups and their bank records (with the source addresses) per kept CTA; CTA 3
+    ending with its copy in flight (``nowait``) stops the grid loop, which starts again after it."""
+    ref = _cp_outcome("reference", False, 3, nowait, keep)
+    off = _cp_outcome("fast", False, 3, nowait, keep)
+    seen = _runs(monkeypatch)
+    on = _cp_outcome("fast", True, 3, nowait, keep)
+    assert on == off
+    assert on == ref
+    assert seen[0] == (3 if nowait else 7), seen

@@ -536,6 +536,7 @@ class Module:
             nxt_cta = make(ctaids[i + ran])
             if nxt_cta.fast_cta is not fc:
                 raise AssertionError("the grid loop's CTA was not resumed on its arrays")
+            nxt_cta.smem_inflight = cta.smem_inflight   # (the cp.async marks the loop made on the first CTA's)
             return ran, nxt_cta
 
         def finish_quiet(cta):

@@ -644,13 +644,17 @@ class FastCTA:
         return block
 
     @staticmethod
-    def on_kept(launch, nw, layout, cp, block, log):
+    def on_kept(launch, nw, layout, cp, eager, block, log, counts):
         """Arrays of ``layout`` on ``block`` (a copy of a block the grid loop ran a kept CTA in to its end,
-        gridloop.py), with the CTA's shared-memory log (``log``: as ``_log_copy`` makes it, or None), for the CTA
-        object made next (``FastLaunch.resume``)."""
+        gridloop.py), with the CTA's shared-memory log (``log``: as ``_log_copy`` makes it, or None) and cp.async
+        table (``cp``: the kernel's shared, empty one; or None: a table of its own with the committed-group
+        ``counts``), for the CTA object made next (``FastLaunch.resume``)."""
         fc = FastCTA(launch, nw)
         fc._on_block(block, layout)
-        fc.cp = cp                      # (the grid loop runs kernels without cp.async: the shared, empty table)
+        if cp is None:
+            cp = CpAsyncTable(nw, eager)
+            cp.count[...] = counts
+        fc.cp = cp
         fc._kept_log = log
         return fc
 

@@ -14,8 +14,10 @@ state the CTA loop left, and ``machine.cta.CTA`` takes it over there (``FastLaun
 skips its first call), exactly as if ``FastCTA.run`` had made that call itself.
 
 Only kernels whose CTAs need nothing of Python around the CTA loop take this path (``eligible``): no async unit
-(mbarriers, bulk copies, wgmma, proxy fences), no cp.async table, no sanitizer, profile, debugger, trace, seeded
-schedule or timeline, no clusters. ``ON = False`` turns it off (every CTA then runs through ``FastCTA.run``).
+(mbarriers, bulk copies, wgmma, proxy fences), no sanitizer, profile, debugger, trace, seeded schedule or
+timeline, no clusters. A kernel with cp.async runs its CTAs on the first CTA's cp.async table (its counts zeroed
+for each CTA; a CTA that ends with copies in flight stops for Python). ``ON = False`` turns it off (every CTA then
+runs through ``FastCTA.run``).
 """
 import numpy as np
 from numba import njit
@@ -35,7 +37,7 @@ _KIND = {"%ctaid.x": 0, "%ctaid.y": 1, "%ctaid.z": 2, "%clusterid.x": 0, "%clust
 
 @njit(cache=True, _nrt=False)
 def grid_loop(cta_addr, targs, block, template, a32, cols, gx, gy, first, count, state, fields, nhead, cst, out,
-              store, logs, flw, flpc, flmask, fladdr, klog, klog_addr):
+              store, logs, flw, flpc, flmask, fladdr, flsrc, klog, klog_addr, has_src, cpc, kcp):
     """Run CTAs ``first`` .. ``first + count - 1`` (linear ids of a grid ``gx`` x ``gy`` x ..) on the arrays of
     ``targs`` (``loop.run_cta``'s arguments, views of ``block``, whose words ``template`` restores), with the
     special registers of the CTA's ids written (``cols``: rows (arena column, kind)) and the state vector's fields
@@ -45,9 +47,13 @@ def grid_loop(cta_addr, targs, block, template, a32, cols, gx, gy, first, count,
     any, stopped for Python, or, ``out[2]`` = 1, did not start: the kept logs' room ran out).
 
     Kept CTAs (``store`` has rows): CTA i's block at its end is copied to row i of ``store`` and its shared-memory
-    log (the launch's ``fl*`` arrays: warps, PCs, masks, addresses) to the ``logs[i, 1]`` entries of ``klog`` (warp,
-    PC, mask rows) and ``klog_addr`` from ``logs[i, 0]``; a CTA whose log fills during its run stops for Python
-    (which keeps each full log)."""
+    log (the launch's ``fl*`` arrays: warps, PCs, masks, addresses, cp.async sources when ``has_src``) to the
+    ``logs[i, 1]`` entries of ``klog`` (warp, PC, mask rows) and ``klog_addr`` (addresses, sources) from
+    ``logs[i, 0]``, its cp.async counts (``cpc``: the committed groups of each lane) to ``kcp[i]`` when ``kcp`` has
+    rows; a CTA whose log fills during its run stops for Python (which keeps each full log).
+
+    ``cpc`` (the CTA's cp.async counts) starts at zero for each CTA; a CTA that ends with copies in flight or
+    records alive stops for Python (its shared memory's in-flight marks belong to it)."""
     budget = out[0]
     nw = a32.shape[0]
     kept = store.shape[0] > 0
@@ -79,6 +85,9 @@ def grid_loop(cta_addr, targs, block, template, a32, cols, gx, gy, first, count,
                     a32[w, c + lane] = v
         for j in range(nhead):
             state[fields[j, 0]] = fields[j, 1]
+        for w in range(cpc.shape[0]):
+            for lane in range(cpc.shape[1]):
+                cpc[w, lane] = 0
         inflight = 0
         while True:
             for j in range(nhead, fields.shape[0]):
@@ -96,7 +105,11 @@ def grid_loop(cta_addr, targs, block, template, a32, cols, gx, gy, first, count,
             if s == T.CTA_SLOW and state[T.S_STATUS] == T.ST_LOG and not kept:
                 continue            # (nobody keeps the CTA's bank records: the log starts again)
             break
-        if cst[T.C_STATUS] != T.CTA_DONE or state[T.S_MBAR_CHANGED] != 0 or state[T.S_MBAR_REBUILT] != 0:
+        alive = inflight != 0
+        for w in range(cpc.shape[0]):
+            if cpc[w, 32] != 0:
+                alive = True
+        if cst[T.C_STATUS] != T.CTA_DONE or state[T.S_MBAR_CHANGED] != 0 or state[T.S_MBAR_REBUILT] != 0 or alive:
             out[0] = budget
             out[1] = i
             return
@@ -111,8 +124,14 @@ def grid_loop(cta_addr, targs, block, template, a32, cols, gx, gy, first, count,
                 klog[1, used + e] = flpc[e]
                 klog[2, used + e] = flmask[e]
                 for lane in range(32):
-                    klog_addr[used + e, lane] = fladdr[e, lane]
+                    klog_addr[0, used + e, lane] = fladdr[e, lane]
+                    if has_src:
+                        klog_addr[1, used + e, lane] = flsrc[e, lane]
             used += n
+            if kcp.shape[0] > 0:
+                for w in range(cpc.shape[0]):
+                    for lane in range(cpc.shape[1]):
+                        kcp[i, w, lane] = cpc[w, lane]
     out[0] = budget
     out[1] = count
 
@@ -148,12 +167,20 @@ def eligible(fast, cta):
     tr = fast.tr
     ok = tr.__dict__.get("_grid_loop_ok")
     if ok is None:
-        from .engine import FastLaunch, _unit_free, _uses_cp_async
+        from .engine import FastLaunch, _touches_unit
         prog = cta.prog
+        # no row touches the CTA's async unit, but cp.async's own (copies, commit and wait groups: the loop keeps
+        # them in the cp.async table, and such a CTA's async unit stays as it was made)
         ok = tr._grid_loop_ok = type(fast) is FastLaunch and not (
-            tr.wg is not None or tr.bulkx or tr.async_readers or tr.cta_waits or not _unit_free(tr, prog) or
-            _uses_cp_async(prog))
+            tr.wg is not None or tr.bulkx or tr.any_bulk or tr.async_readers or tr.cta_waits or
+            any(op.kind == "op" and op.instr is not None and _touches_unit(op.instr.opcode) and
+                not _plain_cp_async(op.instr.opcode) for op in prog.code))
     return ok and type(fast).__name__ == "FastLaunch" and _columns(fc, cta) is not None
+
+
+def _plain_cp_async(opcode):
+    """Whether an instruction is a (non-bulk) cp.async copy, commit or wait, which touch no mbarrier."""
+    return opcode.startswith("cp.async.") and not opcode.startswith("cp.async.bulk") and "mbarrier" not in opcode
 
 
 def _columns(fc, cta):
@@ -182,18 +209,18 @@ class KeptCTA:
     """A CTA the launch keeps that the grid loop ran to its end: a copy of its arrays' block and its shared-memory
     log; the CTA object (``machine.cta.CTA``, through ``make(ctaid, arrays)``) and its warps are made when the
     result is read (``LaunchResult.ctas``, ``async_units``)."""
-    __slots__ = ("ctaid", "result", "_make", "_spec", "_words", "_log", "_cta")
+    __slots__ = ("ctaid", "result", "_make", "_spec", "_words", "_log", "_counts", "_cta")
 
-    def __init__(self, ctaid, make, spec, words, log):
+    def __init__(self, ctaid, make, spec, words, log, counts):
         self.ctaid, self.result = ctaid, None
-        self._make, self._spec, self._words, self._log, self._cta = make, spec, words, log, None
+        self._make, self._spec, self._words, self._log, self._counts, self._cta = make, spec, words, log, counts, None
 
     def cta(self):
         if self._cta is None:
             from .engine import FastCTA
-            fc = FastCTA.on_kept(*self._spec, self._words.view(np.uint8).copy(), self._log)
+            fc = FastCTA.on_kept(*self._spec, self._words.view(np.uint8).copy(), self._log, self._counts)
             self._cta = self._make(self.ctaid, fc)
-            self._make = self._spec = self._words = self._log = None
+            self._make = self._spec = self._words = self._log = self._counts = None
         return self._cta
 
     @property
@@ -214,7 +241,7 @@ def run(fast, cta, ctaids, first, stop, budget, make=None):
     loop; the launch keeps none of them, or (``make``: ``make(ctaid, arrays)`` makes a kept CTA's object on its
     arrays) keeps all. Returns (how many ran to their end, [KeptCTA] of those). When that is fewer than
     ``stop - first``, the next CTA stopped for Python, its state in ``cta.fast_cta``'s arrays."""
-    from .engine import LOG_CAP
+    from .engine import LOG_CAP, _has_cp_async, _uses_cp_async
     fc = cta.fast_cta
     fl = fast
     targs = fc.loop_args(cta)
@@ -237,8 +264,13 @@ def run(fast, cta, ctaids, first, stop, budget, make=None):
     got = []
     store = np.zeros((0, 1), np.uint64)
     logs = np.zeros((0, 2), np.int64)
-    klog, klog_addr = tr.__dict__.get("_kept_logs") or (np.zeros((3, 0), np.int64), np.zeros((0, 32), np.int64))
-    spec = (fl, fc.nw, fc.layout, fc.cp)
+    klog, klog_addr = tr.__dict__.get("_kept_logs") or (np.zeros((3, 0), np.int64), np.zeros((2, 0, 32), np.int64))
+    cp_kernel = _uses_cp_async(cta.prog)        # (its CTAs' cp.async tables: one for the loop, counts kept apart)
+    has_src = _has_cp_async(tr)                 # (the log's cp.async sources)
+    options = cta._make[1]
+    spec = (fl, fc.nw, fc.layout, None if cp_kernel else fc.cp, options is not None and options.cp_async == "eager")
+    kcp = np.zeros((0, 1, 1), np.int64)
+    cpc = fc.cp.count
     while done < stop:
         n = min(CHUNK, stop - done)
         if make is not None:
@@ -247,21 +279,24 @@ def run(fast, cta, ctaids, first, stop, budget, make=None):
             logs = np.empty((m, 2), np.int64)
             cap = min(KEPT_LOG, m) * LOG_CAP
             if klog.shape[1] < cap:     # (the translation keeps them: the kept entries are copied out after each call)
-                klog, klog_addr = tr._kept_logs = (np.empty((3, cap), np.int64), np.empty((cap, 32), np.int64))
+                klog, klog_addr = tr._kept_logs = (np.empty((3, cap), np.int64), np.empty((2, cap, 32), np.int64))
+            if cp_kernel:
+                kcp = np.empty((m,) + cpc.shape, np.int64)
         out[0] = budget[0]
         grid_loop(addr, targs, block64, template, a32, cols, grid[0], grid[1], lin0.start + done, n, st, fields,
-                  nhead, fc.cst, out, store, logs, fl.log_warp, fl.log_pc, fl.log_mask, fl.log_addr, klog,
-                  klog_addr)
+                  nhead, fc.cst, out, store, logs, fl.log_warp, fl.log_pc, fl.log_mask, fl.log_addr, fl.log_src,
+                  klog, klog_addr, has_src, cpc, kcp)
         budget[0] = int(out[0])
         ran = int(out[1])
         if make is not None and ran:
             used = int(logs[ran - 1, 0] + logs[ran - 1, 1])
-            kl, ka = klog[:, :used].copy(), klog_addr[:used].copy()
+            kl, ka = klog[:, :used].copy(), klog_addr[:, :used].copy()
             if ran < store.shape[0] // 2:      # (the rows the kept CTAs hold, not the room they were given)
                 store = store[:ran].copy()
             for j, (o, c) in enumerate(logs[:ran].tolist()):
-                log = (kl[0, o:o + c], kl[1, o:o + c], kl[2, o:o + c], ka[o:o + c], None) if c else None
-                got.append(KeptCTA(ctaids[done + j], make, spec, store[j], log))
+                log = (kl[0, o:o + c], kl[1, o:o + c], kl[2, o:o + c], ka[0, o:o + c],
+                       ka[1, o:o + c] if has_src else None) if c else None
+                got.append(KeptCTA(ctaids[done + j], make, spec, store[j], log, kcp[j].copy() if cp_kernel else None))
         done += ran
         if ran < n and not out[2]:
             fc._ran = True          # (FastCTA.run goes on from the state the CTA loop left)
