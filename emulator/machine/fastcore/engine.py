@@ -922,8 +922,9 @@ class FastCTA:
                 cp.count, self.mbw, self.ysnap)
 
     def grid_state(self, cta):
-        """For the grid loop (gridloop.py), which runs only CTAs without an async unit, sanitizer or staging
-        area: the state vector's fields ``run`` sets before its first call of the CTA loop, as rows (index, value),
+        """For the grid loop (gridloop.py), which runs only CTAs whose rows never touch an mbarrier (the loop gets
+        the empty table's values, as a CTA without an async unit does), without sanitizer or staging area: the state
+        vector's fields ``run`` sets before its first call of the CTA loop, as rows (index, value),
         the first ``nhead`` its one-time store, the others its store before each call (the budget and copies in
         flight: the grid loop's own); returns (rows, nhead), with the warp loop's address in the ctx."""
         fl = self.launch
