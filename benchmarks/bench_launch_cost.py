@@ -2,7 +2,7 @@
 instructions (it stores ``%tid.x``), warm, for CTAs of one and four warps, with the default ``keep`` and with
 ``keep="none"``; then a few small corpus launches split into the jitted CTA loop's time and the rest.
 
-    python benchmarks/bench_launch_cost.py [--reps N] [--corpus NAME ...]
+    python benchmarks/bench_launch_cost.py [--reps N] [--corpus NAME ...] [--no-grid-loop]
 
 CPU time (``time.process_time``), best of ``--reps`` rounds of 10-200 launches, each launch's result dropped
 before the next. "per further CTA" is (time of 64 CTAs - time of 1 CTA) / 63.
@@ -69,13 +69,23 @@ def corpus(names, reps):
     cases = corpus_lib.load_all()
     spent = [0.0]
 
+    from emulator.machine.fastcore import gridloop
+    grid_loop = gridloop.grid_loop
+
     def timed(*a):
         t = time.process_time()
         try:
             return L.run_cta(*a)
         finally:
             spent[0] += time.process_time() - t
-    print("corpus launches, fast engine (us per launch, CPU time; 'loop': the CTA loop's calls)")
+
+    def timed_grid(*a):                     # (the grid loop: CTAs run in the CTA loop it calls)
+        t = time.process_time()
+        try:
+            return grid_loop(*a)
+        finally:
+            spent[0] += time.process_time() - t
+    print("corpus launches, fast engine (us per launch, CPU time; 'loop': the CTA loop's and grid loop's calls)")
     for name in names:
         c = cases[name]
         cfg = c["config"]
@@ -90,6 +100,7 @@ def corpus(names, reps):
         total = best(f, 10, reps)
         loops = E._LOOPS[:] if E._LOOPS else None
         E._LOOPS[:] = [L.run, timed]        # (the CTA loop timed: FastLaunch takes its loops from this list)
+        gridloop.grid_loop = timed_grid
         try:
             spent[0] = 0.0
             k = 10
@@ -99,6 +110,7 @@ def corpus(names, reps):
                 f()
             loop = spent[0] / k
         finally:
+            gridloop.grid_loop = grid_loop
             if loops is not None:
                 E._LOOPS[:] = loops
         ctas = int(np.prod(cfg["grid"]))
@@ -110,7 +122,11 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--corpus", nargs="*", default=CORPUS)
+    ap.add_argument("--no-grid-loop", action="store_true", help="every CTA through the Python path (before/after)")
     a = ap.parse_args()
+    if a.no_grid_loop:
+        from emulator.machine.fastcore import gridloop
+        gridloop.ON = False
     trivial(a.reps)
     if a.corpus:
         corpus(a.corpus, a.reps)

@@ -13,6 +13,7 @@ geometric means of the rates and of the ratio fast engine / interpreter, and the
 engine runs faster than the interpreter.
 
     python benchmarks/bench_vs_interpreter.py [-k SUBSTRING] [--runs 2] [--no-interpreter] [--engines fast]
+                                              [--no-grid-loop]
 
 ``--engines fast`` times the fast engine alone (the reference's column is left empty) and ends with the
 overall rate (all warp-instructions over all CPU seconds) and each launch's fixed cost: the CPU time outside
@@ -145,7 +146,10 @@ def fixed_cost(module, case, runs):
         init(self, *args, **kw)
         self._run, self._run_cta = timed(self._run), timed(self._run_cta)
     out = None
+    from emulator.machine.fastcore import gridloop
+    grid_loop = gridloop.grid_loop          # (the grid loop's calls: CTAs run in the CTA loop it calls)
     engine.FastLaunch.__init__ = timed_init
+    gridloop.grid_loop = timed(grid_loop)
     try:
         for _ in range(runs):
             spent[0] = 0.0
@@ -154,6 +158,7 @@ def fixed_cost(module, case, runs):
                 out = (dt, spent[0])
     finally:
         engine.FastLaunch.__init__ = init
+        gridloop.grid_loop = grid_loop
     return out
 
 
@@ -177,7 +182,12 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--no-interpreter", action="store_true")
     ap.add_argument("--engines", default="fast,reference", help="engines to time, comma-separated")
+    ap.add_argument("--no-grid-loop", action="store_true",
+                    help="run every CTA through the Python path (the grid loop off: before/after)")
     a = ap.parse_args(argv)
+    if a.no_grid_loop:
+        from emulator.machine.fastcore import gridloop
+        gridloop.ON = False
     engines = [e for e in a.engines.split(",") if e]
     if not engines or any(e not in ("fast", "reference") for e in engines):
         ap.error("--engines takes fast, reference or both")

@@ -236,8 +236,23 @@ def test_independent_ctas_never_park(module, monkeypatch):
         calls.append(r is None)
         return r
     monkeypatch.setattr(cta_mod.CTA, "run", run)
+    from emulator.machine.fastcore import gridloop
+    monkeypatch.setattr(gridloop, "ON", False)      # (the CTA-by-CTA path; the grid loop below)
     replay(module, "pdl", engine="fast")
     assert len(calls) == 16 and not any(calls)
+    # the grid loop runs them all, one call a launch: no CTA goes through CTA.run
+    monkeypatch.setattr(gridloop, "ON", True)
+    ran = []
+    real = gridloop.run
+    monkeypatch.setattr(gridloop, "run", lambda *a, **k: _record(ran, real(*a, **k)))
+    calls.clear()
+    replay(module, "pdl", engine="fast")
+    assert sum(ran) == 16 and calls == []
+
+
+def _record(ran, got):
+    ran.append(got[0])
+    return got
 
 
 def test_waits_beyond_the_resident_limit(module, monkeypatch):

@@ -212,8 +212,10 @@ def test_launch_shapes_share_no_special_registers():
 
 
 def _count_fast_ctas(monkeypatch):
-    """A list that grows by one each time a CTA loop's arrays are made (``FastCTA.__init__``)."""
-    from emulator.machine.fastcore import engine
+    """A list that grows by one each time a CTA loop's arrays are made (``FastCTA.__init__``), with the grid loop off
+    (it runs CTAs on one set of arrays: tests/test_gridloop.py)."""
+    from emulator.machine.fastcore import engine, gridloop
+    monkeypatch.setattr(gridloop, "ON", False)
     made = []
     real = engine.FastCTA.__init__
 

@@ -493,10 +493,60 @@ class Module:
                 bar.update(1)
 
         last = ctaids[-1]
+        # CTAs in the jitted grid loop (fastcore/gridloop.py) while they need no Python: all of them, or all but the
+        # last with keep="last" (that one is kept, and made as before)
+        loop_end = len(ctaids) - 1 if keep == "last" else len(ctaids)
+        loop_ok = [fast is not None and san is None and schedule is None and not timeline and prof is None and
+                   debug is None and trace is None and loop_end > 1]
+
+        def remake(cid, fc, bases):
+            """The CTA object of a kept CTA the grid loop ran, on its arrays ``fc`` (made when the result is read)."""
+            fast.resume(fc)
+            # (no reference to the result, which holds this function: no cycle keeps a dropped result alive)
+            cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs, bases, options, trace,
+                      out, None, budget, fast, schedule, timeline)
+            if cta.fast_cta is not fc:
+                raise AssertionError("a kept CTA of the grid loop was not made on its arrays")
+            cta.result = None
+            return cta
+
+        def batch(i):
+            if not loop_ok[0] or i >= loop_end - 1 or pending or not depots:
+                return 0, None
+            from .fastcore import gridloop
+            cta = make(ctaids[i])
+            if not gridloop.eligible(fast, cta):
+                loop_ok[0] = False
+                return 0, cta
+            ran, kept = gridloop.run(fast, cta, ctaids, i, loop_end, budget,
+                                     functools.partial(remake, bases=cta._depot) if keep == "all" else None)
+            for k in kept:
+                done[tuple(k.ctaid)] = k
+            if bar:
+                bar.update(ran)
+            if i + ran == loop_end:             # every CTA ran to its end: the arrays go to the next CTA
+                finish_quiet(cta)
+                return ran, None
+            if ran == 0:                        # the first CTA needs Python: it goes on in this CTA object
+                return 0, cta
+            fc = cta.fast_cta                   # a later CTA: a CTA object made on the arrays the loop left
+            cta.fast_cta = cta._fast_arrays = None
+            depots.append(cta._depot)
+            fast.resume(fc)
+            nxt_cta = make(ctaids[i + ran])
+            if nxt_cta.fast_cta is not fc:
+                raise AssertionError("the grid loop's CTA was not resumed on its arrays")
+            nxt_cta.smem_inflight = cta.smem_inflight   # (the cp.async marks the loop made on the first CTA's)
+            return ran, nxt_cta
+
+        def finish_quiet(cta):
+            depots.append(cta._depot)
+            fast.recycle(cta)
+
         rng = None if schedule is None else np.random.default_rng([int(schedule[1]), 1 << 21])
         try:
             with np.errstate(all="ignore"):     # IEEE exceptions are results here, not warnings (CTA.run)
-                run_grid(ctaids, make, finish, occ, rng)
+                run_grid(ctaids, make, finish, occ, rng, batch if loop_ok[0] else None)
         finally:
             if bar:
                 bar.close()

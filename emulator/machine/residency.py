@@ -88,16 +88,26 @@ def occupancy(nthreads, smem_bytes, regs_per_thread=None, maxnreg=None):
     return Occupancy(per_sm, per_sm * SMS, limits, regs, src, smem)
 
 
-def run_grid(ctaids, make, finish, occ, rng=None):
+def run_grid(ctaids, make, finish, occ, rng=None, batch=None):
     """Run the CTAs ``ctaids``: ``make(cid)`` builds one, ``finish(cta)`` takes it once every thread exited;
-    at most ``occ.resident`` (an ``Occupancy``) wait at once (module docstring)."""
+    at most ``occ.resident`` (an ``Occupancy``) wait at once (module docstring). ``batch(i)`` (optional) runs CTAs
+    ``i``, ``i + 1``, .. to their end by itself and returns (how many it ran, None or the next CTA made: started,
+    to run as one ``make`` built)."""
     nxt, n, limit = 0, len(ctaids), occ.resident
     parked = []                           # resident CTAs that wait on memory, in start order
     epoch = 0                             # counts the calls that changed something
     seen = {}                             # parked CTA -> the epoch of its last call
     while nxt < n or parked:
         if nxt < n and len(parked) < limit:
-            cta = make(ctaids[nxt])
+            cta = None
+            if batch is not None:
+                done, cta = batch(nxt)
+                nxt += done
+                epoch += done
+                if cta is None and (done or nxt >= n):
+                    continue
+            if cta is None:
+                cta = make(ctaids[nxt])
             nxt += 1
             epoch += 1
             if cta.run(park=True) is None:

@@ -315,6 +315,9 @@ class FastLaunch:
     def cta_arrays(self, nwarps):
         """A CTA loop's arrays for ``nwarps`` warps (``FastCTA``; ``start`` it once the CTA exists) when the
         translation allows the CTA loop (``Translation.cta_ok``), else None."""
+        fc = self.__dict__.pop("_resume", None)
+        if fc is not None:              # the arrays the grid loop stopped in (``resume``)
+            return fc
         tr = self.tr
         # a kernel with wgmma needs wgcall.py's function in the CTA loop: until it is compiled (engine="auto" while
         # another process compiles), its CTAs run on the Python scheduler, which hands the wgmma rows back
@@ -338,6 +341,12 @@ class FastLaunch:
                 fc.launch, fc.log_warp = self, self.log_warp
                 return fc
         return FastCTA(self, nwarps)
+
+    def resume(self, fc):
+        """The next CTA made takes the arrays ``fc`` as the grid loop left them (gridloop.py): ``start`` keeps
+        their state, ``run`` goes on from it."""
+        fc._resumed = True
+        self._resume = fc
 
     def recycle(self, cta):
         """``cta`` ran to its end and the launch does not keep it: when its warps were never built, the next CTA of
@@ -579,6 +588,14 @@ class FastCTA:
         a later CTA then writes the special registers that differ between CTAs (its ids)."""
         fl, nw = self.launch, self.nw
         tr = fl.tr
+        if self.__dict__.pop("_resumed", False):        # the grid loop ran the CTA in these arrays so far
+            self.unkept = False
+            cta.smem, cta.params = self.smem, self.params
+            self._bind(cta, False)
+            log = self.__dict__.pop("_kept_log", None)
+            if log is not None:
+                self.pending.append((len(log[0]), log))
+            return self
         param_init = cta._make[2]
         layout, size = _cta_layout(tr, nw, cta.smem_size, param_init.size)
         key = (nw, cta.shape)
@@ -591,16 +608,7 @@ class FastCTA:
             block = self.block                          # at the same addresses
             block.fill(0)
         else:
-            block = self.block = np.zeros(size, np.uint8)
-            for name, shape, dt, off in layout:
-                setattr(self, name, np.ndarray(shape, dt, block, off))
-            self.refs = sys.getrefcount(block)      # the block's own views (``retire``: no other view may remain)
-            self.layout = layout
-            self.offsets = offsets
-            base = self.base = block.ctypes.data
-            self.param_ptrs = (base + offsets["params"]) + _steps(nw, self.params[0].nbytes)
-            self.smem_ptr = base + offsets["smem"]
-            self.bar_ptrs = (base + offsets["bar_seq"], base + offsets["cst"] + 8 * T.C_BARCNT)
+            block = self._on_block(np.zeros(size, np.uint8), layout)
         head = offsets["arenas"]
         # the CTA's shared memory (zeros) and every warp's per-lane parameter bytes (warp w: rows w)
         cta.smem, cta.params = self.smem, self.params
@@ -624,9 +632,48 @@ class FastCTA:
                     a32[:, c:c + 32] = cta.own_special(n)
         if tr.local_base is not None or tr.var_slots:
             self._fill_addresses(cta)
+        return self._bind(cta, True)
+
+    def _on_block(self, block, layout):
+        """Make these arrays the views of ``block`` (laid out as ``layout``)."""
+        offsets = _OFFSETS[id(layout)][1]
+        self.block = block
+        for name, shape, dt, off in layout:
+            setattr(self, name, np.ndarray(shape, dt, block, off))
+        self.refs = sys.getrefcount(block)      # the block's own views (``retire``: no other view may remain)
+        self.layout = layout
+        self.offsets = offsets
+        base = self.base = block.ctypes.data
+        self.param_ptrs = (base + offsets["params"]) + _steps(self.nw, self.params[0].nbytes)
+        self.smem_ptr = base + offsets["smem"]
+        self.bar_ptrs = (base + offsets["bar_seq"], base + offsets["cst"] + 8 * T.C_BARCNT)
+        return block
+
+    @staticmethod
+    def on_kept(launch, nw, layout, cp, eager, block, log, counts):
+        """Arrays of ``layout`` on ``block`` (a copy of a block the grid loop ran a kept CTA in to its end,
+        gridloop.py), with the CTA's shared-memory log (``log``: as ``_log_copy`` makes it, or None) and cp.async
+        table (``cp``: the kernel's shared, empty one; or None: a table of its own with the committed-group
+        ``counts``), for the CTA object made next (``FastLaunch.resume``)."""
+        fc = FastCTA(launch, nw)
+        fc._on_block(block, layout)
+        if cp is None:
+            cp = CpAsyncTable(nw, eager)
+            cp.count[...] = counts
+        fc.cp = cp
+        fc._kept_log = log
+        return fc
+
+    def _bind(self, cta, fresh):
+        """The Python side of ``start``: the cp.async table (``fresh``: a new one for a kernel with cp.async), the
+        registers outside the arenas, the pending logs, the wgmma state."""
+        fl, nw = self.launch, self.nw
+        tr = fl.tr
         options = cta._make[1]
         eager = options is not None and options.cp_async == "eager"
-        if _uses_cp_async(cta.prog):
+        if not fresh and self.__dict__.get("cp") is not None:
+            pass
+        elif _uses_cp_async(cta.prog):
             self.cp = CpAsyncTable(nw, eager)
         else:                   # a kernel without cp.async: its CTAs share one table, which stays empty
             shared = tr.__dict__.setdefault("_cp_tables", {})
@@ -729,11 +776,16 @@ class FastCTA:
             mbs.reserve(MBAR_ROWS)          # (a barrier that finds the table full goes back to Python, which grows it)
         # TMA rows (bulkx.py) stage their copies here, unless a sanitiser or a timeline follows them
         stage = fl.staging(cta.smem_size) if tr.bulkx and mbs is not None else None
+        # the grid loop (gridloop.py) made this CTA's first call of the CTA loop, with the state set as below: its
+        # results stand in the state vector and the arrays, and the CTA goes on from them
+        ran = self.__dict__.pop("_ran", False)
         # the fields the loop reads before its first run, in one store ((set below for kernels the async proxy
         # reads: the wgmma and dirty-mark fields)
-        st[_HEAD] = (SPIN_CHECK, 0, 0, 0, 0, 0, 0, int(mbs is not None and not tr.param_writes), int(mbs is not None),
-                     self.bar_ptrs[0], self.bar_ptrs[1], stage.address if stage is not None else 0, _pointer(fl.gtab),
-                     fl.gtab.shape[0])
+        if not ran:
+            st[_HEAD] = (SPIN_CHECK, 0, 0, 0, 0, 0, 0, int(mbs is not None and not tr.param_writes),
+                         int(mbs is not None),
+                         self.bar_ptrs[0], self.bar_ptrs[1], stage.address if stage is not None else 0,
+                         _pointer(fl.gtab), fl.gtab.shape[0])
         wg = self.wg
         au = au0 if tr.async_readers else None   # generic-proxy writes (memx.py)
         smem_ptr = self.smem_ptr
@@ -759,9 +811,10 @@ class FastCTA:
                 st[T.S_DIRTY] = _pointer(au.dirty)
                 st[T.S_DIRTY_N] = int(au.any_dirty)     # (marks Python's stores made: the loop's fence clears them)
             # (one store: the budget, copies in flight, the log's count, shared memory, parameters, mbarrier table)
-            st[_EACH] = (cta.budget[0], cta.inflight_n, 0, smem_ptr, cta.smem.size, cta.params.shape[2],
-                         _pointer(mbs.rows) if mbs is not None else 0, mbs.used if mbs is not None else 0, 0,
-                         mbs.rows.shape[0] if mbs is not None else 0, 0)
+            if not ran:
+                st[_EACH] = (cta.budget[0], cta.inflight_n, 0, smem_ptr, cta.smem.size, cta.params.shape[2],
+                             _pointer(mbs.rows) if mbs is not None else 0, mbs.used if mbs is not None else 0, 0,
+                             mbs.rows.shape[0] if mbs is not None else 0, 0)
             hook = self.cluster_hook
             st[T.S_CLUSTER] = hook(True) if hook is not None else 0     # (machine.cluster.Cluster._tables)
             self._enter(cta)
@@ -776,12 +829,10 @@ class FastCTA:
                      tr.mufu_ptr, tr.mufu_size, fl.log_src, cp.dst[0], cp.data[0], cp.group[0], cp.meta[0],
                      cp.count[0]))
             fl.ctx[K_RUN] = run_address
-            run_cta(tr.code, tr.imm, self.arenas, self.pcs, self.exited, self.waiting, cta.smem_inflight, fl.gtab,
-                    st, fl.log_pc, fl.log_addr, fl.log_mask, self.log_warp, tr.mma_regs, tr.mma_maps, tr.mma_prm,
-                    *tr.mma_luts, tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags,
-                    self.cst, self.issued, self.executed, self.param_ptrs, self.wbid, self.bar_arrived, self.bar_seq,
-                    self.backs, tr.mufu_ptr, tr.mufu_size, fl.log_src, cp.dst, cp.data, cp.group, cp.meta,
-                    cp.count, self.mbw, self.ysnap)
+            if ran:
+                ran = False
+            else:
+                run_cta(*self.loop_args(cta))
             if hook is not None:         # (the table is this run's: a warp run alone later sees none)
                 st[T.S_CLUSTER] = 0
                 hook(False)
@@ -886,6 +937,51 @@ class FastCTA:
         if ws is not None:
             self._finish(ws)
         return None
+
+    def loop_args(self, cta):
+        """``loop.run_cta``'s arguments for ``cta`` on these arrays."""
+        fl, cp = self.launch, self.cp
+        tr = fl.tr
+        return (tr.code, tr.imm, self.arenas, self.pcs, self.exited, self.waiting, cta.smem_inflight, fl.gtab,
+                fl.state, fl.log_pc, fl.log_addr, fl.log_mask, self.log_warp, tr.mma_regs, tr.mma_maps, tr.mma_prm,
+                *tr.mma_luts, tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags,
+                self.cst, self.issued, self.executed, self.param_ptrs, self.wbid, self.bar_arrived, self.bar_seq,
+                self.backs, tr.mufu_ptr, tr.mufu_size, fl.log_src, cp.dst, cp.data, cp.group, cp.meta,
+                cp.count, self.mbw, self.ysnap)
+
+    def grid_state(self, cta):
+        """For the grid loop (gridloop.py), which runs only CTAs whose rows never touch an mbarrier (the loop gets
+        the empty table's values, as a CTA without an async unit does), without sanitizer or staging area: the state
+        vector's fields ``run`` sets before its first call of the CTA loop, as rows (index, value),
+        the first ``nhead`` its one-time store, the others its store before each call (the budget and copies in
+        flight: the grid loop's own); returns (rows, nhead), with the warp loop's address in the ctx."""
+        fl = self.launch
+        tr = fl.tr
+        mbs = _NO_MBARRIERS
+        fields = np.empty((len(_HEAD) + len(_EACH), 2), np.int64)
+        fields[:, 0] = _GRID_FIELDS
+        fields[:, 1] = (SPIN_CHECK, 0, 0, 0, 0, 0, 0, int(not tr.param_writes), 1, self.bar_ptrs[0],
+                        self.bar_ptrs[1], 0, _pointer(fl.gtab), fl.gtab.shape[0],
+                        0, 0, 0, self.smem_ptr, cta.smem.size, cta.params.shape[2], _pointer(mbs.rows), mbs.used,
+                        0, mbs.rows.shape[0], 0)
+        cp = self.cp
+        run_address = tr.__dict__.get("_run_address")
+        if run_address is None:
+            run_address = tr._run_address = warp_loop_address(
+                (tr.code, tr.imm, self.arenas[0], self.pcs[0], self.exited[0], self.waiting[0], cta.smem_inflight,
+                 fl.gtab, fl.state, fl.log_pc, fl.log_addr, fl.log_mask, tr.mma_regs, tr.mma_maps, tr.mma_prm,
+                 *tr.mma_luts, tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags,
+                 tr.mufu_ptr, tr.mufu_size, fl.log_src, cp.dst[0], cp.data[0], cp.group[0], cp.meta[0],
+                 cp.count[0]))
+        fl.ctx[K_RUN] = run_address
+        return fields, len(_HEAD)
+
+    def own_columns(self, cta):
+        """[(first 32-bit arena column, name)] of the special registers the kernel reads that differ between the
+        CTAs of a launch (``CTA.own_specials``), as ``start`` writes them."""
+        fl = self.launch
+        own = cta.own_specials
+        return [(int(fl.special_index[j, 0]), n) for j, n in enumerate(fl.special_names) if n in own]
 
     def _enter(self, cta):
         """Before each run of the CTA loop (a sanitised launch's hook: machine.sanitize_fast)."""
@@ -1051,6 +1147,9 @@ _HEAD = np.array([T.S_SPIN_CHECK, T.S_WG_REGS, T.S_WG_SMEM, T.S_WG, T.S_WG_READS
                   T.S_MBINIT, T.S_BARSEQ, T.S_BARCNT, T.S_BULK, T.S_GTAB, T.S_GTAB_N], np.intp)
 _EACH = np.array([T.S_BUDGET, T.S_INFLIGHT, T.S_NLOG, T.S_SMEM_PTR, T.S_SMEM_SIZE, T.S_PARAM_SIZE, T.S_MBAR,
                   T.S_MBAR_N, T.S_MBAR_CHANGED, T.S_MBAR_CAP, T.S_MBAR_REBUILT], np.intp)
+
+
+_GRID_FIELDS = np.concatenate([_HEAD, _EACH])
 
 
 def _empty_mbarriers():
