@@ -21,6 +21,7 @@ from .cta import CTA
 from .program import Program
 from .result import LaunchResult
 from .fastcore import warmup as _warmup
+from . import residency as _residency
 from .residency import occupancy, run_grid
 
 
@@ -817,7 +818,9 @@ def _shape_key(kernel, grid, block, shared_bytes, regs_per_thread, cluster):
         c = _plain(cluster)
         if c is None:
             return None
-    return kernel, type(grid) is int, g, type(block) is int, b, shared_bytes, regs_per_thread, cluster is None, c
+    # (the occupancy kept with the shape depends on the number of SMs the machine emulates)
+    return kernel, type(grid) is int, g, type(block) is int, b, shared_bytes, regs_per_thread, cluster is None, c, \
+        _residency.SMS
 
 
 def _int_arg(v, what):
