@@ -48,7 +48,7 @@ APART = {
     "bulk": ("bulkcall", "bulk_c", "SIG"),      # BULKX: TMA box loads, stores and reductions
     "ctawait": ("ctaloop", "cta_c", "SIG"),     # the CTA loop's mbarrier stalls, wakes and yields
     "ctabar": ("ctaloop", "bar_c", "BAR_SIG"),  # a counted or register-numbered barrier's operands (CTA loop)
-    "rare": ("rarecall", "rare_c", "SIG"),      # the warp loop's glue for the rows of xrow .. bulk and stmatrix
+    "rare": ("rarecall", "rare_c", "SIG"),      # the warp loop's glue for ATOM, WGMMA, STMATRIX, HOPX, BULKX rows
 }
 # wgmma's tile arithmetic, one function per form (wgmmax.tile_of), which wgcall.wg_c calls through its address
 WG_TILES = ("wg_f32_16", "wg_f32_32", "wg_f32_8", "wg_f32_4", "wg_dec", "wg_int")

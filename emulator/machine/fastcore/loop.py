@@ -14,6 +14,7 @@ from .raw import _allocation, _mask, _peek, _peek16, _poke, _sext, store_lane  #
 from .regs import I0, I64, _cwidth, _gather, _rd, _rdf, _scatter, _wrf  # noqa: F401 (register access, as the families)
 from .fmath import TABLES as _TABLES
 from .memx import mark_generic, smem_write_ok
+from .scalarx import call_x
 from . import ccall as C
 from .ccall import call_cta, call_family, call_native, data_ptr, reinterpret
 from .families import APART_SLOT as _APART_SLOT, NSLOTS as _NSLOTS, OF_OPCODE as _OF_OPCODE, SLOT as _SLOT
@@ -35,7 +36,7 @@ HSLOT = _NSLOTS + 1         # hopcall.hop_c (HOPX rows)
 BSLOT = _NSLOTS + 2         # bulkcall.bulk_c (BULKX rows)
 CSLOT = _APART_SLOT["ctawait"]   # ctaloop.cta_c: the CTA loop's mbarrier stalls, wakes and yields
 BARSLOT = _APART_SLOT["ctabar"]  # ctaloop.bar_c: a counted or register-numbered barrier's operands
-RSLOT = _APART_SLOT["rare"]     # rarecall.rare_c: the XROW, ATOM, WGMMA, STMATRIX, HOPX and BULKX rows
+RSLOT = _APART_SLOT["rare"]     # rarecall.rare_c: the ATOM, WGMMA, STMATRIX, HOPX and BULKX rows
 PUMP = -1                   # bulkx.PUMP: bulk_c's lanes for the pump at a round's end (checked in engine.py)
 # the family slot of each opcode (families.py; -1: none, the loop hands the row back)
 FAMSLOT = np.full(128, -1, np.int64)
@@ -502,8 +503,12 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     for lane in range(LANES):
                         log_addr[nlog, lane] = addrs[lane]
                     nlog += 1
-        elif opc == T.XROW or opc == T.ATOM or opc == T.WGMMA or opc == T.STMATRIX or opc == T.HOPX or \
-                opc == T.BULKX:
+        elif opc == T.XROW:                     # xcall.x_c: gathers, computes, writes back
+            if em != 0 and (mptr[XSLOT] == 0 or call_x(mptr[XSLOT], em, data_ptr(row), data_ptr(imrow), parena,
+                                                       narena, pscratch) != 0):
+                handback = True                 # a lane breaks a rule (nothing was written), or x_c is not
+                break                           # compiled yet (families.APART): the reference executor runs it
+        elif opc == T.ATOM or opc == T.WGMMA or opc == T.STMATRIX or opc == T.HOPX or opc == T.BULKX:
             # the rows a plain sm_80 kernel rarely has: rarecall.rare_c, compiled apart (slot 0: not bound, the
             # reference executor runs the row); -1: handed back, -2: the warp stops (its status set)
             if mptr[RSLOT] == 0:

@@ -1,9 +1,9 @@
 """The rows a plain sm_80 kernel rarely has, compiled apart from the warp loop ("rare" of ``families.APART``).
 
-``loop.run`` hands every XROW, ATOM, WGMMA, STMATRIX, HOPX and BULKX row to one C-callable function,
-``rare_c`` (the families' signature, ``ccall.SIG``), which does what the loop did with them before: each row
-still goes on to its own function compiled apart (``xcall.x_c``, ``xcall.atom_c``, ``wgcall.wg_c``,
-``ldm.entry_st``, ``hopcall.hop_c``, ``bulkcall.bulk_c``), and this one only adds the glue around them (the
+``loop.run`` hands every ATOM, WGMMA, STMATRIX, HOPX and BULKX row to one C-callable function, ``rare_c``
+(the families' signature, ``ccall.SIG``), which does what the loop did with them before: each row still goes
+on to its own function compiled apart (``xcall.atom_c``, ``wgcall.wg_c``, ``ldm.entry_st``, ``hopcall.hop_c``,
+``bulkcall.bulk_c``), and this one only adds the glue around them (the
 atomics' addresses, the logs, the lanes that wait). So the warp loop, which every kernel compiles, types and
 lowers none of that code; a kernel with such rows binds ``rare_c`` beside the functions its rows call
 (``Translation.apart``), and while it is not bound the loop hands those rows back to the reference executors.
@@ -24,14 +24,12 @@ from .atomics import call_atom
 from .ccall import SIG, call_family, data_ptr  # noqa: F401 (SIG: families.APART's signature attribute)
 from .families import APART_SLOT, SLOT
 from .loop import _mem_plan
-from .scalarx import call_x
 from .wgmmax import call_wg
 from ...numerics.jitcache import INNER
 
 LANES = 32
 HANDBACK = -1
 STOP = -2
-XSLOT = APART_SLOT["xrow"]
 ASLOT = APART_SLOT["atom"]
 WSLOT = APART_SLOT["wgmma"]
 HSLOT = APART_SLOT["hopper"]
@@ -43,12 +41,7 @@ STM_SLOT = SLOT["stmatrix"]
 def _rare(row, imrow, p, m, em, pc, waiting, inflight, gtab, state, a8, a16, a32, a64, parena, narena, pscratch,
           addrs, xq, ctx, mptr, log_pc, log_addr, log_mask, nlog, wide):
     opc = row[T.OP]
-    if opc == T.XROW:                           # xcall.x_c: gathers, computes, writes back
-        if em != 0 and (mptr[XSLOT] == 0 or call_x(mptr[XSLOT], em, data_ptr(row), data_ptr(imrow), parena,
-                                                   narena, pscratch) != 0):
-            return HANDBACK                     # a lane breaks a rule (nothing was written), or x_c is not
-            #                                     compiled yet (families.APART): the reference executor runs it
-    elif opc == T.ATOM:
+    if opc == T.ATOM:
         if em != 0:
             if mptr[ASLOT] == 0:                # atom_c not compiled yet
                 return HANDBACK
