@@ -143,9 +143,9 @@ def test_mma_rows_of_a_form_not_compiled_yet_go_to_the_reference(missing, want, 
 
 def _apart_case(name):
     """(module, block, arrays, scalars) of a kernel whose rows call the function ``name`` of families.APART."""
-    if name in ("xrow", "atom"):
+    if name in ("xrow", "atom", "rare"):          # ("rare": rarecall.rare_c, on the ATOM rows)
         import test_fastcore_scalarx as X
-        if name == "atom":
+        if name in ("atom", "rare"):
             return load_ptx(X.ATOM_KERNEL.replace("BODY", X.ATOMS["add.u32"])), 128, X._atom_inputs("add.u32"), ()
         rng = np.random.default_rng(3)
         words = rng.integers(0, 1 << 32, size=(32, 4), dtype=np.uint64).astype(np.uint32)
@@ -158,7 +158,8 @@ def _apart_case(name):
     return load_ptx(WG.wgmma_kernel(rng, 6), validate=False), 128, WG._inputs(rng, 128, True), ()
 
 
-@pytest.mark.parametrize("name,op", [("xrow", T.XROW), ("atom", T.ATOM), ("hopper", T.HOPX), ("wgmma", T.WGMMA)])
+@pytest.mark.parametrize("name,op", [("xrow", T.XROW), ("atom", T.ATOM), ("hopper", T.HOPX), ("wgmma", T.WGMMA),
+                                     ("rare", T.ATOM)])
 def test_the_functions_compiled_apart_are_bound_as_the_families(name, op, monkeypatch):
     """xcall.py's, hopcall.py's and wgcall.py's functions come through ``warmup.family`` (the compile lock, and
     engine="auto" never compiles them while another process compiles): while one is missing its rows go to
@@ -182,12 +183,12 @@ def test_the_functions_compiled_apart_are_bound_as_the_families(name, op, monkey
 def test_the_apart_slots_are_the_loops():
     from emulator.machine.fastcore import loop
     loops = {"xrow": loop.XSLOT, "atom": loop.ASLOT, "wgmma": loop.WSLOT, "hopper": loop.HSLOT, "bulk": loop.BSLOT,
-             "ctawait": loop.CSLOT, "ctabar": loop.BARSLOT}
+             "ctawait": loop.CSLOT, "ctabar": loop.BARSLOT, "rare": loop.RSLOT}
     assert {k: v for k, v in families.APART_SLOT.items() if k not in families.WG_TILES} == loops
     # wgmma's tile functions (wgcall.wg_c finds them in the pointer array): after the loops' slots, one each
     tiles = sorted(families.APART_SLOT[k] for k in families.WG_TILES)
     assert tiles == list(range(loop.BSLOT + 1, loop.CSLOT))
-    assert (loop.CSLOT, loop.BARSLOT) == (families.NPTRS - 2, families.NPTRS - 1)
+    assert (loop.CSLOT, loop.BARSLOT, loop.RSLOT) == (families.NPTRS - 3, families.NPTRS - 2, families.NPTRS - 1)
 
 
 def test_a_family_filled_later_is_used_by_the_next_launch(monkeypatch):

@@ -15,12 +15,11 @@ from .regs import I0, I64, _cwidth, _gather, _rd, _rdf, _scatter, _wrf  # noqa: 
 from .fmath import TABLES as _TABLES
 from .memx import mark_generic, smem_write_ok
 from .scalarx import call_x
-from .atomics import call_atom
 from . import ccall as C
 from .ccall import call_cta, call_family, call_native, data_ptr, reinterpret
 from .families import APART_SLOT as _APART_SLOT, NSLOTS as _NSLOTS, OF_OPCODE as _OF_OPCODE, SLOT as _SLOT
 from .wgmmax import call_wg
-from .asyncx import K_NOP, call_hop
+from .asyncx import call_hop
 from .ctaloop import OP_STALL, OP_WAKE, OP_YIELD
 from ...numerics.jitcache import INNER
 
@@ -37,6 +36,7 @@ HSLOT = _NSLOTS + 1         # hopcall.hop_c (HOPX rows)
 BSLOT = _NSLOTS + 2         # bulkcall.bulk_c (BULKX rows)
 CSLOT = _APART_SLOT["ctawait"]   # ctaloop.cta_c: the CTA loop's mbarrier stalls, wakes and yields
 BARSLOT = _APART_SLOT["ctabar"]  # ctaloop.bar_c: a counted or register-numbered barrier's operands
+RSLOT = _APART_SLOT["rare"]     # rarecall.rare_c: the ATOM, WGMMA, STMATRIX, HOPX and BULKX rows
 PUMP = -1                   # bulkx.PUMP: bulk_c's lanes for the pump at a round's end (checked in engine.py)
 # the family slot of each opcode (families.py; -1: none, the loop hands the row back)
 FAMSLOT = np.full(128, -1, np.int64)
@@ -45,7 +45,6 @@ for _op, _name in _OF_OPCODE.items():
 MMA_SLOT = _SLOT["mma"]
 MMAX_SLOT = _SLOT["mma_ext"]
 LDM_SLOT = _SLOT["ldmatrix"]
-STM_SLOT = _SLOT["stmatrix"]
 CP_SLOT = _SLOT["cpasync"]
 I32 = np.int64(32)          # (np.int64, not a literal: one specialisation of _gather)
 
@@ -305,6 +304,8 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     ctx = reinterpret(scratch[C.CTX_ROW:].reshape(C.NCTX), np.int64)
     fill_ctx(ctx, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmaps, mprm, l1, l256, l64k, mlutidx,
              mbuf, mu64, mi64, mflags, mptr, msz, log_src, cpd, cpx, cpg, cpm, cpc)
+    ctx[C.K_PCS] = data_ptr(pc)
+    ctx[C.K_WAITING] = data_ptr(waiting)
     pscratch = data_ptr(scratch)
     parena = data_ptr(arena)
     narena = arena.shape[0]
@@ -507,82 +508,23 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                                                        narena, pscratch) != 0):
                 handback = True                 # a lane breaks a rule (nothing was written), or x_c is not
                 break                           # compiled yet (families.APART): the reference executor runs it
-        elif opc == T.ATOM:
-            if em != 0:
-                if mptr[ASLOT] == 0:            # atom_c not compiled yet
-                    handback = True
-                    break
-                shared_lanes = _mem_plan(row, imrow, em, a8, a16, a32, a64, inflight, gtab, state, addrs, xq)
-                if shared_lanes < 0:
-                    handback = True
-                    break
-                call_atom(mptr[ASLOT], em, shared_lanes, data_ptr(row), data_ptr(imrow), parena, narena,
-                          pscratch)             # xcall.atom_c; the addresses in scratch[7] (xq)
-                if shared_lanes != 0:
-                    log_pc[nlog] = p
-                    log_mask[nlog] = shared_lanes
-                    for lane in range(LANES):
-                        log_addr[nlog, lane] = addrs[lane]
-                    nlog += 1
-        elif opc == T.WGMMA:                 # wgcall.wg_c (wgmmax.py), in the CTA loop only
-            if state[T.S_WG] == 0:
+        elif opc == T.ATOM or opc == T.WGMMA or opc == T.STMATRIX or opc == T.HOPX or opc == T.BULKX:
+            # the rows a plain sm_80 kernel rarely has: rarecall.rare_c, compiled apart (slot 0: not bound, the
+            # reference executor runs the row); -1: handed back, -2: the warp stops (its status set)
+            if mptr[RSLOT] == 0:
                 handback = True
                 break
-            got = call_wg(mptr[WSLOT], p, state[T.S_WARP], em, state[T.S_WG], state.ctypes.data)
-            if got == 1:
-                handback = True
-                break
-            if got == 2:                     # wait_group: the lanes wait for the warpgroup (counted as issued)
-                for lane in range(LANES):
-                    if (m >> lane) & 1:
-                        waiting[lane] = True
-                state[T.S_STATUS] = T.ST_WGWAIT
-                state[T.S_PC] = p
-                state[T.S_MASK] = m
-                break
-        elif opc == T.STMATRIX:              # the stmatrix family (ldm.entry_st); the addresses in scratch row 2
-            if em != 0xFFFFFFFF or wide == 1 or nlog >= log_pc.shape[0] or mptr[STM_SLOT] == 0 or \
-                    call_family(mptr[STM_SLOT], em, data_ptr(row), data_ptr(imrow), parena, narena, pscratch) != 0:
-                handback = True
-                break
-            log_pc[nlog] = p
-            log_mask[nlog] = (1 << (8 * row[T.Y])) - 1
-            for lane in range(LANES):
-                log_addr[nlog, lane] = addrs[lane]
-            nlog += 1
-        elif opc == T.HOPX and em != 0:                     # hopcall.hop_c (asyncx.py)
-            if wide == 1:
-                handback = True             # a sanitised launch
-                break
-            if row[T.X] != K_NOP:
-                if mptr[HSLOT] == 0:
-                    handback = True         # hop_c is not compiled yet (families.APART)
-                    break
-                got = call_hop(mptr[HSLOT], em, state.ctypes.data, row.ctypes.data, imrow.ctypes.data,
-                               arena.ctypes.data, arena.shape[0], scratch.ctypes.data)
-                if got == 2:                # a try_wait in the CTA loop: lanes S_MBSTALL wait (ctaloop.py)
-                    stall = state[T.S_MBSTALL]
-                    for lane in range(LANES):
-                        if (m >> lane) & 1:
-                            if (stall >> lane) & 1:
-                                waiting[lane] = True
-                            else:
-                                pc[lane] += 1
-                    state[T.S_STATUS] = T.ST_MBWAIT
-                    state[T.S_PC] = p
-                    state[T.S_MASK] = stall
-                    break
-                if got != 0:
-                    handback = True         # a lane breaks a rule (nothing was written)
-                    break
-        elif opc == T.BULKX and em != 0:                    # bulkcall.bulk_c (bulkx.py): TMA box copies
             ctx[C.K_P] = p
-            if wide == 1 or mptr[BSLOT] == 0 or call_hop(mptr[BSLOT], em, state.ctypes.data, row.ctypes.data, imrow.ctypes.data,
-                                     arena.ctypes.data, arena.shape[0], scratch.ctypes.data) != 0:
-                handback = True             # the executor runs it (a rule broken, a form the rows leave, bulk_c
-                #                             not compiled yet)
+            ctx[C.K_M] = m
+            ctx[C.K_NLOG] = nlog
+            got = call_family(mptr[RSLOT], em, data_ptr(row), data_ptr(imrow), parena, narena, pscratch)
+            if got == -1:
+                handback = True
                 break
-        elif opc != T.NOP and opc != T.HOPX and opc != T.BULKX and (em != 0 or opc == T.MMA or opc == T.MMA_X or
+            if got == -2:
+                break
+            nlog = got
+        elif opc != T.NOP and (em != 0 or opc == T.MMA or opc == T.MMA_X or
                                                                      opc == T.LDMATRIX):
             # a family compiled apart (families.py), through its address; slot 0: not compiled (yet), the
             # reference executor runs the row

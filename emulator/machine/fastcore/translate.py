@@ -245,6 +245,8 @@ class Translation:
         self.apart = [name for name, used in (("xrow", T.XROW in ops), ("atom", T.ATOM in ops),
                                               ("hopper", self._hopx), ("wgmma", self.wg is not None),
                                               ("bulk", bool(self.bulkx))) if used]
+        if ops & {T.ATOM, T.WGMMA, T.STMATRIX, T.HOPX, T.BULKX}:
+            self.apart.insert(0, "rare")        # the warp loop's glue for those rows (rarecall.rare_c)
         if any(name in self.apart for name in families.WAITS_WITH):
             self.apart.append("ctawait")        # the CTA loop's mbarrier stalls and yields (ctaloop.cta_c)
         bars = self.code[self.code[:, T.OP] == T.BAR]
