@@ -160,67 +160,52 @@ def _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64):
                 a16[i + lane] = np.uint16(v & np.uint64(0xFFFF))
 
 
-@njit(cache=True, inline="always")
-def _is32(e):
-    """Whether operand ``e`` is a 32-bit register or an immediate: read as 32 bits, ``_gather`` only copies it."""
-    return e < -1 or (e >= 0 and e >> T.CLASS_SHIFT == T.R32)
+# _src and _dst are inlined where they are called: call them from one place per function (a loop over the operands)
+# so that numba compiles one copy of their code there (each inlined copy is typed and lowered again), and the
+# plain copies run without a call
 
 
 @njit(cache=True, inline="always")
-def _g32(e, out, a32, im):
-    """``_gather(e, 32, sgn, ...)`` of an operand ``_is32`` accepts: a plain copy of its 32 lanes (or the
-    immediate)."""
+def _src(e, tw, sgn, out, a8, a16, a32, a64, im):
+    """``_gather``: all 32 lanes of a source read as tw-bit typed values; an immediate, or a register of that width
+    (32 or 64), by a plain copy (what ``_gather`` does with them), a predicate register as 0/1."""
+    c = e >> T.CLASS_SHIFT
+    i = e & IDX
     if e < -1:
         v = im[-2 - e]
         for lane in range(LANES):
             out[lane] = v
-    else:
-        i = e & T.INDEX_MASK
+    elif tw == 32 and c == T.R32:
         for lane in range(LANES):
             out[lane] = np.uint64(a32[i + lane])
-
-
-@njit(cache=True, inline="always")
-def _s32(e, vals, em, a32):
-    """``_scatter(e, vals, em, 32, sgn, ...)`` into a 32-bit register (``e``: its operand): the low 32 bits of the
-    lanes in ``em``."""
-    i = e & T.INDEX_MASK
-    if em == FULL:
-        for lane in range(LANES):
-            a32[i + lane] = np.uint32(vals[lane] & M32)
-    else:
-        for lane in range(LANES):
-            if (em >> lane) & 1:
-                a32[i + lane] = np.uint32(vals[lane] & M32)
-
-
-@njit(cache=True, inline="always")
-def _is64(e):
-    """Whether operand ``e`` is a 64-bit register or an immediate."""
-    return e < -1 or (e >= 0 and e >> T.CLASS_SHIFT == T.R64)
-
-
-@njit(cache=True, inline="always")
-def _g64(e, out, a64, im):
-    """``_gather(e, 64, sgn, ...)`` of an operand ``_is64`` accepts: a plain copy."""
-    if e < -1:
-        v = im[-2 - e]
-        for lane in range(LANES):
-            out[lane] = v
-    else:
-        i = e & T.INDEX_MASK
+    elif tw == 64 and c == T.R64:
         for lane in range(LANES):
             out[lane] = a64[i + lane]
+    elif tw == 1 and c == T.PRED:
+        for lane in range(LANES):
+            out[lane] = U1 if a8[i + lane] != 0 else U0
+    else:
+        _gather(e, tw, sgn, out, a8, a16, a32, a64, im)
 
 
 @njit(cache=True, inline="always")
-def _s64(e, vals, em, a64):
-    """``_scatter(e, vals, em, 64, sgn, ...)`` into a 64-bit register."""
-    i = e & T.INDEX_MASK
-    if em == FULL:
+def _dst(e, vals, em, tw, sgn, a8, a16, a32, a64):
+    """``_scatter``: tw-bit values written to the lanes in ``em`` of a register; by the whole warp into a register of
+    that width (32 or 64) by a plain copy (what ``_scatter`` does there), into a predicate register as ``_scatter``
+    does."""
+    if e < 0:
+        return
+    c = e >> T.CLASS_SHIFT
+    i = e & IDX
+    if c == T.R32 and tw == 32 and em == FULL:
+        for lane in range(LANES):
+            a32[i + lane] = np.uint32(vals[lane] & M32)
+    elif c == T.R64 and tw == 64 and em == FULL:
         for lane in range(LANES):
             a64[i + lane] = vals[lane]
-    else:
+    elif c == T.PRED:
         for lane in range(LANES):
             if (em >> lane) & 1:
-                a64[i + lane] = vals[lane]
+                a8[i + lane] = 1 if vals[lane] != U0 else 0
+    else:
+        _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64)
