@@ -192,6 +192,10 @@ def entry(em, prow, pimm, parena, n, pscratch):
     elif opc == T.MOV:
         for lane in range(LANES):
             xr[lane] = xa[lane]
+    elif opc == T.SELP:
+        cneg = row[T.CNEG] == 1
+        for lane in range(LANES):
+            xr[lane] = xa[lane] if (xc[lane] != U0) != cneg else xb[lane]
     elif opc == T.CVT_II:
         tw, ts = row[T.X], row[T.Y]
         mt = _mask(tw)
@@ -292,7 +296,7 @@ def entry(em, prow, pimm, parena, n, pscratch):
             if opc == T.MAD_WIDE:
                 r += xc[lane]
             xr[lane] = r & mt
-    elif opc == T.MIN or opc == T.MAX:
+    else:                                       # MIN, MAX
         for lane in range(LANES):
             x, y = xa[lane], xb[lane]
             if sgn:
@@ -300,10 +304,6 @@ def entry(em, prow, pimm, parena, n, pscratch):
             else:
                 lt = x < y
             xr[lane] = x if lt == (opc == T.MIN) else y
-    else:                                       # SELP
-        cneg = row[T.CNEG] == 1
-        for lane in range(LANES):
-            xr[lane] = xa[lane] if (xc[lane] != U0) != cneg else xb[lane]
     # the result into D (and SETP's second into Z), in one loop: one copy of the writes (``regs._dst``)
     for k in range(2 if opc == T.SETP else 1):
         _dst(row[T.D] if k == 0 else row[T.Z], xr if k == 0 else xq, em, np.int64(tw), np.int64(ts), a8, a16, a32,
@@ -329,8 +329,11 @@ def entry_f32(em, prow, pimm, parena, n, pscratch):
     w = row[T.W]
     sgn = row[T.SGN]
     ed = row[T.D]
-    for k in range(1 if opc == T.TF32_RNA else 3 if opc == T.FFMA32 else 2):    # (one copy of the reads)
-        _src(row[T.A + k], w, sgn, scratch[3 + k], a8, a16, a32, a64, imrow)
+    _src(row[T.A], w, sgn, xa, a8, a16, a32, a64, imrow)
+    if opc != T.TF32_RNA:
+        _src(row[T.B], w, sgn, xb, a8, a16, a32, a64, imrow)
+        if opc == T.FFMA32:
+            _src(row[T.C], w, sgn, xc, a8, a16, a32, a64, imrow)
     if opc == T.TF32_RNA:                           # ops.cvt_narrow._to_tf32, rna
         for lane in range(LANES):
             x = xa[lane]

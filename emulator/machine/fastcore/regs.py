@@ -165,7 +165,7 @@ def _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64):
 # plain copies run without a call
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, forceinline=True, **INNER)
 def _src(e, tw, sgn, out, a8, a16, a32, a64, im):
     """``_gather``: all 32 lanes of a source read as tw-bit typed values; an immediate, or a register of that width
     (32 or 64), by a plain copy (what ``_gather`` does with them), a predicate register as 0/1."""
@@ -188,7 +188,7 @@ def _src(e, tw, sgn, out, a8, a16, a32, a64, im):
         _gather(e, tw, sgn, out, a8, a16, a32, a64, im)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, forceinline=True, **INNER)
 def _dst(e, vals, em, tw, sgn, a8, a16, a32, a64):
     """``_scatter``: tw-bit values written to the lanes in ``em`` of a register; by the whole warp into a register of
     that width (32 or 64) by a plain copy (what ``_scatter`` does there), into a predicate register as ``_scatter``
