@@ -160,9 +160,9 @@ def _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64):
                 a16[i + lane] = np.uint16(v & np.uint64(0xFFFF))
 
 
-# _src and _dst are inlined where they are called: call them from one place per function (a loop over the operands)
-# so that numba compiles one copy of their code there (each inlined copy is typed and lowered again), and the
-# plain copies run without a call
+# _src and _dst are compiled once and inlined by LLVM where they are called (forceinline: the plain copies run
+# without a call, whose arguments would be every register view); numba's own inline="always" would type and lower
+# their code again at every use
 
 
 @njit(cache=True, _nrt=False, forceinline=True, **INNER)
