@@ -11,7 +11,7 @@ from . import table as T
 from . import ccall as C
 from .ccall import NSCRATCH
 from .raw import _mask, _mulhi_u64, _sext
-from .regs import I0, I1, I32, _dst, _gather, _scatter, _src
+from .regs import I0, _copy_dst, _copy_src, _gather, _scatter
 from ...numerics.jitcache import INNER
 
 U0 = np.uint64(0)
@@ -124,8 +124,8 @@ def entry(em, prow, pimm, parena, n, pscratch):
     sgn = row[T.SGN]
     mk = _mask(w)
     # the sources A, B, C into scratch rows 3, 4, 5, each at its width and signedness (0: not read), in one loop:
-    # one copy of the reads for numba to compile (``regs._src``: a register of that width or an immediate by a
-    # plain copy)
+    # one copy of the reads (``regs._copy_src``: a register of that width, an immediate or a predicate by a plain
+    # copy, else ``_gather``)
     tb, tc, sb, sc = w, 0, sgn, sgn
     if opc == T.MOV or opc == T.CVT_II or opc == T.NOT or opc == T.NEG or opc == T.ABS:
         tb = 0
@@ -141,9 +141,9 @@ def entry(em, prow, pimm, parena, n, pscratch):
         tc = 2 * w
     for k in range(3):
         tk = w if k == 0 else tb if k == 1 else tc
-        if tk != 0:
-            _src(row[T.A + k], np.int64(tk), np.int64(sgn if k == 0 else sb if k == 1 else sc), scratch[3 + k], a8,
-                 a16, a32, a64, imrow)
+        ek, out = row[T.A + k], scratch[3 + k]
+        if tk != 0 and not _copy_src(ek, np.int64(tk), out, a8, a32, a64, imrow):
+            _gather(ek, np.int64(tk), np.int64(sgn if k == 0 else sb if k == 1 else sc), out, a8, a16, a32, a64, imrow)
     tw, ts = w, sgn                     # the result's width and signedness
     if opc == T.SETP:
         flt = row[T.FLT]
@@ -304,10 +304,11 @@ def entry(em, prow, pimm, parena, n, pscratch):
             else:
                 lt = x < y
             xr[lane] = x if lt == (opc == T.MIN) else y
-    # the result into D (and SETP's second into Z), in one loop: one copy of the writes (``regs._dst``)
+    # the result into D (and SETP's second into Z), in one loop: one copy of the writes (``regs._copy_dst``)
     for k in range(2 if opc == T.SETP else 1):
-        _dst(row[T.D] if k == 0 else row[T.Z], xr if k == 0 else xq, em, np.int64(tw), np.int64(ts), a8, a16, a32,
-             a64)
+        ek, res = row[T.D] if k == 0 else row[T.Z], xr if k == 0 else xq
+        if not _copy_dst(ek, res, em, np.int64(tw), a8, a32, a64):
+            _scatter(ek, res, em, np.int64(tw), np.int64(ts), a8, a16, a32, a64)
     return 0
 
 
@@ -329,11 +330,12 @@ def entry_f32(em, prow, pimm, parena, n, pscratch):
     w = row[T.W]
     sgn = row[T.SGN]
     ed = row[T.D]
-    _src(row[T.A], w, sgn, xa, a8, a16, a32, a64, imrow)
-    if opc != T.TF32_RNA:
-        _src(row[T.B], w, sgn, xb, a8, a16, a32, a64, imrow)
-        if opc == T.FFMA32:
-            _src(row[T.C], w, sgn, xc, a8, a16, a32, a64, imrow)
+    if not _copy_src(row[T.A], w, xa, a8, a32, a64, imrow):
+        _gather(row[T.A], w, sgn, xa, a8, a16, a32, a64, imrow)
+    if opc != T.TF32_RNA and not _copy_src(row[T.B], w, xb, a8, a32, a64, imrow):
+        _gather(row[T.B], w, sgn, xb, a8, a16, a32, a64, imrow)
+    if opc == T.FFMA32 and not _copy_src(row[T.C], w, xc, a8, a32, a64, imrow):
+        _gather(row[T.C], w, sgn, xc, a8, a16, a32, a64, imrow)
     if opc == T.TF32_RNA:                           # ops.cvt_narrow._to_tf32, rna
         for lane in range(LANES):
             x = xa[lane]
@@ -357,5 +359,6 @@ def entry_f32(em, prow, pimm, parena, n, pscratch):
                 fu32[3] = np.uint32(xc[lane])
                 fr = _ffma32(fa, fb, ff32[3], fu64, ff64)
             xr[lane] = _f32bits(fr, fu32, ff32)
-    _dst(ed, xr, em, w, sgn, a8, a16, a32, a64)
+    if not _copy_dst(ed, xr, em, w, a8, a32, a64):
+        _scatter(ed, xr, em, w, sgn, a8, a16, a32, a64)
     return 0

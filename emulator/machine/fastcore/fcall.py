@@ -11,7 +11,7 @@ from numba import njit
 from . import table as T
 from . import ccall as C
 from .fmath import TABLES, cvt_rows, misc_rows, mufu_rows
-from .regs import I0, I32, _dst, _src
+from .regs import I0, I32, _copy_dst, _copy_src, _gather, _scatter
 
 LANES = 32
 NTAB = len(TABLES)
@@ -22,12 +22,20 @@ NTAB = len(TABLES)
 
 @njit(cache=True, inline="always")
 def _operands(row, s, a8, a16, a32, a64, imrow):
-    """The row's sources A, B, C (A and those it has) into scratch rows 3, 4, 5 at the row's width (``regs._src``),
+    """The row's sources A, B, C (A and those it has) into scratch rows 3, 4, 5 at the row's width (``regs._copy_src``, else ``_gather``),
     in one loop: one copy of the reads for numba to compile."""
     w, sgn = row[T.W], row[T.SGN]
     for k in range(3):
         if k == 0 or row[T.A + k] != -1:
-            _src(row[T.A + k], w, sgn, s[3 + k], a8, a16, a32, a64, imrow)
+            if not _copy_src(row[T.A + k], w, s[3 + k], a8, a32, a64, imrow):
+                _gather(row[T.A + k], w, sgn, s[3 + k], a8, a16, a32, a64, imrow)
+
+
+@njit(cache=True, inline="always")
+def _result(ed, xr, em, tw, a8, a16, a32, a64):
+    """The result (scratch row 6) into D at ``tw`` bits (``regs._copy_dst``, else ``_scatter``)."""
+    if not _copy_dst(ed, xr, em, tw, a8, a32, a64):
+        _scatter(ed, xr, em, tw, I0, a8, a16, a32, a64)
 
 
 def entry(em, prow, pimm, parena, n, pscratch):
@@ -38,7 +46,7 @@ def entry(em, prow, pimm, parena, n, pscratch):
     s = C.u64_2d(pscratch, C.NSCRATCH, LANES)
     _operands(row, s, a8, a16, a32, a64, C.u64_1d(pimm, T.NIMM))
     misc_rows(row[T.OP], row[T.X], row[T.Y], row[T.Z], em, s[3], s[4], s[5], s[6])
-    _dst(row[T.D], s[6], em, I32, I0, a8, a16, a32, a64)
+    _result(row[T.D], s[6], em, I32, a8, a16, a32, a64)
     return 0
 
 
@@ -52,7 +60,7 @@ def entry_mufu(em, prow, pimm, parena, n, pscratch):
     _operands(row, s, a8, a16, a32, a64, C.u64_1d(pimm, T.NIMM))
     mufu_rows(row[T.OP], row[T.X], row[T.Y], row[T.Z], em, s[3], s[4], s[5], s[6], C.i64_1d(ctx[C.K_MPTR], NTAB),
               C.i64_1d(ctx[C.K_MSZ], NTAB))
-    _dst(row[T.D], s[6], em, I32, I0, a8, a16, a32, a64)
+    _result(row[T.D], s[6], em, I32, a8, a16, a32, a64)
     return 0
 
 
@@ -64,5 +72,5 @@ def entry_cvt(em, prow, pimm, parena, n, pscratch):
     s = C.u64_2d(pscratch, C.NSCRATCH, LANES)
     _operands(row, s, a8, a16, a32, a64, C.u64_1d(pimm, T.NIMM))
     cvt_rows(row[T.X], row[T.Y], row[T.Z], em, s[3], s[4], s[6])
-    _dst(row[T.D], s[6], em, row[T.V0], I0, a8, a16, a32, a64)
+    _result(row[T.D], s[6], em, row[T.V0], a8, a16, a32, a64)
     return 0

@@ -160,15 +160,16 @@ def _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64):
                 a16[i + lane] = np.uint16(v & np.uint64(0xFFFF))
 
 
-# _src and _dst are compiled once and inlined by LLVM where they are called (forceinline: the plain copies run
-# without a call, whose arguments would be every register view); numba's own inline="always" would type and lower
-# their code again at every use
+# _copy_src and _copy_dst are compiled once and inlined by LLVM where they are called (forceinline: the plain copies
+# run without a call, whose arguments would be every register view); numba's own inline="always" would type and
+# lower their code again at every use. They call nothing, so that no other function's code comes with them into
+# each function that uses them (LLVM would optimise it again there): the caller falls back to _gather/_scatter.
 
 
 @njit(cache=True, _nrt=False, forceinline=True, **INNER)
-def _src(e, tw, sgn, out, a8, a16, a32, a64, im):
-    """``_gather``: all 32 lanes of a source read as tw-bit typed values; an immediate, or a register of that width
-    (32 or 64), by a plain copy (what ``_gather`` does with them), a predicate register as 0/1."""
+def _copy_src(e, tw, out, a8, a32, a64, im):
+    """``_gather(e, tw, ...)`` where it is a plain copy: an immediate, or a register of width tw (32 or 64), into
+    ``out``; a predicate register read at 1 bit as 0/1. False (nothing read) otherwise: the caller ``_gather``s."""
     c = e >> T.CLASS_SHIFT
     i = e & IDX
     if e < -1:
@@ -185,16 +186,17 @@ def _src(e, tw, sgn, out, a8, a16, a32, a64, im):
         for lane in range(LANES):
             out[lane] = U1 if a8[i + lane] != 0 else U0
     else:
-        _gather(e, tw, sgn, out, a8, a16, a32, a64, im)
+        return False
+    return True
 
 
 @njit(cache=True, _nrt=False, forceinline=True, **INNER)
-def _dst(e, vals, em, tw, sgn, a8, a16, a32, a64):
-    """``_scatter``: tw-bit values written to the lanes in ``em`` of a register; by the whole warp into a register of
-    that width (32 or 64) by a plain copy (what ``_scatter`` does there), into a predicate register as ``_scatter``
-    does."""
+def _copy_dst(e, vals, em, tw, a8, a32, a64):
+    """``_scatter(e, vals, em, tw, ...)`` where it is a plain copy: by the whole warp into a register of width tw
+    (32 or 64), or into a predicate register; nothing for no register (e < 0). False (nothing written) otherwise:
+    the caller ``_scatter``s."""
     if e < 0:
-        return
+        return True
     c = e >> T.CLASS_SHIFT
     i = e & IDX
     if c == T.R32 and tw == 32 and em == FULL:
@@ -208,4 +210,5 @@ def _dst(e, vals, em, tw, sgn, a8, a16, a32, a64):
             if (em >> lane) & 1:
                 a8[i + lane] = 1 if vals[lane] != U0 else 0
     else:
-        _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64)
+        return False
+    return True
