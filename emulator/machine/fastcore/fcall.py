@@ -22,8 +22,8 @@ NTAB = len(TABLES)
 
 @njit(cache=True, inline="always")
 def _operands(row, s, a8, a16, a32, a64, imrow):
-    """The row's sources A, B, C (A and those it has) into scratch rows 3, 4, 5 at the row's width (``regs._copy_src``, else ``_gather``),
-    in one loop: one copy of the reads for numba to compile."""
+    """The row's sources A, B, C (A and those it has) into scratch rows 3, 4, 5 at the row's width
+    (``regs._copy_src``, else ``_gather``), in one loop: one copy of the reads for numba to compile."""
     w, sgn = row[T.W], row[T.SGN]
     for k in range(3):
         if k == 0 or row[T.A + k] != -1:
