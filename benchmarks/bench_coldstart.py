@@ -23,7 +23,7 @@ CTA loop on top of it, every instruction family and every other function compile
 xcall's, hopcall's, bulkcall's, wgcall's ``wg_c`` and its tile functions, one per wgmma form).
 
     python benchmarks/bench_coldstart.py [--case triton_matmul|nvcc_gemm|triton_softmax|triton_wgmma|all]
-                                         [--skip-auto] [--parts]
+                                         [--skip-auto] [--parts [--only alu,shfl,...]]
 """
 import argparse
 import json

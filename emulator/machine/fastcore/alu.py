@@ -133,7 +133,10 @@ def entry(em, prow, pimm, parena, n, pscratch):
         tb, tc, sb, sc = 32, 32, 0, 0
     elif opc == T.SHL or opc == T.SHR:
         tb, sb = 32, 0
-    elif opc == T.SELP or (opc == T.SETP and row[T.Y] != 0):
+    elif opc == T.SELP:
+        if row[T.C] < 0 or row[T.C] >> T.CLASS_SHIFT != T.PRED:      # (a predicate register: read in its loop)
+            tc, sc = 1, 0
+    elif opc == T.SETP and row[T.Y] != 0:
         tc, sc = 1, 0
     elif opc == T.MAD_LO or opc == T.MAD_HI:
         tc = w
@@ -194,8 +197,13 @@ def entry(em, prow, pimm, parena, n, pscratch):
             xr[lane] = xa[lane]
     elif opc == T.SELP:
         cneg = row[T.CNEG] == 1
-        for lane in range(LANES):
-            xr[lane] = xa[lane] if (xc[lane] != U0) != cneg else xb[lane]
+        if tc == 0:                             # c: the bytes of a predicate register
+            i = row[T.C] & T.INDEX_MASK
+            for lane in range(LANES):
+                xr[lane] = xa[lane] if (a8[i + lane] != 0) != cneg else xb[lane]
+        else:
+            for lane in range(LANES):
+                xr[lane] = xa[lane] if (xc[lane] != U0) != cneg else xb[lane]
     elif opc == T.CVT_II:
         tw, ts = row[T.X], row[T.Y]
         mt = _mask(tw)
