@@ -23,7 +23,7 @@ CTA loop on top of it, every instruction family and every other function compile
 xcall's, hopcall's, bulkcall's, wgcall's ``wg_c`` and its tile functions, one per wgmma form).
 
     python benchmarks/bench_coldstart.py [--case triton_matmul|nvcc_gemm|triton_softmax|triton_wgmma|all]
-                                         [--skip-auto] [--parts]
+                                         [--skip-auto] [--parts [--only alu,shfl,...]]
 """
 import argparse
 import json
@@ -184,14 +184,16 @@ def header():
           f"  families")
 
 
-def parts(tmp):
-    """Each part of the fast engine compiled alone (a new process, a new empty cache): CPU seconds."""
+def parts(tmp, only=None):
+    """Each part of the fast engine compiled alone (a new process, a new empty cache): CPU seconds (``only``: the
+    names of the parts to compile, all when None)."""
     sys.path.insert(0, ROOT)
     from emulator.machine.fastcore import families
     print("each part compiled alone, CPU seconds (a new process on an empty cache each): all, in LLVM (optimisation\n"
           "passes, machine code, IR parsing), in numba's own Python (typing, lowering, its IR passes)")
     print(f"  {'':12s}{'all':>7s}{'LLVM':>8s}{'numba':>8s}")
-    for k, name in enumerate(("warp loop", "CTA loop") + families.ORDER + tuple(families.APART)):
+    names = ("warp loop", "CTA loop") + families.ORDER + tuple(families.APART)
+    for k, name in enumerate(n for n in names if only is None or n in only):
         root, cache = fresh_install(os.path.join(tmp, f"part{k}"))
         env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=root, WARPEMU_BACKGROUND_COMPILE="0")
         out = subprocess.run([sys.executable, "-c", PART.replace("PARTNAME", repr(name))], env=env,
@@ -209,10 +211,11 @@ def main(argv=None):
     ap.add_argument("--case", choices=list(CASES) + ["all"], default="triton_matmul")
     ap.add_argument("--skip-auto", action="store_true", help="leave out the engine='auto' row")
     ap.add_argument("--parts", action="store_true", help="compile each part of the fast engine alone instead")
+    ap.add_argument("--only", default=None, help="with --parts: the parts to compile, comma-separated (alu,shfl)")
     a = ap.parse_args(argv)
     if a.parts:
         with tempfile.TemporaryDirectory() as tmp:
-            parts(tmp)
+            parts(tmp, None if a.only is None else a.only.split(","))
         return
     cases = list(CASES) if a.case == "all" else [a.case]
     print("CPU seconds (this process and its children), each row a new process")

@@ -43,6 +43,12 @@ def _body():
         pred(f"setp.{c}.f32 %p1, %f1, %f2;")
         pred(f"setp.{c}.f32 %p1|%p2, %f2, 0f3F800000;")
         pred(f"@!%p3 setp.{c}.f32 %p1, 0fFF800000, %f1;")
+    for c in ("lt", "ge", "ne", "hs"):          # the boolean operators and 64-bit operands (SETP's truth table)
+        pred(f"setp.{c}.and.{'u' if c == 'hs' else 's'}32 %p1|%p2, %r1, %r2, %p3;")
+        pred(f"setp.{c}.or.{'u' if c == 'hs' else 's'}64 %p1|%p2, %rd4, %rd1, !%p4;")
+        pred(f"setp.{c}.xor.{'u' if c == 'hs' else 's'}64 %p1, %rd4, -2, %p3;")
+    for c in ("ltu", "ge", "num", "nan"):
+        pred(f"setp.{c}.and.f32 %p1|%p2, %f1, %f2, !%p3;")
     for ins in ("selp.b32 %r9, %r1, %r2, %p3;", "selp.s32 %r9, %r1, -3, %p3;", "@%p3 selp.u32 %r9, 9, %r2, %p4;",
                 "shl.b32 %r9, %r1, %r2;", "shl.b32 %r9, %r1, 31;", "shr.u32 %r9, %r1, %r2;", "shr.s32 %r9, %r1, %r2;",
                 "shr.b32 %r9, %r1, 33;", "@%p4 shl.b32 %r9, %r2, %r1;",

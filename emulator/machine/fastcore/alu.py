@@ -11,7 +11,7 @@ from . import table as T
 from . import ccall as C
 from .ccall import NSCRATCH
 from .raw import _mask, _mulhi_u64, _sext
-from .regs import I0, I1, I32, M32, _g32, _g64, _gather, _is32, _is64, _s32, _s64, _scatter
+from .regs import I0, _copy_dst, _copy_src, _gather, _scatter
 from ...numerics.jitcache import INNER
 
 U0 = np.uint64(0)
@@ -19,7 +19,6 @@ U1 = np.uint64(1)
 ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 CANON32 = np.uint32(0x7FFFFFFF)
 LANES = 32
-SIGN32 = np.uint64(0x80000000)
 
 
 @njit(cache=True, _nrt=False, **INNER)
@@ -39,70 +38,27 @@ def _mulhi(a, b, w, sgn):
 
 
 @njit(cache=True, _nrt=False, **INNER)
-def _cmp(code, a, b, w, sgn, flt, fu32, ff32, fu64, ff64):
+def _cmpmask(code, flt):
+    """SETP's comparison ``code`` (table.CMPS) as a truth table over the order of a and b: bit 0 a < b, bit 1
+    a == b, bit 2 a > b, bit 3 unordered (a NaN); and whether an integer comparison is unsigned whatever the
+    type (lo ls hi hs). ``ops.cmp``'s rules: the ordered float comparisons are false on a NaN, the ``u`` ones
+    true, ``num``/``nan`` test for one."""
     if flt:
-        if flt == 1:
-            fu32[0] = np.uint32(a)
-            fu32[1] = np.uint32(b)
-            x, y = np.float64(ff32[0]), np.float64(ff32[1])
-        else:
-            fu64[0] = a
-            fu64[1] = b
-            x, y = ff64[0], ff64[1]
-        un = (x != x) or (y != y)
         if code == 16:          # num
-            return not un
+            return 7, False
         if code == 17:          # nan
-            return un
+            return 8, False
         base = code if code < 10 else code - 10
-        if base == 0:
-            r = x == y
-        elif base == 1:
-            r = x != y
-        elif base == 2:
-            r = x < y
-        elif base == 3:
-            r = x <= y
-        elif base == 4:
-            r = x > y
-        else:
-            r = x >= y
-        if code >= 10:
-            return r or un
-        return r and not un
+        m = (2, 5, 1, 3, 4)[base] if base < 5 else 6
+        return (m | 8) if code >= 10 else m, False
     if code == 0:
-        return a == b
+        return 2, False
     if code == 1:
-        return a != b
-    if code >= 6:               # lo ls hi hs: unsigned
+        return 5, False
+    uns = code >= 6             # lo ls hi hs: unsigned
+    if uns:
         code -= 4
-    elif sgn:
-        x, y = np.int64(_sext(a, w)), np.int64(_sext(b, w))
-        if code == 2:
-            return x < y
-        if code == 3:
-            return x <= y
-        if code == 4:
-            return x > y
-        return x >= y
-    if code == 2:
-        return a < b
-    if code == 3:
-        return a <= b
-    if code == 4:
-        return a > b
-    return a >= b
-
-
-@njit(cache=True, _nrt=False, **INNER)
-def _bool(op, r, c):
-    if op == 1:
-        return r and c
-    if op == 2:
-        return r or c
-    if op == 3:
-        return r != c
-    return r
+    return (1 if code == 2 else 3 if code == 3 else 4 if code == 4 else 6), uns
 
 
 @njit(cache=True, inline="always")
@@ -151,244 +107,6 @@ def _movunpack(row, imrow, em, a8, a16, a32, a64, xa, xr):
 
 
 
-@njit(cache=True, _nrt=False)
-def _fast32(opc, row, imrow, em, a8, a32, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64):
-    """The common 32-bit rows with every operand a 32-bit register or an immediate (predicates for SELP's c
-    and SETP's destinations), as the general path below computes them, without its width and sign steps
-    (none applies at 32 bits): 1 when done, 0 when the row takes the general path."""
-    if row[T.W] != 32:
-        return 0
-    ea, eb, ec, ed = row[T.A], row[T.B], row[T.C], row[T.D]
-    if not _is32(ea):
-        return 0
-    sgn = row[T.SGN]
-    if opc == T.SETP:
-        ez = row[T.Z]
-        code = row[T.X]
-        flt = row[T.FLT]
-        if not _is32(eb) or row[T.Y] != 0 or flt > 1 or code > 17 or (flt == 0 and code > 9) or \
-                (flt == 1 and 6 <= code <= 9) or ed < 0 or ed >> T.CLASS_SHIFT != T.PRED or \
-                (ez >= 0 and ez >> T.CLASS_SHIFT != T.PRED):
-            return 0
-        _g32(ea, xa, a32, imrow)
-        _g32(eb, xb, a32, imrow)
-        if flt == 1:                                # binary32: _cmp's rule on the values
-            fa = C.reinterpret(xa, np.float64)      # (the bits, as float32, into the same rows as float64)
-            fb = C.reinterpret(xb, np.float64)
-            for lane in range(LANES):
-                fu32[0] = np.uint32(xa[lane])
-                fu32[1] = np.uint32(xb[lane])
-                fa[lane] = np.float64(ff32[0])
-                fb[lane] = np.float64(ff32[1])
-            base = code if code < 10 else code - 10
-            for lane in range(LANES):
-                x, y = fa[lane], fb[lane]
-                un = (x != x) or (y != y)
-                if code == 16:
-                    r = not un
-                elif code == 17:
-                    r = un
-                else:
-                    if base == 0:
-                        r = x == y
-                    elif base == 1:
-                        r = x != y
-                    elif base == 2:
-                        r = x < y
-                    elif base == 3:
-                        r = x <= y
-                    elif base == 4:
-                        r = x > y
-                    else:
-                        r = x >= y
-                    r = (r or un) if code >= 10 else (r and not un)
-                xr[lane] = U1 if r else U0
-        else:
-            if sgn and 2 <= code <= 5:              # lt le gt ge, signed: as int32 values
-                for lane in range(LANES):
-                    xa[lane] = (xa[lane] & M32) ^ SIGN32    # (the order of the biased values is the signed order)
-                    xb[lane] = (xb[lane] & M32) ^ SIGN32
-            if code >= 6:                               # lo ls hi hs: the unsigned lt le gt ge
-                code -= 4
-            if code == 0:
-                for lane in range(LANES):
-                    xr[lane] = U1 if xa[lane] == xb[lane] else U0
-            elif code == 1:
-                for lane in range(LANES):
-                    xr[lane] = U1 if xa[lane] != xb[lane] else U0
-            elif code == 2:
-                for lane in range(LANES):
-                    xr[lane] = U1 if xa[lane] < xb[lane] else U0
-            elif code == 3:
-                for lane in range(LANES):
-                    xr[lane] = U1 if xa[lane] <= xb[lane] else U0
-            elif code == 4:
-                for lane in range(LANES):
-                    xr[lane] = U1 if xa[lane] > xb[lane] else U0
-            else:
-                for lane in range(LANES):
-                    xr[lane] = U1 if xa[lane] >= xb[lane] else U0
-        i = ed & T.INDEX_MASK
-        for lane in range(LANES):
-            if (em >> lane) & 1:
-                a8[i + lane] = np.uint8(xr[lane])
-        if ez >= 0:
-            i = ez & T.INDEX_MASK
-            for lane in range(LANES):
-                if (em >> lane) & 1:
-                    a8[i + lane] = np.uint8(xr[lane] ^ U1)
-        return 1
-    if ed < 0 or ed >> T.CLASS_SHIFT != T.R32:
-        return 0
-    # the sources: A always, B but for mov/not, C of mad.lo; selp's c is a predicate register (read in its loop)
-    if opc == T.SELP:
-        if ec < 0 or ec >> T.CLASS_SHIFT != T.PRED:
-            return 0
-    elif opc == T.MAD_LO:
-        if not _is32(ec):
-            return 0
-    elif not (opc == T.MOV or opc == T.NOT or opc == T.ADD or opc == T.SUB or opc == T.MUL_LO or opc == T.AND or
-              opc == T.OR or opc == T.XOR or opc == T.SHL or (opc == T.SHR and sgn == 0)):
-        return 0
-    nb = opc != T.MOV and opc != T.NOT
-    if nb and not _is32(eb):
-        return 0
-    _g32(ea, xa, a32, imrow)
-    if nb:
-        _g32(eb, xb, a32, imrow)
-    if opc == T.MAD_LO:
-        _g32(ec, xc, a32, imrow)
-    if opc == T.MOV:
-        for lane in range(LANES):
-            xr[lane] = xa[lane]
-    elif opc == T.SELP:
-        k = ec & T.INDEX_MASK
-        cneg = row[T.CNEG] == 1
-        for lane in range(LANES):
-            xr[lane] = xa[lane] if (a8[k + lane] != 0) != cneg else xb[lane]
-    elif opc == T.NOT:
-        for lane in range(LANES):
-            xr[lane] = ~xa[lane]
-    elif opc == T.MAD_LO:
-        for lane in range(LANES):
-            xr[lane] = xa[lane] * xb[lane] + xc[lane]
-    elif opc == T.ADD:
-        for lane in range(LANES):
-            xr[lane] = xa[lane] + xb[lane]
-    elif opc == T.SUB:
-        for lane in range(LANES):
-            xr[lane] = xa[lane] - xb[lane]
-    elif opc == T.MUL_LO:
-        for lane in range(LANES):
-            xr[lane] = xa[lane] * xb[lane]
-    elif opc == T.AND:
-        for lane in range(LANES):
-            xr[lane] = xa[lane] & xb[lane]
-    elif opc == T.OR:
-        for lane in range(LANES):
-            xr[lane] = xa[lane] | xb[lane]
-    elif opc == T.XOR:
-        for lane in range(LANES):
-            xr[lane] = xa[lane] ^ xb[lane]
-    elif opc == T.SHL:                              # an amount of 32 or more: 0
-        for lane in range(LANES):
-            amt = xb[lane]
-            xr[lane] = (xa[lane] << amt) if amt < np.uint64(32) else U0
-    else:                                           # SHR, unsigned
-        for lane in range(LANES):
-            amt = xb[lane]
-            xr[lane] = (xa[lane] >> amt) if amt < np.uint64(32) else U0
-    _s32(ed, xr, em, a32)
-    return 1
-
-
-@njit(cache=True, _nrt=False)
-def _fast64(opc, row, imrow, em, a32, a64, xa, xb, xc, xr):
-    """As ``_fast32`` for the 64-bit rows (address arithmetic): add/sub/mul.lo/and/or/xor/mov/shl/shr.u of 64-bit
-    registers, mul.wide/mad.wide of 32-bit ones, cvt between 32- and 64-bit integers. 1 when done."""
-    w = row[T.W]
-    sgn = row[T.SGN]
-    ea, eb, ec, ed = row[T.A], row[T.B], row[T.C], row[T.D]
-    if ed < 0:
-        return 0
-    dc = ed >> T.CLASS_SHIFT
-    # the forms: the widths of A and B (32: _g32, 64: _g64), whether B and C are read, the destination's class
-    if opc == T.MUL_WIDE or opc == T.MAD_WIDE:
-        if w != 32 or not _is32(ea) or not _is32(eb) or dc != T.R64 or (opc == T.MAD_WIDE and not _is64(ec)):
-            return 0
-        nb = 32
-    elif opc == T.CVT_II:           # (the destination's signedness changes nothing here)
-        if not ((w == 32 and row[T.X] == 64 and _is32(ea) and dc == T.R64) or
-                (w == 64 and row[T.X] == 32 and _is64(ea) and dc == T.R32)):
-            return 0
-        nb = 0
-    else:
-        if w != 64 or not _is64(ea) or dc != T.R64:
-            return 0
-        if opc == T.MOV:
-            nb = 0
-        elif opc == T.SHL or (opc == T.SHR and sgn == 0):
-            if not _is32(eb):                       # (the amount: a .u32 operand)
-                return 0
-            nb = 32
-        elif opc == T.ADD or opc == T.SUB or opc == T.MUL_LO or opc == T.AND or opc == T.OR or opc == T.XOR:
-            if not _is64(eb):
-                return 0
-            nb = 64
-        else:
-            return 0
-    if w == 32:
-        _g32(ea, xa, a32, imrow)
-    else:
-        _g64(ea, xa, a64, imrow)
-    if nb == 32:
-        _g32(eb, xb, a32, imrow)
-    elif nb == 64:
-        _g64(eb, xb, a64, imrow)
-    if opc == T.MAD_WIDE:
-        _g64(ec, xc, a64, imrow)
-    if opc == T.MUL_WIDE or opc == T.MAD_WIDE:
-        for lane in range(LANES):
-            x, y = xa[lane], xb[lane]
-            if sgn:
-                x, y = _sext(x, 32), _sext(y, 32)
-            xr[lane] = x * y + (xc[lane] if opc == T.MAD_WIDE else U0)
-    elif opc == T.CVT_II or opc == T.MOV:
-        for lane in range(LANES):
-            xr[lane] = _sext(xa[lane], 32) if w == 32 and sgn else xa[lane]
-    elif opc == T.SHL:
-        for lane in range(LANES):
-            amt = xb[lane]
-            xr[lane] = (xa[lane] << amt) if amt < np.uint64(64) else U0
-    elif opc == T.SHR:
-        for lane in range(LANES):
-            amt = xb[lane]
-            xr[lane] = (xa[lane] >> amt) if amt < np.uint64(64) else U0
-    elif opc == T.ADD:
-        for lane in range(LANES):
-            xr[lane] = xa[lane] + xb[lane]
-    elif opc == T.SUB:
-        for lane in range(LANES):
-            xr[lane] = xa[lane] - xb[lane]
-    elif opc == T.MUL_LO:
-        for lane in range(LANES):
-            xr[lane] = xa[lane] * xb[lane]
-    elif opc == T.AND:
-        for lane in range(LANES):
-            xr[lane] = xa[lane] & xb[lane]
-    elif opc == T.OR:
-        for lane in range(LANES):
-            xr[lane] = xa[lane] | xb[lane]
-    else:
-        for lane in range(LANES):
-            xr[lane] = xa[lane] ^ xb[lane]
-    if dc == T.R64:
-        _s64(ed, xr, em, a64)
-    else:
-        _s32(ed, xr, em, a32)
-    return 1
-
-
 def entry(em, prow, pimm, parena, n, pscratch):
     """The family's C-callable body (ccall.SIG)."""
     a8 = C.u8_1d(parena, n)
@@ -402,50 +120,99 @@ def entry(em, prow, pimm, parena, n, pscratch):
         return 0
     # the ALU rows (one function with the entry: a call level less for numba to compile)
     xa, xb, xc, xr, xq = scratch[3], scratch[4], scratch[5], scratch[6], scratch[7]
-    fu32 = C.reinterpret(scratch[0], np.uint32)
-    ff32 = C.reinterpret(fu32, np.float32)
-    fu64 = scratch[1]
-    ff64 = C.reinterpret(fu64, np.float64)
-    if row[T.W] == 32 and opc != T.MUL_WIDE and opc != T.MAD_WIDE and opc != T.CVT_II:
-        if _fast32(opc, row, imrow, em, a8, a32, xa, xb, xc, xr, xq, fu32, ff32, fu64, ff64):
-            return 0
-    elif _fast64(opc, row, imrow, em, a32, a64, xa, xb, xc, xr):
-        return 0
     w = row[T.W]
     sgn = row[T.SGN]
     mk = _mask(w)
-    ea, eb, ec = row[T.A], row[T.B], row[T.C]
-    tw = w
+    # the sources A, B, C into scratch rows 3, 4, 5, each at its width and signedness (0: not read), in one loop:
+    # one copy of the reads (``regs._copy_src``: a register of that width, an immediate or a predicate by a plain
+    # copy, else ``_gather``)
+    tb, tc, sb, sc = w, 0, sgn, sgn
+    if opc == T.MOV or opc == T.CVT_II or opc == T.NOT or opc == T.NEG or opc == T.ABS:
+        tb = 0
+    elif opc == T.BFE or opc == T.PRMT:
+        tb, tc, sb, sc = 32, 32, 0, 0
+    elif opc == T.SHL or opc == T.SHR:
+        tb, sb = 32, 0
+    elif opc == T.SELP:
+        if row[T.C] < 0 or row[T.C] >> T.CLASS_SHIFT != T.PRED:      # (a predicate register: read in its loop)
+            tc, sc = 1, 0
+    elif opc == T.SETP and row[T.Y] != 0:
+        tc, sc = 1, 0
+    elif opc == T.MAD_LO or opc == T.MAD_HI:
+        tc = w
+    elif opc == T.MAD_WIDE:
+        tc = 2 * w
+    for k in range(3):
+        tk = w if k == 0 else tb if k == 1 else tc
+        ek, out = row[T.A + k], scratch[3 + k]
+        if tk != 0 and not _copy_src(ek, np.int64(tk), out, a8, a32, a64, imrow):
+            _gather(ek, np.int64(tk), np.int64(sgn if k == 0 else sb if k == 1 else sc), out, a8, a16, a32, a64, imrow)
+    tw, ts = w, sgn                     # the result's width and signedness
     if opc == T.SETP:
-        _gather(ea, w, sgn, xa, a8, a16, a32, a64, imrow)
-        _gather(eb, w, sgn, xb, a8, a16, a32, a64, imrow)
+        flt = row[T.FLT]
+        tab, uns = _cmpmask(row[T.X], flt)
+        # each lane's order of a and b (0 <, 1 ==, 2 >, 3 unordered) picks its bit of the truth table
+        if flt:
+            fa = C.reinterpret(xa, np.float64)
+            fb = C.reinterpret(xb, np.float64)
+            if flt == 1:                            # binary32: the low 32 bits' values, exactly, as binary64
+                ha = C.reinterpret(xa, np.float32)
+                hb = C.reinterpret(xb, np.float32)
+                for lane in range(LANES):
+                    x, y = ha[2 * lane], hb[2 * lane]
+                    fa[lane] = np.float64(x)
+                    fb[lane] = np.float64(y)
+            for lane in range(LANES):
+                x, y = fa[lane], fb[lane]
+                k = 0 if x < y else 1 if x == y else 2 if x > y else 3
+                xr[lane] = np.uint64((tab >> k) & 1)
+        else:
+            if sgn and not uns:                     # as signed w-bit values (biased: the unsigned order is theirs)
+                bias = U1 << np.uint64(w - 1)
+                for lane in range(LANES):
+                    xa[lane] = (xa[lane] & mk) ^ bias
+                    xb[lane] = (xb[lane] & mk) ^ bias
+            for lane in range(LANES):
+                x, y = xa[lane], xb[lane]
+                k = 0 if x < y else 1 if x == y else 2
+                xr[lane] = np.uint64((tab >> k) & 1)
         bop = row[T.Y]
         if bop != 0:
-            _gather(ec, I1, I0, xc, a8, a16, a32, a64, imrow)
-        code, flt, cneg = row[T.X], row[T.FLT], row[T.CNEG] == 1
+            cneg = row[T.CNEG] == 1
+            for lane in range(LANES):
+                r = xr[lane] != U0
+                c = (xc[lane] != U0) != cneg
+                if bop == 1:
+                    xr[lane], xq[lane] = U1 if r and c else U0, U1 if (not r) and c else U0
+                elif bop == 2:
+                    xr[lane], xq[lane] = U1 if r or c else U0, U1 if (not r) or c else U0
+                else:
+                    xr[lane], xq[lane] = U1 if r != c else U0, U1 if (not r) != c else U0
+        else:
+            for lane in range(LANES):
+                xq[lane] = xr[lane] ^ U1
+        tw, ts = 1, 0
+    elif opc == T.MOV:
         for lane in range(LANES):
-            r = _cmp(code, xa[lane], xb[lane], w, sgn, flt, fu32, ff32, fu64, ff64)
-            c = (xc[lane] != U0) != cneg if bop != 0 else False
-            xr[lane] = U1 if _bool(bop, r, c) else U0
-            xq[lane] = U1 if _bool(bop, not r, c) else U0
-        _scatter(row[T.D], xr, em, I1, I0, a8, a16, a32, a64)
-        _scatter(row[T.Z], xq, em, I1, I0, a8, a16, a32, a64)
-        return 0
-    _gather(ea, w, sgn, xa, a8, a16, a32, a64, imrow)
-    if opc == T.MOV:
-        _scatter(row[T.D], xa, em, w, sgn, a8, a16, a32, a64)
-        return 0
-    if opc == T.CVT_II:
-        tw = row[T.X]
+            xr[lane] = xa[lane]
+    elif opc == T.SELP:
+        cneg = row[T.CNEG] == 1
+        if tc == 0:                             # c: the bytes of a predicate register
+            i = row[T.C] & T.INDEX_MASK
+            for lane in range(LANES):
+                xr[lane] = xa[lane] if (a8[i + lane] != 0) != cneg else xb[lane]
+        else:
+            for lane in range(LANES):
+                xr[lane] = xa[lane] if (xc[lane] != U0) != cneg else xb[lane]
+    elif opc == T.CVT_II:
+        tw, ts = row[T.X], row[T.Y]
         mt = _mask(tw)
         for lane in range(LANES):
             x = xa[lane]
             if sgn:
                 x = _sext(x, w)
             xr[lane] = x & mt
-        _scatter(row[T.D], xr, em, tw, row[T.Y], a8, a16, a32, a64)
-        return 0
-    if opc == T.NOT:
+    elif opc == T.NOT:
         for lane in range(LANES):
             xr[lane] = (U1 - xa[lane]) if w == 1 else (~xa[lane]) & mk
     elif opc == T.NEG:
@@ -456,8 +223,6 @@ def entry(em, prow, pimm, parena, n, pscratch):
             x = xa[lane]
             xr[lane] = ((U0 - x) & mk) if np.int64(_sext(x, w)) < 0 else x
     elif opc == T.BFE:                            # ops.intx.compile_bfe
-        _gather(eb, I32, I0, xb, a8, a16, a32, a64, imrow)
-        _gather(ec, I32, I0, xc, a8, a16, a32, a64, imrow)
         for lane in range(LANES):
             pos = np.int64(xb[lane])
             ln = np.int64(xc[lane])
@@ -475,8 +240,6 @@ def entry(em, prow, pimm, parena, n, pscratch):
                 field |= ~keep & mk
             xr[lane] = field
     elif opc == T.PRMT:                           # ops.intx.compile_prmt, no mode
-        _gather(eb, I32, I0, xb, a8, a16, a32, a64, imrow)
-        _gather(ec, I32, I0, xc, a8, a16, a32, a64, imrow)
         for lane in range(LANES):
             both = xa[lane] | (xb[lane] << np.uint64(32))
             c = xc[lane]
@@ -488,81 +251,72 @@ def entry(em, prow, pimm, parena, n, pscratch):
                     byte = np.uint64(0xFF) if byte & np.uint64(0x80) else U0
                 r |= byte << np.uint64(8 * k)
             xr[lane] = r
-    elif opc == T.SHL or opc == T.SHR:
-        _gather(eb, I32, I0, xb, a8, a16, a32, a64, imrow)
+    elif opc == T.SHL or opc == T.SHR:            # an amount of w or more: 0 (shr.s: the sign)
         uw = np.uint64(w)
-        for lane in range(LANES):
-            amt = xb[lane]
-            if amt > uw:
-                amt = uw
-            x = xa[lane]
-            if opc == T.SHR and sgn:
+        if opc == T.SHR and sgn:
+            for lane in range(LANES):
+                amt = min(xb[lane], uw)
                 s = amt if amt < np.uint64(63) else np.uint64(63)
-                xr[lane] = np.uint64(np.int64(_sext(x, w)) >> np.int64(s)) & mk
-            elif amt >= uw:
-                xr[lane] = U0
-            elif opc == T.SHL:
-                xr[lane] = (x << amt) & mk
-            else:
-                xr[lane] = x >> amt
-    else:
-        _gather(eb, w, sgn, xb, a8, a16, a32, a64, imrow)
-        if opc == T.ADD:
+                xr[lane] = np.uint64(np.int64(_sext(xa[lane], w)) >> np.int64(s)) & mk
+        elif opc == T.SHL:
             for lane in range(LANES):
-                xr[lane] = (xa[lane] + xb[lane]) & mk
-        elif opc == T.SUB:
+                amt = xb[lane]
+                xr[lane] = ((xa[lane] << amt) & mk) if amt < uw else U0
+        else:
             for lane in range(LANES):
-                xr[lane] = (xa[lane] - xb[lane]) & mk
-        elif opc == T.MUL_LO:
-            for lane in range(LANES):
-                xr[lane] = (xa[lane] * xb[lane]) & mk
-        elif opc == T.MAD_LO:
-            _gather(ec, w, sgn, xc, a8, a16, a32, a64, imrow)
-            for lane in range(LANES):
-                xr[lane] = (xa[lane] * xb[lane] + xc[lane]) & mk
-        elif opc == T.AND:
-            for lane in range(LANES):
-                xr[lane] = xa[lane] & xb[lane]
-        elif opc == T.OR:
-            for lane in range(LANES):
-                xr[lane] = xa[lane] | xb[lane]
-        elif opc == T.XOR:
-            for lane in range(LANES):
-                xr[lane] = xa[lane] ^ xb[lane]
-        elif opc == T.MUL_HI:
-            for lane in range(LANES):
-                xr[lane] = _mulhi(xa[lane], xb[lane], w, sgn)
-        elif opc == T.MAD_HI:
-            _gather(ec, w, sgn, xc, a8, a16, a32, a64, imrow)
-            for lane in range(LANES):
-                xr[lane] = (_mulhi(xa[lane], xb[lane], w, sgn) + xc[lane]) & mk
-        elif opc == T.MUL_WIDE or opc == T.MAD_WIDE:
-            tw = 2 * w
-            mt = _mask(tw)
+                amt = xb[lane]
+                xr[lane] = (xa[lane] >> amt) if amt < uw else U0
+    elif opc == T.ADD:
+        for lane in range(LANES):
+            xr[lane] = (xa[lane] + xb[lane]) & mk
+    elif opc == T.SUB:
+        for lane in range(LANES):
+            xr[lane] = (xa[lane] - xb[lane]) & mk
+    elif opc == T.MUL_LO:
+        for lane in range(LANES):
+            xr[lane] = (xa[lane] * xb[lane]) & mk
+    elif opc == T.MAD_LO:
+        for lane in range(LANES):
+            xr[lane] = (xa[lane] * xb[lane] + xc[lane]) & mk
+    elif opc == T.AND:
+        for lane in range(LANES):
+            xr[lane] = xa[lane] & xb[lane]
+    elif opc == T.OR:
+        for lane in range(LANES):
+            xr[lane] = xa[lane] | xb[lane]
+    elif opc == T.XOR:
+        for lane in range(LANES):
+            xr[lane] = xa[lane] ^ xb[lane]
+    elif opc == T.MUL_HI:
+        for lane in range(LANES):
+            xr[lane] = _mulhi(xa[lane], xb[lane], w, sgn)
+    elif opc == T.MAD_HI:
+        for lane in range(LANES):
+            xr[lane] = (_mulhi(xa[lane], xb[lane], w, sgn) + xc[lane]) & mk
+    elif opc == T.MUL_WIDE or opc == T.MAD_WIDE:
+        tw = 2 * w
+        mt = _mask(tw)
+        for lane in range(LANES):
+            x, y = xa[lane], xb[lane]
+            if sgn:
+                x, y = _sext(x, w), _sext(y, w)
+            r = x * y
             if opc == T.MAD_WIDE:
-                _gather(ec, tw, sgn, xc, a8, a16, a32, a64, imrow)
-            for lane in range(LANES):
-                x, y = xa[lane], xb[lane]
-                if sgn:
-                    x, y = _sext(x, w), _sext(y, w)
-                r = x * y
-                if opc == T.MAD_WIDE:
-                    r += xc[lane]
-                xr[lane] = r & mt
-        elif opc == T.MIN or opc == T.MAX:
-            for lane in range(LANES):
-                x, y = xa[lane], xb[lane]
-                if sgn:
-                    lt = np.int64(_sext(x, w)) < np.int64(_sext(y, w))
-                else:
-                    lt = x < y
-                xr[lane] = x if lt == (opc == T.MIN) else y
-        else:                                       # SELP
-            _gather(ec, I1, I0, xc, a8, a16, a32, a64, imrow)
-            cneg = row[T.CNEG] == 1
-            for lane in range(LANES):
-                xr[lane] = xa[lane] if (xc[lane] != U0) != cneg else xb[lane]
-    _scatter(row[T.D], xr, em, tw, sgn, a8, a16, a32, a64)
+                r += xc[lane]
+            xr[lane] = r & mt
+    else:                                       # MIN, MAX
+        for lane in range(LANES):
+            x, y = xa[lane], xb[lane]
+            if sgn:
+                lt = np.int64(_sext(x, w)) < np.int64(_sext(y, w))
+            else:
+                lt = x < y
+            xr[lane] = x if lt == (opc == T.MIN) else y
+    # the result into D (and SETP's second into Z), in one loop: one copy of the writes (``regs._copy_dst``)
+    for k in range(2 if opc == T.SETP else 1):
+        ek, res = row[T.D] if k == 0 else row[T.Z], xr if k == 0 else xq
+        if not _copy_dst(ek, res, em, np.int64(tw), a8, a32, a64):
+            _scatter(ek, res, em, np.int64(tw), np.int64(ts), a8, a16, a32, a64)
     return 0
 
 
@@ -584,13 +338,12 @@ def entry_f32(em, prow, pimm, parena, n, pscratch):
     w = row[T.W]
     sgn = row[T.SGN]
     ed = row[T.D]
-    # 32-bit registers and immediates (every f32 row but a mixed-width one): plain copies in and out
-    fast = w == 32 and _is32(row[T.A]) and ed >= 0 and ed >> T.CLASS_SHIFT == T.R32 and \
-        (opc == T.TF32_RNA or _is32(row[T.B]) and (opc != T.FFMA32 or _is32(row[T.C])))
-    if fast:
-        _g32(row[T.A], xa, a32, imrow)
-    else:
+    if not _copy_src(row[T.A], w, xa, a8, a32, a64, imrow):
         _gather(row[T.A], w, sgn, xa, a8, a16, a32, a64, imrow)
+    if opc != T.TF32_RNA and not _copy_src(row[T.B], w, xb, a8, a32, a64, imrow):
+        _gather(row[T.B], w, sgn, xb, a8, a16, a32, a64, imrow)
+    if opc == T.FFMA32 and not _copy_src(row[T.C], w, xc, a8, a32, a64, imrow):
+        _gather(row[T.C], w, sgn, xc, a8, a16, a32, a64, imrow)
     if opc == T.TF32_RNA:                           # ops.cvt_narrow._to_tf32, rna
         for lane in range(LANES):
             x = xa[lane]
@@ -600,14 +353,6 @@ def entry_f32(em, prow, pimm, parena, n, pscratch):
                 r -= np.uint64(0x2000)
             xr[lane] = r
     else:                                           # binary32 arithmetic
-        if fast:
-            _g32(row[T.B], xb, a32, imrow)
-            if opc == T.FFMA32:
-                _g32(row[T.C], xc, a32, imrow)
-        else:
-            _gather(row[T.B], w, sgn, xb, a8, a16, a32, a64, imrow)
-            if opc == T.FFMA32:
-                _gather(row[T.C], w, sgn, xc, a8, a16, a32, a64, imrow)
         for lane in range(LANES):
             fu32[0] = np.uint32(xa[lane])
             fu32[1] = np.uint32(xb[lane])
@@ -622,8 +367,6 @@ def entry_f32(em, prow, pimm, parena, n, pscratch):
                 fu32[3] = np.uint32(xc[lane])
                 fr = _ffma32(fa, fb, ff32[3], fu64, ff64)
             xr[lane] = _f32bits(fr, fu32, ff32)
-    if fast:
-        _s32(ed, xr, em, a32)
-    else:
+    if not _copy_dst(ed, xr, em, w, a8, a32, a64):
         _scatter(ed, xr, em, w, sgn, a8, a16, a32, a64)
     return 0

@@ -11,7 +11,7 @@ from numba import njit
 from . import table as T
 from . import ccall as C
 from .fmath import TABLES, cvt_rows, misc_rows, mufu_rows
-from .regs import I0, I32, _g32, _gather, _is32, _s32, _scatter
+from .regs import I0, I32, _copy_dst, _copy_src, _gather, _scatter
 
 LANES = 32
 NTAB = len(TABLES)
@@ -20,34 +20,21 @@ NTAB = len(TABLES)
 # file
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@njit(cache=True, inline="always")
 def _operands(row, s, a8, a16, a32, a64, imrow):
-    """The row's sources A, B, C into scratch rows 3, 4, 5: 32-bit registers and immediates read at 32 bits are
-    plain copies (``_g32``, what ``_gather`` does with them), anything else goes through ``_gather``."""
+    """The row's sources A, B, C (A and those it has) into scratch rows 3, 4, 5 at the row's width
+    (``regs._copy_src``, else ``_gather``), in one loop: one copy of the reads for numba to compile."""
     w, sgn = row[T.W], row[T.SGN]
-    ea, eb, ec = row[T.A], row[T.B], row[T.C]
-    if w == 32 and _is32(ea) and (eb == -1 or _is32(eb)) and (ec == -1 or _is32(ec)):
-        _g32(ea, s[3], a32, imrow)
-        if eb != -1:
-            _g32(eb, s[4], a32, imrow)
-        if ec != -1:
-            _g32(ec, s[5], a32, imrow)
-    else:
-        _gather(ea, w, sgn, s[3], a8, a16, a32, a64, imrow)
-        if eb != -1:
-            _gather(eb, w, sgn, s[4], a8, a16, a32, a64, imrow)
-        if ec != -1:
-            _gather(ec, w, sgn, s[5], a8, a16, a32, a64, imrow)
+    for k in range(3):
+        if k == 0 or row[T.A + k] != -1:
+            if not _copy_src(row[T.A + k], w, s[3 + k], a8, a32, a64, imrow):
+                _gather(row[T.A + k], w, sgn, s[3 + k], a8, a16, a32, a64, imrow)
 
 
-@njit(cache=True, _nrt=False, inline="always")
-def _result(row, xr, em, tw, a8, a16, a32, a64):
-    """The result (scratch row 6) into D at ``tw`` bits: into a 32-bit register at 32 bits a plain copy of the low
-    bits (``_s32``, what ``_scatter`` does there), else ``_scatter``."""
-    ed = row[T.D]
-    if tw == 32 and ed >= 0 and ed >> T.CLASS_SHIFT == T.R32:
-        _s32(ed, xr, em, a32)
-    else:
+@njit(cache=True, inline="always")
+def _result(ed, xr, em, tw, a8, a16, a32, a64):
+    """The result (scratch row 6) into D at ``tw`` bits (``regs._copy_dst``, else ``_scatter``)."""
+    if not _copy_dst(ed, xr, em, tw, a8, a32, a64):
         _scatter(ed, xr, em, tw, I0, a8, a16, a32, a64)
 
 
@@ -59,7 +46,7 @@ def entry(em, prow, pimm, parena, n, pscratch):
     s = C.u64_2d(pscratch, C.NSCRATCH, LANES)
     _operands(row, s, a8, a16, a32, a64, C.u64_1d(pimm, T.NIMM))
     misc_rows(row[T.OP], row[T.X], row[T.Y], row[T.Z], em, s[3], s[4], s[5], s[6])
-    _result(row, s[6], em, I32, a8, a16, a32, a64)
+    _result(row[T.D], s[6], em, I32, a8, a16, a32, a64)
     return 0
 
 
@@ -73,7 +60,7 @@ def entry_mufu(em, prow, pimm, parena, n, pscratch):
     _operands(row, s, a8, a16, a32, a64, C.u64_1d(pimm, T.NIMM))
     mufu_rows(row[T.OP], row[T.X], row[T.Y], row[T.Z], em, s[3], s[4], s[5], s[6], C.i64_1d(ctx[C.K_MPTR], NTAB),
               C.i64_1d(ctx[C.K_MSZ], NTAB))
-    _result(row, s[6], em, I32, a8, a16, a32, a64)
+    _result(row[T.D], s[6], em, I32, a8, a16, a32, a64)
     return 0
 
 
@@ -85,5 +72,5 @@ def entry_cvt(em, prow, pimm, parena, n, pscratch):
     s = C.u64_2d(pscratch, C.NSCRATCH, LANES)
     _operands(row, s, a8, a16, a32, a64, C.u64_1d(pimm, T.NIMM))
     cvt_rows(row[T.X], row[T.Y], row[T.Z], em, s[3], s[4], s[6])
-    _result(row, s[6], em, row[T.V0], a8, a16, a32, a64)
+    _result(row[T.D], s[6], em, row[T.V0], a8, a16, a32, a64)
     return 0

@@ -125,7 +125,7 @@ def round_f32(v, rz, ftz):
     return (s << 31) | (mag & 0xFFFFFFFF)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, forceinline=True, **INNER)
 def _flush(x):
     return x & 0x80000000 if (x & 0x7F800000) == 0 else x
 
@@ -359,7 +359,7 @@ def div_fma(full, ftz, neg, a, b, c, mptr):
     return _to_f32(s, e, ftz)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, forceinline=True, **INNER)
 def _minmax1(a, b, is_min, nan_prop, ftz):
     """ops.falu min/max.f32 {.ftz}{.NaN} of one lane (raw bits; -0 orders below +0; NaN: canonical)."""
     if ftz:
@@ -381,7 +381,7 @@ def _minmax1(a, b, is_min, nan_prop, ftz):
     return _flush(r) if ftz else r
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, forceinline=True, **INNER)
 def _negabs(x, ftz, a, b):
     """FNEGABS of one lane: abs (x = 0) / neg (x = 1) {.ftz}.f32, NaN -> canonical; copysign.f32 (x = 2)."""
     if x == 2:                                    # copysign.f32 d, a, b: a's sign on b, NaNs untouched
@@ -392,7 +392,7 @@ def _negabs(x, ftz, a, b):
     return CANON if (r & 0x7FFFFFFF) > 0x7F800000 else r
 
 # ------------------------------------------------------------------------- .ftz and contracted f32 arithmetic
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, forceinline=True, **INNER)
 def _round_odd(x, e):
     """numerics.fround.round_odd of one value: the neighbour of x toward x + e whose last bit is odd."""
     if e != 0.0 and x - x == 0.0:
@@ -402,7 +402,7 @@ def _round_odd(x, e):
     return x
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, forceinline=True, **INNER)
 def _to_f32(s, e, ftz):
     """numerics.fround.round_to(s, "f32", "rn", e, ftz) of one value (s + e exact): bits. Under .ftz a result
     tiny after rounding with an unbounded exponent is a zero of its sign (fround._ftz_tiny)."""
@@ -418,7 +418,7 @@ def _to_f32(s, e, ftz):
     return r
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, forceinline=True, **INNER)
 def farith(op, ftz, neg, a, b, c):
     """ops.falu add/sub/mul/fma .rn{.ftz}.f32 and the contracted add/sub (fma with ``neg`` bit 0: the product
     negated, bit 1: the addend negated) of one lane: the exact result rounded once."""

@@ -160,67 +160,55 @@ def _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64):
                 a16[i + lane] = np.uint16(v & np.uint64(0xFFFF))
 
 
-@njit(cache=True, inline="always")
-def _is32(e):
-    """Whether operand ``e`` is a 32-bit register or an immediate: read as 32 bits, ``_gather`` only copies it."""
-    return e < -1 or (e >= 0 and e >> T.CLASS_SHIFT == T.R32)
+# _copy_src and _copy_dst are compiled once and inlined by LLVM where they are called (forceinline: the plain copies
+# run without a call, whose arguments would be every register view); numba's own inline="always" would type and
+# lower their code again at every use. They call nothing, so that no other function's code comes with them into
+# each function that uses them (LLVM would optimise it again there): the caller falls back to _gather/_scatter.
 
 
-@njit(cache=True, inline="always")
-def _g32(e, out, a32, im):
-    """``_gather(e, 32, sgn, ...)`` of an operand ``_is32`` accepts: a plain copy of its 32 lanes (or the
-    immediate)."""
+@njit(cache=True, _nrt=False, forceinline=True, **INNER)
+def _copy_src(e, tw, out, a8, a32, a64, im):
+    """``_gather(e, tw, ...)`` where it is a plain copy: an immediate, or a register of width tw (32 or 64), into
+    ``out``; a predicate register read at 1 bit as 0/1. False (nothing read) otherwise: the caller ``_gather``s."""
+    c = e >> T.CLASS_SHIFT
+    i = e & IDX
     if e < -1:
         v = im[-2 - e]
         for lane in range(LANES):
             out[lane] = v
-    else:
-        i = e & T.INDEX_MASK
+    elif tw == 32 and c == T.R32:
         for lane in range(LANES):
             out[lane] = np.uint64(a32[i + lane])
-
-
-@njit(cache=True, inline="always")
-def _s32(e, vals, em, a32):
-    """``_scatter(e, vals, em, 32, sgn, ...)`` into a 32-bit register (``e``: its operand): the low 32 bits of the
-    lanes in ``em``."""
-    i = e & T.INDEX_MASK
-    if em == FULL:
-        for lane in range(LANES):
-            a32[i + lane] = np.uint32(vals[lane] & M32)
-    else:
-        for lane in range(LANES):
-            if (em >> lane) & 1:
-                a32[i + lane] = np.uint32(vals[lane] & M32)
-
-
-@njit(cache=True, inline="always")
-def _is64(e):
-    """Whether operand ``e`` is a 64-bit register or an immediate."""
-    return e < -1 or (e >= 0 and e >> T.CLASS_SHIFT == T.R64)
-
-
-@njit(cache=True, inline="always")
-def _g64(e, out, a64, im):
-    """``_gather(e, 64, sgn, ...)`` of an operand ``_is64`` accepts: a plain copy."""
-    if e < -1:
-        v = im[-2 - e]
-        for lane in range(LANES):
-            out[lane] = v
-    else:
-        i = e & T.INDEX_MASK
+    elif tw == 64 and c == T.R64:
         for lane in range(LANES):
             out[lane] = a64[i + lane]
+    elif tw == 1 and c == T.PRED:
+        for lane in range(LANES):
+            out[lane] = U1 if a8[i + lane] != 0 else U0
+    else:
+        return False
+    return True
 
 
-@njit(cache=True, inline="always")
-def _s64(e, vals, em, a64):
-    """``_scatter(e, vals, em, 64, sgn, ...)`` into a 64-bit register."""
-    i = e & T.INDEX_MASK
-    if em == FULL:
+@njit(cache=True, _nrt=False, forceinline=True, **INNER)
+def _copy_dst(e, vals, em, tw, a8, a32, a64):
+    """``_scatter(e, vals, em, tw, ...)`` where it is a plain copy: by the whole warp into a register of width tw
+    (32 or 64), or into a predicate register; nothing for no register (e < 0). False (nothing written) otherwise:
+    the caller ``_scatter``s."""
+    if e < 0:
+        return True
+    c = e >> T.CLASS_SHIFT
+    i = e & IDX
+    if c == T.R32 and tw == 32 and em == FULL:
+        for lane in range(LANES):
+            a32[i + lane] = np.uint32(vals[lane] & M32)
+    elif c == T.R64 and tw == 64 and em == FULL:
         for lane in range(LANES):
             a64[i + lane] = vals[lane]
-    else:
+    elif c == T.PRED:
         for lane in range(LANES):
             if (em >> lane) & 1:
-                a64[i + lane] = vals[lane]
+                a8[i + lane] = 1 if vals[lane] != U0 else 0
+    else:
+        return False
+    return True

@@ -6,7 +6,7 @@ from numba import njit
 from . import table as T
 from . import ccall as C
 from .ccall import NSCRATCH
-from .regs import I0, I1, I32, _g32, _gather, _is32, _s32, _scatter
+from .regs import I0, I1, I32, _copy_dst, _copy_src, _gather, _scatter
 from ...numerics.jitcache import INNER
 
 U0 = np.uint64(0)
@@ -14,19 +14,14 @@ U1 = np.uint64(1)
 LANES = 32
 
 
-@njit(cache=True, inline="always")
-def _src32(e, out, a8, a16, a32, a64, im):
-    """A source read as .b32: a plain copy from a 32-bit register or an immediate, else ``_gather``."""
-    if _is32(e):
-        _g32(e, out, a32, im)
-    else:
-        _gather(e, I32, I0, out, a8, a16, a32, a64, im)
-
-
 @njit(cache=True, _nrt=False, **INNER)
 def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
     """shfl.sync as ``ops.warpops`` defines it; False (nothing written) when a lane breaks a rule."""
-    _src32(row[T.V0], xr, a8, a16, a32, a64, imrow)              # membermask, per lane
+    # membermask (per lane) into xr, A, B, C into xa, xb, xc; in one loop: one copy of the reads (regs._copy_src)
+    for k in range(4):
+        ek, out = row[T.V0] if k == 0 else row[T.A + k - 1], xr if k == 0 else xa if k == 1 else xb if k == 2 else xc
+        if not _copy_src(ek, I32, out, a8, a32, a64, imrow):
+            _gather(ek, I32, I0, out, a8, a16, a32, a64, imrow)
     union = U0                                                  # the lanes the executing lanes name
     for lane in range(LANES):
         if (em >> lane) & 1:
@@ -36,9 +31,6 @@ def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
     for lane in range(LANES):
         if (union >> np.uint64(lane)) & U1 != U0 and (em >> lane) & 1 == 0:
             return False
-    _src32(row[T.A], xa, a8, a16, a32, a64, imrow)
-    _src32(row[T.B], xb, a8, a16, a32, a64, imrow)
-    _src32(row[T.C], xc, a8, a16, a32, a64, imrow)
     mode = row[T.X]
     m5 = np.uint64(0x1F)
     for lane in range(LANES):
@@ -66,12 +58,10 @@ def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
             return False
         xq[lane] = U1 if ok else U0
         xr[lane] = xa[j]
-    ed = row[T.D]
-    if ed >= 0 and ed >> T.CLASS_SHIFT == T.R32:
-        _s32(ed, xr, em, a32)
-    else:
-        _scatter(ed, xr, em, I32, I0, a8, a16, a32, a64)
-    _scatter(row[T.Z], xq, em, I1, I0, a8, a16, a32, a64)
+    for k in range(2):                                          # D, and the predicate into Z (one copy of the writes)
+        ek, res, tk = (row[T.D], xr, I32) if k == 0 else (row[T.Z], xq, I1)
+        if not _copy_dst(ek, res, em, tk, a8, a32, a64):
+            _scatter(ek, res, em, tk, I0, a8, a16, a32, a64)
     return True
 
 
