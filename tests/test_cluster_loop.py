@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import corpus_lib
+import test_cluster
 from emulator import GlobalMemory, load_ptx
 from emulator.errors import MBarrierError, WarpSyncError
 from emulator.machine import cluster as cluster_mod
@@ -127,27 +128,8 @@ def test_remote_arrive_without_a_barrier_raises_the_executors_error():
     assert msgs[0] == msgs[1] and "mbarrier.arrive" in msgs[0] and "lane 0" in msgs[0], msgs
 
 
-DEADLOCK = HEAD + """
-.visible .entry dl()
-{
-    .reg .b32 %r<8>;
-    .reg .pred %p<4>;
-    .shared .align 8 .b8 bar[8];
-    mov.u32 %r1, %cluster_ctarank;
-    mov.u32 %r2, bar;
-    setp.eq.u32 %p1, %r1, 1;
-    @%p1 bra STUCK;
-    barrier.cluster.arrive;
-    barrier.cluster.wait;
-    ret;
-STUCK:
-    mbarrier.init.shared::cta.b64 [%r2], 1;
-WAIT:
-    mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r2], 0;
-    @!%p2 bra WAIT;
-    ret;
-}
-"""
+# (the deadlock kernel of test_cluster: rank 1 waits on an mbarrier nobody arrives on, rank 0 on the cluster barrier)
+DEADLOCK = test_cluster.DEADLOCK
 
 
 def test_cluster_deadlock_from_the_cta_loop_names_every_warp(monkeypatch):
