@@ -10,7 +10,6 @@ case is the loop alone (add, setp, @p bra): what the dispatch of a row costs wit
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
@@ -110,26 +109,10 @@ def kernel(kind, body=BODY):
 def measure(kind, warps, iters, runs):
     """(warp-instructions, best CPU seconds inside the jitted loops)."""
     from emulator import GlobalMemory, load_ptx
-    from emulator.machine.fastcore import engine
+    from bench_vs_interpreter import loop_timer
     mod = load_ptx(kernel(kind))
-    spent = [0.0]
-
-    def timed(f):
-        def call(*args):
-            t0 = time.process_time()
-            try:
-                return f(*args)
-            finally:
-                spent[0] += time.process_time() - t0
-        return call
-    init = engine.FastLaunch.__init__
-
-    def timed_init(self, *a, **kw):
-        init(self, *a, **kw)
-        self._run, self._run_cta = timed(self._run), timed(self._run_cta)
-    engine.FastLaunch.__init__ = timed_init
     best = None
-    try:
+    with loop_timer() as spent:
         for r in range(runs + 1):
             g = GlobalMemory()
             buf = g.alloc(16 * 32 * warps)
@@ -137,8 +120,6 @@ def measure(kind, warps, iters, runs):
             res = mod.launch("k", (1, 1, 1), (32 * warps, 1, 1), [buf, iters], gmem=g, engine="fast")
             if r and (best is None or spent[0] < best):
                 best = spent[0]
-    finally:
-        engine.FastLaunch.__init__ = init
     return res.instructions, best
 
 

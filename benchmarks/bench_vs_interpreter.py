@@ -23,6 +23,7 @@ Triton's interpreter needs the optional extra (Triton, torch): without it the sc
 two engines only.
 """
 import argparse
+import contextlib
 import math
 import os
 import re
@@ -126,10 +127,11 @@ def _numpy2_scalars():
     it._patch_lang_tensor = patched
 
 
-def fixed_cost(module, case, runs):
-    """The best of ``runs`` warm fast-engine launches, with the jitted loops' calls timed apart: (CPU seconds,
-    of which inside the loops)."""
-    from emulator.machine.fastcore import engine
+@contextlib.contextmanager
+def loop_timer():
+    """While open, the CPU seconds spent inside the fast engine's jitted loops (the warp loop, the CTA loop and
+    the grid loop's calls) add up in the list it yields (element 0; set it to 0.0 to start again)."""
+    from emulator.machine.fastcore import engine, gridloop
     spent = [0.0]
 
     def timed(f):
@@ -145,20 +147,26 @@ def fixed_cost(module, case, runs):
     def timed_init(self, *args, **kw):
         init(self, *args, **kw)
         self._run, self._run_cta = timed(self._run), timed(self._run_cta)
-    out = None
-    from emulator.machine.fastcore import gridloop
     grid_loop = gridloop.grid_loop          # (the grid loop's calls: CTAs run in the CTA loop it calls)
     engine.FastLaunch.__init__ = timed_init
     gridloop.grid_loop = timed(grid_loop)
     try:
+        yield spent
+    finally:
+        engine.FastLaunch.__init__ = init
+        gridloop.grid_loop = grid_loop
+
+
+def fixed_cost(module, case, runs):
+    """The best of ``runs`` warm fast-engine launches, with the jitted loops' calls timed apart: (CPU seconds,
+    of which inside the loops)."""
+    out = None
+    with loop_timer() as spent:
         for _ in range(runs):
             spent[0] = 0.0
             dt, _, _ = emulate(module, case, "fast")
             if out is None or dt < out[0]:
                 out = (dt, spent[0])
-    finally:
-        engine.FastLaunch.__init__ = init
-        gridloop.grid_loop = grid_loop
     return out
 
 
