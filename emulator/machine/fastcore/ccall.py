@@ -181,3 +181,17 @@ def data_ptr(typingctx, arr):
     return sig, codegen
 
 
+def compiled_address(dispatcher, args, cache, what):
+    """The address of the jitted function ``dispatcher`` compiled for the types of ``args`` (compiled or loaded
+    from numba's cache now), kept in ``cache`` by those types; ``what`` names it in the error."""
+    from numba import typeof
+    sig = tuple(typeof(a) for a in args)
+    got = cache.get(sig)
+    if got is None:
+        if sig not in dispatcher.overloads:
+            dispatcher.compile(sig)
+        cres = dispatcher.overloads[sig]
+        got = cache[sig] = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+        if not got:
+            raise AssertionError(f"the fast engine's {what} has no address")
+    return got

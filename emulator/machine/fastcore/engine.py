@@ -239,18 +239,9 @@ def warp_loop_address(args):
     """The address of the warp loop (``loop.run``) compiled for the types of ``args`` (one warp's arguments, as
     the CTA loop passes them: compiled or loaded from numba's cache now), which the CTA loop calls
     (``ccall.call_native``)."""
-    from numba import typeof
+    from .ccall import compiled_address
     from .loop import run
-    sig = tuple(typeof(a) for a in args)
-    got = _RUN_ADDRESS.get(sig)
-    if got is None:
-        if sig not in run.overloads:
-            run.compile(sig)
-        cres = run.overloads[sig]
-        got = _RUN_ADDRESS[sig] = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
-        if not got:
-            raise AssertionError("the fast engine's warp loop has no address")
-    return got
+    return compiled_address(run, args, _RUN_ADDRESS, "warp loop")
 
 
 class FastLaunch:

@@ -142,18 +142,9 @@ _CTA_ADDRESS = {}
 def cta_loop_address(args):
     """The address of the CTA loop (``loop.run_cta``) compiled for the types of ``args`` (compiled or loaded from
     numba's cache now)."""
-    from numba import typeof
+    from .ccall import compiled_address
     from .loop import run_cta
-    sig = tuple(typeof(a) for a in args)
-    got = _CTA_ADDRESS.get(sig)
-    if got is None:
-        if sig not in run_cta.overloads:
-            run_cta.compile(sig)
-        cres = run_cta.overloads[sig]
-        got = _CTA_ADDRESS[sig] = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
-        if not got:
-            raise AssertionError("the fast engine's CTA loop has no address")
-    return got
+    return compiled_address(run_cta, args, _CTA_ADDRESS, "CTA loop")
 
 
 def eligible(fast, cta):
