@@ -96,14 +96,21 @@ def _warm_launches(which="both"):
 _warmup.WARM_LAUNCHES[0] = _warm_launches
 
 
+def _own_variables(info):
+    """A shallow copy of the parsed module ``info`` with a variable table of its own (what a module, the module
+    cache or a cached program may add to without touching the others')."""
+    own = copy.copy(info)
+    own.variables = dict(info.variables)
+    return own
+
+
 class _Scope:
     """What a cached program keeps of the module that compiled it: the parsed module, its variable table as the
     program saw it (``Program.module``)."""
     __slots__ = ("info",)
 
     def __init__(self, info):
-        self.info = copy.copy(info)
-        self.info.variables = dict(info.variables)
+        self.info = _own_variables(info)
 
 
 class _no_cyclic_gc:
@@ -136,8 +143,7 @@ class Module:
         key = modcache.key(text, arch or DEFAULT_ARCH, validate) if cache and modcache.enabled() else None
         self._cached = modcache.lookup(key) if key is not None else None
         if self._cached is not None:                # (checked when it was first loaded; its variable table is ours)
-            self.info = copy.copy(self._cached.info)
-            self.info.variables = dict(self.info.variables)
+            self.info = _own_variables(self._cached.info)
             self.target = self._cached.target
         else:
             self._parse(text, validate)
@@ -148,9 +154,7 @@ class Module:
             raise UnsupportedError(f"load_ptx: architecture {self.arch!r} is not supported; supported: "
                                    f"{', '.join(ARCHS)}")
         if key is not None and self._cached is None:
-            base = copy.copy(self.info)
-            base.variables = dict(self.info.variables)
-            self._cached = modcache.store(key, base, self.target)
+            self._cached = modcache.store(key, _own_variables(self.info), self.target)
         self._programs = {}
         self._resolved = {}               # kernel names as launches give them -> entry names
         self._san = None                  # the sanitizer of the launch under way (machine.sanitize)
@@ -356,7 +360,7 @@ class Module:
             raise OperandError(f"launch: engine must be one of {', '.join(map(repr, ENGINES))}, not {engine!r}")
         # what depends only on the kernel and the launch shape, checked once and kept per module (``_launch_shape``)
         key = _shape_key(kernel, grid, block, shared_bytes, regs_per_thread, cluster)
-        shapes = self.__dict__.setdefault("_shapes", {})
+        shapes = self._shapes
         shape = shapes.get(key) if key is not None else None
         if shape is None:
             shape = self._launch_shape(kernel, grid, block, shared_bytes, regs_per_thread, cluster)
