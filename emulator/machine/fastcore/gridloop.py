@@ -155,18 +155,19 @@ def eligible(fast, cta):
             cta.profile is not None or cta.debug is not None or cta.trace is not None or \
             cta.__dict__.get("_au") is not None:
         return False
+    from .engine import FastLaunch, _touches_unit
+    if type(fast) is not FastLaunch:        # (a subclass, the sanitizer's: its CTAs keep their per-CTA Python)
+        return False
     tr = fast.tr
     ok = tr.__dict__.get("_grid_loop_ok")
     if ok is None:
-        from .engine import FastLaunch, _touches_unit
-        prog = cta.prog
         # no row touches the CTA's async unit, but cp.async's own (copies, commit and wait groups: the loop keeps
         # them in the cp.async table, and such a CTA's async unit stays as it was made)
-        ok = tr._grid_loop_ok = type(fast) is FastLaunch and not (
+        ok = tr._grid_loop_ok = not (
             tr.wg is not None or tr.bulkx or tr.any_bulk or tr.async_readers or tr.cta_waits or
             any(op.kind == "op" and op.instr is not None and _touches_unit(op.instr.opcode) and
-                not _plain_cp_async(op.instr.opcode) for op in prog.code))
-    return ok and type(fast).__name__ == "FastLaunch" and _columns(fc, cta) is not None
+                not _plain_cp_async(op.instr.opcode) for op in cta.prog.code))
+    return ok and _columns(fc, cta) is not None
 
 
 def _plain_cp_async(opcode):
