@@ -44,6 +44,20 @@ def _raw_bytes(data, where):
     return a.view(np.uint8).reshape(-1)
 
 
+def _alloc_args(nbytes, fill):
+    """``GlobalMemory.alloc``'s arguments checked: (size, fill byte), or MemoryAccessError naming what is wrong."""
+    fill = 0 if fill is None else fill
+    nbytes = _int(nbytes, "GlobalMemory.alloc", "nbytes")
+    if _int(fill, "GlobalMemory.alloc", "fill") not in range(256):
+        raise MemoryAccessError(f"GlobalMemory.alloc: fill must be a byte value 0..255, not {fill}")
+    if nbytes < 0:
+        raise MemoryAccessError(f"GlobalMemory.alloc: size {nbytes} is negative")
+    if nbytes > MAX_ALLOC_BYTES:
+        raise MemoryAccessError(f"GlobalMemory.alloc: {nbytes} bytes is more than one allocation may take "
+                                f"({MAX_ALLOC_BYTES} bytes)")
+    return nbytes, int(fill)
+
+
 class GlobalMemory:
     """Device global memory as a set of allocations.
 
@@ -73,34 +87,40 @@ class GlobalMemory:
         """Reserve ``nbytes`` of zero-filled (or ``fill``-filled) memory; returns its address. Without ``fill``
         the bytes read as zero but count as uninitialised for the sanitizer (docs/sanitize.md) until written."""
         fresh = fill is None
-        fill = 0 if fill is None else fill
-        nbytes = _int(nbytes, "GlobalMemory.alloc", "nbytes")
-        if _int(fill, "GlobalMemory.alloc", "fill") not in range(256):
-            raise MemoryAccessError(f"GlobalMemory.alloc: fill must be a byte value 0..255, not {fill}")
-        if nbytes < 0:
-            raise MemoryAccessError(f"GlobalMemory.alloc: size {nbytes} is negative")
-        if nbytes > MAX_ALLOC_BYTES:
-            raise MemoryAccessError(f"GlobalMemory.alloc: {nbytes} bytes is more than one allocation may take "
-                                    f"({MAX_ALLOC_BYTES} bytes)")
+        if type(nbytes) is not int or not 0 <= nbytes <= MAX_ALLOC_BYTES or \
+                not (fresh or (type(fill) is int and 0 <= fill < 256)):     # (plain arguments: checked here)
+            nbytes, fill = _alloc_args(nbytes, fill)
         try:
-            buf = (np.zeros(nbytes, np.uint8) if fill == 0 else np.full(nbytes, fill, dtype=np.uint8)) \
-                if nbytes else np.zeros(0, np.uint8)
+            buf = np.zeros(nbytes, np.uint8) if not fill else np.full(nbytes, fill, dtype=np.uint8)
         except MemoryError:
             raise MemoryAccessError(f"GlobalMemory.alloc: the host cannot hold {nbytes} bytes") from None
-        span = -(-max(nbytes, 1) // self.ALIGN) * self.ALIGN
-        addr = self._free(span)
-        self._insert(addr, buf)
-        self._next = addr + span + self.GAP
+        addr = self._place(buf, nbytes)
         if fresh and nbytes:
             self._uninit[addr] = None
         return addr
 
+    def _place(self, buf, nbytes):
+        """Give ``buf`` (a new allocation of ``nbytes``) the next free address; returns it."""
+        span = -(-max(nbytes, 1) // self.ALIGN) * self.ALIGN
+        addr = self._next
+        bases = self._bases
+        if bases and addr < bases[-1] + max(self._bufs[-1].size, 1) + self.GAP or \
+                bases and bases[-1] > addr:         # (an allocation mapped at an exact address is in the way)
+            addr = self._free(span)
+        self._insert(addr, buf)
+        self._next = addr + span + self.GAP
+        return addr
+
     def upload(self, array) -> int:
         """Copy the bytes of ``array`` (any numpy array, C order) into a new allocation."""
-        raw = _raw_bytes(array, "GlobalMemory.upload")
-        addr = self.alloc(raw.size, 0)
-        self._bufs[bisect.bisect_right(self._bases, addr) - 1][:] = raw
-        return addr
+        if type(array) is np.ndarray and array.flags.c_contiguous and array.dtype.kind not in "OUV" and \
+                array.nbytes <= MAX_ALLOC_BYTES:    # (the common case: the array's bytes copied in one go)
+            buf = array.reshape(-1).view(np.uint8).copy()
+        else:
+            raw = _raw_bytes(array, "GlobalMemory.upload")
+            buf = np.zeros(raw.size, np.uint8)
+            buf[:] = raw
+        return self._place(buf, buf.size)
 
     def map(self, array: np.ndarray, phase: int = 0, at: int | None = None) -> int:
         """Place an existing C-contiguous, writeable numpy array in global memory without copying: the
@@ -138,9 +158,16 @@ class GlobalMemory:
         return addr
 
     def _insert(self, addr, buf):
-        i = bisect.bisect_right(self._bases, addr)
-        self._bases.insert(i, addr)
+        bases = self._bases
+        if not bases or addr > bases[-1]:       # (the common case: above every allocation)
+            bases.append(addr)
+            self._bufs.append(buf)
+            return
+        i = bisect.bisect_right(bases, addr)
+        bases.insert(i, addr)
         self._bufs.insert(i, buf)
+        # an allocation below another: the fast engine's table of this memory (engine.global_table) is made anew
+        self._reorders = self.__dict__.get("_reorders", 0) + 1
 
     def _map_at(self, raw, addr):
         if addr <= 0 or addr + raw.size > 1 << 64:
@@ -158,14 +185,17 @@ class GlobalMemory:
 
     def download(self, addr: int, nbytes: int) -> np.ndarray:
         """A copy of ``nbytes`` bytes at ``addr`` as np.ndarray[uint8]."""
-        addr, nbytes = _int(addr, "GlobalMemory.download", "addr"), _int(nbytes, "GlobalMemory.download", "nbytes")
+        if type(addr) is not int or type(nbytes) is not int:
+            addr = _int(addr, "GlobalMemory.download", "addr")
+            nbytes = _int(nbytes, "GlobalMemory.download", "nbytes")
         buf, off = self._locate(addr, nbytes, "GlobalMemory.download")
         return buf[off:off + nbytes].copy()
 
     def write(self, addr: int, data) -> None:
         """Overwrite bytes at ``addr`` with the bytes of ``data``."""
         raw = _raw_bytes(data, "GlobalMemory.write")
-        buf, off = self._locate(_int(addr, "GlobalMemory.write", "addr"), raw.size, "GlobalMemory.write")
+        buf, off = self._locate(addr if type(addr) is int else _int(addr, "GlobalMemory.write", "addr"), raw.size,
+                                "GlobalMemory.write")
         buf[off:off + raw.size] = raw
         if self._uninit:
             self._mark_written(np.array([int(addr)], np.int64), raw.size)

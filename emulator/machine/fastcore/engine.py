@@ -74,34 +74,61 @@ def handback_counts(prog):
     return out
 
 
-_DATA_POINTERS = weakref.WeakKeyDictionary()      # (kept beside the GlobalMemory: never pickled with it)
+_TABLES = weakref.WeakKeyDictionary()     # GlobalMemory -> _Table (kept beside it: never pickled with it)
 
 
-_TABLES = weakref.WeakKeyDictionary()             # GlobalMemory -> (its allocation list, length, table)
+class _Table:
+    """A GlobalMemory's table for the loops: rows (base, size, data pointer) sorted by base, in the first ``n`` rows
+    of ``rows`` (room to grow), for the allocation list ``bufs`` (the memory's own list: a copy of the memory has
+    another) as it was after ``reorders`` insertions below another allocation."""
+    __slots__ = ("bufs", "n", "reorders", "rows", "ptr", "table", "known")
 
 
 def global_table(gmem):
     """(base, size, data pointer) of every global allocation, sorted by base, for the loop's lookups (read-only:
-    the launches of one GlobalMemory share it while its allocations stay the same; a GlobalMemory only ever
-    inserts allocations, so the same list of the same length holds the same buffers)."""
+    the launches of one GlobalMemory share it while its allocations stay the same).
+
+    A GlobalMemory only ever inserts allocations: while each new one lies above the others (the common case: the
+    next free address), the rows of the new ones are appended to the table the memory had (each allocation's data
+    pointer taken once), into room kept after its rows, so a table handed out earlier keeps its rows; an allocation
+    placed below another (``map(at=)``) makes the table anew."""
     bufs = gmem._bufs
-    got = _TABLES.get(gmem)
-    if got is not None and got[0] is bufs and got[1] == len(bufs):
-        return got[2]
-    known = _DATA_POINTERS.get(gmem) or {}        # id(buffer) -> (buffer, data pointer) of the previous table
-    now = {}
-    rows = []
-    for b, buf in zip(gmem._bases, gmem._bufs):
+    t = _TABLES.get(gmem)
+    n = len(bufs)
+    if t is not None and t.bufs is bufs and t.n == n:
+        return t.table
+    reorders = gmem.__dict__.get("_reorders", 0)
+    if t is None or t.bufs is not bufs or t.reorders != reorders or t.n > n:
+        known = t.known if t is not None else {}      # id(buffer) -> (buffer, data pointer): taken once
+        t = _Table()
+        t.bufs, t.n, t.reorders, t.known = bufs, 0, reorders, known
+        t.rows = np.empty((max(4, n), 3), np.int64)
+        t.ptr = t.rows.ctypes.data
+        _TABLES[gmem] = t
+    k = t.n
+    rows = t.rows
+    if n > rows.shape[0]:               # (a new block: the tables handed out keep the old one)
+        grown = np.empty((max(2 * rows.shape[0], n), 3), np.int64)
+        grown[:k] = rows[:k]
+        rows = t.rows = grown
+        t.ptr = grown.ctypes.data
+    bases, known = gmem._bases, t.known
+    for i in range(k, n):
+        buf = bufs[i]
         hit = known.get(id(buf))
         if hit is None or hit[0] is not buf:
-            hit = (buf, buf.ctypes.data)
-        now[id(buf)] = hit
-        rows.append((b, buf.size, hit[1]))
-    _DATA_POINTERS[gmem] = now
-    rows.sort()
-    table = np.array(rows or [(-1, 0, 0)], np.int64).reshape(-1, 3)     # a row that matches no address
-    _TABLES[gmem] = (bufs, len(bufs), table)
+            hit = known[id(buf)] = (buf, buf.ctypes.data)
+        rows[i] = (bases[i], buf.size, hit[1])
+    t.n = n
+    table = t.table = rows[:n] if n else _NO_ROWS
+    if len(_POINTERS) > 16:
+        _POINTERS.clear()
+    _POINTERS[id(table)] = (table, t.ptr if n else _NO_ROWS_PTR)     # (its address: _pointer need not look)
     return table
+
+
+_NO_ROWS = np.array([(-1, 0, 0)], np.int64)     # the table of a memory without allocations: a row no address matches
+_NO_ROWS_PTR = _NO_ROWS.ctypes.data
 
 
 class ArenaRegs(MutableMapping):
