@@ -27,6 +27,24 @@ from .residency import occupancy, run_grid
 
 ENGINES = ("auto", "fast", "reference")
 
+_LAZY = {}      # "engine", "grid", "gridloop": those modules once a launch needed them (not at import: numba)
+_CTAIDS = {}    # a grid (the checked dim3) -> its CtaIds (read-only: a launch slices or indexes it)
+
+
+def _lazy(name):
+    """``fastcore.engine``, ``machine.grid`` or ``fastcore.gridloop``, imported on first use and kept (an import
+    statement in a function costs a few µs at every launch)."""
+    got = _LAZY.get(name)
+    if got is None:
+        if name == "engine":
+            from .fastcore import engine as got
+        elif name == "grid":
+            from . import grid as got
+        else:
+            from .fastcore import gridloop as got
+        _LAZY[name] = got
+    return got
+
 _AT_LINE = re.compile(r"^line (\d+), column \d+: ")
 
 
@@ -245,9 +263,14 @@ class Module:
 
     def _variables(self, gmem):
         addrs = self._globals.get(gmem)
-        if addrs is None:
+        variables = self.info.variables
+        if addrs is not None:           # (every .global/.const variable placed in gmem: nothing to look at)
+            placed = self.__dict__.get("_placed")
+            if placed is not None and placed[0] == len(variables) and placed[1] == len(addrs):
+                return addrs
+        else:
             addrs = {}
-        for v in self.info.variables.values():
+        for v in variables.values():
             if v.space in ("global", "const") and v.name not in addrs:
                 a = gmem.alloc(max(v.size, 1))
                 getattr(gmem, "_uninit", {}).pop(a, None)   # module variables start zeroed or initialised
@@ -257,6 +280,8 @@ class Module:
                 if v.relocs:
                     self._relocate(v, a, gmem, addrs)
         self._globals[gmem] = addrs
+        # (the variable table only grows, by names: with as many entries, the same .global/.const variables)
+        self._placed = (len(variables), sum(v.space in ("global", "const") for v in variables.values()))
         return addrs
 
     def _relocate(self, v, at, gmem, addrs):
@@ -347,13 +372,19 @@ class Module:
                                           max_instructions, schedule, timeline, cluster, keep, engine)
         if gmem is not None and getattr(gmem, "_uninit", None) and self._san is None:
             gmem._uninit.clear()          # an unwatched launch may write anything: nothing stays uninitialised
-        if not isinstance(profile, (bool, np.bool_)):
-            raise OperandError(f"launch: profile must be True or False, not {profile!r}")
-        profile = bool(profile)
+        if profile is not False:
+            if not isinstance(profile, (bool, np.bool_)):
+                raise OperandError(f"launch: profile must be True or False, not {profile!r}")
+            profile = bool(profile)
         instrumented = profile or debug is not None
-        schedule = _schedule(schedule)
-        _check_streams_and_options(options, trace, out, gmem, timeline, progress, args)
-        max_instructions = _int_arg(max_instructions, "max_instructions")
+        if schedule is not None:
+            schedule = _schedule(schedule)
+        if options is not None or trace is not None or out is not None or progress is not None or \
+                timeline is not False or (gmem is not None and type(gmem) is not GlobalMemory) or \
+                (type(args) is not list and type(args) is not tuple):     # (else nothing to check)
+            _check_streams_and_options(options, trace, out, gmem, timeline, progress, args)
+        if type(max_instructions) is not int:
+            max_instructions = _int_arg(max_instructions, "max_instructions")
         if not 0 <= max_instructions < 1 << 62:
             raise OperandError(f"launch: max_instructions must be 0..2^62-1, not {max_instructions}")
         if not isinstance(engine, str) or engine not in ENGINES:
@@ -399,21 +430,25 @@ class Module:
         if engine in ("fast", "auto") and trace is None and (options is None or options.uninitialized == "zero") \
                 and schedule is None and not timeline and not instrumented:
             if engine == "fast" or _warmup.ready():
-                if engine == "fast":           # the loop this kernel runs on: the CTA loop (with the warp loop
-                    from .fastcore import translation     # inside it) or the warp loop alone
-                    _warmup.wait("cta" if translation(prog).cta_ok else "warp")
+                if engine == "fast":    # the loop this kernel runs on: the CTA loop (the warp loop inside it)
+                    _warmup.wait("cta" if _lazy("engine").translation(prog).cta_ok else "warp")   # or the warp loop
                 fast = self._fast_launch(prog, gmem, wait=engine == "fast")
                 engine = "fast"
             else:
                 pending = True
-        from . import grid as gridmod
-        ctaids = gridmod.CtaIds(grid)          # computed when asked: memory does not grow with the grid
+        gridmod = _lazy("grid")
+        ctaids = _CTAIDS.get(grid)              # computed when asked: memory does not grow with the grid
+        if ctaids is None:
+            if len(_CTAIDS) > 64:
+                _CTAIDS.clear()
+            ctaids = _CTAIDS[grid] = gridmod.CtaIds(grid)
         if keep == "auto":
             keep = "all" if len(ctaids) <= KEEP_ALL_MAX else "last"
             if keep == "last":
                 result.note(f"launch: the grid has {len(ctaids)} CTAs (more than {KEEP_ALL_MAX}): result.ctas "
                             f"keeps the last CTA only (keep='all' keeps every CTA)")
-        workers = _int_arg(workers, "workers")
+        if type(workers) is not int:
+            workers = _int_arg(workers, "workers")
         if executor is not None and not callable(getattr(executor, "submit", None)):
             raise OperandError(f"launch: executor must be a concurrent.futures.Executor (an object with submit()), "
                                f"not {executor!r}")
@@ -473,8 +508,7 @@ class Module:
                 bases = np.array([gmem.alloc(prog.layout.local) for _ in range(nwarps * LANES)], np.uint64) \
                     if prog.layout.local else np.zeros(nwarps * LANES, np.uint64)
                 if fast is not None and prog.layout.local:
-                    from .fastcore.engine import global_table
-                    fast.gtab = global_table(gmem)
+                    fast.gtab = _lazy("engine").global_table(gmem)
             cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
                       bases, options, trace, out, result, budget, fast, schedule, timeline,
                       profile=prof, debug=debug)
@@ -518,7 +552,7 @@ class Module:
         def batch(i):
             if not loop_ok[0] or i >= loop_end - 1 or pending or not depots:
                 return 0, None
-            from .fastcore import gridloop
+            gridloop = _lazy("gridloop")
             cta = make(ctaids[i])
             if not gridloop.eligible(fast, cta):
                 loop_ok[0] = False
@@ -603,13 +637,12 @@ class Module:
         """The fast engine's launch state; a sanitised launch's hands the sanitizer what it must see
         (machine.sanitize_fast). ``wait`` (engine="fast"): the instruction families the kernel uses are compiled
         or loaded now, else those another process is compiling run on the reference executors meanwhile."""
-        from .fastcore.engine import FastLaunch
         if self._san is not None:
             from .sanitize_fast import SanFastLaunch
             fl = SanFastLaunch(prog, gmem, self._san)
             fl.tr.bind_families(wait)
             return fl
-        return FastLaunch(prog, gmem, wait)
+        return _lazy("engine").FastLaunch(prog, gmem, wait)
 
     def _launch_sanitized(self, tools, kernel, grid, block, args, gmem, shared_bytes, options, trace, out,
                           max_instructions, schedule, timeline, cluster, keep="all", engine="auto"):

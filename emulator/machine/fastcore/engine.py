@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import weakref
+from ctypes import addressof as _addressof, c_char as _c_char
 from collections.abc import MutableMapping
 from functools import partial
 
@@ -31,13 +32,22 @@ _LOOPS: list = []        # loop.run and loop.run_cta, once imported
 _MASKS: dict = {}
 
 
+def data_pointer(a):
+    """The address of an array's first byte (through ctypes' buffer view: about a third of ``a.ctypes.data``'s
+    cost; that for the arrays it does not take: read-only, empty or not contiguous)."""
+    try:
+        return _addressof(_c_char.from_buffer(a))
+    except (TypeError, ValueError):
+        return a.ctypes.data
+
+
 def _pointer(a):
     """The data address of a long-lived array (kept with the array, so that an id is never reused)."""
     got = _POINTERS.get(id(a))
     if got is None or got[0] is not a:
         if len(_POINTERS) > 16:          # (they hold the arrays: a few CTAs' worth)
             _POINTERS.clear()
-        got = _POINTERS[id(a)] = (a, a.ctypes.data)
+        got = _POINTERS[id(a)] = (a, data_pointer(a))
     return got[1]
 
 
@@ -103,7 +113,7 @@ def global_table(gmem):
         t = _Table()
         t.bufs, t.n, t.reorders, t.known = bufs, 0, reorders, known
         t.rows = np.empty((max(4, n), 3), np.int64)
-        t.ptr = t.rows.ctypes.data
+        t.ptr = data_pointer(t.rows)
         _TABLES[gmem] = t
     k = t.n
     rows = t.rows
@@ -111,14 +121,16 @@ def global_table(gmem):
         grown = np.empty((max(2 * rows.shape[0], n), 3), np.int64)
         grown[:k] = rows[:k]
         rows = t.rows = grown
-        t.ptr = grown.ctypes.data
+        t.ptr = data_pointer(grown)
     bases, known = gmem._bases, t.known
+    vals = []
     for i in range(k, n):
         buf = bufs[i]
         hit = known.get(id(buf))
         if hit is None or hit[0] is not buf:
-            hit = known[id(buf)] = (buf, buf.ctypes.data)
-        rows[i] = (bases[i], buf.size, hit[1])
+            hit = known[id(buf)] = (buf, data_pointer(buf))
+        vals += (bases[i], buf.size, hit[1])
+    rows.reshape(-1)[3 * k:3 * n] = vals
     t.n = n
     table = t.table = rows[:n] if n else _NO_ROWS
     if len(_POINTERS) > 16:
@@ -661,7 +673,7 @@ class FastCTA:
         self.refs = sys.getrefcount(block)      # the block's own views (``retire``: no other view may remain)
         self.layout = layout
         self.offsets = offsets
-        base = self.base = block.ctypes.data
+        base = self.base = data_pointer(block)
         self.param_ptrs = (base + offsets["params"]) + _steps(self.nw, self.params[0].nbytes)
         self.smem_ptr = base + offsets["smem"]
         self.bar_ptrs = (base + offsets["bar_seq"], base + offsets["cst"] + 8 * T.C_BARCNT)
