@@ -419,3 +419,85 @@ def test_a_grid_where_one_cta_runs_out_or_waits_is_the_same_on_both_engines(case
     else:
         assert ref[0][0] == "error" and "deadlock" in ref[0][2]
         assert ref[1][2 * 64:3 * 64] == [0xFFFFFFFF] * 64
+
+
+def _full_table(g):
+    """The global table built from scratch: (base, size, data pointer) of every allocation, sorted by base."""
+    rows = sorted((b, buf.size, buf.ctypes.data) for b, buf in zip(g._bases, g._bufs))
+    return np.array(rows, np.int64).reshape(-1, 3)
+
+
+def test_a_global_table_grown_by_appending_equals_one_built_anew():
+    """The table a GlobalMemory's launches share is appended to as allocations come (room kept after its rows):
+    after each allocation it equals a table built from scratch, a table handed out earlier keeps its rows, and an
+    allocation placed below the others (``map(at=)``) gives a table made anew, still sorted."""
+    from emulator.machine.fastcore.engine import global_table, _pointer
+    g = GlobalMemory()
+    assert global_table(g).tolist() == [[-1, 0, 0]]          # no allocation: a row no address matches
+    tables = []
+    for k in range(11):                                       # (past the first block's room: it grows)
+        g.upload(np.arange(k + 1, dtype=np.uint16)) if k % 3 else g.alloc(40 + k)
+        t = global_table(g)
+        assert t is global_table(g)                           # kept while nothing is allocated
+        assert t.flags.c_contiguous and t.dtype == np.int64
+        assert (t == _full_table(g)).all()
+        assert _pointer(t) == t.ctypes.data
+        tables.append((t, t.copy()))
+    for t, was in tables:                                     # the rows a launch was given stay as they were
+        assert (t == was).all()
+    below = g.map(np.zeros(16, np.uint8), at=0x1000)         # below every other allocation
+    t = global_table(g)
+    assert (t == _full_table(g)).all() and t[0, 0] == below
+    g.alloc(8)                                                # and appending again after that
+    assert (global_table(g) == _full_table(g)).all()
+    # a copy of the memory with its own allocation list (as an executor's task makes): its own table
+    own = GlobalMemory()
+    own.__dict__.update(g.__dict__)
+    own._bases, own._bufs = list(g._bases), [b.copy() for b in g._bufs]
+    assert (global_table(own) == _full_table(own)).all()
+    assert (global_table(own)[:, 2] != global_table(g)[:, 2]).all()
+
+
+@pytest.mark.parametrize("arr", [np.arange(7, dtype=np.float32), np.arange(12, dtype=np.int64).reshape(3, 4),
+                                 np.array(5, np.uint8), np.zeros(0, np.float64), np.arange(8, dtype=np.int16)[::2],
+                                 np.asfortranarray(np.arange(6, dtype=np.int32).reshape(2, 3)),
+                                 np.array([True, False]), b"\x01\x02\x03", [1.5, 2.5]])
+def test_upload_and_download_fast_paths_give_the_same_bytes(arr):
+    """``upload`` copies a C-contiguous array's bytes in one go, other inputs the general way: the same bytes, the
+    same placement (256-byte aligned, a gap after each), and the uploaded buffer is the memory's own copy."""
+    g = GlobalMemory()
+    a = g.upload(arr)
+    b = g.upload(arr)
+    want = np.ascontiguousarray(arr if not isinstance(arr, bytes) else np.frombuffer(arr, np.uint8))
+    raw = want.reshape(-1).view(np.uint8)
+    assert a % 256 == 0 and b >= a + max(raw.size, 1) + GlobalMemory.GAP
+    assert g.download(a, raw.size).tobytes() == raw.tobytes()
+    assert g.download(np.int64(a), np.int32(raw.size)).tobytes() == raw.tobytes()   # (numpy integers: as before)
+    if raw.size and isinstance(arr, np.ndarray):
+        before = np.ascontiguousarray(arr).tobytes()
+        g.view(a, 1)[0] ^= 0xFF                         # the memory's bytes are its own, not the array's
+        assert np.ascontiguousarray(arr).tobytes() == before
+    assert a not in g._uninit                           # uploaded bytes count as written (initcheck)
+
+
+def test_alloc_and_upload_still_refuse_what_they_refused():
+    from emulator.errors import MemoryAccessError
+    g = GlobalMemory()
+    for nbytes, fill, msg in ((-1, None, "negative"), (1.5, None, "must be an integer"), (True, None, "integer"),
+                              (8, 256, "fill must be"), (8, -1, "fill must be"), (8, 1.5, "fill"),
+                              (1 << 40, None, "more than one allocation")):
+        with pytest.raises(MemoryAccessError, match=msg):
+            g.alloc(nbytes, fill)
+    assert g.allocations() == []
+    a = g.alloc(np.int64(8), np.uint8(7))              # numpy integers, a float with an integer value: as before
+    assert g.download(a, 8).tolist() == [7] * 8 and a not in g._uninit
+    c = g.alloc(4.0)
+    assert g.download(c, 4).tolist() == [0] * 4 and c in g._uninit
+    with pytest.raises(MemoryAccessError, match="no device bytes"):
+        g.upload(np.array(["x"]))
+    with pytest.raises(MemoryAccessError, match="no device bytes"):
+        g.upload(np.array([object()]))
+    with pytest.raises(MemoryAccessError, match="must be an integer"):
+        g.download(a, 1.5)
+    with pytest.raises(MemoryAccessError, match="outside every global allocation"):
+        g.download(a, 9)
