@@ -401,8 +401,7 @@ class Module:
                 shapes[key] = shape
         prog, entry, grid, block, nthreads, nwarps, cdims, explicit, shared_bytes, smem_size, occ = shape
         gmem = gmem if gmem is not None else GlobalMemory()
-        param_init = np.zeros(max(prog.layout.param, 1), np.uint8)
-        _fill_params(entry, prog.kernel_params, list(args), param_init)
+        param_init = _param_bytes(entry, prog, args)
         var_addrs = self._variables(gmem)
         # one allocation per thread (separated by unmapped gaps), so that a generic access that runs off a
         # thread's .local depot is reported instead of landing in its neighbour's
@@ -906,6 +905,29 @@ def _param_plan(params, size):
         _PARAM_PLANS.clear()
     _PARAM_PLANS[id(params)] = (params, plan)
     return plan
+
+
+_PARAM_BYTES: dict = {}
+
+
+def _param_bytes(entry, prog, args):
+    """The kernel's parameter bytes for ``args`` (a read-only array); kept for arguments that are all plain ints
+    (addresses, counts: a launch repeated with the same arguments packs nothing)."""
+    params = prog.kernel_params
+    key = None
+    if len(args) == len(params) and all(type(a) is int for a in args):
+        key = (id(params), *args)
+        got = _PARAM_BYTES.get(key)
+        if got is not None and got[0] is params:
+            return got[1]
+    buf = np.zeros(max(prog.layout.param, 1), np.uint8)
+    _fill_params(entry, params, list(args), buf)
+    if key is not None:
+        buf.flags.writeable = False         # (shared by the launches with these arguments: only read)
+        if len(_PARAM_BYTES) > 256:
+            _PARAM_BYTES.clear()
+        _PARAM_BYTES[key] = (params, buf)
+    return buf
 
 
 def _fill_params(entry, params, args, buf):

@@ -25,6 +25,7 @@ _DTYPE = {T.PRED: np.bool_, T.R16: np.uint16, T.R32: np.uint32, T.R64: np.uint64
 LOG_CAP = 1024
 POOL_CTAS, POOL_BYTES = 64, 8 << 20     # the CTA-loop arrays a translation keeps for its next launch (at most)
 MBAR_ROWS = 64           # the rows of a CTA's mbarrier table when the CTA loop initialises its barriers
+WHOLE_BYTES = 64 << 10   # a CTA's block up to its parameter rows, at most this size: started from one copy
 
 
 _POINTERS: dict = {}
@@ -634,16 +635,26 @@ class FastCTA:
         self.unkept = False
         self.cluster_hook = None
         offsets = _OFFSETS[id(layout)][1]
+        whole = got[3] if got is not None else None
         if self.__dict__.get("layout") is layout:       # a recycled FastCTA (FastLaunch.recycle): the same arrays,
             block = self.block                          # at the same addresses
-            block.fill(0)
+            if whole is None:
+                block.fill(0)
         else:
             block = self._on_block(np.zeros(size, np.uint8), layout)
         head = offsets["arenas"]
         # the CTA's shared memory (zeros) and every warp's per-lane parameter bytes (warp w: rows w)
         cta.smem, cta.params = self.smem, self.params
         self.params[...] = param_init
-        if got is None:
+        if whole is not None:
+            # a small block: everything before the parameter rows as the launch shape's first CTA started (initial
+            # values, special registers, zeroed arenas and shared memory) in one copy, then this CTA's ids
+            block[:whole.size] = whole
+            if got[2]:
+                a32 = self.arenas.view(np.uint32)
+                for c, n in got[2]:
+                    a32[:, c:c + 32] = cta.own_special(n)
+        elif got is None:
             self.wbid[:] = -1
             self.cst[T.C_BARCNT:] = -1
             self.cst[T.C_ASYNC] = int(tr.any_bulk)      # copies may be in flight at a round's end (ctaloop.py)
@@ -652,7 +663,9 @@ class FastCTA:
             vals, cols = self._fill_specials(cta) if fl.special_names else (None, [])
             if len(blocks) > 16:
                 blocks.clear()
-            blocks[key] = (block[:head].copy(), vals, cols)
+            pstart = offsets["params"]
+            blocks[key] = (block[:head].copy(), vals, cols,
+                           block[:pstart].copy() if pstart <= WHOLE_BYTES else None)
         else:
             block[:head] = got[0]
             if got[1] is not None:
@@ -988,12 +1001,18 @@ class FastCTA:
         fl = self.launch
         tr = fl.tr
         mbs = _NO_MBARRIERS
-        fields = np.empty((len(_HEAD) + len(_EACH), 2), np.int64)
-        fields[:, 0] = _GRID_FIELDS
-        fields[:, 1] = (SPIN_CHECK, 0, 0, 0, 0, 0, 0, int(not tr.param_writes), 1, self.bar_ptrs[0],
-                        self.bar_ptrs[1], 0, _pointer(fl.gtab), fl.gtab.shape[0],
-                        0, 0, 0, self.smem_ptr, cta.smem.size, cta.params.shape[2], _pointer(mbs.rows), mbs.used,
-                        0, mbs.rows.shape[0], 0)
+        got = self.__dict__.get("_grid_fields")     # (the same block and global table: the same values; the grid loop
+        # only reads them)
+        if got is not None and got[0] is fl.gtab and got[1] is self.block and mbs.used == 0:
+            fields = got[2]
+        else:
+            fields = np.empty((len(_HEAD) + len(_EACH), 2), np.int64)
+            fields[:, 0] = _GRID_FIELDS
+            fields[:, 1] = (SPIN_CHECK, 0, 0, 0, 0, 0, 0, int(not tr.param_writes), 1, self.bar_ptrs[0],
+                            self.bar_ptrs[1], 0, _pointer(fl.gtab), fl.gtab.shape[0],
+                            0, 0, 0, self.smem_ptr, cta.smem.size, cta.params.shape[2], _pointer(mbs.rows), mbs.used,
+                            0, mbs.rows.shape[0], 0)
+            self._grid_fields = (fl.gtab, self.block, fields)
         cp = self.cp
         run_address = tr.__dict__.get("_run_address")
         if run_address is None:

@@ -24,6 +24,7 @@ from numba import njit
 
 from . import table as T
 from .ccall import call_native
+from .engine import LOG_CAP, FastCTA, FastLaunch, _has_cp_async, _touches_unit, _uses_cp_async
 
 ON = True               # False: every CTA goes through FastCTA.run (the tests compare both)
 CHUNK = 4096            # CTAs per call of the grid loop (the progress bar moves between calls)
@@ -155,7 +156,6 @@ def eligible(fast, cta):
             cta.profile is not None or cta.debug is not None or cta.trace is not None or \
             cta.__dict__.get("_au") is not None:
         return False
-    from .engine import FastLaunch, _touches_unit
     if type(fast) is not FastLaunch:        # (a subclass, the sanitizer's: its CTAs keep their per-CTA Python)
         return False
     tr = fast.tr
@@ -209,7 +209,6 @@ class KeptCTA:
 
     def cta(self):
         if self._cta is None:
-            from .engine import FastCTA
             fc = FastCTA.on_kept(*self._spec, self._words.view(np.uint8).copy(), self._log, self._counts)
             self._cta = self._make(self.ctaid, fc)
             self._make = self._spec = self._words = self._log = self._counts = None
@@ -233,7 +232,6 @@ def run(fast, cta, ctaids, first, stop, budget, make=None):
     loop; the launch keeps none of them, or (``make``: ``make(ctaid, arrays)`` makes a kept CTA's object on its
     arrays) keeps all. Returns (how many ran to their end, [KeptCTA] of those). When that is fewer than
     ``stop - first``, the next CTA stopped for Python, its state in ``cta.fast_cta``'s arrays."""
-    from .engine import LOG_CAP, _has_cp_async, _uses_cp_async
     fc = cta.fast_cta
     fl = fast
     targs = fc.loop_args(cta)
