@@ -681,6 +681,7 @@ class FastCTA:
         """Make these arrays the views of ``block`` (laid out as ``layout``)."""
         offsets = _OFFSETS[id(layout)][1]
         self.block = block
+        self._head = self._grid_fields = None         # (values kept for the previous block: run, grid_state)
         for name, shape, dt, off in layout:
             setattr(self, name, np.ndarray(shape, dt, block, off))
         self.refs = sys.getrefcount(block)      # the block's own views (``retire``: no other view may remain)
@@ -825,10 +826,14 @@ class FastCTA:
         # the fields the loop reads before its first run, in one store ((set below for kernels the async proxy
         # reads: the wgmma and dirty-mark fields)
         if not ran:
-            st[_HEAD] = (SPIN_CHECK, 0, 0, 0, 0, 0, 0, int(mbs is not None and not tr.param_writes),
-                         int(mbs is not None),
-                         self.bar_ptrs[0], self.bar_ptrs[1], stage.address if stage is not None else 0,
-                         _pointer(fl.gtab), fl.gtab.shape[0])
+            # (their values, kept while the block, global table, staging area and mbarrier table are the same)
+            got = self.__dict__.get("_head")        # (dropped with the block: _on_block)
+            if got is None or got[1] is not fl.gtab or got[2] is not stage or got[3] is not mbs:
+                got = self._head = (None, fl.gtab, stage, mbs, np.array(
+                    (SPIN_CHECK, 0, 0, 0, 0, 0, 0, int(mbs is not None and not tr.param_writes), int(mbs is not None),
+                     self.bar_ptrs[0], self.bar_ptrs[1], stage.address if stage is not None else 0,
+                     _pointer(fl.gtab), fl.gtab.shape[0]), np.int64))
+            st[_HEAD] = got[4]
         wg = self.wg
         au = au0 if tr.async_readers else None   # generic-proxy writes (memx.py)
         smem_ptr = self.smem_ptr
@@ -1001,10 +1006,10 @@ class FastCTA:
         fl = self.launch
         tr = fl.tr
         mbs = _NO_MBARRIERS
-        got = self.__dict__.get("_grid_fields")     # (the same block and global table: the same values; the grid loop
-        # only reads them)
-        if got is not None and got[0] is fl.gtab and got[1] is self.block and mbs.used == 0:
-            fields = got[2]
+        got = self.__dict__.get("_grid_fields")     # (the same block (_on_block drops them) and global table: the same
+        # values; the grid loop only reads them)
+        if got is not None and got[0] is fl.gtab and mbs.used == 0:
+            fields = got[1]
         else:
             fields = np.empty((len(_HEAD) + len(_EACH), 2), np.int64)
             fields[:, 0] = _GRID_FIELDS
@@ -1012,7 +1017,7 @@ class FastCTA:
                             self.bar_ptrs[1], 0, _pointer(fl.gtab), fl.gtab.shape[0],
                             0, 0, 0, self.smem_ptr, cta.smem.size, cta.params.shape[2], _pointer(mbs.rows), mbs.used,
                             0, mbs.rows.shape[0], 0)
-            self._grid_fields = (fl.gtab, self.block, fields)
+            self._grid_fields = (fl.gtab, fields)
         cp = self.cp
         run_address = tr.__dict__.get("_run_address")
         if run_address is None:
