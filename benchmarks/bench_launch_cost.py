@@ -1,10 +1,12 @@
 """The fixed cost of a launch on the fast engine: CPU time per launch and per further CTA of a kernel of 6
 instructions (it stores ``%tid.x``), warm, for CTAs of one and four warps, with the default ``keep`` and with
-``keep="none"``; then a few small corpus launches split into the jitted CTA loop's time and the rest.
+``keep="none"``; a new ``GlobalMemory`` with three uploads, a download; then a few small corpus launches split
+into the jitted CTA loop's time and the rest, and each on the same ``GlobalMemory`` as the launch before and on a
+new one (made with its inputs just before the launch, untimed).
 
     python benchmarks/bench_launch_cost.py [--reps N] [--corpus NAME ...] [--no-grid-loop]
 
-CPU time (``time.process_time``), best of ``--reps`` rounds of 10-200 launches, each launch's result dropped
+CPU time (``time.process_time``), best of ``--reps`` rounds of 10-2000 launches, each launch's result dropped
 before the next. "per further CTA" is (time of 64 CTAs - time of 1 CTA) / 63.
 """
 import argparse
@@ -34,8 +36,8 @@ KERNEL = """.version 8.0
     ret;
 }
 """
-CORPUS = ["triton_trans_f16_sm80", "triton_atomic_cas_lock_sm80", "triton_softmax_sm80",
-          "triton_matmul_f16_64x64_sm80", "triton_matmul_bf16_64x64_sm80"]
+CORPUS = ["triton_join_split_sm80", "triton_math_rsqrt_sm80", "triton_trans_f16_sm80", "triton_atomic_cas_lock_sm80",
+          "triton_softmax_sm80", "triton_matmul_f16_64x64_sm80", "triton_matmul_bf16_64x64_sm80"]
 
 
 def best(f, n, reps):
@@ -60,6 +62,35 @@ def trivial(reps):
                             200 if grid == 1 else 10, reps) for grid in (1, 64)}
             print(f"  keep={keep or 'default'!s:8s} {bw // 32} warp(s): a launch of one CTA {t[1] * 1e6:7.1f}, "
                   f"each further CTA {(t[64] - t[1]) / 63 * 1e6:6.1f}")
+
+
+def memory(reps):
+    """A new GlobalMemory with three uploads of 512 bytes, and a download of 2 KB."""
+    arrs = [np.arange(128, dtype=np.float32), np.arange(128, dtype=np.float32), np.arange(128, dtype=np.int32)]
+
+    def three():
+        g = GlobalMemory()
+        for a in arrs:
+            g.upload(a)
+    g = GlobalMemory()
+    a = g.upload(np.zeros(512, np.float32))
+    print(f"global memory (us, CPU time): GlobalMemory() + 3 uploads {best(three, 2000, reps) * 1e6:6.1f}, "
+          f"a download of 2 KB {best(lambda: g.download(a, 2048), 2000, reps) * 1e6:5.1f}")
+
+
+def fresh_launch(f_new, n, reps):
+    """The best time of ``f_new(g, args)`` over ``reps`` rounds of ``n`` new GlobalMemory objects made just before
+    each call (the making untimed)."""
+    out = float("inf")
+    for _ in range(reps):
+        spent = 0.0
+        for _ in range(n):
+            g, args = f_new()
+            t = time.process_time()
+            g.launch(args)
+            spent += time.process_time() - t
+        out = min(out, spent / n)
+    return out
 
 
 def corpus(names, reps):
@@ -114,8 +145,23 @@ def corpus(names, reps):
             if loops is not None:
                 E._LOOPS[:] = loops
         ctas = int(np.prod(cfg["grid"]))
+
+        class New:                      # a new GlobalMemory with the case's inputs, and its launch
+            def __init__(self):
+                self.g = GlobalMemory()
+                self.args = corpus_lib.launch_args(c, self.g)[0]
+
+            def launch(self, args):
+                m.launch(cfg["kernel"], cfg["grid"], cfg["block"], args, gmem=self.g, out=io.StringIO(),
+                         shared_bytes=cfg.get("shared", 0), engine="fast")
+
+        def new():
+            x = New()
+            return x, x.args
+        fresh = fresh_launch(new, 10, reps)
         print(f"  {name:32s} {ctas:3d} CTA(s) {n:6d} instr: {total * 1e6:8.1f} (loop {loop * 1e6:8.1f}, "
-              f"outside {max(total - loop, 0) * 1e6:7.1f}) = {n / total / 1e6:.2f} M/s")
+              f"outside {max(total - loop, 0) * 1e6:7.1f}) = {n / total / 1e6:.2f} M/s; on a new GlobalMemory "
+              f"{fresh * 1e6:8.1f}")
 
 
 if __name__ == "__main__":
@@ -128,5 +174,6 @@ if __name__ == "__main__":
         from emulator.machine.fastcore import gridloop
         gridloop.ON = False
     trivial(a.reps)
+    memory(a.reps)
     if a.corpus:
         corpus(a.corpus, a.reps)
