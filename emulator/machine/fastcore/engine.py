@@ -92,7 +92,7 @@ class _Table:
     """A GlobalMemory's table for the loops: rows (base, size, data pointer) sorted by base, in the first ``n`` rows
     of ``rows`` (room to grow), for the allocation list ``bufs`` (the memory's own list: a copy of the memory has
     another) as it was after ``reorders`` insertions below another allocation."""
-    __slots__ = ("bufs", "n", "reorders", "rows", "ptr", "table", "known")
+    __slots__ = ("bufs", "n", "reorders", "rows", "ptr", "table")
 
 
 def global_table(gmem):
@@ -102,17 +102,20 @@ def global_table(gmem):
     A GlobalMemory only ever inserts allocations: while each new one lies above the others (the common case: the
     next free address), the rows of the new ones are appended to the table the memory had (each allocation's data
     pointer taken once), into room kept after its rows, so a table handed out earlier keeps its rows; an allocation
-    placed below another (``map(at=)``) makes the table anew."""
+    placed below another (``map(at=)``) makes the table anew (the pointers of the allocations it had, by base: an
+    allocation never moves)."""
     bufs = gmem._bufs
     t = _TABLES.get(gmem)
     n = len(bufs)
     if t is not None and t.bufs is bufs and t.n == n:
         return t.table
     reorders = gmem.__dict__.get("_reorders", 0)
+    known = None
     if t is None or t.bufs is not bufs or t.reorders != reorders or t.n > n:
-        known = t.known if t is not None else {}      # id(buffer) -> (buffer, data pointer): taken once
+        if t is not None and t.bufs is bufs:        # (a rebuild: the pointers it had, by base)
+            known = {b: p for b, _, p in t.rows[:t.n].tolist()}
         t = _Table()
-        t.bufs, t.n, t.reorders, t.known = bufs, 0, reorders, known
+        t.bufs, t.n, t.reorders = bufs, 0, reorders
         t.rows = np.empty((max(4, n), 3), np.int64)
         t.ptr = data_pointer(t.rows)
         _TABLES[gmem] = t
@@ -123,14 +126,12 @@ def global_table(gmem):
         grown[:k] = rows[:k]
         rows = t.rows = grown
         t.ptr = data_pointer(grown)
-    bases, known = gmem._bases, t.known
+    bases = gmem._bases
     vals = []
     for i in range(k, n):
         buf = bufs[i]
-        hit = known.get(id(buf))
-        if hit is None or hit[0] is not buf:
-            hit = known[id(buf)] = (buf, data_pointer(buf))
-        vals += (bases[i], buf.size, hit[1])
+        p = known.get(bases[i]) if known else None
+        vals += (bases[i], buf.size, data_pointer(buf) if p is None else p)
     rows.reshape(-1)[3 * k:3 * n] = vals
     t.n = n
     table = t.table = rows[:n] if n else _NO_ROWS
