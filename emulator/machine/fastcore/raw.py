@@ -15,7 +15,9 @@ _U1 = np.uint64(1)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-@njit(cache=True, inline="always")
+# _mask and _sext are compiled once and inlined by LLVM (forceinline); numba's own inline="always" would type and
+# lower them again at every use
+@njit(cache=True, _nrt=False, forceinline=True, **INNER)
 def _mask(w):
     """The low ``w`` bits set (1 <= w <= 64)."""
     return _ALL >> np.uint64(64 - w)
@@ -29,7 +31,7 @@ def store_lane(j, nbytes):
     return (j // per) * per + per - 1 - j % per
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, forceinline=True, **INNER)
 def _sext(v, w):
     """The low ``w`` bits of ``v`` sign-extended to 64 (as raw uint64 bits)."""
     if w >= 64:
