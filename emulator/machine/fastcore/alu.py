@@ -11,7 +11,7 @@ from numba import njit
 from . import table as T
 from . import ccall as C
 from .ccall import NSCRATCH
-from .raw import _mask, _mulhi_u64, _sext
+from .raw import _mask, _mulhi_u64, _sext, opaque
 from .regs import I0, _copy_dst, _copy_src, _gather, _scatter
 from ...numerics.jitcache import INNER
 
@@ -116,6 +116,7 @@ def entry(em, prow, pimm, parena, n, pscratch):
     scratch = C.u64_2d(pscratch, NSCRATCH, LANES)
     a16, a32, a64 = C.reinterpret(a8, np.uint16), C.reinterpret(a8, np.uint32), C.reinterpret(a8, np.uint64)
     opc = row[T.OP]
+    nl = opaque(np.int64(LANES))      # (the lanes: a count LLVM vectorises over, not one it unrolls)
     xa, xb, xc, xr, xq = scratch[3], scratch[4], scratch[5], scratch[6], scratch[7]
     w = row[T.W]
     sgn = row[T.SGN]
@@ -139,7 +140,8 @@ def entry(em, prow, pimm, parena, n, pscratch):
         tc = w
     elif opc == T.MAD_WIDE:
         tc = 2 * w
-    for k in range(3):
+    # (as many as the row reads)
+    for k in range(3 if tc != 0 else 2 if tb != 0 else 1):
         tk = w if k == 0 else tb if k == 1 else tc
         ek, out = row[T.A + k], scratch[3 + k]
         if tk != 0 and not _copy_src(ek, np.int64(tk), out, a8, a32, a64, imrow):
@@ -152,21 +154,17 @@ def entry(em, prow, pimm, parena, n, pscratch):
         flt = row[T.FLT]
         tab, uns = _cmpmask(row[T.X], flt)
         # each lane's order of a and b (0 <, 1 ==, 2 >, 3 unordered) into xr, then its bit of the truth table
-        if flt == 1:                                # binary32: the low 32 bits' values
-            ha = C.reinterpret(xa, np.float32)
-            hb = C.reinterpret(xb, np.float32)
-            for lane in range(LANES):
-                x, y = ha[2 * lane], hb[2 * lane]
-                xr[lane] = 0 if x < y else 1 if x == y else 2 if x > y else 3
-        elif flt == 2:
-            fa = C.reinterpret(xa, np.float64)
-            fb = C.reinterpret(xb, np.float64)
-            for lane in range(LANES):
-                x, y = fa[lane], fb[lane]
+        if flt != 0:                                # binary32 (the low 32 bits' values, exactly) or binary64
+            f32 = flt == 1
+            ha, hb = C.reinterpret(xa, np.float32), C.reinterpret(xb, np.float32)
+            fa, fb = C.reinterpret(xa, np.float64), C.reinterpret(xb, np.float64)
+            for lane in range(nl):
+                x = np.float64(ha[2 * lane]) if f32 else fa[lane]
+                y = np.float64(hb[2 * lane]) if f32 else fb[lane]
                 xr[lane] = 0 if x < y else 1 if x == y else 2 if x > y else 3
         else:
             bias = U0 if uns else sm                # as signed w-bit values: biased, the unsigned order is theirs
-            for lane in range(LANES):
+            for lane in range(nl):
                 x, y = (xa[lane] & mk) ^ bias, (xb[lane] & mk) ^ bias
                 xr[lane] = 0 if x < y else 1 if x == y else 2
         # the boolean operator's truth table over (r, c), bit 2r + c (none: r itself), for D and, with r
@@ -174,31 +172,31 @@ def entry(em, prow, pimm, parena, n, pscratch):
         bop = row[T.Y]
         btab = 12 if bop == 0 else 8 if bop == 1 else 14 if bop == 2 else 6
         cneg = U1 if row[T.CNEG] == 1 else U0
-        for lane in range(LANES):
+        for lane in range(nl):
             r = (np.uint64(tab) >> xr[lane]) & U1
             c = (U1 if xc[lane] != U0 else U0) ^ cneg
             xr[lane] = (np.uint64(btab) >> (r + r + c)) & U1
             xq[lane] = (np.uint64(btab) >> (U1 + U1 - r - r + c)) & U1
         tw, ts = 1, 0
     elif opc == T.MOV:
-        for lane in range(LANES):
+        for lane in range(nl):
             xr[lane] = xa[lane]
     elif opc == T.SELP:
         cneg = row[T.CNEG] == 1
         if tc == 0:                             # c: the bytes of a predicate register
             i = row[T.C] & T.INDEX_MASK
-            for lane in range(LANES):
+            for lane in range(LANES):           # (unrolled: faster than the vector loop over the bytes)
                 xr[lane] = xa[lane] if (a8[i + lane] != 0) != cneg else xb[lane]
         else:
-            for lane in range(LANES):
+            for lane in range(nl):
                 xr[lane] = xa[lane] if (xc[lane] != U0) != cneg else xb[lane]
     elif opc == T.CVT_II:
         tw, ts = row[T.X], row[T.Y]
         mt = _mask(tw)
-        for lane in range(LANES):
+        for lane in range(nl):
             xr[lane] = (((xa[lane] & mk) ^ sm) - sm) & mt
     elif opc == T.BFE:                            # ops.intx.compile_bfe
-        for lane in range(LANES):
+        for lane in range(nl):
             pos = np.int64(xb[lane])
             ln = np.int64(xc[lane])
             if w == 32:
@@ -217,36 +215,34 @@ def entry(em, prow, pimm, parena, n, pscratch):
     elif opc == T.SHL or opc == T.SHR:            # an amount of w or more: 0 (shr.s: the sign)
         uw = np.uint64(w)
         if opc == T.SHR and sgn:
-            for lane in range(LANES):
+            for lane in range(nl):
                 amt = min(xb[lane], uw)
                 s = amt if amt < np.uint64(63) else np.uint64(63)
                 xr[lane] = np.uint64(np.int64(((xa[lane] & mk) ^ sm) - sm) >> np.int64(s)) & mk
         elif opc == T.SHL:
-            for lane in range(LANES):
+            for lane in range(nl):
                 amt = xb[lane]
                 xr[lane] = ((xa[lane] << amt) & mk) if amt < uw else U0
         else:
-            for lane in range(LANES):
+            for lane in range(nl):
                 amt = xb[lane]
                 xr[lane] = (xa[lane] >> amt) if amt < uw else U0
     elif opc == T.ADD:
-        for lane in range(LANES):
+        for lane in range(nl):
             xr[lane] = (xa[lane] + xb[lane]) & mk
     elif opc == T.SUB:
-        for lane in range(LANES):
+        for lane in range(nl):
             xr[lane] = (xa[lane] - xb[lane]) & mk
     elif opc == T.MAD_LO:
-        for lane in range(LANES):
+        for lane in range(nl):
             xr[lane] = (xa[lane] * xb[lane] + xc[lane]) & mk
-    elif opc == T.AND:
-        for lane in range(LANES):
-            xr[lane] = xa[lane] & xb[lane]
-    elif opc == T.OR:
-        for lane in range(LANES):
-            xr[lane] = xa[lane] | xb[lane]
-    elif opc == T.XOR:
-        for lane in range(LANES):
-            xr[lane] = xa[lane] ^ xb[lane]
+    elif opc == T.AND or opc == T.OR or opc == T.XOR:     # one loop, the operator as masks
+        kand = ALL if opc == T.AND else U0
+        kor = ALL if opc == T.OR else U0
+        kxor = ALL if opc == T.XOR else U0
+        for lane in range(nl):
+            x, y = xa[lane], xb[lane]
+            xr[lane] = (x & y & kand) | ((x | y) & kor) | ((x ^ y) & kxor)
     else:                                       # MUL_LO, MUL_WIDE, MAD_WIDE: one loop, the operands extended
         wide = opc != T.MUL_LO
         if wide:
@@ -255,7 +251,7 @@ def entry(em, prow, pimm, parena, n, pscratch):
             sm = U0
         mt = _mask(tw)
         mad = opc == T.MAD_WIDE
-        for lane in range(LANES):
+        for lane in range(nl):
             x, y = ((xa[lane] & mk) ^ sm) - sm, ((xb[lane] & mk) ^ sm) - sm
             xr[lane] = (x * y + (xc[lane] if mad else U0)) & mt
     # the result into D (and SETP's second into Z), in one loop: one copy of the writes (``regs._copy_dst``)

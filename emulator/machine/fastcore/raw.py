@@ -83,6 +83,21 @@ def _poke_intrinsic(nbits):
     return poke
 
 
+@intrinsic
+def opaque(typingctx, x):
+    """``x`` itself, as a value LLVM cannot see through (an empty inline-asm statement): a loop ``for lane in
+    range(opaque(LANES))`` keeps its count unknown to LLVM, which then vectorises it once instead of unrolling it
+    into 32 copies (the loops over a warp's lanes: their code, and the time LLVM spends on it, is the smaller)."""
+    if not isinstance(x, types.Integer) or x.bitwidth != 64:
+        return None
+    sig = x(x)
+
+    def codegen(context, builder, signature, args):
+        fty = ir.FunctionType(ir.IntType(64), [ir.IntType(64)])
+        return builder.asm(fty, "", "=r,0", [args[0]], side_effect=False, name="opaque")
+    return sig, codegen
+
+
 _peek8, _peek16, _peek32, _peek64 = (_peek_intrinsic(n) for n in (8, 16, 32, 64))
 _poke8, _poke16, _poke32, _poke64 = (_poke_intrinsic(n) for n in (8, 16, 32, 64))
 
