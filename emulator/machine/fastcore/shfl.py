@@ -18,26 +18,24 @@ LANES = 32
 @njit(cache=True, _nrt=False, **INNER)
 def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
     """shfl.sync as ``ops.warpops`` defines it; False (nothing written) when a lane breaks a rule."""
-    # counts LLVM does not know (raw.opaque): it vectorises the loops over the lanes, and keeps one copy of the
-    # reads and of the writes, instead of unrolling them
-    nl = opaque(np.int64(LANES))
+    # counts LLVM does not know (raw.opaque): one copy of the reads and of the writes, not one per operand
     # membermask (per lane) into xr, A, B, C into xa, xb, xc; in one loop: one copy of the reads (regs._copy_src)
     for k in range(opaque(np.int64(4))):
         ek, out = row[T.V0] if k == 0 else row[T.A + k - 1], xr if k == 0 else xa if k == 1 else xb if k == 2 else xc
         if not _copy_src(ek, I32, out, a8, a32, a64, imrow):
             _gather(ek, I32, I0, out, a8, a16, a32, a64, imrow)
     union = U0                                                  # the lanes the executing lanes name
-    for lane in range(nl):
+    for lane in range(LANES):
         if (em >> lane) & 1:
             union |= xr[lane]
             if (xr[lane] >> np.uint64(lane)) & U1 == U0:      # an executing lane outside its own mask
                 return False
-    for lane in range(nl):
+    for lane in range(LANES):
         if (union >> np.uint64(lane)) & U1 != U0 and (em >> lane) & 1 == 0:
             return False
     mode = row[T.X]
     m5 = np.uint64(0x1F)
-    for lane in range(nl):
+    for lane in range(LANES):
         ul = np.uint64(lane)
         bval = xb[lane] & m5
         cv = xc[lane]
