@@ -1,5 +1,5 @@
-"""The fast engine's 32- and 64-bit ALU rows (``fastcore/alu.py``: ``_fast32``, ``_fast64`` and ``entry_f32``'s
-plain copies), the loop's guard read and its store order against the reference executors, bit for bit.
+"""The fast engine's ALU rows (``fastcore/alu.py``: the "alu", "alu_x" and "alu_f32" families), the loop's guard
+read and its store order against the reference executors, bit for bit.
 
 Every form (``setp`` of each integer and float code, signed and unsigned, ``selp``, shifts by 0..40, ``mad.lo``,
 ``not``, the binary32 arithmetic, the 64-bit address arithmetic, ``mul.wide``/``mad.wide``, ``cvt`` between 32

@@ -57,7 +57,8 @@ APART = {
 WG_TILES = ("wg_f32_16", "wg_f32_32", "wg_f32_8", "wg_f32_4", "wg_dec", "wg_int")
 APART.update({name: ("wgcall", name, "TILE_SIG") for name in WG_TILES})
 # the order the background compile and ``emulator.warmup()`` compile them in: the most used and cheapest first
-# (CPU seconds of compile, each alone, on a 2-core machine: alu 5.1, alu_f32 1.5, ldmatrix 1.4, shfl 1.9,
+# (CPU seconds of compile, each alone, on a 2-core machine: alu 2.6 (alu_x 1.9, last: few kernels need it),
+# alu_f32 1.5, ldmatrix 0.7, shfl 1.7,
 # cp.async 2.3, the float rows 5.2 (then one family, now fcvt, float and mufu), mma 3.5, mma_ext 9.8; then APART:
 # xrow 17.5, atom 3.4, hopper 9.5, wgmma and its tiles)
 ORDER = ("alu", "alu_f32", "ldmatrix", "shfl", "cpasync", "fcvt", "float", "mufu", "mma", "mma_ext", "stmatrix",
