@@ -1,5 +1,5 @@
-"""The fast engine's 32- and 64-bit ALU rows (``fastcore/alu.py``: ``_fast32``, ``_fast64`` and ``entry_f32``'s
-plain copies), the loop's guard read and its store order against the reference executors, bit for bit.
+"""The fast engine's ALU rows (``fastcore/alu.py``: the "alu", "alu_x" and "alu_f32" families), the loop's guard
+read and its store order against the reference executors, bit for bit.
 
 Every form (``setp`` of each integer and float code, signed and unsigned, ``selp``, shifts by 0..40, ``mad.lo``,
 ``not``, the binary32 arithmetic, the 64-bit address arithmetic, ``mul.wide``/``mad.wide``, ``cvt`` between 32
@@ -172,3 +172,123 @@ def test_stores_of_every_width_keep_the_reference_order():
     ref, fast, diffs = compare_engines(load_ptx(STORES), "k", 1, 32, [np.zeros(32, np.uint32)])
     assert not diffs, diffs
     assert "error" not in ref
+
+
+def _rare_body():
+    """The integer rows of the "alu_x" family (mul.hi, mad.hi, not, neg, abs, min, max, prmt, mov unpack) and the
+    16- and 64-bit forms of both integer families, each result stored as 64 bits."""
+    out = []
+    k = 0
+
+    def put(ins, dst):
+        nonlocal k
+        out.append(ins)
+        if dst.startswith("%p"):
+            out.append(f"selp.u64 %rd9, 1, 0, {dst}; st.global.u64 [%rd3+{8 * k}], %rd9;")
+        elif dst.startswith("%h"):
+            out.append(f"cvt.u64.u16 %rd9, {dst}; st.global.u64 [%rd3+{8 * k}], %rd9;")
+        elif dst.startswith("%rd"):
+            out.append(f"st.global.u64 [%rd3+{8 * k}], {dst};")
+        else:
+            out.append(f"cvt.u64.u32 %rd9, {dst}; st.global.u64 [%rd3+{8 * k}], %rd9;")
+        k += 1
+    for t, a, b, c, d in (("32", "%r1", "%r2", "%r4", "%r9"), ("64", "%rd4", "%rd1", "%rd6", "%rd5"),
+                          ("16", "%h1", "%h2", "%h3", "%h9")):
+        for s in ("u", "s"):
+            put(f"mul.hi.{s}{t} {d}, {a}, {b};", d)
+            put(f"mul.hi.{s}{t} {d}, {a}, -3;", d)
+            put(f"mad.hi.{s}{t} {d}, {a}, {b}, {c};", d)
+            put(f"min.{s}{t} {d}, {a}, {b};", d)
+            put(f"max.{s}{t} {d}, {a}, -5;", d)
+            put(f"@%p3 min.{s}{t} {d}, 7, {b};", d)
+            put(f"shr.{s}{t} {d}, {a}, %r2;", d)
+            put(f"shr.{s}{t} {d}, {a}, {int(t) - 1};", d)
+            put(f"mul.lo.{s}{t} {d}, {a}, {b};", d)
+            put(f"mad.lo.{s}{t} {d}, {a}, {b}, {c};", d)
+            put(f"setp.lt.{s}{t} %p1, {a}, {b};", "%p1")
+            put(f"setp.ge.and.{s}{t} %p1|%p2, {a}, -2, !%p3;", "%p2")
+            put(f"bfe.{s}{t} {d}, {a}, %r2, %r4;" if t != "16" else f"add.{s}{t} {d}, {a}, {b};", d)
+        put(f"neg.s{t} {d}, {a};", d)
+        put(f"abs.s{t} {d}, {a};", d)
+        put(f"@!%p4 abs.s{t} {d}, {b};", d)
+        put(f"not.b{t} {d}, {a};", d)
+        put(f"sub.s{t} {d}, {a}, {b};", d)
+        put(f"xor.b{t} {d}, {a}, {b};", d)
+        put(f"selp.b{t} {d}, {a}, {b}, %p3;", d)
+    for ins, d in (("prmt.b32 %r9, %r1, %r2, %r4;", "%r9"), ("prmt.b32 %r9, %r1, %r2, 0x7531;", "%r9"),
+                   ("prmt.b32 %r9, %r1, 0x80FF7F01, 0xC840;", "%r9"), ("@%p3 prmt.b32 %r9, %r2, %r1, %r4;", "%r9"),
+                   ("not.pred %p1, %p3;", "%p1"), ("@%p4 not.pred %p1, %p3;", "%p1"),
+                   ("mul.wide.s16 %r9, %h1, %h2;", "%r9"), ("mad.wide.u16 %r9, %h1, %h2, %r1;", "%r9"),
+                   ("cvt.s16.s32 %h9, %r1;", "%h9"), ("cvt.s32.s16 %r9, %h1;", "%r9"), ("cvt.u64.u16 %rd5, %h2;", "%rd5"),
+                   ("mov.b64 {%h5, %h6, %h7, %h8}, %rd4;", "%h7"), ("mov.b64 {%h5, %h6, %h7, %h8}, %rd1;", "%h8")):
+        put(ins, d)
+    return out, k
+
+
+RARE, NRARE = _rare_body()
+RARE_KERNEL = """.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 pin, .param .u64 pout)
+{
+    .reg .pred %p<5>;
+    .reg .b32 %r<10>;
+    .reg .b16 %h<10>;
+    .reg .b64 %rd<10>;
+    ld.param.u64 %rd1, [pin];
+    ld.param.u64 %rd2, [pout];
+    mov.u32 %r3, %tid.x;
+    mul.wide.u32 %rd4, %r3, 16;
+    add.s64 %rd1, %rd1, %rd4;
+    mul.wide.u32 %rd4, %r3, NOUT8;
+    add.s64 %rd3, %rd2, %rd4;
+    ld.global.u32 %r1, [%rd1];
+    ld.global.u32 %r2, [%rd1+4];
+    ld.global.u32 %r4, [%rd1+8];
+    ld.global.u32 %r5, [%rd1+12];
+    setp.ne.u32 %p3, %r4, 0;
+    and.b32 %r6, %r4, 2;
+    setp.eq.u32 %p4, %r6, 0;
+    and.b32 %r4, %r5, 0x3F3F3F3F;
+    mov.b64 %rd4, {%r1, %r2};
+    mov.b64 %rd6, {%r5, %r1};
+    cvt.u64.u32 %rd1, %r2;
+    mul.lo.u64 %rd1, %rd1, 0x9E3779B97F4A7C15;
+    mov.b32 {%h1, %h2}, %r1;
+    mov.b32 {%h3, %h4}, %r5;
+    mov.u32 %r9, 0;
+    mov.u16 %h9, 0;
+    mov.u64 %rd5, 0;
+    BODY
+    ret;
+}
+""".replace("NOUT8", str(8 * NRARE)).replace("BODY", "\n    ".join(RARE))
+
+
+def _rare_inputs(seed, nthreads):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 1 << 32, size=(nthreads, 4), dtype=np.uint64).astype(np.uint32)
+    pick = rng.random((nthreads, 4)) < 0.5
+    a[pick] = rng.choice(SPECIAL, size=int(pick.sum()))
+    return [a, np.zeros((nthreads, NRARE), np.uint64)]
+
+
+@pytest.mark.parametrize("seed,nthreads", [(3, 32), (4, 48)])
+def test_rare_and_narrow_integer_rows_are_identical_on_both_engines(seed, nthreads):
+    ref, fast, diffs = compare_engines(load_ptx(RARE_KERNEL), "k", 1, nthreads, _rare_inputs(seed, nthreads))
+    assert not diffs, diffs
+    assert "error" not in ref
+    assert fast["fast_executed"] > 0
+
+
+def test_rare_integer_rows_run_in_their_family():
+    """The rows above are the fast engine's (none handed back), "alu_x" among the kernel's families."""
+    from emulator import GlobalMemory
+    from emulator.machine.fastcore import engine
+    m = load_ptx(RARE_KERNEL)
+    g = GlobalMemory()
+    ins = _rare_inputs(0, 32)
+    a, o = g.upload(ins[0]), g.upload(ins[1])
+    m.launch("k", 1, 32, [a, o], gmem=g, engine="fast")
+    assert engine.handback_counts(m.program("k")) == {}
+    assert {"alu", "alu_x"} <= set(engine.translation(m.program("k")).families)

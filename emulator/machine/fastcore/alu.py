@@ -1,8 +1,9 @@
-"""The ALU family of the fast engine: integer arithmetic, logic, shifts, comparisons and selects, moves,
+"""The ALU families of the fast engine: integer arithmetic, logic, shifts, comparisons and selects, moves,
 integer conversions, bfe/prmt, the binary32 add/sub/mul/fma and mov unpack (table: MOV .. SELP, CVT_II, BFE,
 PRMT, TF32_RNA, FADD32 .. FFMA32, MOV_UNPACK), each as its reference executor in ``emulator.ops`` defines it.
 
-Compiled apart from the loops as one C-callable function (``entry``, ``ccall.SIG``; ``families.py``).
+Compiled apart from the loops, each family as one C-callable function (``ccall.SIG``; ``families.py``): ``entry``
+("alu": the rows most kernels have), ``entry_x`` ("alu_x": the other integer rows), ``entry_f32`` ("alu_f32").
 """
 import numpy as np
 from numba import njit
@@ -10,7 +11,7 @@ from numba import njit
 from . import table as T
 from . import ccall as C
 from .ccall import NSCRATCH
-from .raw import _mask, _mulhi_u64, _sext
+from .raw import _mask, _mulhi_u64, _sext, opaque
 from .regs import I0, _copy_dst, _copy_src, _gather, _scatter
 from ...numerics.jitcache import INNER
 
@@ -108,17 +109,14 @@ def _movunpack(row, imrow, em, a8, a16, a32, a64, xa, xr):
 
 
 def entry(em, prow, pimm, parena, n, pscratch):
-    """The family's C-callable body (ccall.SIG)."""
+    """The family's C-callable body (ccall.SIG): the common integer rows (``_ALU`` of families.py)."""
     a8 = C.u8_1d(parena, n)
     row = C.i64_1d(prow, T.NFIELDS)
     imrow = C.u64_1d(pimm, T.NIMM)
     scratch = C.u64_2d(pscratch, NSCRATCH, LANES)
     a16, a32, a64 = C.reinterpret(a8, np.uint16), C.reinterpret(a8, np.uint32), C.reinterpret(a8, np.uint64)
     opc = row[T.OP]
-    if opc == T.MOV_UNPACK:
-        _movunpack(row, imrow, em, a8, a16, a32, a64, scratch[3], scratch[6])
-        return 0
-    # the ALU rows (one function with the entry: a call level less for numba to compile)
+    nl = opaque(np.int64(LANES))      # (the lanes: a count LLVM vectorises over, not one it unrolls)
     xa, xb, xc, xr, xq = scratch[3], scratch[4], scratch[5], scratch[6], scratch[7]
     w = row[T.W]
     sgn = row[T.SGN]
@@ -127,9 +125,9 @@ def entry(em, prow, pimm, parena, n, pscratch):
     # one copy of the reads (``regs._copy_src``: a register of that width, an immediate or a predicate by a plain
     # copy, else ``_gather``)
     tb, tc, sb, sc = w, 0, sgn, sgn
-    if opc == T.MOV or opc == T.CVT_II or opc == T.NOT or opc == T.NEG or opc == T.ABS:
+    if opc == T.MOV or opc == T.CVT_II:
         tb = 0
-    elif opc == T.BFE or opc == T.PRMT:
+    elif opc == T.BFE:
         tb, tc, sb, sc = 32, 32, 0, 0
     elif opc == T.SHL or opc == T.SHR:
         tb, sb = 32, 0
@@ -138,92 +136,67 @@ def entry(em, prow, pimm, parena, n, pscratch):
             tc, sc = 1, 0
     elif opc == T.SETP and row[T.Y] != 0:
         tc, sc = 1, 0
-    elif opc == T.MAD_LO or opc == T.MAD_HI:
+    elif opc == T.MAD_LO:
         tc = w
     elif opc == T.MAD_WIDE:
         tc = 2 * w
-    for k in range(3):
+    # (as many as the row reads)
+    for k in range(3 if tc != 0 else 2 if tb != 0 else 1):
         tk = w if k == 0 else tb if k == 1 else tc
         ek, out = row[T.A + k], scratch[3 + k]
         if tk != 0 and not _copy_src(ek, np.int64(tk), out, a8, a32, a64, imrow):
             _gather(ek, np.int64(tk), np.int64(sgn if k == 0 else sb if k == 1 else sc), out, a8, a16, a32, a64, imrow)
     tw, ts = w, sgn                     # the result's width and signedness
+    # a signed operand's sign bit (0 unsigned): ((x & mk) ^ sm) - sm sign-extends its w bits to 64, and
+    # (x & mk) ^ sm orders signed values as unsigned ones
+    sm = (U1 << np.uint64(w - 1)) if sgn else U0
     if opc == T.SETP:
         flt = row[T.FLT]
         tab, uns = _cmpmask(row[T.X], flt)
-        # each lane's order of a and b (0 <, 1 ==, 2 >, 3 unordered) picks its bit of the truth table
-        if flt:
-            fa = C.reinterpret(xa, np.float64)
-            fb = C.reinterpret(xb, np.float64)
-            if flt == 1:                            # binary32: the low 32 bits' values, exactly, as binary64
-                ha = C.reinterpret(xa, np.float32)
-                hb = C.reinterpret(xb, np.float32)
-                for lane in range(LANES):
-                    x, y = ha[2 * lane], hb[2 * lane]
-                    fa[lane] = np.float64(x)
-                    fb[lane] = np.float64(y)
-            for lane in range(LANES):
-                x, y = fa[lane], fb[lane]
-                k = 0 if x < y else 1 if x == y else 2 if x > y else 3
-                xr[lane] = np.uint64((tab >> k) & 1)
+        # each lane's order of a and b (0 <, 1 ==, 2 >, 3 unordered) into xr, then its bit of the truth table
+        if flt != 0:                                # binary32 (the low 32 bits' values, exactly) or binary64
+            f32 = flt == 1
+            ha, hb = C.reinterpret(xa, np.float32), C.reinterpret(xb, np.float32)
+            fa, fb = C.reinterpret(xa, np.float64), C.reinterpret(xb, np.float64)
+            for lane in range(nl):
+                x = np.float64(ha[2 * lane]) if f32 else fa[lane]
+                y = np.float64(hb[2 * lane]) if f32 else fb[lane]
+                xr[lane] = 0 if x < y else 1 if x == y else 2 if x > y else 3
         else:
-            if sgn and not uns:                     # as signed w-bit values (biased: the unsigned order is theirs)
-                bias = U1 << np.uint64(w - 1)
-                for lane in range(LANES):
-                    xa[lane] = (xa[lane] & mk) ^ bias
-                    xb[lane] = (xb[lane] & mk) ^ bias
-            for lane in range(LANES):
-                x, y = xa[lane], xb[lane]
-                k = 0 if x < y else 1 if x == y else 2
-                xr[lane] = np.uint64((tab >> k) & 1)
+            bias = U0 if uns else sm                # as signed w-bit values: biased, the unsigned order is theirs
+            for lane in range(nl):
+                x, y = (xa[lane] & mk) ^ bias, (xb[lane] & mk) ^ bias
+                xr[lane] = 0 if x < y else 1 if x == y else 2
+        # the boolean operator's truth table over (r, c), bit 2r + c (none: r itself), for D and, with r
+        # negated, for the second destination
         bop = row[T.Y]
-        if bop != 0:
-            cneg = row[T.CNEG] == 1
-            for lane in range(LANES):
-                r = xr[lane] != U0
-                c = (xc[lane] != U0) != cneg
-                if bop == 1:
-                    xr[lane], xq[lane] = U1 if r and c else U0, U1 if (not r) and c else U0
-                elif bop == 2:
-                    xr[lane], xq[lane] = U1 if r or c else U0, U1 if (not r) or c else U0
-                else:
-                    xr[lane], xq[lane] = U1 if r != c else U0, U1 if (not r) != c else U0
-        else:
-            for lane in range(LANES):
-                xq[lane] = xr[lane] ^ U1
+        btab = 12 if bop == 0 else 8 if bop == 1 else 14 if bop == 2 else 6
+        cneg = U1 if row[T.CNEG] == 1 else U0
+        for lane in range(nl):
+            r = (np.uint64(tab) >> xr[lane]) & U1
+            c = (U1 if xc[lane] != U0 else U0) ^ cneg
+            xr[lane] = (np.uint64(btab) >> (r + r + c)) & U1
+            xq[lane] = (np.uint64(btab) >> (U1 + U1 - r - r + c)) & U1
         tw, ts = 1, 0
     elif opc == T.MOV:
-        for lane in range(LANES):
+        for lane in range(nl):
             xr[lane] = xa[lane]
     elif opc == T.SELP:
         cneg = row[T.CNEG] == 1
         if tc == 0:                             # c: the bytes of a predicate register
             i = row[T.C] & T.INDEX_MASK
-            for lane in range(LANES):
+            for lane in range(LANES):           # (unrolled: faster than the vector loop over the bytes)
                 xr[lane] = xa[lane] if (a8[i + lane] != 0) != cneg else xb[lane]
         else:
-            for lane in range(LANES):
+            for lane in range(nl):
                 xr[lane] = xa[lane] if (xc[lane] != U0) != cneg else xb[lane]
     elif opc == T.CVT_II:
         tw, ts = row[T.X], row[T.Y]
         mt = _mask(tw)
-        for lane in range(LANES):
-            x = xa[lane]
-            if sgn:
-                x = _sext(x, w)
-            xr[lane] = x & mt
-    elif opc == T.NOT:
-        for lane in range(LANES):
-            xr[lane] = (U1 - xa[lane]) if w == 1 else (~xa[lane]) & mk
-    elif opc == T.NEG:
-        for lane in range(LANES):
-            xr[lane] = (U0 - xa[lane]) & mk
-    elif opc == T.ABS:
-        for lane in range(LANES):
-            x = xa[lane]
-            xr[lane] = ((U0 - x) & mk) if np.int64(_sext(x, w)) < 0 else x
+        for lane in range(nl):
+            xr[lane] = (((xa[lane] & mk) ^ sm) - sm) & mt
     elif opc == T.BFE:                            # ops.intx.compile_bfe
-        for lane in range(LANES):
+        for lane in range(nl):
             pos = np.int64(xb[lane])
             ln = np.int64(xc[lane])
             if w == 32:
@@ -239,6 +212,90 @@ def entry(em, prow, pimm, parena, n, pscratch):
             if sgn and ln != 0 and (x >> np.uint64(min(pos + ln - 1, w - 1))) & U1:
                 field |= ~keep & mk
             xr[lane] = field
+    elif opc == T.SHL or opc == T.SHR:            # an amount of w or more: 0 (shr.s: the sign)
+        uw = np.uint64(w)
+        if opc == T.SHR and sgn:
+            for lane in range(nl):
+                amt = min(xb[lane], uw)
+                s = amt if amt < np.uint64(63) else np.uint64(63)
+                xr[lane] = np.uint64(np.int64(((xa[lane] & mk) ^ sm) - sm) >> np.int64(s)) & mk
+        elif opc == T.SHL:
+            for lane in range(nl):
+                amt = xb[lane]
+                xr[lane] = ((xa[lane] << amt) & mk) if amt < uw else U0
+        else:
+            for lane in range(nl):
+                amt = xb[lane]
+                xr[lane] = (xa[lane] >> amt) if amt < uw else U0
+    elif opc == T.ADD:
+        for lane in range(nl):
+            xr[lane] = (xa[lane] + xb[lane]) & mk
+    elif opc == T.SUB:
+        for lane in range(nl):
+            xr[lane] = (xa[lane] - xb[lane]) & mk
+    elif opc == T.MAD_LO:
+        for lane in range(nl):
+            xr[lane] = (xa[lane] * xb[lane] + xc[lane]) & mk
+    elif opc == T.AND or opc == T.OR or opc == T.XOR:     # one loop, the operator as masks
+        kand = ALL if opc == T.AND else U0
+        kor = ALL if opc == T.OR else U0
+        kxor = ALL if opc == T.XOR else U0
+        for lane in range(nl):
+            x, y = xa[lane], xb[lane]
+            xr[lane] = (x & y & kand) | ((x | y) & kor) | ((x ^ y) & kxor)
+    else:                                       # MUL_LO, MUL_WIDE, MAD_WIDE: one loop, the operands extended
+        wide = opc != T.MUL_LO
+        if wide:
+            tw = 2 * w
+        else:
+            sm = U0
+        mt = _mask(tw)
+        mad = opc == T.MAD_WIDE
+        for lane in range(nl):
+            x, y = ((xa[lane] & mk) ^ sm) - sm, ((xb[lane] & mk) ^ sm) - sm
+            xr[lane] = (x * y + (xc[lane] if mad else U0)) & mt
+    # the result into D (and SETP's second into Z), in one loop: one copy of the writes (``regs._copy_dst``)
+    for k in range(2 if opc == T.SETP else 1):
+        ek, res = row[T.D] if k == 0 else row[T.Z], xr if k == 0 else xq
+        if not _copy_dst(ek, res, em, np.int64(tw), a8, a32, a64):
+            _scatter(ek, res, em, np.int64(tw), np.int64(ts), a8, a16, a32, a64)
+    return 0
+
+
+def entry_x(em, prow, pimm, parena, n, pscratch):
+    """The ``alu_x`` family's C-callable body (ccall.SIG): the integer rows fewer kernels have (``_ALU_X`` of
+    families.py: mul.hi, mad.hi, not, neg, abs, min, max, prmt without a mode, mov unpack), a family apart so that
+    the others do not compile their code."""
+    a8 = C.u8_1d(parena, n)
+    row = C.i64_1d(prow, T.NFIELDS)
+    imrow = C.u64_1d(pimm, T.NIMM)
+    scratch = C.u64_2d(pscratch, NSCRATCH, LANES)
+    a16, a32, a64 = C.reinterpret(a8, np.uint16), C.reinterpret(a8, np.uint32), C.reinterpret(a8, np.uint64)
+    opc = row[T.OP]
+    if opc == T.MOV_UNPACK:
+        _movunpack(row, imrow, em, a8, a16, a32, a64, scratch[3], scratch[6])
+        return 0
+    xa, xb, xc, xr = scratch[3], scratch[4], scratch[5], scratch[6]
+    w = row[T.W]
+    sgn = row[T.SGN]
+    mk = _mask(w)
+    # the sources at the row's width and signedness: A; B but for not, neg, abs; C of mad.hi and prmt
+    nsrc = 1 if opc == T.NOT or opc == T.NEG or opc == T.ABS else 3 if opc == T.MAD_HI or opc == T.PRMT else 2
+    for k in range(nsrc):
+        ek, out = row[T.A + k], scratch[3 + k]
+        if not _copy_src(ek, w, out, a8, a32, a64, imrow):
+            _gather(ek, w, sgn, out, a8, a16, a32, a64, imrow)
+    sm = (U1 << np.uint64(w - 1)) if sgn else U0
+    if opc == T.NOT:
+        for lane in range(LANES):
+            xr[lane] = (U1 - xa[lane]) if w == 1 else (~xa[lane]) & mk
+    elif opc == T.NEG:
+        for lane in range(LANES):
+            xr[lane] = (U0 - xa[lane]) & mk
+    elif opc == T.ABS:
+        for lane in range(LANES):
+            x = xa[lane]
+            xr[lane] = ((U0 - x) & mk) if np.int64(_sext(x, w)) < 0 else x
     elif opc == T.PRMT:                           # ops.intx.compile_prmt, no mode
         for lane in range(LANES):
             both = xa[lane] | (xb[lane] << np.uint64(32))
@@ -251,72 +308,17 @@ def entry(em, prow, pimm, parena, n, pscratch):
                     byte = np.uint64(0xFF) if byte & np.uint64(0x80) else U0
                 r |= byte << np.uint64(8 * k)
             xr[lane] = r
-    elif opc == T.SHL or opc == T.SHR:            # an amount of w or more: 0 (shr.s: the sign)
-        uw = np.uint64(w)
-        if opc == T.SHR and sgn:
-            for lane in range(LANES):
-                amt = min(xb[lane], uw)
-                s = amt if amt < np.uint64(63) else np.uint64(63)
-                xr[lane] = np.uint64(np.int64(_sext(xa[lane], w)) >> np.int64(s)) & mk
-        elif opc == T.SHL:
-            for lane in range(LANES):
-                amt = xb[lane]
-                xr[lane] = ((xa[lane] << amt) & mk) if amt < uw else U0
-        else:
-            for lane in range(LANES):
-                amt = xb[lane]
-                xr[lane] = (xa[lane] >> amt) if amt < uw else U0
-    elif opc == T.ADD:
+    elif opc == T.MUL_HI or opc == T.MAD_HI:
+        mad = opc == T.MAD_HI
         for lane in range(LANES):
-            xr[lane] = (xa[lane] + xb[lane]) & mk
-    elif opc == T.SUB:
-        for lane in range(LANES):
-            xr[lane] = (xa[lane] - xb[lane]) & mk
-    elif opc == T.MUL_LO:
-        for lane in range(LANES):
-            xr[lane] = (xa[lane] * xb[lane]) & mk
-    elif opc == T.MAD_LO:
-        for lane in range(LANES):
-            xr[lane] = (xa[lane] * xb[lane] + xc[lane]) & mk
-    elif opc == T.AND:
-        for lane in range(LANES):
-            xr[lane] = xa[lane] & xb[lane]
-    elif opc == T.OR:
-        for lane in range(LANES):
-            xr[lane] = xa[lane] | xb[lane]
-    elif opc == T.XOR:
-        for lane in range(LANES):
-            xr[lane] = xa[lane] ^ xb[lane]
-    elif opc == T.MUL_HI:
-        for lane in range(LANES):
-            xr[lane] = _mulhi(xa[lane], xb[lane], w, sgn)
-    elif opc == T.MAD_HI:
-        for lane in range(LANES):
-            xr[lane] = (_mulhi(xa[lane], xb[lane], w, sgn) + xc[lane]) & mk
-    elif opc == T.MUL_WIDE or opc == T.MAD_WIDE:
-        tw = 2 * w
-        mt = _mask(tw)
+            xr[lane] = (_mulhi(xa[lane], xb[lane], w, sgn) + (xc[lane] if mad else U0)) & mk
+    else:                                       # MIN, MAX: signed values biased, in the unsigned order
         for lane in range(LANES):
             x, y = xa[lane], xb[lane]
-            if sgn:
-                x, y = _sext(x, w), _sext(y, w)
-            r = x * y
-            if opc == T.MAD_WIDE:
-                r += xc[lane]
-            xr[lane] = r & mt
-    else:                                       # MIN, MAX
-        for lane in range(LANES):
-            x, y = xa[lane], xb[lane]
-            if sgn:
-                lt = np.int64(_sext(x, w)) < np.int64(_sext(y, w))
-            else:
-                lt = x < y
+            lt = ((x & mk) ^ sm) < ((y & mk) ^ sm)
             xr[lane] = x if lt == (opc == T.MIN) else y
-    # the result into D (and SETP's second into Z), in one loop: one copy of the writes (``regs._copy_dst``)
-    for k in range(2 if opc == T.SETP else 1):
-        ek, res = row[T.D] if k == 0 else row[T.Z], xr if k == 0 else xq
-        if not _copy_dst(ek, res, em, np.int64(tw), a8, a32, a64):
-            _scatter(ek, res, em, np.int64(tw), np.int64(ts), a8, a16, a32, a64)
+    if not _copy_dst(row[T.D], xr, em, w, a8, a32, a64):
+        _scatter(row[T.D], xr, em, w, sgn, a8, a16, a32, a64)
     return 0
 
 

@@ -19,12 +19,15 @@ import importlib
 
 from . import table as T
 
-_ALU = (T.MOV, T.ADD, T.SUB, T.MUL_LO, T.MUL_HI, T.MUL_WIDE, T.MAD_LO, T.MAD_HI, T.MAD_WIDE, T.SHL, T.SHR, T.AND,
-        T.OR, T.XOR, T.NOT, T.MIN, T.MAX, T.NEG, T.ABS, T.SETP, T.SELP, T.CVT_II, T.BFE, T.PRMT, T.MOV_UNPACK)
+# the integer rows most kernels have ("alu") and the others ("alu_x", compiled only for kernels with them)
+_ALU = (T.MOV, T.ADD, T.SUB, T.MUL_LO, T.MUL_WIDE, T.MAD_LO, T.MAD_WIDE, T.SHL, T.SHR, T.AND, T.OR, T.XOR, T.SETP,
+        T.SELP, T.CVT_II, T.BFE)
+_ALU_X = (T.MUL_HI, T.MAD_HI, T.NOT, T.MIN, T.MAX, T.NEG, T.ABS, T.PRMT, T.MOV_UNPACK)
 
 # name: (module of fastcore holding ``entry``, or "module:function", the opcodes of its rows)
 FAMILIES = {
     "alu": ("alu", _ALU),
+    "alu_x": ("alu:entry_x", _ALU_X),
     "alu_f32": ("alu:entry_f32", (T.FADD32, T.FSUB32, T.FMUL32, T.FFMA32, T.TF32_RNA)),
     "float": ("fcall", T.FLOAT_ROWS),
     "mufu": ("fcall:entry_mufu", T.MUFU_ROWS),
@@ -54,10 +57,12 @@ APART = {
 WG_TILES = ("wg_f32_16", "wg_f32_32", "wg_f32_8", "wg_f32_4", "wg_dec", "wg_int")
 APART.update({name: ("wgcall", name, "TILE_SIG") for name in WG_TILES})
 # the order the background compile and ``emulator.warmup()`` compile them in: the most used and cheapest first
-# (CPU seconds of compile, each alone, on a 2-core machine: alu 5.1, alu_f32 1.5, ldmatrix 1.4, shfl 1.9,
+# (CPU seconds of compile, each alone, on a 2-core machine: alu 2.6 (alu_x 1.9, last: few kernels need it),
+# alu_f32 1.5, ldmatrix 0.7, shfl 1.7,
 # cp.async 2.3, the float rows 5.2 (then one family, now fcvt, float and mufu), mma 3.5, mma_ext 9.8; then APART:
 # xrow 17.5, atom 3.4, hopper 9.5, wgmma and its tiles)
-ORDER = ("alu", "alu_f32", "ldmatrix", "shfl", "cpasync", "fcvt", "float", "mufu", "mma", "mma_ext", "stmatrix")
+ORDER = ("alu", "alu_f32", "ldmatrix", "shfl", "cpasync", "fcvt", "float", "mufu", "mma", "mma_ext", "stmatrix",
+         "alu_x")
 
 
 def _base():

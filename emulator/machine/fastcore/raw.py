@@ -15,7 +15,9 @@ _U1 = np.uint64(1)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-@njit(cache=True, inline="always")
+# _mask and _sext are compiled once and inlined by LLVM (forceinline); numba's own inline="always" would type and
+# lower them again at every use
+@njit(cache=True, _nrt=False, forceinline=True, **INNER)
 def _mask(w):
     """The low ``w`` bits set (1 <= w <= 64)."""
     return _ALL >> np.uint64(64 - w)
@@ -29,7 +31,7 @@ def store_lane(j, nbytes):
     return (j // per) * per + per - 1 - j % per
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, forceinline=True, **INNER)
 def _sext(v, w):
     """The low ``w`` bits of ``v`` sign-extended to 64 (as raw uint64 bits)."""
     if w >= 64:
@@ -79,6 +81,21 @@ def _poke_intrinsic(nbits):
             return context.get_dummy_value()
         return sig, codegen
     return poke
+
+
+@intrinsic
+def opaque(typingctx, x):
+    """``x`` itself, as a value LLVM cannot see through (an empty inline-asm statement): a loop ``for lane in
+    range(opaque(LANES))`` keeps its count unknown to LLVM, which then vectorises it once instead of unrolling it
+    into 32 copies (the loops over a warp's lanes: their code, and the time LLVM spends on it, is the smaller)."""
+    if not isinstance(x, types.Integer) or x.bitwidth != 64:
+        return None
+    sig = x(x)
+
+    def codegen(context, builder, signature, args):
+        fty = ir.FunctionType(ir.IntType(64), [ir.IntType(64)])
+        return builder.asm(fty, "", "=r,0", [args[0]], side_effect=False, name="opaque")
+    return sig, codegen
 
 
 _peek8, _peek16, _peek32, _peek64 = (_peek_intrinsic(n) for n in (8, 16, 32, 64))

@@ -3,6 +3,7 @@ register operand (``table``: class << CLASS_SHIFT | arena index, or an immediate
 for all 32, with the truncation and extension rules of ``ops.common.src``/``dst``."""
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from . import table as T
 from .raw import _mask, _sext
@@ -14,6 +15,7 @@ IDX = T.INDEX_MASK
 LANES = 32
 FULL = 0xFFFFFFFF           # a lane mask of all 32 lanes
 M32 = np.uint64(0xFFFFFFFF)
+ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 # widths and signedness passed to _gather/_scatter as int64, never as literals: numba compiles a function once
 # per literal argument value it is called with
 I0, I1, I16, I32, I64 = np.int64(0), np.int64(1), np.int64(16), np.int64(32), np.int64(64)
@@ -125,21 +127,12 @@ def _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64):
         return
     c = e >> T.CLASS_SHIFT
     i = e & IDX
-    if c == T.PRED:
-        if em == FULL:
-            for lane in range(LANES):
-                a8[i + lane] = 1 if vals[lane] != U0 else 0
-            return
-        for lane in range(LANES):
-            if (em >> lane) & 1:
-                a8[i + lane] = 1 if vals[lane] != U0 else 0
-        return
-    rw = _cwidth(c)
-    ext = sgn and rw > tw
-    if em == FULL and not ext:          # every lane, no extension: one plain copy (the common case)
+    pred = c == T.PRED
+    ext = sgn and _cwidth(c) > tw and not pred
+    if em == FULL and not ext and not pred:     # every lane, no extension: one plain copy (the common case)
         if c == T.R32:
             for lane in range(LANES):
-                a32[i + lane] = np.uint32(vals[lane] & np.uint64(0xFFFFFFFF))
+                a32[i + lane] = np.uint32(vals[lane] & M32)
         elif c == T.R64:
             for lane in range(LANES):
                 a64[i + lane] = vals[lane]
@@ -147,17 +140,25 @@ def _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64):
             for lane in range(LANES):
                 a16[i + lane] = np.uint16(vals[lane] & np.uint64(0xFFFF))
         return
-    for lane in range(LANES):
-        if (em >> lane) & 1:
-            v = vals[lane]
-            if ext:
-                v = _sext(v, tw)
-            if c == T.R32:
-                a32[i + lane] = np.uint32(v & np.uint64(0xFFFFFFFF))
-            elif c == T.R64:
-                a64[i + lane] = v
-            else:
-                a16[i + lane] = np.uint16(v & np.uint64(0xFFFF))
+    # the lanes of em one after the other, lowest first: a loop over the mask's bits, which LLVM does not unroll
+    # into 32 copies (the function is linked into every family that writes registers)
+    sm = (U1 << np.uint64(tw - 1)) if ext else U0       # ((v & mk) ^ sm) - sm: v's tw bits sign-extended
+    mk = _mask(tw) if ext else ALL
+    m = np.uint64(em)
+    while m != U0:
+        lane = trailing_zeros(m)
+        m &= m - U1
+        v = vals[lane]
+        if pred:
+            a8[i + lane] = 1 if v != U0 else 0
+            continue
+        v = ((v & mk) ^ sm) - sm
+        if c == T.R32:
+            a32[i + lane] = np.uint32(v & M32)
+        elif c == T.R64:
+            a64[i + lane] = v
+        else:
+            a16[i + lane] = np.uint16(v & np.uint64(0xFFFF))
 
 
 # _copy_src and _copy_dst are compiled once and inlined by LLVM where they are called (forceinline: the plain copies

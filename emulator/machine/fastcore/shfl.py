@@ -6,6 +6,7 @@ from numba import njit
 from . import table as T
 from . import ccall as C
 from .ccall import NSCRATCH
+from .raw import opaque
 from .regs import I0, I1, I32, _copy_dst, _copy_src, _gather, _scatter
 from ...numerics.jitcache import INNER
 
@@ -17,8 +18,9 @@ LANES = 32
 @njit(cache=True, _nrt=False, **INNER)
 def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
     """shfl.sync as ``ops.warpops`` defines it; False (nothing written) when a lane breaks a rule."""
+    # counts LLVM does not know (raw.opaque): one copy of the reads and of the writes, not one per operand
     # membermask (per lane) into xr, A, B, C into xa, xb, xc; in one loop: one copy of the reads (regs._copy_src)
-    for k in range(4):
+    for k in range(opaque(np.int64(4))):
         ek, out = row[T.V0] if k == 0 else row[T.A + k - 1], xr if k == 0 else xa if k == 1 else xb if k == 2 else xc
         if not _copy_src(ek, I32, out, a8, a32, a64, imrow):
             _gather(ek, I32, I0, out, a8, a16, a32, a64, imrow)
@@ -58,7 +60,7 @@ def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
             return False
         xq[lane] = U1 if ok else U0
         xr[lane] = xa[j]
-    for k in range(2):                                          # D, and the predicate into Z (one copy of the writes)
+    for k in range(opaque(np.int64(2))):                        # D, and the predicate into Z (one copy of the writes)
         ek, res, tk = (row[T.D], xr, I32) if k == 0 else (row[T.Z], xq, I1)
         if not _copy_dst(ek, res, em, tk, a8, a32, a64):
             _scatter(ek, res, em, tk, I0, a8, a16, a32, a64)
