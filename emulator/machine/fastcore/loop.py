@@ -21,7 +21,7 @@ from .families import APART_SLOT as _APART_SLOT, NSLOTS as _NSLOTS, OF_OPCODE as
 from .wgmmax import call_wg
 from .asyncx import call_hop
 from .ctaloop import OP_STALL, OP_WAKE, OP_YIELD
-from ...numerics.jitcache import INNER
+from ...numerics.jitcache import INNER, lean
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -47,9 +47,10 @@ MMAX_SLOT = _SLOT["mma_ext"]
 LDM_SLOT = _SLOT["ldmatrix"]
 CP_SLOT = _SLOT["cpasync"]
 I32 = np.int64(32)          # (np.int64, not a literal: one specialisation of _gather)
+LEAN = lean()               # numba's pipeline without SSA and the passes the loops never need (jitcache.lean)
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def fill_ctx(ctx, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmaps, mprm, l1, l256, l64k, mlutidx,
              mbuf, mu64, mi64, mflags, mptr, msz, log_src, cpd, cpx, cpg, cpm, cpc):
     """The ctx slots (ccall.K_*): where the families find the launch's tables and the warp's records."""
@@ -96,7 +97,7 @@ def fill_ctx(ctx, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmap
     ctx[C.K_CP_R] = cpd.shape[0]
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _mem_plan(row, imrow, m, a8, a16, a32, a64, inflight, gtab, state, addrs, ptrs):
     """Addresses of every lane and, for the active ones, the raw host address of the access (``ptrs``).
     Returns the lanes that access shared memory, or -1 when an active lane needs the reference's checks
@@ -153,7 +154,7 @@ def _mem_plan(row, imrow, m, a8, a16, a32, a64, inflight, gtab, state, addrs, pt
     return shared
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _brx(row, imrow, m, em, pc, a8, a16, a32, a64):
     """A BRX row: the taken lanes (``em``) jump to the target their index names, the others of ``m`` go on. Returns
     the one target of all taken lanes (-1: several, or none), or -2 (nothing done) when an index is past the
@@ -178,7 +179,7 @@ def _brx(row, imrow, m, em, pc, a8, a16, a32, a64):
     return dest if same else np.int64(-1)
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _joins(code, p, q):
     """machine.convergence.Convergence.joins: lanes at ``p`` wait for lanes at ``q``."""
     rp = code[p]
@@ -195,7 +196,7 @@ def _joins(code, p, q):
     return False
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _pick(code, pc, live, come, qs, a32):
     """machine.convergence.pick without force (the Python scheduler lifts the waits): the PC of the lane group
     to run next, or -1. ``qs``: room for the distinct PCs of the lanes that will come."""
@@ -284,7 +285,7 @@ def _pick(code, pc, live, come, qs, a32):
     return pjoin
 
 
-@njit(cache=True, _nrt=False, no_cfunc_wrapper=True)
+@njit(cache=True, _nrt=False, no_cfunc_wrapper=True, pipeline_class=LEAN)
 def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmaps,
         mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, mptr, msz, log_src, cpd, cpx, cpg, cpm,
         cpc):
@@ -572,7 +573,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     state[T.S_EXECUTED] += executed
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _check_bars(exited, waiting, wbid, bar_arrived, bar_seq, cst):
     """machine.cta.CTA._check_barriers: release every barrier all non-exited threads (or the thread count of its
     first arrival, cst[C_BARCNT + b]) arrived at."""
@@ -603,7 +604,7 @@ def _check_bars(exited, waiting, wbid, bar_arrived, bar_seq, cst):
             cst[T.C_BARCNT + bid] = -1
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _runnable(exited, waiting, w):
     for lane in range(LANES):
         if not exited[w, lane] and not waiting[w, lane]:
@@ -611,14 +612,14 @@ def _runnable(exited, waiting, w):
     return False
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _pump(mptr, state, code, imm, arenas, scratch):
     """bulkx.pump through bulkcall.bulk_c: 0 no copy staged, 1 they completed, 2 Python completes them."""
     return call_hop(mptr[BSLOT], PUMP, state.ctypes.data, code[0].ctypes.data, imm[0].ctypes.data,
                     arenas[0].ctypes.data, arenas.shape[1], scratch.ctypes.data)
 
 
-@njit(cache=True, _nrt=False, no_cfunc_wrapper=True)
+@njit(cache=True, _nrt=False, no_cfunc_wrapper=True, pipeline_class=LEAN)
 def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, log_warp,
             mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, cst, issued, executed,
             param_ptrs, wbid, bar_arrived, bar_seq, backs, mptr, msz, log_src, cpd, cpx, cpg, cpm, cpc, mbw, ysnap):
