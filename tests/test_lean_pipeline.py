@@ -105,3 +105,40 @@ def test_the_loops_type_no_float():
             assert not got, f"{d.py_func.__name__}: variables typed as floats without SSA: {got}"
             checked.append(d.py_func.__name__)
     assert set(checked) >= {"run", "run_cta", "_pick", "_mem_plan"}
+
+
+def test_the_grid_loop_types_no_float():
+    import emulator.machine.module  # noqa: F401
+    from emulator import GlobalMemory, load_ptx
+    from emulator.machine.fastcore import gridloop, loop
+    assert gridloop.grid_loop._compiler.pipeline_class is loop.LEAN
+    if not gridloop.grid_loop.signatures:     # a launch of several CTAs that need no Python: the grid loop's types
+        m = load_ptx(_TWO_CTAS)
+        g = GlobalMemory()
+        out = g.upload(np.zeros(64, np.uint32))
+        m.launch("k", (2,), 32, [out], gmem=g, engine="fast")
+        assert (g.download(out, 256).view(np.uint32) == np.arange(64)).all()
+    assert gridloop.grid_loop.signatures
+    for sig in gridloop.grid_loop.signatures:
+        got = floats(lean_types(gridloop.grid_loop.py_func, sig))
+        assert not got, f"grid_loop: variables typed as floats without SSA: {got}"
+
+
+_TWO_CTAS = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+    .reg .b32 %r<4>; .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ctaid.x;
+    shl.b32 %r3, %r2, 5;
+    add.u32 %r3, %r3, %r1;
+    mul.wide.u32 %rd2, %r3, 4;
+    add.u64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r3;
+    ret;
+}
+"""
