@@ -6,8 +6,9 @@ Every family is one C-callable function with the same signature (``SIG``, six in
 
 ``em``: the lanes that execute; ``row``/``imm_row``: the instruction's code and immediate rows; ``arena``: the
 warp's registers; ``scratch``: the loop's ``uint64[NSCRATCH, 32]`` temporaries, whose last rows (``ctx``) hold
-what the family may need besides: the addresses and sizes of the launch's tables (the ``K_*`` slots, which the
-loop fills each time it starts, ``loop.fill_ctx``); the family makes its arrays over them in place (``u8_1d``
+what the family may need besides: the addresses and sizes of the launch's tables (the ``K_*`` slots: the loop
+fills those that change from run to run each time it starts, ``loop.fill_ctx``; the translation's tables are
+written once per loop buffers, ``engine.fill_tables``); the family makes its arrays over them in place (``u8_1d``
 and the others below). It returns 0, or 1 when a lane breaks a rule the reference executor reports (nothing
 written: the loop hands the instruction back).
 

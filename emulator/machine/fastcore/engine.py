@@ -276,6 +276,28 @@ def _special_slots(tr):
 _RUN_ADDRESS = {}
 
 
+def fill_tables(ctx, tr, log_src):
+    """The ctx slots (``ccall.K_*``) of the translation's tables (the mma decode tables and scratch, the MUFU table
+    sizes) and of the cp.async source log, which the loops never read but the families do (``loop.fill_ctx`` writes
+    the others at every run): written once, when the translation's loop buffers are made (they are the
+    translation's; the translation keeps the tables), so that neither loop takes them as arguments (each array
+    argument costs the loops' compile)."""
+    from . import ccall as C
+    l1, l256, l64k = tr.mma_luts
+    for k, v in ((C.K_MREGS, tr.mma_regs.ctypes.data), (C.K_MREGS_N, tr.mma_regs.shape[0]),
+                 (C.K_MMAPS, tr.mma_maps.ctypes.data), (C.K_MMAPS_W, tr.mma_maps.shape[1]),
+                 (C.K_MPRM, tr.mma_prm.ctypes.data), (C.K_MPRM_W, tr.mma_prm.shape[1]),
+                 (C.K_L1, l1.ctypes.data), (C.K_L1_N, l1.shape[0]), (C.K_L256, l256.ctypes.data),
+                 (C.K_L256_N, l256.shape[0]), (C.K_L64K, l64k.ctypes.data), (C.K_L64K_N, l64k.shape[0]),
+                 (C.K_MLUTIDX, tr.mma_lutidx.ctypes.data), (C.K_MBUF, tr.mma_buf.ctypes.data),
+                 (C.K_MU64, tr.mma_u64.ctypes.data), (C.K_MU64_N, tr.mma_u64.shape[0]),
+                 (C.K_MI64, tr.mma_i64.ctypes.data), (C.K_MI64_N, tr.mma_i64.shape[0]),
+                 (C.K_MFLAGS, tr.mma_flags.ctypes.data), (C.K_MFLAGS_N, tr.mma_flags.shape[0]),
+                 (C.K_MSZ, tr.mufu_size.ctypes.data), (C.K_LOG_SRC, log_src.ctypes.data),
+                 (C.K_LOG_SRC_W, log_src.shape[1])):
+        ctx[k] = v
+
+
 def warp_loop_address(args):
     """The address of the warp loop (``loop.run``) compiled for the types of ``args`` (one warp's arguments, as
     the CTA loop passes them: compiled or loaded from numba's cache now), which the CTA loop calls
@@ -305,7 +327,11 @@ class FastLaunch:
         # on (``release``); they carry nothing from one run of the loop to the next (the loop sets the state
         # it reads and counts the log from 0)
         pool = tr.__dict__.setdefault("_buffers", [])
-        self._buffers = bufs = pool.pop() if pool else _LaunchBuffers()
+        if pool:
+            self._buffers = bufs = pool.pop()
+        else:                       # (its ctx gets the translation's tables once: nothing else writes those slots)
+            self._buffers = bufs = _LaunchBuffers()
+            fill_tables(bufs.ctx, tr, bufs.arrays[6])
         (self.state, self.log_pc, self.log_addr, self.log_mask, self.scratch, self.log_warp,
          self.log_src) = bufs.arrays
         self.state[:] = 0
@@ -440,9 +466,7 @@ class FastWarp:
         if got is None or any(a is not b for a, b in zip(got[0], key)):
             fl, tr = self.launch, self.launch.tr
             args = (tr.code, tr.imm, self.arena, w.pc, w.exited, w.waiting, w.smem_inflight, fl.gtab, fl.state,
-                    fl.log_pc, fl.log_addr, fl.log_mask, tr.mma_regs, tr.mma_maps, tr.mma_prm, *tr.mma_luts,
-                    tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags, tr.mufu_ptr,
-                    tr.mufu_size, fl.log_src, *self.cp.row(self.cpk))
+                    fl.log_pc, fl.log_addr, fl.log_mask, fl.scratch, tr.mufu_ptr, *self.cp.row(self.cpk))
             got = self._args = (key, args, w.smem.ctypes.data, w.smem.size, self.param.ctypes.data,
                                 self.param.shape[1])
         return got
@@ -873,10 +897,8 @@ class FastCTA:
             if run_address is None:
                 run_address = tr._run_address = warp_loop_address(
                     (tr.code, tr.imm, self.arenas[0], self.pcs[0], self.exited[0], self.waiting[0], cta.smem_inflight,
-                     fl.gtab, st, fl.log_pc, fl.log_addr, fl.log_mask, tr.mma_regs, tr.mma_maps, tr.mma_prm,
-                     *tr.mma_luts, tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags,
-                     tr.mufu_ptr, tr.mufu_size, fl.log_src, cp.dst[0], cp.data[0], cp.group[0], cp.meta[0],
-                     cp.count[0]))
+                     fl.gtab, st, fl.log_pc, fl.log_addr, fl.log_mask, fl.scratch, tr.mufu_ptr, cp.dst[0], cp.data[0],
+                     cp.group[0], cp.meta[0], cp.count[0]))
             fl.ctx[K_RUN] = run_address
             if ran:
                 ran = False
@@ -992,11 +1014,9 @@ class FastCTA:
         fl, cp = self.launch, self.cp
         tr = fl.tr
         return (tr.code, tr.imm, self.arenas, self.pcs, self.exited, self.waiting, cta.smem_inflight, fl.gtab,
-                fl.state, fl.log_pc, fl.log_addr, fl.log_mask, self.log_warp, tr.mma_regs, tr.mma_maps, tr.mma_prm,
-                *tr.mma_luts, tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags,
-                self.cst, self.issued, self.executed, self.param_ptrs, self.wbid, self.bar_arrived, self.bar_seq,
-                self.backs, tr.mufu_ptr, tr.mufu_size, fl.log_src, cp.dst, cp.data, cp.group, cp.meta,
-                cp.count, self.mbw, self.ysnap)
+                fl.state, fl.log_pc, fl.log_addr, fl.log_mask, self.log_warp, fl.scratch, self.cst, self.issued,
+                self.executed, self.param_ptrs, self.wbid, self.bar_arrived, self.bar_seq, self.backs, tr.mufu_ptr,
+                cp.dst, cp.data, cp.group, cp.meta, cp.count, self.mbw, self.ysnap)
 
     def grid_state(self, cta):
         """For the grid loop (gridloop.py), which runs only CTAs whose rows never touch an mbarrier (the loop gets
@@ -1024,10 +1044,8 @@ class FastCTA:
         if run_address is None:
             run_address = tr._run_address = warp_loop_address(
                 (tr.code, tr.imm, self.arenas[0], self.pcs[0], self.exited[0], self.waiting[0], cta.smem_inflight,
-                 fl.gtab, fl.state, fl.log_pc, fl.log_addr, fl.log_mask, tr.mma_regs, tr.mma_maps, tr.mma_prm,
-                 *tr.mma_luts, tr.mma_lutidx, fl.scratch, tr.mma_buf, tr.mma_u64, tr.mma_i64, tr.mma_flags,
-                 tr.mufu_ptr, tr.mufu_size, fl.log_src, cp.dst[0], cp.data[0], cp.group[0], cp.meta[0],
-                 cp.count[0]))
+                 fl.gtab, fl.state, fl.log_pc, fl.log_addr, fl.log_mask, fl.scratch, tr.mufu_ptr, cp.dst[0],
+                 cp.data[0], cp.group[0], cp.meta[0], cp.count[0]))
         fl.ctx[K_RUN] = run_address
         return fields, len(_HEAD)
 

@@ -25,6 +25,7 @@ from numba import njit
 from . import table as T
 from .ccall import call_native
 from .engine import LOG_CAP, FastCTA, FastLaunch, _has_cp_async, _touches_unit, _uses_cp_async
+from ...numerics.jitcache import lean
 
 ON = True               # False: every CTA goes through FastCTA.run (the tests compare both)
 CHUNK = 4096            # CTAs per call of the grid loop (the progress bar moves between calls)
@@ -36,7 +37,7 @@ _KIND = {"%ctaid.x": 0, "%ctaid.y": 1, "%ctaid.z": 2, "%clusterid.x": 0, "%clust
          "%smid": 3}
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, pipeline_class=lean())      # (the loops' pipeline)
 def grid_loop(cta_addr, targs, block, template, a32, cols, gx, gy, first, count, state, fields, nhead, cst, out,
               store, logs, flw, flpc, flmask, fladdr, flsrc, klog, klog_addr, has_src, cpc, kcp):
     """Run CTAs ``first`` .. ``first + count - 1`` (linear ids of a grid ``gx`` x ``gy`` x ..) on the arrays of

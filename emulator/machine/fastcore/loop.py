@@ -21,7 +21,7 @@ from .families import APART_SLOT as _APART_SLOT, NSLOTS as _NSLOTS, OF_OPCODE as
 from .wgmmax import call_wg
 from .asyncx import call_hop
 from .ctaloop import OP_STALL, OP_WAKE, OP_YIELD
-from ...numerics.jitcache import INNER
+from ...numerics.jitcache import INNER, lean
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -47,47 +47,26 @@ MMAX_SLOT = _SLOT["mma_ext"]
 LDM_SLOT = _SLOT["ldmatrix"]
 CP_SLOT = _SLOT["cpasync"]
 I32 = np.int64(32)          # (np.int64, not a literal: one specialisation of _gather)
+LEAN = lean()               # numba's pipeline without SSA and the passes the loops never need (jitcache.lean)
 
 
-@njit(cache=True, _nrt=False, **INNER)
-def fill_ctx(ctx, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmaps, mprm, l1, l256, l64k, mlutidx,
-             mbuf, mu64, mi64, mflags, mptr, msz, log_src, cpd, cpx, cpg, cpm, cpc):
-    """The ctx slots (ccall.K_*): where the families find the launch's tables and the warp's records."""
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
+def fill_ctx(ctx, inflight, gtab, state, log_pc, log_addr, log_mask, mptr, cpd, cpx, cpg, cpm, cpc):
+    """The ctx slots (ccall.K_*) that change from one run of the loop to the next: where the families find the
+    warp's records and the launch's arrays. The translation's tables (the mma decode tables, the MUFU sizes, the
+    cp.async source log: ``engine.TABLE_SLOTS``) are in the ctx before the loop runs, written once per launch."""
     ctx[C.K_STATE] = data_ptr(state)
     ctx[C.K_INFLIGHT] = data_ptr(inflight)
     ctx[C.K_INFLIGHT_N] = inflight.shape[0]
     ctx[C.K_GTAB] = data_ptr(gtab)
     ctx[C.K_GTAB_N] = gtab.shape[0]
     ctx[C.K_MPTR] = data_ptr(mptr)
-    ctx[C.K_MSZ] = data_ptr(msz)
     ctx[C.K_NPTR] = mptr.shape[0]
-    ctx[C.K_MREGS] = data_ptr(mregs)
-    ctx[C.K_MREGS_N] = mregs.shape[0]
-    ctx[C.K_MMAPS] = data_ptr(mmaps)
-    ctx[C.K_MMAPS_W] = mmaps.shape[1]
-    ctx[C.K_MPRM] = data_ptr(mprm)
-    ctx[C.K_MPRM_W] = mprm.shape[1]
-    ctx[C.K_L1] = data_ptr(l1)
-    ctx[C.K_L1_N] = l1.shape[0]
-    ctx[C.K_L256] = data_ptr(l256)
-    ctx[C.K_L256_N] = l256.shape[0]
-    ctx[C.K_L64K] = data_ptr(l64k)
-    ctx[C.K_L64K_N] = l64k.shape[0]
-    ctx[C.K_MLUTIDX] = data_ptr(mlutidx)
-    ctx[C.K_MBUF] = data_ptr(mbuf)
-    ctx[C.K_MU64] = data_ptr(mu64)
-    ctx[C.K_MU64_N] = mu64.shape[0]
-    ctx[C.K_MI64] = data_ptr(mi64)
-    ctx[C.K_MI64_N] = mi64.shape[0]
-    ctx[C.K_MFLAGS] = data_ptr(mflags)
-    ctx[C.K_MFLAGS_N] = mflags.shape[0]
     ctx[C.K_LOG_PC] = data_ptr(log_pc)
     ctx[C.K_LOG_N] = log_pc.shape[0]
     ctx[C.K_LOG_ADDR] = data_ptr(log_addr)
     ctx[C.K_LOG_W] = log_addr.shape[1]
     ctx[C.K_LOG_MASK] = data_ptr(log_mask)
-    ctx[C.K_LOG_SRC] = data_ptr(log_src)
-    ctx[C.K_LOG_SRC_W] = log_src.shape[1]
     ctx[C.K_CPD] = data_ptr(cpd)
     ctx[C.K_CPX] = data_ptr(cpx)
     ctx[C.K_CPG] = data_ptr(cpg)
@@ -96,7 +75,7 @@ def fill_ctx(ctx, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmap
     ctx[C.K_CP_R] = cpd.shape[0]
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _mem_plan(row, imrow, m, a8, a16, a32, a64, inflight, gtab, state, addrs, ptrs):
     """Addresses of every lane and, for the active ones, the raw host address of the access (``ptrs``).
     Returns the lanes that access shared memory, or -1 when an active lane needs the reference's checks
@@ -153,7 +132,7 @@ def _mem_plan(row, imrow, m, a8, a16, a32, a64, inflight, gtab, state, addrs, pt
     return shared
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _brx(row, imrow, m, em, pc, a8, a16, a32, a64):
     """A BRX row: the taken lanes (``em``) jump to the target their index names, the others of ``m`` go on. Returns
     the one target of all taken lanes (-1: several, or none), or -2 (nothing done) when an index is past the
@@ -178,7 +157,7 @@ def _brx(row, imrow, m, em, pc, a8, a16, a32, a64):
     return dest if same else np.int64(-1)
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _joins(code, p, q):
     """machine.convergence.Convergence.joins: lanes at ``p`` wait for lanes at ``q``."""
     rp = code[p]
@@ -195,7 +174,7 @@ def _joins(code, p, q):
     return False
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _pick(code, pc, live, come, qs, a32):
     """machine.convergence.pick without force (the Python scheduler lifts the waits): the PC of the lane group
     to run next, or -1. ``qs``: room for the distinct PCs of the lanes that will come."""
@@ -284,15 +263,15 @@ def _pick(code, pc, live, come, qs, a32):
     return pjoin
 
 
-@njit(cache=True, _nrt=False, no_cfunc_wrapper=True)
-def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmaps,
-        mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, mptr, msz, log_src, cpd, cpx, cpg, cpm,
-        cpc):
+@njit(cache=True, _nrt=False, no_cfunc_wrapper=True, pipeline_class=LEAN)
+def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, scratch, mptr, cpd,
+        cpx, cpg, cpm, cpc):
     """Run the warp from its current state (state S_CTA: 1 inside run_cta, which executes the barriers). Returns
     (through ``state``) why it stopped. Compiled without the reference-counting runtime (``_nrt=False``): no
     atomic increments on every array view and call; ``scratch`` (uint64[ccall.NSCRATCH, 32], from the caller)
-    holds every temporary, then the ctx through which the instruction families find the launch's tables. ``log_src``: the source addresses of
-    logged cp.async; ``cpd`` .. ``cpc``: the warp's cp.async records (``cpasync.CpAsyncTable.row``)."""
+    holds every temporary, then the ctx through which the instruction families find the launch's tables (the
+    translation's tables written there by the engine, ``engine.fill_tables``, the others by ``fill_ctx``);
+    ``cpd`` .. ``cpc``: the warp's cp.async records (``cpasync.CpAsyncTable.row``)."""
     a8 = arena
     a16 = reinterpret(arena, np.uint16)
     a32 = reinterpret(arena, np.uint32)
@@ -302,8 +281,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     xq = scratch[7]
     qs = reinterpret(scratch[12], np.int64)
     ctx = reinterpret(scratch[C.CTX_ROW:].reshape(C.NCTX), np.int64)
-    fill_ctx(ctx, inflight, gtab, state, log_pc, log_addr, log_mask, mregs, mmaps, mprm, l1, l256, l64k, mlutidx,
-             mbuf, mu64, mi64, mflags, mptr, msz, log_src, cpd, cpx, cpg, cpm, cpc)
+    fill_ctx(ctx, inflight, gtab, state, log_pc, log_addr, log_mask, mptr, cpd, cpx, cpg, cpm, cpc)
     ctx[C.K_PCS] = data_ptr(pc)
     ctx[C.K_WAITING] = data_ptr(waiting)
     pscratch = data_ptr(scratch)
@@ -572,7 +550,7 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     state[T.S_EXECUTED] += executed
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _check_bars(exited, waiting, wbid, bar_arrived, bar_seq, cst):
     """machine.cta.CTA._check_barriers: release every barrier all non-exited threads (or the thread count of its
     first arrival, cst[C_BARCNT + b]) arrived at."""
@@ -603,7 +581,7 @@ def _check_bars(exited, waiting, wbid, bar_arrived, bar_seq, cst):
             cst[T.C_BARCNT + bid] = -1
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _runnable(exited, waiting, w):
     for lane in range(LANES):
         if not exited[w, lane] and not waiting[w, lane]:
@@ -611,17 +589,17 @@ def _runnable(exited, waiting, w):
     return False
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _pump(mptr, state, code, imm, arenas, scratch):
     """bulkx.pump through bulkcall.bulk_c: 0 no copy staged, 1 they completed, 2 Python completes them."""
     return call_hop(mptr[BSLOT], PUMP, state.ctypes.data, code[0].ctypes.data, imm[0].ctypes.data,
                     arenas[0].ctypes.data, arenas.shape[1], scratch.ctypes.data)
 
 
-@njit(cache=True, _nrt=False, no_cfunc_wrapper=True)
+@njit(cache=True, _nrt=False, no_cfunc_wrapper=True, pipeline_class=LEAN)
 def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_pc, log_addr, log_mask, log_warp,
-            mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, cst, issued, executed,
-            param_ptrs, wbid, bar_arrived, bar_seq, backs, mptr, msz, log_src, cpd, cpx, cpg, cpm, cpc, mbw, ysnap):
+            scratch, cst, issued, executed, param_ptrs, wbid, bar_arrived, bar_seq, backs, mptr, cpd, cpx, cpg, cpm,
+            cpc, mbw, ysnap):
     """A whole CTA as machine.cta.CTA._run schedules it: warp 0, 1, ... in turn, each until none of its lanes
     can run; barriers (BAR rows) arrive and release here. Returns (cst[C_STATUS]) when every thread exited,
     when warp cst[C_WARP] needs Python for the instruction at state S_PC (lanes S_MASK) or a full log, or
@@ -700,8 +678,7 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
         # the warp loop, compiled apart (its address in the ctx: numba does not link a second copy of it here)
         call_native(reinterpret(scratch[C.CTX_ROW:].reshape(C.NCTX), np.int64)[C.K_RUN],
                     (code, imm, arenas[w], pcs[w], exited[w], waiting[w], inflight, gtab, state, log_pc, log_addr,
-                     log_mask, mregs, mmaps, mprm, l1, l256, l64k, mlutidx, scratch, mbuf, mu64, mi64, mflags, mptr,
-                     msz, log_src, cpd[w], cpx[w], cpg[w], cpm[w], cpc[w]))
+                     log_mask, scratch, mptr, cpd[w], cpx[w], cpg[w], cpm[w], cpc[w]))
         issued[w] = state[T.S_ISSUED]
         backs[w] = state[T.S_BACK]
         executed[w] += state[T.S_EXECUTED]

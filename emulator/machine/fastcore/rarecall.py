@@ -9,10 +9,11 @@ lowers none of that code; a kernel with such rows binds ``rare_c`` beside the fu
 (``Translation.apart``), and while it is not bound the loop hands those rows back to the reference executors.
 
 What the function needs besides its arguments it finds in the ctx (``ccall.K_*``): the launch's tables
-(``loop.fill_ctx``), the row's PC and lanes and the log's length (``K_P``, ``K_M``, ``K_NLOG``, set by the loop
-before each call) and the warp's PCs and waiting flags (``K_PCS``, ``K_WAITING``). It returns the log's new
-length (the row done), ``HANDBACK`` (nothing done: the reference executor runs the row) or ``STOP`` (the warp
-stops at the row, its status set in the state: a wgmma.wait_group or an mbarrier try_wait in the CTA loop).
+(``loop.fill_ctx``, ``engine.fill_tables``), the row's PC and lanes and the log's length (``K_P``, ``K_M``,
+``K_NLOG``, set by the loop before each call) and the warp's PCs and waiting flags (``K_PCS``, ``K_WAITING``). It
+returns the log's new length (the row done), ``HANDBACK`` (nothing done: the reference executor runs the row) or
+``STOP`` (the warp stops at the row, its status set in the state: a wgmma.wait_group or an mbarrier try_wait in
+the CTA loop).
 """
 import numpy as np
 from numba import njit

@@ -1,0 +1,144 @@
+"""The pipeline the fast engine's loops compile with (``numerics.jitcache.lean``: numba's own without SSA and
+without the passes those loops never need). Without SSA numba gives a variable one type for all its assignments,
+unifying them (int64 with uint64 as float64): every function compiled with it must type no float."""
+import numpy as np
+import pytest
+from numba import njit, types
+from numba.core import compiler, cpu
+from numba.core.compiler_machinery import AnalysisPass, PassManager, register_pass
+from numba.core.registry import cpu_target
+
+from emulator.numerics.jitcache import lean
+
+_TYPED = {}
+
+
+@register_pass(mutates_CFG=False, analysis_only=True)
+class _KeepTypes(AnalysisPass):
+    _name = "warpemu_keep_types"
+
+    def __init__(self):
+        AnalysisPass.__init__(self)
+
+    def run_pass(self, state):
+        _TYPED["typemap"] = dict(state.typemap)
+        return False
+
+
+class _Stop(Exception):
+    pass
+
+
+@register_pass(mutates_CFG=False, analysis_only=True)
+class _StopHere(AnalysisPass):
+    _name = "warpemu_stop_after_typing"
+
+    def __init__(self):
+        AnalysisPass.__init__(self)
+
+    def run_pass(self, state):
+        raise _Stop()
+
+
+def lean_types(fn, sig):
+    """The types numba's lean pipeline gives the variables of ``fn`` (a python function) for the argument types
+    ``sig``: its passes up to type inference, then nothing compiled."""
+    base = lean()
+
+    class Typing(base):
+        def define_pipelines(self):
+            full = base.define_pipelines(self)[0]
+            pm = PassManager("lean typing")
+            for cls, desc in full.passes:
+                pm.add_pass(cls, desc)
+                if cls.__name__ == "NopythonTypeInference":
+                    break
+            pm.add_pass(_KeepTypes, "keep the types")
+            pm.add_pass(_StopHere, "stop")
+            pm.finalize()
+            return [pm]
+    _TYPED.clear()
+    flags = compiler.Flags()
+    flags.no_cpython_wrapper = True
+    flags.no_cfunc_wrapper = True
+    flags.nrt = False
+    try:
+        compiler.compile_extra(cpu_target.typing_context, cpu_target.target_context, fn, sig, None, flags, {},
+                               pipeline_class=Typing)
+    except Exception as e:          # noqa: BLE001 (numba wraps the stop in its own error)
+        if "_Stop" not in repr(e) and not isinstance(e, _Stop) and "warpemu_stop_after_typing" not in str(e):
+            raise
+    return _TYPED["typemap"]
+
+
+def floats(typemap):
+    return {k: str(v) for k, v in typemap.items()
+            if isinstance(v, (types.Float, types.Complex, types.Optional)) or "float" in str(v)}
+
+
+def test_the_check_finds_a_variable_unified_to_a_float():
+    def mixed(a, b):
+        v = a              # int64
+        if b[0] > 0:
+            v = b[0]       # uint64: one variable for both, without SSA unified as float64
+        return v
+    sig = (types.int64, types.Array(types.uint64, 1, "C"))
+    got = floats(lean_types(mixed, sig))
+    assert got and "float64" in got.values()
+
+
+def test_the_loops_type_no_float():
+    import emulator.machine.module  # noqa: F401 (sets the warm-up launches)
+    from emulator.machine.fastcore import families, loop, warmup
+    families.address("alu", warmup.lock())
+    warmup._compile_loops("cta")              # (from the cache when it holds them): the loops' signatures
+    lean_fns = [d for d in vars(loop).values()
+                if getattr(getattr(d, "_compiler", None), "pipeline_class", None) is loop.LEAN]
+    names = [d.py_func.__name__ for d in lean_fns]
+    assert set(names) >= {"run", "run_cta", "_pick", "_mem_plan", "fill_ctx", "_check_bars"}
+    # the loops first: typing them types (or loads) the helpers they call, whose signatures come next
+    lean_fns.sort(key=lambda d: d.py_func.__name__ not in ("run", "run_cta"))
+    checked = []
+    for d in lean_fns:
+        for sig in d.signatures:
+            got = floats(lean_types(d.py_func, sig))
+            assert not got, f"{d.py_func.__name__}: variables typed as floats without SSA: {got}"
+            checked.append(d.py_func.__name__)
+    assert set(checked) >= {"run", "run_cta", "_pick", "_mem_plan"}
+
+
+def test_the_grid_loop_types_no_float():
+    import emulator.machine.module  # noqa: F401
+    from emulator import GlobalMemory, load_ptx
+    from emulator.machine.fastcore import gridloop, loop
+    assert gridloop.grid_loop._compiler.pipeline_class is loop.LEAN
+    if not gridloop.grid_loop.signatures:     # a launch of several CTAs that need no Python: the grid loop's types
+        m = load_ptx(_TWO_CTAS)
+        g = GlobalMemory()
+        out = g.upload(np.zeros(64, np.uint32))
+        m.launch("k", (2,), 32, [out], gmem=g, engine="fast")
+        assert (g.download(out, 256).view(np.uint32) == np.arange(64)).all()
+    assert gridloop.grid_loop.signatures
+    for sig in gridloop.grid_loop.signatures:
+        got = floats(lean_types(gridloop.grid_loop.py_func, sig))
+        assert not got, f"grid_loop: variables typed as floats without SSA: {got}"
+
+
+_TWO_CTAS = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+    .reg .b32 %r<4>; .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ctaid.x;
+    shl.b32 %r3, %r2, 5;
+    add.u32 %r3, %r3, %r1;
+    mul.wide.u32 %rd2, %r3, 4;
+    add.u64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r3;
+    ret;
+}
+"""
