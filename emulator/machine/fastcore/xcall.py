@@ -11,15 +11,23 @@ from numba import carray, njit, types
 
 from . import table as T
 from .atomics import atom_rows
+from . import ccall as C
 from .loop import _gather, _scatter
-from .scalarx import K_MMAX, call_x, x_rows
+from .regs import _copy_dst, _copy_src
+from .scalarx import K_BFI, K_LOP3, K_MMAX, K_PRMT, K_SHF, bit_rows, call_x, x_rows
 
 _P64 = types.CPointer(types.uint64)
 _PI64 = types.CPointer(types.int64)
 _P8 = types.CPointer(types.uint8)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, forceinline=True)
+def _plain(e, tw, out, a8, a32, a64, imrow):
+    """No operand (-1), or ``regs._copy_src`` read it (a plain copy: what ``_gather`` reads there)."""
+    return e == -1 or _copy_src(e, tw, out, a8, a32, a64, imrow)
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
 def _xrow(row, imrow, em, a8, a16, a32, a64, scratch):
     """An XROW on the lanes in ``em``: gather its sources as the loop does, compute (scalarx.x_rows), write the
     destinations; 1 (nothing written) when a lane breaks a rule."""
@@ -30,6 +38,16 @@ def _xrow(row, imrow, em, a8, a16, a32, a64, scratch):
     w, sgn = row[T.W], row[T.SGN]
     v = T.V0
     sb = row[v + 4]
+    kind = row[T.X]
+    if (kind == K_LOP3 or kind == K_PRMT or kind == K_SHF or kind == K_BFI) and row[v + 7] == -1 and \
+            _plain(row[T.A], w, xa, a8, a32, a64, imrow) and _plain(row[T.B], row[v + 1], xb, a8, a32, a64, imrow) \
+            and _plain(row[T.C], row[v + 2], xc, a8, a32, a64, imrow) and \
+            _plain(row[v], row[v + 3], xd, a8, a32, a64, imrow):
+        # the common bit rows with plain operands (regs._copy_src): read, one loop of the kind, written
+        bit_rows(kind, row[T.Y], row[T.Z], w, xa, xb, xc, xd, xr)
+        if not _copy_dst(row[T.D], xr, em, row[v + 5], a8, a32, a64):
+            _scatter(row[T.D], xr, em, row[v + 5], row[v + 6], a8, a16, a32, a64)
+        return 0
     if row[T.A] != -1:
         _gather(row[T.A], w, sgn, xa, a8, a16, a32, a64, imrow)
     if row[T.B] != -1:
@@ -65,10 +83,17 @@ X_SIG = types.int64(types.int64, _PI64, _P64, _P8, types.int64, _P64)
 ATOM_SIG = types.int64(types.int64, types.int64, _PI64, _P64, _P8, types.int64, _P64)
 
 
+@njit(cache=True, _nrt=False)
+def _xrow_at(em, prow, pimm, parena, n, pscratch):
+    """``_xrow`` over the arrays at these addresses (made without numba's runtime: no reference counts)."""
+    a8 = C.u8_1d(parena, n)
+    return _xrow(C.i64_1d(prow, T.NFIELDS), C.u64_1d(pimm, T.NIMM), em, a8, C.reinterpret(a8, np.uint16),
+                 C.reinterpret(a8, np.uint32), C.reinterpret(a8, np.uint64), C.u64_2d(pscratch, 13, 32))
+
+
 def x_c(em, prow, pimm, parena, n, pscratch):
-    a8 = carray(parena, n)
-    return _xrow(carray(prow, T.NFIELDS), carray(pimm, T.NIMM), em, a8, a8.view(np.uint16), a8.view(np.uint32),
-                 a8.view(np.uint64), carray(pscratch, (13, 32)))
+    return _xrow_at(em, carray(prow, 1).ctypes.data, carray(pimm, 1).ctypes.data, carray(parena, 1).ctypes.data, n,
+                    carray(pscratch, 1).ctypes.data)
 
 
 
