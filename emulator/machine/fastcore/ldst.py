@@ -125,20 +125,23 @@ def load(row, em, a8, a16, a32, a64, ptrs, xr):
 
 
 @njit(cache=True, _nrt=False, **INNER)
-def store(row, imrow, em, a8, a16, a32, a64, ptrs, xr):
+def store(row, imrow, em, a8, a16, a32, a64, ptrs, xr, log_addr, nlog, wide):
     """The stores of an ST row planned by ``plan`` or ``loop._mem_plan``, lanes in ``spaces.store_order``'s order
-    (the phases of 32 / max(1, bytes / 4) lanes in turn, within a phase the lowest lane last)."""
+    (the phases of 32 / max(1, bytes / 4) lanes in turn, within a phase the lowest lane last). A sanitised launch
+    (``wide``) also logs the value each lane stores (``log_addr`` row ``nlog``, from column 32: 4 a lane)."""
     n = row[T.Y]
     ew = row[T.Z]
     w = row[T.W]
     per = 32 // max(1, (n * ew) // 4)           # a power of two (the sizes are; else store_lane's division)
-    if per & (per - 1):
+    if per & (per - 1) or wide:
         for i in range(n):
             _gather(row[T.V0 + i], w, row[T.SGN], xr, a8, a16, a32, a64, imrow)
             for j in range(LANES):
                 lane = store_lane(j, n * ew)
                 if (em >> lane) & 1:
                     _poke(np.int64(ptrs[lane]) + i * ew, ew, xr[lane])
+                    if wide:
+                        log_addr[nlog, LANES + 4 * lane + i] = np.int64(xr[lane])
         return
     if n > 1 and ew == 4 and w == 32:
         direct = True

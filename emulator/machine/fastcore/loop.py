@@ -492,39 +492,16 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                     break
                 n = row[T.Y]
                 ew = row[T.Z]
-                if wide == 0:
-                    if opc == T.LD:
-                        ldst.load(row, em, a8, a16, a32, a64, xq, xr)
-                    else:
-                        if shared_lanes != 0 and state[T.S_WG_SMEM] != 0 and \
-                                not smem_write_ok(state, addrs, shared_lanes, n * ew):
-                            handback = True          # bytes an in-flight wgmma reads (memx.py): the reference raises
-                            break
-                        ldst.store(row, imrow, em, a8, a16, a32, a64, xq, xr)
-                        if state[T.S_DIRTY] != 0:
-                            mark_generic(state, addrs, shared_lanes, n * ew)
-                elif opc == T.LD:
-                    for i in range(n):
-                        for lane in range(LANES):
-                            if (em >> lane) & 1:
-                                xr[lane] = _peek(np.int64(xq[lane]) + i * ew, ew)
-                        _scatter(row[T.V0 + i], xr, em, w, sgn, a8, a16, a32, a64)
+                if opc == T.LD:
+                    ldst.load(row, em, a8, a16, a32, a64, xq, xr)
                 else:
-                    if shared_lanes != 0 and not smem_write_ok(state, addrs, shared_lanes, n * ew):
+                    if shared_lanes != 0 and state[T.S_WG_SMEM] != 0 and \
+                            not smem_write_ok(state, addrs, shared_lanes, n * ew):
                         handback = True          # bytes an in-flight wgmma reads (memx.py): the reference raises
                         break
-                    per = 32 // max(1, (n * ew) // 4)   # store_lane's phase, once a row: shifts, not divisions
-                    pw2 = per & (per - 1) == 0
-                    for i in range(n):
-                        _gather(row[T.V0 + i], w, sgn, xr, a8, a16, a32, a64, imrow)
-                        for j in range(LANES):
-                            # spaces.store_order (store_lane)
-                            lane = (j & -per) + per - 1 - (j & (per - 1)) if pw2 else store_lane(j, n * ew)
-                            if (em >> lane) & 1:
-                                _poke(np.int64(xq[lane]) + i * ew, ew, xr[lane])
-                                if wide:
-                                    log_addr[nlog, LANES + 4 * lane + i] = np.int64(xr[lane])
-                    mark_generic(state, addrs, shared_lanes, n * ew)
+                    ldst.store(row, imrow, em, a8, a16, a32, a64, xq, xr, log_addr, nlog, wide)
+                    if state[T.S_DIRTY] != 0:
+                        mark_generic(state, addrs, shared_lanes, n * ew)
                 if shared_lanes != 0:
                     log_pc[nlog] = p
                     log_mask[nlog] = shared_lanes

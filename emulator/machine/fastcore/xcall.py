@@ -27,7 +27,7 @@ def _plain(e, tw, out, a8, a32, a64, imrow):
     return e == -1 or _copy_src(e, tw, out, a8, a32, a64, imrow)
 
 
-@njit(cache=True, _nrt=False, forceinline=True)
+@njit(cache=True, _nrt=False)
 def _xrow(row, imrow, em, a8, a16, a32, a64, scratch):
     """An XROW on the lanes in ``em``: gather its sources as the loop does, compute (scalarx.x_rows), write the
     destinations; 1 (nothing written) when a lane breaks a rule."""
