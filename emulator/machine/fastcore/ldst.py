@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from . import table as T
-from .raw import _find, _peek, _peek32, _peek64, _poke, _poke32, _poke64, store_lane
+from .raw import _find, _peek, _peek32, _peek64, _poke, _poke32, store_lane
 from .regs import _gather, _scatter
 from ...numerics.jitcache import INNER
 
@@ -143,12 +143,12 @@ def store(row, imrow, em, a8, a16, a32, a64, ptrs, xr, log_addr, nlog, wide):
                     if wide:
                         log_addr[nlog, LANES + 4 * lane + i] = np.int64(xr[lane])
         return
-    if n > 1 and ew == 4 and w == 32:
+    if ew == 4 and w == 32:
         direct = True
         for i in range(n):
             direct &= row[T.V0 + i] >= 0 and row[T.V0 + i] >> T.CLASS_SHIFT == T.R32
-        if direct:              # a vector of 32-bit registers: lane by lane (aligned vectors overlap whole or not
-            s0 = row[T.V0] & IDX                # at all, so each byte's last writer is the same lane)
+        if direct:              # 32-bit registers: lane by lane (aligned vectors overlap whole or not at all, so
+            s0 = row[T.V0] & IDX                # each byte's last writer is the same lane)
             s1 = row[T.V0 + 1] & IDX
             s2 = row[T.V0 + 2] & IDX
             s3 = row[T.V0 + 3] & IDX
@@ -157,29 +157,15 @@ def store(row, imrow, em, a8, a16, a32, a64, ptrs, xr, log_addr, nlog, wide):
                 if (em >> lane) & 1:
                     p = np.int64(ptrs[lane])
                     _poke32(p, np.uint64(a32[s0 + lane]))
-                    _poke32(p + 4, np.uint64(a32[s1 + lane]))
-                    if n == 4:
-                        _poke32(p + 8, np.uint64(a32[s2 + lane]))
-                        _poke32(p + 12, np.uint64(a32[s3 + lane]))
+                    if n > 1:
+                        _poke32(p + 4, np.uint64(a32[s1 + lane]))
+                        if n == 4:
+                            _poke32(p + 8, np.uint64(a32[s2 + lane]))
+                            _poke32(p + 12, np.uint64(a32[s3 + lane]))
             return
     for i in range(n):
-        s = row[T.V0 + i]
-        c = s >> T.CLASS_SHIFT
-        si = s & IDX
-        o = i * ew
-        if s >= 0 and c == T.R32 and ew == 4 and w == 32:
-            for j in range(LANES):
-                lane = (j & -per) + per - 1 - (j & (per - 1))
-                if (em >> lane) & 1:
-                    _poke32(np.int64(ptrs[lane]) + o, np.uint64(a32[si + lane]))
-        elif s >= 0 and c == T.R64 and ew == 8 and w == 64:
-            for j in range(LANES):
-                lane = (j & -per) + per - 1 - (j & (per - 1))
-                if (em >> lane) & 1:
-                    _poke64(np.int64(ptrs[lane]) + o, a64[si + lane])
-        else:
-            _gather(s, w, row[T.SGN], xr, a8, a16, a32, a64, imrow)
-            for j in range(LANES):
-                lane = (j & -per) + per - 1 - (j & (per - 1))
-                if (em >> lane) & 1:
-                    _poke(np.int64(ptrs[lane]) + o, ew, xr[lane])
+        _gather(row[T.V0 + i], w, row[T.SGN], xr, a8, a16, a32, a64, imrow)
+        for j in range(LANES):
+            lane = (j & -per) + per - 1 - (j & (per - 1))
+            if (em >> lane) & 1:
+                _poke(np.int64(ptrs[lane]) + i * ew, ew, xr[lane])

@@ -374,7 +374,7 @@ def x_rows(kind, y, z, w, sgn, em, xa, xb, xc, xd, xr, xq):
     return 0
 
 
-@njit(cache=True, _nrt=False, forceinline=True)
+@njit(cache=True, _nrt=False)
 def bit_rows(kind, y, z, w, xa, xb, xc, xd, xr):
     """``x_rows`` of the common bit rows (K_LOP3, K_PRMT, K_SHF, K_BFI) on all 32 lanes, one loop per kind (the
     lanes no instruction runs on are computed and not written). False for the other kinds."""

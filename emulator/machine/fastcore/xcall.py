@@ -21,10 +21,16 @@ _PI64 = types.CPointer(types.int64)
 _P8 = types.CPointer(types.uint8)
 
 
-@njit(cache=True, _nrt=False, forceinline=True)
-def _plain(e, tw, out, a8, a32, a64, imrow):
-    """No operand (-1), or ``regs._copy_src`` read it (a plain copy: what ``_gather`` reads there)."""
-    return e == -1 or _copy_src(e, tw, out, a8, a32, a64, imrow)
+@njit(cache=True, _nrt=False)
+def _plain(row, imrow, a8, a32, a64, scratch):
+    """The sources A, B, C, V0 (at widths W, V0 + 1, + 2, + 3) into scratch rows 3, 4, 5, 10 where each is none or
+    a plain copy (``regs._copy_src``: what ``_gather`` reads there), in one loop; False as soon as one is not."""
+    for k in range(4):
+        e = row[T.A + k] if k < 3 else row[T.V0]
+        tw = row[T.W] if k == 0 else row[T.V0 + k]
+        if e != -1 and not _copy_src(e, tw, scratch[3 + k if k < 3 else 10], a8, a32, a64, imrow):
+            return False
+    return True
 
 
 @njit(cache=True, _nrt=False)
@@ -40,9 +46,7 @@ def _xrow(row, imrow, em, a8, a16, a32, a64, scratch):
     sb = row[v + 4]
     kind = row[T.X]
     if (kind == K_LOP3 or kind == K_PRMT or kind == K_SHF or kind == K_BFI) and row[v + 7] == -1 and \
-            _plain(row[T.A], w, xa, a8, a32, a64, imrow) and _plain(row[T.B], row[v + 1], xb, a8, a32, a64, imrow) \
-            and _plain(row[T.C], row[v + 2], xc, a8, a32, a64, imrow) and \
-            _plain(row[v], row[v + 3], xd, a8, a32, a64, imrow):
+            _plain(row, imrow, a8, a32, a64, scratch):
         # the common bit rows with plain operands (regs._copy_src): read, one loop of the kind, written
         bit_rows(kind, row[T.Y], row[T.Z], w, xa, xb, xc, xd, xr)
         if not _copy_dst(row[T.D], xr, em, row[v + 5], a8, a32, a64):
