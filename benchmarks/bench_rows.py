@@ -38,6 +38,7 @@ HEAD = """.version 8.0
     mov.u32 %r2, 0;
     mov.u32 %r3, 1;
     mov.u32 %r4, 7;
+    mov.b16 %h1, 0x3C00;
     mov.f32 %f1, 0f3F800000;
     mov.f32 %f2, 0f3F000000;
     mov.f32 %f3, 0f3E800000;
@@ -89,11 +90,23 @@ KINDS = {
     "max.f32": "    max.f32 %f5, %f5, %f2;\n",
     "cvt.rn.f16.f32": "    cvt.rn.f16.f32 %h1, %f2;\n",
     "lop3.b32": "    lop3.b32 %r11, %r3, %r4, %r11, 0x96;\n",
+    "prmt.b32": "    prmt.b32 %r11, %r3, %r4, 0x5410;\n",
+    "prmt.b32.f4e": "    prmt.b32.f4e %r11, %r3, %r4, %r11;\n",
+    "bfe.u32": "    bfe.u32 %r11, %r3, 3, 7;\n",
+    "bfi.b32": "    bfi.b32 %r11, %r3, %r4, 4, 9;\n",
+    "shf.l.wrap.b32": "    shf.l.wrap.b32 %r11, %r3, %r4, %r11;\n",
+    "cvt.rn.bf16.f32": "    cvt.rn.bf16.f32 %h1, %f2;\n",
+    "cvt.rn.f16x2.f32": "    cvt.rn.f16x2.f32 %r11, %f2, %f3;\n",
+    "cvt.rn.bf16x2.f32": "    cvt.rn.bf16x2.f32 %r11, %f2, %f3;\n",
+    "cvt.f32.f16": "    cvt.f32.f16 %f5, %h1;\n",
     "ld.global.v4.f32": "    ld.global.v4.f32 {%f4, %f5, %f6, %f7}, [%rd4];\n",
     "ld.global.f32": "    ld.global.f32 %f4, [%rd4];\n",
     "st.global.f32": "    st.global.f32 [%rd4], %f1;\n",
+    "st.global.v4.f32": "    st.global.v4.f32 [%rd4], {%f4, %f5, %f6, %f7};\n",
+    "ld.shared.f32": "    ld.shared.f32 %f4, [%r7];\n",
     "ld.shared.v4.f32": "    ld.shared.v4.f32 {%f4, %f5, %f6, %f7}, [%r7];\n",
     "st.shared.f32": "    st.shared.f32 [%r7], %f1;\n",
+    "st.shared.v4.f32": "    st.shared.v4.f32 [%r7], {%f4, %f5, %f6, %f7};\n",
     "shfl.bfly.b32": "    shfl.sync.bfly.b32 %r11, %r3, 1, 31, -1;\n",
     "ldmatrix.x4": "    ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r11, %r12, %r13, %r14}, [%r10];\n",
     "mma.m16n8k16.f16": "    mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f8, %f9, %f10, %f11}, "

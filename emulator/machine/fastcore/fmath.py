@@ -471,6 +471,51 @@ def _round_half(v, mb, bias):
     return sbit | min(mag, ((1 << eb) - 1) << mb)
 
 
+@njit(cache=True, _nrt=False, forceinline=True, **INNER)
+def half_bits(a, bf):
+    """``_round_half`` of the binary32 with bits ``a`` (int64, low 32 bits), on the bits alone: cvt.rn.f16.f32
+    (``bf`` 0) or cvt.rn.bf16.f32 (``bf`` 1). A NaN gives 0x7FFF, as there."""
+    sign = (a >> 16) & 0x8000
+    ax = a & 0x7FFFFFFF
+    if ax > 0x7F800000:
+        return np.int64(0x7FFF)
+    if bf:                                      # the same exponent range: round the low 16 bits away
+        return sign | ((ax + 0x7FFF + ((ax >> 16) & 1)) >> 16)
+    if ax >= 0x477FF000:                        # 65520 and above round to infinity
+        return sign | 0x7C00
+    if ax >= 0x38800000:                        # a normal f16: 13 bits away, the exponent rebiased
+        return sign | (((ax + 0xFFF + ((ax >> 13) & 1)) >> 13) - (112 << 10))
+    if ax <= 0x33000000:                        # at most half the smallest subnormal: a zero
+        return sign
+    sh = 126 - (ax >> 23)                       # a subnormal f16: the significand in units of 2^-24
+    m = (ax & 0x7FFFFF) | 0x800000
+    r = m >> sh
+    rem = m & ((1 << sh) - 1)
+    half = 1 << (sh - 1)
+    if rem > half or (rem == half and (r & 1) == 1):
+        r += 1
+    return sign | r
+
+
+@njit(cache=True, _nrt=False, forceinline=True, **INNER)
+def f32_of_half(h):
+    """cvt.f32.f16 of the f16 bits ``h`` on the bits alone (``_f16_value`` rounded to f32, exact): a NaN gives
+    the canonical NaN."""
+    sign = (h & 0x8000) << 16
+    e = (h >> 10) & 0x1F
+    m = h & 0x3FF
+    if e == 31:
+        return np.int64(CANON) if m != 0 else sign | 0x7F800000
+    if e != 0:
+        return sign | ((e + 112) << 23) | (m << 13)
+    if m == 0:
+        return sign
+    k = 9                                       # a subnormal f16: a normal f32, m * 2^-24
+    while (m >> k) == 0:
+        k -= 1
+    return sign | ((k + 103) << 23) | ((m << (23 - k)) & 0x7FFFFF)
+
+
 @njit(cache=True, _nrt=False, **INNER)
 def _f16_value(h):
     """f16 bits -> the binary64 of the same value (NaN for NaNs)."""
@@ -556,7 +601,24 @@ def misc_rows(opc, x, y, z, em, xa, xb, xc, xr):
 
 @njit(cache=True, _nrt=False, inline="always")
 def cvt_rows(x, y, z, em, xa, xb, xr):
-    """One FCVT row (as ``mufu_rows``)."""
+    """One FCVT row (as ``mufu_rows``); f32 to f16 or bf16 (one or a pair, ``half_bits``) and back
+    (``f32_of_half``) in loops of their own."""
+    if x == CV_F32_F16 or x == CV_F32_BF16 or x == CV_PACK_F16 or x == CV_PACK_BF16:
+        bf = np.int64(x == CV_F32_BF16 or x == CV_PACK_BF16)
+        pack = x == CV_PACK_F16 or x == CV_PACK_BF16
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                r = half_bits(np.int64(xa[lane] & np.uint64(0xFFFFFFFF)), bf)
+                if pack:
+                    r = (r << 16) | half_bits(np.int64(xb[lane] & np.uint64(0xFFFFFFFF)), bf)
+                xr[lane] = np.uint64(r)
+        return
+    if x == CV_F16_F32 or x == CV_BF16_F32:    # f16 or bf16 to f32: exact
+        for lane in range(LANES):
+            if (em >> lane) & 1:
+                a = np.int64(xa[lane] & np.uint64(0xFFFF))
+                xr[lane] = np.uint64(f32_of_half(a) if x == CV_F16_F32 else a << 16)
+        return
     for lane in range(LANES):
         if (em >> lane) & 1:
             a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))

@@ -14,6 +14,7 @@ from .raw import _allocation, _mask, _peek, _peek16, _poke, _sext, store_lane  #
 from .regs import I0, I64, _cwidth, _gather, _rd, _rdf, _scatter, _wrf  # noqa: F401 (register access, as the families)
 from .fmath import TABLES as _TABLES
 from .memx import mark_generic, smem_write_ok
+from . import ldst
 from .scalarx import call_x
 from . import ccall as C
 from .ccall import call_cta, call_family, call_native, data_ptr, reinterpret
@@ -175,6 +176,23 @@ def _joins(code, p, q):
 
 
 @njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
+def _one_group(pc, live, come):
+    """The PC of the lanes when every lane that will come is live and at one PC (the group ``_pick`` picks then,
+    as after a barrier or a uniform branch), else -1."""
+    if live != come or live == 0:
+        return np.int64(-1)
+    q = np.int64(-1)
+    same = True
+    for lane in range(LANES):
+        if (live >> lane) & 1:
+            if q < 0:
+                q = pc[lane]
+            elif pc[lane] != q:
+                same = False
+    return q if same else np.int64(-1)
+
+
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _pick(code, pc, live, come, qs, a32):
     """machine.convergence.pick without force (the Python scheduler lifts the waits): the PC of the lane group
     to run next, or -1. ``qs``: room for the distinct PCs of the lanes that will come."""
@@ -315,7 +333,9 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     wide = 1 if log_addr.shape[1] > LANES else 0
     while True:
         if p < 0:                      # pick (machine.convergence.pick): the lane group to run next
-            p = _pick(code, pc, live, come, qs, a32)
+            p = _one_group(pc, live, come)
+            if p < 0:
+                p = _pick(code, pc, live, come, qs, a32)
             if p < 0:
                 state[T.S_STATUS] = T.ST_IDLE if executed > 0 else T.ST_DEFER
                 break
@@ -441,34 +461,25 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
         sgn = row[T.SGN]
         if opc == T.LD or opc == T.ST:
             if em != 0:
-                shared_lanes = _mem_plan(row, imrow, em, a8, a16, a32, a64, inflight, gtab, state, addrs, xq)
+                # (ldst.py: the common rows' addresses and copies; the others, and a sanitised launch's, as before)
+                shared_lanes = ldst.plan(row, imrow, em, a32, a64, gtab, state, addrs, xq) if wide == 0 else -2
+                if shared_lanes == -2:
+                    shared_lanes = _mem_plan(row, imrow, em, a8, a16, a32, a64, inflight, gtab, state, addrs, xq)
                 if shared_lanes < 0:
                     handback = True
                     break
                 n = row[T.Y]
                 ew = row[T.Z]
                 if opc == T.LD:
-                    for i in range(n):
-                        for lane in range(LANES):
-                            if (em >> lane) & 1:
-                                xr[lane] = _peek(np.int64(xq[lane]) + i * ew, ew)
-                        _scatter(row[T.V0 + i], xr, em, w, sgn, a8, a16, a32, a64)
+                    ldst.load(row, em, a8, a16, a32, a64, xq, xr)
                 else:
-                    if shared_lanes != 0 and not smem_write_ok(state, addrs, shared_lanes, n * ew):
+                    if shared_lanes != 0 and state[T.S_WG_SMEM] != 0 and \
+                            not smem_write_ok(state, addrs, shared_lanes, n * ew):
                         handback = True          # bytes an in-flight wgmma reads (memx.py): the reference raises
                         break
-                    per = 32 // max(1, (n * ew) // 4)   # store_lane's phase, once a row: shifts, not divisions
-                    pw2 = per & (per - 1) == 0
-                    for i in range(n):
-                        _gather(row[T.V0 + i], w, sgn, xr, a8, a16, a32, a64, imrow)
-                        for j in range(LANES):
-                            # spaces.store_order (store_lane)
-                            lane = (j & -per) + per - 1 - (j & (per - 1)) if pw2 else store_lane(j, n * ew)
-                            if (em >> lane) & 1:
-                                _poke(np.int64(xq[lane]) + i * ew, ew, xr[lane])
-                                if wide:
-                                    log_addr[nlog, LANES + 4 * lane + i] = np.int64(xr[lane])
-                    mark_generic(state, addrs, shared_lanes, n * ew)
+                    ldst.store(row, imrow, em, a8, a16, a32, a64, xq, xr, log_addr, nlog, wide)
+                    if state[T.S_DIRTY] != 0:
+                        mark_generic(state, addrs, shared_lanes, n * ew)
                 if shared_lanes != 0:
                     log_pc[nlog] = p
                     log_mask[nlog] = shared_lanes
@@ -725,6 +736,10 @@ def run_cta(code, imm, arenas, pcs, exited, waiting, inflight, gtab, state, log_
                         waiting[w, lane] = True
                         wbid[w, lane] = bid
             _check_bars(exited, waiting, wbid, bar_arrived, bar_seq, cst)
+            if not _runnable(exited, waiting, w):   # the whole warp waits: its turn ends here, as the warp loop
+                cst[T.C_INWARP] = 0                 # would end it at once (ST_IDLE) if called again
+                cst[T.C_PROGRESSED] = 1
+                cst[T.C_WARP] = w + 1
         else:
             cst[T.C_STATUS] = T.CTA_SLOW
             return

@@ -374,6 +374,70 @@ def x_rows(kind, y, z, w, sgn, em, xa, xb, xc, xd, xr, xq):
     return 0
 
 
+@njit(cache=True, _nrt=False)
+def bit_rows(kind, y, z, w, xa, xb, xc, xd, xr):
+    """``x_rows`` of the common bit rows (K_LOP3, K_PRMT, K_SHF, K_BFI) on all 32 lanes, one loop per kind (the
+    lanes no instruction runs on are computed and not written). False for the other kinds."""
+    if kind == K_LOP3:                  # the truth table's bit (a, b, c), as three levels of selection:
+        t0 = ALL if y & 1 else U0       # x0 ^ (s & (x0 ^ x1)) picks x1 where s is set, bit by bit
+        t2 = ALL if (y >> 2) & 1 else U0
+        t4 = ALL if (y >> 4) & 1 else U0
+        t6 = ALL if (y >> 6) & 1 else U0
+        k0 = t0 ^ (ALL if (y >> 1) & 1 else U0)
+        k1 = t2 ^ (ALL if (y >> 3) & 1 else U0)
+        k2 = t4 ^ (ALL if (y >> 5) & 1 else U0)
+        k3 = t6 ^ (ALL if (y >> 7) & 1 else U0)
+        for lane in range(LANES):
+            a, b, c = xa[lane], xb[lane], xc[lane]
+            u0 = t0 ^ (c & k0)
+            u1 = t2 ^ (c & k1)
+            u2 = t4 ^ (c & k2)
+            u3 = t6 ^ (c & k3)
+            v0 = u0 ^ (b & (u0 ^ u1))
+            v1 = u2 ^ (b & (u2 ^ u3))
+            xr[lane] = (v0 ^ (a & (v0 ^ v1))) & M32
+    elif kind == K_SHF:
+        for lane in range(LANES):
+            c = xc[lane]
+            n = min(c, np.uint64(32)) if z else c & np.uint64(31)
+            both = (xa[lane] & M32) | ((xb[lane] & M32) << np.uint64(32))
+            xr[lane] = (((both << n) >> np.uint64(32)) if y else (both >> n)) & M32
+    elif kind == K_PRMT:                # _PRMT's source byte of result byte k, by the mode's rule
+        for lane in range(LANES):
+            both = (xa[lane] & M32) | ((xb[lane] & M32) << np.uint64(32))
+            s = np.int64(xc[lane] & np.uint64(3))
+            r = U0
+            for k in range(4):
+                if y == 0:
+                    src = (s + k) & 7
+                elif y == 1:
+                    src = (s - k) & 7
+                elif y == 2:
+                    src = s
+                elif y == 3:
+                    src = max(s, k)
+                elif y == 4:
+                    src = min(s, k)
+                else:
+                    src = 2 * (s & 1) + (k & 1)
+                r |= ((both >> np.uint64(8 * src)) & np.uint64(0xFF)) << np.uint64(8 * k)
+            xr[lane] = r
+    elif kind == K_BFI:
+        mk = _mask(w)
+        for lane in range(LANES):
+            pos = _field(xc[lane], w)
+            ln = _field(xd[lane], w)
+            k = min(ln, w - pos) if pos < w else 0
+            if k <= 0:
+                xr[lane] = xb[lane] & mk
+            else:
+                fm = (ALL >> np.uint64(64 - k)) << np.uint64(pos)
+                xr[lane] = ((xb[lane] & ~fm) | ((xa[lane] << np.uint64(pos)) & fm)) & mk
+    else:
+        return False
+    return True
+
+
 @intrinsic
 def call_x(typingctx, fn, em, prow, pimm, parena, n, pscratch):
     """Call the compiled ``xcall.x_c`` at the address ``fn`` (all arguments int64: the lanes, the addresses of

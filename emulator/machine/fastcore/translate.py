@@ -1681,6 +1681,12 @@ def r_cvt_x(t, env, instr, row, imm):
         if len(types) == 2 and types[0] != types[1] and rest in ([], ["rn"]) and \
                 (tuple(types) not in _CVT_KINDS or "rn" not in rest):
             dtype, atype = types
+            if not rest and tuple(types) in (("f32", "f16"), ("f32", "bf16")):
+                saved = row.copy(), imm.copy(), t._xcall
+                try:                            # the exact widenings: an FCVT row (fmath.f32_of_half) when the
+                    return r_fcvt(t, env, instr, row, imm)      # registers are of the formats' widths
+                except _Slow:
+                    row[:], imm[:], t._xcall = saved
             _xrow(t, env, instr, row, imm, scalarx.K_CVTF, [(ops[1], "b%d" % _width(atype))],
                   "b%d" % _width(dtype), y=_FMT[atype], z=_FMT[dtype])
             return

@@ -11,12 +11,26 @@ from numba import carray, njit, types
 
 from . import table as T
 from .atomics import atom_rows
+from . import ccall as C
 from .loop import _gather, _scatter
-from .scalarx import K_MMAX, call_x, x_rows
+from .regs import _copy_dst, _copy_src
+from .scalarx import K_BFI, K_LOP3, K_MMAX, K_PRMT, K_SHF, bit_rows, call_x, x_rows
 
 _P64 = types.CPointer(types.uint64)
 _PI64 = types.CPointer(types.int64)
 _P8 = types.CPointer(types.uint8)
+
+
+@njit(cache=True, _nrt=False)
+def _plain(row, imrow, a8, a32, a64, scratch):
+    """The sources A, B, C, V0 (at widths W, V0 + 1, + 2, + 3) into scratch rows 3, 4, 5, 10 where each is none or
+    a plain copy (``regs._copy_src``: what ``_gather`` reads there), in one loop; False as soon as one is not."""
+    for k in range(4):
+        e = row[T.A + k] if k < 3 else row[T.V0]
+        tw = row[T.W] if k == 0 else row[T.V0 + k]
+        if e != -1 and not _copy_src(e, tw, scratch[3 + k if k < 3 else 10], a8, a32, a64, imrow):
+            return False
+    return True
 
 
 @njit(cache=True, _nrt=False)
@@ -30,6 +44,14 @@ def _xrow(row, imrow, em, a8, a16, a32, a64, scratch):
     w, sgn = row[T.W], row[T.SGN]
     v = T.V0
     sb = row[v + 4]
+    kind = row[T.X]
+    if (kind == K_LOP3 or kind == K_PRMT or kind == K_SHF or kind == K_BFI) and row[v + 7] == -1 and \
+            _plain(row, imrow, a8, a32, a64, scratch):
+        # the common bit rows with plain operands (regs._copy_src): read, one loop of the kind, written
+        bit_rows(kind, row[T.Y], row[T.Z], w, xa, xb, xc, xd, xr)
+        if not _copy_dst(row[T.D], xr, em, row[v + 5], a8, a32, a64):
+            _scatter(row[T.D], xr, em, row[v + 5], row[v + 6], a8, a16, a32, a64)
+        return 0
     if row[T.A] != -1:
         _gather(row[T.A], w, sgn, xa, a8, a16, a32, a64, imrow)
     if row[T.B] != -1:
@@ -65,10 +87,17 @@ X_SIG = types.int64(types.int64, _PI64, _P64, _P8, types.int64, _P64)
 ATOM_SIG = types.int64(types.int64, types.int64, _PI64, _P64, _P8, types.int64, _P64)
 
 
+@njit(cache=True, _nrt=False)
+def _xrow_at(em, prow, pimm, parena, n, pscratch):
+    """``_xrow`` over the arrays at these addresses (made without numba's runtime: no reference counts)."""
+    a8 = C.u8_1d(parena, n)
+    return _xrow(C.i64_1d(prow, T.NFIELDS), C.u64_1d(pimm, T.NIMM), em, a8, C.reinterpret(a8, np.uint16),
+                 C.reinterpret(a8, np.uint32), C.reinterpret(a8, np.uint64), C.u64_2d(pscratch, 13, 32))
+
+
 def x_c(em, prow, pimm, parena, n, pscratch):
-    a8 = carray(parena, n)
-    return _xrow(carray(prow, T.NFIELDS), carray(pimm, T.NIMM), em, a8, a8.view(np.uint16), a8.view(np.uint32),
-                 a8.view(np.uint64), carray(pscratch, (13, 32)))
+    return _xrow_at(em, carray(prow, 1).ctypes.data, carray(pimm, 1).ctypes.data, carray(parena, 1).ctypes.data, n,
+                    carray(pscratch, 1).ctypes.data)
 
 
 
