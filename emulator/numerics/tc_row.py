@@ -56,13 +56,13 @@ stack_f64 = _stack(types.float64)
 stack_i64 = _stack(types.int64)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, **INNER)
 def _pow2(e):
     """2.0**e for a whole e in binary64's normal range."""
     return i2f((e + 1023) << 52)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, **INNER)
 def _exp(v):
     """The unbiased binary64 exponent of v (-1023 for zero)."""
     return ((f2i(v) >> 52) & 0x7FF) - 1023
@@ -112,63 +112,86 @@ def encode(v, fd):
 
 
 @njit(cache=True, **INNER)
+def _round(acc, e, F, mb, tlo, bias, rne, cs, ce, n):
+    """The step's sum acc (whole, in units of 2**(e - F)) rounded to the D format (RZ, or RNE), into cs[n] and
+    ce[n] (its nominal exponent, NOEXP for zero); 1 when it overflowed."""
+    v = acc * _pow2(e - F)
+    t = max(_exp(v), tlo)
+    x = v * _pow2(mb - t)
+    r = (np.rint(x) if rne else np.trunc(x)) * _pow2(t - mb)
+    te = _exp(r)
+    cs[n] = r
+    ce[n] = max(te, tlo) if r != 0 else NOEXP
+    return np.int64(te > bias)
+
+
+@njit(cache=True, **INNER)
 def tile(M, nc, K, L, vals, exps, oa, ob, oc, F, e_zero, fd, mode):
-    """D = A B + C for an M x nc x K tile (nc <= 8) in steps of L products (a multiple of 4; ascending k,
-    rounded to fd in between, RZ (mode 0) or RNE (1)). vals/exps: the values and nominal exponents of A at
+    """D = A B + C for an M x nc x K tile (M even, nc <= 8) in steps of L products (a multiple of 4; ascending
+    k, rounded to fd in between, RZ (mode 0) or RNE (1)). vals/exps: the values and nominal exponents of A at
     oa + m * K + k, of B at ob + k * nc + n, of C at oc + m * nc + n, C's replaced by D's (values exactly on fd's
-    grid). Returns
-    False when an accumulator overflowed (cv and ct are then partly written).
+    grid). Returns False when an accumulator overflowed (vals and exps are then partly written).
 
     Every loop over the columns has a length the compiler does not know (nc), so it stays a loop and is
-    vectorised, with four products unrolled in it; the row's state lives in the stack frame, so that the
-    compiler knows no store of those loops reaches an operand (no run-time overlap checks)."""
+    vectorised, with four products of two rows unrolled in it (two independent chains, B's loads shared); the
+    rows' state lives in the stack frame, so that the compiler knows no store of those loops reaches an operand
+    (no run-time overlap checks)."""
+    if M & 1 or nc > 8:
+        return False
     eb, mb, w = fmt_info(fd)
     bias = (1 << (eb - 1)) - 1
     tlo = 1 - bias
     rne = mode == 1
-    cs = stack_f64(8)
-    ce = stack_i64(8)
-    e = stack_i64(8)
-    s = stack_f64(8)
-    acc = stack_f64(8)
+    cs = stack_f64(16)
+    ce = stack_i64(16)
+    e = stack_i64(16)
+    s = stack_f64(16)
+    acc = stack_f64(16)
     over = stack_i64(8)
     for n in range(nc):
         over[n] = 0
-    for m in range(M):
-        for n in range(nc):
+    for m in range(0, M, 2):
+        for n in range(2 * nc):
             cs[n] = vals[oc + m * nc + n]
             ce[n] = exps[oc + m * nc + n]
         a0 = oa + m * K
+        a1 = a0 + K
         for k0 in range(0, K, L):
             for n in range(nc):
                 e[n] = max(ce[n], e_zero)
+                e[n + 8] = max(ce[n + nc], e_zero)
             for j in range(k0, k0 + L, 4):
                 t0, t1, t2, t3 = exps[a0 + j], exps[a0 + j + 1], exps[a0 + j + 2], exps[a0 + j + 3]
+                u0, u1, u2, u3 = exps[a1 + j], exps[a1 + j + 1], exps[a1 + j + 2], exps[a1 + j + 3]
                 b0, b1, b2, b3 = ob + j * nc, ob + (j + 1) * nc, ob + (j + 2) * nc, ob + (j + 3) * nc
-                for n in range(nc):       # (unsigned indexes: no wrap-around test, so the loads are plain vectors)
-                    x = max(t0 + exps[np.uint64(b0 + n)], t1 + exps[np.uint64(b1 + n)])
-                    y = max(t2 + exps[np.uint64(b2 + n)], t3 + exps[np.uint64(b3 + n)])
-                    e[n] = max(e[n], max(x, y))
+                for n in range(nc):
+                    y0, y1 = exps[np.uint64(b0 + n)], exps[np.uint64(b1 + n)]
+                    y2, y3 = exps[np.uint64(b2 + n)], exps[np.uint64(b3 + n)]
+                    e[n] = max(e[n], max(max(t0 + y0, t1 + y1), max(t2 + y2, t3 + y3)))
+                    e[n + 8] = max(e[n + 8], max(max(u0 + y0, u1 + y1), max(u2 + y2, u3 + y3)))
             for n in range(nc):
                 s[n] = _pow2(F - e[n])
                 acc[n] = np.trunc(cs[n] * s[n])
+                s[n + 8] = _pow2(F - e[n + 8])
+                acc[n + 8] = np.trunc(cs[n + nc] * s[n + 8])
             for j in range(k0, k0 + L, 4):
                 v0, v1, v2, v3 = vals[a0 + j], vals[a0 + j + 1], vals[a0 + j + 2], vals[a0 + j + 3]
+                w0, w1, w2, w3 = vals[a1 + j], vals[a1 + j + 1], vals[a1 + j + 2], vals[a1 + j + 3]
                 b0, b1, b2, b3 = ob + j * nc, ob + (j + 1) * nc, ob + (j + 2) * nc, ob + (j + 3) * nc
                 for n in range(nc):
+                    y0, y1 = vals[np.uint64(b0 + n)], vals[np.uint64(b1 + n)]
+                    y2, y3 = vals[np.uint64(b2 + n)], vals[np.uint64(b3 + n)]
                     sn = s[n]
-                    acc[n] += (np.trunc(v0 * vals[np.uint64(b0 + n)] * sn) + np.trunc(v1 * vals[np.uint64(b1 + n)] * sn)) + (
-                        np.trunc(v2 * vals[np.uint64(b2 + n)] * sn) + np.trunc(v3 * vals[np.uint64(b3 + n)] * sn))
+                    acc[n] += (np.trunc(v0 * y0 * sn) + np.trunc(v1 * y1 * sn)) + (
+                        np.trunc(v2 * y2 * sn) + np.trunc(v3 * y3 * sn))
+                    sn = s[n + 8]
+                    acc[n + 8] += (np.trunc(w0 * y0 * sn) + np.trunc(w1 * y1 * sn)) + (
+                        np.trunc(w2 * y2 * sn) + np.trunc(w3 * y3 * sn))
             for n in range(nc):
-                v = acc[n] * _pow2(e[n] - F)
-                t = max(_exp(v), tlo)
-                x = v * _pow2(mb - t)
-                r = (np.rint(x) if rne else np.trunc(x)) * _pow2(t - mb)
-                te = _exp(r)
-                over[n] |= np.int64(te > bias)
-                cs[n] = r
-                ce[n] = max(te, tlo) if r != 0 else NOEXP
-        for n in range(nc):
+                o0 = _round(acc[n], e[n], F, mb, tlo, bias, rne, cs, ce, n)
+                o1 = _round(acc[n + 8], e[n + 8], F, mb, tlo, bias, rne, cs, ce, n + nc)
+                over[n] |= o0 | o1
+        for n in range(2 * nc):
             vals[oc + m * nc + n] = cs[n]
             exps[oc + m * nc + n] = ce[n]
     bad = 0
@@ -194,19 +217,26 @@ def compute(a32, regs, idx, na, nb, nc, maps, prm, codes, vals, exps):
     or NaN or an accumulator overflows: the reference executor has the rule."""
     M, N, K = prm[0], prm[1], prm[2]
     mk, kn, mn = M * K, K * N, M * N
-    # A, B, C from the registers (A: m*K + k, then B: k*N + n, then C: m*N + n), as fast._gather
+    # A, B, C from the registers (A: m*K + k, then B: k*N + n, then C: m*N + n), as fast._gather; the 16-bit
+    # formats with the two elements of a word unrolled
     for g in range(3):
-        epr, w, j = prm[7 + g], prm[11 + g], prm[20 + g]
-        base = 0 if g == 0 else (mk if g == 1 else mk + kn)
-        mask = (np.uint64(1) << np.uint64(w)) - np.uint64(1)
-        nr = na if g == 0 else (nb if g == 1 else nc)
-        for r in range(nr):
-            e0 = regs[4 + 4 * g + r] & idx
-            for lane in range(32):
-                word = np.uint64(a32[e0 + lane])
-                for e in range(epr):
-                    codes[base + maps[j]] = (word >> np.uint64(e * w)) & mask
-                    j += 1
+        epr, j = prm[7 + g], prm[20 + g]
+        cb = codes[0 if g == 0 else (mk if g == 1 else mk + kn):]
+        w = 32 // epr
+        mask = (1 << w) - 1
+        for r in range(na if g == 0 else (nb if g == 1 else nc)):
+            src = a32[regs[4 + 4 * g + r] & idx:]
+            mp = maps[j + 32 * epr * r:]
+            if epr == 2:
+                for lane in range(32):
+                    word = src[lane]
+                    cb[mp[2 * lane]] = word & 0xFFFF
+                    cb[mp[2 * lane + 1]] = word >> 16
+            else:
+                for lane in range(32):
+                    word = np.int64(src[lane])
+                    for e in range(epr):
+                        cb[mp[epr * lane + e]] = (word >> (w * e)) & mask
     o = mk + kn
     if decode(codes, o - o, mk, prm[3], vals, exps) or decode(codes, mk, kn, prm[4], vals, exps):
         return 1
@@ -226,19 +256,21 @@ def compute(a32, regs, idx, na, nb, nc, maps, prm, codes, vals, exps):
 
 @njit(cache=True, **INNER)
 def store(a32, regs, idx, nd, maps, prm, codes):
-    """D's bits (``compute``) into its registers (regs[0:4]; one below 0 is not written)."""
+    """D's bits (``compute``; f32 or f16) into its registers (regs[0:4]; one below 0 is not written)."""
     mn = prm[0] * prm[1]
     out = codes[prm[0] * prm[2] + prm[2] * prm[1] + mn:]
-    epr, w, j = prm[10], prm[14], prm[23]
+    epr, j = prm[10], prm[23]
     for r in range(nd):
-        e0 = regs[r]
-        for lane in range(32):
-            word = 0
-            for e in range(epr):
-                word |= np.int64(out[maps[j]]) << (e * w)
-                j += 1
-            if e0 >= 0:
-                a32[(e0 & idx) + lane] = word
+        mp = maps[j + 32 * epr * r:]
+        if regs[r] < 0:
+            continue
+        dst = a32[regs[r] & idx:]
+        if epr == 1:
+            for lane in range(32):
+                dst[lane] = out[mp[lane]]
+        else:
+            for lane in range(32):
+                dst[lane] = out[mp[2 * lane]] | (out[mp[2 * lane + 1]] << 16)
 
 
 @njit(cache=True)

@@ -14,6 +14,7 @@ from ...numerics.tc_row import compute, store, stack_f64, stack_i64
 IDX = T.INDEX_MASK
 
 
+# compiled by families.py (cfunc with ccall.SIG, cache=True) when a kernel first has such an mma, under the lock
 def entry(em, prow, pimm, parena, n, pscratch):
     """The family's C-callable body (ccall.SIG): 1 when an operand or the result needs the reference (an inf or
     NaN, an accumulator overflow; nothing written)."""
