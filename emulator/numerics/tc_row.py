@@ -22,10 +22,12 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
-from .fast import fmt_info, f2i, i2f, ieee_add_bits
+from .fast import bitcast, fmt_info, f2i, i2f, ieee_add_bits
 from .jitcache import INNER
 
 NOEXP = -10000          # nominal exponent of zeros: a sum with it stays below every e_zero
+_f32 = bitcast(types.uint32, types.float32)
+_f32_bits = bitcast(types.float32, types.uint32)
 
 
 def _stack(nbty):
@@ -202,9 +204,16 @@ def tile(M, nc, K, L, vals, exps, oa, ob, oc, F, e_zero, fd, mode):
 
 @njit(cache=True, **INNER)
 def add_c(codes, o, n, fd):
-    """sm_90's fp8 forms: C added last, codes[o + n + i] += codes[o + i] in fd (IEEE, round to nearest even)."""
+    """sm_90's fp8 forms: C added last, codes[o + n + i] += codes[o + i] in fd (IEEE, round to nearest even).
+    For f32 the sum of two finite values is rounded once in binary64 and once to binary32: the result is the
+    correctly rounded one (binary64 has more than twice binary32's precision plus two bits); an inf or NaN, and
+    the f16 forms, go through ``fast.ieee_add_bits``."""
     for i in range(o, o + n):
-        codes[i + n] = ieee_add_bits(np.int64(codes[i]), np.int64(codes[i + n]), fd)
+        x, y = np.int64(codes[i]), np.int64(codes[i + n])
+        if fd == 3 and (x & 0x7F800000) != 0x7F800000 and (y & 0x7F800000) != 0x7F800000:
+            codes[i + n] = _f32_bits(np.float32(_f32(np.uint32(x)) + np.float64(_f32(np.uint32(y)))))
+        else:
+            codes[i + n] = ieee_add_bits(x, y, fd)
 
 
 @njit(cache=True, **INNER)
