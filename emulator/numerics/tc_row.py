@@ -138,7 +138,7 @@ def tile(M, nc, K, L, vals, exps, oa, ob, oc, F, e_zero, fd, mode):
     vectorised, with four products of two rows unrolled in it (two independent chains, B's loads shared); the
     rows' state lives in the stack frame, so that the compiler knows no store of those loops reaches an operand
     (no run-time overlap checks)."""
-    if M & 1 or nc > 8:
+    if M & 1 or nc > 8 or L & 3 or K % L:
         return False
     eb, mb, w = fmt_info(fd)
     bias = (1 << (eb - 1)) - 1
@@ -226,6 +226,8 @@ def compute(a32, regs, idx, na, nb, nc, maps, prm, codes, vals, exps):
     or NaN or an accumulator overflows: the reference executor has the rule."""
     M, N, K = prm[0], prm[1], prm[2]
     mk, kn, mn = M * K, K * N, M * N
+    if mk + kn + mn > vals.shape[0] or mk + kn + 2 * mn > codes.shape[0]:
+        return 1
     # A, B, C from the registers (A: m*K + k, then B: k*N + n, then C: m*N + n), as fast._gather; the 16-bit
     # formats with the two elements of a word unrolled
     for g in range(3):
