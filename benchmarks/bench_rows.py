@@ -113,7 +113,8 @@ KINDS = {
                          "{%r3, %r4, %r3, %r4}, {%r3, %r4}, {%f8, %f9, %f10, %f11};\n",
     "mma.m16n8k32.s8": "    mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%r11, %r12, %r13, %r14}, "
                        "{%r3, %r4, %r3, %r4}, {%r3, %r4}, {%r11, %r12, %r13, %r14};\n",
-    "mma.m8n8k4.f64": "    mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%fd0, %fd1}, {%fd2}, {%fd3}, {%fd0, %fd1};\n",
+    "mma.m8n8k4.f64": "    mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%fd0, %fd1}, {%fd2}, {%fd3}, "
+                      "{%fd0, %fd1};\n",
     "bar.sync": "    bar.sync 0;\n",
 }
 SM90 = ("e4m3",)        # kinds whose instruction needs sm_90
