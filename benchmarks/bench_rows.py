@@ -28,6 +28,7 @@ HEAD = """.version 8.0
     .reg .f32 %f<40>;
     .reg .b64 %rd<16>;
     .reg .b16 %h<8>;
+    .reg .f64 %fd<8>;
     .shared .align 16 .b8 sm[8192];
     ld.param.u64 %rd1, [p0];
     ld.param.u32 %r30, [p1];
@@ -64,6 +65,10 @@ HEAD = """.version 8.0
     mov.f32 %f9, 0f00000000;
     mov.f32 %f10, 0f00000000;
     mov.f32 %f11, 0f00000000;
+    mov.f64 %fd0, 0d0000000000000000;
+    mov.f64 %fd1, 0d0000000000000000;
+    mov.f64 %fd2, 0d3FF0000000000000;
+    mov.f64 %fd3, 0d3FE0000000000000;
     st.shared.v4.f32 [%r7], {%f1, %f2, %f3, %f4};
     bar.sync 0;
 LOOP:
@@ -111,12 +116,26 @@ KINDS = {
     "ldmatrix.x4": "    ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r11, %r12, %r13, %r14}, [%r10];\n",
     "mma.m16n8k16.f16": "    mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f8, %f9, %f10, %f11}, "
                         "{%r3, %r4, %r3, %r4}, {%r3, %r4}, {%f8, %f9, %f10, %f11};\n",
+    "mma.m16n8k16.bf16": "    mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%f8, %f9, %f10, %f11}, "
+                         "{%r3, %r4, %r3, %r4}, {%r3, %r4}, {%f8, %f9, %f10, %f11};\n",
+    "mma.m16n8k16.f16acc": "    mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%r15, %r16}, "
+                           "{%r3, %r4, %r3, %r4}, {%r3, %r4}, {%r15, %r16};\n",
+    "mma.m16n8k8.tf32": "    mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f8, %f9, %f10, %f11}, "
+                        "{%r3, %r4, %r3, %r4}, {%r3, %r4}, {%f8, %f9, %f10, %f11};\n",
+    "mma.m16n8k32.e4m3": "    mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%f8, %f9, %f10, %f11}, "
+                         "{%r3, %r4, %r3, %r4}, {%r3, %r4}, {%f8, %f9, %f10, %f11};\n",
+    "mma.m16n8k32.s8": "    mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%r11, %r12, %r13, %r14}, "
+                       "{%r3, %r4, %r3, %r4}, {%r3, %r4}, {%r11, %r12, %r13, %r14};\n",
+    "mma.m8n8k4.f64": "    mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%fd0, %fd1}, {%fd2}, {%fd3}, "
+                      "{%fd0, %fd1};\n",
     "bar.sync": "    bar.sync 0;\n",
 }
+SM90 = ("e4m3",)        # kinds whose instruction needs sm_90
 
 
 def kernel(kind, body=BODY):
-    return HEAD + KINDS[kind] * body + TAIL
+    head = HEAD.replace(".target sm_80", ".target sm_90") if any(k in kind for k in SM90) else HEAD
+    return head + KINDS[kind] * body + TAIL
 
 
 def measure(kind, warps, iters, runs):

@@ -1,0 +1,185 @@
+"""The fast engine's mma.sync rows of the float forms (``numerics.tc_row``: the ``mma`` and ``mma_ext`` families)
+against the reference executor's tile (``ops.mma.MmaOp.execute``), raw bits, on every f16/bf16/tf32/fp8 form and
+architecture: random fragments with NaN payloads, infinities, signed zeros, subnormals, the largest and smallest
+exponents side by side. The row hands an instruction back (returns 1, nothing written) only for an inf or NaN
+operand or an accumulator that overflows; then the reference executor runs it, so the engine's bits are the
+reference's either way; on tame fragments it never hands back."""
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from emulator.numerics import tc_row
+from emulator.numerics.params import FORMATS
+from emulator.ops.mma import MODEL_ARCHS, get_mma
+from isa.mma import VARIANTS
+
+EXAMPLES = int(os.environ.get("WARPEMU_FUZZ_EXAMPLES", "60"))
+FORMS = [(s, a) for s, v in VARIANTS.items() if v.family in ("tc", "fp8") for a in v.archs
+         if a in MODEL_ARCHS[v.family]]
+WIDTH = {"f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8, "tf32": 32, "f32": 32}
+IDX = (1 << 40) - 1
+
+
+def _elements(rng, fmt, n, spread, special):
+    """n codes of ``fmt``: exponents over the whole range (spread) or near 1 (not), with zeros of both signs and
+    subnormals; ``special``: the chance of an inf or NaN (random payloads), the largest finite or the smallest
+    subnormal."""
+    f = FORMATS[fmt]
+    eb, mb = f.ebits, f.mbits
+    top = (1 << eb) - 1
+    if spread:
+        e = rng.integers(0, top, n)
+    else:
+        e = np.clip(f.bias + rng.integers(-4, 5, n), 1, top - 1)
+    frac = rng.integers(0, 1 << mb, n)
+    r = rng.random(n)
+    e = np.where(r < 0.1, 0, e)                            # subnormals
+    frac = np.where(r < 0.04, 0, frac)                     # zeros (either sign)
+    if fmt == "e4m3":                                      # S.1111.111 is e4m3's only NaN
+        frac = np.where((e == top) & (frac == (1 << mb) - 1), 0, frac)
+    if special:
+        s = rng.random(n)
+        nan = 1 + rng.integers(0, (1 << mb) - 1, n) if mb > 1 else np.ones(n, np.int64)
+        pick = np.where(s < special / 4, 0, np.where(s < special / 2, 1, np.where(s < 3 * special / 4, 2, np.where(
+            s < special, 3, 4))))
+        if fmt == "e4m3":
+            e = np.where(pick <= 1, top, e)
+            frac = np.where(pick <= 1, (1 << mb) - 1, frac)        # NaN (no infinities)
+        else:
+            e = np.where(pick <= 1, top, e)
+            frac = np.where(pick == 0, 0, np.where(pick == 1, nan, frac))
+        e = np.where(pick == 2, top - 1 if fmt != "e4m3" else top, e)     # the largest finite
+        frac = np.where(pick == 2, (1 << mb) - 1 - (fmt == "e4m3"), frac)
+        e = np.where(pick == 3, 0, e)                                      # the smallest subnormal
+        frac = np.where(pick == 3, 1, frac)
+    sign = rng.integers(0, 2, n)
+    x = (sign << (eb + mb)) | (e << mb) | frac
+    if fmt == "tf32":                                      # the low 13 bits of a tf32 register are ignored
+        x = (x << 13) | rng.integers(0, 1 << 13, n)
+    return x.astype(np.uint64)
+
+
+def _regs(rng, fmt, nregs, spread, special):
+    w = WIDTH[fmt]
+    epr = 32 // w
+    x = _elements(rng, fmt, nregs * 32 * epr, spread, special).reshape(nregs, 32, epr)
+    word = np.zeros((nregs, 32), np.uint64)
+    for e in range(epr):
+        word |= x[..., e] << np.uint64(e * w)
+    return word.astype(np.uint32)
+
+
+def _row(op, a, b, c, alias=False):
+    """(returned code, D) of the row on an arena holding A, B, C (D over C when ``alias``: accumulate in place,
+    as kernels do)."""
+    n = [op.n_d, op.n_a, op.n_b, op.n_c]
+    offs = np.full(16, -1, np.int64)
+    pos = 0
+    for g in range(4):
+        for i in range(n[g]):
+            offs[4 * g + i] = pos
+            pos += 32
+    arena = np.zeros(pos, np.uint32)
+    for g, x in ((1, a), (2, b), (3, c)):
+        arena[offs[4 * g]:offs[4 * g] + x.size] = x.ravel()
+    if alias and op.n_d == op.n_c:
+        offs[:4] = offs[12:16]
+    before = arena.copy()
+    rc = tc_row.run_regs(arena, offs, IDX, op.n_d, op.n_a, op.n_b, op.n_c, op._maps, op._prm,
+                         np.zeros(4096, np.uint64))
+    if rc:
+        assert np.array_equal(arena, before), "a handed-back row wrote registers"
+    return rc, np.stack([arena[o:o + 32] for o in offs[:op.n_d]])
+
+
+def _has_special(words, fmt):
+    w = WIDTH[fmt]
+    f = FORMATS[fmt]
+    x = words.astype(np.uint64)
+    for e in range(32 // w):
+        el = (x >> np.uint64(e * w)) & np.uint64((1 << w) - 1)
+        if fmt == "tf32":
+            el >>= np.uint64(13)
+        ex = (el >> np.uint64(f.mbits)) & np.uint64((1 << f.ebits) - 1)
+        fr = el & np.uint64((1 << f.mbits) - 1)
+        top = (1 << f.ebits) - 1
+        bad = (ex == top) & (fr == (1 << f.mbits) - 1) if fmt == "e4m3" else ex == top
+        if bad.any():
+            return True
+    return False
+
+
+@settings(max_examples=EXAMPLES * 3, deadline=None, derandomize=EXAMPLES <= 100,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(form=st.integers(0, len(FORMS) - 1), seed=st.integers(0, 2 ** 32 - 1), spread=st.booleans(),
+       special=st.sampled_from([0.0, 0.002, 0.05]), alias=st.booleans())
+def test_row_equals_the_reference_executor(form, seed, spread, special, alias):
+    spelling, arch = FORMS[form]
+    op = get_mma(spelling, arch)
+    v = op.variant
+    rng = np.random.default_rng(seed)
+    a = _regs(rng, v.atype, op.n_a, spread, special)
+    b = _regs(rng, v.btype, op.n_b, spread, special)
+    c = _regs(rng, v.ctype, op.n_c, spread or rng.random() < 0.5, special)
+    want = op.execute(a, b, c).astype(np.uint32)
+    rc, got = _row(op, a, b, c, alias)
+    if rc == 0:
+        assert np.array_equal(got, want), (spelling, arch, np.argwhere(got != want)[:4])
+    elif not (_has_special(a, v.atype) or _has_special(b, v.btype)
+              or (v.family != "fp8" and _has_special(c, v.ctype))):
+        # no inf or NaN: only an overflow hands back, and an overflow leaves an inf or a clamped value in D
+        assert spread or special, (spelling, arch, "handed back on tame fragments")
+
+
+@pytest.mark.parametrize("spelling,arch", FORMS)
+def test_row_runs_every_form_without_handing_back_tame_fragments(spelling, arch):
+    op = get_mma(spelling, arch)
+    v = op.variant
+    rng = np.random.default_rng(len(spelling) * 7 + len(arch))
+    for _ in range(3):
+        a, b, c = (_regs(rng, t, n, False, 0.0) for t, n in ((v.atype, op.n_a), (v.btype, op.n_b),
+                                                              (v.ctype, op.n_c)))
+        rc, got = _row(op, a, b, c)
+        assert rc == 0, (spelling, arch)
+        assert np.array_equal(got, op.execute(a, b, c).astype(np.uint32)), (spelling, arch)
+
+
+@pytest.mark.parametrize("fmt", ["f16", "bf16", "tf32", "e4m3", "e5m2", "f32"])
+def test_decode_hands_back_exactly_the_infs_and_nans(fmt):
+    """Every code of the 8- and 16-bit formats (a sample of the 32-bit ones) through ``tc_row.decode``, one at a
+    time: the value and nominal exponent of ``gemm_fast``'s tables, the special codes flagged."""
+    from emulator.numerics import gemm_fast
+    from numba import njit
+
+    @njit
+    def one(codes, fmtc, vals, exps, bad):
+        for i in range(codes.size):
+            bad[i] = tc_row.decode(codes, i, 1, fmtc, vals, exps)
+    f = FORMATS[fmt]
+    if f.width <= 16:
+        codes = np.arange(1 << f.width, dtype=np.uint64)
+    else:
+        rng = np.random.default_rng(5)
+        codes = rng.integers(0, 1 << 32, 1 << 16, dtype=np.uint64)
+    vals = np.zeros(codes.size)
+    exps = np.zeros(codes.size, np.int64)
+    bad = np.zeros(codes.size, np.bool_)
+    one(codes, f.code, vals, exps, bad)
+    from emulator.numerics.fast import NUM, decode as sdecode
+    for i in range(0, codes.size, 1 if f.width <= 16 else 7):
+        kind, sign, M, q, t = sdecode(int(codes[i]), f.code)
+        assert bad[i] == (kind != NUM), (fmt, hex(int(codes[i])))
+        if kind == NUM:
+            assert vals[i] == (-1) ** sign * M * 2.0 ** q, (fmt, hex(int(codes[i])))
+            if M:
+                lead = q + int(M).bit_length() - 1            # the 8-bit formats: the leading bit's, as f16's
+                assert exps[i] == (max(lead, -14) if fmt in ("e4m3", "e5m2") else t), (fmt, hex(int(codes[i])))
+            else:
+                assert exps[i] == tc_row.NOEXP
+    if f.width <= 16 and fmt != "f32":
+        lut = gemm_fast.lut(fmt)
+        num = lut[:, 3] == NUM
+        nz = num & (lut[:, 0] != 0)
+        assert np.array_equal(exps[nz], lut[nz, 2])
