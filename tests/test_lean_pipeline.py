@@ -89,13 +89,13 @@ def test_the_check_finds_a_variable_unified_to_a_float():
 
 def test_the_loops_type_no_float():
     import emulator.machine.module  # noqa: F401 (sets the warm-up launches)
-    from emulator.machine.fastcore import families, loop, warmup
+    from emulator.machine.fastcore import families, ldst, loop, warmup
     families.address("alu", warmup.lock())
     warmup._compile_loops("cta")              # (from the cache when it holds them): the loops' signatures
-    lean_fns = [d for d in vars(loop).values()
+    lean_fns = [d for mod in (loop, ldst) for d in vars(mod).values()
                 if getattr(getattr(d, "_compiler", None), "pipeline_class", None) is loop.LEAN]
     names = [d.py_func.__name__ for d in lean_fns]
-    assert set(names) >= {"run", "run_cta", "_pick", "_mem_plan", "fill_ctx", "_check_bars"}
+    assert set(names) >= {"run", "run_cta", "_pick", "_mem_plan", "fill_ctx", "_check_bars", "plan", "load", "store"}
     # the loops first: typing them types (or loads) the helpers they call, whose signatures come next
     lean_fns.sort(key=lambda d: d.py_func.__name__ not in ("run", "run_cta"))
     checked = []
@@ -104,7 +104,7 @@ def test_the_loops_type_no_float():
             got = floats(lean_types(d.py_func, sig))
             assert not got, f"{d.py_func.__name__}: variables typed as floats without SSA: {got}"
             checked.append(d.py_func.__name__)
-    assert set(checked) >= {"run", "run_cta", "_pick", "_mem_plan"}
+    assert set(checked) >= {"run", "run_cta", "_pick", "_mem_plan", "plan", "load", "store"}
 
 
 def test_the_grid_loop_types_no_float():

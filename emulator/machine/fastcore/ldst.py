@@ -16,15 +16,16 @@ from numba import njit
 from . import table as T
 from .raw import _find, _peek, _peek32, _peek64, _poke, _poke32, store_lane
 from .regs import _gather, _scatter
-from ...numerics.jitcache import INNER
+from ...numerics.jitcache import INNER, lean
 
 LANES = 32
 FULL = 0xFFFFFFFF
 IDX = T.INDEX_MASK
 W32 = np.int64(0xFFFFFFFF)
+LEAN = lean()               # the loops' pipeline (jitcache.lean): integer code, each variable of one type
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def plan(row, imrow, em, a32, a64, gtab, state, addrs, ptrs):
     """Every lane's address (``addrs``) and the active lanes' host addresses (``ptrs``). Returns the lanes that
     access shared memory (all of ``em`` or none), -1 when an active lane breaks a rule shared memory's bounds or
@@ -98,7 +99,7 @@ def plan(row, imrow, em, a32, a64, gtab, state, addrs, ptrs):
     return np.int64(-2)
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def load(row, em, a8, a16, a32, a64, ptrs, xr):
     """The loads of an LD row planned by ``plan`` or ``loop._mem_plan`` (host addresses in ``ptrs``)."""
     n = row[T.Y]
@@ -124,7 +125,7 @@ def load(row, em, a8, a16, a32, a64, ptrs, xr):
             _scatter(d, xr, em, w, row[T.SGN], a8, a16, a32, a64)
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def store(row, imrow, em, a8, a16, a32, a64, ptrs, xr, log_addr, nlog, wide):
     """The stores of an ST row planned by ``plan`` or ``loop._mem_plan``, lanes in ``spaces.store_order``'s order
     (the phases of 32 / max(1, bytes / 4) lanes in turn, within a phase the lowest lane last). A sanitised launch
