@@ -22,6 +22,7 @@ class _KeepTypes(AnalysisPass):
 
     def run_pass(self, state):
         _TYPED["typemap"] = dict(state.typemap)
+        _TYPED["calltypes"] = dict(state.calltypes)
         return False
 
 
@@ -40,10 +41,10 @@ class _StopHere(AnalysisPass):
         raise _Stop()
 
 
-def lean_types(fn, sig):
-    """The types numba's lean pipeline gives the variables of ``fn`` (a python function) for the argument types
-    ``sig``: its passes up to type inference, then nothing compiled."""
-    base = lean()
+def lean_types(fn, sig, base=None):
+    """The types numba's lean pipeline (or the pipeline ``base``) gives the variables of ``fn`` (a python
+    function) for the argument types ``sig``: its passes up to type inference, then nothing compiled."""
+    base = lean() if base is None else base
 
     class Typing(base):
         def define_pipelines(self):
@@ -69,6 +70,23 @@ def lean_types(fn, sig):
         if "_Stop" not in repr(e) and not isinstance(e, _Stop) and "warpemu_stop_after_typing" not in str(e):
             raise
     return _TYPED["typemap"]
+
+
+def ssa_types(fn, sig):
+    """The types numba's default pipeline (with SSA: each assignment of a variable typed apart) gives ``fn``."""
+    return lean_types(fn, sig, compiler.Compiler)
+
+
+def unified(lean_map, ssa_map):
+    """The variables the lean pipeline types as none of their assignments is typed with SSA (``x`` there, ``x.1``,
+    ``x.2``... with SSA): what typing all of a variable's assignments at once made of them."""
+    bad = {}
+    for name, ty in lean_map.items():
+        seen = {t for k, t in ssa_map.items()
+                if k == name or (k.startswith(name + ".") and k[len(name) + 1:].isdigit())}
+        if seen and ty not in seen:
+            bad[name] = (str(ty), sorted(map(str, seen)))
+    return bad
 
 
 def floats(typemap):
@@ -142,3 +160,47 @@ _TWO_CTAS = """
     ret;
 }
 """
+
+
+def test_the_check_finds_a_variable_unified_across_its_assignments():
+    def mixed(a, b):
+        v = a              # int64, then uint64: without SSA one variable, float64, and ``a`` with it
+        if b[0] > 0:
+            v = b[0]
+        return v
+    sig = (types.int64, types.Array(types.uint64, 1, "C"))
+    assert unified(lean_types(mixed, sig), ssa_types(mixed, sig)) == {"a": ("float64", ["int64"])}
+
+
+def test_the_mma_row_types_each_variable_as_its_assignments():
+    """numerics.tc_row (the mma.sync rows, binary64 arithmetic) compiles with the lean pipeline too: its floats are
+    real, so the check is that no variable gets a type that none of its assignments has with SSA. The signatures
+    are the ones the fast engine's mma families (``mmax.entry``, ``mmaext.entry``) call the functions with, then
+    those of the functions they call, in turn."""
+    from numba.core.dispatcher import Dispatcher
+    from emulator.numerics import tc_row
+    lean_fns = {d.py_func: d for d in vars(tc_row).values()
+                if getattr(getattr(d, "_compiler", None), "pipeline_class", None) is tc_row.LEAN}
+    assert {f.__name__ for f in lean_fns} >= {"tile", "decode", "encode", "store", "_round", "add_c"}
+    from emulator.machine.fastcore import ccall, mmaext, mmax
+    todo = [(mmax.entry, tuple(ccall.SIG.args)), (mmaext.entry, tuple(ccall.SIG.args))]
+    done = set()
+    checked = set()
+    while todo:
+        fn, sig = todo.pop()
+        if (fn, sig) in done:
+            continue
+        done.add((fn, sig))
+        typed = ssa_types(fn, sig)
+        if fn in lean_fns:
+            got = unified(lean_types(fn, sig), typed)
+            assert not got, f"{fn.__name__}: variables typed without SSA as none of their assignments: {got}"
+            checked.add(fn.__name__)
+        for expr, csig in _TYPED["calltypes"].items():
+            if getattr(expr, "op", None) != "call" or csig is None:
+                continue
+            fty = typed.get(expr.func.name)
+            disp = getattr(fty, "dispatcher", None)
+            if isinstance(disp, Dispatcher) and disp.py_func.__module__ == tc_row.__name__:
+                todo.append((disp.py_func, tuple(csig.args)))
+    assert checked >= {"tile", "decode", "encode", "store", "_round", "add_c"}

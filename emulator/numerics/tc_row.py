@@ -23,9 +23,10 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from .fast import bitcast, fmt_info, f2i, i2f, ieee_add_bits
-from .jitcache import INNER
+from .jitcache import INNER, lean
 
 NOEXP = -10000          # nominal exponent of zeros: a sum with it stays below every e_zero
+LEAN = lean()
 _f32 = bitcast(types.uint32, types.float32)
 _f32_bits = bitcast(types.float32, types.uint32)
 
@@ -58,19 +59,19 @@ stack_f64 = _stack(types.float64)
 stack_i64 = _stack(types.int64)
 
 
-@njit(cache=True, **INNER)
+@njit(cache=True, pipeline_class=LEAN, **INNER)
 def _pow2(e):
     """2.0**e for a whole e in binary64's normal range."""
     return i2f((e + 1023) << 52)
 
 
-@njit(cache=True, **INNER)
+@njit(cache=True, pipeline_class=LEAN, **INNER)
 def _exp(v):
     """The unbiased binary64 exponent of v (-1023 for zero)."""
     return ((f2i(v) >> 52) & 0x7FF) - 1023
 
 
-@njit(cache=True, **INNER)
+@njit(cache=True, pipeline_class=LEAN, **INNER)
 def decode(codes, o, n, fmt, vals, exps):
     """codes[o:o + n] (one element each, the register's bits shifted down) of format ``fmt`` into their values
     (binary64, exact) and nominal exponents (the exponent of the leading bit's binade, never below the format's
@@ -98,7 +99,7 @@ def decode(codes, o, n, fmt, vals, exps):
     return bad != 0
 
 
-@njit(cache=True, **INNER)
+@njit(cache=True, pipeline_class=LEAN, **INNER)
 def encode(v, fd):
     """The bits of v, a value of format fd (f32 or f16) already rounded to it; +0 for zeros."""
     eb, mb, w = fmt_info(fd)
@@ -113,7 +114,7 @@ def encode(v, fd):
     return np.uint64(sign | np.int64(a * _pow2(bias - 1 + mb)))
 
 
-@njit(cache=True, **INNER)
+@njit(cache=True, pipeline_class=LEAN, **INNER)
 def _round(acc, e, F, mb, tlo, bias, rne, cs, ce, n):
     """The step's sum acc (whole, in units of 2**(e - F)) rounded to the D format (RZ, or RNE), into cs[n] and
     ce[n] (its nominal exponent, NOEXP for zero); 1 when it overflowed."""
@@ -127,7 +128,7 @@ def _round(acc, e, F, mb, tlo, bias, rne, cs, ce, n):
     return np.int64(te > bias)
 
 
-@njit(cache=True, **INNER)
+@njit(cache=True, pipeline_class=LEAN, **INNER)
 def tile(M, nc, K, L, vals, exps, oa, ob, oc, F, e_zero, fd, mode):
     """D = A B + C for an M x nc x K tile (M even, nc <= 8) in steps of L products (a multiple of 4; ascending
     k, rounded to fd in between, RZ (mode 0) or RNE (1)). vals/exps: the values and nominal exponents of A at
@@ -181,14 +182,14 @@ def tile(M, nc, K, L, vals, exps, oa, ob, oc, F, e_zero, fd, mode):
                 w0, w1, w2, w3 = vals[a1 + j], vals[a1 + j + 1], vals[a1 + j + 2], vals[a1 + j + 3]
                 b0, b1, b2, b3 = ob + j * nc, ob + (j + 1) * nc, ob + (j + 2) * nc, ob + (j + 3) * nc
                 for n in range(nc):
-                    y0, y1 = vals[np.uint64(b0 + n)], vals[np.uint64(b1 + n)]
-                    y2, y3 = vals[np.uint64(b2 + n)], vals[np.uint64(b3 + n)]
+                    x0, x1 = vals[np.uint64(b0 + n)], vals[np.uint64(b1 + n)]
+                    x2, x3 = vals[np.uint64(b2 + n)], vals[np.uint64(b3 + n)]
                     sn = s[n]
-                    acc[n] += (np.trunc(v0 * y0 * sn) + np.trunc(v1 * y1 * sn)) + (
-                        np.trunc(v2 * y2 * sn) + np.trunc(v3 * y3 * sn))
+                    acc[n] += (np.trunc(v0 * x0 * sn) + np.trunc(v1 * x1 * sn)) + (
+                        np.trunc(v2 * x2 * sn) + np.trunc(v3 * x3 * sn))
                     sn = s[n + 8]
-                    acc[n + 8] += (np.trunc(w0 * y0 * sn) + np.trunc(w1 * y1 * sn)) + (
-                        np.trunc(w2 * y2 * sn) + np.trunc(w3 * y3 * sn))
+                    acc[n + 8] += (np.trunc(w0 * x0 * sn) + np.trunc(w1 * x1 * sn)) + (
+                        np.trunc(w2 * x2 * sn) + np.trunc(w3 * x3 * sn))
             for n in range(nc):
                 o0 = _round(acc[n], e[n], F, mb, tlo, bias, rne, cs, ce, n)
                 o1 = _round(acc[n + 8], e[n + 8], F, mb, tlo, bias, rne, cs, ce, n + nc)
@@ -202,7 +203,7 @@ def tile(M, nc, K, L, vals, exps, oa, ob, oc, F, e_zero, fd, mode):
     return bad == 0
 
 
-@njit(cache=True, **INNER)
+@njit(cache=True, pipeline_class=LEAN, **INNER)
 def add_c(codes, o, n, fd):
     """sm_90's fp8 forms: C added last, codes[o + n + i] += codes[o + i] in fd (IEEE, round to nearest even).
     For f32 the sum of two finite values is rounded once in binary64 and once to binary32: the result is the
@@ -216,7 +217,7 @@ def add_c(codes, o, n, fd):
             codes[i + n] = ieee_add_bits(x, y, fd)
 
 
-@njit(cache=True, **INNER)
+@njit(cache=True, inline="always", **INNER)
 def compute(a32, regs, idx, na, nb, nc, maps, prm, codes, vals, exps):
     """One mma.sync of the float forms on a register arena, up to D's bits: A, B, C read from ``a32`` at the
     offsets ``regs`` (``& idx``; A at regs[4:8], B at [8:12], C at [12:16]), D's bits left in
@@ -265,7 +266,7 @@ def compute(a32, regs, idx, na, nb, nc, maps, prm, codes, vals, exps):
     return 0
 
 
-@njit(cache=True, **INNER)
+@njit(cache=True, pipeline_class=LEAN, **INNER)
 def store(a32, regs, idx, nd, maps, prm, codes):
     """D's bits (``compute``; f32 or f16) into its registers (regs[0:4]; one below 0 is not written)."""
     mn = prm[0] * prm[1]
