@@ -26,7 +26,7 @@ from .fast import bitcast, fmt_info, f2i, i2f, ieee_add_bits
 from .jitcache import INNER, lean
 
 NOEXP = -10000          # nominal exponent of zeros: a sum with it stays below every e_zero
-LEAN = lean()
+LEAN = lean()           # numba's pipeline without SSA (jitcache.lean): a name holds one type throughout
 _f32 = bitcast(types.uint32, types.float32)
 _f32_bits = bitcast(types.float32, types.uint32)
 
@@ -224,7 +224,8 @@ def compute(a32, regs, idx, na, nb, nc, maps, prm, codes, vals, exps):
     ``codes[M*K + K*N + M*N:][:M*N]`` (m * N + n; for sm_90's fp8 without C, which ``add_c`` adds).
     ``maps``/``prm``: ``ops.mma.MmaOp._maps``/``_prm``; ``codes``: at least M*K + K*N + 2*M*N elements;
     ``vals``/``exps``: at least M*K + K*N + M*N. Returns 1 when an operand (or C, but for sm_90's fp8) is an inf
-    or NaN or an accumulator overflows: the reference executor has the rule."""
+    or NaN or an accumulator overflows: the reference executor has the rule. Inlined by numba into each caller (the
+    families' entries, ``run_regs``): compiled apart, its module would be optimised and emitted once more."""
     M, N, K = prm[0], prm[1], prm[2]
     mk, kn, mn = M * K, K * N, M * N
     if mk + kn + mn > vals.shape[0] or mk + kn + 2 * mn > codes.shape[0]:
