@@ -57,7 +57,7 @@ def lean():
     values of different types (numba would unify them, int64 with uint64 as float64);
     ``tests/test_lean_pipeline.py`` checks that the integer functions compiled with it (the loops, ``fastcore.ldst``)
     type no float at all, and that the float ones (``tc_row``) type no variable as none of its assignments is typed
-    with SSA. Imports numba: call it from modules that do.
+    with SSA. Imports numba: call it from modules that do."""
     if _LEAN:
         return _LEAN[0]
     from numba.core.compiler import CompilerBase
