@@ -204,3 +204,15 @@ def test_the_mma_row_types_each_variable_as_its_assignments():
             if isinstance(disp, Dispatcher) and disp.py_func.__module__ == tc_row.__name__:
                 todo.append((disp.py_func, tuple(csig.args)))
     assert checked >= {"tile", "decode", "encode", "store", "_round", "add_c"}
+
+
+def test_the_lean_families_type_each_variable_as_its_assignments():
+    """The instruction families compiled with the lean pipeline (``families.LEAN``: their entries, as cfuncs of
+    ``ccall.SIG``) type no variable as none of its assignments is typed with SSA (``alu`` has float compares: the
+    check is the unification one, not "no float")."""
+    from emulator.machine.fastcore import ccall, families
+    assert "alu" in families.LEAN
+    for name in families.LEAN:
+        fn = families._entry(name)
+        got = unified(lean_types(fn, tuple(ccall.SIG.args)), ssa_types(fn, tuple(ccall.SIG.args)))
+        assert not got, f"{name}: variables typed without SSA as none of their assignments: {got}"

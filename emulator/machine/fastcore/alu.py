@@ -159,9 +159,9 @@ def entry(em, prow, pimm, parena, n, pscratch):
             ha, hb = C.reinterpret(xa, np.float32), C.reinterpret(xb, np.float32)
             fa, fb = C.reinterpret(xa, np.float64), C.reinterpret(xb, np.float64)
             for lane in range(nl):
-                x = np.float64(ha[2 * lane]) if f32 else fa[lane]
-                y = np.float64(hb[2 * lane]) if f32 else fb[lane]
-                xr[lane] = 0 if x < y else 1 if x == y else 2 if x > y else 3
+                fx = np.float64(ha[2 * lane]) if f32 else fa[lane]
+                fy = np.float64(hb[2 * lane]) if f32 else fb[lane]
+                xr[lane] = 0 if fx < fy else 1 if fx == fy else 2 if fx > fy else 3
         else:
             bias = U0 if uns else sm                # as signed w-bit values: biased, the unsigned order is theirs
             for lane in range(nl):
@@ -182,14 +182,14 @@ def entry(em, prow, pimm, parena, n, pscratch):
         for lane in range(nl):
             xr[lane] = xa[lane]
     elif opc == T.SELP:
-        cneg = row[T.CNEG] == 1
+        flip = row[T.CNEG] == 1
         if tc == 0:                             # c: the bytes of a predicate register
             i = row[T.C] & T.INDEX_MASK
             for lane in range(LANES):           # (unrolled: faster than the vector loop over the bytes)
-                xr[lane] = xa[lane] if (a8[i + lane] != 0) != cneg else xb[lane]
+                xr[lane] = xa[lane] if (a8[i + lane] != 0) != flip else xb[lane]
         else:
             for lane in range(nl):
-                xr[lane] = xa[lane] if (xc[lane] != U0) != cneg else xb[lane]
+                xr[lane] = xa[lane] if (xc[lane] != U0) != flip else xb[lane]
     elif opc == T.CVT_II:
         tw, ts = row[T.X], row[T.Y]
         mt = _mask(tw)

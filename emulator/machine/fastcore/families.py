@@ -40,6 +40,9 @@ FAMILIES = {
     "stmatrix": ("ldm:entry_st", (T.STMATRIX,)),
 }
 NAMES = tuple(FAMILIES)
+# the families compiled with the loops' pipeline (``jitcache.lean``: no SSA; tests/test_lean_pipeline.py checks that
+# it types no variable of theirs as none of its assignments is typed with SSA)
+LEAN = ("alu", "ldmatrix")
 # the other functions compiled apart from the loops, with signatures of their own, in fixed slots of the pointer
 # array (loop.XSLOT, ASLOT, WSLOT, HSLOT): name: (module of fastcore, function, the module's signature attribute).
 # They are compiled, loaded and waited for exactly as the families are (``address``, ``warmup.family``).
@@ -126,6 +129,9 @@ def _compile(name):
         # the families run without numba's reference-counting runtime, as the loops do; the others (which make
         # their arrays with numba.carray) with it
         opts = {} if name in APART else {"_nrt": False}
+        if name in LEAN:
+            from ...numerics.jitcache import lean
+            opts["pipeline_class"] = lean()
         c = _CFUNCS[name] = cfunc(_sig(name), cache=True, nopython=True, **opts)(_entry(name))
     return c
 
