@@ -56,8 +56,8 @@ def lean():
     About a third less of numba's own compile time for the warp loop. What it must not meet: a variable assigned
     values of different types (numba would unify them, int64 with uint64 as float64);
     ``tests/test_lean_pipeline.py`` checks that the integer functions compiled with it (the loops, ``fastcore.ldst``)
-    type no float at all, and that the float ones (``tc_row``) type no variable as none of its assignments is typed
-    with SSA. Imports numba: call it from modules that do."""
+    type no float at all, and that the others (``tc_row``, ``families.LEAN``) type no variable as none of its
+    assignments is typed with SSA. Imports numba: call it from modules that do."""
     if _LEAN:
         return _LEAN[0]
     from numba.core.compiler import CompilerBase
