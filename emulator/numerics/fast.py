@@ -481,3 +481,33 @@ def m8n8k4_batch(a, b, c, d, maps, prm):
     amap, bmap, cmap, dmap = maps[prm[6]:], maps[prm[7]:], maps[prm[8]:], maps[prm[9]:]
     for i in range(a.shape[0]):
         _m8n8k4_one(a, b, c, d, i, amap, bmap, cmap, dmap, prm[0], prm[1], prm[2], prm[3], prm[4], prm[5])
+
+
+def _stack(nbty):
+    """An intrinsic making arrays of ``nbty`` in the caller's stack frame (the tensor-core tiles of
+    ``gemm_fast`` and ``tc_row`` keep their per-column state there)."""
+    @intrinsic
+    def stack(typingctx, n):
+        """``n`` (a literal) elements in the calling function's stack frame, as an array without a memory owner
+        (no allocation: the callers run without numba's reference-counting runtime)."""
+        if not isinstance(n, types.IntegerLiteral):
+            return None
+        size = n.literal_value
+        arrty = types.Array(nbty, 1, "C")
+
+        def codegen(context, builder, signature, args):
+            from numba.core import cgutils
+            from numba.np.arrayobj import populate_array
+            ary = context.make_array(arrty)(context, builder)
+            ptr = cgutils.alloca_once(builder, context.get_data_type(nbty),
+                                      size=context.get_constant(types.intp, size))
+            item = context.get_constant(types.intp, 8)
+            populate_array(ary, data=ptr, shape=[context.get_constant(types.intp, size)], strides=[item],
+                           itemsize=item, meminfo=None)
+            return ary._getvalue()
+        return arrty(n), codegen
+    return stack
+
+
+stack_f64 = _stack(types.float64)
+stack_i64 = _stack(types.int64)

@@ -15,7 +15,7 @@ from numba.extending import intrinsic
 
 from . import fast, tile_numpy
 from .jitcache import INNER, compiling
-from .fast import NUM, PRE, ZQ, _special_step, decode, encode, f2i as _f2i, i2f as _i2f
+from .fast import NUM, PRE, ZQ, _special_step, decode, encode, f2i as _f2i, i2f as _i2f, stack_i64
 
 _BR, _BC = 32, 256      # rows x columns of one parallel task (its B slices stay in cache)
 
@@ -678,40 +678,17 @@ def _enc_dec(cS, cq, fd):
     return _enc_acc(cS, cq, fd)
 
 
-@intrinsic
-def _stack_i64(typingctx, n):
-    """``n`` (a literal) int64 elements in the calling function's stack frame, as an array without a memory
-    owner (no allocation: the callers run without numba's reference-counting runtime). Indexed by constants
-    after the compiler unrolls a loop of constant length, the elements live in registers."""
-    if not isinstance(n, types.IntegerLiteral):
-        return None
-    size = n.literal_value
-    arrty = types.Array(types.int64, 1, "C")
-
-    def codegen(context, builder, signature, args):
-        from numba.core import cgutils
-        from numba.np.arrayobj import populate_array
-        ary = context.make_array(arrty)(context, builder)
-        ptr = cgutils.alloca_once(builder, context.get_data_type(types.int64),
-                                  size=context.get_constant(types.intp, size))
-        item = context.get_constant(types.intp, 8)
-        populate_array(ary, data=ptr, shape=[context.get_constant(types.intp, size)], strides=[item],
-                       itemsize=item, meminfo=None)
-        return ary._getvalue()
-    return arrty(n), codegen
-
-
 @njit(cache=True, **INNER)
 def _tile_n8(M, N, K, aS, aq, at, bS, bq, bt, cbits, fc, fd, L, F, e_zero, mode, out, redo):
     """One instruction's tile (N == 8: every m16n8 shape): the arithmetic of _block with the eight columns'
     state in arrays of the stack frame, each step a loop of constant length 8 over the columns, which the
     compiler unrolls, keeps in registers and turns into vector operations across the columns (as it did for
     the unrolled code this replaces, which numba took more than twice as long to compile)."""
-    cS = _stack_i64(8)
-    cq = _stack_i64(8)
-    ct = _stack_i64(8)
-    e = _stack_i64(8)
-    acc = _stack_i64(8)
+    cS = stack_i64(8)
+    cq = stack_i64(8)
+    ct = stack_i64(8)
+    e = stack_i64(8)
+    acc = stack_i64(8)
     for m in range(M):
         k = m * 8
         for n in range(8):

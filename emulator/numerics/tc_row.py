@@ -20,9 +20,8 @@ for a special value in all of it.
 """
 import numpy as np
 from numba import njit, types
-from numba.extending import intrinsic
 
-from .fast import bitcast, fmt_info, f2i, i2f, ieee_add_bits
+from .fast import bitcast, fmt_info, f2i, i2f, ieee_add_bits, stack_f64, stack_i64
 from .jitcache import INNER, lean
 
 NOEXP = -10000          # nominal exponent of zeros: a sum with it stays below every e_zero
@@ -31,32 +30,6 @@ _f32 = bitcast(types.uint32, types.float32)
 _f32_bits = bitcast(types.float32, types.uint32)
 
 
-def _stack(nbty):
-    @intrinsic
-    def stack(typingctx, n):
-        """``n`` (a literal) elements in the calling function's stack frame, as an array without a memory owner
-        (no allocation: the callers run without numba's reference-counting runtime)."""
-        if not isinstance(n, types.IntegerLiteral):
-            return None
-        size = n.literal_value
-        arrty = types.Array(nbty, 1, "C")
-
-        def codegen(context, builder, signature, args):
-            from numba.core import cgutils
-            from numba.np.arrayobj import populate_array
-            ary = context.make_array(arrty)(context, builder)
-            ptr = cgutils.alloca_once(builder, context.get_data_type(nbty),
-                                      size=context.get_constant(types.intp, size))
-            item = context.get_constant(types.intp, 8)
-            populate_array(ary, data=ptr, shape=[context.get_constant(types.intp, size)], strides=[item],
-                           itemsize=item, meminfo=None)
-            return ary._getvalue()
-        return arrty(n), codegen
-    return stack
-
-
-stack_f64 = _stack(types.float64)
-stack_i64 = _stack(types.int64)
 
 
 @njit(cache=True, pipeline_class=LEAN, **INNER)
