@@ -183,12 +183,12 @@ def test_the_functions_compiled_apart_are_bound_as_the_families(name, op, monkey
 def test_the_apart_slots_are_the_loops():
     from emulator.machine.fastcore import loop
     loops = {"xrow": loop.XSLOT, "atom": loop.ASLOT, "wgmma": loop.WSLOT, "hopper": loop.HSLOT, "bulk": loop.BSLOT,
-             "ctawait": loop.CSLOT, "ctabar": loop.BARSLOT, "rare": loop.RSLOT}
+             "ctawait": loop.CSLOT, "ctabar": loop.BARSLOT, "rare": loop.RSLOT, "memplan": loop.MSLOT}
     assert {k: v for k, v in families.APART_SLOT.items() if k not in families.WG_TILES} == loops
     # wgmma's tile functions (wgcall.wg_c finds them in the pointer array): after the loops' slots, one each
     tiles = sorted(families.APART_SLOT[k] for k in families.WG_TILES)
     assert tiles == list(range(loop.BSLOT + 1, loop.CSLOT))
-    assert (loop.CSLOT, loop.BARSLOT, loop.RSLOT) == (families.NPTRS - 3, families.NPTRS - 2, families.NPTRS - 1)
+    assert (loop.CSLOT, loop.BARSLOT, loop.RSLOT, loop.MSLOT) == tuple(range(families.NPTRS - 4, families.NPTRS))
 
 
 def test_a_family_filled_later_is_used_by_the_next_launch(monkeypatch):

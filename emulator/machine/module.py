@@ -639,6 +639,8 @@ class Module:
         if self._san is not None:
             from .sanitize_fast import SanFastLaunch
             fl = SanFastLaunch(prog, gmem, self._san)
+            if "memplan" not in fl.tr.apart:
+                fl.tr.apart.append("memplan")   # a sanitised launch's loads and stores all take memplan.plan_c
             fl.tr.bind_families(wait)
             return fl
         return _lazy("engine").FastLaunch(prog, gmem, wait)

@@ -1,14 +1,14 @@
-"""The warp loop's common loads and stores: a shared or global (or generic) address in a 32- or 64-bit register,
-an access of a power-of-two size, no cp.async in flight in shared memory, no sanitizer.
+"""The warp loop's common loads and stores: a shared, global, generic or .param address in a 32- or 64-bit
+register or a constant one, an access of a power-of-two size, no cp.async in flight in shared memory, no sanitizer.
 
-``plan`` does what ``loop._mem_plan`` does for these, with each test once over the 32 lanes instead of per lane
+``plan`` does what ``memplan._mem_plan`` does for these, with each test once over the 32 lanes instead of per lane
 and space: the alignment as a mask, the bounds of shared memory or of the allocation the last global access hit
 (``S_LASTALLOC``, else the one holding the first lane's address, which becomes the last hit; any lane outside
-it and the row goes to ``_mem_plan``, which looks each lane's up). ``load`` and
+it and the row goes to ``memplan._mem_plan``, which looks each lane's up). ``load`` and
 ``store`` move each element between memory and a register of the element's width directly, with no per-lane
 temporary; other widths (a narrower or wider register, sign extension) go through ``_gather``/``_scatter`` as
 before. A store keeps ``memory.spaces.store_order``'s lane order. Anything that breaks a rule still goes back to
-the reference executor, which raises the error it defines (``_mem_plan`` finds it).
+the reference executor, which raises the error it defines (``memplan._mem_plan`` finds it).
 """
 import numpy as np
 from numba import njit
@@ -29,11 +29,11 @@ LEAN = lean()               # the loops' pipeline (jitcache.lean): integer code,
 def plan(row, imrow, em, a32, a64, gtab, state, addrs, ptrs):
     """Every lane's address (``addrs``) and the active lanes' host addresses (``ptrs``). Returns the lanes that
     access shared memory (all of ``em`` or none), -1 when an active lane breaks a rule shared memory's bounds or
-    the alignment define (the reference raises), or -2 when the row is not one of this path's (``_mem_plan``
+    the alignment define (the reference raises), or -2 when the row is not one of this path's (``memplan._mem_plan``
     decides)."""
     space = row[T.X]
     base = row[T.A]
-    if base == -1 or (space != T.SHARED and space != T.GLOBAL and space != T.GENERIC):
+    if space != T.SHARED and space != T.GLOBAL and space != T.GENERIC and space != T.PARAM:
         return np.int64(-2)
     nbytes = row[T.Y] * row[T.Z]
     amask = nbytes - 1
@@ -42,7 +42,10 @@ def plan(row, imrow, em, a32, a64, gtab, state, addrs, ptrs):
     off = np.int64(imrow[T.IMM_OFFSET])
     c = base >> T.CLASS_SHIFT
     i = base & IDX
-    if c == T.R64:
+    if base == -1:                          # a constant address ([imm], a .param or .shared symbol)
+        for lane in range(LANES):
+            addrs[lane] = off
+    elif c == T.R64:
         for lane in range(LANES):
             addrs[lane] = np.int64(a64[i + lane]) + off
     elif c == T.R32:
@@ -50,6 +53,16 @@ def plan(row, imrow, em, a32, a64, gtab, state, addrs, ptrs):
             addrs[lane] = (np.int64(a32[i + lane]) + off) & W32
     else:
         return np.int64(-2)
+    bad = False
+    if space == T.PARAM:                    # an offset into the lane's own .param bytes
+        psize = state[T.S_PARAM_SIZE]
+        pp = state[T.S_PARAM_PTR]
+        for lane in range(LANES):
+            a = addrs[lane]
+            if (em >> lane) & 1:
+                bad |= (a & amask) != 0 or a < 0 or a + nbytes > psize
+            ptrs[lane] = np.uint64(pp + lane * psize + a)
+        return np.int64(-1) if bad else np.int64(0)
     smem = state[T.S_SMEM_SIZE]
     if space == T.GENERIC:                  # all in the shared window, or all outside it
         ins = 0
@@ -63,7 +76,6 @@ def plan(row, imrow, em, a32, a64, gtab, state, addrs, ptrs):
             space = T.GLOBAL
         else:
             return np.int64(-2)
-    bad = False
     if space == T.SHARED:
         if state[T.S_INFLIGHT] > 0:
             return np.int64(-2)
@@ -101,7 +113,7 @@ def plan(row, imrow, em, a32, a64, gtab, state, addrs, ptrs):
 
 @njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def load(row, em, a8, a16, a32, a64, ptrs, xr):
-    """The loads of an LD row planned by ``plan`` or ``loop._mem_plan`` (host addresses in ``ptrs``)."""
+    """The loads of an LD row planned by ``plan`` or ``memplan._mem_plan`` (host addresses in ``ptrs``)."""
     n = row[T.Y]
     ew = row[T.Z]
     w = row[T.W]
@@ -127,7 +139,7 @@ def load(row, em, a8, a16, a32, a64, ptrs, xr):
 
 @njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def store(row, imrow, em, a8, a16, a32, a64, ptrs, xr, log_addr, nlog, wide):
-    """The stores of an ST row planned by ``plan`` or ``loop._mem_plan``, lanes in ``spaces.store_order``'s order
+    """The stores of an ST row planned by ``plan`` or ``memplan._mem_plan``, lanes in ``spaces.store_order``'s order
     (the phases of 32 / max(1, bytes / 4) lanes in turn, within a phase the lowest lane last). A sanitised launch
     (``wide``) also logs the value each lane stores (``log_addr`` row ``nlog``, from column 32: 4 a lane)."""
     n = row[T.Y]

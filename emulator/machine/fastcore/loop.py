@@ -38,6 +38,7 @@ BSLOT = _NSLOTS + 2         # bulkcall.bulk_c (BULKX rows)
 CSLOT = _APART_SLOT["ctawait"]   # ctaloop.cta_c: the CTA loop's mbarrier stalls, wakes and yields
 BARSLOT = _APART_SLOT["ctabar"]  # ctaloop.bar_c: a counted or register-numbered barrier's operands
 RSLOT = _APART_SLOT["rare"]     # rarecall.rare_c: the ATOM, WGMMA, STMATRIX, HOPX and BULKX rows
+MSLOT = _APART_SLOT["memplan"]  # memplan.plan_c: the loads and stores ldst.plan leaves
 PUMP = -1                   # bulkx.PUMP: bulk_c's lanes for the pump at a round's end (checked in engine.py)
 # the family slot of each opcode (families.py; -1: none, the loop hands the row back)
 FAMSLOT = np.full(128, -1, np.int64)
@@ -74,63 +75,6 @@ def fill_ctx(ctx, inflight, gtab, state, log_pc, log_addr, log_mask, mptr, cpd, 
     ctx[C.K_CPM] = data_ptr(cpm)
     ctx[C.K_CPC] = data_ptr(cpc)
     ctx[C.K_CP_R] = cpd.shape[0]
-
-
-@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
-def _mem_plan(row, imrow, m, a8, a16, a32, a64, inflight, gtab, state, addrs, ptrs):
-    """Addresses of every lane and, for the active ones, the raw host address of the access (``ptrs``).
-    Returns the lanes that access shared memory, or -1 when an active lane needs the reference's checks
-    (alignment, bounds, a cp.async destination in flight, an address outside every allocation)."""
-    nbytes = row[T.Y] * row[T.Z]
-    space = row[T.X]
-    off = np.int64(imrow[T.IMM_OFFSET])
-    base = row[T.A]
-    if base == -1:
-        for lane in range(LANES):
-            addrs[lane] = off
-    else:
-        _gather(base, I64, I0, ptrs, a8, a16, a32, a64, imrow)     # zero-extended register, as int64
-        wrap = np.int64(0xFFFFFFFF) if base >> T.CLASS_SHIFT == T.R32 else np.int64(-1)   # 32 bits wrap at 2^32
-        for lane in range(LANES):
-            addrs[lane] = (np.int64(ptrs[lane]) + off) & wrap
-    smem_size = state[T.S_SMEM_SIZE]
-    shared = 0
-    k = state[T.S_LASTALLOC]
-    for lane in range(LANES):
-        if not (m >> lane) & 1:
-            continue
-        a = addrs[lane]
-        if a % nbytes != 0:
-            return -1
-        sp = space
-        if sp == T.GENERIC:
-            sp = T.SHARED if 0 <= a < smem_size else T.GLOBAL
-        elif sp == T.LOCAL:                 # an offset into the lane's depot (KernelWarp._local_addrs), a global
-            if a < 0 or a + nbytes > row[T.C]:      # allocation
-                return -1
-            a += np.int64(_rd(row[T.B], lane, a8, a16, a32, a64, imrow))
-            sp = T.GLOBAL
-        if sp == T.SHARED:
-            if a < 0 or a + nbytes > smem_size:
-                return -1
-            if state[T.S_INFLIGHT] > 0:
-                for b in range(nbytes):
-                    if inflight[a + b] != 0:
-                        return -1
-            shared |= 1 << lane
-            ptrs[lane] = np.uint64(state[T.S_SMEM_PTR] + a)
-        elif sp == T.GLOBAL:
-            if a < 0:
-                return -1
-            k = _allocation(gtab, state, k, a, nbytes)
-            if k < 0:
-                return -1
-            ptrs[lane] = np.uint64(gtab[k, 2] + (a - gtab[k, 0]))
-        else:
-            if a < 0 or a + nbytes > state[T.S_PARAM_SIZE]:
-                return -1
-            ptrs[lane] = np.uint64(state[T.S_PARAM_PTR] + lane * state[T.S_PARAM_SIZE] + a)
-    return shared
 
 
 @njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
@@ -461,10 +405,14 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
         sgn = row[T.SGN]
         if opc == T.LD or opc == T.ST:
             if em != 0:
-                # (ldst.py: the common rows' addresses and copies; the others, and a sanitised launch's, as before)
+                # (ldst.py: the common rows' addresses and copies; the others, and a sanitised launch's: memplan.py)
                 shared_lanes = ldst.plan(row, imrow, em, a32, a64, gtab, state, addrs, xq) if wide == 0 else -2
-                if shared_lanes == -2:
-                    shared_lanes = _mem_plan(row, imrow, em, a8, a16, a32, a64, inflight, gtab, state, addrs, xq)
+                if shared_lanes == -2:          # memplan.plan_c, compiled apart (slot 0: not bound, handed back)
+                    if mptr[MSLOT] == 0:
+                        handback = True
+                        break
+                    shared_lanes = call_family(mptr[MSLOT], em, data_ptr(row), data_ptr(imrow), parena, narena,
+                                               pscratch)
                 if shared_lanes < 0:
                     handback = True
                     break

@@ -24,7 +24,7 @@ from .asyncx import K_NOP, call_hop
 from .atomics import call_atom
 from .ccall import SIG, call_family, data_ptr  # noqa: F401 (SIG: families.APART's signature attribute)
 from .families import APART_SLOT, SLOT
-from .loop import _mem_plan
+from .memplan import _mem_plan
 from .wgmmax import call_wg
 from ...numerics.jitcache import INNER
 

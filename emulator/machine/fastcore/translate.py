@@ -252,6 +252,8 @@ class Translation:
         bars = self.code[self.code[:, T.OP] == T.BAR]
         if ((bars[:, T.X] < 0) | (bars[:, T.B] != -1)).any():
             self.apart.append("ctabar")         # counted or register-numbered barriers (ctaloop.bar_c)
+        if self._slow_ldst():
+            self.apart.append("memplan")        # the loads and stores ldst.plan leaves (memplan.plan_c)
         if self.wg is not None:                 # wgmma's tile functions, one per form (wgcall.py)
             self.apart += sorted(self.wg.tiles, key=families.WG_TILES.index)
         for k in sorted(self._mufu):
@@ -261,6 +263,20 @@ class Translation:
             self._mufu_keep.append(tab)
             self.mufu_ptr[k] = tab.ctypes.data
             self.mufu_size[k] = tab.size
+
+    def _slow_ldst(self):
+        """Whether a load or store may leave ``ldst.plan`` (memplan.py): a .local row, an address in a register
+        of another width, or any asynchronous copy into shared memory (bytes in flight). The rest (generic lanes
+        on both sides of the shared window, lanes in several allocations) go back to the reference executor
+        while ``plan_c`` is not bound."""
+        code = self.code
+        rows = code[(code[:, T.OP] == T.LD) | (code[:, T.OP] == T.ST)]
+        base = rows[:, T.A]
+        cls = base >> T.CLASS_SHIFT
+        if ((rows[:, T.X] == T.LOCAL) | ((base != -1) & (cls != T.R32) & (cls != T.R64))).any():
+            return True
+        return bool(np.isin(code[:, T.OP], (T.CPASYNC, T.BULKX)).any()) or any(
+            op.kind == "op" and op.instr.base == "cp" for op in self.prog.code)
 
     def bind_families(self, wait=True):
         """Fill the address slots of the instruction families the rows use (families.py): compiled or loaded
