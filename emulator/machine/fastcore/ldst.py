@@ -1,5 +1,5 @@
 """The warp loop's common loads and stores: a shared, global, generic or .param address in a 32- or 64-bit
-register or a constant one, an access of a power-of-two size, no cp.async in flight in shared memory, no sanitizer.
+register or a constant one, an access of a power-of-two size, no sanitizer.
 
 ``plan`` does what ``memplan._mem_plan`` does for these, with each test once over the 32 lanes instead of per lane
 and space: the alignment as a mask, the bounds of shared memory or of the allocation the last global access hit
@@ -26,7 +26,7 @@ LEAN = lean()               # the loops' pipeline (jitcache.lean): integer code,
 
 
 @njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
-def plan(row, imrow, em, a32, a64, gtab, state, addrs, ptrs):
+def plan(row, imrow, em, a32, a64, inflight, gtab, state, addrs, ptrs):
     """Every lane's address (``addrs``) and the active lanes' host addresses (``ptrs``). Returns the lanes that
     access shared memory (all of ``em`` or none), -1 when an active lane breaks a rule shared memory's bounds or
     the alignment define (the reference raises), or -2 when the row is not one of this path's (``memplan._mem_plan``
@@ -77,15 +77,22 @@ def plan(row, imrow, em, a32, a64, gtab, state, addrs, ptrs):
         else:
             return np.int64(-2)
     if space == T.SHARED:
-        if state[T.S_INFLIGHT] > 0:
-            return np.int64(-2)
         sp = state[T.S_SMEM_PTR]
         for lane in range(LANES):
             a = addrs[lane]
             if (em >> lane) & 1:
                 bad |= (a & amask) != 0 or a < 0 or a + nbytes > smem
             ptrs[lane] = np.uint64(sp + a)
-        return np.int64(-1) if bad else em
+        if bad:
+            return np.int64(-1)
+        if state[T.S_INFLIGHT] > 0:         # bytes a cp.async or TMA copy has yet to write: the reference raises
+            for lane in range(LANES):
+                if (em >> lane) & 1:
+                    a = addrs[lane]
+                    for b in range(nbytes):
+                        if inflight[a + b] != 0:
+                            return np.int64(-1)
+        return em
     k = state[T.S_LASTALLOC]
     for attempt in range(2):
         lo = gtab[k, 0]

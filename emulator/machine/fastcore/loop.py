@@ -406,7 +406,8 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
         if opc == T.LD or opc == T.ST:
             if em != 0:
                 # (ldst.py: the common rows' addresses and copies; the others, and a sanitised launch's: memplan.py)
-                shared_lanes = ldst.plan(row, imrow, em, a32, a64, gtab, state, addrs, xq) if wide == 0 else -2
+                shared_lanes = ldst.plan(row, imrow, em, a32, a64, inflight, gtab, state, addrs, xq) if wide == 0 \
+                    else -2
                 if shared_lanes == -2:          # memplan.plan_c, compiled apart (slot 0: not bound, handed back)
                     if mptr[MSLOT] == 0:
                         handback = True

@@ -1,10 +1,10 @@
 """The warp loop's slow load/store plan, compiled apart ("memplan" of ``families.APART``) and bound only for the
 kernels that may need it.
 
-``ldst.plan`` plans the common rows (a shared, global or generic address in a 32- or 64-bit register, a constant
-.param or .shared address). The others go to ``_mem_plan``, which looks at each lane alone: ``.local`` rows,
-``.param`` through a register, shared memory while cp.async or TMA bytes are in flight, a generic row whose
-lanes are on both sides of the shared window, lanes in several global allocations, a sanitised launch's rows.
+``ldst.plan`` plans the common rows (a shared, global, generic or .param address in a 32- or 64-bit register or a
+constant one). The others go to ``_mem_plan``, which looks at each lane alone: ``.local`` rows, an address in a
+register of another width, a generic row whose lanes are on both sides of the shared window, lanes in several
+global allocations, a sanitised launch's rows.
 ``loop.run`` calls it through ``plan_c`` (the families' signature, ``ccall.SIG``) at slot ``loop.MSLOT``; a kernel
 binds it when its rows may need it (``Translation.apart``; a sanitised launch always), and while it is not bound
 the loop hands such a row back to the reference executor, which gives the same bits. So a kernel that never

@@ -266,17 +266,13 @@ class Translation:
 
     def _slow_ldst(self):
         """Whether a load or store may leave ``ldst.plan`` (memplan.py): a .local row, an address in a register
-        of another width, or any asynchronous copy into shared memory (bytes in flight). The rest (generic lanes
-        on both sides of the shared window, lanes in several allocations) go back to the reference executor
-        while ``plan_c`` is not bound."""
+        of another width. The rest (generic lanes on both sides of the shared window, lanes in several
+        allocations) go back to the reference executor while ``plan_c`` is not bound."""
         code = self.code
         rows = code[(code[:, T.OP] == T.LD) | (code[:, T.OP] == T.ST)]
         base = rows[:, T.A]
         cls = base >> T.CLASS_SHIFT
-        if ((rows[:, T.X] == T.LOCAL) | ((base != -1) & (cls != T.R32) & (cls != T.R64))).any():
-            return True
-        return bool(np.isin(code[:, T.OP], (T.CPASYNC, T.BULKX)).any()) or any(
-            op.kind == "op" and op.instr.base == "cp" for op in self.prog.code)
+        return bool(((rows[:, T.X] == T.LOCAL) | ((base != -1) & (cls != T.R32) & (cls != T.R64))).any())
 
     def bind_families(self, wait=True):
         """Fill the address slots of the instruction families the rows use (families.py): compiled or loaded
