@@ -379,10 +379,7 @@ class Module:
         instrumented = profile or debug is not None
         if schedule is not None:
             schedule = _schedule(schedule)
-        if options is not None or trace is not None or out is not None or progress is not None or \
-                timeline is not False or (gmem is not None and type(gmem) is not GlobalMemory) or \
-                (type(args) is not list and type(args) is not tuple):     # (else nothing to check)
-            _check_streams_and_options(options, trace, out, gmem, timeline, progress, args)
+        _check_streams_and_options(options, trace, out, gmem, timeline, progress, args)
         if type(max_instructions) is not int:
             max_instructions = _int_arg(max_instructions, "max_instructions")
         if not 0 <= max_instructions < 1 << 62:
@@ -800,6 +797,9 @@ def _schedule(s):
 
 def _check_streams_and_options(options, trace, out, gmem, timeline, progress, args):
     """The launch's object arguments, checked before anything runs (a wrong type names the argument)."""
+    if options is None and trace is None and out is None and progress is None and timeline is False and \
+            (gmem is None or type(gmem) is GlobalMemory) and (type(args) is list or type(args) is tuple):
+        return                  # (the common launch: nothing to check)
     if options is not None and not isinstance(options, WarpOptions):
         raise OperandError(f"launch: options must be a WarpOptions, not {type(options).__name__}")
     for name, stream in (("trace", trace), ("out", out)):
