@@ -26,12 +26,11 @@ NCTX = (NSCRATCH - CTX_ROW) * 32
 
 # -- the ctx slots (int64 each) -------------------------------------------------------------------------------
 (K_STATE, K_INFLIGHT, K_INFLIGHT_N, K_GTAB, K_GTAB_N, K_MPTR, K_MSZ, K_NPTR,
- K_MREGS, K_MREGS_N, K_MMAPS, K_MMAPS_W, K_MPRM, K_MPRM_W, K_L1, K_L1_N, K_L256, K_L256_N, K_L64K, K_L64K_N,
- K_MLUTIDX, K_MBUF, K_MU64, K_MU64_N, K_MI64, K_MI64_N, K_MFLAGS, K_MFLAGS_N,
+ K_MREGS, K_MREGS_N, K_MMAPS, K_MMAPS_W, K_MPRM, K_MPRM_W, K_MU64, K_MU64_N,
  K_LOG_PC, K_LOG_N, K_LOG_ADDR, K_LOG_W, K_LOG_MASK, K_LOG_SRC, K_LOG_SRC_W,
  K_CPD, K_CPX, K_CPG, K_CPM, K_CPC, K_CP_R, K_P, K_NLOG, K_OPC, K_RUN,
  K_CTA_STATE, K_CTA_CST, K_CTA_NW, K_CTA_WAITING, K_CTA_MBW, K_CTA_ARENAS, K_CTA_AB, K_CTA_YSNAP, K_CTA_YB,
- K_CTA_PCS, K_CTA_EXITED, K_CTA_CODE, K_CTA_NCODE, K_M, K_PCS, K_WAITING) = range(61)
+ K_CTA_PCS, K_CTA_EXITED, K_CTA_CODE, K_CTA_NCODE, K_M, K_PCS, K_WAITING) = range(49)
 # K_RUN: the address of the compiled warp loop (``loop.run``), which the CTA loop calls (``call_native``); set by
 # the engine (``engine.warp_loop_address``), never by ``loop.fill_ctx``
 # K_M, K_PCS, K_WAITING: the row's lanes, the addresses of the warp's PCs and waiting flags, for the rare rows

@@ -277,22 +277,16 @@ _RUN_ADDRESS = {}
 
 
 def fill_tables(ctx, tr, log_src):
-    """The ctx slots (``ccall.K_*``) of the translation's tables (the mma decode tables and scratch, the MUFU table
-    sizes) and of the cp.async source log, which the loops never read but the families do (``loop.fill_ctx`` writes
-    the others at every run): written once, when the translation's loop buffers are made (they are the
-    translation's; the translation keeps the tables), so that neither loop takes them as arguments (each array
-    argument costs the loops' compile)."""
+    """The ctx slots (``ccall.K_*``) of the translation's tables (the mma registers, maps, parameters and scratch,
+    the MUFU table sizes) and of the cp.async source log, which the loops never read but the families do
+    (``loop.fill_ctx`` writes the others at every run): written once, when the translation's loop buffers are
+    made (they are the translation's; the translation keeps the tables), so that neither loop takes them as
+    arguments (each array argument costs the loops' compile)."""
     from . import ccall as C
-    l1, l256, l64k = tr.mma_luts
     for k, v in ((C.K_MREGS, tr.mma_regs.ctypes.data), (C.K_MREGS_N, tr.mma_regs.shape[0]),
                  (C.K_MMAPS, tr.mma_maps.ctypes.data), (C.K_MMAPS_W, tr.mma_maps.shape[1]),
                  (C.K_MPRM, tr.mma_prm.ctypes.data), (C.K_MPRM_W, tr.mma_prm.shape[1]),
-                 (C.K_L1, l1.ctypes.data), (C.K_L1_N, l1.shape[0]), (C.K_L256, l256.ctypes.data),
-                 (C.K_L256_N, l256.shape[0]), (C.K_L64K, l64k.ctypes.data), (C.K_L64K_N, l64k.shape[0]),
-                 (C.K_MLUTIDX, tr.mma_lutidx.ctypes.data), (C.K_MBUF, tr.mma_buf.ctypes.data),
                  (C.K_MU64, tr.mma_u64.ctypes.data), (C.K_MU64_N, tr.mma_u64.shape[0]),
-                 (C.K_MI64, tr.mma_i64.ctypes.data), (C.K_MI64_N, tr.mma_i64.shape[0]),
-                 (C.K_MFLAGS, tr.mma_flags.ctypes.data), (C.K_MFLAGS_N, tr.mma_flags.shape[0]),
                  (C.K_MSZ, tr.mufu_size.ctypes.data), (C.K_LOG_SRC, log_src.ctypes.data),
                  (C.K_LOG_SRC_W, log_src.shape[1])):
         ctx[k] = v

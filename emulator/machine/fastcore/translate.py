@@ -192,38 +192,20 @@ class Translation:
         row[T.OP] = T.BAR
 
     def _mma_tables(self):
-        """Per translated mma: its registers, fragment maps, parameters and operand decode tables."""
-        from ...numerics import gemm_fast
+        """Per translated mma: its registers, fragment maps, parameters and the rows' scratch for its codes."""
         k = max(len(self._mma), 1)
         self.mma_regs = np.full((k, 16), -1, np.int64)
         self.mma_maps = np.zeros((k, max([op._maps.size for op, _ in self._mma] + [1])), np.int64)
         self.mma_prm = np.zeros((k, max([op._prm.size for op, _ in self._mma] + [1])), np.int64)
-        if any(lut.shape[0] not in (1, 256, 65536) for op, _ in self._mma for lut in op._extra):
-            raise AssertionError("an mma decode table of unexpected size")
-        # decode tables by row count (1: formats decoded arithmetically, 256: 8-bit, 65536: 16-bit): the
-        # kernel picks LUT or arithmetic decoding from the table's shape, so tables are never padded
-        self.mma_lutidx = np.zeros((k, 4), np.int64)          # (kind, index) for A, then for B
-        luts = {1: [], 256: [], 65536: []}
         for i, (op, regs) in enumerate(self._mma):
             self.mma_regs[i, :len(regs)] = regs
             self.mma_maps[i, :op._maps.size] = op._maps
             self.mma_prm[i, :op._prm.size] = op._prm
-            for j, lut in enumerate(op._extra):
-                group = luts[lut.shape[0]]
-                n = next((n for n, known in enumerate(group) if known is lut), None)
-                if n is None:
-                    n = len(group)
-                    group.append(lut)
-                self.mma_lutidx[i, 2 * j:2 * j + 2] = ((1, 256, 65536).index(lut.shape[0]), n)
-        self.mma_luts = tuple(np.ascontiguousarray(np.stack(g)) if g else np.zeros((1, rows, 4), np.int64)
-                              for rows, g in luts.items())
+        from ...numerics import gemm_fast
         assert all(op._kern is gemm_fast.tc_batch for op, _ in self._mma)
-        # scratch for the allocation-free mma (numerics.gemm_fast.tc_one_noalloc), sized for the largest
-        sizes = [gemm_fast.tc_noalloc_sizes(op._prm) for op, _ in self._mma] or [(1, 1, 1)]
-        self.mma_buf = np.zeros((16, 32), np.uint32)
-        self.mma_u64 = np.zeros(max(x[0] for x in sizes), np.uint64)
-        self.mma_i64 = np.zeros(max(x[1] for x in sizes), np.int64)
-        self.mma_flags = np.zeros(max(x[2] for x in sizes), np.bool_)
+        # the codes of A, B, C and D of the largest (numerics.tc_row: compute, store)
+        self.mma_u64 = np.zeros(max([op._prm[0] * op._prm[2] + op._prm[2] * op._prm[1] + 2 * op._prm[0] * op._prm[1]
+                                     for op, _ in self._mma] + [1]), np.uint64)
 
     def _mufu_tables(self):
         """Raw pointers (and lengths) of the measured MUFU tables the MUFU rows read (numerics.mufu.tables,
