@@ -39,9 +39,8 @@ def _addresses(row, imrow, out, a8, a16, a32, a64, field=T.A, slot=T.IMM_OFFSET)
 # the cluster's table (state S_CLUSTER; machine.cluster fills it before each run of a CTA): row 0 holds the running
 # CTA's rank and the cluster's size, row 1 + r the mbarrier table of CTA rank r (raw pointer, rows in use), whether
 # its shared memory still exists (1) and the changes the loop made to its barriers
-CL_ROW = 4
-CL_RANK, CL_SIZE = 0, 1
-CL_TAB, CL_N, CL_ALIVE, CL_CHANGED = 0, 1, 2, 3
+# (clusterx.py: the table's layout, with the cluster barrier's columns)
+from .clusterx import CL_ALIVE, CL_CHANGED, CL_N, CL_RANK, CL_ROW, CL_SIZE, CL_TAB  # noqa: E402
 
 
 @njit(cache=True, _nrt=False)

@@ -234,6 +234,10 @@ class Translation:
         bars = self.code[self.code[:, T.OP] == T.BAR]
         if ((bars[:, T.X] < 0) | (bars[:, T.B] != -1)).any():
             self.apart.append("ctabar")         # counted or register-numbered barriers (ctaloop.bar_c)
+        if self._hopx:
+            from .asyncx import K_CL_ARRIVE
+            if ((self.code[:, T.OP] == T.HOPX) & (self.code[:, T.X] >= K_CL_ARRIVE)).any():
+                self.apart.append("cluster")    # barrier.cluster, getctarank (clusterx.cl_c)
         if self._slow_ldst():
             self.apart.append("memplan")        # the loads and stores ldst.plan leaves (memplan.plan_c)
         if self.wg is not None:                 # wgmma's tile functions, one per form (wgcall.py)
@@ -2173,3 +2177,40 @@ def r_warp_sync(t, env, instr, row, imm):
 
 
 _RULES["bar"] = r_warp_sync
+
+
+def r_barrier_cluster(t, env, instr, row, imm):
+    """barrier.cluster.arrive{.release|.relaxed}{.aligned} / barrier.cluster.wait{.acquire}{.aligned}
+    (ops.cluster.compile_barrier_cluster: the same qualifiers), in the CTA loop of a cluster's CTAs (clusterx.py);
+    Y: clusterx.PAR_CLUSTER (the stall record of a wait), Z: 1 = .aligned."""
+    from . import asyncx
+    from .clusterx import PAR_CLUSTER
+    mods = instr.mods
+    kind = next((m for m in mods if m in ("arrive", "wait")), None)
+    if "cluster" not in mods or kind is None or instr.operands or \
+            any(m not in {"cluster", "arrive", "wait", "release", "relaxed", "acquire", "aligned"} for m in mods) or \
+            (kind == "arrive" and "acquire" in mods) or (kind == "wait" and {"release", "relaxed"} & set(mods)):
+        raise _Slow
+    row[T.Y] = PAR_CLUSTER
+    row[T.Z] = int("aligned" in mods)
+    _hopx(t, row, asyncx.K_CL_ARRIVE if kind == "arrive" else asyncx.K_CL_WAIT)
+
+
+def r_getctarank(t, env, instr, row, imm):
+    """getctarank{.shared::cluster}.u32/.u64 d, a (ops.cluster.compile_getctarank), in the CTA loop of a cluster's
+    CTAs (clusterx.py)."""
+    from . import asyncx
+    q = _classify(instr.mods, {"space": {"shared::cluster"}, "type": {"u32", "u64"}})
+    ops = instr.operands
+    if "type" not in q or len(ops) != 2 or any(isinstance(o, (Vec, Pair, Not, Mem, Imm)) for o in ops[:1]) or \
+            isinstance(ops[1], (Vec, Pair, Not, Mem)):
+        raise _Slow
+    row[T.D] = t._dst(env, ops[0])
+    if row[T.D] >= 0 and env.reg_width(t._reg(env, ops[0])) != 32:
+        raise _Slow
+    row[T.A] = _x_operand(t, env, ops[1], q["type"], imm, 0)
+    _set_type(row, q["type"])
+    _hopx(t, row, asyncx.K_CTARANK)
+
+
+_RULES.update({"barrier": r_barrier_cluster, "getctarank": r_getctarank})
