@@ -147,8 +147,11 @@ class Translation:
             ((code[:, T.OP] == T.ST) & (code[:, T.X] == T.PARAM)).any()) or any(
             op.kind == "op" and op.instr.base == "st" and not self.fast[pc] and
             any(m.startswith("param") for m in op.instr.mods) for pc, op in enumerate(prog.code))
-        from .asyncx import K_MB_WAIT
-        self.mb_waits = bool(((code[:, T.OP] == T.HOPX) & (code[:, T.X] == K_MB_WAIT) & (code[:, T.Z] == 1)).any())
+        from .asyncx import K_CL_WAIT, K_MB_WAIT
+        hop = code[:, T.OP] == T.HOPX
+        # (try_wait and barrier.cluster.wait park lanes in the CTA loop: their yields keep snapshots, ctaloop.py)
+        self.mb_waits = bool((hop & (((code[:, T.X] == K_MB_WAIT) & (code[:, T.Z] == 1)) |
+                                     (code[:, T.X] == K_CL_WAIT))).any())
 
     def _guard(self, op, env, row):
         """The row's guard (GUARD, GNEG) from the instruction's predicate; a guard that is not a 1-bit predicate
