@@ -3,9 +3,12 @@ arrive, wait (parked as CTA-loop stall records) and read ranks without handing a
 shared memory and outputs equal the reference engine's; every broken rule goes back to the executor, which raises
 the same error on both engines; a deadlock names every warp and what it waits for; the cluster's table is filled
 again before every run of a CTA (a peer's mbarrier table that moved)."""
+import os
+
 import numpy as np
 import pytest
 
+import corpus_lib
 from emulator import GlobalMemory, load_ptx
 from emulator.errors import MemoryAccessError, WarpSyncError
 from emulator.machine.fastcore import engine as fast_engine
@@ -272,3 +275,22 @@ def test_cluster_table_filled_again_when_a_peer_table_moved(monkeypatch):
     assert (_moved("fast") == want).all()
     assert watch.back.get("mbarrier.arrive", 0) == 0, watch.back      # (the remote arrival ran in the loop)
     assert watch.handed_over == 0
+
+
+# a held-out cluster kernel from outside the project: the CUDA Programming Guide's distributed-shared-memory histogram
+# (tools/hwcapture/corpus/heldout_cluster.py), with the H100's bins
+HELDOUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "cluster_heldout.npz")
+
+
+@pytest.mark.parametrize("name", ["cuda_guide_cluster_hist_c2_sm90a", "cuda_guide_cluster_hist_c4_sm90a"])
+def test_heldout_cluster_histogram_on_both_engines(name, monkeypatch):
+    case = corpus_lib.load_npz(HELDOUT)[name]
+    got, _, _ = corpus_lib.replay(case, engine="reference")
+    assert corpus_lib.mismatches(case, got) == []
+    watch = Watch(monkeypatch)
+    got, res, _ = corpus_lib.replay(case, engine="fast")
+    assert corpus_lib.mismatches(case, got) == []
+    assert watch.handed_over == 0 and watch.loops == 2, (watch.handed_over, watch.loops)
+    # the cluster barriers and mapa run in the loop; the remote atomics (generic addresses in the cluster's window)
+    # go back to the executor
+    assert set(watch.back) <= {"atom.add"}, watch.back
