@@ -192,12 +192,19 @@ class Cluster:
                 row[X.CL_NW] = p.nwarps
                 row[X.CL_SMEM] = p.smem.ctypes.data if p.smem.size else 0
                 row[X.CL_SMEM_N] = p.smem.size
+                row[X.CL_INFL] = p.smem_inflight.ctypes.data
+                row[X.CL_INFL_N] = p.inflight_n
+                row[X.CL_DIRTY] = au.dirty.ctypes.data if au is not None and au.dirty.size else 0
+                row[X.CL_PYPEND] = int(au is not None and bool(au.pending))
                 if fc is None:
                     row[X.CL_ALIVE] = 0
             return ct.ctypes.data
         for r in np.flatnonzero(ct[1:, X.CL_CHANGED]).tolist():
             self.ctas[r].async_unit.mbarriers.version += int(ct[1 + r, X.CL_CHANGED])
             ct[1 + r, X.CL_CHANGED] = 0
+        for r, p in enumerate(self.ctas):       # (multicast loads the loop put in flight in, or landed in, others)
+            if p is not c:
+                p.inflight_n = int(ct[1 + r, X.CL_INFL_N])
         if int(ct[0, X.CL_PHASE]) != self.phase:
             self.phase = int(ct[0, X.CL_PHASE])
             self.version += 1

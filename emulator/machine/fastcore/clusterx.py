@@ -38,10 +38,13 @@ from .regs import _gather, _scatter
 from .raw import _peek8, _peek64, _poke8, _poke64
 
 # the cluster's table: row 0 (the running CTA), rows 1 + r (CTA rank r)
-CL_ROW = 10
+CL_ROW = 14
 CL_RANK, CL_SIZE, CL_PHASE = 0, 1, 2
 (CL_TAB, CL_N, CL_ALIVE, CL_CHANGED, CL_EXITED, CL_ARRIVED, CL_PHASES, CL_NW, CL_SMEM,
- CL_SMEM_N) = range(CL_ROW)
+ CL_SMEM_N, CL_INFL, CL_INFL_N, CL_DIRTY, CL_PYPEND) = range(CL_ROW)
+# (CL_INFL, CL_INFL_N, CL_DIRTY, CL_PYPEND: the CTA's shared in-flight counts (int32 a byte) and copies in flight
+# (read back after the run), its async unit's generic-proxy marks (0: no unit) and whether that unit holds copies of
+# its own: multicast TMA loads into it, bulkx.py)
 PAR_CLUSTER = 2                 # a stall record's MB_PAR: a barrier.cluster.wait (MB_VAL: the phase it waits on)
 
 
@@ -49,6 +52,13 @@ PAR_CLUSTER = 2                 # a stall record's MB_PAR: a barrier.cluster.wai
 def cl_get(ct, r, c):
     """Column ``c`` of CTA rank ``r``'s row."""
     return np.int64(_peek64(ct + 8 * (CL_ROW * (1 + r) + c)))
+
+
+@njit(cache=True, inline="always")
+def cl_add(ct, r, c, v):
+    """Add ``v`` to column ``c`` of CTA rank ``r``'s row."""
+    p = ct + 8 * (CL_ROW * (1 + r) + c)
+    _poke64(p, np.uint64(np.int64(_peek64(p)) + v))
 
 
 @njit(cache=True, inline="always")

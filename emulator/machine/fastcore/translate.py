@@ -1107,9 +1107,14 @@ def r_bulk(t, env, instr, row, imm):
     store = {"global", "shared::cta", "bulk_group"}
     rest = set(mods) - {"async", "bulk", "tensor", dim[0], "tile", "L2::cache_hint"} - set(red or ())
     spaces = [m for m in mods if m in ("shared::cluster", "shared::cta", "shared", "global")]
-    if red is None and rest == load and spaces == ["shared::cluster", "global"] and len(ops) in (3, 4):
+    # .multicast::cluster: the ctaMask operand (b16) after the mbarrier (row V0 + 5; bulkx.py, clusterx.py)
+    mcast = "multicast::cluster" in rest
+    if mcast:
+        rest = rest - {"multicast::cluster"}
+    if red is None and rest == load and spaces == ["shared::cluster", "global"] and \
+            len(ops) in ((4, 5) if mcast else (3, 4)):
         kind, tref, other = bulkx.B_TLOAD, ops[1], ops[0]
-        if not isinstance(ops[2], Mem):
+        if not isinstance(ops[2], Mem) or (mcast and isinstance(ops[3], (Vec, Pair, Not, Mem))):
             raise _Slow
         _address(t, env, ops[2], row, imm, T.SHARED)             # the mbarrier: B, immediate 1
         row[T.B] = row[T.A]
@@ -1125,6 +1130,10 @@ def r_bulk(t, env, instr, row, imm):
     row[T.C] = row[T.A]
     imm[2] = imm[T.IMM_OFFSET]
     row[T.V0:T.V0 + 8] = -1
+    if mcast:
+        if isinstance(ops[3], Imm):
+            raise _Slow
+        row[T.V0 + 5] = t._src(env, ops[3], "b16", imm, 0)
     free = 0                                                     # immediate slot 0: one constant coordinate
     for k, c in enumerate(tref.coords.items):
         if isinstance(c, Imm):
