@@ -37,8 +37,8 @@ from .ccall import i64_1d, i64_2d
 from .raw import _peek8, _peek16, _peek32, _peek64, _poke8, _poke32, _peek, _poke
 from .regs import _gather
 from .hopcall import _addresses
-from .clusterx import (CL_ALIVE, CL_CHANGED, CL_DIRTY, CL_INFL, CL_INFL_N, CL_N, CL_PYPEND, CL_RANK, CL_SIZE,
-                       CL_SMEM, CL_SMEM_N, CL_TAB, cl_add, cl_get)
+from .clusterx import (CL_ALIVE, CL_DIRTY, CL_N, CL_PYPEND, CL_RANK, CL_SIZE, CL_SMEM_N, CL_TAB, cl_get, cl_inflight,
+                       cl_target)
 from ...memory.dsmem import OFFSET_MASK, SHIFT
 from ...memory.mbarrier import TX, TX_MAX
 from ...memory.tensormap import DTYPES, FLOAT_TYPES, SWIZZLE_BYTES
@@ -473,7 +473,7 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
         idx = i64_1d(ctl[C_IDX], ctl[C_IDXCAP])
         for r in range(n0, ctl[C_NREC]):
             tgt = recs[r, R_CTA]            # (a multicast's other CTAs: their counts, clusterx.py's table)
-            inflight = ctx[C.K_INFLIGHT] if tgt < 0 else cl_get(state[T.S_CLUSTER], tgt, CL_INFL)
+            inflight = ctx[C.K_INFLIGHT] if tgt < 0 else cl_target(state[T.S_CLUSTER], tgt)[1]
             es = recs[r, R_ES]
             first = recs[r, R_IDX]
             for i in range(recs[r, R_NIDX]):
@@ -484,7 +484,7 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
             if tgt < 0:
                 state[T.S_INFLIGHT] += 1
             else:
-                cl_add(state[T.S_CLUSTER], tgt, CL_INFL_N, 1)
+                cl_inflight(state[T.S_CLUSTER], tgt, 1)
     return 0
 
 
@@ -535,10 +535,9 @@ def _complete(ctl, state, r):
     data = ctl[C_DATA] + rec[R_DATA]
     if rec[R_KIND] == B_TLOAD:
         tgt = rec[R_CTA]
-        ct = state[T.S_CLUSTER]             # (another CTA of a multicast: its arrays, clusterx.py's table)
-        smem = state[T.S_SMEM_PTR] if tgt < 0 else cl_get(ct, tgt, CL_SMEM)
-        infl = ctl[C_INFL] if tgt < 0 else cl_get(ct, tgt, CL_INFL)
-        dirty = ctl[C_DIRTYP] if tgt < 0 else cl_get(ct, tgt, CL_DIRTY)
+        smem, infl, dirty, tab, nb = state[T.S_SMEM_PTR], ctl[C_INFL], ctl[C_DIRTYP], state[T.S_MBAR], state[T.S_MBAR_N]
+        if tgt >= 0:                        # (another CTA of a multicast: its arrays, clusterx.py's table)
+            smem, infl, dirty, tab, nb = cl_target(state[T.S_CLUSTER], tgt)
         for i in range(rec[R_NIDX]):
             s = idx[rec[R_IDX] + i]
             _poke(smem + s, es, _peek(data + i * es, es))
@@ -548,13 +547,9 @@ def _complete(ctl, state, r):
                 _poke8(dirty + s + b, U0)
         if tgt < 0:
             state[T.S_INFLIGHT] -= 1
-            tab = state[T.S_MBAR]
-            mb_complete_tx(tab, mb_find(tab, state[T.S_MBAR_N], rec[R_MBAR]), rec[R_BYTES])
         else:
-            cl_add(ct, tgt, CL_INFL_N, -1)
-            tab = cl_get(ct, tgt, CL_TAB)
-            mb_complete_tx(tab, mb_find(tab, cl_get(ct, tgt, CL_N), rec[R_MBAR]), rec[R_BYTES])
-            cl_add(ct, tgt, CL_CHANGED, 1)
+            cl_inflight(state[T.S_CLUSTER], tgt, -1)
+        mb_complete_tx(tab, mb_find(tab, nb, rec[R_MBAR]), rec[R_BYTES])
         state[T.S_MBAR_CHANGED] += 1
     else:
         base, lo = _span(ctl, state, rec)
@@ -596,8 +591,10 @@ def pump(ctl, state):
             tgt = recs[r, R_CTA]            # (another CTA of a multicast: its table; its async unit holds none)
             if tgt >= 0 and (ct == 0 or cl_get(ct, tgt, CL_PYPEND) != 0):
                 return 2
-            t = tab if tgt < 0 else cl_get(ct, tgt, CL_TAB)
-            i = mb_find(t, nb if tgt < 0 else cl_get(ct, tgt, CL_N), recs[r, R_MBAR])
+            t, tn = tab, nb
+            if tgt >= 0:
+                t, tn = cl_target(ct, tgt)[3:5]
+            i = mb_find(t, tn, recs[r, R_MBAR])
             if i < 0:
                 return 2
             total = 0                       # the tx-count after this copy and the ones before it on its barrier

@@ -61,6 +61,23 @@ def cl_add(ct, r, c, v):
     _poke64(p, np.uint64(np.int64(_peek64(p)) + v))
 
 
+@njit(cache=True, _nrt=False)
+def cl_target(ct, r):
+    """CTA rank ``r``'s shared memory, shared in-flight counts, generic-proxy marks, mbarrier table and its rows in
+    use (raw addresses), for the multicast loads that land there (bulkx.py)."""
+    return (cl_get(ct, r, CL_SMEM), cl_get(ct, r, CL_INFL), cl_get(ct, r, CL_DIRTY), cl_get(ct, r, CL_TAB),
+            cl_get(ct, r, CL_N))
+
+
+@njit(cache=True, _nrt=False)
+def cl_inflight(ct, r, v):
+    """A multicast load put in flight (``v`` 1) or landed (-1) in CTA rank ``r``: its count of copies in flight, and
+    (landed) the change to its mbarriers."""
+    cl_add(ct, r, CL_INFL_N, v)
+    if v < 0:
+        cl_add(ct, r, CL_CHANGED, 1)
+
+
 @njit(cache=True, inline="always")
 def cl_phase(ct):
     return np.int64(_peek64(ct + 8 * CL_PHASE))
