@@ -124,6 +124,7 @@ class Cluster:
         self._done = done
         from .fastcore.clusterx import CL_ROW
         self._ct = np.zeros((1 + len(ctas), CL_ROW), np.int64)  # the loop's table of the cluster (clusterx.CL_*)
+        self._fixed = [None] * len(ctas)        # the CTA loop arrays whose addresses stand in the table
         for c in ctas:
             c.fast_cta.cluster_hook = partial(self._tables, c)
         quiet = [False] * len(ctas)     # the CTA's last turn ran instructions without changing _state
@@ -174,36 +175,40 @@ class Cluster:
         ct = self._ct
         if before:
             ct[0, X.CL_RANK], ct[0, X.CL_SIZE], ct[0, X.CL_PHASE] = c.rank, self.size, self.phase
+            fixed = self._fixed
             for r, p in enumerate(self.ctas):
                 au = p.__dict__.get("_au")
                 rows = au.mbarriers.rows if au is not None else None
                 row = ct[1 + r]
+                # (a table grows into new rows, an async unit is made on first need: read again before every run)
                 row[X.CL_TAB] = rows.ctypes.data if rows is not None and rows.size else 0
                 row[X.CL_N] = au.mbarriers.used if au is not None else 0
                 row[X.CL_ALIVE] = not self._done[r]
-                fc = p.fast_cta or p.__dict__.get("_fast_arrays")
-                arrived = p.__dict__.get("cl_arrived")
-                if arrived is None:
-                    arrived = p.cl_arrived = np.zeros((p.nwarps, 32), np.bool_)
-                    p.cl_phase = np.zeros((p.nwarps, 32), np.int64)
-                row[X.CL_EXITED] = fc.exited.ctypes.data if fc is not None else 0
-                row[X.CL_ARRIVED] = arrived.ctypes.data
-                row[X.CL_PHASES] = p.cl_phase.ctypes.data
-                row[X.CL_NW] = p.nwarps
-                row[X.CL_SMEM] = p.smem.ctypes.data if p.smem.size else 0
-                row[X.CL_SMEM_N] = p.smem.size
-                row[X.CL_INFL] = p.smem_inflight.ctypes.data
                 row[X.CL_INFL_N] = p.inflight_n
                 row[X.CL_DIRTY] = au.dirty.ctypes.data if au is not None and au.dirty.size else 0
                 row[X.CL_PYPEND] = int(au is not None and bool(au.pending))
+                fc = p.fast_cta or p.__dict__.get("_fast_arrays")
                 if fc is None:
                     row[X.CL_ALIVE] = 0
+                elif fixed[r] is not fc:        # (the arrays that stay where they are while the CTA exists)
+                    fixed[r] = fc
+                    arrived = p.__dict__.get("cl_arrived")
+                    if arrived is None:
+                        arrived = p.cl_arrived = np.zeros((p.nwarps, 32), np.bool_)
+                        p.cl_phase = np.zeros((p.nwarps, 32), np.int64)
+                    row[X.CL_EXITED] = fc.exited.ctypes.data
+                    row[X.CL_ARRIVED] = arrived.ctypes.data
+                    row[X.CL_PHASES] = p.cl_phase.ctypes.data
+                    row[X.CL_NW] = p.nwarps
+                    row[X.CL_SMEM] = p.smem.ctypes.data if p.smem.size else 0
+                    row[X.CL_SMEM_N] = p.smem.size
+                    row[X.CL_INFL] = p.smem_inflight.ctypes.data
             return ct.ctypes.data
         for r in np.flatnonzero(ct[1:, X.CL_CHANGED]).tolist():
             self.ctas[r].async_unit.mbarriers.version += int(ct[1 + r, X.CL_CHANGED])
             ct[1 + r, X.CL_CHANGED] = 0
         for r, p in enumerate(self.ctas):       # (multicast loads the loop put in flight in, or landed in, others)
-            if p is not c:
+            if p is not c and p.inflight_n != ct[1 + r, X.CL_INFL_N]:
                 p.inflight_n = int(ct[1 + r, X.CL_INFL_N])
         if int(ct[0, X.CL_PHASE]) != self.phase:
             self.phase = int(ct[0, X.CL_PHASE])
