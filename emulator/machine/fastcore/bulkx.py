@@ -18,11 +18,18 @@ to the CTA's async unit, in issue order, as the executor would have (``ops.bulk.
 ``ops.bulk.queue_store``, with the same completion: the shared bytes written and released (``land_bytes``, jitted),
 complete_tx on the mbarrier, or the global bytes written or reduced); the CTA's scheduler completes it at the same point as before.
 
+A ``.multicast::cluster`` load in the CTA loop of a cluster's CTAs (``_multicast``) stages the box once per CTA of
+its ctaMask (rank order, the same shared offsets); a record for another CTA names it (``R_CTA``) and is marked in
+flight, landed and completed on that CTA's arrays and mbarrier through the cluster's table (``clusterx.py``); the
+pump leaves it to Python while that CTA's async unit holds copies of its own, and ``Staging.drain`` hands it to that
+CTA's async unit.
+
 Everything else returns 1 before anything is written (the loop hands the instruction back and the executor runs it
 or raises its error): a tensor map the executor would refuse or fault on, a box past shared memory, an element
-outside every allocation, a destination or mbarrier in another CTA of the cluster, an unfenced generic write in a
-store's source, ``.multicast::cluster``, ``.im2col``, the non-tensor ``cp.async.bulk`` forms, a
-sanitised or recorded launch (state ``S_BULK`` 0), and a staging area too small (it grows for the next time).
+outside every allocation, a destination or mbarrier in another CTA of the cluster (but for a multicast), a
+multicast rank outside the cluster or whose CTA is gone, an unfenced generic write in a store's source,
+``.im2col``, the non-tensor ``cp.async.bulk`` forms, a sanitised or recorded launch (state ``S_BULK`` 0), a warp run
+alone's multicast, and a staging area too small (it grows for the next time).
 
 The rows run in one C-callable function compiled apart from the loops (``bulkcall.bulk_c``), which the loop calls
 through its address (slot ``loop.BSLOT``), the way it calls ``hopcall.hop_c``.
