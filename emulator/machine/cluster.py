@@ -122,7 +122,9 @@ class Cluster:
         ctas = self.ctas
         done = [False] * len(ctas)
         self._done = done
-        self._ct = np.zeros((1 + len(ctas), 4), np.int64)       # the loop's table of the cluster (hopcall.CL_*)
+        from .fastcore.clusterx import CL_ROW
+        self._ct = np.zeros((1 + len(ctas), CL_ROW), np.int64)  # the loop's table of the cluster (clusterx.CL_*)
+        self._fixed = [None] * len(ctas)        # the CTA loop arrays whose addresses stand in the table
         for c in ctas:
             c.fast_cta.cluster_hook = partial(self._tables, c)
         quiet = [False] * len(ctas)     # the CTA's last turn ran instructions without changing _state
@@ -163,23 +165,54 @@ class Cluster:
         return [c.warps for c in ctas]
 
     def _tables(self, c, before):
-        """Before a run of CTA ``c`` in the CTA loop: its rank, the cluster's size and every CTA's mbarrier table
-        (raw pointer, rows in use; 0: none) and whether its shared memory still exists, for the rows that arrive
-        on another CTA's barriers (hopcall.py); returns the table's address. After the run: the changes the loop
-        made to each CTA's barriers move its ``MBarriers.version`` on."""
+        """Before a run of CTA ``c`` in the CTA loop: its rank, the cluster's size and barrier phase, and per CTA its
+        mbarrier table (raw pointer, rows in use; 0: none), whether its shared memory still exists, its loop's exit
+        flags, its threads' ``cl_arrived`` / ``cl_phase`` (made here if its warps do not exist yet: they adopt
+        them), its number of warps and its shared memory, for the rows that reach another CTA (hopcall.py,
+        clusterx.py); returns the table's address. After the run: the changes the loop made to each CTA's barriers
+        move its ``MBarriers.version`` on, and a cluster barrier phase the loop completed becomes ``phase``."""
+        from .fastcore import clusterx as X
         ct = self._ct
         if before:
-            ct[0, 0], ct[0, 1] = c.rank, self.size
+            ct[0, X.CL_RANK], ct[0, X.CL_SIZE], ct[0, X.CL_PHASE] = c.rank, self.size, self.phase
+            fixed = self._fixed
             for r, p in enumerate(self.ctas):
                 au = p.__dict__.get("_au")
                 rows = au.mbarriers.rows if au is not None else None
-                ct[1 + r, 0] = rows.ctypes.data if rows is not None and rows.size else 0
-                ct[1 + r, 1] = au.mbarriers.used if au is not None else 0
-                ct[1 + r, 2] = not self._done[r]
+                row = ct[1 + r]
+                # (a table grows into new rows, an async unit is made on first need: read again before every run)
+                row[X.CL_TAB] = rows.ctypes.data if rows is not None and rows.size else 0
+                row[X.CL_N] = au.mbarriers.used if au is not None else 0
+                row[X.CL_ALIVE] = not self._done[r]
+                row[X.CL_INFL_N] = p.inflight_n
+                row[X.CL_DIRTY] = au.dirty.ctypes.data if au is not None and au.dirty.size else 0
+                row[X.CL_PYPEND] = int(au is not None and bool(au.pending))
+                fc = p.fast_cta or p.__dict__.get("_fast_arrays")
+                if fc is None:
+                    row[X.CL_ALIVE] = 0
+                elif fixed[r] is not fc:        # (the arrays that stay where they are while the CTA exists)
+                    fixed[r] = fc
+                    arrived = p.__dict__.get("cl_arrived")
+                    if arrived is None:
+                        arrived = p.cl_arrived = np.zeros((p.nwarps, 32), np.bool_)
+                        p.cl_phase = np.zeros((p.nwarps, 32), np.int64)
+                    row[X.CL_EXITED] = fc.exited.ctypes.data
+                    row[X.CL_ARRIVED] = arrived.ctypes.data
+                    row[X.CL_PHASES] = p.cl_phase.ctypes.data
+                    row[X.CL_NW] = p.nwarps
+                    row[X.CL_SMEM] = p.smem.ctypes.data if p.smem.size else 0
+                    row[X.CL_SMEM_N] = p.smem.size
+                    row[X.CL_INFL] = p.smem_inflight.ctypes.data
             return ct.ctypes.data
-        for r in np.flatnonzero(ct[1:, 3]).tolist():
-            self.ctas[r].async_unit.mbarriers.version += int(ct[1 + r, 3])
-            ct[1 + r, 3] = 0
+        for r in np.flatnonzero(ct[1:, X.CL_CHANGED]).tolist():
+            self.ctas[r].async_unit.mbarriers.version += int(ct[1 + r, X.CL_CHANGED])
+            ct[1 + r, X.CL_CHANGED] = 0
+        for r, p in enumerate(self.ctas):       # (multicast loads the loop put in flight in, or landed in, others)
+            if p is not c and p.inflight_n != ct[1 + r, X.CL_INFL_N]:
+                p.inflight_n = int(ct[1 + r, X.CL_INFL_N])
+        if int(ct[0, X.CL_PHASE]) != self.phase:
+            self.phase = int(ct[0, X.CL_PHASE])
+            self.version += 1
         return 0
 
     def _hand_over(self, done):

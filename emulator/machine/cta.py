@@ -220,8 +220,12 @@ class CTA:
         prog, nwarps, nthreads = self.prog, self.nwarps, self.nthreads
         symbols = {n: ("global", a) for n, a in var_addrs.items()}
         fc = self.__dict__.get("_fast_arrays")      # the CTA loop's arrays, when it ran or runs this CTA
-        cl_arrived = np.zeros((nwarps, LANES), np.bool_)
-        cl_phase = np.zeros((nwarps, LANES), np.int64)
+        # (the arrays the CTA loop of a cluster's CTAs made already, machine.cluster.Cluster._tables)
+        cl_arrived = self.__dict__.get("cl_arrived")
+        cl_phase = self.__dict__.get("cl_phase")
+        if cl_arrived is None:
+            cl_arrived = np.zeros((nwarps, LANES), np.bool_)
+            cl_phase = np.zeros((nwarps, LANES), np.int64)
         ws = []
         for w in range(nwarps):
             bases = local_bases[w * LANES:(w + 1) * LANES]

@@ -23,6 +23,8 @@ from ...memory.dsmem import OFFSET_MASK, SHIFT, WINDOW_END  # noqa: F401 (the ad
 
 (K_NOP, K_ELECT, K_MAPA, K_TMREPLACE, K_FENCE_ASYNC, K_WARPSYNC, K_TMCOPY, K_MB_ARRIVE, K_MB_TX, K_MB_WAIT, K_MB_INIT,
  K_MB_INVAL) = range(12)    # (K_MB_INIT, K_MB_INVAL: in the CTA loop only, state S_MBINIT)
+# barrier.cluster.arrive / wait and getctarank: clusterx.py (compiled apart, "cluster"; rarecall.rare_c calls it)
+K_CL_ARRIVE, K_CL_WAIT, K_CTARANK = 12, 13, 14
 MB_EXPECT, MB_DROP, MB_COUNT = 1, 2, 4     # K_MB_ARRIVE's Y: .expect_tx, arrive_drop, a count operand (B)
 # tensormap.replace.tile fields (row Y), as memory.tensormap.replace_field writes them
 (F_GLOBAL_ADDRESS, F_RANK, F_INTERLEAVE, F_SWIZZLE, F_FILL, F_GLOBAL_DIM, F_GLOBAL_STRIDE, F_ELEMENT_STRIDE,

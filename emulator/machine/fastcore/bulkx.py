@@ -18,11 +18,18 @@ to the CTA's async unit, in issue order, as the executor would have (``ops.bulk.
 ``ops.bulk.queue_store``, with the same completion: the shared bytes written and released (``land_bytes``, jitted),
 complete_tx on the mbarrier, or the global bytes written or reduced); the CTA's scheduler completes it at the same point as before.
 
+A ``.multicast::cluster`` load in the CTA loop of a cluster's CTAs (``_multicast``) stages the box once per CTA of
+its ctaMask (rank order, the same shared offsets); a record for another CTA names it (``R_CTA``) and is marked in
+flight, landed and completed on that CTA's arrays and mbarrier through the cluster's table (``clusterx.py``); the
+pump leaves it to Python while that CTA's async unit holds copies of its own, and ``Staging.drain`` hands it to that
+CTA's async unit.
+
 Everything else returns 1 before anything is written (the loop hands the instruction back and the executor runs it
 or raises its error): a tensor map the executor would refuse or fault on, a box past shared memory, an element
-outside every allocation, a destination or mbarrier in another CTA of the cluster, an unfenced generic write in a
-store's source, ``.multicast::cluster``, ``.im2col``, the non-tensor ``cp.async.bulk`` forms, a
-sanitised or recorded launch (state ``S_BULK`` 0), and a staging area too small (it grows for the next time).
+outside every allocation, a destination or mbarrier in another CTA of the cluster (but for a multicast), a
+multicast rank outside the cluster or whose CTA is gone, an unfenced generic write in a store's source,
+``.im2col``, the non-tensor ``cp.async.bulk`` forms, a sanitised or recorded launch (state ``S_BULK`` 0), a warp run
+alone's multicast, and a staging area too small (it grows for the next time).
 
 The rows run in one C-callable function compiled apart from the loops (``bulkcall.bulk_c``), which the loop calls
 through its address (slot ``loop.BSLOT``), the way it calls ``hopcall.hop_c``.
@@ -37,7 +44,9 @@ from .ccall import i64_1d, i64_2d
 from .raw import _peek8, _peek16, _peek32, _peek64, _poke8, _poke32, _peek, _poke
 from .regs import _gather
 from .hopcall import _addresses
-from ...memory.dsmem import SHIFT
+from .clusterx import (CL_ALIVE, CL_DIRTY, CL_N, CL_PYPEND, CL_RANK, CL_SIZE, CL_SMEM_N, CL_TAB, cl_get, cl_inflight,
+                       cl_target)
+from ...memory.dsmem import OFFSET_MASK, SHIFT
 from ...memory.mbarrier import TX, TX_MAX
 from ...memory.tensormap import DTYPES, FLOAT_TYPES, SWIZZLE_BYTES
 from ...memory.tma import NAN_FILL, TF32_NAN
@@ -68,7 +77,8 @@ R_BOX = 17
 R_TYPE = 22             # the tensor map's element type (a reduction's arithmetic); R_MBAR: its RED_OPS index
 R_WARP = 23             # the warp's index in the CTA loop (loop.run_cta), -1 for a warp run alone
 R_GROUP = 24            # a store's bulk async-group (-1: not committed yet; AsyncCopy.group)
-RECW = 25               # (R_KIND 0: a copy the CTA loop completed)
+R_CTA = 25              # a multicast load's CTA rank when not this CTA (clusterx.py's table), else -1
+RECW = 26               # (R_KIND 0: a copy the CTA loop completed)
 
 # CUtensorMapDataType by descriptor code and tf32 flag (TensorMap.decode's table): code | tf32 << 4 -> type, -1
 _TYPE_OF = np.full(32, -1, np.int64)
@@ -228,6 +238,7 @@ def _record(ctl, kind, pc, lane, smem, mbar, nbytes, ndata, nidx, es, rank, coor
         rec[R_BOX + k] = tm[12 + k]
     rec[R_TYPE] = tm[0]
     rec[R_GROUP] = -1
+    rec[R_CTA] = -1
     ctl[C_NREC] += 1
     ctl[C_LIVE] += 1
     ctl[C_NDATA] += ndata
@@ -362,6 +373,38 @@ def _store(ctl, state, tm, rank, coords, base, lane, pc, kind, op):
 
 
 @njit(cache=True, _nrt=False)
+def _multicast(ctl, state, tm, rank, coords, base, moff, lane, pc, m):
+    """A lane's .multicast::cluster load (ops.bulk._tensor): the box staged once per CTA of ctaMask ``m``, in rank
+    order, at the same shared offsets (memory.dsmem.offset of the destination and the mbarrier), each record naming
+    its CTA (R_CTA; clusterx.py's table); False when the executor must run it (a rank outside the cluster, a CTA gone,
+    no such mbarrier there, a CTA outside the CTA loop's table)."""
+    ct = state[T.S_CLUSTER]
+    if ct == 0 or state[T.S_CTA] != 1 or base < 0 or moff < 0 or base >= 1 << 32 or moff >= 1 << 32:
+        return False
+    own = np.int64(_peek64(ct + 8 * CL_RANK))
+    size = np.int64(_peek64(ct + 8 * CL_SIZE))
+    doff = base & OFFSET_MASK
+    mo = moff & OFFSET_MASK
+    for r in range(16):
+        if (m >> r) & 1 == 0:
+            continue
+        if r >= size:
+            return False
+        if r == own:
+            if mb_find(state[T.S_MBAR], state[T.S_MBAR_N], mo) < 0:
+                return False
+        elif cl_get(ct, r, CL_ALIVE) == 0 or cl_get(ct, r, CL_DIRTY) == 0 or \
+                cl_get(ct, r, CL_SMEM_N) != state[T.S_SMEM_SIZE] or \
+                mb_find(cl_get(ct, r, CL_TAB), cl_get(ct, r, CL_N), mo) < 0:
+            return False
+        if not _load(ctl, state, tm, rank, coords, doff, mo, lane, pc):
+            return False
+        if r != own:
+            i64_2d(ctl[C_REC], ctl[C_RECCAP], RECW)[ctl[C_NREC] - 1, R_CTA] = r
+    return True
+
+
+@njit(cache=True, _nrt=False)
 def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
     """A BULKX row on the lanes in ``em``: 0, or 1 when the executor must run it (nothing kept or marked)."""
     ctl_p = state[T.S_BULK]
@@ -385,6 +428,9 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
         _addresses(row, imrow, xb, a8, a16, a32, a64, T.B, 1)             # the mbarrier
     for k in range(rank):                                                 # the coordinates (s32) in rows 0, 1, 9..11
         _gather(row[T.V0 + k], 32, 0, scratch[_CROW[k]], a8, a16, a32, a64, imrow)
+    mcast = kind == B_TLOAD and row[T.V0 + 5] != -1                       # ctaMask (b16) in row 6
+    if mcast:
+        _gather(row[T.V0 + 5], 16, 0, scratch[6], a8, a16, a32, a64, imrow)
     pc = ctx[C.K_P]
     n0, d0, i0 = ctl[C_NREC], ctl[C_NDATA], ctl[C_NIDX]
     ok = True
@@ -404,7 +450,12 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
         if base % 128 != 0:
             ok = False
             break
-        if kind == B_TLOAD:
+        if mcast:
+            if not _multicast(ctl, state, tm, rank, coords, base, np.int64(xb[lane]), lane, pc,
+                              np.int64(scratch[6, lane] & np.uint64(0xFFFF))):
+                ok = False
+                break
+        elif kind == B_TLOAD:
             moff = np.int64(xb[lane])
             if base < 0 or base >= 1 << SHIFT or moff < 0 or moff >= 1 << SHIFT or \
                     mb_find(state[T.S_MBAR], state[T.S_MBAR_N], moff) < 0:
@@ -426,9 +477,10 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
     for r in range(n0, ctl[C_NREC]):
         recs[r, R_WARP] = state[T.S_WARP] if state[T.S_CTA] == 1 else -1
     if kind == B_TLOAD:                     # every lane went: mark the destinations in flight (ops.bulk._start_load)
-        inflight = ctx[C.K_INFLIGHT]
         idx = i64_1d(ctl[C_IDX], ctl[C_IDXCAP])
         for r in range(n0, ctl[C_NREC]):
+            tgt = recs[r, R_CTA]            # (a multicast's other CTAs: their counts, clusterx.py's table)
+            inflight = ctx[C.K_INFLIGHT] if tgt < 0 else cl_target(state[T.S_CLUSTER], tgt)[1]
             es = recs[r, R_ES]
             first = recs[r, R_IDX]
             for i in range(recs[r, R_NIDX]):
@@ -436,7 +488,10 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
                 for b in range(es):
                     q = inflight + 4 * (s + b)
                     _poke32(q, _peek32(q) + U1)
-            state[T.S_INFLIGHT] += 1
+            if tgt < 0:
+                state[T.S_INFLIGHT] += 1
+            else:
+                cl_inflight(state[T.S_CLUSTER], tgt, 1)
     return 0
 
 
@@ -486,9 +541,10 @@ def _complete(ctl, state, r):
     es = rec[R_ES]
     data = ctl[C_DATA] + rec[R_DATA]
     if rec[R_KIND] == B_TLOAD:
-        smem = state[T.S_SMEM_PTR]
-        infl = ctl[C_INFL]
-        dirty = ctl[C_DIRTYP]
+        tgt = rec[R_CTA]
+        smem, infl, dirty, tab, nb = state[T.S_SMEM_PTR], ctl[C_INFL], ctl[C_DIRTYP], state[T.S_MBAR], state[T.S_MBAR_N]
+        if tgt >= 0:                        # (another CTA of a multicast: its arrays, clusterx.py's table)
+            smem, infl, dirty, tab, nb = cl_target(state[T.S_CLUSTER], tgt)
         for i in range(rec[R_NIDX]):
             s = idx[rec[R_IDX] + i]
             _poke(smem + s, es, _peek(data + i * es, es))
@@ -496,9 +552,11 @@ def _complete(ctl, state, r):
                 q = infl + 4 * (s + b)
                 _poke32(q, _peek32(q) - U1)
                 _poke8(dirty + s + b, U0)
-        state[T.S_INFLIGHT] -= 1
-        tab = state[T.S_MBAR]
-        mb_complete_tx(tab, mb_find(tab, state[T.S_MBAR_N], rec[R_MBAR]), rec[R_BYTES])
+        if tgt < 0:
+            state[T.S_INFLIGHT] -= 1
+        else:
+            cl_inflight(state[T.S_CLUSTER], tgt, -1)
+        mb_complete_tx(tab, mb_find(tab, nb, rec[R_MBAR]), rec[R_BYTES])
         state[T.S_MBAR_CHANGED] += 1
     else:
         base, lo = _span(ctl, state, rec)
@@ -533,17 +591,24 @@ def pump(ctl, state):
     recs = i64_2d(ctl[C_REC], ctl[C_RECCAP], RECW)
     tab = state[T.S_MBAR]
     nb = state[T.S_MBAR_N]
+    ct = state[T.S_CLUSTER]
     for r in range(n):
         k = recs[r, R_KIND]
         if k == B_TLOAD:
-            i = mb_find(tab, nb, recs[r, R_MBAR])
+            tgt = recs[r, R_CTA]            # (another CTA of a multicast: its table; its async unit holds none)
+            if tgt >= 0 and (ct == 0 or cl_get(ct, tgt, CL_PYPEND) != 0):
+                return 2
+            t, tn = tab, nb
+            if tgt >= 0:
+                t, tn = cl_target(ct, tgt)[3:5]
+            i = mb_find(t, tn, recs[r, R_MBAR])
             if i < 0:
                 return 2
             total = 0                       # the tx-count after this copy and the ones before it on its barrier
             for q in range(r + 1):
-                if recs[q, R_KIND] == B_TLOAD and recs[q, R_MBAR] == recs[r, R_MBAR]:
+                if recs[q, R_KIND] == B_TLOAD and recs[q, R_MBAR] == recs[r, R_MBAR] and recs[q, R_CTA] == tgt:
                     total += recs[q, R_BYTES]
-            if _mb(tab, i, TX) - total < -TX_MAX:
+            if _mb(t, i, TX) - total < -TX_MAX:
                 return 2
         elif k != 0 and not _store_ok(ctl, state, r):
             return 2
@@ -671,10 +736,11 @@ class Staging:
             data = self.data[d:d + nd].copy()
             if kind == B_TLOAD:
                 starts = self.idx[i:i + ni].copy()
-                queue_load(w, text, lane, None, data, mbar, nbytes,
+                tw = w if r[R_CTA] < 0 else w._cta.cluster.ctas[r[R_CTA]].warps[0]     # (a multicast's CTA)
+                queue_load(tw, text, lane, None, data, mbar, nbytes,
                            {"bytes": nbytes, "dst": smem, "mbar": mbar, "coords": coords,
-                            "box": r[R_BOX:R_BOX + rank], "cta": w.cluster_rank},
-                           _lands(w, starts, data, es, mbar, nbytes, text))
+                            "box": r[R_BOX:R_BOX + rank], "cta": tw.cluster_rank},
+                           _lands(tw, starts, data, es, mbar, nbytes, text))
             else:
                 queue_store(w, text, lane, self.idx[i:i + ni].copy(), data.reshape(ni, es),
                             None if kind == B_TSTORE else RED_OPS[mbar], r[R_TYPE],

@@ -31,6 +31,7 @@ from numba import njit, types
 from . import ccall as C
 from . import table as T
 from .asyncx import PHASE, _mb, mb_find
+from .clusterx import PAR_CLUSTER, cl_complete, cl_phase
 from .raw import _peek64, _poke64
 from .regs import I0, I32, _gather
 from ...numerics.jitcache import INNER
@@ -75,9 +76,15 @@ def record_stall(w, p, stall, code, scratch, mbw, state, cst):
 
 
 @njit(cache=True, _nrt=False, **INNER)
-def _lane_ready(tab, n, mbw, w, lane):
+def _lane_ready(tab, n, mbw, w, lane, state):
     """MBarrierWait.ready for one lane: its barrier's phase moved past the one it waits for (an invalidated
-    barrier: not ready)."""
+    barrier: not ready); a barrier.cluster.wait's (clusterx.py): ClusterWait.ready, the cluster barrier's phase moved
+    past the one it waits for, or it completes now."""
+    if mbw[w, T.MB_PAR, lane] == PAR_CLUSTER:
+        ct = state[T.S_CLUSTER]
+        if ct == 0:
+            return False
+        return cl_phase(ct) > mbw[w, T.MB_VAL, lane] or cl_complete(ct)
     i = mb_find(tab, n, mbw[w, T.MB_ADDR, lane])
     if i < 0:
         return False
@@ -93,9 +100,7 @@ def wake(w, waiting, mbw, state, cst):
     """CTA._wake for warp ``w``'s mbarrier stall records: a record one of whose lanes' phase completed wakes all
     its lanes."""
     tab = state[T.S_MBAR]
-    n = state[T.S_MBAR_N]
-    if tab == 0:
-        return
+    n = state[T.S_MBAR_N]       # (0 rows without a table: only barrier.cluster records can wake)
     done = np.int64(0)
     for lane in range(LANES):
         s = mbw[w, T.MB_SEQ, lane]
@@ -105,7 +110,7 @@ def wake(w, waiting, mbw, state, cst):
         for k in range(lane, LANES):
             if mbw[w, T.MB_SEQ, k] == s:
                 done |= np.int64(1) << k
-                if not ready and _lane_ready(tab, n, mbw, w, k):
+                if not ready and _lane_ready(tab, n, mbw, w, k, state):
                     ready = True
         if ready:
             for k in range(lane, LANES):

@@ -901,9 +901,11 @@ class FastCTA:
             if hook is not None:         # (the table is this run's: a warp run alone later sees none)
                 st[T.S_CLUSTER] = 0
                 hook(False)
-            if st[T.S_MBAR_CHANGED] or st[T.S_MBAR_REBUILT]:
-                if mbs is _NO_MBARRIERS:
+            if (st[T.S_MBAR_CHANGED] or st[T.S_MBAR_REBUILT]) and mbs is _NO_MBARRIERS:
+                # (a cluster barrier's phase moving on counts as a change too, for the stalls' wakes: clusterx.py)
+                if st[T.S_MBAR_REBUILT] or hook is None:
                     raise AssertionError("the CTA loop changed the mbarrier table of a kernel without mbarriers")
+            elif st[T.S_MBAR_CHANGED] or st[T.S_MBAR_REBUILT]:
                 if st[T.S_MBAR_CHANGED]:
                     mbs.version += int(st[T.S_MBAR_CHANGED])
                 if st[T.S_MBAR_REBUILT]:
@@ -1102,12 +1104,16 @@ class FastCTA:
         """The loop's mbarrier stall records as the scheduler's [(number, [warp, lanes, MBarrierWait])]; each warp's
         last stall becomes its ``_last_yield`` unless a later wait (wgmma, or Python's at warp ``skip``) set it."""
         from ...ops.mbarrier import MBarrierWait
+        from .clusterx import PAR_CLUSTER
         mbw, code = self.mbw, cta.prog.code
         au = cta.async_unit
 
-        def reason(pc, lanes, addr, val, par):
+        def reason(pc, lanes, addr, val, par, w):
             ins = code[pc].instr
             ls = np.flatnonzero(lanes).tolist()
+            if par[ls[0]] == PAR_CLUSTER:        # a barrier.cluster.wait (clusterx.py)
+                from ..cluster import ClusterWait
+                return ClusterWait(cta.cluster, w, lanes, ins.text or ins.opcode)
             parity = bool(par[ls[0]] == 1)
             return MBarrierWait(au, ins.text or ins.opcode, [int(addr[i]) for i in ls],
                                 parity=[int(val[i]) & 1 for i in ls] if parity else None,
@@ -1118,13 +1124,14 @@ class FastCTA:
             for s in sorted(set(seqs[seqs >= 0].tolist())):
                 lanes = seqs == s
                 pc = int(w.pc[np.flatnonzero(lanes)[0]])
-                out.append((s, [w, lanes, reason(pc, lanes, mbw[i, T.MB_ADDR], mbw[i, T.MB_VAL], mbw[i, T.MB_PAR])]))
+                out.append((s, [w, lanes, reason(pc, lanes, mbw[i, T.MB_ADDR], mbw[i, T.MB_VAL], mbw[i, T.MB_PAR],
+                                                  w)]))
             last = int(mbw[i, T.MB_W, T.MW_LSEQ])
             if last > 0 and i != skip and last > wg_seq.get(i, -1):
                 lanes = ((int(mbw[i, T.MB_W, T.MW_LMASK]) >> np.arange(32)) & 1).astype(np.bool_)
                 rec = next((x for s, x in out if s == last), None)
                 w._last_yield = rec[2] if rec is not None else reason(
-                    int(mbw[i, T.MB_W, T.MW_LPC]), lanes, mbw[i, T.MB_LADDR], mbw[i, T.MB_LVAL], mbw[i, T.MB_LPAR])
+                    int(mbw[i, T.MB_W, T.MW_LPC]), lanes, mbw[i, T.MB_LADDR], mbw[i, T.MB_LVAL], mbw[i, T.MB_LPAR], w)
             mbw[i, T.MB_SEQ] = -1
         self.cst[T.C_NSTALL] = 0
         return out

@@ -11,6 +11,7 @@ from . import table as T
 from .asyncx import (ADDR, COUNT_MAX, EXPECTED, K_MB_INIT, K_MB_INVAL, PENDING, TX, _mb_set, K_ELECT, K_WARPSYNC, K_TMCOPY, global_find, K_FENCE_ASYNC, K_MAPA, K_MB_ARRIVE, K_MB_TX, K_MB_WAIT, K_TMREPLACE, LANES,
                      MB_COUNT, MB_DROP, MB_EXPECT, OFFSET_MASK, PHASE, SHIFT, U0, U1, WINDOW_END, _mb, _replace,
                      mb_arrive, mb_complete_tx, mb_expect_tx, mb_find, mb_restore, mb_save)
+from .clusterx import CL_ALIVE, CL_CHANGED, CL_N, CL_RANK, CL_ROW, CL_SIZE, CL_TAB
 from .loop import _gather, _scatter
 from .raw import _peek64, _poke64, _poke8
 from .scalarx import _members_ok
@@ -39,9 +40,7 @@ def _addresses(row, imrow, out, a8, a16, a32, a64, field=T.A, slot=T.IMM_OFFSET)
 # the cluster's table (state S_CLUSTER; machine.cluster fills it before each run of a CTA): row 0 holds the running
 # CTA's rank and the cluster's size, row 1 + r the mbarrier table of CTA rank r (raw pointer, rows in use), whether
 # its shared memory still exists (1) and the changes the loop made to its barriers
-CL_ROW = 4
-CL_RANK, CL_SIZE = 0, 1
-CL_TAB, CL_N, CL_ALIVE, CL_CHANGED = 0, 1, 2, 3
+# (its layout: clusterx.CL_*, with the columns of the cluster barrier and the multicast loads)
 
 
 @njit(cache=True, _nrt=False)

@@ -20,7 +20,7 @@ from numba import njit
 
 from . import ccall as C
 from . import table as T
-from .asyncx import K_NOP, call_hop
+from .asyncx import K_CL_ARRIVE, K_NOP, call_hop
 from .atomics import call_atom
 from .ccall import SIG, call_family, data_ptr  # noqa: F401 (SIG: families.APART's signature attribute)
 from .families import APART_SLOT, SLOT
@@ -35,6 +35,7 @@ ASLOT = APART_SLOT["atom"]
 WSLOT = APART_SLOT["wgmma"]
 HSLOT = APART_SLOT["hopper"]
 BSLOT = APART_SLOT["bulk"]
+CLSLOT = APART_SLOT["cluster"]
 STM_SLOT = SLOT["stmatrix"]
 
 
@@ -84,11 +85,13 @@ def _rare(row, imrow, p, m, em, pc, waiting, inflight, gtab, state, a8, a16, a32
         if em != 0 and wide == 1:
             return HANDBACK                     # a sanitised launch
         if em != 0 and row[T.X] != K_NOP:
-            if mptr[HSLOT] == 0:
-                return HANDBACK                 # hop_c is not compiled yet (families.APART)
-            got = call_hop(mptr[HSLOT], em, data_ptr(state), data_ptr(row), data_ptr(imrow), parena, narena,
+            slot = HSLOT if row[T.X] < K_CL_ARRIVE else CLSLOT     # (clusterx.cl_c: barrier.cluster, getctarank)
+            if mptr[slot] == 0:
+                return HANDBACK                 # hop_c (cl_c) is not compiled yet (families.APART)
+            got = call_hop(mptr[slot], em, data_ptr(state), data_ptr(row), data_ptr(imrow), parena, narena,
                            pscratch)
-            if got == 2:                        # a try_wait in the CTA loop: lanes S_MBSTALL wait (ctaloop.py)
+            if got == 2:                        # a try_wait (barrier.cluster.wait) in the CTA loop: lanes S_MBSTALL
+                #                                 wait (ctaloop.py)
                 stall = state[T.S_MBSTALL]
                 for lane in range(LANES):
                     if (m >> lane) & 1:

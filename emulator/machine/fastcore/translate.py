@@ -147,8 +147,11 @@ class Translation:
             ((code[:, T.OP] == T.ST) & (code[:, T.X] == T.PARAM)).any()) or any(
             op.kind == "op" and op.instr.base == "st" and not self.fast[pc] and
             any(m.startswith("param") for m in op.instr.mods) for pc, op in enumerate(prog.code))
-        from .asyncx import K_MB_WAIT
-        self.mb_waits = bool(((code[:, T.OP] == T.HOPX) & (code[:, T.X] == K_MB_WAIT) & (code[:, T.Z] == 1)).any())
+        from .asyncx import K_CL_WAIT, K_MB_WAIT
+        hop = code[:, T.OP] == T.HOPX
+        # (try_wait and barrier.cluster.wait park lanes in the CTA loop: their yields keep snapshots, ctaloop.py)
+        self.mb_waits = bool((hop & (((code[:, T.X] == K_MB_WAIT) & (code[:, T.Z] == 1)) |
+                                     (code[:, T.X] == K_CL_WAIT))).any())
 
     def _guard(self, op, env, row):
         """The row's guard (GUARD, GNEG) from the instruction's predicate; a guard that is not a 1-bit predicate
@@ -234,6 +237,10 @@ class Translation:
         bars = self.code[self.code[:, T.OP] == T.BAR]
         if ((bars[:, T.X] < 0) | (bars[:, T.B] != -1)).any():
             self.apart.append("ctabar")         # counted or register-numbered barriers (ctaloop.bar_c)
+        if self._hopx:
+            from .asyncx import K_CL_ARRIVE
+            if ((self.code[:, T.OP] == T.HOPX) & (self.code[:, T.X] >= K_CL_ARRIVE)).any():
+                self.apart.append("cluster")    # barrier.cluster, getctarank (clusterx.cl_c)
         if self._slow_ldst():
             self.apart.append("memplan")        # the loads and stores ldst.plan leaves (memplan.plan_c)
         if self.wg is not None:                 # wgmma's tile functions, one per form (wgcall.py)
@@ -1100,9 +1107,14 @@ def r_bulk(t, env, instr, row, imm):
     store = {"global", "shared::cta", "bulk_group"}
     rest = set(mods) - {"async", "bulk", "tensor", dim[0], "tile", "L2::cache_hint"} - set(red or ())
     spaces = [m for m in mods if m in ("shared::cluster", "shared::cta", "shared", "global")]
-    if red is None and rest == load and spaces == ["shared::cluster", "global"] and len(ops) in (3, 4):
+    # .multicast::cluster: the ctaMask operand (b16) after the mbarrier (row V0 + 5; bulkx.py, clusterx.py)
+    mcast = "multicast::cluster" in rest
+    if mcast:
+        rest = rest - {"multicast::cluster"}
+    if red is None and rest == load and spaces == ["shared::cluster", "global"] and \
+            len(ops) in ((4, 5) if mcast else (3, 4)):
         kind, tref, other = bulkx.B_TLOAD, ops[1], ops[0]
-        if not isinstance(ops[2], Mem):
+        if not isinstance(ops[2], Mem) or (mcast and isinstance(ops[3], (Vec, Pair, Not, Mem))):
             raise _Slow
         _address(t, env, ops[2], row, imm, T.SHARED)             # the mbarrier: B, immediate 1
         row[T.B] = row[T.A]
@@ -1118,6 +1130,10 @@ def r_bulk(t, env, instr, row, imm):
     row[T.C] = row[T.A]
     imm[2] = imm[T.IMM_OFFSET]
     row[T.V0:T.V0 + 8] = -1
+    if mcast:
+        if isinstance(ops[3], Imm):
+            raise _Slow
+        row[T.V0 + 5] = t._src(env, ops[3], "b16", imm, 0)
     free = 0                                                     # immediate slot 0: one constant coordinate
     for k, c in enumerate(tref.coords.items):
         if isinstance(c, Imm):
@@ -2173,3 +2189,40 @@ def r_warp_sync(t, env, instr, row, imm):
 
 
 _RULES["bar"] = r_warp_sync
+
+
+def r_barrier_cluster(t, env, instr, row, imm):
+    """barrier.cluster.arrive{.release|.relaxed}{.aligned} / barrier.cluster.wait{.acquire}{.aligned}
+    (ops.cluster.compile_barrier_cluster: the same qualifiers), in the CTA loop of a cluster's CTAs (clusterx.py);
+    Y: clusterx.PAR_CLUSTER (the stall record of a wait), Z: 1 = .aligned."""
+    from . import asyncx
+    from .clusterx import PAR_CLUSTER
+    mods = instr.mods
+    kind = next((m for m in mods if m in ("arrive", "wait")), None)
+    if "cluster" not in mods or kind is None or instr.operands or \
+            any(m not in {"cluster", "arrive", "wait", "release", "relaxed", "acquire", "aligned"} for m in mods) or \
+            (kind == "arrive" and "acquire" in mods) or (kind == "wait" and {"release", "relaxed"} & set(mods)):
+        raise _Slow
+    row[T.Y] = PAR_CLUSTER
+    row[T.Z] = int("aligned" in mods)
+    _hopx(t, row, asyncx.K_CL_ARRIVE if kind == "arrive" else asyncx.K_CL_WAIT)
+
+
+def r_getctarank(t, env, instr, row, imm):
+    """getctarank{.shared::cluster}.u32/.u64 d, a (ops.cluster.compile_getctarank), in the CTA loop of a cluster's
+    CTAs (clusterx.py)."""
+    from . import asyncx
+    q = _classify(instr.mods, {"space": {"shared::cluster"}, "type": {"u32", "u64"}})
+    ops = instr.operands
+    if "type" not in q or len(ops) != 2 or any(isinstance(o, (Vec, Pair, Not, Mem, Imm)) for o in ops[:1]) or \
+            isinstance(ops[1], (Vec, Pair, Not, Mem)):
+        raise _Slow
+    row[T.D] = t._dst(env, ops[0])
+    if row[T.D] >= 0 and env.reg_width(t._reg(env, ops[0])) != 32:
+        raise _Slow
+    row[T.A] = _x_operand(t, env, ops[1], q["type"], imm, 0)
+    _set_type(row, q["type"])
+    _hopx(t, row, asyncx.K_CTARANK)
+
+
+_RULES.update({"barrier": r_barrier_cluster, "getctarank": r_getctarank})
