@@ -149,14 +149,22 @@ def test_row_runs_every_form_without_handing_back_tame_fragments(spelling, arch)
 @pytest.mark.parametrize("fmt", ["f16", "bf16", "tf32", "e4m3", "e5m2", "f32"])
 def test_decode_hands_back_exactly_the_infs_and_nans(fmt):
     """Every code of the 8- and 16-bit formats (a sample of the 32-bit ones) through ``tc_row.decode``, one at a
-    time: the value and nominal exponent of ``gemm_fast``'s tables, the special codes flagged."""
+    time in a group of eight, in every lane: the value and nominal exponent of ``gemm_fast``'s tables, the special codes flagged."""
     from emulator.numerics import gemm_fast
     from numba import njit
 
     @njit
     def one(codes, fmtc, vals, exps, bad):
+        """each code alone, in lane i % 8 of a group of eight whose other lanes hold +0 (never special)"""
+        c8 = np.zeros(8, np.uint64)
+        v8 = np.zeros(8)
+        e8 = np.zeros(8, np.int64)
         for i in range(codes.size):
-            bad[i] = tc_row.decode(codes, i, 1, fmtc, vals, exps)
+            c8[:] = 0
+            c8[i % 8] = codes[i]
+            bad[i] = tc_row.decode(c8, 0, 8, fmtc, v8, e8)
+            vals[i] = v8[i % 8]
+            exps[i] = e8[i % 8]
     f = FORMATS[fmt]
     if f.width <= 16:
         codes = np.arange(1 << f.width, dtype=np.uint64)
