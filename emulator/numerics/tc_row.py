@@ -93,7 +93,7 @@ def add_c(codes, o, n, fd):
 @njit(cache=True, inline="always", **INNER)
 def gather(a32, regs, idx, na, nb, nc, maps, prm, codes):
     """A, B, C's codes from the registers into ``codes`` (A: m*K + k, then B: k*N + n, then C: m*N + n), as
-    ``fast._gather``; the 16-bit formats with the two elements of a word unrolled."""
+    ``fast._gather``; the elements of a word unrolled for the 32-, 16- and 8-bit formats."""
     M, N, K = prm[0], prm[1], prm[2]
     mk, kn = M * K, K * N
     for g in range(3):
@@ -107,13 +107,23 @@ def gather(a32, regs, idx, na, nb, nc, maps, prm, codes):
             if epr == 2:
                 for lane in range(32):
                     word = src[lane]
-                    cb[mp[2 * lane]] = word & 0xFFFF
-                    cb[mp[2 * lane + 1]] = word >> 16
+                    cb[np.uint64(mp[2 * lane])] = word & 0xFFFF       # (unsigned: no wraparound test)
+                    cb[np.uint64(mp[2 * lane + 1])] = word >> 16
+            elif epr == 1:
+                for lane in range(32):
+                    cb[np.uint64(mp[lane])] = src[lane]
+            elif epr == 4:
+                for lane in range(32):
+                    word = src[lane]
+                    cb[np.uint64(mp[4 * lane])] = word & 0xFF
+                    cb[np.uint64(mp[4 * lane + 1])] = (word >> 8) & 0xFF
+                    cb[np.uint64(mp[4 * lane + 2])] = (word >> 16) & 0xFF
+                    cb[np.uint64(mp[4 * lane + 3])] = word >> 24
             else:
                 for lane in range(32):
                     word = np.int64(src[lane])
                     for e in range(epr):
-                        cb[mp[epr * lane + e]] = (word >> (w * e)) & mask
+                        cb[np.uint64(mp[epr * lane + e])] = (word >> (w * e)) & mask
 
 
 @njit(cache=True, inline="always", **INNER)

@@ -218,3 +218,50 @@ def vencode(typingctx, vals, o, n, codes, p, w, mb, bias):
             _store(builder, out, pc, builder.add(builder.sub(i, o_), p_))
         return context.get_dummy_value()
     return sig, codegen
+
+
+@intrinsic
+def vimac(typingctx, A, B, C, a, b, c, K):
+    """C[c:c + 8] += sum over k < K of A[a + k] * B[b + 8 k:b + 8 k + 8], in int64 (one row of an integer
+    tile: the sum is exact, the caller saturates or wraps it)."""
+    i64 = types.int64
+    sig = types.void(A, B, C, i64, i64, i64, i64)
+
+    def codegen(context, builder, signature, args):
+        A_, B_, C_, a_, b_, c_, K_ = args
+        tys = signature.args
+        pa, pb, pc = (_data(context, builder, tys[i], args[i]) for i in range(3))
+        acc = cgutils.alloca_once_value(builder, _load(builder, pc, c_, _VI))
+        with cgutils.for_range_slice(builder, ir.Constant(_I64, 0), K_, ir.Constant(_I64, 1), intp=_I64) as (k, _):
+            x = _splat(builder, builder.load(builder.gep(pa, [builder.add(a_, k)])), _VI)
+            y = _load(builder, pb, builder.add(b_, builder.mul(k, ir.Constant(_I64, W))), _VI)
+            builder.store(builder.add(builder.load(acc), builder.mul(x, y)), acc)
+        _store(builder, builder.load(acc), pc, c_)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@intrinsic
+def vfma(typingctx, A, B, C, a, b, c, K, nan):
+    """One row of an f64 tile, eight columns: for k < K in turn, C[c:c + 8] = fma(A[a + k], B[b + 8 k:b + 8 k +
+    8], C[c:c + 8]) (``llvm.fma``: one rounding), a NaN result replaced by the bits ``nan`` (binary64 values in
+    float64 arrays; the caller has checked that no operand is a NaN)."""
+    i64 = types.int64
+    sig = types.void(A, B, C, i64, i64, i64, i64, i64)
+
+    def codegen(context, builder, signature, args):
+        A_, B_, C_, a_, b_, c_, K_, nan_ = args
+        tys = signature.args
+        pa, pb, pc = (_data(context, builder, tys[i], args[i]) for i in range(3))
+        fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_VD, [_VD, _VD, _VD]),
+                                             f"llvm.fma.v{W}f64")
+        qnan = builder.bitcast(_splat(builder, nan_, _VI), _VD)
+        acc = cgutils.alloca_once_value(builder, _load(builder, pc, c_, _VD))
+        with cgutils.for_range_slice(builder, ir.Constant(_I64, 0), K_, ir.Constant(_I64, 1), intp=_I64) as (k, _):
+            x = _splat(builder, builder.load(builder.gep(pa, [builder.add(a_, k)])), _VD)
+            y = _load(builder, pb, builder.add(b_, builder.mul(k, ir.Constant(_I64, W))), _VD)
+            r = builder.call(fma, [x, y, builder.load(acc)])
+            builder.store(builder.select(builder.fcmp_unordered("uno", r, r), qnan, r), acc)
+        _store(builder, builder.load(acc), pc, c_)
+        return context.get_dummy_value()
+    return sig, codegen
