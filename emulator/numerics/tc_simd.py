@@ -222,8 +222,9 @@ def vencode(typingctx, vals, o, n, codes, p, w, mb, bias):
 
 @intrinsic
 def vimac(typingctx, A, B, C, a, b, c, K):
-    """C[c:c + 8] += sum over k < K of A[a + k] * B[b + 8 k:b + 8 k + 8], in int64 (one row of an integer
-    tile: the sum is exact, the caller saturates or wraps it)."""
+    """C[c:c + 8] (int64) += sum over k < K of A[a + k] * B[b + 8 k:b + 8 k + 8] (int32 arrays), one row of an
+    integer tile: the products and their sum in int32 (exact: 8-bit or narrower operands, K <= 256, so every
+    partial sum stays below 2**25 in magnitude), added to C in int64."""
     i64 = types.int64
     sig = types.void(A, B, C, i64, i64, i64, i64)
 
@@ -231,12 +232,14 @@ def vimac(typingctx, A, B, C, a, b, c, K):
         A_, B_, C_, a_, b_, c_, K_ = args
         tys = signature.args
         pa, pb, pc = (_data(context, builder, tys[i], args[i]) for i in range(3))
-        acc = cgutils.alloca_once_value(builder, _load(builder, pc, c_, _VI))
+        i32 = ir.IntType(32)
+        v32 = ir.VectorType(i32, W)
+        acc = cgutils.alloca_once_value(builder, ir.Constant(v32, [0] * W))
         with cgutils.for_range_slice(builder, ir.Constant(_I64, 0), K_, ir.Constant(_I64, 1), intp=_I64) as (k, _):
-            x = _splat(builder, builder.load(builder.gep(pa, [builder.add(a_, k)])), _VI)
-            y = _load(builder, pb, builder.add(b_, builder.mul(k, ir.Constant(_I64, W))), _VI)
+            x = _splat(builder, builder.load(builder.gep(pa, [builder.add(a_, k)])), v32)
+            y = _load(builder, pb, builder.add(b_, builder.mul(k, ir.Constant(_I64, W))), v32)
             builder.store(builder.add(builder.load(acc), builder.mul(x, y)), acc)
-        _store(builder, builder.load(acc), pc, c_)
+        _store(builder, builder.add(_load(builder, pc, c_, _VI), builder.sext(builder.load(acc), _VI)), pc, c_)
         return context.get_dummy_value()
     return sig, codegen
 

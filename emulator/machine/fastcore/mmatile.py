@@ -33,41 +33,58 @@ def _i64_pointer(typingctx, addr):
 @njit(cache=True, **INNER)
 def _int_in(a32, e, nreg, mp, epr, w, signed, out):
     """The elements of an integer operand (nreg registers from a32[e], epr elements of w bits a word; sign-extended
-    when ``signed``) into out[mp[(r * 32 + lane) * epr + i]] (numerics.fast._int_tile's rule)."""
-    mask = (np.int64(1) << w) - 1
+    when ``signed``) into out[mp[(r * 32 + lane) * epr + i]] (numerics.fast._int_tile's rule): element i of a word
+    is its bits i w .. i w + w - 1, shifted to the top of 64 and back (arithmetically when signed)."""
     for r in range(nreg):
         src = a32[e[r] & T.INDEX_MASK:]
-        for lane in range(32):
-            word = np.int64(src[lane])
-            for i in range(epr):
-                v = (word >> (i * w)) & mask
-                if signed and (v >> (w - 1)):
-                    v -= np.int64(1) << w
-                out[np.uint64(mp[(r * 32 + lane) * epr + i])] = v
+        if epr == 1:
+            for lane in range(32):
+                out[np.uint64(mp[r * 32 + lane])] = np.int32(src[lane]) if signed else np.int64(src[lane])
+        elif epr == 4:
+            for lane in range(32):
+                word = np.int64(src[lane])
+                o = mp[(r * 32 + lane) * 4:]
+                if signed:
+                    out[np.uint64(o[0])] = (word << 56) >> 56
+                    out[np.uint64(o[1])] = (word << 48) >> 56
+                    out[np.uint64(o[2])] = (word << 40) >> 56
+                    out[np.uint64(o[3])] = (word << 32) >> 56
+                else:
+                    out[np.uint64(o[0])] = word & 0xFF
+                    out[np.uint64(o[1])] = (word >> 8) & 0xFF
+                    out[np.uint64(o[2])] = (word >> 16) & 0xFF
+                    out[np.uint64(o[3])] = word >> 24
+        else:
+            for lane in range(32):
+                word = np.int64(src[lane])
+                o = mp[(r * 32 + lane) * epr:]
+                for i in range(epr):
+                    v = word << (64 - w * (i + 1))
+                    out[np.uint64(o[i])] = v >> (64 - w) if signed else np.int64(np.uint64(v) >> np.uint64(64 - w))
 
 
 @njit(cache=True, **INNER)
 def _int_mma(regs, a32, maps, prm, na, nb, nc, nd):
-    """The integer forms (numerics.fast.int_one's rule): int64 sums of C and the products, saturated to int32
-    (.satfinite) or wrapped; one row of eight columns per ``tc_simd.vimac``."""
+    """The integer forms (numerics.fast._int_one's rule): the exact sum of C and the products (``tc_simd.vimac``,
+    one row of eight columns a call), saturated to int32 (.satfinite) or wrapped."""
     M, N, K = prm[0], prm[1], prm[2]
     if M * K > 4096 or K * N > 2048 or M * N > 256:
         return 1
-    A = stack_i64(4096)
-    B = stack_i64(2048)
+    A = stack_i64(2048).view(np.int32)          # the operands in int32, C and the sums in int64
+    B = stack_i64(1024).view(np.int32)
     C = stack_i64(256)
     _int_in(a32, regs[nd:], na, maps[prm[10]:], prm[3], prm[5], prm[7] != 0, A)
     _int_in(a32, regs[nd + na:], nb, maps[prm[11]:], prm[4], prm[6], prm[8] != 0, B)
     _int_in(a32, regs[nd + na + nb:], nc, maps[prm[12]:], 1, 32, True, C)
     for m in range(M):
-        if N == 8:
+        if N == 8 and K <= 256:
             vimac(A, B, C, m * K, 0, m * 8, K)
         else:
             for n in range(N):
-                s = C[m * N + n]
+                x = C[m * N + n]
                 for k in range(K):
-                    s += A[m * K + k] * B[k * N + n]
-                C[m * N + n] = s
+                    x += A[m * K + k] * B[k * N + n]
+                C[m * N + n] = x
     dmap = maps[prm[13]:]
     sat = prm[9] != 0
     for i in range(nd):
