@@ -23,7 +23,7 @@ from numba import njit, types
 
 from .fast import bitcast, fmt_info, ieee_add_bits, stack_f64, stack_i64
 from .jitcache import INNER, lean
-from .tc_simd import vdecode, vencode, vstep
+from .tc_simd import vdecode, vdecode16, vdecode32, vencode, vstep
 
 NOEXP = -10000          # nominal exponent of zeros: a sum with it stays below every e_zero
 LEAN = lean()           # numba's pipeline without SSA (jitcache.lean): a name holds one type throughout
@@ -44,9 +44,14 @@ def decode(codes, o, n, fmt, vals, exps):
         return True
     eb, mb, w = fmt_info(fmt)
     bias = (1 << (eb - 1)) - 1
-    return vdecode(codes, o, n, vals, exps, 13 if fmt == 2 else 0,            # tf32: the low 13 bits are ignored
-                   eb, mb, 0 if fmt == 4 else (1 << mb) - 1,                   # e4m3: only S.1111.111 is NaN
-                   bias, -14 if fmt == 4 or fmt == 5 else 1 - bias) != 0
+    low = 13 if fmt == 2 else 0             # tf32: the low 13 bits are ignored
+    nanor = 0 if fmt == 4 else (1 << mb) - 1        # e4m3: only S.1111.111 is NaN
+    tmin = -14 if fmt == 4 or fmt == 5 else 1 - bias
+    if fmt == 0 or fmt == 5:                # f16, e5m2 (f16's top byte)
+        return vdecode16(codes, o, n, vals, exps, low, eb, mb, nanor, bias, tmin, 16 - w) != 0
+    if fmt == 1 or fmt == 2 or fmt == 3:    # bf16 (f32's top half), tf32, f32
+        return vdecode32(codes, o, n, vals, exps, low, eb, mb, nanor, bias, tmin, 16 if fmt == 1 else 0) != 0
+    return vdecode(codes, o, n, vals, exps, low, eb, mb, nanor, bias, tmin, 0) != 0
 
 
 @njit(cache=True, pipeline_class=LEAN, **INNER)
