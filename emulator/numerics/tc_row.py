@@ -74,8 +74,8 @@ def tile(M, nc, K, L, vals, exps, oa, ob, oc, F, e_zero, fd, mode):
     eb, mb, w = fmt_info(fd)
     bias = (1 << (eb - 1)) - 1
     over = 0
-    for m in range(M):
-        for k0 in range(0, K, L):
+    for k0 in range(0, K, L):               # the rows' steps one after the other: independent, they overlap
+        for m in range(M):
             over |= vstep(vals, exps, oa + m * K + k0, ob + k0 * 8, oc + m * 8, L, F, e_zero, mb, 1 - bias, bias,
                           mode)
     return over == 0
