@@ -11,12 +11,14 @@ piece of it exact in binary64 (as the f32 GEMM kernels of ``gemm_fast`` carry it
   f16) is one ``trunc`` or ``rint`` of it scaled to the last place of its binade (never below the format's
   smallest subnormal's).
 
-The eight columns of a row are a loop of constant length over arrays in the stack frame, which the compiler
-unrolls and vectorises. Operands holding an inf or NaN and accumulators that overflow are not handled here:
-``decode`` and ``tile`` say so, and the caller runs the reference executor instead.
+The eight columns of a row are one vector (``tc_simd``: numba intrinsics that emit LLVM's ``<8 x double>`` and
+``<8 x i64>`` operations, each lane running the scalar rule's operations in its order, no fused multiply-add): one
+``tc_simd.vstep`` a step of a row. Operands holding an inf or NaN and accumulators that overflow are not handled
+here: ``decode`` and ``tile`` say so, and the caller runs the reference executor instead.
 
-Operand codes are decoded arithmetically (no table): ``decode`` runs over a whole fragment at once, one test
-for a special value in all of it.
+Operand codes are decoded arithmetically (no table), eight at a time: the formats whose bits are f16's or f32's
+once shifted (f16, e5m2, bf16, tf32, f32) through the hardware's conversions, e4m3 from its fields; one test for a
+special value in a whole fragment.
 """
 import numpy as np
 from numba import njit, types

@@ -1,6 +1,8 @@
 """The f64 and integer mma.sync tiles of the fast engine (scalarx.K_MMAX rows): a C-callable function that reads
-the operand registers of all 32 lanes from the arena, runs the executor's own tile kernel
-(``numerics.fast.f64_batch`` / ``int_batch``, as ``ops.mma.MmaOp`` does) and writes D back.
+the operand registers of all 32 lanes from the arena into arrays in its stack frame, runs the tile by the rules of
+the executor's kernels (``numerics.fast.f64_batch`` / ``int_batch``, as ``ops.mma.MmaOp`` runs them) one row of
+eight columns at a time in vector registers (``numerics.tc_simd.vfma``: a chain of fused multiply-adds; ``vimac``:
+exact integer sums), and writes D back.
 
 It is compiled apart from the loops and from ``xcall.py`` (whose ``x_c`` calls it through the address the row
 holds), and only for kernels with such an mma: the translation imports this module when it makes the row.
