@@ -17,15 +17,15 @@ The eight columns of a row are one vector (``tc_simd``: numba intrinsics that em
 here: ``decode`` and ``tile`` say so, and the caller runs the reference executor instead.
 
 Operand codes are decoded arithmetically (no table), eight at a time: the formats whose bits are f16's or f32's
-once shifted (f16, e5m2, bf16, tf32, f32) through the hardware's conversions, e4m3 from its fields; one test for a
-special value in a whole fragment.
+once shifted (f16, e5m2, bf16, tf32, f32) through the hardware's conversions, e4m3 as an f16 scaled; one test for
+a special value in a whole fragment.
 """
 import numpy as np
 from numba import njit, types
 
 from .fast import bitcast, fmt_info, ieee_add_bits, stack_f64, stack_i64
 from .jitcache import INNER, lean
-from .tc_simd import vdecode, vdecode16, vdecode32, vencode, vstep
+from .tc_simd import vdecode8, vdecode16, vdecode32, vencode, vstep
 
 NOEXP = -10000          # nominal exponent of zeros: a sum with it stays below every e_zero
 LEAN = lean()           # numba's pipeline without SSA (jitcache.lean): a name holds one type throughout
@@ -40,8 +40,9 @@ def decode(codes, o, n, fmt, vals, exps):
     """codes[o:o + n] (one element each, the register's bits shifted down; n a multiple of 8) of format ``fmt``
     into their values (binary64, exact) and nominal exponents (the exponent of the leading bit's binade, never
     below the format's smallest normal's; for the 8-bit formats, which the tensor core widens to f16, never below
-    f16's; NOEXP for zeros), into vals[o:o + n] and exps[o:o + n], eight at a time (``tc_simd.vdecode``). Returns
-    True when one of them is an inf or NaN (vals and exps are then partly written)."""
+    f16's; NOEXP for zeros), into vals[o:o + n] and exps[o:o + n], eight at a time (``tc_simd.vdecode8/16/32``).
+    Returns True when one of them is an inf or NaN (vals and exps are then partly written), or for a format no
+    mma.sync operand has."""
     if n & 7:
         return True
     eb, mb, w = fmt_info(fmt)
@@ -53,7 +54,9 @@ def decode(codes, o, n, fmt, vals, exps):
         return vdecode16(codes, o, n, vals, exps, low, eb, mb, nanor, bias, tmin, 16 - w) != 0
     if fmt == 1 or fmt == 2 or fmt == 3:    # bf16 (f32's top half), tf32, f32
         return vdecode32(codes, o, n, vals, exps, low, eb, mb, nanor, bias, tmin, 16 if fmt == 1 else 0) != 0
-    return vdecode(codes, o, n, vals, exps, low, eb, mb, nanor, bias, tmin, 0) != 0
+    if fmt == 4:                            # e4m3: through f16 too
+        return vdecode8(codes, o, n, vals, exps, low, eb, mb, nanor, bias, tmin, 0) != 0
+    return True
 
 
 @njit(cache=True, pipeline_class=LEAN, **INNER)

@@ -6,8 +6,9 @@ rule's order (``tc_row``'s docstring has the rule and why each step is exact in 
 is emitted. The intrinsics read and write numba arrays through their data pointers: the callers check the bounds
 (``tc_row.compute``).
 
-* ``vdecode``: operand codes into their binary64 values and nominal exponents, eight at a time (``vdecode16``,
-  ``vdecode32``: the formats whose bits are those of f16 or f32 once shifted, through the hardware's conversions);
+* ``vdecode8``, ``vdecode16``, ``vdecode32``: operand codes into their binary64 values and nominal exponents,
+  eight at a time, through the hardware's conversions (e4m3 as an f16 scaled; the formats whose bits are those
+  of f16 or f32 once shifted);
 * ``vstep``: one fused step of one row of D (eight columns): the step's exponent, C and the products aligned to
   it and cut toward zero, their sum, the rounding to the D format;
 * ``vencode``: D's binary64 values into the bits of f32 or f16.
@@ -81,16 +82,16 @@ def _any(builder, mask):
 
 
 def _decoder(hw):
-    """The decode intrinsic of one kind of format: ``hw`` 0 for any (the value built from the fields: mantissa
-    times a power of two, the sign applied), 16 for those that are f16 bits once shifted up by ``pre`` (f16, e5m2)
-    and 32 for those that are f32 bits so (f32, bf16, tf32 with its low bits cleared): converted by the hardware
-    (vcvtph2ps, vcvtps2pd), exact, subnormals included."""
+    """The decode intrinsic of one kind of format: ``hw`` 8 for e4m3 (its bits placed in an f16's, converted,
+    times 2**8), 16 for those that are f16 bits once shifted up by ``pre`` (f16, e5m2) and 32 for those that are
+    f32 bits so (f32, bf16, tf32 with its low bits cleared): converted by the hardware (vcvtph2ps, vcvtps2pd),
+    exact, subnormals included. An inf or NaN is found from the fields (and its value not used)."""
     @intrinsic
     def vdecode(typingctx, codes, o, n, vals, exps, low, eb, mb, nanor, bias, tmin, pre):
         """codes[o:o + n] (n a multiple of 8; each shifted down by ``low``) of a format with ``eb`` exponent and
         ``mb`` fraction bits into vals[o:o + n] (binary64, exact) and exps[o:o + n] (the leading binade's
         exponent, never below ``tmin``; NOEXP for zeros), as ``tc_row.decode``'s rule; returns 1 when one of them
-        is an inf or NaN (fraction | nanor all ones under an all-ones exponent field)."""
+        is an inf or NaN (fraction | nanor all ones under an all-ones exponent field). ``bias`` is unused."""
         i64 = types.int64
         sig = types.int64(codes, i64, i64, vals, exps, i64, i64, i64, i64, i64, i64, i64)
 
@@ -103,8 +104,6 @@ def _decoder(hw):
             low, eb, mb, nanor, pre = (_splat(builder, x, _VI) for x in (low_, eb_, mb_, nanor_, pre_))
             emaxf = builder.sub(builder.shl(_ci(1), eb), _ci(1))
             fmask = builder.sub(builder.shl(_ci(1), mb), _ci(1))
-            sbit = builder.add(mb, eb)
-            shift = builder.add(_splat(builder, bias_, _VI), mb)
             tmin = _splat(builder, tmin_, _VI)
             bad = cgutils.alloca_once_value(builder, ir.Constant(_VB, [0] * W))
             stop = builder.add(o_, n_)
@@ -115,17 +114,18 @@ def _decoder(hw):
                 special = builder.and_(builder.icmp_unsigned("==", e, emaxf),
                                        builder.icmp_unsigned("==", builder.or_(f, nanor), fmask))
                 builder.store(builder.or_(builder.load(bad), special), bad)
-                if hw:
+                if hw == 8:
+                    # e4m3: S.EEEE.MMM as f16's S.0EEEE.MMM0000000 is the value times 2**-8, subnormals included
+                    h = builder.or_(builder.shl(builder.and_(x, _ci(0x80)), _ci(8)),
+                                    builder.shl(builder.and_(x, _ci(0x7F)), _ci(7)))
+                    v = builder.fpext(builder.bitcast(builder.trunc(h, ir.VectorType(ir.IntType(16), W)),
+                                                      ir.VectorType(ir.HalfType(), W)), _VD)
+                    v = builder.fmul(v, ir.Constant(_VD, [256.0] * W))
+                else:
                     ity = ir.VectorType(ir.IntType(hw), W)
                     fty = ir.VectorType(ir.HalfType() if hw == 16 else ir.FloatType(), W)
                     v = builder.fpext(builder.bitcast(builder.trunc(builder.shl(builder.shl(x, low), pre), ity), fty),
                                       _VD)
-                else:
-                    mant = builder.or_(f, builder.shl(builder.zext(builder.icmp_unsigned("!=", e, _ci(0)), _VI), mb))
-                    v = builder.fmul(builder.sitofp(mant, _VD),
-                                     _pow2(builder, builder.sub(_smax(builder, e, _ci(1)), shift)))
-                    neg = builder.icmp_unsigned("!=", builder.and_(builder.lshr(x, sbit), _ci(1)), _ci(0))
-                    v = builder.select(neg, builder.fsub(ir.Constant(_VD, [-0.0] * W), v), v)
                 ex = builder.select(builder.fcmp_unordered("!=", v, ir.Constant(_VD, [0.0] * W)),
                                     _smax(builder, _expo(builder, v), tmin), _ci(NOEXP))
                 _store(builder, v, pv, i)
@@ -135,9 +135,9 @@ def _decoder(hw):
     return vdecode
 
 
-vdecode = _decoder(0)
 vdecode16 = _decoder(16)
 vdecode32 = _decoder(32)
+vdecode8 = _decoder(8)
 
 
 @intrinsic
