@@ -275,3 +275,29 @@ def test_integer_and_f64_rows_every_form(spelling, arch):
         a, b, c = (_tile_regs(rng, op, g, special) for g in range(3))
         rc, got = _tile_row(op, a, b, c, False)
         assert rc == 0 and np.array_equal(got, op.execute(a, b, c).astype(got.dtype)), (spelling, arch)
+
+
+@pytest.mark.parametrize("spelling,arch", [f for f in FORMS if get_mma(*f).variant.dtype == "f32"
+                                           and get_mma(*f).variant.atype in ("bf16", "tf32")])
+def test_row_cuts_subnormal_results_toward_zero(spelling, arch):
+    """Products near 2**-140, below binary32's smallest normal, with C +0 or tiny: D is subnormal and has bits below
+    its last place, which the row's slow rounding path (not every lane normal) cuts as the executor does."""
+    op = get_mma(spelling, arch)
+    v = op.variant
+    rng = np.random.default_rng(len(spelling) + len(arch))
+
+    def tiny(fmt, nregs):
+        f = FORMATS[fmt]
+        epr = 32 // WIDTH[fmt]
+        n = nregs * 32 * epr
+        e = f.bias - 70 + rng.integers(-4, 5, n)
+        x = (rng.integers(0, 2, n) << (f.ebits + f.mbits)) | (e << f.mbits) | rng.integers(0, 1 << f.mbits, n)
+        x = (x << 13 if fmt == "tf32" else x).reshape(nregs, 32, epr)
+        return sum(x[..., i] << (i * WIDTH[fmt]) for i in range(epr)).astype(np.uint32)
+    for _ in range(4):
+        a, b = tiny(v.atype, op.n_a), tiny(v.btype, op.n_b)
+        c = np.where(rng.random((op.n_c, 32)) < 0.5, 0, rng.integers(1, 1 << 20, (op.n_c, 32))).astype(np.uint32)
+        want = op.execute(a, b, c).astype(np.uint32)
+        assert ((want & 0x7F800000) == 0).mean() > 0.5          # mostly subnormal results
+        rc, got = _row(op, a, b, c)
+        assert rc == 0 and np.array_equal(got, want), (spelling, arch)

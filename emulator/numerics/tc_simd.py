@@ -185,15 +185,31 @@ def vstep(typingctx, vals, exps, a, b, c, L, F, e_zero, mb, tlo, bias, rne):
                 p.append(builder.call(trunc, [builder.fmul(builder.fmul(va, _load(builder, pv, jb, _VD)), s)]))
             builder.store(builder.fadd(builder.load(acc), builder.fadd(builder.fadd(p[0], p[1]),
                                                                        builder.fadd(p[2], p[3]))), acc)
-        # the rounding to the D format (tc_row._round)
+        # the rounding to the D format: v scaled to the last place of its binade (never below the format's
+        # smallest normal's: t), cut (RZ) or rounded (RNE) to a whole number, scaled back
         mb = _splat(builder, mb_, _VI)
         tlo = _splat(builder, tlo_, _VI)
         v = builder.fmul(builder.load(acc), _pow2(builder, builder.sub(e, F)))
-        t = _smax(builder, _expo(builder, v), tlo)
-        x = builder.fmul(v, _pow2(builder, builder.sub(mb, t)))
-        q = builder.select(builder.icmp_unsigned("!=", rne_, zero), builder.call(_vfn(builder, "llvm.rint", _VD), [x]),
-                           builder.call(trunc, [x]))
-        r = builder.fmul(q, _pow2(builder, builder.sub(t, mb)))
+        tv = _expo(builder, v)
+        rr = cgutils.alloca_once(builder, _VD)
+        # RZ with every lane zero or normal in the D format: the same as clearing the binary64 fraction's bits
+        # below the format's last place
+        normal = builder.or_(builder.icmp_signed(">=", tv, tlo),
+                             builder.fcmp_ordered("==", v, ir.Constant(_VD, [0.0] * W)))
+        quick = builder.and_(builder.icmp_unsigned("==", rne_, zero),
+                             builder.icmp_unsigned("==", builder.bitcast(normal, ir.IntType(W)),
+                                                   ir.Constant(ir.IntType(W), (1 << W) - 1)))
+        with builder.if_else(quick, likely=True) as (then, other):
+            with then:
+                keep = builder.not_(builder.sub(builder.shl(_ci(1), builder.sub(_ci(52), mb)), _ci(1)))
+                builder.store(builder.bitcast(builder.and_(builder.bitcast(v, _VI), keep), _VD), rr)
+            with other:
+                t = _smax(builder, tv, tlo)
+                x = builder.fmul(v, _pow2(builder, builder.sub(mb, t)))
+                q = builder.select(builder.icmp_unsigned("!=", rne_, zero),
+                                   builder.call(_vfn(builder, "llvm.rint", _VD), [x]), builder.call(trunc, [x]))
+                builder.store(builder.fmul(q, _pow2(builder, builder.sub(t, mb))), rr)
+        r = builder.load(rr)
         te = _expo(builder, r)
         ce = builder.select(builder.fcmp_unordered("!=", r, ir.Constant(_VD, [0.0] * W)), _smax(builder, te, tlo),
                             _ci(NOEXP))
