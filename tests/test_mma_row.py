@@ -149,14 +149,22 @@ def test_row_runs_every_form_without_handing_back_tame_fragments(spelling, arch)
 @pytest.mark.parametrize("fmt", ["f16", "bf16", "tf32", "e4m3", "e5m2", "f32"])
 def test_decode_hands_back_exactly_the_infs_and_nans(fmt):
     """Every code of the 8- and 16-bit formats (a sample of the 32-bit ones) through ``tc_row.decode``, one at a
-    time: the value and nominal exponent of ``gemm_fast``'s tables, the special codes flagged."""
+    time in a group of eight, in every lane: the value and nominal exponent of ``gemm_fast``'s tables, the special codes flagged."""
     from emulator.numerics import gemm_fast
     from numba import njit
 
     @njit
     def one(codes, fmtc, vals, exps, bad):
+        """each code alone, in lane i % 8 of a group of eight whose other lanes hold +0 (never special)"""
+        c8 = np.zeros(8, np.uint64)
+        v8 = np.zeros(8)
+        e8 = np.zeros(8, np.int64)
         for i in range(codes.size):
-            bad[i] = tc_row.decode(codes, i, 1, fmtc, vals, exps)
+            c8[:] = 0
+            c8[i % 8] = codes[i]
+            bad[i] = tc_row.decode(c8, 0, 8, fmtc, v8, e8)
+            vals[i] = v8[i % 8]
+            exps[i] = e8[i % 8]
     f = FORMATS[fmt]
     if f.width <= 16:
         codes = np.arange(1 << f.width, dtype=np.uint64)
@@ -183,3 +191,113 @@ def test_decode_hands_back_exactly_the_infs_and_nans(fmt):
         num = lut[:, 3] == NUM
         nz = num & (lut[:, 0] != 0)
         assert np.array_equal(exps[nz], lut[nz, 2])
+
+
+# ------------------------------------------------------------------------------------------------
+# the integer (.satfinite too), .b1 (AND) and f64 forms: the fast engine's K_MMAX rows (fastcore.mmatile)
+TILE_FORMS = [(s, a) for s, v in VARIANTS.items() if v.family in ("int", "b1", "f64") and v.bop != "xor"
+              for a in v.archs if a in MODEL_ARCHS[v.family]]
+_F64_SPECIAL = np.array([0x7FF0000000000000, 0xFFF0000000000000, 0x8000000000000000, 0, 1, 0x800FFFFFFFFFFFFF,
+                         0x7FEFFFFFFFFFFFFF, 0xFFEFFFFFFFFFFFFF, 0x0010000000000000, 0x7FF8000000000000,
+                         0x7FF0000000000123, 0xFFF4000000000001, 0x3FF0000000000000], np.uint64)
+
+
+def _tile_regs(rng, op, g, special):
+    """Register words of operand g (0: A, 1: B, 2: C): random bits (integers), or binary64 values over a wide
+    exponent range with infinities, NaN payloads, signed zeros, subnormals (f64)."""
+    n = (op.n_a, op.n_b, op.n_c)[g]
+    if op.family != "f64":
+        x = rng.integers(0, 1 << 32, (n, 32), dtype=np.int64)
+        if g == 2:                  # C near the int32 limits too, where .satfinite clamps and the others wrap
+            near = rng.integers(0, 1 << 18, (n, 32))
+            r = rng.random((n, 32))
+            x = np.where(r < 0.3, 0x7FFFFFFF - near, np.where(r < 0.6, 0x80000000 + near, x))
+        return x.astype(np.uint32)
+    x = (rng.integers(0, 2, (n, 32)).astype(np.uint64) << np.uint64(63)) | (
+        (1023 + rng.integers(-60, 60, (n, 32))).astype(np.uint64) << np.uint64(52)) | rng.integers(
+        0, 1 << 52, (n, 32), dtype=np.uint64)
+    pick = rng.random((n, 32)) < special
+    return np.where(pick, _F64_SPECIAL[rng.integers(0, _F64_SPECIAL.size, (n, 32))], x)
+
+
+def _tile_row(op, a, b, c, alias):
+    from numba import njit
+    from emulator.machine.fastcore import mmatile
+    global _TILE_RUN
+    if "_TILE_RUN" not in globals():
+        @njit
+        def run(kind, regs, arena, maps, prm, na, nb, nc, nd):
+            if kind == 0:
+                return mmatile._f64_mma(regs, arena.view(np.uint64), maps, prm, na, nb, nc, nd)
+            return mmatile._int_mma(regs, arena.view(np.uint32), maps, prm, na, nb, nc, nd)
+        _TILE_RUN = run
+    n = [op.n_d, op.n_a, op.n_b, op.n_c]
+    regs = np.full(20, -1, np.int64)
+    pos, k, offs = 0, 0, []
+    for g in range(4):
+        for i in range(n[g]):
+            regs[k] = pos
+            offs.append(pos)
+            pos += 32
+            k += 1
+    dt = np.uint64 if op.family == "f64" else np.uint32
+    arena = np.zeros(pos, dt)
+    for g, x in ((1, a), (2, b), (3, c)):
+        o = regs[sum(n[:g])]
+        arena[o:o + x.size] = x.ravel()
+    if alias and op.n_d == op.n_c:
+        regs[:op.n_d] = regs[sum(n[:3]):sum(n[:3]) + op.n_c]
+    kind = 0 if op.family == "f64" else 1
+    rc = _TILE_RUN(kind, regs, arena.view(np.uint8), op._maps, op._prm, op.n_a, op.n_b, op.n_c, op.n_d)
+    return rc, np.stack([arena[o:o + 32] for o in regs[:op.n_d]])
+
+
+@settings(max_examples=EXAMPLES * 2, deadline=None, derandomize=EXAMPLES <= 100,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(form=st.integers(0, len(TILE_FORMS) - 1), seed=st.integers(0, 2 ** 32 - 1),
+       special=st.sampled_from([0.0, 0.01, 0.2]), alias=st.booleans())
+def test_integer_and_f64_rows_equal_the_reference_executor(form, seed, special, alias):
+    spelling, arch = TILE_FORMS[form]
+    op = get_mma(spelling, arch)
+    rng = np.random.default_rng(seed)
+    a, b, c = (_tile_regs(rng, op, g, special) for g in range(3))
+    want = op.execute(a, b, c)
+    rc, got = _tile_row(op, a, b, c, alias)
+    assert rc == 0
+    assert np.array_equal(got, want.astype(got.dtype)), (spelling, arch, np.argwhere(got != want)[:4])
+
+
+@pytest.mark.parametrize("spelling,arch", [f for f in TILE_FORMS if "satfinite" in f[0] or "f64" in f[0]][:40])
+def test_integer_and_f64_rows_every_form(spelling, arch):
+    op = get_mma(spelling, arch)
+    rng = np.random.default_rng(len(spelling))
+    for special in (0.0, 0.3):
+        a, b, c = (_tile_regs(rng, op, g, special) for g in range(3))
+        rc, got = _tile_row(op, a, b, c, False)
+        assert rc == 0 and np.array_equal(got, op.execute(a, b, c).astype(got.dtype)), (spelling, arch)
+
+
+@pytest.mark.parametrize("spelling,arch", [f for f in FORMS if get_mma(*f).variant.dtype == "f32"
+                                           and get_mma(*f).variant.atype in ("bf16", "tf32")])
+def test_row_cuts_subnormal_results_toward_zero(spelling, arch):
+    """Products near 2**-140, below binary32's smallest normal, with C +0 or tiny: D is subnormal and has bits below
+    its last place, which the row's slow rounding path (not every lane normal) cuts as the executor does."""
+    op = get_mma(spelling, arch)
+    v = op.variant
+    rng = np.random.default_rng(len(spelling) + len(arch))
+
+    def tiny(fmt, nregs):
+        f = FORMATS[fmt]
+        epr = 32 // WIDTH[fmt]
+        n = nregs * 32 * epr
+        e = f.bias - 70 + rng.integers(-4, 5, n)
+        x = (rng.integers(0, 2, n) << (f.ebits + f.mbits)) | (e << f.mbits) | rng.integers(0, 1 << f.mbits, n)
+        x = (x << 13 if fmt == "tf32" else x).reshape(nregs, 32, epr)
+        return sum(x[..., i] << (i * WIDTH[fmt]) for i in range(epr)).astype(np.uint32)
+    for _ in range(4):
+        a, b = tiny(v.atype, op.n_a), tiny(v.btype, op.n_b)
+        c = np.where(rng.random((op.n_c, 32)) < 0.5, 0, rng.integers(1, 1 << 20, (op.n_c, 32))).astype(np.uint32)
+        want = op.execute(a, b, c).astype(np.uint32)
+        assert ((want & 0x7F800000) == 0).mean() > 0.5          # mostly subnormal results
+        rc, got = _row(op, a, b, c)
+        assert rc == 0 and np.array_equal(got, want), (spelling, arch)

@@ -11,18 +11,21 @@ piece of it exact in binary64 (as the f32 GEMM kernels of ``gemm_fast`` carry it
   f16) is one ``trunc`` or ``rint`` of it scaled to the last place of its binade (never below the format's
   smallest subnormal's).
 
-The eight columns of a row are a loop of constant length over arrays in the stack frame, which the compiler
-unrolls and vectorises. Operands holding an inf or NaN and accumulators that overflow are not handled here:
-``decode`` and ``tile`` say so, and the caller runs the reference executor instead.
+The eight columns of a row are one vector (``tc_simd``: numba intrinsics that emit LLVM's ``<8 x double>`` and
+``<8 x i64>`` operations, each lane running the scalar rule's operations in its order, no fused multiply-add): one
+``tc_simd.vstep`` a step of a row. Operands holding an inf or NaN and accumulators that overflow are not handled
+here: ``decode`` and ``tile`` say so, and the caller runs the reference executor instead.
 
-Operand codes are decoded arithmetically (no table): ``decode`` runs over a whole fragment at once, one test
-for a special value in all of it.
+Operand codes are decoded arithmetically (no table), eight at a time: the formats whose bits are f16's or f32's
+once shifted (f16, e5m2, bf16, tf32, f32) through the hardware's conversions, e4m3 as an f16 scaled; one test for
+a special value in a whole fragment.
 """
 import numpy as np
 from numba import njit, types
 
-from .fast import bitcast, fmt_info, f2i, i2f, ieee_add_bits, stack_f64, stack_i64
+from .fast import bitcast, fmt_info, ieee_add_bits, stack_f64, stack_i64
 from .jitcache import INNER, lean
+from .tc_simd import vdecode8, vdecode16, vdecode32, vencode, vstep
 
 NOEXP = -10000          # nominal exponent of zeros: a sum with it stays below every e_zero
 LEAN = lean()           # numba's pipeline without SSA (jitcache.lean): a name holds one type throughout
@@ -33,147 +36,54 @@ _f32_bits = bitcast(types.float32, types.uint32)
 
 
 @njit(cache=True, pipeline_class=LEAN, **INNER)
-def _pow2(e):
-    """2.0**e for a whole e in binary64's normal range."""
-    return i2f((e + 1023) << 52)
-
-
-@njit(cache=True, pipeline_class=LEAN, **INNER)
-def _exp(v):
-    """The unbiased binary64 exponent of v (-1023 for zero)."""
-    return ((f2i(v) >> 52) & 0x7FF) - 1023
-
-
-@njit(cache=True, pipeline_class=LEAN, **INNER)
 def decode(codes, o, n, fmt, vals, exps):
-    """codes[o:o + n] (one element each, the register's bits shifted down) of format ``fmt`` into their values
-    (binary64, exact) and nominal exponents (the exponent of the leading bit's binade, never below the format's
-    smallest normal's; for the 8-bit formats, which the tensor core widens to f16, never below f16's; NOEXP for
-    zeros), into vals[o:o + n] and exps[o:o + n]. Returns True when one of them is an inf or NaN (vals and exps
-    are then partly written)."""
+    """codes[o:o + n] (one element each, the register's bits shifted down; n a multiple of 8) of format ``fmt``
+    into their values (binary64, exact) and nominal exponents (the exponent of the leading bit's binade, never
+    below the format's smallest normal's; for the 8-bit formats, which the tensor core widens to f16, never below
+    f16's; NOEXP for zeros), into vals[o:o + n] and exps[o:o + n], eight at a time (``tc_simd.vdecode8/16/32``).
+    Returns True when one of them is an inf or NaN (vals and exps are then partly written), or for a format no
+    mma.sync operand has."""
+    if n & 7:
+        return True
     eb, mb, w = fmt_info(fmt)
-    low = 13 if fmt == 2 else 0             # tf32: the low 13 bits of the register are ignored
     bias = (1 << (eb - 1)) - 1
-    emaxf = (1 << eb) - 1
-    fmask = (1 << mb) - 1
-    nanor = 0 if fmt == 4 else fmask        # e4m3: no infinities, only S.1111.111 is NaN
+    low = 13 if fmt == 2 else 0             # tf32: the low 13 bits are ignored
+    nanor = 0 if fmt == 4 else (1 << mb) - 1        # e4m3: only S.1111.111 is NaN
     tmin = -14 if fmt == 4 or fmt == 5 else 1 - bias
-    sbit = eb + mb
-    bad = 0
-    for i in range(o, o + n):
-        x = np.int64(codes[i]) >> low
-        e = (x >> mb) & emaxf
-        f = x & fmask
-        bad |= np.int64(e == emaxf) & np.int64((f | nanor) == fmask)
-        mant = f | (np.int64(e != 0) << mb)
-        v = np.float64(mant) * _pow2(max(e, 1) - bias - mb)
-        vals[i] = -v if (x >> sbit) & 1 else v
-        exps[i] = max(_exp(v), tmin) if mant != 0 else NOEXP
-    return bad != 0
+    if fmt == 0 or fmt == 5:                # f16, e5m2 (f16's top byte)
+        return vdecode16(codes, o, n, vals, exps, low, eb, mb, nanor, bias, tmin, 16 - w) != 0
+    if fmt == 1 or fmt == 2 or fmt == 3:    # bf16 (f32's top half), tf32, f32
+        return vdecode32(codes, o, n, vals, exps, low, eb, mb, nanor, bias, tmin, 16 if fmt == 1 else 0) != 0
+    if fmt == 4:                            # e4m3: through f16 too
+        return vdecode8(codes, o, n, vals, exps, low, eb, mb, nanor, bias, tmin, 0) != 0
+    return True
 
 
 @njit(cache=True, pipeline_class=LEAN, **INNER)
-def encode(v, fd):
-    """The bits of v, a value of format fd (f32 or f16) already rounded to it; +0 for zeros."""
+def encode(vals, o, n, codes, p, fd):
+    """vals[o:o + n] (values of format fd, f32 or f16, already rounded to it; n a multiple of 8) into their bits at
+    codes[p:p + n]; +0 for zeros (``tc_simd.vencode``)."""
     eb, mb, w = fmt_info(fd)
-    bias = (1 << (eb - 1)) - 1
-    if v == 0:
-        return np.uint64(0)
-    sign = np.int64(1) << (w - 1) if v < 0 else np.int64(0)
-    a = -v if v < 0 else v
-    e = _exp(a)
-    if e >= 1 - bias:
-        return np.uint64(sign | ((e + bias) << mb) | ((f2i(a) >> (52 - mb)) & ((1 << mb) - 1)))
-    return np.uint64(sign | np.int64(a * _pow2(bias - 1 + mb)))
-
-
-@njit(cache=True, pipeline_class=LEAN, **INNER)
-def _round(acc, e, F, mb, tlo, bias, rne, cs, ce, n):
-    """The step's sum acc (whole, in units of 2**(e - F)) rounded to the D format (RZ, or RNE), into cs[n] and
-    ce[n] (its nominal exponent, NOEXP for zero); 1 when it overflowed."""
-    v = acc * _pow2(e - F)
-    t = max(_exp(v), tlo)
-    x = v * _pow2(mb - t)
-    r = (np.rint(x) if rne else np.trunc(x)) * _pow2(t - mb)
-    te = _exp(r)
-    cs[n] = r
-    ce[n] = max(te, tlo) if r != 0 else NOEXP
-    return np.int64(te > bias)
+    vencode(vals, o, n, codes, p, w, mb, (1 << (eb - 1)) - 1)
 
 
 @njit(cache=True, pipeline_class=LEAN, **INNER)
 def tile(M, nc, K, L, vals, exps, oa, ob, oc, F, e_zero, fd, mode):
-    """D = A B + C for an M x nc x K tile (M even, nc <= 8) in steps of L products (a multiple of 4; ascending
-    k, rounded to fd in between, RZ (mode 0) or RNE (1)). vals/exps: the values and nominal exponents of A at
-    oa + m * K + k, of B at ob + k * nc + n, of C at oc + m * nc + n, C's replaced by D's (values exactly on fd's
-    grid). Returns False when an accumulator overflowed (vals and exps are then partly written).
-
-    Every loop over the columns has a length the compiler does not know (nc), so it stays a loop and is
-    vectorised, with four products of two rows unrolled in it (two independent chains, B's loads shared); the
-    rows' state lives in the stack frame, so that the compiler knows no store of those loops reaches an operand
-    (no run-time overlap checks)."""
-    if M & 1 or nc > 8 or L & 3 or K % L:
+    """D = A B + C for an M x 8 x K tile in steps of L products (a multiple of 4; ascending k, rounded to fd in
+    between, RZ (mode 0) or RNE (1)). vals/exps: the values and nominal exponents of A at oa + m * K + k, of B at
+    ob + k * 8 + n, of C at oc + m * 8 + n, C's replaced by D's (values exactly on fd's grid). Each step of a row
+    is one ``tc_simd.vstep`` (its eight columns in vector registers). Returns False when an accumulator
+    overflowed (vals and exps are then partly written), or for a shape this does not run (nc other than 8)."""
+    if nc != 8 or L <= 0 or L & 3 or K % L:
         return False
     eb, mb, w = fmt_info(fd)
     bias = (1 << (eb - 1)) - 1
-    tlo = 1 - bias
-    rne = mode == 1
-    cs = stack_f64(16)
-    ce = stack_i64(16)
-    e = stack_i64(16)
-    s = stack_f64(16)
-    acc = stack_f64(16)
-    over = stack_i64(8)
-    for n in range(nc):
-        over[n] = 0
-    for m in range(0, M, 2):
-        for n in range(2 * nc):
-            cs[n] = vals[oc + m * nc + n]
-            ce[n] = exps[oc + m * nc + n]
-        a0 = oa + m * K
-        a1 = a0 + K
-        for k0 in range(0, K, L):
-            for n in range(nc):
-                e[n] = max(ce[n], e_zero)
-                e[n + 8] = max(ce[n + nc], e_zero)
-            for j in range(k0, k0 + L, 4):
-                t0, t1, t2, t3 = exps[a0 + j], exps[a0 + j + 1], exps[a0 + j + 2], exps[a0 + j + 3]
-                u0, u1, u2, u3 = exps[a1 + j], exps[a1 + j + 1], exps[a1 + j + 2], exps[a1 + j + 3]
-                b0, b1, b2, b3 = ob + j * nc, ob + (j + 1) * nc, ob + (j + 2) * nc, ob + (j + 3) * nc
-                for n in range(nc):
-                    y0, y1 = exps[np.uint64(b0 + n)], exps[np.uint64(b1 + n)]
-                    y2, y3 = exps[np.uint64(b2 + n)], exps[np.uint64(b3 + n)]
-                    e[n] = max(e[n], max(max(t0 + y0, t1 + y1), max(t2 + y2, t3 + y3)))
-                    e[n + 8] = max(e[n + 8], max(max(u0 + y0, u1 + y1), max(u2 + y2, u3 + y3)))
-            for n in range(nc):
-                s[n] = _pow2(F - e[n])
-                acc[n] = np.trunc(cs[n] * s[n])
-                s[n + 8] = _pow2(F - e[n + 8])
-                acc[n + 8] = np.trunc(cs[n + nc] * s[n + 8])
-            for j in range(k0, k0 + L, 4):
-                v0, v1, v2, v3 = vals[a0 + j], vals[a0 + j + 1], vals[a0 + j + 2], vals[a0 + j + 3]
-                w0, w1, w2, w3 = vals[a1 + j], vals[a1 + j + 1], vals[a1 + j + 2], vals[a1 + j + 3]
-                b0, b1, b2, b3 = ob + j * nc, ob + (j + 1) * nc, ob + (j + 2) * nc, ob + (j + 3) * nc
-                for n in range(nc):
-                    x0, x1 = vals[np.uint64(b0 + n)], vals[np.uint64(b1 + n)]
-                    x2, x3 = vals[np.uint64(b2 + n)], vals[np.uint64(b3 + n)]
-                    sn = s[n]
-                    acc[n] += (np.trunc(v0 * x0 * sn) + np.trunc(v1 * x1 * sn)) + (
-                        np.trunc(v2 * x2 * sn) + np.trunc(v3 * x3 * sn))
-                    sn = s[n + 8]
-                    acc[n + 8] += (np.trunc(w0 * x0 * sn) + np.trunc(w1 * x1 * sn)) + (
-                        np.trunc(w2 * x2 * sn) + np.trunc(w3 * x3 * sn))
-            for n in range(nc):
-                o0 = _round(acc[n], e[n], F, mb, tlo, bias, rne, cs, ce, n)
-                o1 = _round(acc[n + 8], e[n + 8], F, mb, tlo, bias, rne, cs, ce, n + nc)
-                over[n] |= o0 | o1
-        for n in range(2 * nc):
-            vals[oc + m * nc + n] = cs[n]
-            exps[oc + m * nc + n] = ce[n]
-    bad = 0
-    for n in range(nc):
-        bad |= over[n]
-    return bad == 0
+    over = 0
+    for k0 in range(0, K, L):               # the rows' steps one after the other: independent, they overlap
+        for m in range(M):
+            over |= vstep(vals, exps, oa + m * K + k0, ob + k0 * 8, oc + m * 8, L, F, e_zero, mb, 1 - bias, bias,
+                          mode)
+    return over == 0
 
 
 @njit(cache=True, pipeline_class=LEAN, **INNER)
@@ -191,6 +101,42 @@ def add_c(codes, o, n, fd):
 
 
 @njit(cache=True, inline="always", **INNER)
+def gather(a32, regs, idx, na, nb, nc, maps, prm, codes):
+    """A, B, C's codes from the registers into ``codes`` (A: m*K + k, then B: k*N + n, then C: m*N + n), as
+    ``fast._gather``; the elements of a word unrolled for the 32-, 16- and 8-bit formats."""
+    M, N, K = prm[0], prm[1], prm[2]
+    mk, kn = M * K, K * N
+    for g in range(3):
+        epr, j = prm[7 + g], prm[20 + g]
+        cb = codes[0 if g == 0 else (mk if g == 1 else mk + kn):]
+        w = 32 // epr
+        mask = (1 << w) - 1
+        for r in range(na if g == 0 else (nb if g == 1 else nc)):
+            src = a32[regs[4 + 4 * g + r] & idx:]
+            mp = maps[j + 32 * epr * r:]
+            if epr == 2:
+                for lane in range(32):
+                    word = src[lane]
+                    cb[np.uint64(mp[2 * lane])] = word & 0xFFFF       # (unsigned: no wraparound test)
+                    cb[np.uint64(mp[2 * lane + 1])] = word >> 16
+            elif epr == 1:
+                for lane in range(32):
+                    cb[np.uint64(mp[lane])] = src[lane]
+            elif epr == 4:
+                for lane in range(32):
+                    word = src[lane]
+                    cb[np.uint64(mp[4 * lane])] = word & 0xFF
+                    cb[np.uint64(mp[4 * lane + 1])] = (word >> 8) & 0xFF
+                    cb[np.uint64(mp[4 * lane + 2])] = (word >> 16) & 0xFF
+                    cb[np.uint64(mp[4 * lane + 3])] = word >> 24
+            else:
+                for lane in range(32):
+                    word = np.int64(src[lane])
+                    for e in range(epr):
+                        cb[np.uint64(mp[epr * lane + e])] = (word >> (w * e)) & mask
+
+
+@njit(cache=True, inline="always", **INNER)
 def compute(a32, regs, idx, na, nb, nc, maps, prm, codes, vals, exps):
     """One mma.sync of the float forms on a register arena, up to D's bits: A, B, C read from ``a32`` at the
     offsets ``regs`` (``& idx``; A at regs[4:8], B at [8:12], C at [12:16]), D's bits left in
@@ -203,26 +149,7 @@ def compute(a32, regs, idx, na, nb, nc, maps, prm, codes, vals, exps):
     mk, kn, mn = M * K, K * N, M * N
     if mk + kn + mn > vals.shape[0] or mk + kn + 2 * mn > codes.shape[0]:
         return 1
-    # A, B, C from the registers (A: m*K + k, then B: k*N + n, then C: m*N + n), as fast._gather; the 16-bit
-    # formats with the two elements of a word unrolled
-    for g in range(3):
-        epr, j = prm[7 + g], prm[20 + g]
-        cb = codes[0 if g == 0 else (mk if g == 1 else mk + kn):]
-        w = 32 // epr
-        mask = (1 << w) - 1
-        for r in range(na if g == 0 else (nb if g == 1 else nc)):
-            src = a32[regs[4 + 4 * g + r] & idx:]
-            mp = maps[j + 32 * epr * r:]
-            if epr == 2:
-                for lane in range(32):
-                    word = src[lane]
-                    cb[mp[2 * lane]] = word & 0xFFFF
-                    cb[mp[2 * lane + 1]] = word >> 16
-            else:
-                for lane in range(32):
-                    word = np.int64(src[lane])
-                    for e in range(epr):
-                        cb[mp[epr * lane + e]] = (word >> (w * e)) & mask
+    gather(a32, regs, idx, na, nb, nc, maps, prm, codes)
     o = mk + kn
     if decode(codes, o - o, mk, prm[3], vals, exps) or decode(codes, mk, kn, prm[4], vals, exps):
         return 1
@@ -235,8 +162,7 @@ def compute(a32, regs, idx, na, nb, nc, maps, prm, codes, vals, exps):
         return 1
     if not tile(M, N, K, prm[15], vals, exps, o - o, mk, o, prm[16], prm[17], fd, prm[18]):
         return 1
-    for x in range(o, o + mn):
-        codes[x + mn] = encode(vals[x], fd)
+    encode(vals, o, mn, codes, o + mn, fd)
     return 0
 
 
