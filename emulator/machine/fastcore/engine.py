@@ -334,6 +334,36 @@ class FastLaunch:
         # constant special registers: one fancy-indexed store per warp fills them all
         self.special_names, self.special_index = _special_slots(tr)
 
+    @classmethod
+    def planned(cls, tr, gmem):
+        """``FastLaunch(prog, gmem)`` for a translation whose families are bound (a launch of a planned shape,
+        machine.module): the fields that depend only on the translation kept on it, the rest made as ``__init__``
+        makes them."""
+        self = cls.__new__(cls)
+        d = self.__dict__
+        fields = tr.__dict__.get("_launch_fields")
+        if fields is None:
+            loops = _LOOPS
+            if not loops:
+                from .loop import run, run_cta
+                loops += [run, run_cta]
+            names, index = _special_slots(tr)
+            fields = tr._launch_fields = {"_run": loops[0], "_run_cta": loops[1], "tr": tr, "lanes": _LANE_IDS,
+                                          "special_names": names, "special_index": index}
+        d.update(fields)
+        self.gtab = global_table(gmem)
+        pool = tr.__dict__.get("_buffers")
+        if pool:
+            self._buffers = bufs = pool.pop()
+        else:
+            self._buffers = bufs = _LaunchBuffers()
+            fill_tables(bufs.ctx, tr, bufs.arrays[6])
+        (self.state, self.log_pc, self.log_addr, self.log_mask, self.scratch, self.log_warp,
+         self.log_src) = bufs.arrays
+        self.state[:] = 0
+        self.ctx = bufs.ctx
+        return self
+
     def release(self):
         """The launch is over: its loop arrays go to the next launch of the translation (nothing of this launch
         reads them again: its logs were copied out when they were flushed)."""
