@@ -148,7 +148,8 @@ class CTA:
                 "_timeline": False, "_rng": None, "trace": None, "profile": None, "debug": None,
                 "nthreads": nthreads, "nwarps": nwarps, "_warps": None, "_grid": grid,
                 "shape": (tuple(block), tuple(grid), smem_size, prog.shared_static) + _SOLO,
-                "_same": same, "_per_warp": per_warp}
+                "_same": same, "_per_warp": per_warp,
+                "_start_memo": []}      # (FastCTA.start: its lookups for the shape's first CTA, kept for the others)
 
     @classmethod
     def planned(cls, fields, ctaid, out, result, budget, make, fast):

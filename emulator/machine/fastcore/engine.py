@@ -249,7 +249,7 @@ _LANE_IDS.flags.writeable = False
 class _LaunchBuffers:
     """The arrays the loops take from a launch: state vector, shared-memory log, scratch (and the scratch's context
     row as int64)."""
-    __slots__ = ("arrays", "ctx")
+    __slots__ = ("arrays", "ctx", "fields")
 
     def __init__(self):
         from .ccall import NSCRATCH
@@ -259,6 +259,9 @@ class _LaunchBuffers:
                        np.zeros(LOG_CAP, np.int64),
                        np.zeros((LOG_CAP, 32), np.int64))       # cp.async: the source address of every lane
         self.ctx = self.arrays[4][CTX_ROW:].reshape(-1).view(np.int64)  # (the loop's context row: ccall.py)
+        # (the launch's attributes for these arrays: FastLaunch.planned sets them in one update)
+        self.fields = dict(zip(("state", "log_pc", "log_addr", "log_mask", "scratch", "log_warp", "log_src"),
+                               self.arrays), ctx=self.ctx, _buffers=self)
 
 
 def _special_slots(tr):
@@ -354,14 +357,12 @@ class FastLaunch:
         self.gtab = global_table(gmem)
         pool = tr.__dict__.get("_buffers")
         if pool:
-            self._buffers = bufs = pool.pop()
+            bufs = pool.pop()
         else:
-            self._buffers = bufs = _LaunchBuffers()
+            bufs = _LaunchBuffers()
             fill_tables(bufs.ctx, tr, bufs.arrays[6])
-        (self.state, self.log_pc, self.log_addr, self.log_mask, self.scratch, self.log_warp,
-         self.log_src) = bufs.arrays
-        self.state[:] = 0
-        self.ctx = bufs.ctx
+        d.update(bufs.fields)
+        self.state.fill(0)
         return self
 
     def release(self):
@@ -677,6 +678,23 @@ class FastCTA:
                 self.pending.append((len(log[0]), log))
             return self
         param_init = cta._make[2]
+        memo = cta.__dict__.get("_start_memo")      # a planned launch shape's (CTA.plan_fields): what the lookups
+        if memo and memo[0] is tr and self.__dict__.get("layout") is memo[1] and memo[2][3] is not None:
+            # below found for its first CTA: the layout of these arrays, and the block its CTAs start as (``whole``)
+            self.unkept = False
+            self.cluster_hook = None
+            cta.smem, cta.params = self.smem, self.params
+            self.params[...] = param_init
+            got = memo[2]
+            whole = got[3]
+            self.block[:whole.size] = whole
+            if got[2]:
+                a32 = self.arenas.view(np.uint32)
+                for c, n in got[2]:
+                    a32[:, c:c + 32] = cta.own_special(n)
+            if tr.local_base is not None or tr.var_slots:
+                self._fill_addresses(cta)
+            return self._bind(cta, True)
         layout, size = _cta_layout(tr, nw, cta.smem_size, param_init.size)
         key = (nw, cta.shape)
         blocks = tr.__dict__.setdefault("_cta_blocks", {})
@@ -722,6 +740,10 @@ class FastCTA:
                 a32[:, fl.special_index] = got[1]
                 for c, n in got[2]:
                     a32[:, c:c + 32] = cta.own_special(n)
+        if memo is not None and not memo:
+            got = blocks.get(key)
+            if got is not None:
+                memo[:] = (tr, layout, got)
         if tr.local_base is not None or tr.var_slots:
             self._fill_addresses(cta)
         return self._bind(cta, True)
@@ -730,7 +752,8 @@ class FastCTA:
         """Make these arrays the views of ``block`` (laid out as ``layout``)."""
         offsets = _OFFSETS[id(layout)][1]
         self.block = block
-        self._head = self._grid_fields = None         # (values kept for the previous block: run, grid_state)
+        self._head = self._grid_fields = self._largs = None     # (values kept for the previous block: run,
+        # grid_state, _loop_list)
         for name, shape, dt, off in layout:
             setattr(self, name, np.ndarray(shape, dt, block, off))
         self.refs = sys.getrefcount(block)      # the block's own views (``retire``: no other view may remain)
@@ -874,15 +897,29 @@ class FastCTA:
         ran = self.__dict__.pop("_ran", False)
         # the fields the loop reads before its first run, in one store ((set below for kernels the async proxy
         # reads: the wgmma and dirty-mark fields)
+        preset = False          # the first run's per-run fields stored with these (a CTA without an async unit)
         if not ran:
             # (their values, kept while the block, global table, staging area and mbarrier table are the same)
             got = self.__dict__.get("_head")        # (dropped with the block: _on_block)
             if got is None or got[1] is not fl.gtab or got[2] is not stage or got[3] is not mbs:
-                got = self._head = (None, fl.gtab, stage, mbs, np.array(
+                head = np.array(
                     (SPIN_CHECK, 0, 0, 0, 0, 0, 0, int(mbs is not None and not tr.param_writes), int(mbs is not None),
                      self.bar_ptrs[0], self.bar_ptrs[1], stage.address if stage is not None else 0,
-                     _pointer(fl.gtab), fl.gtab.shape[0]), np.int64))
-            st[_HEAD] = got[4]
+                     _pointer(fl.gtab), fl.gtab.shape[0]), np.int64)
+                # with the empty mbarrier table, the fields of the first run too (as the loop below stores them,
+                # the budget and the copies in flight set at each run), and the cluster table's (none)
+                both = np.concatenate([head, (0, 0, 0, self.smem_ptr, cta.smem.size, cta.params.shape[2],
+                                              _pointer(mbs.rows), 0, 0, mbs.rows.shape[0], 0, 0)]) \
+                    if mbs is _NO_MBARRIERS and mbs.used == 0 else None
+                got = self._head = (None, fl.gtab, stage, mbs, head, both)
+            both = got[5]
+            if both is not None and self.cluster_hook is None and self.wg is None and au0 is None:
+                both[_BOTH_BUDGET] = cta.budget[0]
+                both[_BOTH_INFLIGHT] = cta.inflight_n
+                st[_BOTH] = both
+                preset = True
+            else:
+                st[_HEAD] = got[4]
         wg = self.wg
         au = au0 if tr.async_readers else None   # generic-proxy writes (memx.py)
         smem_ptr = self.smem_ptr
@@ -908,12 +945,15 @@ class FastCTA:
                 st[T.S_DIRTY] = _pointer(au.dirty)
                 st[T.S_DIRTY_N] = int(au.any_dirty)     # (marks Python's stores made: the loop's fence clears them)
             # (one store: the budget, copies in flight, the log's count, shared memory, parameters, mbarrier table)
-            if not ran:
-                st[_EACH] = (cta.budget[0], cta.inflight_n, 0, smem_ptr, cta.smem.size, cta.params.shape[2],
-                             _pointer(mbs.rows) if mbs is not None else 0, mbs.used if mbs is not None else 0, 0,
-                             mbs.rows.shape[0] if mbs is not None else 0, 0)
             hook = self.cluster_hook
-            st[T.S_CLUSTER] = hook(True) if hook is not None else 0     # (machine.cluster.Cluster._tables)
+            if preset:                  # (stored above, with the one-time fields)
+                preset = False
+            else:
+                if not ran:
+                    st[_EACH] = (cta.budget[0], cta.inflight_n, 0, smem_ptr, cta.smem.size, cta.params.shape[2],
+                                 _pointer(mbs.rows) if mbs is not None else 0, mbs.used if mbs is not None else 0, 0,
+                                 mbs.rows.shape[0] if mbs is not None else 0, 0)
+                st[T.S_CLUSTER] = hook(True) if hook is not None else 0     # (machine.cluster.Cluster._tables)
             self._enter(cta)
             # the warp loop run_cta calls through its address (ccall.K_RUN): looked up once per translation (the
             # arguments' types are the same at every launch of it; numba's typeof of them costs ~0.3 ms)
@@ -927,7 +967,7 @@ class FastCTA:
             if ran:
                 ran = False
             else:
-                run_cta(*self.loop_args(cta))
+                run_cta(*self._loop_list(cta))
             if hook is not None:         # (the table is this run's: a warp run alone later sees none)
                 st[T.S_CLUSTER] = 0
                 hook(False)
@@ -1032,6 +1072,16 @@ class FastCTA:
         if ws is not None:
             self._finish(ws)
         return None
+
+    def _loop_list(self, cta):
+        """``loop_args`` as a list kept while the launch's arrays, global table and cp.async table are the same (this
+        block's: dropped with it), with ``cta``'s in-flight marks."""
+        got = self.__dict__.get("_largs")
+        fl = self.launch
+        if got is None or got[8] is not fl.state or got[7] is not fl.gtab or got[23] is not self.cp.dst:
+            got = self._largs = list(self.loop_args(cta))
+        got[6] = cta.smem_inflight
+        return got
 
     def loop_args(self, cta):
         """``loop.run_cta``'s arguments for ``cta`` on these arrays."""
@@ -1247,6 +1297,9 @@ _EACH = np.array([T.S_BUDGET, T.S_INFLIGHT, T.S_NLOG, T.S_SMEM_PTR, T.S_SMEM_SIZ
 
 
 _GRID_FIELDS = np.concatenate([_HEAD, _EACH])
+# a CTA without an async unit: the one-time fields, the first run's and the cluster table's in one store
+_BOTH = np.concatenate([_HEAD, _EACH, [T.S_CLUSTER]]).astype(np.intp)
+_BOTH_BUDGET, _BOTH_INFLIGHT = len(_HEAD), len(_HEAD) + 1
 
 
 def _empty_mbarriers():
