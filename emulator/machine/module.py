@@ -48,20 +48,11 @@ def _lazy(name):
 _AT_LINE = re.compile(r"^line (\d+), column \d+: ")
 
 
-def _in_source(launch):
-    """An error raised while a kernel runs names, after the PTX line, the source line the module's debug
-    information (``.loc``, ``nvcc -lineinfo``, Triton) gives for it: ``... [at kernel.py:12]``."""
-    @functools.wraps(launch)
-    def run(self, *args, **kwargs):
-        try:
-            return launch(self, *args, **kwargs)
-        except EmulatorError as e:
-            raise with_source(self.text, e) from None
-    return run
-
-
 def with_source(text, e):
-    """``e`` with the source position of the PTX line its message names appended (the same ``e`` when the
+    """An error raised while a kernel runs names, after the PTX line, the source line the module's debug information
+    (``.loc``, ``nvcc -lineinfo``, Triton) gives for it (``launch``): ``... [at kernel.py:12]``.
+
+    ``e`` with the source position of the PTX line its message names appended (the same ``e`` when the
     module has no line information there)."""
     msg = str(e)
     m = _AT_LINE.match(msg)
@@ -319,7 +310,6 @@ class Module:
         return self._variables(gmem)[name]
 
     # -- launch ------------------------------------------------------------------------------------
-    @_in_source
     def launch(self, kernel: str, grid=(1, 1, 1), block=(32, 1, 1), args=(), gmem: GlobalMemory | None = None,
                shared_bytes: int = 0, options: WarpOptions | None = None, trace=None, out=None,
                max_instructions: int = 20_000_000, engine: str = "auto", schedule=None, timeline: bool = False,
@@ -376,8 +366,22 @@ class Module:
             if plan is False:
                 plan = self._plan(key, kernel, grid, block, shared_bytes, regs_per_thread)
             if plan is not None and plan.ready() and _warmup.ready(False):
-                return self._launch_planned(plan, args, gmem, out, options, max_instructions,
-                                            "auto" if keep is None else keep)
+                try:
+                    return self._launch_planned(plan, args, gmem, out, options, max_instructions,
+                                                "auto" if keep is None else keep)
+                except EmulatorError as e:
+                    raise with_source(self.text, e) from None
+        try:
+            return self._launch(kernel, grid, block, args, gmem, shared_bytes, options, trace, out, max_instructions,
+                                engine, schedule, timeline, cluster, workers, progress, executor, regs_per_thread,
+                                sanitize, profile, debug, keep_ctas, keep)
+        except EmulatorError as e:
+            raise with_source(self.text, e) from None
+
+    def _launch(self, kernel, grid, block, args, gmem, shared_bytes, options, trace, out, max_instructions, engine,
+                schedule, timeline, cluster, workers, progress, executor, regs_per_thread, sanitize, profile, debug,
+                keep_ctas, keep):
+        """``launch``'s general path: every argument checked, every kind of launch."""
         keep = _keep(keep, keep_ctas)
         if sanitize is None:
             tools = None
@@ -1056,11 +1060,15 @@ def _param_bytes(entry, prog, args):
     (addresses, counts: a launch repeated with the same arguments packs nothing)."""
     params = prog.kernel_params
     key = None
-    if len(args) == len(params) and all(type(a) is int for a in args):
-        key = (id(params), *args)
-        got = _PARAM_BYTES.get(key)
-        if got is not None and got[0] is params:
-            return got[1]
+    if len(args) == len(params):
+        for a in args:
+            if type(a) is not int:
+                break
+        else:
+            key = (id(params), *args)
+            got = _PARAM_BYTES.get(key)
+            if got is not None and got[0] is params:
+                return got[1]
     buf = np.zeros(max(prog.layout.param, 1), np.uint8)
     _fill_params(entry, params, list(args), buf)
     if key is not None:

@@ -30,8 +30,9 @@ class LaunchResult:
         """``LaunchResult(kernel, grid, block)`` without the dataclass's ``__init__`` (a launch of a planned shape
         makes one per launch: machine.module)."""
         self = cls.__new__(cls)
-        self.__dict__.update(kernel=kernel, grid=grid, block=block, _ctas=[], _lazy=False, stdout=[], instructions=0,
-                             _units=[], _units_lazy=False, profile=None, notes=[], reports=[], sanitizer=None)
+        self.__dict__ = {"kernel": kernel, "grid": grid, "block": block, "_ctas": [], "_lazy": False, "stdout": [],
+                         "instructions": 0, "_units": [], "_units_lazy": False, "profile": None, "notes": [],
+                         "reports": [], "sanitizer": None}
         return self
 
     def keep_cta(self, ctaid, cta):
