@@ -297,11 +297,14 @@ class CTA:
             return None
         return True if park else self.warps
 
-    def _run(self, park=False):
+    def _run(self, park=False, handoff=False):
+        """``run``'s scheduler; ``handoff``: what the CTA loop's run of this CTA returned, when the caller made that
+        run (``machine.module``'s planned launch; False: not made)."""
         moved = False
         start = None
         if self.fast_cta is not None:
-            handoff = self.fast_cta.run(self)
+            if handoff is False:
+                handoff = self.fast_cta.run(self)
             if handoff is None:
                 if self.__dict__.get("_au") is not None:
                     self._au.pump()

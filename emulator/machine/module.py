@@ -685,9 +685,14 @@ class Module:
         cta.quiet = True
         if keep == "none" and cta.fast_cta is not None:
             cta.fast_cta.unkept = True      # nothing reads its warps' bank records after the run
+        fc = cta.fast_cta
         with np.errstate(all="ignore"):     # IEEE exceptions are results here, not warnings (CTA.run)
-            if cta.run(park=True) is None:  # (a lone CTA that spins on memory nobody else writes: run_grid's report)
-                cta._deadlock()
+            handoff = fc.run_alone(cta) if fc is not None else False
+            if handoff is not None or cta.__dict__.get("_au") is not None or getattr(cta, "wgmma", None) is not None:
+                # (as CTA.run(park=True) goes on from the CTA loop's run; a lone CTA that spins on memory nobody
+                # else writes: run_grid's report)
+                if cta._run(True, handoff) is None:
+                    cta._deadlock()
         if keep == "none":
             fast.recycle(cta)               # its arrays go to the next CTA
         else:

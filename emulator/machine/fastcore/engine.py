@@ -865,6 +865,34 @@ class FastCTA:
         own = cta.own_specials
         return vals, [(int(index[j, 0]), n) for j, n in enumerate(names) if n in own]
 
+    def run_alone(self, cta):
+        """``run`` for a CTA of a planned launch (machine.module): when the CTA has no async unit, wgmma state,
+        cluster table, sanitizer or warps yet and the loop did not run it, the CTA loop's first run is made here with
+        the state vector's fields in one store; a CTA that then ran to its end without a shared-memory log to keep
+        is done, any other outcome goes on in ``run`` from the loop's results (as the grid loop's CTAs do)."""
+        fl = self.launch
+        tr = fl.tr
+        got = self.__dict__.get("_head")
+        if got is None or got[5] is None or got[1] is not fl.gtab or got[2] is not None or cta.san is not None or \
+                self.wg is not None or self.cluster_hook is not None or cta._warps is not None or \
+                "_au" in cta.__dict__ or "_ran" in self.__dict__ or not tr.__dict__.get("_unit_free") or \
+                tr.__dict__.get("_run_address") is None:
+            return self.run(cta)
+        st = fl.state
+        both = got[5]
+        both[_BOTH_BUDGET] = cta.budget[0]
+        both[_BOTH_INFLIGHT] = cta.inflight_n
+        st[_BOTH] = both
+        self._enter(cta)
+        fl.ctx[K_RUN] = tr._run_address
+        fl._run_cta(*self._loop_list(cta))
+        if self.cst[T.C_STATUS] == T.CTA_DONE and not (st[T.S_NLOG] or st[T.S_MBAR_CHANGED] or st[T.S_MBAR_REBUILT]):
+            cta.inflight_n = int(st[T.S_INFLIGHT])
+            cta.budget[0] = int(st[T.S_BUDGET])
+            return None
+        self._ran = True
+        return self.run(cta)
+
     def run(self, cta, cluster=False):
         """Run the CTA to its end; the instructions the loop hands back run through ``cta._step``. Returns None,
         or (warp, parked, progressed) when a spin check held lanes back or parked a warp: the scheduler of
@@ -884,14 +912,17 @@ class FastCTA:
         # scheduler); a try_wait parks its lanes in the loop unless a yield's state includes .param bytes. A kernel
         # whose rows never touch the async unit (``_unit_free``) makes none: the loop gets an empty table's values
         au0 = cta.__dict__.get("_au")
-        if au0 is None and (cta.san is not None or not _unit_free(tr, cta.prog)):
-            au0 = cta.async_unit
-        mbs = (au0.mbarriers if au0 is not None else _NO_MBARRIERS) if cta.san is None and \
-            (au0 is None or not au0.record) else None
-        if mbs is not None and tr.cta_waits:
-            mbs.reserve(MBAR_ROWS)          # (a barrier that finds the table full goes back to Python, which grows it)
-        # TMA rows (bulkx.py) stage their copies here, unless a sanitiser or a timeline follows them
-        stage = fl.staging(cta.smem_size) if tr.bulkx and mbs is not None else None
+        if au0 is None and cta.san is None and tr.__dict__.get("_unit_free"):
+            mbs, stage = _NO_MBARRIERS, None        # (as below: a kernel without an async unit, unwatched)
+        else:
+            if au0 is None and (cta.san is not None or not _unit_free(tr, cta.prog)):
+                au0 = cta.async_unit
+            mbs = (au0.mbarriers if au0 is not None else _NO_MBARRIERS) if cta.san is None and \
+                (au0 is None or not au0.record) else None
+            if mbs is not None and tr.cta_waits:
+                mbs.reserve(MBAR_ROWS)      # (a barrier that finds the table full goes back to Python, which grows it)
+            # TMA rows (bulkx.py) stage their copies here, unless a sanitiser or a timeline follows them
+            stage = fl.staging(cta.smem_size) if tr.bulkx and mbs is not None else None
         # the grid loop (gridloop.py) made this CTA's first call of the CTA loop, with the state set as below: its
         # results stand in the state vector and the arrays, and the CTA goes on from them
         ran = self.__dict__.pop("_ran", False)
