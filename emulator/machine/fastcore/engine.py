@@ -92,7 +92,10 @@ class _Table:
     """A GlobalMemory's table for the loops: rows (base, size, data pointer) sorted by base, in the first ``n`` rows
     of ``rows`` (room to grow), for the allocation list ``bufs`` (the memory's own list: a copy of the memory has
     another) as it was after ``reorders`` insertions below another allocation."""
-    __slots__ = ("bufs", "n", "reorders", "rows", "ptr", "table")
+    __slots__ = ("bufs", "n", "reorders", "rows", "ptr", "table", "__weakref__")
+
+
+_LAST_TABLE = [lambda: None]     # a weak reference to the _Table global_table handed out last
 
 
 def global_table(gmem):
@@ -105,9 +108,13 @@ def global_table(gmem):
     placed below another (``map(at=)``) makes the table anew (the pointers of the allocations it had, by base: an
     allocation never moves)."""
     bufs = gmem._bufs
-    t = _TABLES.get(gmem)
-    n = len(bufs)
+    t = _LAST_TABLE[0]()        # (the memory of the previous launch: its allocation list is this memory's own, and
+    n = len(bufs)               # the table keeps that list alive, so no other memory has it)
     if t is not None and t.bufs is bufs and t.n == n:
+        return t.table
+    t = _TABLES.get(gmem)
+    if t is not None and t.bufs is bufs and t.n == n:
+        _LAST_TABLE[0] = weakref.ref(t)
         return t.table
     reorders = gmem.__dict__.get("_reorders", 0)
     known = None
@@ -138,6 +145,7 @@ def global_table(gmem):
     if len(_POINTERS) > 16:
         _POINTERS.clear()
     _POINTERS[id(table)] = (table, t.ptr if n else _NO_ROWS_PTR)     # (its address: _pointer need not look)
+    _LAST_TABLE[0] = weakref.ref(t)
     return table
 
 
@@ -684,10 +692,16 @@ class FastCTA:
             self.unkept = False
             self.cluster_hook = None
             cta.smem, cta.params = self.smem, self.params
-            self.params[...] = param_init
             got = memo[2]
             whole = got[3]
-            self.block[:whole.size] = whole
+            if memo[3] is param_init and self.offsets["params"] == whole.size:
+                self.block[...] = memo[4]   # (the block as the shape's first CTA started, with these parameter rows)
+            else:
+                self.params[...] = param_init
+                self.block[:whole.size] = whole
+                if not param_init.flags.writeable and self.offsets["params"] == whole.size:
+                    # (kept parameter bytes: the next launch with the same arguments starts from one copy)
+                    memo[3:] = (param_init, self.block.copy())
             if got[2]:
                 a32 = self.arenas.view(np.uint32)
                 for c, n in got[2]:
@@ -743,7 +757,7 @@ class FastCTA:
         if memo is not None and not memo:
             got = blocks.get(key)
             if got is not None:
-                memo[:] = (tr, layout, got)
+                memo[:] = (tr, layout, got, None, None)
         if tr.local_base is not None or tr.var_slots:
             self._fill_addresses(cta)
         return self._bind(cta, True)
