@@ -686,9 +686,12 @@ class Module:
         if keep == "none" and cta.fast_cta is not None:
             cta.fast_cta.unkept = True      # nothing reads its warps' bank records after the run
         fc = cta.fast_cta
-        with np.errstate(all="ignore"):     # IEEE exceptions are results here, not warnings (CTA.run)
-            handoff = fc.run_alone(cta) if fc is not None else False
-            if handoff is not None or cta.__dict__.get("_au") is not None or getattr(cta, "wgmma", None) is not None:
+        # the CTA loop's first run (no Python runs an executor there: no np.errstate needed yet)
+        handoff = fc.run_alone(cta) if fc is not None else False
+        if handoff is not None or cta.__dict__.get("_au") is not None or getattr(cta, "wgmma", None) is not None:
+            with np.errstate(all="ignore"):     # IEEE exceptions are results here, not warnings (CTA.run)
+                if handoff is plan.go_on:
+                    handoff = fc.run(cta)
                 # (as CTA.run(park=True) goes on from the CTA loop's run; a lone CTA that spins on memory nobody
                 # else writes: run_grid's report)
                 if cta._run(True, handoff) is None:
@@ -964,7 +967,10 @@ class _LaunchPlan:
             if not (d.get("_families_bound") and d.get("_cta_loop_ok")):
                 return False
             self.tr = tr
-            self.fast_launch = functools.partial(_lazy("engine").FastLaunch.planned, tr)
+            engine = _lazy("engine")
+            self.fast_launch = functools.partial(engine.FastLaunch.planned, tr)
+            self.go_on = engine.GO_ON
+
         return True
 
 

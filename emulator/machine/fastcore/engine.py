@@ -652,6 +652,7 @@ def _special(cta, w, values, name):
     return Warp.special(_Fresh, name)
 
 
+GO_ON = "go on"        # FastCTA.run_alone: the CTA goes on in FastCTA.run
 BLOCKED = "blocked"     # FastCTA.run(cluster=True): no warp of the CTA can go on before another CTA of its cluster
                         # (machine.cluster.BLOCKED)
 
@@ -883,7 +884,8 @@ class FastCTA:
         """``run`` for a CTA of a planned launch (machine.module): when the CTA has no async unit, wgmma state,
         cluster table, sanitizer or warps yet and the loop did not run it, the CTA loop's first run is made here with
         the state vector's fields in one store; a CTA that then ran to its end without a shared-memory log to keep
-        is done, any other outcome goes on in ``run`` from the loop's results (as the grid loop's CTAs do)."""
+        is done (None), any other outcome goes on in ``run`` from the loop's results (as the grid loop's CTAs do),
+        which the caller calls (``GO_ON``: Python may run executors from there, under the caller's ``np.errstate``)."""
         fl = self.launch
         tr = fl.tr
         got = self.__dict__.get("_head")
@@ -891,7 +893,7 @@ class FastCTA:
                 self.wg is not None or self.cluster_hook is not None or cta._warps is not None or \
                 "_au" in cta.__dict__ or "_ran" in self.__dict__ or not tr.__dict__.get("_unit_free") or \
                 tr.__dict__.get("_run_address") is None:
-            return self.run(cta)
+            return GO_ON
         st = fl.state
         both = got[5]
         both[_BOTH_BUDGET] = cta.budget[0]
@@ -905,7 +907,7 @@ class FastCTA:
             cta.budget[0] = int(st[T.S_BUDGET])
             return None
         self._ran = True
-        return self.run(cta)
+        return GO_ON
 
     def run(self, cta, cluster=False):
         """Run the CTA to its end; the instructions the loop hands back run through ``cta._step``. Returns None,
