@@ -461,9 +461,10 @@ class Module:
     def _run_launch(self, kernel, args, shared_bytes, prog, entry, grid, block, nwarps, cdims, explicit, smem_size,
                     occ, gmem, param_init, var_addrs, local_bases, options, trace, out, result, budget, fast, pending,
                     schedule, timeline, max_instructions, prof, debug, keep, workers, executor, progress, instrumented,
-                    engine, san):
+                    engine, san, plan=None):
         """The launch's CTAs, once its arguments are checked and its memory, parameters and result are made (``launch``;
-        ``_launch_planned`` for a repeated launch shape)."""
+        ``_launch_planned`` for a repeated launch shape, ``plan`` its ``_LaunchPlan``: its CTAs made from the plan's
+        fields)."""
         gridmod = _lazy("grid")
         ctaids = _CTAIDS.get(grid)              # computed when asked: memory does not grow with the grid
         if ctaids is None:
@@ -537,9 +538,13 @@ class Module:
                     if prog.layout.local else np.zeros(nwarps * LANES, np.uint64)
                 if fast is not None and prog.layout.local:
                     fast.gtab = _lazy("engine").global_table(gmem)
-            cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
-                      bases, options, trace, out, result, budget, fast, schedule, timeline,
-                      profile=prof, debug=debug)
+            cta = CTA.planned(plan.cta_fields, cid, out, result, budget, (gmem, options, param_init, bases, None,
+                                                                         var_addrs, None, fast), fast) \
+                if plan is not None and fast is not None else None
+            if cta is None:
+                cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
+                          bases, options, trace, out, result, budget, fast, schedule, timeline,
+                          profile=prof, debug=debug)
             cta._depot = bases
             cta.quiet = True                    # (run_grid runs under np.errstate below)
             if cta.fast_cta is not None and not (keep == "all" or (keep == "last" and tuple(cid) == last)):
@@ -674,7 +679,7 @@ class Module:
             return self._run_launch(plan.kernel, args, plan.shared_bytes, prog, entry, plan.grid, plan.block,
                                     plan.nwarps, (1, 1, 1), False, plan.smem_size, plan.occ, gmem, param_init,
                                     var_addrs, local_bases, options, None, out, result, budget, fast, False, None,
-                                    False, max_instructions, None, None, keep, 1, None, None, False, "fast", None)
+                                    False, max_instructions, None, None, keep, 1, None, None, False, "fast", None, plan)
         cid = ctaids[0]
         make = (gmem, options, param_init, local_bases, None, var_addrs, None, fast)
         cta = CTA.planned(plan.cta_fields, cid, out, result, budget, make, fast)
@@ -992,10 +997,14 @@ def _keep(keep, keep_ctas):
 
 def _plain(v):
     """``v`` as a key when it is an int or a tuple/list of ints (exactly: no bool, no numpy scalar), else None."""
-    if type(v) is int:
+    t = type(v)
+    if t is int:
         return v
-    if (type(v) is tuple or type(v) is list) and all(type(x) is int for x in v):
-        return tuple(v)
+    if t is tuple or t is list:
+        for x in v:
+            if type(x) is not int:
+                return None
+        return v if t is tuple else tuple(v)
     return None
 
 

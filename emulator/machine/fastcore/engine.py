@@ -362,6 +362,7 @@ class FastLaunch:
             fields = tr._launch_fields = {"_run": loops[0], "_run_cta": loops[1], "tr": tr, "lanes": _LANE_IDS,
                                           "special_names": names, "special_index": index}
         d.update(fields)
+        self._run, self._run_cta = _LOOPS       # (the list's loops: benchmarks time them by swapping them there)
         self.gtab = global_table(gmem)
         pool = tr.__dict__.get("_buffers")
         if pool:
@@ -880,6 +881,22 @@ class FastCTA:
         own = cta.own_specials
         return vals, [(int(index[j, 0]), n) for j, n in enumerate(names) if n in own]
 
+    def _head_for(self, gtab, stage, mbs):
+        """The state fields ``run`` keeps for this block, staging area and mbarrier table (``_head``), with the global
+        table ``gtab``'s two fields written in when it is another table (another memory), or None."""
+        got = self.__dict__.get("_head")
+        if got is None or got[2] is not stage or got[3] is not mbs:
+            return None
+        if got[1] is not gtab:
+            ptr, n = _pointer(gtab), gtab.shape[0]
+            got[4][_GTAB_AT] = ptr
+            got[4][_GTAB_AT + 1] = n
+            if got[5] is not None:
+                got[5][_GTAB_AT] = ptr
+                got[5][_GTAB_AT + 1] = n
+            got = self._head = (None, gtab) + got[2:]
+        return got
+
     def run_alone(self, cta):
         """``run`` for a CTA of a planned launch (machine.module): when the CTA has no async unit, wgmma state,
         cluster table, sanitizer or warps yet and the loop did not run it, the CTA loop's first run is made here with
@@ -888,8 +905,8 @@ class FastCTA:
         which the caller calls (``GO_ON``: Python may run executors from there, under the caller's ``np.errstate``)."""
         fl = self.launch
         tr = fl.tr
-        got = self.__dict__.get("_head")
-        if got is None or got[5] is None or got[1] is not fl.gtab or got[2] is not None or cta.san is not None or \
+        got = self._head_for(fl.gtab, None, _NO_MBARRIERS)
+        if got is None or got[5] is None or cta.san is not None or \
                 self.wg is not None or self.cluster_hook is not None or cta._warps is not None or \
                 "_au" in cta.__dict__ or "_ran" in self.__dict__ or not tr.__dict__.get("_unit_free") or \
                 tr.__dict__.get("_run_address") is None:
@@ -947,8 +964,8 @@ class FastCTA:
         preset = False          # the first run's per-run fields stored with these (a CTA without an async unit)
         if not ran:
             # (their values, kept while the block, global table, staging area and mbarrier table are the same)
-            got = self.__dict__.get("_head")        # (dropped with the block: _on_block)
-            if got is None or got[1] is not fl.gtab or got[2] is not stage or got[3] is not mbs:
+            got = self._head_for(fl.gtab, stage, mbs)       # (dropped with the block: _on_block)
+            if got is None:
                 head = np.array(
                     (SPIN_CHECK, 0, 0, 0, 0, 0, 0, int(mbs is not None and not tr.param_writes), int(mbs is not None),
                      self.bar_ptrs[0], self.bar_ptrs[1], stage.address if stage is not None else 0,
@@ -1125,9 +1142,10 @@ class FastCTA:
         block's: dropped with it), with ``cta``'s in-flight marks."""
         got = self.__dict__.get("_largs")
         fl = self.launch
-        if got is None or got[8] is not fl.state or got[7] is not fl.gtab or got[23] is not self.cp.dst:
+        if got is None or got[8] is not fl.state or got[23] is not self.cp.dst:
             got = self._largs = list(self.loop_args(cta))
         got[6] = cta.smem_inflight
+        got[7] = fl.gtab
         return got
 
     def loop_args(self, cta):
@@ -1344,6 +1362,8 @@ _EACH = np.array([T.S_BUDGET, T.S_INFLIGHT, T.S_NLOG, T.S_SMEM_PTR, T.S_SMEM_SIZ
 
 
 _GRID_FIELDS = np.concatenate([_HEAD, _EACH])
+_GTAB_AT = 12           # the global table's fields in _HEAD (and in _BOTH): S_GTAB, S_GTAB_N
+assert _HEAD[_GTAB_AT] == T.S_GTAB and _HEAD[_GTAB_AT + 1] == T.S_GTAB_N
 # a CTA without an async unit: the one-time fields, the first run's and the cluster table's in one store
 _BOTH = np.concatenate([_HEAD, _EACH, [T.S_CLUSTER]]).astype(np.intp)
 _BOTH_BUDGET, _BOTH_INFLIGHT = len(_HEAD), len(_HEAD) + 1
