@@ -212,3 +212,10 @@ def test_a_planned_cta_has_the_fields_init_gives():
             assert da[key] == db[key], key
     assert a.fast_cta.block.tobytes() == b.fast_cta.block.tobytes()      # the same arrays, byte for byte
     fast.release()
+
+
+def test_a_planned_result_is_the_dataclasss():
+    from emulator.machine.result import LaunchResult
+    a, b = LaunchResult.made("k", (2, 1, 1), (64, 1, 1)), LaunchResult("k", (2, 1, 1), (64, 1, 1))
+    assert vars(a) == vars(b) and list(vars(a)) == list(vars(b))
+    assert all(a.__dict__[k] is not b.__dict__[k] for k in ("_ctas", "stdout", "_units", "notes", "reports"))
