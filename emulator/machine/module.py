@@ -568,8 +568,9 @@ class Module:
         # CTAs in the jitted grid loop (fastcore/gridloop.py) while they need no Python: all of them, or all but the
         # last with keep="last" (that one is kept, and made as before)
         loop_end = len(ctaids) - 1 if keep == "last" else len(ctaids)
+        # (a planned launch makes a CTA for less than the grid loop's own start costs: two CTAs run without it)
         loop_ok = [fast is not None and san is None and schedule is None and not timeline and prof is None and
-                   debug is None and trace is None and loop_end > 1]
+                   debug is None and trace is None and loop_end > (2 if plan is not None else 1)]
 
         def remake(cid, fc, bases):
             """The CTA object of a kept CTA the grid loop ran, on its arrays ``fc`` (made when the result is read)."""
