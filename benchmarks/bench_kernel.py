@@ -13,6 +13,10 @@ every core, and their CPU time sums the cores.
     python benchmarks/bench_kernel.py add int    # some
     python benchmarks/bench_kernel.py --wall     # wall-clock time instead (an idle many-core machine, where
                                                  # spinning BLAS/numba threads inflate the process's CPU time)
+    python benchmarks/bench_kernel.py dispatch   # only the first table: Warp.run of one instruction
+
+The first table is ``Warp.run``'s cost for one instruction (an m16n8k16 ``mma.sync``, an integer and a float
+``add``, a ``mov`` of a special register), warm, best of 5 rounds of 2,000 runs.
 """
 import json
 import os
@@ -114,7 +118,38 @@ def numpy_time(fn):
     return (CLOCK() - t) / k
 
 
+def dispatch():
+    """``Warp.run`` of one instruction, warm (µs of CLOCK per run)."""
+    from emulator import Warp
+    w = Warp()
+    for i in range(6):
+        w.write(f"%r{i}", rng.standard_normal(64).astype(np.float16).view(np.uint32))
+    for i in range(4, 8):
+        w.write(f"%f{i}", rng.standard_normal(32).astype(np.float32))
+    texts = {"mma.sync m16n8k16 f16->f32": "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f0,%f1,%f2,%f3}, "
+                                         "{%r0,%r1,%r2,%r3}, {%r4,%r5}, {%f4,%f5,%f6,%f7};",
+             "add.s32": "add.s32 %r10, %r1, %r2;", "add.rn.f32": "add.rn.f32 %f10, %f4, %f5;",
+             "mov.u32 %tid.x": "mov.u32 %r11, %tid.x;"}
+    print("Warp.run of one instruction, warm (us)")
+    for name, text in texts.items():
+        for _ in range(300):
+            w.run(text)
+        t = []
+        for _ in range(5):
+            t0 = CLOCK()
+            for _ in range(2000):
+                w.run(text)
+            t.append((CLOCK() - t0) / 2000)
+        print(f"  {name:28s}{min(t) * 1e6:8.1f}")
+    sys.stdout.flush()
+
+
 def main(names):
+    if "dispatch" in names or names == list(CASES):
+        dispatch()
+        names = [n for n in names if n != "dispatch"]
+        if not names:
+            return
     print(f"{'kernel':<10}{'warp-instr':>11}{'fast instr/s':>14}{'reference':>12}{'speed-up':>10}"
           f"{'numpy':>11}{'fast/numpy':>12}")
     for name in names:

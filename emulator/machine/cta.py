@@ -137,6 +137,41 @@ class CTA:
             self.params[...] = param_init
             self._build_warps()
 
+    @staticmethod
+    def plan_fields(module, prog, grid, block, smem_size):
+        """The fields ``__init__`` gives every CTA of a launch shape without clusters, seeded schedule, timeline,
+        trace, profile or debugger (``CTA.planned``; made once per shape: ``machine.module._LaunchPlan``)."""
+        nthreads = block[0] * block[1] * block[2]
+        nwarps = -(-nthreads // LANES)
+        same, per_warp = _launch_specials(block, grid, smem_size, prog.shared_static, nwarps)
+        return {"module": module, "prog": prog, "cv": convergence(prog), "rank": 0, "smem_size": smem_size,
+                "_timeline": False, "_rng": None, "trace": None, "profile": None, "debug": None,
+                "nthreads": nthreads, "nwarps": nwarps, "_warps": None, "_grid": grid,
+                "shape": (tuple(block), tuple(grid), smem_size, prog.shared_static) + _SOLO,
+                "_same": same, "_per_warp": per_warp,
+                "_start_memo": []}      # (FastCTA.start: its lookups for the shape's first CTA, kept for the others)
+
+    @classmethod
+    def planned(cls, fields, ctaid, out, result, budget, make, fast):
+        """The CTA ``__init__`` makes for a launch of a planned shape (``fields``: ``plan_fields``; ``make``: its
+        ``_make``) on the fast engine's CTA loop, or None when the CTA loop has no arrays for it (``__init__`` then
+        makes it the other way)."""
+        fc = fast.cta_arrays(fields["nwarps"])
+        if fc is None:
+            return None
+        self = cls.__new__(cls)
+        d = self.__dict__
+        d.update(fields)
+        d["ctaid"] = ctaid
+        d["stalls"] = []
+        d["smem_inflight"] = np.zeros(fields["smem_size"], np.int32)
+        d["inflight_n"] = 0
+        d["out"], d["result"], d["budget"] = out, result, budget
+        d["barriers"] = {}
+        d["_make"] = make
+        self.fast_cta = fc.start(self)
+        return self
+
     def __del__(self):
         # a CTA whose warps were never built hands its CTA-loop arrays (nothing else views them) to the next launch
         try:
@@ -266,11 +301,14 @@ class CTA:
             return None
         return True if park else self.warps
 
-    def _run(self, park=False):
+    def _run(self, park=False, handoff=False):
+        """``run``'s scheduler; ``handoff``: what the CTA loop's run of this CTA returned, when the caller made that
+        run (``machine.module``'s planned launch; False: not made)."""
         moved = False
         start = None
         if self.fast_cta is not None:
-            handoff = self.fast_cta.run(self)
+            if handoff is False:
+                handoff = self.fast_cta.run(self)
             if handoff is None:
                 if self.__dict__.get("_au") is not None:
                     self._au.pump()

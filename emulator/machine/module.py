@@ -48,20 +48,11 @@ def _lazy(name):
 _AT_LINE = re.compile(r"^line (\d+), column \d+: ")
 
 
-def _in_source(launch):
-    """An error raised while a kernel runs names, after the PTX line, the source line the module's debug
-    information (``.loc``, ``nvcc -lineinfo``, Triton) gives for it: ``... [at kernel.py:12]``."""
-    @functools.wraps(launch)
-    def run(self, *args, **kwargs):
-        try:
-            return launch(self, *args, **kwargs)
-        except EmulatorError as e:
-            raise with_source(self.text, e) from None
-    return run
-
-
 def with_source(text, e):
-    """``e`` with the source position of the PTX line its message names appended (the same ``e`` when the
+    """An error raised while a kernel runs names, after the PTX line, the source line the module's debug information
+    (``.loc``, ``nvcc -lineinfo``, Triton) gives for it (``launch``): ``... [at kernel.py:12]``.
+
+    ``e`` with the source position of the PTX line its message names appended (the same ``e`` when the
     module has no line information there)."""
     msg = str(e)
     m = _AT_LINE.match(msg)
@@ -181,6 +172,7 @@ class Module:
         self._globals = weakref.WeakKeyDictionary()
         self._function_vars = set()
         self._shapes = {}                 # a launch's arguments of plain ints -> its checked shape (launch)
+        self._plans = {}                  # the same key -> its _LaunchPlan, or None (a shape the plans do not take)
 
     def _parse(self, text, validate):
         """Parse and validate the text (``info``, ``target``)."""
@@ -318,7 +310,6 @@ class Module:
         return self._variables(gmem)[name]
 
     # -- launch ------------------------------------------------------------------------------------
-    @_in_source
     def launch(self, kernel: str, grid=(1, 1, 1), block=(32, 1, 1), args=(), gmem: GlobalMemory | None = None,
                shared_bytes: int = 0, options: WarpOptions | None = None, trace=None, out=None,
                max_instructions: int = 20_000_000, engine: str = "auto", schedule=None, timeline: bool = False,
@@ -361,6 +352,36 @@ class Module:
         ``KEEP_ALL_MAX`` CTAs and the last one of a larger grid (with a note in ``result.notes``). What the
         launch does to global memory and printf is the same whatever it keeps. ``keep_ctas=True/False`` is the
         older spelling of ``keep="all"/"none"``."""
+        if sanitize is None and trace is None and schedule is None and cluster is None and executor is None and \
+                debug is None and keep_ctas is None and profile is False and timeline is False and progress is None \
+                and (options is None or (type(options) is WarpOptions and options.uninitialized == "zero")) and \
+                type(workers) is int and workers == 1 and type(max_instructions) is int and \
+                0 <= max_instructions < 1 << 62 and (type(engine) is str and engine in ("fast", "auto")) and \
+                (gmem is None or type(gmem) is GlobalMemory) and (type(args) is list or type(args) is tuple) and \
+                (keep is None or (type(keep) is str and keep in _KEEPS)) and self._san is None and \
+                (out is None or callable(getattr(out, "write", None))):
+            # the common launch: its shape's plan, made once (``_LaunchPlan``), does the rest
+            key = _shape_key(kernel, grid, block, shared_bytes, regs_per_thread, None)
+            plan = self._plans.get(key, False) if key is not None else None
+            if plan is False:
+                plan = self._plan(key, kernel, grid, block, shared_bytes, regs_per_thread)
+            if plan is not None and plan.ready() and _warmup.ready(False):
+                try:
+                    return self._launch_planned(plan, args, gmem, out, options, max_instructions,
+                                                "auto" if keep is None else keep)
+                except EmulatorError as e:
+                    raise with_source(self.text, e) from None
+        try:
+            return self._launch(kernel, grid, block, args, gmem, shared_bytes, options, trace, out, max_instructions,
+                                engine, schedule, timeline, cluster, workers, progress, executor, regs_per_thread,
+                                sanitize, profile, debug, keep_ctas, keep)
+        except EmulatorError as e:
+            raise with_source(self.text, e) from None
+
+    def _launch(self, kernel, grid, block, args, gmem, shared_bytes, options, trace, out, max_instructions, engine,
+                schedule, timeline, cluster, workers, progress, executor, regs_per_thread, sanitize, profile, debug,
+                keep_ctas, keep):
+        """``launch``'s general path: every argument checked, every kind of launch."""
         keep = _keep(keep, keep_ctas)
         if sanitize is None:
             tools = None
@@ -432,6 +453,18 @@ class Module:
                 engine = "fast"
             else:
                 pending = True
+        return self._run_launch(kernel, args, shared_bytes, prog, entry, grid, block, nwarps, cdims, explicit,
+                                smem_size, occ, gmem, param_init, var_addrs, local_bases, options, trace, out, result,
+                                budget, fast, pending, schedule, timeline, max_instructions, prof, debug, keep, workers,
+                                executor, progress, instrumented, engine, san)
+
+    def _run_launch(self, kernel, args, shared_bytes, prog, entry, grid, block, nwarps, cdims, explicit, smem_size,
+                    occ, gmem, param_init, var_addrs, local_bases, options, trace, out, result, budget, fast, pending,
+                    schedule, timeline, max_instructions, prof, debug, keep, workers, executor, progress, instrumented,
+                    engine, san, plan=None):
+        """The launch's CTAs, once its arguments are checked and its memory, parameters and result are made (``launch``;
+        ``_launch_planned`` for a repeated launch shape, ``plan`` its ``_LaunchPlan``: its CTAs made from the plan's
+        fields)."""
         gridmod = _lazy("grid")
         ctaids = _CTAIDS.get(grid)              # computed when asked: memory does not grow with the grid
         if ctaids is None:
@@ -505,9 +538,13 @@ class Module:
                     if prog.layout.local else np.zeros(nwarps * LANES, np.uint64)
                 if fast is not None and prog.layout.local:
                     fast.gtab = _lazy("engine").global_table(gmem)
-            cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
-                      bases, options, trace, out, result, budget, fast, schedule, timeline,
-                      profile=prof, debug=debug)
+            cta = CTA.planned(plan.cta_fields, cid, out, result, budget, (gmem, options, param_init, bases, None,
+                                                                         var_addrs, None, fast), fast) \
+                if plan is not None and fast is not None else None
+            if cta is None:
+                cta = CTA(self, prog, cid, grid, block, smem_size, gmem, param_init, var_addrs,
+                          bases, options, trace, out, result, budget, fast, schedule, timeline,
+                          profile=prof, debug=debug)
             cta._depot = bases
             cta.quiet = True                    # (run_grid runs under np.errstate below)
             if cta.fast_cta is not None and not (keep == "all" or (keep == "last" and tuple(cid) == last)):
@@ -531,8 +568,9 @@ class Module:
         # CTAs in the jitted grid loop (fastcore/gridloop.py) while they need no Python: all of them, or all but the
         # last with keep="last" (that one is kept, and made as before)
         loop_end = len(ctaids) - 1 if keep == "last" else len(ctaids)
+        # (a planned launch makes a CTA for less than the grid loop's own start costs: two CTAs run without it)
         loop_ok = [fast is not None and san is None and schedule is None and not timeline and prof is None and
-                   debug is None and trace is None and loop_end > 1]
+                   debug is None and trace is None and loop_end > (2 if plan is not None else 1)]
 
         def remake(cid, fc, bases):
             """The CTA object of a kept CTA the grid loop ran, on its arrays ``fc`` (made when the result is read)."""
@@ -591,6 +629,86 @@ class Module:
             cta.result = None                   # (printf's lines are in; no cycle keeps the CTA alive: CTA.__del__)
         result.instructions = int(max_instructions) - budget[0]
         _release(fast)
+        return result
+
+    def _plan(self, key, kernel, grid, block, shared_bytes, regs_per_thread):
+        """The launch plan of a launch shape (``_LaunchPlan``; kept per module under the shape's key), or None when
+        the shape needs the general path (clusters); an ``OperandError`` names a wrong argument."""
+        shapes = self._shapes
+        shape = shapes.get(key)
+        if shape is None:
+            shape = self._launch_shape(kernel, grid, block, shared_bytes, regs_per_thread, None)
+            if len(shapes) > 256:
+                shapes.clear()
+            shapes[key] = shape
+        plans = self._plans
+        if len(plans) > 256:
+            plans.clear()
+        plan = plans[key] = _LaunchPlan(self, shape) if shape[6] == (1, 1, 1) and not shape[7] else None
+        return plan
+
+    def _launch_planned(self, plan, args, gmem, out, options, max_instructions, keep):
+        """``launch`` on the fast engine of a shape whose plan is ready (``_LaunchPlan``) with none of the arguments
+        that need the general path: what depends only on the shape comes from the plan; the arguments, the memory,
+        the parameters and the result are this launch's. A grid of one CTA runs here; a larger one goes on as
+        ``launch`` does (``_run_launch``)."""
+        prog, entry = plan.prog, plan.entry
+        if gmem is None:
+            gmem = GlobalMemory()
+        elif gmem._uninit:
+            gmem._uninit.clear()            # an unwatched launch may write anything: nothing stays uninitialised
+        param_init = _param_bytes(entry, prog, args)
+        var_addrs = self._variables(gmem)
+        if prog.layout.local:               # (as ``launch``: one allocation per thread)
+            local_bases = np.array([gmem.alloc(prog.layout.local) for _ in range(plan.nwarps * LANES)], np.uint64)
+            for a in local_bases.tolist():
+                gmem._uninit.pop(a, None)
+        else:
+            local_bases = plan.no_local
+        result = LaunchResult.made(entry.name, plan.grid, plan.block)
+        if out is None:
+            out = sys.stdout
+        budget = [max_instructions, max_instructions]
+        fast = plan.fast_launch(gmem)
+        ctaids = plan.ctaids
+        if keep == "auto":
+            keep = "all" if plan.nctas <= KEEP_ALL_MAX else "last"
+            if keep == "last":
+                result.note(f"launch: the grid has {plan.nctas} CTAs (more than {KEEP_ALL_MAX}): result.ctas "
+                            f"keeps the last CTA only (keep='all' keeps every CTA)")
+        if plan.nctas > 1:
+            return self._run_launch(plan.kernel, args, plan.shared_bytes, prog, entry, plan.grid, plan.block,
+                                    plan.nwarps, (1, 1, 1), False, plan.smem_size, plan.occ, gmem, param_init,
+                                    var_addrs, local_bases, options, None, out, result, budget, fast, False, None,
+                                    False, max_instructions, None, None, keep, 1, None, None, False, "fast", None, plan)
+        cid = ctaids[0]
+        make = (gmem, options, param_init, local_bases, None, var_addrs, None, fast)
+        cta = CTA.planned(plan.cta_fields, cid, out, result, budget, make, fast)
+        if cta is None:                     # (no CTA-loop arrays: as ``launch`` makes it)
+            cta = CTA(self, prog, cid, plan.grid, plan.block, plan.smem_size, gmem, param_init, var_addrs,
+                      local_bases, options, None, out, result, budget, fast)
+        cta._depot = local_bases
+        cta.quiet = True
+        if keep == "none" and cta.fast_cta is not None:
+            cta.fast_cta.unkept = True      # nothing reads its warps' bank records after the run
+        fc = cta.fast_cta
+        # the CTA loop's first run (no Python runs an executor there: no np.errstate needed yet)
+        handoff = fc.run_alone(cta) if fc is not None else False
+        if handoff is not None or cta.__dict__.get("_au") is not None or getattr(cta, "wgmma", None) is not None:
+            with np.errstate(all="ignore"):     # IEEE exceptions are results here, not warnings (CTA.run)
+                if handoff is plan.go_on:
+                    handoff = fc.run(cta)
+                # (as CTA.run(park=True) goes on from the CTA loop's run; a lone CTA that spins on memory nobody
+                # else writes: run_grid's report)
+                if cta._run(True, handoff) is None:
+                    cta._deadlock()
+        if keep == "none":
+            fast.recycle(cta)               # its arrays go to the next CTA
+        else:
+            result.keep_cta(cid, cta)       # (its warps and async unit are made when the result is read)
+            cta.result = None
+        result.instructions = max_instructions - budget[0]
+        fast.release()
         return result
 
     def _launch_shape(self, kernel, grid, block, shared_bytes, regs_per_thread, cluster):
@@ -818,6 +936,48 @@ def _check_streams_and_options(options, trace, out, gmem, timeline, progress, ar
 
 
 KEEP_ALL_MAX = 4096      # the default keep: every CTA of a grid up to this size, else the last one
+_KEEPS = ("all", "last", "none", "auto")
+
+
+class _LaunchPlan:
+    """What a launch of one kernel in one launch shape (grid, block, shared bytes, registers per thread; no clusters)
+    needs that depends on nothing else, checked and made once and kept per module (``Module._plans``): the checked
+    shape, the CTA ids, the fields every CTA of the shape starts with (``CTA.planned``), the fast engine's launch
+    fields (``FastLaunch.planned``). A launch repeated in this shape (``Module._launch_planned``) makes only what
+    depends on its arguments, memory and options. The plan is used once the kernel's translation runs in the CTA
+    loop with its instruction families bound (``ready``: the first launch, on the general path, binds them)."""
+
+    def __init__(self, module, shape):
+        prog, entry, grid, block, nthreads, nwarps, _, _, shared_bytes, smem_size, occ = shape
+        self.prog, self.entry, self.grid, self.block, self.nwarps = prog, entry, grid, block, nwarps
+        self.kernel, self.shared_bytes, self.smem_size, self.occ = entry.name, shared_bytes, smem_size, occ
+        ctaids = _CTAIDS.get(grid)
+        if ctaids is None:
+            if len(_CTAIDS) > 64:
+                _CTAIDS.clear()
+            ctaids = _CTAIDS[grid] = _lazy("grid").CtaIds(grid)
+        self.ctaids, self.nctas = ctaids, len(ctaids)
+        self.no_local = np.zeros(nwarps * LANES, np.uint64)     # (a kernel without .local: nothing writes them)
+        self.no_local.flags.writeable = False
+        self.cta_fields = CTA.plan_fields(module, prog, grid, block, smem_size)
+        self.tr = None
+
+    def ready(self):
+        """Whether the kernel's translation is bound and runs in the CTA loop (after the first launch)."""
+        tr = self.tr
+        if tr is None:
+            tr = getattr(self.prog, "_fast", None)
+            if tr is None:
+                return False
+            d = tr.__dict__
+            if not (d.get("_families_bound") and d.get("_cta_loop_ok")):
+                return False
+            self.tr = tr
+            engine = _lazy("engine")
+            self.fast_launch = functools.partial(engine.FastLaunch.planned, tr)
+            self.go_on = engine.GO_ON
+
+        return True
 
 
 def _keep(keep, keep_ctas):
@@ -838,10 +998,14 @@ def _keep(keep, keep_ctas):
 
 def _plain(v):
     """``v`` as a key when it is an int or a tuple/list of ints (exactly: no bool, no numpy scalar), else None."""
-    if type(v) is int:
+    t = type(v)
+    if t is int:
         return v
-    if (type(v) is tuple or type(v) is list) and all(type(x) is int for x in v):
-        return tuple(v)
+    if t is tuple or t is list:
+        for x in v:
+            if type(x) is not int:
+                return None
+        return v if t is tuple else tuple(v)
     return None
 
 
@@ -917,11 +1081,15 @@ def _param_bytes(entry, prog, args):
     (addresses, counts: a launch repeated with the same arguments packs nothing)."""
     params = prog.kernel_params
     key = None
-    if len(args) == len(params) and all(type(a) is int for a in args):
-        key = (id(params), *args)
-        got = _PARAM_BYTES.get(key)
-        if got is not None and got[0] is params:
-            return got[1]
+    if len(args) == len(params):
+        for a in args:
+            if type(a) is not int:
+                break
+        else:
+            key = (id(params), *args)
+            got = _PARAM_BYTES.get(key)
+            if got is not None and got[0] is params:
+                return got[1]
     buf = np.zeros(max(prog.layout.param, 1), np.uint8)
     _fill_params(entry, params, list(args), buf)
     if key is not None:

@@ -25,6 +25,16 @@ class LaunchResult:
     reports: list = field(default_factory=list)      # sanitizer reports (launch(..., sanitize=...))
     sanitizer: object = None                         # the launch's machine.sanitize.Sanitizer, when one watched
 
+    @classmethod
+    def made(cls, kernel, grid, block):
+        """``LaunchResult(kernel, grid, block)`` without the dataclass's ``__init__`` (a launch of a planned shape
+        makes one per launch: machine.module)."""
+        self = cls.__new__(cls)
+        self.__dict__ = {"kernel": kernel, "grid": grid, "block": block, "_ctas": [], "_lazy": False, "stdout": [],
+                         "instructions": 0, "_units": [], "_units_lazy": False, "profile": None, "notes": [],
+                         "reports": [], "sanitizer": None}
+        return self
+
     def keep_cta(self, ctaid, cta):
         """Keep ``cta`` (a ``machine.cta.CTA`` that ran to its end) in ``ctas``; its warps are built when ``ctas`` is
         first read (the fast engine's CTA loop runs on arrays and makes no warp objects for CTAs nobody reads)."""

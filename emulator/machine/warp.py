@@ -43,6 +43,23 @@ def _b128_values(name, values):
     raise OperandError(f"write {name}: a 128-bit register takes (32, 2) uint64 (low, high), 32 ints in "
                        f"[0, 2**128) or one such int")
 ALL_LANES = np.ones(LANES, np.bool_)
+
+
+def _quiet_state():
+    """(numpy's context variable of the floating-point error state, its value under ``np.errstate(all="ignore")``),
+    or (None, None) where numpy keeps the state otherwise: ``Warp.run`` sets and resets the variable itself, which
+    costs a fraction of entering and leaving ``np.errstate`` (the same state: NaN, overflow, ... are results, not
+    warnings)."""
+    try:
+        from numpy._core._ufunc_config import _extobj_contextvar as var
+        with np.errstate(all="ignore"):
+            quiet = var.get()
+        return var, quiet
+    except (ImportError, AttributeError, LookupError):
+        return None, None
+
+
+_ERRSTATE, _QUIET = _quiet_state()
 _NAME_TYPES = (("%rd", "b64"), ("%fd", "f64"), ("%rs", "b16"), ("%h", "f16"), ("%p", "pred"), ("%f", "f32"))
 _FLOAT_NP = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 
@@ -332,11 +349,11 @@ class Warp:
             width = self.reg_width(name)
             if width not in _UINT:
                 raise UnsupportedError(f"register {name} is {width} bits wide; such registers are not supported here")
-            if mask.all():
+            if mask is ALL_LANES or mask.all():
                 self.regs[name] = np.array(values, dtype=_UINT[width], copy=True).reshape(_zeros(width).shape)
                 return
             cur = self.regs[name] = _zeros(width)
-        if mask.all():
+        if mask is ALL_LANES or mask.all():
             cur[:] = values
         else:
             cur[mask] = values[mask]
@@ -398,9 +415,17 @@ class Warp:
             return self._run_sanitized(prog, sanitize)
         if self.gmem._uninit:                 # an unwatched run may write anything: nothing stays uninitialised
             self.gmem._uninit.clear()
-        with np.errstate(all="ignore"):          # NaN, overflow, ... are results here, not warnings
+        if _ERRSTATE is None:
+            with np.errstate(all="ignore"):      # NaN, overflow, ... are results here, not warnings
+                for fn in prog:
+                    fn(self, ALL_LANES)
+            return
+        token = _ERRSTATE.set(_QUIET)           # (np.errstate(all="ignore"), set and reset directly)
+        try:
             for fn in prog:
                 fn(self, ALL_LANES)
+        finally:
+            _ERRSTATE.reset(token)
 
     def _run_sanitized(self, prog, sanitize):
         from .sanitize import lone_warp, tools_of

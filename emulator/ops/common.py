@@ -265,8 +265,11 @@ def split_mods(instr, known_groups, conflict=None, unknown=None):
     return out
 
 
+_FULL_BYTES = b"\x01" * 32     # a bool lane mask with every lane set, as bytes (a quicker test than mask.all())
+
+
 def require_full_warp(instr, mask):
-    if not mask.all():
+    if mask.tobytes() != _FULL_BYTES and not mask.all():
         missing = np.flatnonzero(~mask)
         from ..errors import WarpSyncError
         fail(WarpSyncError, instr.text or instr.opcode,

@@ -172,6 +172,28 @@ class MmaOp:
             return d[0]
         return self.execute_batch(np.asarray(a)[None], np.asarray(b)[None], np.asarray(c)[None])[0]
 
+    def execute_one(self, a, b, c):
+        """``execute`` of one instruction whose operands are an executor's own buffers: C-contiguous (1, n, 32) arrays
+        of the operands' dtypes (not checked again). Returns D's raw bits (1, n_d, 32), a new array."""
+        extra = self.__dict__.get("_extra_args")
+        if extra is None:
+            extra = self._extra_args = self._extra
+        d = np.empty((1, self.n_d, 32), self._dt["D"])
+        args = (a, b, c, d, self._maps, self._prm, *extra)
+        if self._cold and not self.__dict__.get("_hot_one"):
+            # the jitted tile once it holds code for exactly these argument types in this process (calling it then
+            # compiles nothing); until then, while a compile runs elsewhere on the machine, the numpy tile
+            sig = self.__dict__.get("_one_sig")
+            if sig is None:
+                from numba import typeof
+                sig = self._one_sig = tuple(typeof(x) for x in args)
+            if sig in self._kern.overloads:
+                self._hot_one = True
+            elif _compiling():
+                return self._run_cold(a, b, c)
+        self._kern(*args)
+        return d
+
     def execute_batch(self, a, b, c):
         """Many independent instructions at once: (batch, n_a, 32) ... -> (batch, n_d, 32)."""
         a = self._regs(a, "A", self.n_a)
@@ -272,18 +294,19 @@ def compile_mma(instr, env):
     (d_names, _), (a_names, a_dt), (b_names, b_dt), (c_names, c_dt) = groups
     text = instr.text
 
-    bufs = [np.empty((len(names), 32), dt) for names, dt in groups[1:]]
-    srcs = list(zip((a_names, b_names, c_names), bufs))
+    bufs = [np.empty((1, len(names), 32), dt) for names, dt in groups[1:]]     # (op.execute_one's operands)
+    srcs = list(zip((a_names, b_names, c_names), (b[0] for b in bufs)))
+    outs = [(i, n) for i, n in enumerate(d_names) if n != "_"]
 
     def run(warp, mask):
         require_full_warp(instr, mask)
+        regs = warp.regs
         get = warp.get_reg
         for names, buf in srcs:                 # gather the operand registers (C is read before D is written)
             for i, n in enumerate(names):
-                buf[i] = get(n, text)
-        d = op.execute(*bufs)
-        regs = warp.regs                        # a full warp: D registers are replaced whole
-        for i, n in enumerate(d_names):
-            if n != "_":
-                regs[n] = d[i]
+                r = regs.get(n)                 # (a register never written: get_reg's rule)
+                buf[i] = r if r is not None else get(n, text)
+        d = op.execute_one(*bufs)[0]
+        for i, n in outs:                       # a full warp: D registers are replaced whole
+            regs[n] = d[i]
     return run

@@ -92,7 +92,10 @@ class _Table:
     """A GlobalMemory's table for the loops: rows (base, size, data pointer) sorted by base, in the first ``n`` rows
     of ``rows`` (room to grow), for the allocation list ``bufs`` (the memory's own list: a copy of the memory has
     another) as it was after ``reorders`` insertions below another allocation."""
-    __slots__ = ("bufs", "n", "reorders", "rows", "ptr", "table")
+    __slots__ = ("bufs", "n", "reorders", "rows", "ptr", "table", "__weakref__")
+
+
+_LAST_TABLE = [lambda: None]     # a weak reference to the _Table global_table handed out last
 
 
 def global_table(gmem):
@@ -105,9 +108,13 @@ def global_table(gmem):
     placed below another (``map(at=)``) makes the table anew (the pointers of the allocations it had, by base: an
     allocation never moves)."""
     bufs = gmem._bufs
-    t = _TABLES.get(gmem)
-    n = len(bufs)
+    t = _LAST_TABLE[0]()        # (the memory of the previous launch: its allocation list is this memory's own, and
+    n = len(bufs)               # the table keeps that list alive, so no other memory has it)
     if t is not None and t.bufs is bufs and t.n == n:
+        return t.table
+    t = _TABLES.get(gmem)
+    if t is not None and t.bufs is bufs and t.n == n:
+        _LAST_TABLE[0] = weakref.ref(t)
         return t.table
     reorders = gmem.__dict__.get("_reorders", 0)
     known = None
@@ -138,6 +145,7 @@ def global_table(gmem):
     if len(_POINTERS) > 16:
         _POINTERS.clear()
     _POINTERS[id(table)] = (table, t.ptr if n else _NO_ROWS_PTR)     # (its address: _pointer need not look)
+    _LAST_TABLE[0] = weakref.ref(t)
     return table
 
 
@@ -249,7 +257,7 @@ _LANE_IDS.flags.writeable = False
 class _LaunchBuffers:
     """The arrays the loops take from a launch: state vector, shared-memory log, scratch (and the scratch's context
     row as int64)."""
-    __slots__ = ("arrays", "ctx")
+    __slots__ = ("arrays", "ctx", "fields")
 
     def __init__(self):
         from .ccall import NSCRATCH
@@ -259,6 +267,9 @@ class _LaunchBuffers:
                        np.zeros(LOG_CAP, np.int64),
                        np.zeros((LOG_CAP, 32), np.int64))       # cp.async: the source address of every lane
         self.ctx = self.arrays[4][CTX_ROW:].reshape(-1).view(np.int64)  # (the loop's context row: ccall.py)
+        # (the launch's attributes for these arrays: FastLaunch.planned sets them in one update)
+        self.fields = dict(zip(("state", "log_pc", "log_addr", "log_mask", "scratch", "log_warp", "log_src"),
+                               self.arrays), ctx=self.ctx, _buffers=self)
 
 
 def _special_slots(tr):
@@ -333,6 +344,35 @@ class FastLaunch:
         self.lanes = _LANE_IDS
         # constant special registers: one fancy-indexed store per warp fills them all
         self.special_names, self.special_index = _special_slots(tr)
+
+    @classmethod
+    def planned(cls, tr, gmem):
+        """``FastLaunch(prog, gmem)`` for a translation whose families are bound (a launch of a planned shape,
+        machine.module): the fields that depend only on the translation kept on it, the rest made as ``__init__``
+        makes them."""
+        self = cls.__new__(cls)
+        d = self.__dict__
+        fields = tr.__dict__.get("_launch_fields")
+        if fields is None:
+            loops = _LOOPS
+            if not loops:
+                from .loop import run, run_cta
+                loops += [run, run_cta]
+            names, index = _special_slots(tr)
+            fields = tr._launch_fields = {"_run": loops[0], "_run_cta": loops[1], "tr": tr, "lanes": _LANE_IDS,
+                                          "special_names": names, "special_index": index}
+        d.update(fields)
+        self._run, self._run_cta = _LOOPS       # (the list's loops: benchmarks time them by swapping them there)
+        self.gtab = global_table(gmem)
+        pool = tr.__dict__.get("_buffers")
+        if pool:
+            bufs = pool.pop()
+        else:
+            bufs = _LaunchBuffers()
+            fill_tables(bufs.ctx, tr, bufs.arrays[6])
+        d.update(bufs.fields)
+        self.state.fill(0)
+        return self
 
     def release(self):
         """The launch is over: its loop arrays go to the next launch of the translation (nothing of this launch
@@ -613,6 +653,7 @@ def _special(cta, w, values, name):
     return Warp.special(_Fresh, name)
 
 
+GO_ON = "go on"        # FastCTA.run_alone: the CTA goes on in FastCTA.run
 BLOCKED = "blocked"     # FastCTA.run(cluster=True): no warp of the CTA can go on before another CTA of its cluster
                         # (machine.cluster.BLOCKED)
 
@@ -647,6 +688,29 @@ class FastCTA:
                 self.pending.append((len(log[0]), log))
             return self
         param_init = cta._make[2]
+        memo = cta.__dict__.get("_start_memo")      # a planned launch shape's (CTA.plan_fields): what the lookups
+        if memo and memo[0] is tr and self.__dict__.get("layout") is memo[1] and memo[2][3] is not None:
+            # below found for its first CTA: the layout of these arrays, and the block its CTAs start as (``whole``)
+            self.unkept = False
+            self.cluster_hook = None
+            cta.smem, cta.params = self.smem, self.params
+            got = memo[2]
+            whole = got[3]
+            if memo[3] is param_init and self.offsets["params"] == whole.size:
+                self.block[...] = memo[4]   # (the block as the shape's first CTA started, with these parameter rows)
+            else:
+                self.params[...] = param_init
+                self.block[:whole.size] = whole
+                if not param_init.flags.writeable and self.offsets["params"] == whole.size:
+                    # (kept parameter bytes: the next launch with the same arguments starts from one copy)
+                    memo[3:] = (param_init, self.block.copy())
+            if got[2]:
+                a32 = self.arenas.view(np.uint32)
+                for c, n in got[2]:
+                    a32[:, c:c + 32] = cta.own_special(n)
+            if tr.local_base is not None or tr.var_slots:
+                self._fill_addresses(cta)
+            return self._bind(cta, True)
         layout, size = _cta_layout(tr, nw, cta.smem_size, param_init.size)
         key = (nw, cta.shape)
         blocks = tr.__dict__.setdefault("_cta_blocks", {})
@@ -692,6 +756,10 @@ class FastCTA:
                 a32[:, fl.special_index] = got[1]
                 for c, n in got[2]:
                     a32[:, c:c + 32] = cta.own_special(n)
+        if memo is not None and not memo:
+            got = blocks.get(key)
+            if got is not None:
+                memo[:] = (tr, layout, got, None, None)
         if tr.local_base is not None or tr.var_slots:
             self._fill_addresses(cta)
         return self._bind(cta, True)
@@ -700,7 +768,8 @@ class FastCTA:
         """Make these arrays the views of ``block`` (laid out as ``layout``)."""
         offsets = _OFFSETS[id(layout)][1]
         self.block = block
-        self._head = self._grid_fields = None         # (values kept for the previous block: run, grid_state)
+        self._head = self._grid_fields = self._largs = None     # (values kept for the previous block: run,
+        # grid_state, _loop_list)
         for name, shape, dt, off in layout:
             setattr(self, name, np.ndarray(shape, dt, block, off))
         self.refs = sys.getrefcount(block)      # the block's own views (``retire``: no other view may remain)
@@ -812,6 +881,51 @@ class FastCTA:
         own = cta.own_specials
         return vals, [(int(index[j, 0]), n) for j, n in enumerate(names) if n in own]
 
+    def _head_for(self, gtab, stage, mbs):
+        """The state fields ``run`` keeps for this block, staging area and mbarrier table (``_head``), with the global
+        table ``gtab``'s two fields written in when it is another table (another memory), or None."""
+        got = self.__dict__.get("_head")
+        if got is None or got[2] is not stage or got[3] is not mbs:
+            return None
+        if got[1] is not gtab:
+            ptr, n = _pointer(gtab), gtab.shape[0]
+            got[4][_GTAB_AT] = ptr
+            got[4][_GTAB_AT + 1] = n
+            if got[5] is not None:
+                got[5][_GTAB_AT] = ptr
+                got[5][_GTAB_AT + 1] = n
+            got = self._head = (None, gtab) + got[2:]
+        return got
+
+    def run_alone(self, cta):
+        """``run`` for a CTA of a planned launch (machine.module): when the CTA has no async unit, wgmma state,
+        cluster table, sanitizer or warps yet and the loop did not run it, the CTA loop's first run is made here with
+        the state vector's fields in one store; a CTA that then ran to its end without a shared-memory log to keep
+        is done (None), any other outcome goes on in ``run`` from the loop's results (as the grid loop's CTAs do),
+        which the caller calls (``GO_ON``: Python may run executors from there, under the caller's ``np.errstate``)."""
+        fl = self.launch
+        tr = fl.tr
+        got = self._head_for(fl.gtab, None, _NO_MBARRIERS)
+        if got is None or got[5] is None or cta.san is not None or \
+                self.wg is not None or self.cluster_hook is not None or cta._warps is not None or \
+                "_au" in cta.__dict__ or "_ran" in self.__dict__ or not tr.__dict__.get("_unit_free") or \
+                tr.__dict__.get("_run_address") is None:
+            return GO_ON
+        st = fl.state
+        both = got[5]
+        both[_BOTH_BUDGET] = cta.budget[0]
+        both[_BOTH_INFLIGHT] = cta.inflight_n
+        st[_BOTH] = both
+        self._enter(cta)
+        fl.ctx[K_RUN] = tr._run_address
+        fl._run_cta(*self._loop_list(cta))
+        if self.cst[T.C_STATUS] == T.CTA_DONE and not (st[T.S_NLOG] or st[T.S_MBAR_CHANGED] or st[T.S_MBAR_REBUILT]):
+            cta.inflight_n = int(st[T.S_INFLIGHT])
+            cta.budget[0] = int(st[T.S_BUDGET])
+            return None
+        self._ran = True
+        return GO_ON
+
     def run(self, cta, cluster=False):
         """Run the CTA to its end; the instructions the loop hands back run through ``cta._step``. Returns None,
         or (warp, parked, progressed) when a spin check held lanes back or parked a warp: the scheduler of
@@ -831,28 +945,45 @@ class FastCTA:
         # scheduler); a try_wait parks its lanes in the loop unless a yield's state includes .param bytes. A kernel
         # whose rows never touch the async unit (``_unit_free``) makes none: the loop gets an empty table's values
         au0 = cta.__dict__.get("_au")
-        if au0 is None and (cta.san is not None or not _unit_free(tr, cta.prog)):
-            au0 = cta.async_unit
-        mbs = (au0.mbarriers if au0 is not None else _NO_MBARRIERS) if cta.san is None and \
-            (au0 is None or not au0.record) else None
-        if mbs is not None and tr.cta_waits:
-            mbs.reserve(MBAR_ROWS)          # (a barrier that finds the table full goes back to Python, which grows it)
-        # TMA rows (bulkx.py) stage their copies here, unless a sanitiser or a timeline follows them
-        stage = fl.staging(cta.smem_size) if tr.bulkx and mbs is not None else None
+        if au0 is None and cta.san is None and tr.__dict__.get("_unit_free"):
+            mbs, stage = _NO_MBARRIERS, None        # (as below: a kernel without an async unit, unwatched)
+        else:
+            if au0 is None and (cta.san is not None or not _unit_free(tr, cta.prog)):
+                au0 = cta.async_unit
+            mbs = (au0.mbarriers if au0 is not None else _NO_MBARRIERS) if cta.san is None and \
+                (au0 is None or not au0.record) else None
+            if mbs is not None and tr.cta_waits:
+                mbs.reserve(MBAR_ROWS)      # (a barrier that finds the table full goes back to Python, which grows it)
+            # TMA rows (bulkx.py) stage their copies here, unless a sanitiser or a timeline follows them
+            stage = fl.staging(cta.smem_size) if tr.bulkx and mbs is not None else None
         # the grid loop (gridloop.py) made this CTA's first call of the CTA loop, with the state set as below: its
         # results stand in the state vector and the arrays, and the CTA goes on from them
         ran = self.__dict__.pop("_ran", False)
         # the fields the loop reads before its first run, in one store ((set below for kernels the async proxy
         # reads: the wgmma and dirty-mark fields)
+        preset = False          # the first run's per-run fields stored with these (a CTA without an async unit)
         if not ran:
             # (their values, kept while the block, global table, staging area and mbarrier table are the same)
-            got = self.__dict__.get("_head")        # (dropped with the block: _on_block)
-            if got is None or got[1] is not fl.gtab or got[2] is not stage or got[3] is not mbs:
-                got = self._head = (None, fl.gtab, stage, mbs, np.array(
+            got = self._head_for(fl.gtab, stage, mbs)       # (dropped with the block: _on_block)
+            if got is None:
+                head = np.array(
                     (SPIN_CHECK, 0, 0, 0, 0, 0, 0, int(mbs is not None and not tr.param_writes), int(mbs is not None),
                      self.bar_ptrs[0], self.bar_ptrs[1], stage.address if stage is not None else 0,
-                     _pointer(fl.gtab), fl.gtab.shape[0]), np.int64))
-            st[_HEAD] = got[4]
+                     _pointer(fl.gtab), fl.gtab.shape[0]), np.int64)
+                # with the empty mbarrier table, the fields of the first run too (as the loop below stores them,
+                # the budget and the copies in flight set at each run), and the cluster table's (none)
+                both = np.concatenate([head, (0, 0, 0, self.smem_ptr, cta.smem.size, cta.params.shape[2],
+                                              _pointer(mbs.rows), 0, 0, mbs.rows.shape[0], 0, 0)]) \
+                    if mbs is _NO_MBARRIERS and mbs.used == 0 else None
+                got = self._head = (None, fl.gtab, stage, mbs, head, both)
+            both = got[5]
+            if both is not None and self.cluster_hook is None and self.wg is None and au0 is None:
+                both[_BOTH_BUDGET] = cta.budget[0]
+                both[_BOTH_INFLIGHT] = cta.inflight_n
+                st[_BOTH] = both
+                preset = True
+            else:
+                st[_HEAD] = got[4]
         wg = self.wg
         au = au0 if tr.async_readers else None   # generic-proxy writes (memx.py)
         smem_ptr = self.smem_ptr
@@ -878,12 +1009,15 @@ class FastCTA:
                 st[T.S_DIRTY] = _pointer(au.dirty)
                 st[T.S_DIRTY_N] = int(au.any_dirty)     # (marks Python's stores made: the loop's fence clears them)
             # (one store: the budget, copies in flight, the log's count, shared memory, parameters, mbarrier table)
-            if not ran:
-                st[_EACH] = (cta.budget[0], cta.inflight_n, 0, smem_ptr, cta.smem.size, cta.params.shape[2],
-                             _pointer(mbs.rows) if mbs is not None else 0, mbs.used if mbs is not None else 0, 0,
-                             mbs.rows.shape[0] if mbs is not None else 0, 0)
             hook = self.cluster_hook
-            st[T.S_CLUSTER] = hook(True) if hook is not None else 0     # (machine.cluster.Cluster._tables)
+            if preset:                  # (stored above, with the one-time fields)
+                preset = False
+            else:
+                if not ran:
+                    st[_EACH] = (cta.budget[0], cta.inflight_n, 0, smem_ptr, cta.smem.size, cta.params.shape[2],
+                                 _pointer(mbs.rows) if mbs is not None else 0, mbs.used if mbs is not None else 0, 0,
+                                 mbs.rows.shape[0] if mbs is not None else 0, 0)
+                st[T.S_CLUSTER] = hook(True) if hook is not None else 0     # (machine.cluster.Cluster._tables)
             self._enter(cta)
             # the warp loop run_cta calls through its address (ccall.K_RUN): looked up once per translation (the
             # arguments' types are the same at every launch of it; numba's typeof of them costs ~0.3 ms)
@@ -897,7 +1031,7 @@ class FastCTA:
             if ran:
                 ran = False
             else:
-                run_cta(*self.loop_args(cta))
+                run_cta(*self._loop_list(cta))
             if hook is not None:         # (the table is this run's: a warp run alone later sees none)
                 st[T.S_CLUSTER] = 0
                 hook(False)
@@ -1004,6 +1138,17 @@ class FastCTA:
         if ws is not None:
             self._finish(ws)
         return None
+
+    def _loop_list(self, cta):
+        """``loop_args`` as a list kept while the launch's arrays, global table and cp.async table are the same (this
+        block's: dropped with it), with ``cta``'s in-flight marks."""
+        got = self.__dict__.get("_largs")
+        fl = self.launch
+        if got is None or got[8] is not fl.state or got[23] is not self.cp.dst:
+            got = self._largs = list(self.loop_args(cta))
+        got[6] = cta.smem_inflight
+        got[7] = fl.gtab
+        return got
 
     def loop_args(self, cta):
         """``loop.run_cta``'s arguments for ``cta`` on these arrays."""
@@ -1224,6 +1369,11 @@ _EACH = np.array([T.S_BUDGET, T.S_INFLIGHT, T.S_NLOG, T.S_SMEM_PTR, T.S_SMEM_SIZ
 
 
 _GRID_FIELDS = np.concatenate([_HEAD, _EACH])
+_GTAB_AT = 12           # the global table's fields in _HEAD (and in _BOTH): S_GTAB, S_GTAB_N
+assert _HEAD[_GTAB_AT] == T.S_GTAB and _HEAD[_GTAB_AT + 1] == T.S_GTAB_N
+# a CTA without an async unit: the one-time fields, the first run's and the cluster table's in one store
+_BOTH = np.concatenate([_HEAD, _EACH, [T.S_CLUSTER]]).astype(np.intp)
+_BOTH_BUDGET, _BOTH_INFLIGHT = len(_HEAD), len(_HEAD) + 1
 
 
 def _empty_mbarriers():
