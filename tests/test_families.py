@@ -143,9 +143,9 @@ def test_mma_rows_of_a_form_not_compiled_yet_go_to_the_reference(missing, want, 
 
 def _apart_case(name):
     """(module, block, arrays, scalars) of a kernel whose rows call the function ``name`` of families.APART."""
-    if name in ("xrow", "atom", "rare"):          # ("rare": rarecall.rare_c, on the ATOM rows)
-        import test_fastcore_scalarx as X
-        if name in ("atom", "rare"):
+    if name in ("xrow", "atom", "rare", "memplan"):   # ("rare": rarecall.rare_c, on the ATOM rows; "memplan":
+        import test_fastcore_scalarx as X               # memplan.plan_c, the atomics' addresses)
+        if name in ("atom", "rare", "memplan"):
             return load_ptx(X.ATOM_KERNEL.replace("BODY", X.ATOMS["add.u32"])), 128, X._atom_inputs("add.u32"), ()
         rng = np.random.default_rng(3)
         words = rng.integers(0, 1 << 32, size=(32, 4), dtype=np.uint64).astype(np.uint32)
@@ -159,7 +159,7 @@ def _apart_case(name):
 
 
 @pytest.mark.parametrize("name,op", [("xrow", T.XROW), ("atom", T.ATOM), ("hopper", T.HOPX), ("wgmma", T.WGMMA),
-                                     ("rare", T.ATOM)])
+                                     ("rare", T.ATOM), ("memplan", T.ATOM)])
 def test_the_functions_compiled_apart_are_bound_as_the_families(name, op, monkeypatch):
     """xcall.py's, hopcall.py's and wgcall.py's functions come through ``warmup.family`` (the compile lock, and
     engine="auto" never compiles them while another process compiles): while one is missing its rows go to

@@ -234,8 +234,8 @@ class Translation:
         bars = self.code[self.code[:, T.OP] == T.BAR]
         if ((bars[:, T.X] < 0) | (bars[:, T.B] != -1)).any():
             self.apart.append("ctabar")         # counted or register-numbered barriers (ctaloop.bar_c)
-        if self._slow_ldst():
-            self.apart.append("memplan")        # the loads and stores ldst.plan leaves (memplan.plan_c)
+        if self._slow_ldst() or T.ATOM in ops:
+            self.apart.append("memplan")        # the loads and stores ldst.plan leaves, the atomics' addresses
         if self.wg is not None:                 # wgmma's tile functions, one per form (wgcall.py)
             self.apart += sorted(self.wg.tiles, key=families.WG_TILES.index)
         for k in sorted(self._mufu):
