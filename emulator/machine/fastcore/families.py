@@ -41,8 +41,8 @@ FAMILIES = {
 }
 NAMES = tuple(FAMILIES)
 # the families compiled with the loops' pipeline (``jitcache.lean``: no SSA; tests/test_lean_pipeline.py checks that
-# it types no variable of theirs as none of its assignments is typed with SSA)
-LEAN = ("alu", "ldmatrix")
+# it types no variable of theirs as none of its assignments is typed with SSA); "wgmma" is wgcall.wg_c (APART)
+LEAN = ("alu", "ldmatrix", "wgmma")
 # the other functions compiled apart from the loops, with signatures of their own, in fixed slots of the pointer
 # array (loop.XSLOT, ASLOT, WSLOT, HSLOT): name: (module of fastcore, function, the module's signature attribute).
 # They are compiled, loaded and waited for exactly as the families are (``address``, ``warmup.family``).
