@@ -54,6 +54,34 @@ def test_the_float_rows_compile_by_kind():
     assert {families.OF_OPCODE[op] for op in T.FLOAT_ROWS} == {"float"} and families.OF_OPCODE[T.FCVT] == "fcvt"
 
 
+def test_sin_cos_and_tanh_compile_apart_from_the_other_mufu_forms(monkeypatch):
+    """sin, cos and tanh (their tables and range reduction) are the "mufu_x" family: Triton's softmax (ex2 and
+    div.full) compiles "mufu" alone, a kernel of tanh and sin "mufu_x" alone; while "mufu_x" is not compiled its
+    rows go to the reference executors with the same bits, and the next launch binds it."""
+    import test_fastcore as F
+    path, kernel, *_ = _softmax_case()
+    tr = translation(load_ptx(_ptx(path)).program(kernel))
+    assert "mufu" in tr.families and "mufu_x" not in tr.families
+    assert families.OF_OPCODE[T.MUFU_X] == "mufu_x"
+    module = load_ptx(F._form_kernel("tanh.approx.f32 {T}, {A}; sin.approx.f32 {D}, {T};", 2))
+    rng = np.random.default_rng(8)
+    grid, arrays = F._inputs(*rng.integers(0, 1 << 32, size=(3, 64), dtype=np.uint64).astype(np.uint32), per=2)
+    tr = translation(module.program("k"))
+    assert tr.families == ["alu", "mufu_x"]
+    real = warmup.family
+    monkeypatch.setattr(warmup, "family", lambda name, wait=True: 0 if name == "mufu_x" else real(name, wait))
+    ref, fast, diffs = compare_engines(module, "k", grid, 32, arrays)
+    assert not diffs, diffs
+    assert tr.mufu_ptr[families.SLOT["mufu_x"]] == 0
+    rows = [p for p in range(len(tr.code)) if tr.code[p, T.OP] == T.MUFU_X]
+    assert len(rows) == 4 and all(tr.handed_back[p] > 0 for p in rows)
+    monkeypatch.setattr(warmup, "family", real)
+    ref, fast, diffs = compare_engines(module, "k", grid, 32, arrays)
+    assert not diffs, diffs
+    assert tr.mufu_ptr[families.SLOT["mufu_x"]] != 0
+    assert fast["fast_executed"] == fast["instructions"]
+
+
 def _gemm_case():
     rng = np.random.default_rng(3)
     a = rng.standard_normal((64, 64)).astype(np.float16)

@@ -31,6 +31,7 @@ FAMILIES = {
     "alu_f32": ("alu:entry_f32", (T.FADD32, T.FSUB32, T.FMUL32, T.FFMA32, T.TF32_RNA)),
     "float": ("fcall", T.FLOAT_ROWS),
     "mufu": ("fcall:entry_mufu", T.MUFU_ROWS),
+    "mufu_x": ("fcall:entry_mufu_x", (T.MUFU_X,)),      # sin, cos, tanh (their tables and reductions)
     "fcvt": ("fcall:entry_cvt", (T.FCVT,)),
     "shfl": ("shfl", (T.SHFL,)),
     "mma": ("mmax", (T.MMA,)),
@@ -66,7 +67,7 @@ APART.update({name: ("wgcall", name, "TILE_SIG") for name in WG_TILES})
 # cp.async 2.3, the float rows 5.2 (then one family, now fcvt, float and mufu), mma 3.5, mma_ext 9.8; then APART:
 # xrow 17.5, atom 3.4, hopper 9.5, wgmma and its tiles)
 ORDER = ("alu", "alu_f32", "ldmatrix", "shfl", "cpasync", "fcvt", "float", "mufu", "mma", "mma_ext", "stmatrix",
-         "alu_x")
+         "alu_x", "mufu_x")
 
 
 def _base():
