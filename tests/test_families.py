@@ -54,6 +54,34 @@ def test_the_float_rows_compile_by_kind():
     assert {families.OF_OPCODE[op] for op in T.FLOAT_ROWS} == {"float"} and families.OF_OPCODE[T.FCVT] == "fcvt"
 
 
+def test_sin_cos_and_tanh_compile_apart_from_the_other_mufu_forms(monkeypatch):
+    """sin, cos and tanh (their tables and range reduction) are the "mufu_x" family: Triton's softmax (ex2 and
+    div.full) compiles "mufu" alone, a kernel of tanh and sin "mufu_x" alone; while "mufu_x" is not compiled its
+    rows go to the reference executors with the same bits, and the next launch binds it."""
+    import test_fastcore as F
+    path, kernel, *_ = _softmax_case()
+    tr = translation(load_ptx(_ptx(path)).program(kernel))
+    assert "mufu" in tr.families and "mufu_x" not in tr.families
+    assert families.OF_OPCODE[T.MUFU_X] == "mufu_x"
+    module = load_ptx(F._form_kernel("tanh.approx.f32 {T}, {A}; sin.approx.f32 {D}, {T};", 2))
+    rng = np.random.default_rng(8)
+    grid, arrays = F._inputs(*rng.integers(0, 1 << 32, size=(3, 64), dtype=np.uint64).astype(np.uint32), per=2)
+    tr = translation(module.program("k"))
+    assert tr.families == ["alu", "mufu_x"]
+    real = warmup.family
+    monkeypatch.setattr(warmup, "family", lambda name, wait=True: 0 if name == "mufu_x" else real(name, wait))
+    ref, fast, diffs = compare_engines(module, "k", grid, 32, arrays)
+    assert not diffs, diffs
+    assert tr.mufu_ptr[families.SLOT["mufu_x"]] == 0
+    rows = [p for p in range(len(tr.code)) if tr.code[p, T.OP] == T.MUFU_X]
+    assert len(rows) == 4 and all(tr.handed_back[p] > 0 for p in rows)
+    monkeypatch.setattr(warmup, "family", real)
+    ref, fast, diffs = compare_engines(module, "k", grid, 32, arrays)
+    assert not diffs, diffs
+    assert tr.mufu_ptr[families.SLOT["mufu_x"]] != 0
+    assert fast["fast_executed"] == fast["instructions"]
+
+
 def _gemm_case():
     rng = np.random.default_rng(3)
     a = rng.standard_normal((64, 64)).astype(np.float16)
@@ -143,9 +171,9 @@ def test_mma_rows_of_a_form_not_compiled_yet_go_to_the_reference(missing, want, 
 
 def _apart_case(name):
     """(module, block, arrays, scalars) of a kernel whose rows call the function ``name`` of families.APART."""
-    if name in ("xrow", "atom", "rare"):          # ("rare": rarecall.rare_c, on the ATOM rows)
-        import test_fastcore_scalarx as X
-        if name in ("atom", "rare"):
+    if name in ("xrow", "atom", "rare", "memplan"):   # ("rare": rarecall.rare_c, on the ATOM rows; "memplan":
+        import test_fastcore_scalarx as X               # memplan.plan_c, the atomics' addresses)
+        if name in ("atom", "rare", "memplan"):
             return load_ptx(X.ATOM_KERNEL.replace("BODY", X.ATOMS["add.u32"])), 128, X._atom_inputs("add.u32"), ()
         rng = np.random.default_rng(3)
         words = rng.integers(0, 1 << 32, size=(32, 4), dtype=np.uint64).astype(np.uint32)
@@ -159,7 +187,7 @@ def _apart_case(name):
 
 
 @pytest.mark.parametrize("name,op", [("xrow", T.XROW), ("atom", T.ATOM), ("hopper", T.HOPX), ("wgmma", T.WGMMA),
-                                     ("rare", T.ATOM)])
+                                     ("rare", T.ATOM), ("memplan", T.ATOM)])
 def test_the_functions_compiled_apart_are_bound_as_the_families(name, op, monkeypatch):
     """xcall.py's, hopcall.py's and wgcall.py's functions come through ``warmup.family`` (the compile lock, and
     engine="auto" never compiles them while another process compiles): while one is missing its rows go to

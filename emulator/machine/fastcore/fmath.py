@@ -7,9 +7,10 @@ H100 on every input); the functions here transcribe them one lane at a time, ste
 rounding of binary64 bits, the same table reads, the same special cases), and ``tests/test_fastcore.py`` checks
 them against the executors on special values and random bits, and against the committed H100 sample.
 
-All of it is compiled apart from the loops (three families of ``families.py``, each one C-callable function the
-loop calls through its address: "mufu", ``fcall.entry_mufu`` with ``mufu_rows``; "fcvt", ``fcall.entry_cvt`` with
-``cvt_rows``; "float", ``fcall.entry`` with ``misc_rows``), so it adds nothing to the loops' compile time, and each
+All of it is compiled apart from the loops (four families of ``families.py``, each one C-callable function the
+loop calls through its address: "mufu", ``fcall.entry_mufu`` with ``mufu_rows``; "mufu_x" (sin, cos, tanh),
+``fcall.entry_mufu_x`` with ``mufu_x_rows``; "fcvt", ``fcall.entry_cvt`` with ``cvt_rows``; "float", ``fcall.entry``
+with ``misc_rows``), so it adds nothing to the loops' compile time, and each
 is compiled (or loaded from numba's cache) only when a translated kernel has one of its rows.
 
 Values are raw f32 bits held in int64 (mixed int64/uint64 arithmetic would turn into float64 in numba).
@@ -44,6 +45,7 @@ TANH_SHIFT = tuple(_TANH_SHIFT[e] for e in range(119, 130))   # mantissa bits dr
 # the forms (row field X of MUFU rows; Y: 1 = .ftz)
 EX2, LG2, RCP, RSQRT, SQRT, SIN, COS, TANH = range(8)
 UNARY = {"ex2": EX2, "lg2": LG2, "rcp": RCP, "rsqrt": RSQRT, "sqrt": SQRT, "sin": SIN, "cos": COS, "tanh": TANH}
+UNARY_X = (SIN, COS, TANH)      # the forms of MUFU_X rows (the "mufu_x" family: unary_x), the others MUFU rows
 NEEDS = {EX2: (T_EX2, T_EX2_NEG), LG2: (T_LG2_E0, T_LG2_EM1), RCP: (T_RCP,), RSQRT: (T_RSQ_EVEN, T_RSQ_ODD),
          SQRT: (T_SQRT_EVEN, T_SQRT_ODD), SIN: (T_SIN, T_COS), COS: (T_SIN, T_COS),
          TANH: tuple(range(T_TANH, T_TANH + 11))}
@@ -263,16 +265,9 @@ def _sincos(r, mptr, cos):
 
 
 @njit(cache=True, _nrt=False)
-def unary(form, ftz, x, mptr, msz):
-    """numerics.mufu.ptx_f32_unary: the PTX form on f32 bits ``x`` (int64), as ptxas's SASS runs it."""
-    if form == SIN or form == COS:
-        if (x & 0x7FFFFFFF) > 0x7F800000:
-            r = CANON
-        else:
-            r = round_f32(_f64_of(x) * _f64_of(TWO_PI_RECIP), _TRUE, _FALSE)       # FMUL.RZ x, 1/(2 pi)
-        return _sincos(r, mptr, form == COS)
-    if form == TANH:
-        return _tanh(x, mptr, msz)
+def unary(form, ftz, x, mptr):
+    """numerics.mufu.ptx_f32_unary: the PTX form on f32 bits ``x`` (int64), as ptxas's SASS runs it (ex2, lg2,
+    rcp, rsqrt, sqrt; sin, cos and tanh: ``unary_x``)."""
     if ftz:
         return _prim(form, x, mptr)
     nan = (x & 0x7FFFFFFF) > 0x7F800000
@@ -292,6 +287,18 @@ def unary(form, ftz, x, mptr, msz):
     if form == LG2:
         return round_f32(_f64_of(r) + _f64_of(np.int64(0xC1C00000)), _FALSE, _FALSE)          # FADD r, -24
     return fmul(r, 0x45800000 if form == RSQRT else np.int64(0x39800000), _FALSE)           # 4096 / 2^-12
+
+
+@njit(cache=True, _nrt=False)
+def unary_x(form, x, mptr, msz):
+    """numerics.mufu.ptx_f32_unary for sin, cos (.ftz or not: the same) and tanh (the "mufu_x" family)."""
+    if form == SIN or form == COS:
+        if (x & 0x7FFFFFFF) > 0x7F800000:
+            r = CANON
+        else:
+            r = round_f32(_f64_of(x) * _f64_of(TWO_PI_RECIP), _TRUE, _FALSE)       # FMUL.RZ x, 1/(2 pi)
+        return _sincos(r, mptr, form == COS)
+    return _tanh(x, mptr, msz)
 
 
 @njit(cache=True, _nrt=False, **INNER)
@@ -574,12 +581,20 @@ def mufu_rows(opc, x, y, z, em, xa, xb, xc, xr, mptr, msz):
             b = np.int64(xb[lane] & np.uint64(0xFFFFFFFF))
             c = np.int64(xc[lane] & np.uint64(0xFFFFFFFF))
             if opc == T.MUFU:
-                r = unary(x, y == 1, a, mptr, msz)
+                r = unary(x, y == 1, a, mptr)
             elif opc == T.MUFU_DIV:
                 r = div(x == DIV_FULL, y == 1, a, b, mptr)
             else:
                 r = div_fma(x == DIV_FULL, y == 1, z, a, b, c, mptr)
             xr[lane] = np.uint64(r)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def mufu_x_rows(x, em, xa, xr, mptr, msz):
+    """One MUFU_X row (sin, cos, tanh; as ``mufu_rows``)."""
+    for lane in range(LANES):
+        if (em >> lane) & 1:
+            xr[lane] = np.uint64(unary_x(x, np.int64(xa[lane] & np.uint64(0xFFFFFFFF)), mptr, msz))
 
 
 @njit(cache=True, _nrt=False, inline="always")

@@ -8,7 +8,8 @@ global allocations, a sanitised launch's rows.
 ``loop.run`` calls it through ``plan_c`` (the families' signature, ``ccall.SIG``) at slot ``loop.MSLOT``; a kernel
 binds it when its rows may need it (``Translation.apart``; a sanitised launch always), and while it is not bound
 the loop hands such a row back to the reference executor, which gives the same bits. So a kernel that never
-takes this path never compiles it. ``rarecall.rare_c`` calls ``_mem_plan`` directly for the atomics.
+takes this path never compiles it. ``rarecall.rare_c`` calls ``plan_c`` for the atomics' addresses
+(a kernel with atomics binds it).
 
 What ``plan_c`` needs besides the row it finds in the ctx (``ccall.K_*``, ``loop.fill_ctx``): the state, the
 cp.async bytes in flight, the allocation table; the addresses go to scratch rows 2 (every lane's) and 7 (the

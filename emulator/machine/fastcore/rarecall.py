@@ -3,8 +3,8 @@
 ``loop.run`` hands every ATOM, WGMMA, STMATRIX, HOPX and BULKX row to one C-callable function, ``rare_c``
 (the families' signature, ``ccall.SIG``), which does what the loop did with them before: each row still goes
 on to its own function compiled apart (``xcall.atom_c``, ``wgcall.wg_c``, ``ldm.entry_st``, ``hopcall.hop_c``,
-``bulkcall.bulk_c``), and this one only adds the glue around them (the
-atomics' addresses, the logs, the lanes that wait). So the warp loop, which every kernel compiles, types and
+``bulkcall.bulk_c``; the atomics' addresses ``memplan.plan_c``), and this one only adds the glue around them (the
+logs, the lanes that wait). So the warp loop, which every kernel compiles, types and
 lowers none of that code; a kernel with such rows binds ``rare_c`` beside the functions its rows call
 (``Translation.apart``), and while it is not bound the loop hands those rows back to the reference executors.
 
@@ -24,7 +24,6 @@ from .asyncx import K_CL_ARRIVE, K_NOP, call_hop
 from .atomics import call_atom
 from .ccall import SIG, call_family, data_ptr  # noqa: F401 (SIG: families.APART's signature attribute)
 from .families import APART_SLOT, SLOT
-from .memplan import _mem_plan
 from .wgmmax import call_wg
 from ...numerics.jitcache import INNER
 
@@ -36,18 +35,20 @@ WSLOT = APART_SLOT["wgmma"]
 HSLOT = APART_SLOT["hopper"]
 BSLOT = APART_SLOT["bulk"]
 CLSLOT = APART_SLOT["cluster"]
+MSLOT = APART_SLOT["memplan"]
 STM_SLOT = SLOT["stmatrix"]
 
 
 @njit(cache=True, **INNER)
-def _rare(row, imrow, p, m, em, pc, waiting, inflight, gtab, state, a8, a16, a32, a64, parena, narena, pscratch,
-          addrs, xq, ctx, mptr, log_pc, log_addr, log_mask, nlog, wide):
+def _rare(row, imrow, p, m, em, pc, waiting, state, parena, narena, pscratch, addrs, mptr, log_pc, log_addr, log_mask,
+          nlog, wide):
     opc = row[T.OP]
     if opc == T.ATOM:
         if em != 0:
-            if mptr[ASLOT] == 0:                # atom_c not compiled yet
+            if mptr[ASLOT] == 0 or mptr[MSLOT] == 0:        # atom_c or plan_c not compiled yet
                 return HANDBACK
-            shared_lanes = _mem_plan(row, imrow, em, a8, a16, a32, a64, inflight, gtab, state, addrs, xq)
+            # the addresses: memplan.plan_c (through its address, so that this function links none of its code)
+            shared_lanes = call_family(mptr[MSLOT], em, data_ptr(row), data_ptr(imrow), parena, narena, pscratch)
             if shared_lanes < 0:
                 return HANDBACK
             call_atom(mptr[ASLOT], em, shared_lanes, data_ptr(row), data_ptr(imrow), parena, narena,
@@ -116,15 +117,12 @@ def _rare(row, imrow, p, m, em, pc, waiting, inflight, gtab, state, a8, a16, a32
 
 def rare_c(em, prow, pimm, parena, n, pscratch):
     """The C-callable body (ccall.SIG): the log's new length, HANDBACK or STOP (the module's docstring)."""
-    a8 = C.u8_1d(parena, n)
     s = C.u64_2d(pscratch, C.NSCRATCH, LANES)
     ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
     cap = ctx[C.K_LOG_N]
     return _rare(C.i64_1d(prow, T.NFIELDS), C.u64_1d(pimm, T.NIMM), ctx[C.K_P], ctx[C.K_M], em,
                  C.i64_1d(ctx[C.K_PCS], LANES), C.b1_2d(ctx[C.K_WAITING], 1, LANES)[0],
-                 C.i32_1d(ctx[C.K_INFLIGHT], ctx[C.K_INFLIGHT_N]), C.i64_2d(ctx[C.K_GTAB], ctx[C.K_GTAB_N], 3),
-                 C.i64_1d(ctx[C.K_STATE], T.NSTATE), a8, C.reinterpret(a8, np.uint16), C.reinterpret(a8, np.uint32),
-                 C.reinterpret(a8, np.uint64), parena, n, pscratch, C.reinterpret(s[2], np.int64), s[7], ctx,
+                 C.i64_1d(ctx[C.K_STATE], T.NSTATE), parena, n, pscratch, C.reinterpret(s[2], np.int64),
                  C.i64_1d(ctx[C.K_MPTR], ctx[C.K_NPTR]), C.i64_1d(ctx[C.K_LOG_PC], cap),
                  C.i64_2d(ctx[C.K_LOG_ADDR], cap, ctx[C.K_LOG_W]), C.i64_1d(ctx[C.K_LOG_MASK], cap), ctx[C.K_NLOG],
                  1 if ctx[C.K_LOG_W] > LANES else 0)

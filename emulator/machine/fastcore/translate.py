@@ -241,8 +241,8 @@ class Translation:
             from .asyncx import K_CL_ARRIVE
             if ((self.code[:, T.OP] == T.HOPX) & (self.code[:, T.X] >= K_CL_ARRIVE)).any():
                 self.apart.append("cluster")    # barrier.cluster, getctarank (clusterx.cl_c)
-        if self._slow_ldst():
-            self.apart.append("memplan")        # the loads and stores ldst.plan leaves (memplan.plan_c)
+        if self._slow_ldst() or T.ATOM in ops:
+            self.apart.append("memplan")        # the loads and stores ldst.plan leaves, the atomics' addresses
         if self.wg is not None:                 # wgmma's tile functions, one per form (wgcall.py)
             self.apart += sorted(self.wg.tiles, key=families.WG_TILES.index)
         for k in sorted(self._mufu):
@@ -1209,7 +1209,7 @@ def r_mufu(t, env, instr, row, imm):
         _f32_operands(t, env, instr, 1, row, imm)
         row[T.X], row[T.Y] = code, int(".ftz." in form)
         t._mufu.update(fmath.NEEDS[code])
-        row[T.OP] = T.MUFU
+        row[T.OP] = T.MUFU_X if code in fmath.UNARY_X else T.MUFU
     elif form in F32_DIV:
         _f32_operands(t, env, instr, 2, row, imm)
         row[T.X], row[T.Y] = int(form.startswith("div.full")), int(".ftz." in form)
