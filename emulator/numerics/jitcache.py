@@ -144,7 +144,8 @@ def quick_flags():
     """numba keys its overload implementations by the compile flags (``TargetConfig``), whose hash and equality
     build the dict of all ~40 options every time (``values()``): a few percent of the loops' typing. The hash is
     that of the sorted option names (the same for every instance of a class), kept per class; two configurations
-    of one class with the same explicitly set values are equal without building either dict. The same answers.
+    of one class compare only the options either has set (the others are their defaults on both sides). The same
+    answers.
     Idempotent."""
     from numba.core.targetconfig import TargetConfig
     if getattr(TargetConfig, "_warpemu_quick", False):
@@ -160,9 +161,18 @@ def quick_flags():
         return h
 
     def __eq__(self, other):
-        if self is other or type(other) is type(self) and self._values == other._values:
+        if self is other:
             return True
-        return eq(self, other)
+        if type(other) is not type(self):
+            return eq(self, other)
+        a, b = self._values, other._values     # (an option set in neither is its default on both sides)
+        opts = self.options
+        for k in a.keys() | b.keys():
+            d = opts[k].default
+            x, y = a.get(k, d), b.get(k, d)
+            if not (x is y or x == y):
+                return False
+        return True
 
     TargetConfig.__hash__ = __hash__
     TargetConfig.__eq__ = __eq__
