@@ -364,6 +364,9 @@ def _warn_once(what, path, exc):
                       f"{str(exc)[:120]}); compiling without it", RuntimeWarning, stacklevel=4)
 
 
+NO_ANNOTATION = "(warpemu: the type annotation is not kept in numba's cache)"
+
+
 def harden(root):
     """Guard numba's cache loads and saves of the functions defined under ``root``. Idempotent."""
     from numba.core.caching import Cache
@@ -396,6 +399,13 @@ def harden(root):
     def save_overload(self, sig, data):
         if not ours(self):
             return save(self, sig, data)
+        try:
+            # numba keeps the text of the function's type annotation (every line with the types of its variables)
+            # in the cache, for ``inspect_types`` of a cached function: about a third of saving the loops, and none
+            # of this package's code reads it; a placeholder instead
+            data = data._replace(type_annotation=NO_ANNOTATION)
+        except Exception:                  # noqa: BLE001 (not a CompileResult: as numba has it)
+            pass
         try:
             return save(self, sig, data)
         except Exception as e:             # noqa: BLE001 (a full disk, a read-only folder)
