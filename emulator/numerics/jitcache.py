@@ -43,6 +43,7 @@ def prepare():
     try:
         scalar_operators()
         quick_flags()
+        quick_order()
     except Exception:                      # noqa: BLE001 (idem: numba's own typing)
         pass
 
@@ -177,6 +178,33 @@ def quick_flags():
     TargetConfig.__hash__ = __hash__
     TargetConfig.__eq__ = __eq__
     TargetConfig._warpemu_quick = True
+
+
+def quick_order():
+    """numba orders a function type's typing templates by target (``utils.order_by_target_specificity``) at every
+    call it types, again and again for the same templates: the order is kept here by target and templates (the
+    same list; an error, when no template suits the target, is raised each time as numba does). Idempotent."""
+    from numba.core import utils
+    from numba.core.typing import context
+    if getattr(utils, "_warpemu_order", False):
+        return
+    order = utils.order_by_target_specificity
+    memo = {}
+
+    def quick(target, templates, fnkey=""):
+        try:
+            key = (target, tuple(templates))
+            got = memo.get(key)
+        except TypeError:                  # (something unhashable: as numba does)
+            return order(target, templates, fnkey)
+        if got is None:
+            got = memo[key] = tuple(order(target, templates, fnkey))
+        return list(got)
+
+    utils.order_by_target_specificity = quick
+    if context.order_by_target_specificity is order:
+        context.order_by_target_specificity = quick
+    utils._warpemu_order = True
 
 
 _LINK_ROOTS = []
