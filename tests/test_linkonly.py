@@ -1,6 +1,7 @@
 """The package's INNER helpers (``numerics.jitcache.INNER``: no wrapper, only called by other jitted code) are
-compiled into link-only libraries (``jitcache.link_only``): no LLVM module passes or machine code of their own,
-cached as bitcode, linked into each caller, which optimises and emits them as before."""
+compiled into link-only libraries (``jitcache.link_only``): no machine code of their own, cached as bitcode, linked
+into each caller, which optimises and emits them as before. And numba's typing shortcuts (``scalar_operators``,
+``quick_flags``, ``quick_order``) give numba's own answers."""
 import os
 import subprocess
 import sys
@@ -106,7 +107,7 @@ def test_package_inner_helpers_are_link_only():
     assert cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name) == 0
 
 
-def test_link_only_leaves_other_code_alone(tmp_path):
+def test_link_only_leaves_other_code_alone():
     """A function with a wrapper, or outside the roots given, keeps numba's own library."""
     from numba import njit
     jitcache.prepare()
@@ -122,3 +123,54 @@ def test_link_only_leaves_other_code_alone(tmp_path):
     assert outer(20) == 42
     (_, cres), = inner.overloads.items()
     assert type(cres.library).__name__ == "JITCodeLibrary"
+
+
+def test_quick_flags_answer_as_numba():
+    """Equality and hash of compile flags against their definition (the dicts of all options), on random pairs."""
+    import random
+    from numba.core.compiler import Flags
+    jitcache.prepare()
+    eq = Flags.__eq__
+    assert getattr(eq, "__wrapped__", None) is not None          # (the shortcut is installed)
+    names = [k for k, o in Flags.options.items() if o.type is bool]
+    rng = random.Random(7)
+    seen = set()
+    for _ in range(2000):
+        a, b = Flags(), Flags()
+        for f in (a, b):
+            for k in rng.sample(names, rng.randint(0, 5)):
+                setattr(f, k, rng.random() < 0.5)
+        want = {k: getattr(a, k) for k in a.options} == {k: getattr(b, k) for k in b.options}
+        assert (a == b) == want == eq.__wrapped__(a, b)
+        assert hash(a) == hash(b) == hash(tuple(sorted({k: getattr(a, k) for k in a.options})))
+        seen.add(want)
+    assert seen == {True, False}
+
+
+def test_scalar_operators_and_template_order_answer_as_numba():
+    """The ufunc operator template: nothing for scalars, numba's answer when an operand is an array; the template
+    order: numba's for the operators' function types (the first time and from the memo)."""
+    import operator
+    from numba import types
+    from numba.core import utils
+    from numba.core.registry import cpu_target
+    from numba.core.target_extension import get_local_target
+    from numba.core.typing import npydecl
+    jitcache.prepare()
+    ctx = cpu_target.typing_context
+    ctx.refresh()
+    tmpl = ctx._lookup_global(operator.add).templates
+    ufunc = next(t for t in tmpl if issubclass(t, npydecl.NumpyRulesArrayOperator))(ctx)
+    generic = npydecl.NumpyRulesArrayOperator.generic
+    arr = types.Array(types.float32, 1, "C")
+    for args in ((types.int64, types.uint64), (types.float32, types.float32), (arr, types.float32),
+                 (types.int32, arr), (types.Optional(arr), types.int64)):
+        assert generic(ufunc, args, {}) == generic.__wrapped__(ufunc, args, {})
+    assert generic(ufunc, (types.int64, types.int64), {}) is None
+    assert generic(ufunc, (arr, types.float32), {}) is not None
+    order = utils.order_by_target_specificity
+    target = get_local_target(ctx)
+    for op in (operator.add, operator.and_, operator.lt, operator.getitem):
+        templates = ctx._lookup_global(op).templates
+        for _ in range(2):
+            assert order(target, templates, "x") == order.__wrapped__(target, templates, "x")
