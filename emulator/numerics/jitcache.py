@@ -36,6 +36,16 @@ def prepare():
         harden(root)
     except Exception:                      # noqa: BLE001 (a numba without these internals: its own behaviour)
         pass
+    try:
+        link_only(root)
+    except Exception:                      # noqa: BLE001 (idem: numba then finalizes every helper itself)
+        pass
+    try:
+        scalar_operators()
+        quick_flags()
+        quick_order()
+    except Exception:                      # noqa: BLE001 (idem: numba's own typing)
+        pass
 
 
 # the options of a jitted helper that only other jitted functions call: numba then builds neither the wrapper
@@ -43,6 +53,205 @@ def prepare():
 # spent on every helper of the loops and families, for code nothing runs). Calling such a helper from Python
 # is not possible: keep it off functions that Python, tests or the executors call.
 INNER = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+
+
+# ------------------------------------------------------------------------------------------------------------
+# An INNER helper is only ever linked into its callers (numba links the callee's optimised LLVM module into the
+# caller's, and optimises and emits the whole again), yet numba finalizes its library as for any function:
+# machine code that nothing calls, and that object code written to the cache. ``link_only`` gives the package's
+# INNER helpers a library that optimises its module for linking and stops there: the callers' code generation
+# emits it, as it already did.
+
+LINK_KIND = "warpemu-link"             # the cache entry of such a helper: its module's bitcode
+
+
+class _NoEnv:
+    """The codegen as a link-only library shows it: no environment to set (numba writes the address of a compiled
+    function's environment into its machine code, which such a library does not have)."""
+
+    def __init__(self, codegen):
+        self._codegen = codegen
+
+    def set_env(self, env_name, env):
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self._codegen, name)
+
+
+def _link_only_class():
+    from numba.core.codegen import JITCodeLibrary, require_global_compiler_lock
+
+    class LinkOnlyLibrary(JITCodeLibrary):
+        """A library whose functions are only linked into other libraries (an INNER helper's): finalizing it
+        links its own callees in and optimises the module, and stops there (no machine code); it has no address.
+        (Leaving the module passes to the callers too saves as much again, but changes what LLVM inlines: some
+        rows of ``benchmarks/bench_rows.py`` ran 7-11 % slower, others 5 % faster.)"""
+
+        def finalize(self):
+            require_global_compiler_lock()
+            self._raise_if_finalized()
+            seen = set()
+            for library in self._linking_libraries:
+                if library not in seen:
+                    self._reload_init.update(library._reload_init)
+                    seen.add(library)
+                    self._final_module.link_in(library._get_module_for_linking(), preserve=True)
+            self._optimize_final_module()  # (its callers' code is as before: they link this optimised module)
+            self._final_module.verify()
+            self._finalize_dynamic_globals()
+            self._verify_declare_only_symbols()
+            self._finalized = True
+
+        def get_pointer_to_function(self, name):
+            self._ensure_finalized()
+            return 0                       # (an INNER function has neither wrapper: numba asks for none else)
+
+        @property
+        def codegen(self):
+            return _NoEnv(self._codegen)
+
+        def serialize_using_object_code(self):
+            return (self.name, LINK_KIND, self._get_module_for_linking().as_bitcode())
+
+    return LinkOnlyLibrary
+
+
+def scalar_operators():
+    """numba types every ``+``, ``&``, ``<`` ... by trying, among its templates, NumPy's ufunc rules
+    (``NumpyRulesArrayOperator``), which match the operands against the ufunc's loops and only then return
+    nothing when no operand is an array: several percent of the loops' typing. Here that template returns nothing at
+    once for operands of which none is an array (nor an optional array): the same answer. Idempotent."""
+    from numba.core import types
+    from numba.core.typing import npydecl
+    op = npydecl.NumpyRulesArrayOperator
+    if getattr(op, "_warpemu_scalar", False):
+        return
+    generic = op.generic
+
+    def quick(self, args, kws):
+        if kws:
+            return generic(self, args, kws)
+        for a in args:
+            if isinstance(a.type if isinstance(a, types.Optional) else a, types.ArrayCompatible):
+                return generic(self, args, kws)
+        return None
+
+    quick.__wrapped__ = generic
+    op.generic = quick
+    op._warpemu_scalar = True
+
+
+def quick_flags():
+    """numba keys its overload implementations by the compile flags (``TargetConfig``), whose hash and equality
+    build the dict of all ~40 options every time (``values()``): a few percent of the loops' typing. The hash is
+    that of the sorted option names (the same for every instance of a class), kept per class; two configurations
+    of one class compare only the options either has set (the others are their defaults on both sides). The same
+    answers.
+    Idempotent."""
+    from numba.core.targetconfig import TargetConfig
+    if getattr(TargetConfig, "_warpemu_quick", False):
+        return
+    eq = TargetConfig.__eq__
+    hashes = {}
+
+    def __hash__(self):
+        cls = type(self)
+        h = hashes.get(cls)
+        if h is None:
+            h = hashes[cls] = hash(tuple(sorted(self.options)))
+        return h
+
+    def __eq__(self, other):
+        if self is other:
+            return True
+        if type(other) is not type(self):
+            return eq(self, other)
+        a, b = self._values, other._values     # (an option set in neither is its default on both sides)
+        opts = self.options
+        for k in a.keys() | b.keys():
+            d = opts[k].default
+            x, y = a.get(k, d), b.get(k, d)
+            if not (x is y or x == y):
+                return False
+        return True
+
+    __eq__.__wrapped__ = eq
+    TargetConfig.__hash__ = __hash__
+    TargetConfig.__eq__ = __eq__
+    TargetConfig._warpemu_quick = True
+
+
+def quick_order():
+    """numba orders a function type's typing templates by target (``utils.order_by_target_specificity``) at every
+    call it types, again and again for the same templates: the order is kept here by target and templates (the
+    same list; an error, when no template suits the target, is raised each time as numba does). Idempotent."""
+    from numba.core import utils
+    from numba.core.typing import context
+    if getattr(utils, "_warpemu_order", False):
+        return
+    order = utils.order_by_target_specificity
+    memo = {}
+
+    def quick(target, templates, fnkey=""):
+        try:
+            key = (target, tuple(templates))
+            got = memo.get(key)
+        except TypeError:                  # (something unhashable: as numba does)
+            return order(target, templates, fnkey)
+        if got is None:
+            got = memo[key] = tuple(order(target, templates, fnkey))
+        return list(got)
+
+    quick.__wrapped__ = order
+    utils.order_by_target_specificity = quick
+    if context.order_by_target_specificity is order:
+        context.order_by_target_specificity = quick
+    utils._warpemu_order = True
+
+
+_LINK_ROOTS = []
+
+
+def link_only(root):
+    """The INNER functions (``INNER``: neither wrapper) defined under ``root`` (a folder) are compiled into a library
+    that is only linked into their callers (``LinkOnlyLibrary`` above), and cached as LLVM bitcode. Idempotent."""
+    root = os.path.join(os.path.abspath(root), "")
+    if root not in _LINK_ROOTS:
+        _LINK_ROOTS.append(root)
+    from numba.core import typed_passes
+    from numba.core.codegen import JITCodeLibrary
+    from llvmlite import binding as ll
+    if getattr(typed_passes.BaseNativeLowering, "_warpemu_link_only", False):
+        return
+    cls = _link_only_class()
+    lower = typed_passes.BaseNativeLowering.run_pass
+    unserialize = JITCodeLibrary._unserialize.__func__
+
+    def run_pass(self, state):
+        f = state.flags
+        if state.library is None and f.no_cpython_wrapper and f.no_cfunc_wrapper and not f.no_compile:
+            try:
+                mine = os.path.abspath(state.func_id.filename).startswith(tuple(_LINK_ROOTS))
+            except Exception:              # noqa: BLE001 (no file: not ours)
+                mine = False
+            if mine:
+                state.library = cls(state.targetctx.codegen(), state.func_id.func_qualname)
+                state.library.enable_object_caching()
+        return lower(self, state)
+
+    def _unserialize(klass, codegen, state):
+        if state[1] != LINK_KIND:
+            return unserialize(klass, codegen, state)
+        lib = cls(codegen, state[0])
+        lib._final_module = ll.parse_bitcode(state[2])
+        lib._shared_module = lib._final_module
+        lib._finalized = True
+        return lib
+
+    typed_passes.BaseNativeLowering.run_pass = run_pass
+    JITCodeLibrary._unserialize = classmethod(_unserialize)
+    typed_passes.BaseNativeLowering._warpemu_link_only = True
 
 
 _LEAN = []
@@ -186,6 +395,9 @@ def _warn_once(what, path, exc):
                       f"{str(exc)[:120]}); compiling without it", RuntimeWarning, stacklevel=4)
 
 
+NO_ANNOTATION = "(warpemu: the type annotation is not kept in numba's cache)"
+
+
 def harden(root):
     """Guard numba's cache loads and saves of the functions defined under ``root``. Idempotent."""
     from numba.core.caching import Cache
@@ -218,6 +430,13 @@ def harden(root):
     def save_overload(self, sig, data):
         if not ours(self):
             return save(self, sig, data)
+        try:
+            # numba keeps the text of the function's type annotation (every line with the types of its variables)
+            # in the cache, for ``inspect_types`` of a cached function: about half of what reducing a compiled
+            # function to its cache entry costs (0.1 s of a first launch), and nothing reads it; a placeholder
+            data = data._replace(type_annotation=NO_ANNOTATION)
+        except Exception:                  # noqa: BLE001 (not a CompileResult: as numba has it)
+            pass
         try:
             return save(self, sig, data)
         except Exception as e:             # noqa: BLE001 (a full disk, a read-only folder)
