@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 from emulator.numerics import jitcache
 
@@ -71,6 +72,47 @@ def _run(tmp, *names):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+# (prepare applies them only for the numba releases they were checked against; any other keeps numba's own code)
+needs_checked = pytest.mark.skipif(not jitcache.shortcuts_checked(),
+                                   reason="a numba release outside jitcache.CHECKED_NUMBA: numba's own code runs")
+
+
+def test_shortcuts_only_for_checked_numba_and_opt_out(tmp_path):
+    """``prepare`` leaves numba as it is with WARPEMU_NUMBA_SHORTCUTS=0 or a release it was not checked against, and
+    the package still runs (a fresh process, an INNER helper compiled: numba's own library)."""
+    child = textwrap.dedent("""
+        import json, sys
+        import numpy as np
+        from emulator.numerics import jitcache
+        if sys.argv[1] == "other":
+            import numba
+            numba.__version__ = "0.1.0"
+        jitcache.prepare()
+        from numba import njit
+        from numba.core.typing import npydecl
+        from emulator.machine.fastcore import loop
+
+        @njit
+        def caller(pc):
+            return loop._one_group(pc, np.int64(0xFFFFFFFF), np.int64(0xFFFFFFFF))
+
+        got = int(caller(np.full(32, 7, np.int16)))
+        cres = next(c for sig, c in loop._one_group.overloads.items() if str(sig[0].dtype) == "int16")
+        print(json.dumps([jitcache.shortcuts_checked(), type(cres.library).__name__, got,
+                          getattr(npydecl.NumpyRulesArrayOperator, "_warpemu_scalar", False)]))
+    """)
+    for how in ("off", "other"):
+        env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / how),
+                   PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
+        if how == "off":
+            env["WARPEMU_NUMBA_SHORTCUTS"] = "0"
+        out = subprocess.run([sys.executable, "-c", child, how], env=env, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-3000:]
+        import json
+        assert json.loads(out.stdout.strip().splitlines()[-1]) == [False, "JITCodeLibrary", 7, False], how
+
+
+@needs_checked
 def test_inner_helper_is_link_only_and_cached_as_bitcode(tmp_path):
     """One process compiles ``first`` (and its INNER helper, link-only: no address, cached as bitcode); the next
     compiles ``second`` with the helper loaded from the cache and linked in; the third loads both callers. Every
@@ -88,6 +130,7 @@ def test_inner_helper_is_link_only_and_cached_as_bitcode(tmp_path):
     assert (r["first"], r["second"]) == (want1, want2) and r["twist_hits"] == 0 and r["library"] is None
 
 
+@needs_checked
 def test_package_inner_helpers_are_link_only():
     """The fast engine's own helpers are link-only (one compiled here for a signature of its own, through a
     caller)."""

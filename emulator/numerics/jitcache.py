@@ -36,6 +36,8 @@ def prepare():
         harden(root)
     except Exception:                      # noqa: BLE001 (a numba without these internals: its own behaviour)
         pass
+    if not shortcuts_checked():
+        return
     try:
         link_only(root)
     except Exception:                      # noqa: BLE001 (idem: numba then finalizes every helper itself)
@@ -46,6 +48,25 @@ def prepare():
         quick_order()
     except Exception:                      # noqa: BLE001 (idem: numba's own typing)
         pass
+
+
+# the numba releases whose internals ``link_only`` and the typing shortcuts (``scalar_operators``, ``quick_flags``,
+# ``quick_order``) were checked against (tests/test_linkonly.py): they replace pieces of numba's code generation
+# and typing for the whole process, so with any other release, or with WARPEMU_NUMBA_SHORTCUTS=0, numba compiles
+# and types as it does itself (the same bits, a slower first compile)
+CHECKED_NUMBA = ((0, 68),)
+
+
+def shortcuts_checked() -> bool:
+    """True when ``prepare`` applies ``link_only`` and the typing shortcuts in this process."""
+    if os.environ.get("WARPEMU_NUMBA_SHORTCUTS", "1").strip() == "0":
+        return False
+    try:
+        import numba
+        version = tuple(int(x) for x in numba.__version__.split(".")[:2])
+    except Exception:                      # noqa: BLE001 (a development build's version string: not checked)
+        return False
+    return version in CHECKED_NUMBA
 
 
 # the options of a jitted helper that only other jitted functions call: numba then builds neither the wrapper
