@@ -11,7 +11,7 @@ from numba import carray, types
 from . import table as T
 from . import ccall as C
 from .bulkx import B_COMMIT, B_WAIT, NCTL, PUMP, _multicast, bulk_rows, groups, pump
-from .ccall import CTX_ROW, NCTX, NSCRATCH, i64_1d
+from .ccall import CTX_ROW, NCTX, NSCRATCH, i64_1d, reinterpret
 
 _P64 = types.CPointer(types.uint64)
 _PI64 = types.CPointer(types.int64)
@@ -25,7 +25,7 @@ SIG = types.int64(types.int64, _PI64, _PI64, _P64, _P8, types.int64, _P64)
 def bulk_c(em, pstate, prow, pimm, parena, n, pscratch):
     a8 = carray(parena, n)
     scratch = carray(pscratch, (NSCRATCH, 32))
-    ctx = scratch[CTX_ROW:].reshape(NCTX).view(np.int64)
+    ctx = reinterpret(scratch[CTX_ROW:].reshape(NCTX), np.int64)
     state = carray(pstate, T.NSTATE)
     if state[T.S_BULK] == 0:
         return 1                            # (a sanitised or recorded launch: the executor)
@@ -36,8 +36,9 @@ def bulk_c(em, pstate, prow, pimm, parena, n, pscratch):
     kind = row[T.X]
     if kind == B_COMMIT or kind == B_WAIT:
         return groups(ctl, state, em, kind, row[T.Y])
-    return bulk_rows(row, carray(pimm, T.NIMM), em, state, a8, a8.view(np.uint16), a8.view(np.uint32),
-                     a8.view(np.uint64), scratch, ctx)
+    # (reinterpret, not .view: numba's view is compiled again in every process, for each pair of types)
+    return bulk_rows(row, carray(pimm, T.NIMM), em, state, a8, reinterpret(a8, np.uint16),
+                     reinterpret(a8, np.uint32), reinterpret(a8, np.uint64), scratch, ctx)
 
 
 
@@ -49,9 +50,9 @@ def mc_c(lane, pstate, prow, pimm, parena, n, pscratch):
     state = carray(pstate, T.NSTATE)
     row = carray(prow, T.NFIELDS)
     scratch = carray(pscratch, (NSCRATCH, 32))
-    ctx = scratch[CTX_ROW:].reshape(NCTX).view(np.int64)
+    ctx = reinterpret(scratch[CTX_ROW:].reshape(NCTX), np.int64)
     ctl = i64_1d(state[T.S_BULK], NCTL)
-    ok = _multicast(ctl, state, scratch[8].view(np.int64), row[T.Y], scratch[12].view(np.int64),
+    ok = _multicast(ctl, state, reinterpret(scratch[8], np.int64), row[T.Y], reinterpret(scratch[12], np.int64),
                     np.int64(scratch[5, lane]), np.int64(scratch[4, lane]), lane, ctx[C.K_P],
                     np.int64(scratch[6, lane] & np.uint64(0xFFFF)))
     return 0 if ok else 1

@@ -43,7 +43,7 @@ from numba import njit
 from . import table as T
 from . import ccall as C
 from .asyncx import _mb, global_find, mb_complete_tx, mb_find
-from .ccall import data_ptr, i64_1d, i64_2d
+from .ccall import data_ptr, i64_1d, i64_2d, reinterpret
 from .asyncx import call_hop
 from .families import APART_SLOT
 from .raw import _peek8, _peek16, _peek32, _peek64, _poke8, _poke32, _peek, _poke
@@ -127,7 +127,7 @@ def _tmap_at(state, lane, a):
         return state[T.S_SMEM_PTR] + a
     if a % 64 != 0:
         return 0
-    return global_find(state[T.S_GTAB], state[T.S_GTAB_N], a, 128)
+    return global_find(state[T.S_GTAB], state[T.S_GTAB_N], a, np.int64(128))
 
 
 @njit(cache=True, _nrt=False, pipeline_class=LEAN)
@@ -422,8 +422,8 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
     kind = row[T.X]
     rank = row[T.Y]
     xa, xb, xc = scratch[3], scratch[4], scratch[5]
-    tm = scratch[8].view(np.int64)
-    coords = scratch[12].view(np.int64)
+    tm = reinterpret(scratch[8], np.int64)
+    coords = reinterpret(scratch[12], np.int64)
     # (the operands as int64 variables, not literals: one specialisation of each helper)
     _addresses(row, imrow, xa, a8, a16, a32, a64, np.int64(T.A), np.int64(T.IMM_OFFSET))      # the tensor map
     _addresses(row, imrow, xc, a8, a16, a32, a64, np.int64(T.C), np.int64(2))                 # the shared box
@@ -500,7 +500,7 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
             if tgt < 0:
                 state[T.S_INFLIGHT] += 1
             else:
-                cl_inflight(state[T.S_CLUSTER], tgt, 1)
+                cl_inflight(state[T.S_CLUSTER], tgt, np.int64(1))
     return 0
 
 
@@ -564,7 +564,7 @@ def _complete(ctl, state, r):
         if tgt < 0:
             state[T.S_INFLIGHT] -= 1
         else:
-            cl_inflight(state[T.S_CLUSTER], tgt, -1)
+            cl_inflight(state[T.S_CLUSTER], tgt, np.int64(-1))
         mb_complete_tx(tab, mb_find(tab, nb, rec[R_MBAR]), rec[R_BYTES])
         state[T.S_MBAR_CHANGED] += 1
     else:
