@@ -324,3 +324,44 @@ def test_corpus_tma_kernels(name, monkeypatch):
     back = _corpus_both(name)
     if "cluster" not in name and "deepgemm" not in name:
         assert back <= len(grown) - 1, (back, grown)
+
+
+
+MCAST = "nvcc_deepgemm_fp8_1d2d_256x256x512_mcast_b"      # (clusters of 2, A multicast to both CTAs)
+
+
+def _fast_replay(name):
+    """A corpus kernel on the fast engine: equal to the H100's bytes; its program."""
+    case = _corpus(name)
+    got, res, _ = corpus_lib.replay(case, engine="fast")
+    assert corpus_lib.mismatches(case, got) == []
+    return res.ctas[0][1][0].program
+
+
+def test_multicast_loads_bind_their_function_only_where_they_occur(monkeypatch):
+    """The multicast loads run in a function compiled apart (bulkcall.mc_c, "bulk_mc", slot bulkx.MCSLOT) that
+    only kernels with such loads bind: while it is missing the multicast rows go back to the executor (the H100's
+    bytes all the same), the next launch binds it and nothing goes back; a TMA kernel without multicast never asks
+    for it."""
+    from emulator.machine.fastcore import bulkx, families, warmup
+    real = warmup.family
+    asked = []
+    monkeypatch.setattr(warmup, "family", lambda n, wait=True: asked.append(n) or (0 if n == "bulk_mc" else
+                                                                                     real(n, wait)))
+    prog = _fast_replay(MCAST)
+    tr = translation(prog)
+    assert "bulk_mc" in tr.apart and "bulk" in tr.apart and "bulk_mc" in asked
+    assert tr.mufu_ptr[bulkx.MCSLOT] == 0 and bulk_handbacks(prog) > 0
+    monkeypatch.setattr(warmup, "family", real)
+    prog = _fast_replay(MCAST)
+    tr = translation(prog)
+    assert tr.mufu_ptr[bulkx.MCSLOT] == families.address("bulk_mc", warmup.lock()) != 0
+    assert bulk_handbacks(prog) == 0
+    # a plain TMA kernel (loads and a store, no multicast) asks for "bulk" but never for "bulk_mc"
+    asked.clear()
+    monkeypatch.setattr(warmup, "family", lambda n, wait=True: asked.append(n) or real(n, wait))
+    prog = _fast_replay(FAST[0])
+    tr = translation(prog)
+    assert T.BULKX in tr.code[:, T.OP] and bulk_handbacks(prog) == 0
+    assert "bulk" in asked and "bulk_mc" not in asked and "bulk_mc" not in tr.apart
+    assert tr.mufu_ptr[bulkx.MCSLOT] == 0 and tr.mufu_ptr[families.APART_SLOT["bulk"]] != 0

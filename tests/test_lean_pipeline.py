@@ -239,3 +239,37 @@ def test_the_wgmma_function_types_each_variable_as_its_assignments():
     bad = {k: v for k, v in unified(lean_map, ssa_types(wgcall.wg_c, sig, nrt=True)).items()
            if not all(widened(t) == widened(v[0]) for t in v[1])}
     assert not bad, f"wg_c: variables typed without SSA as none of their assignments: {bad}"
+
+
+def test_the_tma_rows_type_each_variable_as_its_assignments():
+    """``fastcore.bulkx`` (the TMA box copies: ``bulkcall.bulk_c``, ``bulkcall.mc_c``) compiles its functions with the
+    lean pipeline: none types a variable as none of its assignments is typed with SSA, nor a float. The signatures
+    are those the two C-callable entries call them with, then those of the functions they call, in turn."""
+    from numba.core.dispatcher import Dispatcher
+    from emulator.machine.fastcore import bulkcall, bulkx
+    lean_fns = {d.py_func for d in vars(bulkx).values()
+                if getattr(getattr(d, "_compiler", None), "pipeline_class", None) is bulkx.LEAN}
+    want = {"bulk_rows", "pump", "groups", "_load", "_store", "_multicast", "_complete", "_decode", "_record"}
+    assert {f.__name__ for f in lean_fns} >= want
+    todo = [(bulkcall.bulk_c, tuple(bulkcall.SIG.args)), (bulkcall.mc_c, tuple(bulkcall.SIG.args))]
+    done, checked = set(), set()
+    while todo:
+        fn, sig = todo.pop()
+        if (fn, sig) in done:
+            continue
+        done.add((fn, sig))
+        typed = ssa_types(fn, sig, nrt=fn not in lean_fns)     # (the entries make their arrays with carray)
+        calls = dict(_TYPED["calltypes"])
+        if fn in lean_fns:
+            lean_map = lean_types(fn, sig)
+            got = unified(lean_map, typed)
+            assert not got, f"{fn.__name__}: variables typed without SSA as none of their assignments: {got}"
+            assert not floats(lean_map), f"{fn.__name__}: variables typed as floats: {floats(lean_map)}"
+            checked.add(fn.__name__)
+        for expr, csig in calls.items():
+            if getattr(expr, "op", None) != "call" or csig is None:
+                continue
+            disp = getattr(typed.get(expr.func.name), "dispatcher", None)
+            if isinstance(disp, Dispatcher) and disp.py_func.__module__ == bulkx.__name__:
+                todo.append((disp.py_func, tuple(csig.args)))
+    assert checked >= want, want - checked

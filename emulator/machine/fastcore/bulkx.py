@@ -32,7 +32,10 @@ multicast rank outside the cluster or whose CTA is gone, an unfenced generic wri
 alone's multicast, and a staging area too small (it grows for the next time).
 
 The rows run in one C-callable function compiled apart from the loops (``bulkcall.bulk_c``), which the loop calls
-through its address (slot ``loop.BSLOT``), the way it calls ``hopcall.hop_c``.
+through its address (slot ``loop.BSLOT``), the way it calls ``hopcall.hop_c``. A multicast lane goes through one
+more, ``bulkcall.mc_c`` ("bulk_mc" of ``families.APART``, slot ``MCSLOT``): compiled and bound only for kernels with
+multicast loads (few have them), so the others' ``bulk`` compiles none of ``_multicast``; while it is not bound, a
+multicast row goes back to the executor.
 """
 import numpy as np
 from numba import njit
@@ -40,7 +43,9 @@ from numba import njit
 from . import table as T
 from . import ccall as C
 from .asyncx import _mb, global_find, mb_complete_tx, mb_find
-from .ccall import i64_1d, i64_2d
+from .ccall import data_ptr, i64_1d, i64_2d, reinterpret
+from .asyncx import call_hop
+from .families import APART_SLOT
 from .raw import _peek8, _peek16, _peek32, _peek64, _poke8, _poke32, _peek, _poke
 from .regs import _gather
 from .hopcall import _addresses
@@ -50,6 +55,9 @@ from ...memory.dsmem import OFFSET_MASK, SHIFT
 from ...memory.mbarrier import TX, TX_MAX
 from ...memory.tensormap import DTYPES, FLOAT_TYPES, SWIZZLE_BYTES
 from ...memory.tma import NAN_FILL, TF32_NAN
+from ...numerics.jitcache import lean
+
+LEAN = lean()       # the loops' pipeline (jitcache.lean: no SSA; tests/test_lean_pipeline.py checks the types)
 
 B_TLOAD, B_TSTORE, B_TRED = 1, 2, 3     # row X (B_TRED: Z, the reduction's index in ops.bulk.RED_OPS)
 B_COMMIT, B_WAIT = 4, 5                 # cp.async.bulk.commit_group, cp.async.bulk.wait_group{.read} N (Y: N)
@@ -100,9 +108,10 @@ _EXP = np.uint64(0x7F800000)
 _MANT = np.uint64(0x7FFFFF)
 _TF32_NAN = np.uint64(TF32_NAN)
 _CROW = np.array([0, 1, 9, 10, 11], np.int64)     # the scratch rows of the coordinates
+MCSLOT = APART_SLOT["bulk_mc"]                     # bulkcall.mc_c: a lane's multicast load
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
 def _tmap_at(state, lane, a):
     """The raw address of the 128 bytes of the tensor map at generic address ``a`` (KernelWarp.tensormap_bytes:
     the lane's parameters, this CTA's shared memory, or global memory, 64-byte aligned), or 0 (the executor raises)."""
@@ -118,10 +127,10 @@ def _tmap_at(state, lane, a):
         return state[T.S_SMEM_PTR] + a
     if a % 64 != 0:
         return 0
-    return global_find(state[T.S_GTAB], state[T.S_GTAB_N], a, 128)
+    return global_find(state[T.S_GTAB], state[T.S_GTAB_N], a, np.int64(128))
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
 def _decode(p, tm):
     """TensorMap.decode of the 128 bytes at ``p`` into ``tm`` (int64[32]): 0 type, 1 rank, 2 global address,
     3..7 dims, 8..11 strides (bytes), 12..16 box, 17..21 element strides, 22 interleave, 23 swizzle, 24 OOB fill,
@@ -174,7 +183,7 @@ def _to_tf32(b):
     return ((b + np.uint64(0xFFF) + ((b >> np.uint64(13)) & U1)) & ~np.uint64(0x1FFF)) & np.uint64(0xFFFFFFFF)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
 def _box_ok(tm, rank, coords, store):
     """The executor's rank check and the rules of memory.tma.check_box: True when the copy may go on."""
     if tm[1] != rank:
@@ -200,7 +209,7 @@ def _box_ok(tm, rank, coords, store):
     return True
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
 def _reserve(ctl, ndata, nidx):
     """Room for one more copy of ``ndata`` bytes and ``nidx`` indices in the staging area; False (and the sizes
     the next loop needs, C_WANT_*) when it is too small."""
@@ -217,7 +226,7 @@ def _reserve(ctl, ndata, nidx):
     return ok
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
 def _record(ctl, kind, pc, lane, smem, mbar, nbytes, ndata, nidx, es, rank, coords, tm):
     """Keep the copy just staged: its row, then its bytes and indices become part of the staging area."""
     rec = i64_2d(ctl[C_REC], ctl[C_RECCAP], RECW)[ctl[C_NREC]]
@@ -245,7 +254,7 @@ def _record(ctl, kind, pc, lane, smem, mbar, nbytes, ndata, nidx, es, rank, coor
     ctl[C_NIDX] += nidx
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
 def _row_base(tm, rank, coords, i1, i2, i3, i4):
     """The global address of element 0 of a box row (before dimension 0's coordinate) and whether the row's outer
     coordinates lie inside the tensor (-1 as the flag: they do not)."""
@@ -260,7 +269,7 @@ def _row_base(tm, rank, coords, i1, i2, i3, i4):
     return base, inside
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
 def _load(ctl, state, tm, rank, coords, doff, moff, lane, pc):
     """One lane's tiled load (ops.bulk._tensor with memory.tma.tile_load): staged, or False (nothing kept)."""
     es = tm[25]
@@ -319,11 +328,11 @@ def _load(ctl, state, tm, rank, coords, doff, moff, lane, pc):
                         else:
                             _poke(dst, es, U0)
                         e += 1
-    _record(ctl, B_TLOAD, pc, lane, doff, moff, total * es, total * es, total, es, rank, coords, tm)
+    _record(ctl, np.int64(B_TLOAD), pc, lane, doff, moff, total * es, total * es, total, es, rank, coords, tm)
     return True
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
 def _store(ctl, state, tm, rank, coords, base, lane, pc, kind, op):
     """One lane's tiled store or reduction (ops.bulk._tensor with memory.tma.tile_store_targets): staged, or
     False."""
@@ -368,11 +377,11 @@ def _store(ctl, state, tm, rank, coords, base, lane, pc, kind, op):
                             _poke(data + kept * es, es, _peek(smem + s, es))
                             kept += 1
                         e += 1
-    _record(ctl, kind, pc, lane, base, op, total * es, kept * es, kept, es, rank, coords, tm)
+    _record(ctl, kind, pc, lane, base, op, total * es, kept * es, np.int64(kept), es, rank, coords, tm)
     return True
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
 def _multicast(ctl, state, tm, rank, coords, base, moff, lane, pc, m):
     """A lane's .multicast::cluster load (ops.bulk._tensor): the box staged once per CTA of ctaMask ``m``, in rank
     order, at the same shared offsets (memory.dsmem.offset of the destination and the mbarrier), each record naming
@@ -404,33 +413,33 @@ def _multicast(ctl, state, tm, rank, coords, base, moff, lane, pc, m):
     return True
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
 def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
-    """A BULKX row on the lanes in ``em``: 0, or 1 when the executor must run it (nothing kept or marked)."""
-    ctl_p = state[T.S_BULK]
-    if ctl_p == 0:
-        return 1
-    ctl = i64_1d(ctl_p, NCTL)
-    if em == PUMP:
-        return pump(ctl, state)
+    """A BULKX copy row (a load, store or reduction: ``bulkcall.bulk_c`` calls ``pump`` and ``groups`` itself, so
+    that their code is optimised once less) on the lanes in ``em``: 0, or 1 when the executor must run it (nothing
+    kept or marked)."""
+    ctl = i64_1d(state[T.S_BULK], NCTL)
     kind = row[T.X]
-    if kind == B_COMMIT or kind == B_WAIT:
-        return groups(ctl, state, em, kind, row[T.Y])
     rank = row[T.Y]
     xa, xb, xc = scratch[3], scratch[4], scratch[5]
-    tm = scratch[8].view(np.int64)
-    coords = scratch[12].view(np.int64)
-    _addresses(row, imrow, xa, a8, a16, a32, a64, T.A, T.IMM_OFFSET)      # the tensor map
-    _addresses(row, imrow, xc, a8, a16, a32, a64, T.C, 2)                 # the shared box
+    tm = reinterpret(scratch[8], np.int64)
+    coords = reinterpret(scratch[12], np.int64)
+    # (the operands as int64 variables, not literals: one specialisation of each helper)
+    _addresses(row, imrow, xa, a8, a16, a32, a64, np.int64(T.A), np.int64(T.IMM_OFFSET))      # the tensor map
+    _addresses(row, imrow, xc, a8, a16, a32, a64, np.int64(T.C), np.int64(2))                 # the shared box
     if kind == B_TLOAD:
         if state[T.S_MBAR] == 0:
             return 1
-        _addresses(row, imrow, xb, a8, a16, a32, a64, T.B, 1)             # the mbarrier
+        _addresses(row, imrow, xb, a8, a16, a32, a64, np.int64(T.B), np.int64(1))             # the mbarrier
     for k in range(rank):                                                 # the coordinates (s32) in rows 0, 1, 9..11
-        _gather(row[T.V0 + k], 32, 0, scratch[_CROW[k]], a8, a16, a32, a64, imrow)
+        _gather(row[T.V0 + k], np.int64(32), np.int64(0), scratch[_CROW[k]], a8, a16, a32, a64, imrow)
     mcast = kind == B_TLOAD and row[T.V0 + 5] != -1                       # ctaMask (b16) in row 6
-    if mcast:
-        _gather(row[T.V0 + 5], 16, 0, scratch[6], a8, a16, a32, a64, imrow)
+    mc = np.int64(0)
+    if mcast:                               # (bulkcall.mc_c, compiled apart: 0 while not bound, the executor runs it)
+        mc = np.int64(_peek64(ctx[C.K_MPTR] + 8 * MCSLOT))
+        if mc == 0:
+            return 1
+        _gather(row[T.V0 + 5], np.int64(16), np.int64(0), scratch[6], a8, a16, a32, a64, imrow)
     pc = ctx[C.K_P]
     n0, d0, i0 = ctl[C_NREC], ctl[C_NDATA], ctl[C_NIDX]
     ok = True
@@ -451,8 +460,8 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
             ok = False
             break
         if mcast:
-            if not _multicast(ctl, state, tm, rank, coords, base, np.int64(xb[lane]), lane, pc,
-                              np.int64(scratch[6, lane] & np.uint64(0xFFFF))):
+            if call_hop(mc, lane, data_ptr(state), data_ptr(row), data_ptr(imrow), data_ptr(a8), a8.size,
+                        data_ptr(scratch)) != 0:
                 ok = False
                 break
         elif kind == B_TLOAD:
@@ -491,13 +500,13 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
             if tgt < 0:
                 state[T.S_INFLIGHT] += 1
             else:
-                cl_inflight(state[T.S_CLUSTER], tgt, 1)
+                cl_inflight(state[T.S_CLUSTER], tgt, np.int64(1))
     return 0
 
 
 # -- the CTA loop completes its staged copies (the async unit's pump and the bulk async-groups, on the rows) ---------
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
 def _span(ctl, state, rec):
     """(host address of the lowest global address of staged store ``rec``, that address) when all its elements lie
     in one allocation (tma.global_write's fast path), else (0, 0)."""
@@ -513,7 +522,7 @@ def _span(ctl, state, rec):
     return global_find(state[T.S_GTAB], state[T.S_GTAB_N], lo, hi + rec[R_ES] - lo), lo
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
 def _store_ok(ctl, state, r):
     """Whether staged store ``r`` can complete in the loop: a plain store (a reduction's arithmetic is the
     executor's) whose every element lies inside an allocation (else tma.global_write raises: the executor's)."""
@@ -530,7 +539,7 @@ def _store_ok(ctl, state, r):
     return True
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
 def _complete(ctl, state, r):
     """AsyncCopy.complete of staged copy ``r`` (checked before: ``_store_ok``, ``pump``): a load's bytes land in
     shared memory, their in-flight counts and generic-proxy marks are released and its mbarrier's tx-count completes
@@ -555,7 +564,7 @@ def _complete(ctl, state, r):
         if tgt < 0:
             state[T.S_INFLIGHT] -= 1
         else:
-            cl_inflight(state[T.S_CLUSTER], tgt, -1)
+            cl_inflight(state[T.S_CLUSTER], tgt, np.int64(-1))
         mb_complete_tx(tab, mb_find(tab, nb, rec[R_MBAR]), rec[R_BYTES])
         state[T.S_MBAR_CHANGED] += 1
     else:
@@ -569,7 +578,7 @@ def _complete(ctl, state, r):
     ctl[C_LIVE] -= 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
 def _empty(ctl):
     """Every staged copy completed: the staging area starts again from its beginning."""
     if ctl[C_LIVE] == 0:
@@ -578,7 +587,7 @@ def _empty(ctl):
         ctl[C_NIDX] = 0
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
 def pump(ctl, state):
     """AsyncUnit.pump at a round's end of the CTA loop: every staged copy completes, in issue order. 0: none was
     staged; 1: they completed; 2: Python must (the async unit holds copies of its own, issued before these, or a
@@ -619,7 +628,7 @@ def pump(ctl, state):
     return 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
 def groups(ctl, state, em, kind, keep):
     """cp.async.bulk.commit_group (AsyncUnit.commit_lanes) and wait_group{.read} N (wait_group_lanes) of warp
     S_WARP of the CTA loop on the staged copies: 0, or 1 when the executor must run it (a warp run alone, copies in

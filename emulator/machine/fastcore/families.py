@@ -58,6 +58,7 @@ APART = {
     "rare": ("rarecall", "rare_c", "SIG"),      # the warp loop's glue for ATOM, WGMMA, STMATRIX, HOPX, BULKX rows
     "memplan": ("memplan", "plan_c", "SIG"),    # the loads and stores ldst.plan leaves (.local, cp.async in flight)
     "cluster": ("clusterx", "cl_c", "SIG"),     # barrier.cluster, getctarank (HOPX rows of a cluster's CTAs)
+    "bulk_mc": ("bulkcall", "mc_c", "SIG"),     # a lane's multicast TMA load (bulk_c calls it: bulkx.MCSLOT)
 }
 # wgmma's tile arithmetic, one function per form (wgmmax.tile_of), which wgcall.wg_c calls through its address
 WG_TILES = ("wg_f32_16", "wg_f32_32", "wg_f32_8", "wg_f32_4", "wg_dec", "wg_int")
@@ -86,7 +87,8 @@ APART_SLOT["ctabar"] = NSLOTS + 4 + len(WG_TILES)
 APART_SLOT["rare"] = NSLOTS + 5 + len(WG_TILES)
 APART_SLOT["memplan"] = NSLOTS + 6 + len(WG_TILES)
 APART_SLOT["cluster"] = NSLOTS + 7 + len(WG_TILES)
-NPTRS = NSLOTS + 8 + len(WG_TILES)      # the pointer array's whole length
+APART_SLOT["bulk_mc"] = NSLOTS + 8 + len(WG_TILES)
+NPTRS = NSLOTS + 9 + len(WG_TILES)      # the pointer array's whole length
 # what the CTA loop cannot run without (a kernel's CTAs go to the Python scheduler while one is missing)
 CTA_NEEDS = ("wgmma", "hopper", "bulk", "ctawait", "rare") + WG_TILES
 # the rows after which a CTA may wait in the CTA loop: a kernel with any of them binds "ctawait" too

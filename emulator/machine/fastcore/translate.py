@@ -241,6 +241,10 @@ class Translation:
             from .asyncx import K_CL_ARRIVE
             if ((self.code[:, T.OP] == T.HOPX) & (self.code[:, T.X] >= K_CL_ARRIVE)).any():
                 self.apart.append("cluster")    # barrier.cluster, getctarank (clusterx.cl_c)
+        if self.bulkx:
+            from .bulkx import B_TLOAD
+            if ((self.code[:, T.OP] == T.BULKX) & (self.code[:, T.X] == B_TLOAD) & (self.code[:, T.V0 + 5] != -1)).any():
+                self.apart.append("bulk_mc")    # multicast TMA loads (bulkcall.mc_c, which bulk_c calls)
         if self._slow_ldst() or T.ATOM in ops:
             self.apart.append("memplan")        # the loads and stores ldst.plan leaves, the atomics' addresses
         if self.wg is not None:                 # wgmma's tile functions, one per form (wgcall.py)
