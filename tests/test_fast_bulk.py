@@ -270,7 +270,10 @@ def _corpus_both(name):
     assert corpus_lib.mismatches(case, got_f) == [] and corpus_lib.mismatches(case, got_r) == []
     for k in got_r:
         assert got_r[k].tobytes() == got_f[k].tobytes(), k
-    assert res_r.instructions == res_f.instructions and out_r == out_f
+    assert out_r == out_f
+    # (the engines interleave a cluster's CTAs differently, so their waits re-issue a different number of times:
+    # docs/speed.md; a launch without clusters issues the same instructions on both)
+    assert res_r.instructions == res_f.instructions or corpus_lib.in_clusters(case)
     progs = {id(w.program): w.program for _, ws in res_f.ctas for w in ws}
     return sum(bulk_handbacks(p) for p in progs.values())
 
