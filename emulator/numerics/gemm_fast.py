@@ -15,6 +15,7 @@ from numba.extending import intrinsic
 
 from . import fast, tile_numpy
 from .jitcache import INNER, compiling
+from .tc_simd import vencode, vload_f32
 from .fast import NUM, PRE, ZQ, _special_step, decode, encode, f2i as _f2i, i2f as _i2f, stack_i64
 
 _BR, _BC = 32, 256      # rows x columns of one parallel task (its B slices stay in cache)
@@ -437,9 +438,16 @@ def _f32_panel(m0, m1, p, av, at, bvp, btp, cbits, F, e_zero, out, redo, LC):
     nw = min(_W, out.shape[1] - n0)
     cv = np.zeros((m1 - m0, _W), np.float64)
     ct = np.zeros((m1 - m0, _W), np.int16)
+    nv = nw & ~7                                     # columns decoded eight at a time
     for i in range(m1 - m0):
-        for n in range(nw):
-            kk, ss, mm, qq, tt = decode(np.int64(cbits[m0 + i, n0 + n]), 3)
+        crow = cbits[m0 + i]
+        lo = nv
+        if nv and vload_f32(crow, n0, nv, cv[i], ct[i], 0):
+            lo = 0                                   # an inf or NaN in the row: all of it decoded one by one
+        for n in range(lo, nw):
+            cv[i, n] = 0.0
+            ct[i, n] = 0
+            kk, ss, mm, qq, tt = decode(np.int64(crow[n0 + n]), 3)
             if kk != NUM:
                 redo[m0 + i, n0 + n] = True
             elif mm:
@@ -467,9 +475,12 @@ def _f32_panel(m0, m1, p, av, at, bvp, btp, cbits, F, e_zero, out, redo, LC):
     f = np.empty(1, np.float32)
     fu = f.view(np.uint32)
     for i in range(m1 - m0):
-        for n in range(nw):
+        orow = out[m0 + i]
+        if nv:
+            vencode(cv[i], 0, nv, orow, n0, 32, 23, 127)     # eight at a time (+0 for zeros)
+        for n in range(nv, nw):
             f[0] = np.float32(cv[i, n])                # exact: already on binary32's grid
-            out[m0 + i, n0 + n] = np.uint64(fu[0]) if cv[i, n] != 0 else np.uint64(0)
+            orow[n0 + n] = np.uint64(fu[0]) if cv[i, n] != 0 else np.uint64(0)
 
 
 @njit(cache=True, nogil=True)
