@@ -34,7 +34,7 @@ def _elements(draw, n, w, edge_rate):
 @st.composite
 def tiles(draw):
     at, bt = draw(st.sampled_from(FORMS))
-    K = K_OF.get(at, 32) * draw(st.integers(1, 2))
+    K = K_OF.get(at, 32)                                  # one instruction (the rule is one instruction's)
     M = draw(st.integers(1, 3))
     N = draw(st.sampled_from([8, 16, 21, 24, 40]))       # whole vectors of eight columns, and a tail
     rate = draw(st.sampled_from([0, 3, 15]))
