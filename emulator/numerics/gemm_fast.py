@@ -375,11 +375,11 @@ def _wide_vectors(typingctx):
 
 
 @njit(cache=True, inline="always")
-def _f32_emax(atr, bts, ctr, em, ez, LC):
+def _f32_emax(atr, bts, ctr, em, ez, LC, nc):
     """emax of one row's step across the panel: max(C's exponent, e_zero, top_a + top_b), all biased by 1023
     (B's exponents carry the bias).  Returns the smallest."""
     lo = np.int16(32767)
-    for n in range(_W):
+    for n in range(nc):
         x = max(ctr[n], ez)
         for j in range(LC):
             x = max(x, np.int16(atr[j] + bts[j * _W + n]))
@@ -389,12 +389,12 @@ def _f32_emax(atr, bts, ctr, em, ez, LC):
 
 
 @njit(cache=True, inline="always")
-def _f32_terms(avr, bvs, em, cvr, ctr, F, LC):
+def _f32_terms(avr, bvs, em, cvr, ctr, F, LC, nc):
     """One row's step across the panel: the truncated terms and their sum, cut to binary32's 24 significant
     bits (the rounding toward zero of every result of 2**-126 or more).  C's exponent becomes the result's
     biased binary64 exponent (0 for zeros).  Returns the largest (above 1023 + 127: an overflow)."""
     hi = np.int64(0)
-    for n in range(_W):
+    for n in range(nc):
         e = np.int64(em[n])
         s = _i2f((F + 2046 - e) << 52)
         if _CVT64:                                   # the terms as int64 (one conversion each)
@@ -415,10 +415,10 @@ def _f32_terms(avr, bvs, em, cvr, ctr, F, LC):
 
 
 @njit(cache=True, inline="always")
-def _f32_tiny(cvr, ctr):
+def _f32_tiny(cvr, ctr, nc):
     """The results below 2**-126 rounded toward zero to the subnormal grid 2**-149 (0 below it); a result
     already cut to 24 bits can be cut again: truncations toward zero compose."""
-    for n in range(_W):
+    for n in range(nc):
         bits = _f2i(cvr[n])
         E = (bits >> 52) & 0x7FF
         zero = E < 1023 - 149
@@ -439,6 +439,7 @@ def _f32_panel(m0, m1, p, av, at, bvp, btp, cbits, F, e_zero, out, redo, LC):
     cv = np.zeros((m1 - m0, _W), np.float64)
     ct = np.zeros((m1 - m0, _W), np.int16)
     nv = nw & ~7                                     # columns decoded eight at a time
+    nc = min(_W, (nw + 15) & ~15)                    # columns the steps run over (the rest: padding)
     for i in range(m1 - m0):
         crow = cbits[m0 + i]
         lo = nv
@@ -462,10 +463,10 @@ def _f32_panel(m0, m1, p, av, at, bvp, btp, cbits, F, e_zero, out, redo, LC):
             m = m0 + i
             cvr = cv[i]
             ctr = ct[i]
-            lo = _f32_emax(at[m, k0:k0 + LC], bts, ctr, em, ez, LC)
-            hi = _f32_terms(av[m, k0:k0 + LC], bvs, em, cvr, ctr, F, LC)
+            lo = _f32_emax(at[m, k0:k0 + LC], bts, ctr, em, ez, LC, nc)
+            hi = _f32_terms(av[m, k0:k0 + LC], bvs, em, cvr, ctr, F, LC, nc)
             if lo < F - 126 + 1023:
-                _f32_tiny(cvr, ctr)
+                _f32_tiny(cvr, ctr, nc)
             if hi > 1023 + 127:                      # overflowed: the scalar chain redoes the element
                 for n in range(nw):
                     if ctr[n] > 1023 + 127:
