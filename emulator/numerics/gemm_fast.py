@@ -279,7 +279,9 @@ def _fixups(abits, bbits, cbits, spa, spb, redo, fa, fb, fc, fd, L, F, e_zero, m
 # unrolled (L is a compile-time constant, one kernel per L, so the compiler vectorises across the columns
 # and keeps each sum in a register): the exponent maxima (int16, 32 to a 512-bit vector), then the terms,
 # their sum and its rounding (8 columns to a vector: two multiplications, a conversion and an addition per
-# product, about 0.32 CPU cycles per product with AVX-512).
+# product, about 0.32 CPU cycles per product with AVX-512), over the panel's used columns rounded up to 16.
+# C is decoded and D encoded eight columns at a time (tc_simd.vload_f32, vencode): with one step per call (a
+# wgmma tile) they weighed as much as the step.
 _W = 128                # columns of one panel
 _FBR = 32               # rows of one parallel task: a step's slice of the panel stays in cache for all of them
 _NOEXP = -10000
