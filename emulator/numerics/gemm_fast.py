@@ -15,6 +15,7 @@ from numba.extending import intrinsic
 
 from . import fast, tile_numpy
 from .jitcache import INNER, compiling
+from .tc_simd import vencode, vload_f32
 from .fast import NUM, PRE, ZQ, _special_step, decode, encode, f2i as _f2i, i2f as _i2f, stack_i64
 
 _BR, _BC = 32, 256      # rows x columns of one parallel task (its B slices stay in cache)
@@ -278,7 +279,9 @@ def _fixups(abits, bbits, cbits, spa, spb, redo, fa, fb, fc, fd, L, F, e_zero, m
 # unrolled (L is a compile-time constant, one kernel per L, so the compiler vectorises across the columns
 # and keeps each sum in a register): the exponent maxima (int16, 32 to a 512-bit vector), then the terms,
 # their sum and its rounding (8 columns to a vector: two multiplications, a conversion and an addition per
-# product, about 0.32 CPU cycles per product with AVX-512).
+# product, about 0.32 CPU cycles per product with AVX-512), over the panel's used columns rounded up to 16.
+# C is decoded and D encoded eight columns at a time (tc_simd.vload_f32, vencode): with one step per call (a
+# wgmma tile) they weighed as much as the step.
 _W = 128                # columns of one panel
 _FBR = 32               # rows of one parallel task: a step's slice of the panel stays in cache for all of them
 _NOEXP = -10000
@@ -374,11 +377,11 @@ def _wide_vectors(typingctx):
 
 
 @njit(cache=True, inline="always")
-def _f32_emax(atr, bts, ctr, em, ez, LC):
+def _f32_emax(atr, bts, ctr, em, ez, LC, nc):
     """emax of one row's step across the panel: max(C's exponent, e_zero, top_a + top_b), all biased by 1023
     (B's exponents carry the bias).  Returns the smallest."""
     lo = np.int16(32767)
-    for n in range(_W):
+    for n in range(nc):
         x = max(ctr[n], ez)
         for j in range(LC):
             x = max(x, np.int16(atr[j] + bts[j * _W + n]))
@@ -388,12 +391,12 @@ def _f32_emax(atr, bts, ctr, em, ez, LC):
 
 
 @njit(cache=True, inline="always")
-def _f32_terms(avr, bvs, em, cvr, ctr, F, LC):
+def _f32_terms(avr, bvs, em, cvr, ctr, F, LC, nc):
     """One row's step across the panel: the truncated terms and their sum, cut to binary32's 24 significant
     bits (the rounding toward zero of every result of 2**-126 or more).  C's exponent becomes the result's
     biased binary64 exponent (0 for zeros).  Returns the largest (above 1023 + 127: an overflow)."""
     hi = np.int64(0)
-    for n in range(_W):
+    for n in range(nc):
         e = np.int64(em[n])
         s = _i2f((F + 2046 - e) << 52)
         if _CVT64:                                   # the terms as int64 (one conversion each)
@@ -414,10 +417,10 @@ def _f32_terms(avr, bvs, em, cvr, ctr, F, LC):
 
 
 @njit(cache=True, inline="always")
-def _f32_tiny(cvr, ctr):
+def _f32_tiny(cvr, ctr, nc):
     """The results below 2**-126 rounded toward zero to the subnormal grid 2**-149 (0 below it); a result
     already cut to 24 bits can be cut again: truncations toward zero compose."""
-    for n in range(_W):
+    for n in range(nc):
         bits = _f2i(cvr[n])
         E = (bits >> 52) & 0x7FF
         zero = E < 1023 - 149
@@ -437,9 +440,17 @@ def _f32_panel(m0, m1, p, av, at, bvp, btp, cbits, F, e_zero, out, redo, LC):
     nw = min(_W, out.shape[1] - n0)
     cv = np.zeros((m1 - m0, _W), np.float64)
     ct = np.zeros((m1 - m0, _W), np.int16)
+    nv = nw & ~7                                     # columns decoded eight at a time
+    nc = min(_W, (nw + 15) & ~15)                    # columns the steps run over (the rest: padding)
     for i in range(m1 - m0):
-        for n in range(nw):
-            kk, ss, mm, qq, tt = decode(np.int64(cbits[m0 + i, n0 + n]), 3)
+        crow = cbits[m0 + i]
+        lo = nv
+        if nv and vload_f32(crow, n0, nv, cv[i], ct[i], 0):
+            lo = 0                                   # an inf or NaN in the row: all of it decoded one by one
+        for n in range(lo, nw):
+            cv[i, n] = 0.0
+            ct[i, n] = 0
+            kk, ss, mm, qq, tt = decode(np.int64(crow[n0 + n]), 3)
             if kk != NUM:
                 redo[m0 + i, n0 + n] = True
             elif mm:
@@ -454,10 +465,10 @@ def _f32_panel(m0, m1, p, av, at, bvp, btp, cbits, F, e_zero, out, redo, LC):
             m = m0 + i
             cvr = cv[i]
             ctr = ct[i]
-            lo = _f32_emax(at[m, k0:k0 + LC], bts, ctr, em, ez, LC)
-            hi = _f32_terms(av[m, k0:k0 + LC], bvs, em, cvr, ctr, F, LC)
+            lo = _f32_emax(at[m, k0:k0 + LC], bts, ctr, em, ez, LC, nc)
+            hi = _f32_terms(av[m, k0:k0 + LC], bvs, em, cvr, ctr, F, LC, nc)
             if lo < F - 126 + 1023:
-                _f32_tiny(cvr, ctr)
+                _f32_tiny(cvr, ctr, nc)
             if hi > 1023 + 127:                      # overflowed: the scalar chain redoes the element
                 for n in range(nw):
                     if ctr[n] > 1023 + 127:
@@ -467,9 +478,12 @@ def _f32_panel(m0, m1, p, av, at, bvp, btp, cbits, F, e_zero, out, redo, LC):
     f = np.empty(1, np.float32)
     fu = f.view(np.uint32)
     for i in range(m1 - m0):
-        for n in range(nw):
+        orow = out[m0 + i]
+        if nv:
+            vencode(cv[i], 0, nv, orow, n0, 32, 23, 127)     # eight at a time (+0 for zeros)
+        for n in range(nv, nw):
             f[0] = np.float32(cv[i, n])                # exact: already on binary32's grid
-            out[m0 + i, n0 + n] = np.uint64(fu[0]) if cv[i, n] != 0 else np.uint64(0)
+            orow[n0 + n] = np.uint64(fu[0]) if cv[i, n] != 0 else np.uint64(0)
 
 
 @njit(cache=True, nogil=True)

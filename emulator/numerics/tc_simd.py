@@ -12,6 +12,8 @@ is emitted. The intrinsics read and write numba arrays through their data pointe
 * ``vstep``: one fused step of one row of D (eight columns): the step's exponent, C and the products aligned to
   it and cut toward zero, their sum, the rounding to the D format;
 * ``vencode``: D's binary64 values into the bits of f32 or f16.
+* ``vload_f32``: an f32 accumulator's bits into the state of ``gemm_fast``'s binary64 panels (value, biased
+  binary64 exponent in int16), eight at a time.
 """
 from llvmlite import ir
 from numba import types
@@ -302,4 +304,38 @@ def vfma(typingctx, A, B, C, a, b, c, K, nan):
             builder.store(builder.select(builder.fcmp_unordered("uno", r, r), qnan, r), acc)
         _store(builder, builder.load(acc), pc, c_)
         return context.get_dummy_value()
+    return sig, codegen
+
+
+@intrinsic
+def vload_f32(typingctx, codes, o, n, vals, exps, p):
+    """codes[o:o + n] (n a multiple of 8; binary32 bits in the low 32 of each element) into vals[p:p + n] (their
+    binary64 values, exact, +0.0 for either zero) and exps[p:p + n] (int16: the binary64 exponent field of the
+    value, at least 1023 - 126 for the subnormals, 0 for zeros: ``gemm_fast._f32_panel``'s state). Returns 1
+    when one of them is an inf or NaN (its lanes then hold unusable values: the caller decodes that row again)."""
+    i64 = types.int64
+    sig = types.int64(codes, i64, i64, vals, exps, i64)
+
+    def codegen(context, builder, signature, args):
+        codes_, o_, n_, vals_, exps_, p_ = args
+        tys = signature.args
+        pc = _data(context, builder, tys[0], codes_)
+        pv = _data(context, builder, tys[3], vals_)
+        pe = _data(context, builder, tys[4], exps_)
+        i16 = ir.VectorType(ir.IntType(16), W)
+        bad = cgutils.alloca_once_value(builder, ir.Constant(_VB, [0] * W))
+        zero = ir.Constant(_VD, [0.0] * W)
+        with cgutils.for_range_slice(builder, o_, builder.add(o_, n_), ir.Constant(_I64, W), intp=_I64) as (i, _):
+            x = builder.trunc(_load(builder, pc, i, _VI), ir.VectorType(ir.IntType(32), W))
+            field = builder.and_(builder.lshr(x, ir.Constant(x.type, [23] * W)), ir.Constant(x.type, [0xFF] * W))
+            special = builder.icmp_unsigned("==", field, ir.Constant(x.type, [0xFF] * W))
+            builder.store(builder.or_(builder.load(bad), special), bad)
+            # the hardware's conversion (exact, subnormals included); adding +0.0 makes -0.0 +0.0
+            v = builder.fadd(builder.fpext(builder.bitcast(x, ir.VectorType(ir.FloatType(), W)), _VD), zero)
+            E = builder.and_(builder.lshr(builder.bitcast(v, _VI), _ci(52)), _ci(0x7FF))
+            ex = builder.select(builder.fcmp_ordered("==", v, zero), _ci(0), _smax(builder, E, _ci(1023 - 126)))
+            j = builder.add(builder.sub(i, o_), p_)
+            _store(builder, v, pv, j)
+            builder.store(builder.trunc(ex, i16), _vptr(builder, pe, j, i16), align=2)
+        return _any(builder, builder.load(bad))
     return sig, codegen
