@@ -93,21 +93,12 @@ def setup(spelling, arch, seed=1):
     """An arena with A, B, C of random tame values (exponents near 1), D apart; the offsets as the row has them."""
     from emulator.ops.mma import get_mma
     sys.path.insert(0, os.path.join(ROOT, "tests"))
-    from test_mma_row import _regs
+    from test_mma_row import _arena, _regs
     op = get_mma(spelling, arch)
     v = op.variant
     rng = np.random.default_rng(seed)
     a, b, c = (_regs(rng, t, n, False, 0.0) for t, n in ((v.atype, op.n_a), (v.btype, op.n_b), (v.ctype, op.n_c)))
-    n = [op.n_d, op.n_a, op.n_b, op.n_c]
-    offs = np.full(16, -1, np.int64)
-    pos = 0
-    for g in range(4):
-        for i in range(n[g]):
-            offs[4 * g + i] = pos
-            pos += 32
-    arena = np.zeros(pos, np.uint32)
-    for g, x in ((1, a), (2, b), (3, c)):
-        arena[offs[4 * g]:offs[4 * g] + x.size] = x.ravel()
+    arena, offs = _arena(op, a, b, c)
     return op, arena, offs
 
 

@@ -71,9 +71,9 @@ def _regs(rng, fmt, nregs, spread, special):
     return word.astype(np.uint32)
 
 
-def _row(op, a, b, c, alias=False):
-    """(returned code, D) of the row on an arena holding A, B, C (D over C when ``alias``: accumulate in place,
-    as kernels do)."""
+def _arena(op, a, b, c):
+    """An arena holding D (apart), A, B and C of ``op``, a register of 32 words each; the offsets of its
+    registers as the row takes them (four slots for each of D, A, B, C; -1 for none)."""
     n = [op.n_d, op.n_a, op.n_b, op.n_c]
     offs = np.full(16, -1, np.int64)
     pos = 0
@@ -84,6 +84,13 @@ def _row(op, a, b, c, alias=False):
     arena = np.zeros(pos, np.uint32)
     for g, x in ((1, a), (2, b), (3, c)):
         arena[offs[4 * g]:offs[4 * g] + x.size] = x.ravel()
+    return arena, offs
+
+
+def _row(op, a, b, c, alias=False):
+    """(returned code, D) of the row on an arena holding A, B, C (D over C when ``alias``: accumulate in place,
+    as kernels do)."""
+    arena, offs = _arena(op, a, b, c)
     if alias and op.n_d == op.n_c:
         offs[:4] = offs[12:16]
     before = arena.copy()
