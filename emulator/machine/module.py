@@ -421,10 +421,7 @@ class Module:
         gmem = gmem if gmem is not None else GlobalMemory()
         param_init = _param_bytes(entry, prog, args)
         var_addrs = self._variables(gmem)
-        # one allocation per thread (separated by unmapped gaps), so that a generic access that runs off a
-        # thread's .local depot is reported instead of landing in its neighbour's
-        local_bases = np.array([gmem.alloc(prog.layout.local) for _ in range(nwarps * LANES)], np.uint64) \
-            if prog.layout.local else np.zeros(nwarps * LANES, np.uint64)
+        local_bases = _depots(gmem, prog, nwarps)
         san = self._san
         if prog.layout.local:
             for a in local_bases.tolist():
@@ -466,16 +463,8 @@ class Module:
         ``_launch_planned`` for a repeated launch shape, ``plan`` its ``_LaunchPlan``: its CTAs made from the plan's
         fields)."""
         gridmod = _lazy("grid")
-        ctaids = _CTAIDS.get(grid)              # computed when asked: memory does not grow with the grid
-        if ctaids is None:
-            if len(_CTAIDS) > 64:
-                _CTAIDS.clear()
-            ctaids = _CTAIDS[grid] = gridmod.CtaIds(grid)
-        if keep == "auto":
-            keep = "all" if len(ctaids) <= KEEP_ALL_MAX else "last"
-            if keep == "last":
-                result.note(f"launch: the grid has {len(ctaids)} CTAs (more than {KEEP_ALL_MAX}): result.ctas "
-                            f"keeps the last CTA only (keep='all' keeps every CTA)")
+        ctaids = _ctaids(grid)
+        keep = _auto_keep(keep, len(ctaids), result)
         if type(workers) is not int:
             workers = _int_arg(workers, "workers")
         if executor is not None and not callable(getattr(executor, "submit", None)):
@@ -534,8 +523,7 @@ class Module:
             if depots:
                 bases = depots.pop()
             else:                       # another CTA is resident: its threads get their own .local depots
-                bases = np.array([gmem.alloc(prog.layout.local) for _ in range(nwarps * LANES)], np.uint64) \
-                    if prog.layout.local else np.zeros(nwarps * LANES, np.uint64)
+                bases = _depots(gmem, prog, nwarps)
                 if fast is not None and prog.layout.local:
                     fast.gtab = _lazy("engine").global_table(gmem)
             cta = CTA.planned(plan.cta_fields, cid, out, result, budget, (gmem, options, param_init, bases, None,
@@ -659,8 +647,8 @@ class Module:
             gmem._uninit.clear()            # an unwatched launch may write anything: nothing stays uninitialised
         param_init = _param_bytes(entry, prog, args)
         var_addrs = self._variables(gmem)
-        if prog.layout.local:               # (as ``launch``: one allocation per thread)
-            local_bases = np.array([gmem.alloc(prog.layout.local) for _ in range(plan.nwarps * LANES)], np.uint64)
+        if prog.layout.local:
+            local_bases = _depots(gmem, prog, plan.nwarps)
             for a in local_bases.tolist():
                 gmem._uninit.pop(a, None)
         else:
@@ -671,11 +659,7 @@ class Module:
         budget = [max_instructions, max_instructions]
         fast = plan.fast_launch(gmem)
         ctaids = plan.ctaids
-        if keep == "auto":
-            keep = "all" if plan.nctas <= KEEP_ALL_MAX else "last"
-            if keep == "last":
-                result.note(f"launch: the grid has {plan.nctas} CTAs (more than {KEEP_ALL_MAX}): result.ctas "
-                            f"keeps the last CTA only (keep='all' keeps every CTA)")
+        keep = _auto_keep(keep, plan.nctas, result)
         if plan.nctas > 1:
             return self._run_launch(plan.kernel, args, plan.shared_bytes, prog, entry, plan.grid, plan.block,
                                     plan.nwarps, (1, 1, 1), False, plan.smem_size, plan.occ, gmem, param_init,
@@ -936,6 +920,36 @@ def _check_streams_and_options(options, trace, out, gmem, timeline, progress, ar
 
 
 KEEP_ALL_MAX = 4096      # the default keep: every CTA of a grid up to this size, else the last one
+
+
+def _auto_keep(keep, nctas, result):
+    """``keep`` with "auto" resolved for a grid of ``nctas`` CTAs (a note in ``result`` when it keeps the last only)."""
+    if keep == "auto":
+        keep = "all" if nctas <= KEEP_ALL_MAX else "last"
+        if keep == "last":
+            result.note(f"launch: the grid has {nctas} CTAs (more than {KEEP_ALL_MAX}): result.ctas "
+                        f"keeps the last CTA only (keep='all' keeps every CTA)")
+    return keep
+
+
+def _ctaids(grid):
+    """The ``CtaIds`` of a checked grid, kept in ``_CTAIDS`` (computed when asked: memory does not grow with the
+    grid)."""
+    ctaids = _CTAIDS.get(grid)
+    if ctaids is None:
+        if len(_CTAIDS) > 64:
+            _CTAIDS.clear()
+        ctaids = _CTAIDS[grid] = _lazy("grid").CtaIds(grid)
+    return ctaids
+
+
+def _depots(gmem, prog, nwarps):
+    """The ``.local`` depot addresses of a CTA's threads: one allocation per thread (separated by unmapped gaps, so
+    that a generic access that runs off a thread's depot is reported instead of landing in its neighbour's), or
+    zeros for a kernel without ``.local``."""
+    if not prog.layout.local:
+        return np.zeros(nwarps * LANES, np.uint64)
+    return np.array([gmem.alloc(prog.layout.local) for _ in range(nwarps * LANES)], np.uint64)
 _KEEPS = ("all", "last", "none", "auto")
 
 
@@ -951,12 +965,8 @@ class _LaunchPlan:
         prog, entry, grid, block, nthreads, nwarps, _, _, shared_bytes, smem_size, occ = shape
         self.prog, self.entry, self.grid, self.block, self.nwarps = prog, entry, grid, block, nwarps
         self.kernel, self.shared_bytes, self.smem_size, self.occ = entry.name, shared_bytes, smem_size, occ
-        ctaids = _CTAIDS.get(grid)
-        if ctaids is None:
-            if len(_CTAIDS) > 64:
-                _CTAIDS.clear()
-            ctaids = _CTAIDS[grid] = _lazy("grid").CtaIds(grid)
-        self.ctaids, self.nctas = ctaids, len(ctaids)
+        self.ctaids = ctaids = _ctaids(grid)
+        self.nctas = len(ctaids)
         self.no_local = np.zeros(nwarps * LANES, np.uint64)     # (a kernel without .local: nothing writes them)
         self.no_local.flags.writeable = False
         self.cta_fields = CTA.plan_fields(module, prog, grid, block, smem_size)
