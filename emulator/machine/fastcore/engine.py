@@ -312,16 +312,32 @@ def warp_loop_address(args):
     return compiled_address(run, args, _RUN_ADDRESS, "warp loop")
 
 
+def _loops():
+    """``_LOOPS``, filled on first use (loop.run and loop.run_cta)."""
+    if not _LOOPS:
+        from .loop import run, run_cta
+        _LOOPS.extend((run, run_cta))
+    return _LOOPS
+
+
+def _take_buffers(tr):
+    """A launch's state vector, log and scratch (``_LaunchBuffers``): those a finished launch of the translation
+    handed on (``release``), or new ones, whose ctx gets the translation's tables once (nothing else writes those
+    slots)."""
+    pool = tr.__dict__.setdefault("_buffers", [])
+    if pool:
+        return pool.pop()
+    bufs = _LaunchBuffers()
+    fill_tables(bufs.ctx, tr, bufs.arrays[6])
+    return bufs
+
+
 class FastLaunch:
     """What every warp of one launch shares: the translation, the global-memory table, the loop's state
     vector and shared-memory log (emptied after every run of the loop)."""
 
     def __init__(self, prog, gmem, wait=False):
-        loops = _LOOPS
-        if not loops:
-            from .loop import run, run_cta
-            loops += [run, run_cta]
-        self._run, self._run_cta = loops
+        self._run, self._run_cta = _loops()
         self.tr = tr = translation(prog)
         # the instruction families the kernel uses (families.py): compiled or loaded now when ``wait``
         # (engine="fast"); else, while another process compiles one, its rows go to the reference executors
@@ -331,12 +347,7 @@ class FastLaunch:
         # the loop's state vector, log and scratch: a finished launch of the same translation hands its arrays
         # on (``release``); they carry nothing from one run of the loop to the next (the loop sets the state
         # it reads and counts the log from 0)
-        pool = tr.__dict__.setdefault("_buffers", [])
-        if pool:
-            self._buffers = bufs = pool.pop()
-        else:                       # (its ctx gets the translation's tables once: nothing else writes those slots)
-            self._buffers = bufs = _LaunchBuffers()
-            fill_tables(bufs.ctx, tr, bufs.arrays[6])
+        self._buffers = bufs = _take_buffers(tr)
         (self.state, self.log_pc, self.log_addr, self.log_mask, self.scratch, self.log_warp,
          self.log_src) = bufs.arrays
         self.state[:] = 0
@@ -354,23 +365,13 @@ class FastLaunch:
         d = self.__dict__
         fields = tr.__dict__.get("_launch_fields")
         if fields is None:
-            loops = _LOOPS
-            if not loops:
-                from .loop import run, run_cta
-                loops += [run, run_cta]
             names, index = _special_slots(tr)
-            fields = tr._launch_fields = {"_run": loops[0], "_run_cta": loops[1], "tr": tr, "lanes": _LANE_IDS,
-                                          "special_names": names, "special_index": index}
+            fields = tr._launch_fields = {"tr": tr, "lanes": _LANE_IDS, "special_names": names,
+                                          "special_index": index}
         d.update(fields)
-        self._run, self._run_cta = _LOOPS       # (the list's loops: benchmarks time them by swapping them there)
+        self._run, self._run_cta = _loops()     # (the list's loops: benchmarks time them by swapping them there)
         self.gtab = global_table(gmem)
-        pool = tr.__dict__.get("_buffers")
-        if pool:
-            bufs = pool.pop()
-        else:
-            bufs = _LaunchBuffers()
-            fill_tables(bufs.ctx, tr, bufs.arrays[6])
-        d.update(bufs.fields)
+        d.update(_take_buffers(tr).fields)
         self.state.fill(0)
         return self
 
