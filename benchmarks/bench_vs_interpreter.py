@@ -145,7 +145,7 @@ def _numpy2_scalars():
 def loop_timer():
     """While open, the CPU seconds spent inside the fast engine's jitted loops (the warp loop, the CTA loop and
     the grid loop's calls) add up in the list it yields (element 0; set it to 0.0 to start again)."""
-    from emulator.machine.fastcore import engine, gridloop, loop
+    from emulator.machine.fastcore import engine, gridloop
     spent = [0.0]
 
     def timed(f):
@@ -156,9 +156,7 @@ def loop_timer():
             finally:
                 spent[0] += time.process_time() - t0
         return call
-    if not engine._LOOPS:
-        engine._LOOPS += [loop.run, loop.run_cta]
-    loops = engine._LOOPS[:]                # (every launch takes the warp and CTA loops from this list)
+    loops = engine._loops()[:]                # (every launch takes the warp and CTA loops from this list)
     grid_loop = gridloop.grid_loop          # (the grid loop's calls: CTAs run in the CTA loop it calls)
     engine._LOOPS[:] = [timed(f) for f in loops]
     gridloop.grid_loop = timed(grid_loop)
