@@ -43,7 +43,7 @@ FAMILIES = {
 NAMES = tuple(FAMILIES)
 # the families compiled with the loops' pipeline (``jitcache.lean``: no SSA; tests/test_lean_pipeline.py checks that
 # it types no variable of theirs as none of its assignments is typed with SSA); "wgmma" is wgcall.wg_c (APART)
-LEAN = ("alu", "ldmatrix", "wgmma")
+LEAN = ("alu", "ldmatrix", "wgmma", "pick")
 # the other functions compiled apart from the loops, with signatures of their own, in fixed slots of the pointer
 # array (loop.XSLOT, ASLOT, WSLOT, HSLOT): name: (module of fastcore, function, the module's signature attribute).
 # They are compiled, loaded and waited for exactly as the families are (``address``, ``warmup.family``).
@@ -59,6 +59,7 @@ APART = {
     "memplan": ("memplan", "plan_c", "SIG"),    # the loads and stores ldst.plan leaves (.local, cp.async in flight)
     "cluster": ("clusterx", "cl_c", "SIG"),     # barrier.cluster, getctarank (HOPX rows of a cluster's CTAs)
     "bulk_mc": ("bulkcall", "mc_c", "SIG"),     # a lane's multicast TMA load (bulk_c calls it: bulkx.MCSLOT)
+    "pick": ("pickcall", "pick_c", "SIG"),      # the lane group to run next once a warp's lanes diverge (loop.run)
 }
 # wgmma's tile arithmetic, one function per form (wgmmax.tile_of), which wgcall.wg_c calls through its address
 WG_TILES = ("wg_f32_16", "wg_f32_32", "wg_f32_8", "wg_f32_4", "wg_dec", "wg_int")
@@ -88,7 +89,8 @@ APART_SLOT["rare"] = NSLOTS + 5 + len(WG_TILES)
 APART_SLOT["memplan"] = NSLOTS + 6 + len(WG_TILES)
 APART_SLOT["cluster"] = NSLOTS + 7 + len(WG_TILES)
 APART_SLOT["bulk_mc"] = NSLOTS + 8 + len(WG_TILES)
-NPTRS = NSLOTS + 9 + len(WG_TILES)      # the pointer array's whole length
+APART_SLOT["pick"] = NSLOTS + 9 + len(WG_TILES)
+NPTRS = NSLOTS + 10 + len(WG_TILES)     # the pointer array's whole length
 # what the CTA loop cannot run without (a kernel's CTAs go to the Python scheduler while one is missing)
 CTA_NEEDS = ("wgmma", "hopper", "bulk", "ctawait", "rare") + WG_TILES
 # the rows after which a CTA may wait in the CTA loop: a kernel with any of them binds "ctawait" too
