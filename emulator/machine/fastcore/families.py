@@ -60,6 +60,8 @@ APART = {
     "cluster": ("clusterx", "cl_c", "SIG"),     # barrier.cluster, getctarank (HOPX rows of a cluster's CTAs)
     "bulk_mc": ("bulkcall", "mc_c", "SIG"),     # a lane's multicast TMA load (bulk_c calls it: bulkx.MCSLOT)
     "pick": ("pickcall", "pick_c", "SIG"),      # the lane group to run next once a warp's lanes diverge (loop.run)
+    "brx": ("loop", "brx_c", "SIG"),            # brx.idx (BRX rows)
+    "memx": ("memx", "memx_c", "SIG"),          # shared stores beside the async proxy (kernels it reads)
 }
 # wgmma's tile arithmetic, one function per form (wgmmax.tile_of), which wgcall.wg_c calls through its address
 WG_TILES = ("wg_f32_16", "wg_f32_32", "wg_f32_8", "wg_f32_4", "wg_dec", "wg_int")
@@ -90,7 +92,9 @@ APART_SLOT["memplan"] = NSLOTS + 6 + len(WG_TILES)
 APART_SLOT["cluster"] = NSLOTS + 7 + len(WG_TILES)
 APART_SLOT["bulk_mc"] = NSLOTS + 8 + len(WG_TILES)
 APART_SLOT["pick"] = NSLOTS + 9 + len(WG_TILES)
-NPTRS = NSLOTS + 10 + len(WG_TILES)     # the pointer array's whole length
+APART_SLOT["brx"] = NSLOTS + 10 + len(WG_TILES)
+APART_SLOT["memx"] = NSLOTS + 11 + len(WG_TILES)
+NPTRS = NSLOTS + 12 + len(WG_TILES)     # the pointer array's whole length
 # what the CTA loop cannot run without (a kernel's CTAs go to the Python scheduler while one is missing)
 CTA_NEEDS = ("wgmma", "hopper", "bulk", "ctawait", "rare") + WG_TILES
 # the rows after which a CTA may wait in the CTA loop: a kernel with any of them binds "ctawait" too

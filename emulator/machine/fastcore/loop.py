@@ -13,11 +13,10 @@ from .raw import _allocation, _mask, _peek, _peek16, _poke, _sext, store_lane  #
 #                                                                              shared with cpasync)
 from .regs import I0, I64, _cwidth, _gather, _rd, _rdf, _scatter, _wrf  # noqa: F401 (register access, as the families)
 from .fmath import TABLES as _TABLES
-from .memx import mark_generic, smem_write_ok
 from . import ldst
 from .scalarx import call_x
 from . import ccall as C
-from .ccall import call_cta, call_family, call_native, data_ptr, reinterpret
+from .ccall import SIG, call_cta, call_family, call_native, data_ptr, reinterpret  # noqa: F401 (SIG: brx_c's, families.APART)
 from .families import APART_SLOT as _APART_SLOT, NSLOTS as _NSLOTS, OF_OPCODE as _OF_OPCODE, SLOT as _SLOT
 from .wgmmax import call_wg
 from .asyncx import call_hop
@@ -40,6 +39,8 @@ BARSLOT = _APART_SLOT["ctabar"]  # ctaloop.bar_c: a counted or register-numbered
 RSLOT = _APART_SLOT["rare"]     # rarecall.rare_c: the ATOM, WGMMA, STMATRIX, HOPX and BULKX rows
 MSLOT = _APART_SLOT["memplan"]  # memplan.plan_c: the loads and stores ldst.plan leaves
 PSLOT = _APART_SLOT["pick"]     # pickcall.pick_c: the lane group to run next once the warp's lanes diverged
+BRXSLOT = _APART_SLOT["brx"]    # loop.brx_c: brx.idx
+XMSLOT = _APART_SLOT["memx"]    # memx.memx_c: shared stores beside the async proxy (wgmma reads, generic marks)
 PUMP = -1                   # bulkx.PUMP: bulk_c's lanes for the pump at a round's end (checked in engine.py)
 # the family slot of each opcode (families.py; -1: none, the loop hands the row back)
 FAMSLOT = np.full(128, -1, np.int64)
@@ -101,6 +102,15 @@ def _brx(row, imrow, m, em, pc, a8, a16, a32, a64):
             else:
                 pc[lane] += 1
     return dest if same else np.int64(-1)
+
+
+def brx_c(em, prow, pimm, parena, narena, pscratch):
+    """``_brx`` compiled apart ("brx" of ``families.APART``, the families' signature ``ccall.SIG``), bound only for
+    kernels with brx.idx: the lanes of the row in ctx[K_M], the warp's PCs through ctx[K_PCS] (set by ``run``)."""
+    ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
+    a8 = C.u8_1d(parena, narena)
+    return _brx(C.i64_1d(prow, T.NFIELDS), C.u64_1d(pimm, T.NIMM), ctx[C.K_M], em, C.i64_1d(ctx[C.K_PCS], LANES), a8,
+                reinterpret(a8, np.uint16), reinterpret(a8, np.uint32), reinterpret(a8, np.uint64))
 
 
 @njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
@@ -288,7 +298,11 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                 p = -1
             continue
         if opc == T.BRX:                        # brx.idx (machine.cta: no spin check, as the reference)
-            dest = _brx(row, imrow, m, em, pc, a8, a16, a32, a64)
+            if mptr[BRXSLOT] == 0:              # brx_c, compiled apart (slot 0: not bound, handed back)
+                handback = True
+                break
+            ctx[C.K_M] = m
+            dest = call_family(mptr[BRXSLOT], em, data_ptr(row), data_ptr(imrow), parena, narena, pscratch)
             if dest == -2:
                 handback = True                 # an index past the list: the reference raises
                 break
@@ -320,13 +334,17 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                 if opc == T.LD:
                     ldst.load(row, em, a8, a16, a32, a64, xq, xr)
                 else:
-                    if shared_lanes != 0 and state[T.S_WG_SMEM] != 0 and \
-                            not smem_write_ok(state, addrs, shared_lanes, n * ew):
-                        handback = True          # bytes an in-flight wgmma reads (memx.py): the reference raises
+                    # beside the async proxy (memx.memx_c, compiled apart, bound for the kernels it reads; slot 0:
+                    # handed back): bytes an in-flight wgmma reads go back (the reference raises), generic-proxy
+                    # writes are marked for the fence check
+                    if shared_lanes != 0 and (state[T.S_WG_SMEM] != 0 or state[T.S_DIRTY] != 0) and \
+                            (mptr[XMSLOT] == 0 or state[T.S_WG_SMEM] != 0 and
+                             call_family(mptr[XMSLOT], shared_lanes, 0, n * ew, parena, narena, pscratch) != 0):
+                        handback = True
                         break
                     ldst.store(row, imrow, em, a8, a16, a32, a64, xq, xr, log_addr, nlog, wide)
-                    if state[T.S_DIRTY] != 0:
-                        mark_generic(state, addrs, shared_lanes, n * ew)
+                    if shared_lanes != 0 and state[T.S_DIRTY] != 0:
+                        call_family(mptr[XMSLOT], shared_lanes, 1, n * ew, parena, narena, pscratch)
                 if shared_lanes != 0:
                     log_pc[nlog] = p
                     log_mask[nlog] = shared_lanes

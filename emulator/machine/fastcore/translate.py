@@ -245,6 +245,10 @@ class Translation:
             from .bulkx import B_TLOAD
             if ((self.code[:, T.OP] == T.BULKX) & (self.code[:, T.X] == B_TLOAD) & (self.code[:, T.V0 + 5] != -1)).any():
                 self.apart.append("bulk_mc")    # multicast TMA loads (bulkcall.mc_c, which bulk_c calls)
+        if T.BRX in ops:
+            self.apart.append("brx")            # brx.idx (loop.brx_c)
+        if self.async_readers:
+            self.apart.append("memx")           # shared stores beside the async proxy (memx.memx_c)
         if self._slow_ldst() or T.ATOM in ops:
             self.apart.append("memplan")        # the loads and stores ldst.plan leaves, the atomics' addresses
         if self.wg is not None:                 # wgmma's tile functions, one per form (wgcall.py)
