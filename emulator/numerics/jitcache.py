@@ -519,18 +519,23 @@ class LazyCache:
         return getattr(self._get(), name)
 
 
+_LAZY_ROOTS = []
+
+
 def lazy_caches(root):
     """numba's caches of the jitted functions defined under ``root`` (a folder) are made on their first use
     (``LazyCache``). Idempotent."""
     from numba.core.dispatcher import Dispatcher
     root = os.path.join(os.path.abspath(root), "")
+    if root not in _LAZY_ROOTS:
+        _LAZY_ROOTS.append(root)
     if getattr(Dispatcher, "_warpemu_lazy", False):
         return
     enable = Dispatcher.enable_caching
 
     def enable_caching(self):
         try:
-            mine = os.path.abspath(self.py_func.__code__.co_filename).startswith(root)
+            mine = os.path.abspath(self.py_func.__code__.co_filename).startswith(tuple(_LAZY_ROOTS))
         except Exception:                  # noqa: BLE001 (not a plain Python function: not ours)
             mine = False
         if not mine:
