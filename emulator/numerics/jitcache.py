@@ -474,9 +474,9 @@ def harden(root):
 
 # ------------------------------------------------------------------------------------------------------------
 # numba finds a cached function's place in its cache when the function is decorated: for each of the package's
-# ~400 jitted functions a stat of its source, a ``makedirs`` and a temporary file written and removed (to see that
-# the folder is writable), about 0.1 s of a process's CPU, though a warm launch loads only its loops and families
-# (their helpers are linked into them). ``lazy_caches`` makes that search happen on the function's first compile
+# jitted functions (~230 with the launch path) a stat of its source, a ``makedirs`` and a temporary file written and
+# removed (to see that the folder is writable), 0.03-0.04 s of a process's CPU, though a warm launch loads only the
+# loops (the families are C callbacks with caches of their own; the helpers are linked into both). ``lazy_caches`` makes that search happen on the function's first compile
 # or cache load instead; a function whose cache cannot be placed then compiles without one (numba itself would
 # have refused the import).
 
