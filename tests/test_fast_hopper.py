@@ -307,3 +307,119 @@ def test_mov_pack_and_unpack_run_in_the_loop():
     assert not slow, slow
     tr = translation(module.program("k"))
     assert {T.XROW, T.MOV_UNPACK} <= set(tr.code[:, T.OP].tolist())
+
+
+ASSERT_WGMMA = r"""
+.version 8.5
+.target sm_90a
+.address_size 64
+.extern .func __assertfail
+(
+    .param .b64 __assertfail_param_0,
+    .param .b64 __assertfail_param_1,
+    .param .b32 __assertfail_param_2,
+    .param .b64 __assertfail_param_3,
+    .param .b64 __assertfail_param_4
+);
+.global .align 1 .b8 $str$msg[13] = {116, 105, 100, 32, 60, 61, 32, 108, 105, 109, 105, 116, 0};
+.global .align 1 .b8 $str$file[5] = {107, 46, 99, 117, 0};
+.global .align 1 .b8 $str$fn[2] = {107, 0};
+.shared .align 1024 .b8 smem[8192];
+.visible .entry k(.param .u64 out, .param .u64 in, .param .u32 limit)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<24>;
+    .reg .b64 %rd<24>;
+    mov.u32 %r1, %tid.x;
+    ld.param.u64 %rd1, [in];
+    mul.wide.u32 %rd2, %r1, 64;
+    add.s64 %rd3, %rd1, %rd2;
+    mov.u32 %r2, smem;
+    shl.b32 %r3, %r1, 6;
+    add.u32 %r4, %r2, %r3;
+    ld.global.v4.u32 {%r5, %r6, %r7, %r8}, [%rd3];
+    st.shared.v4.u32 [%r4], {%r5, %r6, %r7, %r8};
+    ld.global.v4.u32 {%r5, %r6, %r7, %r8}, [%rd3+16];
+    st.shared.v4.u32 [%r4+16], {%r5, %r6, %r7, %r8};
+    ld.global.v4.u32 {%r5, %r6, %r7, %r8}, [%rd3+32];
+    st.shared.v4.u32 [%r4+32], {%r5, %r6, %r7, %r8};
+    ld.global.v4.u32 {%r5, %r6, %r7, %r8}, [%rd3+48];
+    st.shared.v4.u32 [%r4+48], {%r5, %r6, %r7, %r8};
+    fence.proxy.async.shared::cta;
+    bar.sync 0;
+    ld.param.u32 %r9, [limit];
+    setp.le.u32 %p1, %r1, %r9;
+    @%p1 bra OK;
+    mov.u64 %rd10, $str$msg;
+    cvta.global.u64 %rd11, %rd10;
+    mov.u64 %rd12, $str$file;
+    cvta.global.u64 %rd13, %rd12;
+    mov.u64 %rd14, $str$fn;
+    cvta.global.u64 %rd15, %rd14;
+    {
+    .param .b64 param0;
+    st.param.b64 [param0+0], %rd11;
+    .param .b64 param1;
+    st.param.b64 [param1+0], %rd13;
+    .param .b32 param2;
+    st.param.b32 [param2+0], 7;
+    .param .b64 param3;
+    st.param.b64 [param3+0], %rd15;
+    .param .b64 param4;
+    st.param.b64 [param4+0], 1;
+    call.uni __assertfail, (param0, param1, param2, param3, param4);
+    }
+OK:
+    mov.b64 %rd4, DA;
+    mov.b64 %rd5, DB;
+    mov.b32 %r10, 0;
+    mov.b32 %r11, 0;
+    wgmma.fence.sync.aligned;
+    wgmma.mma_async.sync.aligned.m64n8k16.f16.f16.f16 {%r10, %r11}, %rd4, %rd5, 0, 1, 1, 0, 0;
+    wgmma.mma_async.sync.aligned.m64n8k16.f16.f16.f16 {%r10, %r11}, %rd4, %rd5, 1, -1, 1, 0, 0;
+    wgmma.commit_group.sync.aligned;
+    wgmma.wait_group.sync.aligned 0;
+    ld.param.u64 %rd6, [out];
+    mul.wide.u32 %rd7, %r1, 8;
+    add.s64 %rd8, %rd6, %rd7;
+    st.global.v2.u32 [%rd8], {%r10, %r11};
+    ret;
+}
+""".replace("DA;", f"{DA};").replace("DB;", f"{DB};")
+
+
+def test_a_device_assert_keeps_wgmma_in_the_cta_loop():
+    """A kernel with a device assert (a call of ``__assertfail`` it does not take, as CuTe's and nvcc's kernels
+    carry) runs its CTA in the CTA loop: its f16-accumulator wgmma rows are not handed back, and both engines give
+    the same bits; an assert that fails raises the same DeviceAssertError on both."""
+    from emulator.machine.fastcore.engine import handback_counts
+    module = load_ptx(ASSERT_WGMMA)
+    assert translation(module.program("k")).cta_ok
+    rng = np.random.default_rng(7)
+    src = rng.normal(0, 1, 4096).astype(np.float16).view(np.uint8)
+    ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(128 * 8, np.uint8), src], [1000])
+    assert not diffs, diffs
+    assert handback_counts(module.program("k")) == {}
+    d = ref["memory"][0][1].view(np.float16)
+    assert np.isfinite(d).all() and (d != 0).sum() > 500          # the tiles were computed: 8 KiB of A and B
+    module = load_ptx(ASSERT_WGMMA)
+    ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(128 * 8, np.uint8), src], [100])
+    assert not diffs, diffs
+    assert ref["error"][0] == "DeviceAssertError" and "lane 5" in ref["error"][1] and "tid <= limit" in ref["error"][1]
+
+
+def test_cute_cpasync_wgmma_tutorial_hands_back_no_wgmma():
+    """CuTe's Hopper tutorial GEMM with cp.async copies (F16F16F16 m64n64k16, its smem pointers checked by device
+    asserts) equals the H100's output on the fast engine, which hands back none of its wgmma rows (only the
+    cp.async copies that grow the loop's record table)."""
+    import corpus_lib
+    from emulator.machine.fastcore.engine import handback_counts
+    case = corpus_lib.load_all()["cute_tutorial_wgmma_cpasync_tn_sm90a"]
+    got, res, _ = corpus_lib.replay(case, engine="fast")
+    assert corpus_lib.mismatches(case, got) == []
+    back = {}
+    for prog in {id(w.program): w.program for _, ws in res.ctas for w in ws}.values():
+        for k, v in handback_counts(prog).items():
+            back[k] = back.get(k, 0) + v
+    assert not any(k.startswith("wgmma") for k in back), back
+    assert sum(back.values()) <= 4, back
