@@ -423,3 +423,48 @@ def test_cute_cpasync_wgmma_tutorial_hands_back_no_wgmma():
             back[k] = back.get(k, 0) + v
     assert not any(k.startswith("wgmma") for k in back), back
     assert sum(back.values()) <= 4, back
+
+
+def _launch_notes_and_backs(case, engine):
+    import corpus_lib
+    from emulator.machine.fastcore.engine import handback_counts
+    got, res, _ = corpus_lib.replay(case, engine=engine)
+    back = {}
+    for prog in {id(w.program): w.program for _, ws in res.ctas for w in ws}.values():
+        for k, v in handback_counts(prog).items():
+            back[k] = back.get(k, 0) + v
+    return got, list(res.notes), back
+
+
+@pytest.mark.parametrize("name", ["triton_matmul_f16acc_64x64_sm90a", "ptx_wgmma_read_before_wait",
+                                  "ptx_wgmma_read_uncommitted", "ptx_wgmma_write_before_wait"])
+def test_the_injected_wait_keeps_wgmma_in_the_cta_loop(name):
+    """Triton's f16-accumulator matmul unpacks its accumulators (mov.b32 {h, h}, r) before wgmma.wait_group, so ptxas
+    injects a wait (C7517); the captures' kernels read, or write, an accumulator in flight. The CTA loop makes that
+    wait itself (the warp stalls until its warpgroup computed the tile, then every group retires): the outputs
+    equal the H100's, the launch's notes and everything else equal the reference engine's, and no wgmma row is
+    handed back (only the instruction with the injected wait runs in the executor, once a warp at most per wait)."""
+    import corpus_lib
+    from engines import differences, replay_outcome
+    case = corpus_lib.load_npz(corpus_lib.os.path.join(corpus_lib.ROOT, "tests", "data", "ctrlflow.npz"))[name]
+    got, notes, back = _launch_notes_and_backs(case, "fast")
+    assert corpus_lib.mismatches(case, got) == []
+    assert not any(k.startswith("wgmma") for k in back), back
+    assert sum(back.values()) <= 32, back
+    _, ref_notes, _ = _launch_notes_and_backs(case, "reference")
+    assert notes == ref_notes and len(notes) == 1 and "C7517" in notes[0], (notes, ref_notes)
+    _, ref = replay_outcome(case, "reference")
+    _, fast = replay_outcome(case, "fast")
+    assert differences(ref, fast) == []
+
+
+def test_an_injected_wait_for_a_warp_that_never_issues_is_reported_alike():
+    """Warp 3 of the warpgroup skips the wgmma while warps 0-2 read its accumulator before waiting: the CTA loop's
+    injected wait stalls them, and the report (the reference's, from the state the loop hands over) is the same
+    on both engines."""
+    body = ("mov.u32 %r2, %warpid;\nsetp.eq.u32 %p1, %r2, 3;\n@%p1 bra SKIP;\nwgmma.fence.sync.aligned;\n" + MMA +
+            "\nwgmma.commit_group.sync.aligned;\nadd.f32 %f5, %f0, %f1;\nwgmma.wait_group.sync.aligned 0;\nSKIP:\n")
+    text = HEAD + f"mov.b64 %rd1, {DA};\nmov.b64 %rd2, {DB};\n" + body + TAIL
+    ref, fast, diffs = compare_engines(load_ptx(text), "k", 1, 128, [np.zeros(4 * 128, np.uint8)])
+    assert not diffs, diffs
+    assert ref["error"][0] == "WarpSyncError" and "add.f32 %f5, %f0, %f1: waits for" in ref["error"][1], ref["error"]
