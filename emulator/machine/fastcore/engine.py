@@ -1117,6 +1117,8 @@ class FastCTA:
                 if held is None:
                     self.cst[T.C_INWARP] = 0
                     return self._handoff(cta, k, False)
+                if held == "done":      # the wait is made: the loop runs the instruction
+                    continue
                 if held == "stall":     # (issued, as CTA._step counts a stall; the warp's turn ends)
                     self.issued[k] += 1
                     cta.budget[0] -= 1

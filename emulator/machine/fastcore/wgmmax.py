@@ -567,6 +567,15 @@ class _View:
 
 
 _WG_CALLS = {}
+# instructions whose executors read every source before they write (``WgTable.injected_wait``)
+_PLAIN = frozenset({"mov", "cvt", "add", "sub", "mul", "fma", "min", "max", "neg", "abs", "st"})
+
+
+class _Operands:
+    """An instruction's operands for ``ops.wgmma.state.operand_regs`` (a subset of them)."""
+
+    def __init__(self, operands):
+        self.operands = operands
 
 
 def _call_wg(fn, p, w, em, pctl, pstate):
@@ -657,6 +666,8 @@ class WgTable:
         * the instruction touches none of them: [] (the executor runs it, with nothing to wait for);
         * it touches one the warpgroup has not computed yet: "stall" (the warp's records join a group, its lanes
           wait as at a wait_group and the instruction issues again when they are woken);
+        * else, when the register it touches first is known without running it (one register, ``_PLAIN``
+          instructions): "done", the wait made (the launch's note, every group retired; the loop then runs it);
         * else the names it touches: the executor runs it with ``arm``'s guard, which makes ptxas's injected
           wait (the launch's note, every group retired) at its first touch.
 
@@ -675,6 +686,18 @@ class WgTable:
         if not touched:
             return []
         if all(self.rec[k, r, R_DONE] for r in range(int(self.cnt[k, N_REC]))):
+            if len(touched) == 1 and op.instr.base in _PLAIN:
+                # one register, read (a source, an address) or else written: the guard's first touch is known
+                # without the executor, so the loop makes the wait and runs the instruction itself
+                (name,) = touched
+                ops = op.instr.operands if op.instr.base == "st" else op.instr.operands[1:]
+                verb = "reads" if name in S.operand_regs(_Operands(ops)) else "writes"
+                text = " ".join((op.instr.text or op.instr.opcode).split())
+                at = f" (line {held[name]})" if held[name] else ""
+                S.note(cta.warps[k], S.injected_wait_note(op.instr.line, text, verb, name, at))
+                if _call_wg(fn, -3, k, FULL, self.ctl.ctypes.data, pstate) != 0:
+                    raise AssertionError("wgcall.wg_c: an injected wait with every record computed stalled")
+                return "done"
             return {n: held[n] for n in held}
         if _call_wg(fn, -3, k, FULL, self.ctl.ctypes.data, pstate) != 2:
             raise AssertionError("wgcall.wg_c: an injected wait with records not computed did not stall")
