@@ -32,6 +32,8 @@ CONST_SPECIALS = {f"%{r}.{c}" for r in ("tid", "ntid", "ctaid", "nctaid") for c 
     "%lanemask_ge", "%dynamic_smem_size", "%total_smem_size", "%cluster_ctarank", "%cluster_nctarank"} | {
     f"%{r}.{c}" for r in ("cluster_ctaid", "cluster_nctaid", "clusterid", "nclusterid") for c in "xyz"}
 NOPS = {"membar", "fence"}
+# calls the CTA loop hands back without leaving it: builtins with no frame (machine.program.BUILTINS)
+_BUILTIN_CALLS = ("vprintf", "__assertfail")
 
 
 class _Slow(Exception):
@@ -121,7 +123,9 @@ class Translation:
         self._mufu_tables()
         self.coverage = float(self.fast.mean()) if n else 1.0
         # the CTA loop (run_cta) runs the whole CTA when every barrier is translated and no function is called
-        # (per-lane call stacks stay with the Python scheduler); it parks mbarrier waits and arrives at counted
+        # (per-lane call stacks stay with the Python scheduler) but the builtins, which push no frame: vprintf
+        # (the scheduler's executor prints and steps on) and __assertfail (it raises; CuTe's and nvcc's device
+        # asserts sit in kernels that never fail them); it parks mbarrier waits and arrives at counted
         # barriers itself, and hands the CTA to the Python scheduler for what it does not decide (ctaloop.py)
         # (wgmma too, when the loop runs every wgmma instruction of the kernel: wgmmax.py; bulk copies too: those
         # the loop stages (bulkx.py) and those the executors issue join the async unit whenever the loop returns,
@@ -129,7 +133,7 @@ class Translation:
         # engine.FastCTA.run)
         self.cta_ok = all(
             (op.kind != "bar" or self.fast[pc]) and
-            (op.kind != "call" or op.call.callee == "vprintf") and
+            (op.kind != "call" or op.call.callee in _BUILTIN_CALLS) and
             (op.kind != "op" or op.instr.base != "wgmma" or self.wg is not None)
             for pc, op in enumerate(prog.code))
         self._cta_waits(prog)
