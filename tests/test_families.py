@@ -51,7 +51,7 @@ def test_the_float_rows_compile_by_kind():
     tr = translation(load_ptx(text).program("matmul_kernel"))
     assert "fcvt" in tr.families and "float" not in tr.families and "mufu" not in tr.families
     assert {families.OF_OPCODE[op] for op in T.MUFU_ROWS} == {"mufu"}
-    assert [families.OF_OPCODE[op] for op in T.FLOAT_ROWS] == ["float", "float", "farith"]
+    assert [families.OF_OPCODE[op] for op in T.FLOAT_ROWS] == ["float", "float", "farith", "farith"]
     assert families.OF_OPCODE[T.FCVT] == "fcvt" and families.OF_OPCODE[T.MUFU_R] == "mufu_r"
 
 
@@ -60,10 +60,12 @@ def test_the_float_rows_compile_by_kind():
     ("sqrt.approx.f32 {T}, {A}; ex2.approx.f32 {D}, {T};", "mufu_r", None),
     ("fma.rn.ftz.f32 {T}, {A}, {B}, {C}; max.f32 {D}, {T}, {A};", "farith", None),
     ("sub.rn.ftz.f32 {D}, {A}, {B};", "farith", "float"),
+    ("div.full.f32 {T}, {A}, {B}; add.f32 {D}, {T}, {C};", "farith", None),
 ])
 def test_lg2_rsqrt_sqrt_and_the_ftz_arithmetic_compile_apart(text, fam, other, monkeypatch):
     """lg2, rsqrt and sqrt ("mufu_r") compile apart from ex2, rcp and the divisions ("mufu": Triton's softmax), the
-    .ftz and contracted f32 arithmetic ("farith") apart from min/max/neg/abs ("float": the softmax's max): a kernel
+    .ftz f32 arithmetic and a product or a division contracted with an add ("farith") apart from min/max/neg/abs
+    ("float": the softmax's max): a kernel
     compiles only the kinds it has. While the family is not compiled its rows go to the reference executors with
     the same bits; the next launch binds it and runs them all in the loop."""
     import test_fastcore as F

@@ -30,7 +30,7 @@ FAMILIES = {
     "alu_x": ("alu:entry_x", _ALU_X),
     "alu_f32": ("alu:entry_f32", (T.FADD32, T.FSUB32, T.FMUL32, T.FFMA32, T.TF32_RNA)),
     "float": ("fcall", (T.FMINMAX, T.FNEGABS)),
-    "mufu": ("fcall:entry_mufu", T.MUFU_ROWS),          # ex2, rcp, the divisions
+    "mufu": ("fcall:entry_mufu", T.MUFU_ROWS),          # ex2, rcp, the divisions (contracted with an add: farith)
     "mufu_x": ("fcall:entry_mufu_x", (T.MUFU_X,)),      # sin, cos, tanh (their tables and reductions)
     "fcvt": ("fcall:entry_cvt", (T.FCVT,)),
     "shfl": ("shfl", (T.SHFL,)),
@@ -40,7 +40,7 @@ FAMILIES = {
     "cpasync": ("cpasync", (T.CPASYNC, T.CP_COMMIT, T.CP_WAIT)),
     "stmatrix": ("ldm:entry_st", (T.STMATRIX,)),
     "mufu_r": ("fcall:entry_mufu_r", (T.MUFU_R,)),      # lg2, rsqrt, sqrt
-    "farith": ("fcall:entry_farith", (T.FARITH,)),      # the .ftz and contracted f32 arithmetic
+    "farith": ("fcall:entry_farith", (T.FARITH, T.MUFU_DIVFMA)),    # the .ftz and contracted f32 arithmetic
 }
 NAMES = tuple(FAMILIES)
 # the families compiled with the loops' pipeline (``jitcache.lean``: no SSA; tests/test_lean_pipeline.py checks that

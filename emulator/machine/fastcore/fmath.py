@@ -11,7 +11,8 @@ All of it is compiled apart from the loops (six families of ``families.py``, eac
 loop calls through its address: "mufu" (ex2, rcp, the divisions), ``fcall.entry_mufu`` with ``mufu_rows``; "mufu_r"
 (lg2, rsqrt, sqrt), ``fcall.entry_mufu_r`` with ``mufu_r_rows``; "mufu_x" (sin, cos, tanh), ``fcall.entry_mufu_x``
 with ``mufu_x_rows``; "fcvt", ``fcall.entry_cvt`` with ``cvt_rows``; "float" (min, max, neg, abs), ``fcall.entry``
-with ``misc_rows``; "farith" (the .ftz and contracted arithmetic), ``fcall.entry_farith`` with ``farith_rows``),
+with ``misc_rows``; "farith" (the .ftz arithmetic, a product or a division contracted with an add),
+``fcall.entry_farith`` with ``farith_rows``),
 so it adds nothing to the loops' compile time, and each
 is compiled (or loaded from numba's cache) only when a translated kernel has one of its rows.
 
@@ -580,22 +581,18 @@ def fcvt(kind, irnd, ftz, a, b):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def mufu_rows(opc, x, y, z, em, xa, xb, xc, xr, mptr, msz):
-    """One row of the MUFU unit's opcodes (table.py: MUFU, MUFU_DIV, MUFU_DIVFMA; x, y, z: the row's fields X, Y,
-    Z) on the lanes in ``em``: sources gathered in xa, xb, xc, results into xr. (The float rows are six
-    families, ``fcall.py``, so that a kernel compiles only the code of the kinds it has: this one, ``mufu_r_rows``,
-    ``mufu_x_rows``, ``cvt_rows``, ``misc_rows`` and ``farith_rows``.)"""
+def mufu_rows(opc, x, y, em, xa, xb, xr, mptr):
+    """One row of the MUFU unit's opcodes (table.py: MUFU (ex2, rcp), MUFU_DIV; x, y: the row's fields X, Y) on the
+    lanes in ``em``: sources gathered in xa, xb, results into xr. (The float rows are six families, ``fcall.py``,
+    so that a kernel compiles only the code of the kinds it has: this one, ``mufu_r_rows``, ``mufu_x_rows``,
+    ``cvt_rows``, ``misc_rows`` and ``farith_rows``.)"""
     for lane in range(LANES):
         if (em >> lane) & 1:
             a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))
-            b = np.int64(xb[lane] & np.uint64(0xFFFFFFFF))
-            c = np.int64(xc[lane] & np.uint64(0xFFFFFFFF))
             if opc == T.MUFU:
                 r = unary_e(x, y == 1, a, mptr)
-            elif opc == T.MUFU_DIV:
-                r = div(x == DIV_FULL, y == 1, a, b, mptr)
             else:
-                r = div_fma(x == DIV_FULL, y == 1, z, a, b, c, mptr)
+                r = div(x == DIV_FULL, y == 1, a, np.int64(xb[lane] & np.uint64(0xFFFFFFFF)), mptr)
             xr[lane] = np.uint64(r)
 
 
@@ -630,13 +627,19 @@ def misc_rows(opc, x, y, z, em, xa, xb, xr):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def farith_rows(x, y, z, em, xa, xb, xc, xr):
-    """One FARITH row (the .ftz and contracted f32 arithmetic: the "farith" family; as ``mufu_rows``)."""
+def farith_rows(opc, x, y, z, em, xa, xb, xc, xr, mptr):
+    """One row of FARITH or MUFU_DIVFMA (the .ftz and contracted f32 arithmetic: the "farith" family; as
+    ``mufu_rows``)."""
     for lane in range(LANES):
         if (em >> lane) & 1:
-            xr[lane] = np.uint64(farith(x, y == 1, z, np.int64(xa[lane] & np.uint64(0xFFFFFFFF)),
-                                        np.int64(xb[lane] & np.uint64(0xFFFFFFFF)),
-                                        np.int64(xc[lane] & np.uint64(0xFFFFFFFF))))
+            a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))
+            b = np.int64(xb[lane] & np.uint64(0xFFFFFFFF))
+            c = np.int64(xc[lane] & np.uint64(0xFFFFFFFF))
+            if opc == T.FARITH:
+                r = farith(x, y == 1, z, a, b, c)
+            else:
+                r = div_fma(x == DIV_FULL, y == 1, z, a, b, c, mptr)
+            xr[lane] = np.uint64(r)
 
 
 @njit(cache=True, _nrt=False, inline="always")

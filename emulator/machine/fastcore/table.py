@@ -84,8 +84,9 @@ BRX = 74          # brx.idx{.uni} (guard = the condition; A: the index, read as 
                   # most 8, their PCs in V0..V0+X-1): an index past the list goes back (the reference raises)
 
 NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
-MUFU_ROWS = (MUFU, MUFU_DIV, MUFU_DIVFMA)             # the mufu family (fcall.py; MUFU_R: mufu_r, MUFU_X: mufu_x)
-FLOAT_ROWS = (FMINMAX, FNEGABS, FARITH)               # the float and farith families (fcall.py; FCVT: fcvt)
+MUFU_ROWS = (MUFU, MUFU_DIV)                          # the mufu family (fcall.py; MUFU_R: mufu_r, MUFU_X: mufu_x)
+# the float family (min, max, neg, abs) and farith (the .ftz and contracted arithmetic; fcall.py; FCVT: fcvt)
+FLOAT_ROWS = (FMINMAX, FNEGABS, FARITH, MUFU_DIVFMA)
 
 # -- fields of a code row --------------------------------------------------------------------------------
 OP = 0            # opcode
