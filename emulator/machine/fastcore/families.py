@@ -29,8 +29,8 @@ FAMILIES = {
     "alu": ("alu", _ALU),
     "alu_x": ("alu:entry_x", _ALU_X),
     "alu_f32": ("alu:entry_f32", (T.FADD32, T.FSUB32, T.FMUL32, T.FFMA32, T.TF32_RNA)),
-    "float": ("fcall", T.FLOAT_ROWS),
-    "mufu": ("fcall:entry_mufu", T.MUFU_ROWS),
+    "float": ("fcall", (T.FMINMAX, T.FNEGABS)),
+    "mufu": ("fcall:entry_mufu", T.MUFU_ROWS),          # ex2, rcp, the divisions (contracted with an add: farith)
     "mufu_x": ("fcall:entry_mufu_x", (T.MUFU_X,)),      # sin, cos, tanh (their tables and reductions)
     "fcvt": ("fcall:entry_cvt", (T.FCVT,)),
     "shfl": ("shfl", (T.SHFL,)),
@@ -39,11 +39,13 @@ FAMILIES = {
     "ldmatrix": ("ldm", (T.LDMATRIX,)),
     "cpasync": ("cpasync", (T.CPASYNC, T.CP_COMMIT, T.CP_WAIT)),
     "stmatrix": ("ldm:entry_st", (T.STMATRIX,)),
+    "mufu_r": ("fcall:entry_mufu_r", (T.MUFU_R,)),      # lg2, rsqrt, sqrt
+    "farith": ("fcall:entry_farith", (T.FARITH, T.MUFU_DIVFMA)),    # the .ftz and contracted f32 arithmetic
 }
 NAMES = tuple(FAMILIES)
 # the families compiled with the loops' pipeline (``jitcache.lean``: no SSA; tests/test_lean_pipeline.py checks that
 # it types no variable of theirs as none of its assignments is typed with SSA); "wgmma" is wgcall.wg_c (APART)
-LEAN = ("alu", "ldmatrix", "wgmma")
+LEAN = ("alu", "ldmatrix", "wgmma", "alu_f32", "shfl", "cpasync")
 # the other functions compiled apart from the loops, with signatures of their own, in fixed slots of the pointer
 # array (loop.XSLOT, ASLOT, WSLOT, HSLOT): name: (module of fastcore, function, the module's signature attribute).
 # They are compiled, loaded and waited for exactly as the families are (``address``, ``warmup.family``).
@@ -69,7 +71,7 @@ APART.update({name: ("wgcall", name, "TILE_SIG") for name in WG_TILES})
 # cp.async 2.3, the float rows 5.2 (then one family, now fcvt, float and mufu), mma 3.5, mma_ext 9.8; then APART:
 # xrow 17.5, atom 3.4, hopper 9.5, wgmma and its tiles)
 ORDER = ("alu", "alu_f32", "ldmatrix", "shfl", "cpasync", "fcvt", "float", "mufu", "mma", "mma_ext", "stmatrix",
-         "alu_x", "mufu_x")
+         "alu_x", "mufu_x", "mufu_r", "farith")
 
 
 def _base():

@@ -1217,7 +1217,7 @@ def r_mufu(t, env, instr, row, imm):
         _f32_operands(t, env, instr, 1, row, imm)
         row[T.X], row[T.Y] = code, int(".ftz." in form)
         t._mufu.update(fmath.NEEDS[code])
-        row[T.OP] = T.MUFU_X if code in fmath.UNARY_X else T.MUFU
+        row[T.OP] = T.MUFU_X if code in fmath.UNARY_X else T.MUFU_R if code in fmath.UNARY_R else T.MUFU
     elif form in F32_DIV:
         _f32_operands(t, env, instr, 2, row, imm)
         row[T.X], row[T.Y] = int(form.startswith("div.full")), int(".ftz." in form)
