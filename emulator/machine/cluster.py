@@ -187,6 +187,7 @@ class Cluster:
                 row[X.CL_INFL_N] = p.inflight_n
                 row[X.CL_DIRTY] = au.dirty.ctypes.data if au is not None and au.dirty.size else 0
                 row[X.CL_PYPEND] = int(au is not None and bool(au.pending))
+                row[X.CL_WGR] = _wgmma_reads(p) if p is not c else 0
                 fc = p.fast_cta or p.__dict__.get("_fast_arrays")
                 if fc is None:
                     row[X.CL_ALIVE] = 0
@@ -210,6 +211,9 @@ class Cluster:
         for r, p in enumerate(self.ctas):       # (multicast loads the loop put in flight in, or landed in, others)
             if p is not c and p.inflight_n != ct[1 + r, X.CL_INFL_N]:
                 p.inflight_n = int(ct[1 + r, X.CL_INFL_N])
+        for r in np.flatnonzero(ct[1:, X.CL_DIRTY_N]).tolist():     # (stores into another CTA: dsmemx.py)
+            self.ctas[r].async_unit.any_dirty = True
+            ct[1 + r, X.CL_DIRTY_N] = 0
         if int(ct[0, X.CL_PHASE]) != self.phase:
             self.phase = int(ct[0, X.CL_PHASE])
             self.version += 1
@@ -277,6 +281,17 @@ class Cluster:
         for c in ctas:
             check_wgmma_end(c)
         return [c.warps for c in ctas]
+
+
+def _wgmma_reads(cta):
+    """The raw address of the CTA's wgmma read counts (int32 a byte of shared memory) while an in-flight
+    wgmma.mma_async reads its shared memory (a store from another CTA into those bytes is an error), else 0."""
+    fc = cta.fast_cta
+    wg = getattr(fc, "wg", None) if fc is not None else None
+    if wg is not None:
+        return wg.reads.ctypes.data if wg.ctl[wg.NREAD] > 0 else 0
+    st = getattr(cta, "wgmma", None)
+    return st.smem_reads.ctypes.data if st is not None and st.n_reading else 0
 
 
 class ClusterWait:
