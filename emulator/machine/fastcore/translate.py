@@ -1119,6 +1119,8 @@ def r_bulk(t, env, instr, row, imm):
         row[T.OP] = T.BULKX
         t.bulkx = True
         return
+    if red is None and mods == ("async", "bulk", "shared::cluster", "shared::cta", "mbarrier::complete_tx::bytes"):
+        return _bulk_s2s(t, env, ops, row, imm)
     if mods[:2] != ("async", "bulk") or "tensor" not in mods:
         raise _Slow
     dim = [m for m in mods if len(m) == 2 and m[1] == "d" and m[0] in "12345"]
@@ -1176,6 +1178,28 @@ def r_bulk(t, env, instr, row, imm):
         raise _Slow                                              # (a symbol: the executor's symbol address)
     row[T.X] = kind
     row[T.Y] = rank
+    row[T.OP] = T.BULKX
+    t.bulkx = True
+
+
+def _bulk_s2s(t, env, ops, row, imm):
+    """cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [dst], [src], size, [mbar] (ops.bulk._bulk):
+    this CTA's shared bytes into a CTA of the cluster, on that CTA's mbarrier (bulkx.B_SCOPY: A the destination,
+    C the source, B the mbarrier, offsets in immediates 3, 2, 1; V0 the size, read as .u32)."""
+    from . import bulkx
+    if len(ops) != 4 or not all(isinstance(o, Mem) for o in (ops[0], ops[1], ops[3])) or \
+            isinstance(ops[2], (Vec, Pair, Not, Mem)):
+        raise _Slow
+    _address(t, env, ops[3], row, imm, T.SHARED)                 # the mbarrier: B, immediate 1
+    row[T.B] = row[T.A]
+    imm[1] = imm[T.IMM_OFFSET]
+    _address(t, env, ops[1], row, imm, T.SHARED)                 # the source: C, immediate 2
+    row[T.C] = row[T.A]
+    imm[2] = imm[T.IMM_OFFSET]
+    _address(t, env, ops[0], row, imm, T.SHARED)                 # the destination: A, immediate 3
+    row[T.V0:T.V0 + 8] = -1
+    row[T.V0] = t._src(env, ops[2], "u32", imm, 0)
+    row[T.X], row[T.Y] = bulkx.B_SCOPY, 0
     row[T.OP] = T.BULKX
     t.bulkx = True
 
