@@ -170,6 +170,7 @@ def _plan(row, imrow, em, a8, a16, a32, a64, inflight, gtab, state, addrs, ptrs,
                 for b in range(nbytes):
                     _poke8(d + b, ONE)
                 cl_add(ct, r, CL_DIRTY_N, 1)
+                cl_add(ct, -1, CL_DIRTY_N, 1)        # (row 0: some CTA's count moved)
     ctx[C.K_DSM] = remote
     return shared
 
