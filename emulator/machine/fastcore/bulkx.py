@@ -63,7 +63,7 @@ LEAN = lean()       # the loops' pipeline (jitcache.lean: no SSA; tests/test_lea
 B_TLOAD, B_TSTORE, B_TRED = 1, 2, 3     # row X (B_TRED: Z, the reduction's index in ops.bulk.RED_OPS)
 B_COMMIT, B_WAIT = 4, 5                 # cp.async.bulk.commit_group, cp.async.bulk.wait_group{.read} N (Y: N)
 B_SCOPY = 6                             # cp.async.bulk.shared::cluster.shared::cta (``_scopy``: staged as a B_TLOAD of
-                                        # rank 0, 8-byte elements)
+                                        # rank 0, 8-byte elements; through bulkcall.sc_c, slot SCSLOT)
 PUMP = -1                               # ``em`` of bulk_c's call at a round's end (run_cta): complete every copy
 LANES = 32
 PARAM_BASE = 0x7E00_0000_0000   # machine.kernel_warp.PARAM_BASE (the generic window of the kernel's parameters)
@@ -112,6 +112,7 @@ _MANT = np.uint64(0x7FFFFF)
 _TF32_NAN = np.uint64(TF32_NAN)
 _CROW = np.array([0, 1, 9, 10, 11], np.int64)     # the scratch rows of the coordinates
 MCSLOT = APART_SLOT["bulk_mc"]                     # bulkcall.mc_c: a lane's multicast load
+SCSLOT = APART_SLOT["bulk_s2s"]                    # bulkcall.sc_c: cp.async.bulk.shared::cluster.shared::cta
 
 
 @njit(cache=True, _nrt=False, pipeline_class=LEAN)
@@ -487,6 +488,21 @@ def _scopy(ctl, row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
 
 
 @njit(cache=True, _nrt=False, pipeline_class=LEAN)
+def scopy_rows(ctl, row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
+    """A B_SCOPY row on the lanes in ``em`` (``bulkcall.sc_c``, "bulk_s2s" of families.APART: compiled and bound only
+    for kernels with such rows): 0 staged, 1 the executor runs it (nothing kept)."""
+    n0, d0, i0 = ctl[C_NREC], ctl[C_NDATA], ctl[C_NIDX]
+    if not _scopy(ctl, row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
+        ctl[C_LIVE] -= ctl[C_NREC] - n0
+        ctl[C_NREC] = n0
+        ctl[C_NDATA] = d0
+        ctl[C_NIDX] = i0
+        return 1
+    _staged(ctl, state, ctx, n0, True)
+    return 0
+
+
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
 def _staged(ctl, state, ctx, n0, load):
     """The copies staged from record ``n0`` on: their warp, and (loads) their destinations marked in flight
     (ops.bulk._start_load)."""
@@ -519,16 +535,12 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
     ctl = i64_1d(state[T.S_BULK], NCTL)
     kind = row[T.X]
     rank = row[T.Y]
-    if kind == B_SCOPY:
-        n0, d0, i0 = ctl[C_NREC], ctl[C_NDATA], ctl[C_NIDX]
-        if not _scopy(ctl, row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
-            ctl[C_LIVE] -= ctl[C_NREC] - n0
-            ctl[C_NREC] = n0
-            ctl[C_NDATA] = d0
-            ctl[C_NIDX] = i0
+    if kind == B_SCOPY:                     # (bulkcall.sc_c, compiled apart: 0 while not bound, the executor runs it)
+        sc = np.int64(_peek64(ctx[C.K_MPTR] + 8 * SCSLOT))
+        if sc == 0:
             return 1
-        _staged(ctl, state, ctx, n0, True)
-        return 0
+        return call_hop(sc, em, data_ptr(state), data_ptr(row), data_ptr(imrow), data_ptr(a8), a8.size,
+                        data_ptr(scratch))
     xa, xb, xc = scratch[3], scratch[4], scratch[5]
     tm = reinterpret(scratch[8], np.int64)
     coords = reinterpret(scratch[12], np.int64)

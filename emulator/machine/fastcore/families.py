@@ -63,6 +63,7 @@ APART = {
     # bound in their slots instead of them for the kernels whose loads, stores or atomics may reach another CTA
     "dsmem": ("dsmemx", "plan_c", "SIG"),
     "dsmem_atom": ("dsmemx", "atom_c", "ATOM_SIG"),
+    "bulk_s2s": ("bulkcall", "sc_c", "SIG"),    # cp.async.bulk.shared::cluster.shared::cta (bulk_c calls it)
 }
 # wgmma's tile arithmetic, one function per form (wgmmax.tile_of), which wgcall.wg_c calls through its address
 WG_TILES = ("wg_f32_16", "wg_f32_32", "wg_f32_8", "wg_f32_4", "wg_dec", "wg_int")
@@ -94,7 +95,8 @@ APART_SLOT["cluster"] = NSLOTS + 7 + len(WG_TILES)
 APART_SLOT["bulk_mc"] = NSLOTS + 8 + len(WG_TILES)
 APART_SLOT["dsmem"] = APART_SLOT["memplan"]          # (in place of memplan.plan_c, xcall.atom_c: dsmemx.py)
 APART_SLOT["dsmem_atom"] = APART_SLOT["atom"]
-NPTRS = NSLOTS + 9 + len(WG_TILES)      # the pointer array's whole length
+APART_SLOT["bulk_s2s"] = NSLOTS + 9 + len(WG_TILES)
+NPTRS = NSLOTS + 10 + len(WG_TILES)     # the pointer array's whole length
 # what the CTA loop cannot run without (a kernel's CTAs go to the Python scheduler while one is missing)
 CTA_NEEDS = ("wgmma", "hopper", "bulk", "ctawait", "rare") + WG_TILES
 # the rows after which a CTA may wait in the CTA loop: a kernel with any of them binds "ctawait" too

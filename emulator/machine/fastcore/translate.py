@@ -245,9 +245,12 @@ class Translation:
             if ((self.code[:, T.OP] == T.HOPX) & (self.code[:, T.X] >= K_CL_ARRIVE)).any():
                 self.apart.append("cluster")    # barrier.cluster, getctarank (clusterx.cl_c)
         if self.bulkx:
+            from . import bulkx
             from .bulkx import B_TLOAD
             if ((self.code[:, T.OP] == T.BULKX) & (self.code[:, T.X] == B_TLOAD) & (self.code[:, T.V0 + 5] != -1)).any():
                 self.apart.append("bulk_mc")    # multicast TMA loads (bulkcall.mc_c, which bulk_c calls)
+            if ((self.code[:, T.OP] == T.BULKX) & (self.code[:, T.X] == bulkx.B_SCOPY)).any():
+                self.apart.append("bulk_s2s")   # cp.async.bulk.shared::cluster.shared::cta (bulkcall.sc_c)
         if self._dsmem():                       # loads, stores, atomics that may reach another CTA (dsmemx.py), in
             self.apart.append("dsmem")          # memplan.plan_c's and xcall.atom_c's slots
             if "atom" in self.apart:
