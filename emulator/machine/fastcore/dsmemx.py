@@ -12,7 +12,7 @@ the lanes on another CTA the raw address of that CTA's byte through the cluster'
 ``clusterx.CL_*``, which ``machine.cluster.Cluster._tables`` fills before each run of a CTA in the CTA loop). It
 returns this CTA's shared lanes as ``_mem_plan`` does (the loop logs them and marks their generic-proxy writes); the
 lanes on other CTAs are neither logged nor sanitised (as the executors: ``shared_load(..., log=False)``), and go in
-ctx slot ``ccall.K_DSM`` for ``atom_c``. Every rule the executors check sends the row back (nothing written, the
+ctx slot ``ccall.K_DSM`` for ``atom_c`` (with the row's address in ``K_DSM_ROW``). Every rule the executors check sends the row back (nothing written, the
 executor raises its error): an address outside the window or the cluster, a CTA whose threads have all exited, the
 alignment, the bounds of that CTA's shared memory, bytes a copy has yet to write there, a store or atomic into
 bytes an in-flight wgmma.mma_async of that CTA reads (``clusterx.CL_WGR``), a store into a CTA without an async
@@ -67,6 +67,7 @@ def _plan(row, imrow, em, a8, a16, a32, a64, inflight, gtab, state, addrs, ptrs,
     """memplan._mem_plan with the cluster's shared windows: this CTA's shared lanes (-1: the reference decides);
     the lanes on other CTAs in ctx[K_DSM]."""
     ctx[C.K_DSM] = 0
+    ctx[C.K_DSM_ROW] = C.data_ptr(row)
     space = row[T.X]
     if space != T.SHARED_CLUSTER and space != T.GENERIC:
         return _mem_plan(row, imrow, em, a8, a16, a32, a64, inflight, gtab, state, addrs, ptrs)
@@ -189,7 +190,8 @@ def plan_c(em, prow, pimm, parena, n, pscratch):
 def atom_c(em, shared, prow, pimm, parena, n, pscratch):
     """xcall.atom_c (ATOM_SIG), the lanes ``plan_c`` found on other CTAs (ctx[K_DSM]) with the shared rule."""
     a8 = carray(parena, n)
-    ctx = carray(pscratch, (C.NSCRATCH * LANES,)).view(np.int64)
-    remote = ctx[C.CTX_ROW * LANES + C.K_DSM]
+    ctx = carray(pscratch, (C.NSCRATCH * LANES,)).view(np.int64)[C.CTX_ROW * LANES:]
+    # (the lanes plan_c found on other CTAs, when it planned this row: a row memplan.plan_c planned has none)
+    remote = ctx[C.K_DSM] if ctx[C.K_DSM_ROW] == carray(prow, T.NFIELDS).ctypes.data else np.int64(0)
     return _atom(carray(prow, T.NFIELDS), carray(pimm, T.NIMM), em, shared | remote, a8, a8.view(np.uint16),
                  a8.view(np.uint32), a8.view(np.uint64), carray(pscratch, (13, 32)))
