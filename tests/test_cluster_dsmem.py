@@ -3,11 +3,15 @@ and atomics of every width, vector and type the rows take, through ``.shared::cl
 generic ones (a generic ``mapa``: another CTA's window, this CTA's window, and global memory in the same
 instruction), run in the CTA loop with nothing handed back, bit for bit as the reference engine runs them
 (registers, every CTA's shared memory, outputs); every broken rule goes back to the executor, which raises the same
-error on both engines (the instruction and the lane named); kernels without such rows bind nothing more."""
+error on both engines (the instruction and the lane named); kernels without such rows bind nothing more; the same
+kernel on the H100 (tests/data/cluster_dsmem_hw.npz) equals both engines."""
+import os
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import corpus_lib
 from emulator import GlobalMemory, load_ptx
 from emulator.errors import MemoryAccessError
 from test_cluster_loop import HEAD, Watch
@@ -35,11 +39,13 @@ _OPS = [
 ]
 NOPS = len(_OPS)
 NT = 64             # threads a CTA (two warps, each on its own half of a CTA's buffer)
+NREG = 0            # destinations of the kernel's loads and atomics (set by _kernel)
 
 
 def _kernel():
     body = []
     dest = 100
+    dests = []                              # (register, class) of every destination: zeroed first, dumped last
     for k, (base, spelling, opnds, ew) in enumerate(_OPS):
         names = {}
         for key in "defg":
@@ -50,6 +56,9 @@ def _kernel():
             for key, v in names.items():
                 o = o.replace("{" + key + "}", str(v))
             ops.append(o)
+        if base in ("ld", "atom"):
+            for r in ops[0].strip("{}").split(", "):
+                dests.append((r, r.rstrip("0123456789")))
         body.append(f"""
     // op {k}: {base}{spelling}
     shr.u32 %r20, %r10, {k % 32};
@@ -77,8 +86,26 @@ def _kernel():
             tail = (", " + ", ".join(rest)) if rest else ""
             body.append(f"    @%p3 {base}{spelling} {lead[0]}, [%rd24]{tail};")
             body.append(f"    @%p4 {base}.shared::cluster{spelling} {lead[0]}, [%r23]{tail};")
+    zero = {"%r": "mov.u32 {} , 0;", "%rd": "mov.u64 {}, 0;", "%f": "mov.f32 {}, 0f00000000;",
+            "%fd": "mov.f64 {}, 0d0000000000000000;", "%rs": "mov.u16 {}, 0;"}
+    init = "\n".join("    " + zero[c].format(r) for r, c in dests)
+    dump = []
+    for i, (r, c) in enumerate(dests):
+        if c == "%rd":
+            dump.append(f"    st.global.u64 [%rd21+{8 * i}], {r};")
+        elif c == "%fd":
+            dump.append(f"    st.global.f64 [%rd21+{8 * i}], {r};")
+        elif c == "%f":
+            dump.append(f"    st.global.f32 [%rd21+{8 * i}], {r};")
+        elif c == "%rs":
+            dump.append(f"    st.global.u16 [%rd21+{8 * i}], {r};")
+        else:
+            dump.append(f"    st.global.u32 [%rd21+{8 * i}], {r};")
+    global NREG
+    NREG = len(dests)
+    dump = "\n".join(dump)
     return HEAD + f"""
-.visible .entry dsm(.param .u64 p_in, .param .u64 p_vals, .param .u64 p_glob, .param .u64 p_out)
+.visible .entry dsm(.param .u64 p_in, .param .u64 p_vals, .param .u64 p_glob, .param .u64 p_out, .param .u64 p_regs)
 {{
     .reg .pred %p<8>;
     .reg .b16 %rs<{dest + 1}>;
@@ -94,6 +121,7 @@ def _kernel():
     ld.param.u64 %rd1, [p_in];
     ld.param.u64 %rd2, [p_vals];
     ld.param.u64 %rd3, [p_glob];
+{init}
     // the lane's values: u32 x4, u64 x2, f32 x2, f64 x2, u16 x2 (64 bytes a thread)
     shl.b32 %r5, %r3, 6;
     cvt.u64.u32 %rd5, %r5;
@@ -153,6 +181,12 @@ ROUND:
     add.u64 %rd18, %rd16, %rd17;
     ld.shared.v4.u32 {{%r46, %r47, %r48, %r49}}, [%r8];
     st.global.v4.u32 [%rd18], {{%r46, %r47, %r48, %r49}};
+    // regs: every destination, 8 bytes each, a thread after the other
+    ld.param.u64 %rd19, [p_regs];
+    mad.lo.u32 %r50, %r4, {NT}, %r3;
+    mul.wide.u32 %rd20, %r50, {8 * len(dests)};
+    add.u64 %rd21, %rd19, %rd20;
+{dump}
     ret;
 }}
 """
@@ -167,9 +201,11 @@ def _launch(engine, n, ins, vals, keep="all"):
     p_vals = g.upload(vals)
     p_glob = g.upload(np.zeros(16 * NT * n, np.uint8))
     p_out = g.upload(np.zeros(1024 * n, np.uint8))
-    res = load_ptx(KERNEL).launch("dsm", grid=n, block=NT, args=[p_in, p_vals, p_glob, p_out], gmem=g,
+    p_regs = g.upload(np.zeros(8 * NREG * NT * n, np.uint8))
+    res = load_ptx(KERNEL).launch("dsm", grid=n, block=NT, args=[p_in, p_vals, p_glob, p_out, p_regs], gmem=g,
                                   cluster=(n, 1, 1), engine=engine, keep=keep)
-    return g.download(p_out, 1024 * n), g.download(p_glob, 16 * NT * n), res
+    out = np.concatenate([g.download(p_out, 1024 * n), g.download(p_regs, 8 * NREG * NT * n)])
+    return out, g.download(p_glob, 16 * NT * n), res
 
 
 _REGS = None
@@ -386,3 +422,27 @@ def test_only_kernels_that_reach_other_ctas_bind_dsmem():
     tr2 = translation(plain.program("plain"))
     assert "dsmem" not in tr2.apart and "dsmem_atom" not in tr2.apart and "memplan" in tr2.apart, tr2.apart
     assert families.APART_SLOT["dsmem"] == families.APART_SLOT["memplan"]
+
+
+# -- the H100 (tools/hwcapture/corpus/dsmem_fuzz.py): this file's kernel, each lane of a warp on its own slot -------
+
+HW = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "cluster_dsmem_hw.npz")
+
+
+def _hw_cases():
+    return corpus_lib.load_npz(HW)
+
+
+@pytest.mark.parametrize("name", sorted(_hw_cases()))
+def test_dsmem_against_the_h100(name, monkeypatch):
+    """Every CTA's buffer, the global slots and every load's and atomic's destination, bit for bit as the H100 left
+    them (clusters of 2, 3 and 4; float specials and NaN payloads through remote f32/f64 atomics), on both engines;
+    the fast engine hands nothing back."""
+    case = _hw_cases()[name]
+    assert case["ptx"] == KERNEL                    # (the capture is this file's kernel)
+    got, _, _ = corpus_lib.replay(case, engine="reference")
+    assert corpus_lib.mismatches(case, got) == []
+    watch = Watch(monkeypatch)
+    got, _, _ = corpus_lib.replay(case, engine="fast")
+    assert corpus_lib.mismatches(case, got) == []
+    assert not watch.back and watch.handed_over == 0, (watch.back, watch.handed_over)
