@@ -61,6 +61,11 @@ APART = {
     "memplan": ("memplan", "plan_c", "SIG"),    # the loads and stores ldst.plan leaves (.local, cp.async in flight)
     "cluster": ("clusterx", "cl_c", "SIG"),     # barrier.cluster, getctarank (HOPX rows of a cluster's CTAs)
     "bulk_mc": ("bulkcall", "mc_c", "SIG"),     # a lane's multicast TMA load (bulk_c calls it: bulkx.MCSLOT)
+    # distributed shared memory (dsmemx.py): memplan.plan_c and xcall.atom_c with the cluster's shared windows,
+    # bound in their slots instead of them for the kernels whose loads, stores or atomics may reach another CTA
+    "dsmem": ("dsmemx", "plan_c", "SIG"),
+    "dsmem_atom": ("dsmemx", "atom_c", "ATOM_SIG"),
+    "bulk_s2s": ("bulkcall", "sc_c", "SIG"),    # cp.async.bulk.shared::cluster.shared::cta (bulk_c calls it)
 }
 # wgmma's tile arithmetic, one function per form (wgmmax.tile_of), which wgcall.wg_c calls through its address
 WG_TILES = ("wg_f32_16", "wg_f32_32", "wg_f32_8", "wg_f32_4", "wg_dec", "wg_int")
@@ -90,7 +95,10 @@ APART_SLOT["rare"] = NSLOTS + 5 + len(WG_TILES)
 APART_SLOT["memplan"] = NSLOTS + 6 + len(WG_TILES)
 APART_SLOT["cluster"] = NSLOTS + 7 + len(WG_TILES)
 APART_SLOT["bulk_mc"] = NSLOTS + 8 + len(WG_TILES)
-NPTRS = NSLOTS + 9 + len(WG_TILES)      # the pointer array's whole length
+APART_SLOT["dsmem"] = APART_SLOT["memplan"]          # (in place of memplan.plan_c, xcall.atom_c: dsmemx.py)
+APART_SLOT["dsmem_atom"] = APART_SLOT["atom"]
+APART_SLOT["bulk_s2s"] = NSLOTS + 9 + len(WG_TILES)
+NPTRS = NSLOTS + 10 + len(WG_TILES)     # the pointer array's whole length
 # what the CTA loop cannot run without (a kernel's CTAs go to the Python scheduler while one is missing)
 CTA_NEEDS = ("wgmma", "hopper", "bulk", "ctawait", "rare") + WG_TILES
 # the rows after which a CTA may wait in the CTA loop: a kernel with any of them binds "ctawait" too

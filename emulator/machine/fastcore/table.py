@@ -131,6 +131,7 @@ IMM_OFFSET = 3    # LD/ST: the address offset lives in immediate slot 3
 
 # -- memory spaces (LD/ST field X) ---------------------------------------------------------------------------
 GENERIC, SHARED, GLOBAL, PARAM, LOCAL = 0, 1, 2, 3, 4
+SHARED_CLUSTER = 5    # .shared::cluster (memory.dsmem): any CTA of the cluster, planned by dsmemx.py only
 # LOCAL rows: B is the 64-bit arena slot holding each lane's .local depot (a global allocation: KernelWarp.local_bases),
 # C the depot's size in bytes; a local address is an offset into the lane's depot
 
