@@ -246,13 +246,15 @@ def test_the_apart_slots_are_the_loops():
     from emulator.machine.fastcore import bulkx, loop, rarecall
     loops = {"xrow": loop.XSLOT, "atom": loop.ASLOT, "wgmma": loop.WSLOT, "hopper": loop.HSLOT, "bulk": loop.BSLOT,
              "ctawait": loop.CSLOT, "ctabar": loop.BARSLOT, "rare": loop.RSLOT, "memplan": loop.MSLOT,
-             "cluster": rarecall.CLSLOT, "bulk_mc": bulkx.MCSLOT}
+             "cluster": rarecall.CLSLOT, "bulk_mc": bulkx.MCSLOT, "bulk_s2s": bulkx.SCSLOT,
+             # dsmemx.py's functions take memplan's and atom's slots in the kernels that may reach another CTA
+             "dsmem": loop.MSLOT, "dsmem_atom": loop.ASLOT}
     assert {k: v for k, v in families.APART_SLOT.items() if k not in families.WG_TILES} == loops
     # wgmma's tile functions (wgcall.wg_c finds them in the pointer array): after the loops' slots, one each
     tiles = sorted(families.APART_SLOT[k] for k in families.WG_TILES)
     assert tiles == list(range(loop.BSLOT + 1, loop.CSLOT))
-    assert (loop.CSLOT, loop.BARSLOT, loop.RSLOT, loop.MSLOT, rarecall.CLSLOT, bulkx.MCSLOT) == \
-        tuple(range(families.NPTRS - 6, families.NPTRS))
+    assert (loop.CSLOT, loop.BARSLOT, loop.RSLOT, loop.MSLOT, rarecall.CLSLOT, bulkx.MCSLOT, bulkx.SCSLOT) == \
+        tuple(range(families.NPTRS - 7, families.NPTRS))
 
 
 def test_a_family_filled_later_is_used_by_the_next_launch(monkeypatch):
