@@ -1,14 +1,17 @@
 """Cold start, as a fresh install sees it: ``import emulator`` + ``load_ptx`` + the first kernel launch in a new
-process, in CPU seconds (this process and its children: on one core, the CPU time is what it waits).
+process, in CPU seconds (this process and its children: on one core, the CPU time is what it waits). The columns:
+import (numpy, numba with the launch path), ``load_ptx``, the first launch, their total, and the whole process as
+the caller sees it (the interpreter's start and shutdown too).
 
-The package (``emulator/``, ``isa/``) is copied into a temporary directory (no ``__pycache__``) and numba's
-cache is pointed at an empty directory there (``NUMBA_CACHE_DIR``), so the first process finds nothing
-compiled, exactly as after ``pip install``. Then, each in its own process:
+The package (``emulator/``, ``isa/``) is copied into a temporary directory and its bytecode compiled (as ``pip
+install`` does), and numba's cache is pointed at an empty directory there (``NUMBA_CACHE_DIR``), so the first
+process finds nothing of numba's compiled, exactly as after ``pip install``. Then, each in its own process:
 
 1. ``engine="fast"``, empty cache: the first launch compiles the fast engine's loops and the instruction
    families the kernel uses (``machine/fastcore/families.py``; the last column) in the process (under the
    compile lock) and runs on them: the cost of the first fast launch, compile included;
-2. the same kernel in a second process: the cache is filled, nothing compiles;
+2. the same kernel in a second process: the cache is filled, nothing compiles (``--repeat N``: N such
+   processes, with their median and range);
 3. with ``--case all``: every kernel in turn on one more fresh install, each compiling only the families the
    kernels before it did not need;
 4. ``engine="auto"`` (the default) with a new empty cache: the launch runs on the reference executors while a
@@ -23,12 +26,15 @@ CTA loop on top of it, every instruction family and every other function compile
 xcall's, hopcall's, bulkcall's, wgcall's ``wg_c`` and its tile functions, one per wgmma form).
 
     python benchmarks/bench_coldstart.py [--case triton_matmul|nvcc_gemm|triton_softmax|triton_wgmma|all]
-                                         [--skip-auto] [--parts [--only alu,shfl,...]]
+                                         [--skip-auto] [--repeat N] [--parts [--only alu,shfl,...]]
 """
 import argparse
+import compileall
 import json
 import os
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -130,12 +136,16 @@ def _source(ptx):
 
 
 def fresh_install(tmp):
-    """A copy of the package without bytecode, and an empty numba cache directory; returns (root, cache)."""
+    """A copy of the package with its bytecode compiled (as pip does), and an empty numba cache directory; returns
+    (root, cache)."""
     os.makedirs(tmp, exist_ok=True)
     root = os.path.join(tmp, "site")
     for pkg in ("emulator", "isa"):
         shutil.copytree(os.path.join(ROOT, pkg), os.path.join(root, pkg),
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.nbi", "*.nbc", "warpemu.*"))
+    # pip compiles the package's bytecode when it installs it: so does this copy (otherwise every process would
+    # compile the bytecode of ~100 modules again under PYTHONDONTWRITEBYTECODE, about 0.3 s of CPU each)
+    compileall.compile_dir(root, quiet=1)
     cache = os.path.join(tmp, "numba-cache")
     os.makedirs(cache)
     return root, cache
@@ -147,10 +157,19 @@ def child(case, root, cache, engine, background="1"):
             .replace("GRID", repr(grid)).replace("BLOCK", repr(block)).replace("SHARED", repr(shared))
             .replace("ENGINE", repr(engine)).replace("ARGS", args))
     env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=root, WARPEMU_BACKGROUND_COMPILE=background)
+    c0 = children_cpu()
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=root)
+    whole = children_cpu() - c0
     if out.returncode:
         return {"error": (out.stderr.strip().splitlines() or ["?"])[-1]}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    r["process"] = whole           # the whole process, seen from here: the interpreter's start and exit too
+    return r
+
+
+def children_cpu():
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return c.ru_utime + c.ru_stime
 
 
 def import_cost(root, cache, repeat=3):
@@ -175,13 +194,14 @@ def show(label, r):
     if "error" in r:
         print(f"{label:44s} error: {r['error']}")
         return
-    print(f"{label:44s}{r['import']:>8.2f}{r['load_ptx']:>10.2f}{r['launch']:>9.2f}{r['total']:>8.2f}  "
-          f"{'fast' if r['first_fast'] else 'reference':<10s}{r['second']:>10.3f}  {' '.join(r.get('families', []))}")
+    print(f"{label:44s}{r['import']:>8.2f}{r['load_ptx']:>10.2f}{r['launch']:>9.2f}{r['total']:>8.2f}"
+          f"{r['process']:>9.2f}  {'fast' if r['first_fast'] else 'reference':<10s}{r['second']:>10.3f}  "
+          f"{' '.join(r.get('families', []))}")
 
 
 def header():
-    print(f"{'':44s}{'import':>8s}{'load_ptx':>10s}{'launch':>9s}{'total':>8s}  {'engine':<10s}{'2nd launch':>10s}"
-          f"  families")
+    print(f"{'':44s}{'import':>8s}{'load_ptx':>10s}{'launch':>9s}{'total':>8s}{'process':>9s}  {'engine':<10s}"
+          f"{'2nd launch':>10s}  families")
 
 
 def parts(tmp, only=None):
@@ -212,6 +232,7 @@ def main(argv=None):
     ap.add_argument("--skip-auto", action="store_true", help="leave out the engine='auto' row")
     ap.add_argument("--parts", action="store_true", help="compile each part of the fast engine alone instead")
     ap.add_argument("--only", default=None, help="with --parts: the parts to compile, comma-separated (alu,shfl)")
+    ap.add_argument("--repeat", type=int, default=1, help="the next process this many times (median and range)")
     a = ap.parse_args(argv)
     if a.parts:
         with tempfile.TemporaryDirectory() as tmp:
@@ -224,7 +245,13 @@ def main(argv=None):
         for k, case in enumerate(cases):
             root, cache = fresh_install(os.path.join(tmp, str(k)))
             show(f"{case}: fresh install, engine='fast'", child(case, root, cache, "fast", "0"))
-            show(f"{case}: next process, cache filled", child(case, root, cache, "fast"))
+            runs = [child(case, root, cache, "fast") for _ in range(a.repeat)]
+            for r in runs:
+                show(f"{case}: next process, cache filled", r)
+            if a.repeat > 1 and all("error" not in r for r in runs):
+                print(f"  {a.repeat} next processes: " + "; ".join(
+                    f"{k} median {statistics.median(r[k] for r in runs):.2f} s "
+                    f"({min(r[k] for r in runs):.2f}-{max(r[k] for r in runs):.2f})" for k in ("total", "process")))
         if len(cases) > 1:             # one install: each kernel compiles only the families the others left
             root, cache = fresh_install(os.path.join(tmp, "shared"))
             for case in cases:

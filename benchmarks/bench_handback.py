@@ -7,7 +7,8 @@ Every case is replayed on the fast engine (``engine="fast"``) and checked agains
 kernel the table gives the warp-instructions it ran, how many of them went back to the Python executors
 (counted where the loop hands an instruction back, ``fastcore.engine.handback_counts``; instructions run inside
 a ``call`` are run by the Python scheduler and counted in the column "in Python" only) and the opcodes handed
-back most often. The summary sums the opcodes over the whole corpus. With ``--time`` each case is also timed
+back most often (calls by what they call: ``call vprintf``, printf, which stays with the executor; ``call (function)``, a
+function with a body). The summary sums the opcodes over the whole corpus. With ``--time`` each case is also timed
 (CPU time of the launches, parsing excluded) on both engines, and the rates are printed per class of kernel
 (M warp-instructions per CPU-second; the ratio is the same run's). ``--save`` writes the counts as JSON;
 ``--before`` reads such a file (an earlier version's) and prints both summaries and the kernels that changed.
@@ -109,7 +110,7 @@ def main():
             bad = "known"
         prog_counts = {}
         for prog in _programs(res):
-            for k, v in handback_counts(prog).items():
+            for k, v in _by_callee(prog, handback_counts(prog)).items():
                 prog_counts[k] = prog_counts.get(k, 0) + v
         for k, v in prog_counts.items():
             total[k] = total.get(k, 0) + v
@@ -180,6 +181,24 @@ def _summary(counts):
     return (f"{len(counts)} kernels, {ni} warp-instructions, {nb} handed back ({100 * nb / max(ni, 1):.2f}%), "
             f"{npy} run in Python ({100 * npy / max(ni, 1):.2f}%); kernels with a hand-back: "
             f"{sum(1 for v in counts.values() if v['back'])}")
+
+
+def _by_callee(prog, counts):
+    """``counts`` with the calls split by what they call: "call vprintf" (printf, which stays with the Python
+    executor), "call __assertfail", "call (function)" (a function with a body: its frame is the Python
+    scheduler's)."""
+    if "call" not in counts:
+        return counts
+    out = {k: v for k, v in counts.items() if k != "call"}
+    tr = getattr(prog, "_fast", None)
+    import numpy as np
+    for p in np.flatnonzero(tr.handed_back).tolist():
+        op = prog.code[p]
+        if op.kind == "call":
+            callee = op.call.callee
+            k = f"call {callee}" if callee in ("vprintf", "__assertfail") else "call (function)"
+            out[k] = out.get(k, 0) + int(tr.handed_back[p])
+    return out
 
 
 def _programs(res):

@@ -296,8 +296,5 @@ def _variants():
     return out
 
 
-VARIANTS = {}
-for _var in _variants():
-    _var.check()
-    VARIANTS[_var.spelling] = _var
-del _var
+# (each variant's ``check`` runs in the tests, tests/test_coldstart.py, not here: every load_ptx imports this table)
+VARIANTS = {_var.spelling: _var for _var in _variants()}

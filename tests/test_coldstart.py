@@ -170,6 +170,14 @@ def test_every_wgmma_fragment_is_a_bijection_onto_its_tile():
     assert len(VARIANTS) > 500
 
 
+def test_every_mma_fragment_is_a_bijection_onto_its_tile():
+    """(idem for isa.mma, the mma.sync table)"""
+    from isa.mma import VARIANTS
+    for v in VARIANTS.values():
+        v.check()
+    assert len(VARIANTS) > 90
+
+
 def test_a_cached_function_that_allocates_loads_first_in_a_new_process(tmp_path):
     """The package's cached functions load without numba's context refresh (jitcache.harden), but with the
     reference-counting runtime's symbols: a process whose first jitted call loads (not compiles) a function that

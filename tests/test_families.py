@@ -51,7 +51,41 @@ def test_the_float_rows_compile_by_kind():
     tr = translation(load_ptx(text).program("matmul_kernel"))
     assert "fcvt" in tr.families and "float" not in tr.families and "mufu" not in tr.families
     assert {families.OF_OPCODE[op] for op in T.MUFU_ROWS} == {"mufu"}
-    assert {families.OF_OPCODE[op] for op in T.FLOAT_ROWS} == {"float"} and families.OF_OPCODE[T.FCVT] == "fcvt"
+    assert [families.OF_OPCODE[op] for op in T.FLOAT_ROWS] == ["float", "float", "farith", "farith"]
+    assert families.OF_OPCODE[T.FCVT] == "fcvt" and families.OF_OPCODE[T.MUFU_R] == "mufu_r"
+
+
+@pytest.mark.parametrize("text,fam,other", [
+    ("lg2.approx.f32 {T}, {A}; rsqrt.approx.ftz.f32 {D}, {T};", "mufu_r", "mufu"),
+    ("sqrt.approx.f32 {T}, {A}; ex2.approx.f32 {D}, {T};", "mufu_r", None),
+    ("fma.rn.ftz.f32 {T}, {A}, {B}, {C}; max.f32 {D}, {T}, {A};", "farith", None),
+    ("sub.rn.ftz.f32 {D}, {A}, {B};", "farith", "float"),
+    ("div.full.f32 {T}, {A}, {B}; add.f32 {D}, {T}, {C};", "farith", None),
+])
+def test_lg2_rsqrt_sqrt_and_the_ftz_arithmetic_compile_apart(text, fam, other, monkeypatch):
+    """lg2, rsqrt and sqrt ("mufu_r") compile apart from ex2, rcp and the divisions ("mufu": Triton's softmax), the
+    .ftz f32 arithmetic and a product or a division contracted with an add ("farith") apart from min/max/neg/abs
+    ("float": the softmax's max): a kernel
+    compiles only the kinds it has. While the family is not compiled its rows go to the reference executors with
+    the same bits; the next launch binds it and runs them all in the loop."""
+    import test_fastcore as F
+    module = load_ptx(F._form_kernel(text, 2))
+    tr = translation(module.program("k"))
+    assert fam in tr.families and (other is None or other not in tr.families)
+    rng = np.random.default_rng(11)
+    grid, arrays = F._inputs(*rng.integers(0, 1 << 32, size=(3, 64), dtype=np.uint64).astype(np.uint32), per=2)
+    real = warmup.family
+    monkeypatch.setattr(warmup, "family", lambda name, wait=True: 0 if name == fam else real(name, wait))
+    ref, fast, diffs = compare_engines(module, "k", grid, 32, arrays)
+    assert not diffs, diffs
+    assert tr.mufu_ptr[families.SLOT[fam]] == 0
+    rows = [p for p in range(len(tr.code)) if families.OF_OPCODE.get(int(tr.code[p, T.OP])) == fam]
+    assert rows and all(tr.handed_back[p] > 0 for p in rows)
+    monkeypatch.setattr(warmup, "family", real)
+    ref, fast, diffs = compare_engines(module, "k", grid, 32, arrays)
+    assert not diffs, diffs
+    assert tr.mufu_ptr[families.SLOT[fam]] != 0
+    assert fast["fast_executed"] == fast["instructions"]
 
 
 def test_sin_cos_and_tanh_compile_apart_from_the_other_mufu_forms(monkeypatch):
@@ -219,14 +253,16 @@ def test_the_apart_slots_are_the_loops():
     from emulator.machine.fastcore import bulkx, loop, rarecall
     loops = {"xrow": loop.XSLOT, "atom": loop.ASLOT, "wgmma": loop.WSLOT, "hopper": loop.HSLOT, "bulk": loop.BSLOT,
              "ctawait": loop.CSLOT, "ctabar": loop.BARSLOT, "rare": loop.RSLOT, "memplan": loop.MSLOT,
-             "cluster": rarecall.CLSLOT, "bulk_mc": bulkx.MCSLOT, "pick": loop.PSLOT,
-             "brx": loop.BRXSLOT, "memx": loop.XMSLOT}
+             "cluster": rarecall.CLSLOT, "bulk_mc": bulkx.MCSLOT, "bulk_s2s": bulkx.SCSLOT, "pick": loop.PSLOT,
+             "brx": loop.BRXSLOT, "memx": loop.XMSLOT,
+             # dsmemx.py's functions take memplan's and atom's slots in the kernels that may reach another CTA
+             "dsmem": loop.MSLOT, "dsmem_atom": loop.ASLOT}
     assert {k: v for k, v in families.APART_SLOT.items() if k not in families.WG_TILES} == loops
     # wgmma's tile functions (wgcall.wg_c finds them in the pointer array): after the loops' slots, one each
     tiles = sorted(families.APART_SLOT[k] for k in families.WG_TILES)
     assert tiles == list(range(loop.BSLOT + 1, loop.CSLOT))
-    assert (loop.CSLOT, loop.BARSLOT, loop.RSLOT, loop.MSLOT, rarecall.CLSLOT, bulkx.MCSLOT, loop.PSLOT, loop.BRXSLOT,
-            loop.XMSLOT) == tuple(range(families.NPTRS - 9, families.NPTRS))
+    assert (loop.CSLOT, loop.BARSLOT, loop.RSLOT, loop.MSLOT, rarecall.CLSLOT, bulkx.MCSLOT, bulkx.SCSLOT, loop.PSLOT,
+            loop.BRXSLOT, loop.XMSLOT) == tuple(range(families.NPTRS - 10, families.NPTRS))
 
 
 def test_a_family_filled_later_is_used_by_the_next_launch(monkeypatch):

@@ -307,3 +307,191 @@ def test_mov_pack_and_unpack_run_in_the_loop():
     assert not slow, slow
     tr = translation(module.program("k"))
     assert {T.XROW, T.MOV_UNPACK} <= set(tr.code[:, T.OP].tolist())
+
+
+ASSERT_WGMMA = r"""
+.version 8.5
+.target sm_90a
+.address_size 64
+.extern .func __assertfail
+(
+    .param .b64 __assertfail_param_0,
+    .param .b64 __assertfail_param_1,
+    .param .b32 __assertfail_param_2,
+    .param .b64 __assertfail_param_3,
+    .param .b64 __assertfail_param_4
+);
+.global .align 1 .b8 $str$msg[13] = {116, 105, 100, 32, 60, 61, 32, 108, 105, 109, 105, 116, 0};
+.global .align 1 .b8 $str$file[5] = {107, 46, 99, 117, 0};
+.global .align 1 .b8 $str$fn[2] = {107, 0};
+.shared .align 1024 .b8 smem[8192];
+.visible .entry k(.param .u64 out, .param .u64 in, .param .u32 limit)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<24>;
+    .reg .b64 %rd<24>;
+    mov.u32 %r1, %tid.x;
+    ld.param.u64 %rd1, [in];
+    mul.wide.u32 %rd2, %r1, 64;
+    add.s64 %rd3, %rd1, %rd2;
+    mov.u32 %r2, smem;
+    shl.b32 %r3, %r1, 6;
+    add.u32 %r4, %r2, %r3;
+    ld.global.v4.u32 {%r5, %r6, %r7, %r8}, [%rd3];
+    st.shared.v4.u32 [%r4], {%r5, %r6, %r7, %r8};
+    ld.global.v4.u32 {%r5, %r6, %r7, %r8}, [%rd3+16];
+    st.shared.v4.u32 [%r4+16], {%r5, %r6, %r7, %r8};
+    ld.global.v4.u32 {%r5, %r6, %r7, %r8}, [%rd3+32];
+    st.shared.v4.u32 [%r4+32], {%r5, %r6, %r7, %r8};
+    ld.global.v4.u32 {%r5, %r6, %r7, %r8}, [%rd3+48];
+    st.shared.v4.u32 [%r4+48], {%r5, %r6, %r7, %r8};
+    fence.proxy.async.shared::cta;
+    bar.sync 0;
+    ld.param.u32 %r9, [limit];
+    setp.le.u32 %p1, %r1, %r9;
+    @%p1 bra OK;
+    mov.u64 %rd10, $str$msg;
+    cvta.global.u64 %rd11, %rd10;
+    mov.u64 %rd12, $str$file;
+    cvta.global.u64 %rd13, %rd12;
+    mov.u64 %rd14, $str$fn;
+    cvta.global.u64 %rd15, %rd14;
+    {
+    .param .b64 param0;
+    st.param.b64 [param0+0], %rd11;
+    .param .b64 param1;
+    st.param.b64 [param1+0], %rd13;
+    .param .b32 param2;
+    st.param.b32 [param2+0], 7;
+    .param .b64 param3;
+    st.param.b64 [param3+0], %rd15;
+    .param .b64 param4;
+    st.param.b64 [param4+0], 1;
+    call.uni __assertfail, (param0, param1, param2, param3, param4);
+    }
+OK:
+    mov.b64 %rd4, DA;
+    mov.b64 %rd5, DB;
+    mov.b32 %r10, 0;
+    mov.b32 %r11, 0;
+    wgmma.fence.sync.aligned;
+    wgmma.mma_async.sync.aligned.m64n8k16.f16.f16.f16 {%r10, %r11}, %rd4, %rd5, 0, 1, 1, 0, 0;
+    wgmma.mma_async.sync.aligned.m64n8k16.f16.f16.f16 {%r10, %r11}, %rd4, %rd5, 1, -1, 1, 0, 0;
+    wgmma.commit_group.sync.aligned;
+    wgmma.wait_group.sync.aligned 0;
+    ld.param.u64 %rd6, [out];
+    mul.wide.u32 %rd7, %r1, 8;
+    add.s64 %rd8, %rd6, %rd7;
+    st.global.v2.u32 [%rd8], {%r10, %r11};
+    ret;
+}
+""".replace("DA;", f"{DA};").replace("DB;", f"{DB};")
+
+
+def test_a_device_assert_keeps_wgmma_in_the_cta_loop():
+    """A kernel with a device assert (a call of ``__assertfail`` it does not take, as CuTe's and nvcc's kernels
+    carry) runs its CTA in the CTA loop: its f16-accumulator wgmma rows are not handed back, and both engines give
+    the same bits; an assert that fails raises the same DeviceAssertError on both."""
+    from emulator.machine.fastcore.engine import handback_counts
+    module = load_ptx(ASSERT_WGMMA)
+    assert translation(module.program("k")).cta_ok
+    rng = np.random.default_rng(7)
+    src = rng.normal(0, 1, 4096).astype(np.float16).view(np.uint8)
+    ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(128 * 8, np.uint8), src], [1000])
+    assert not diffs, diffs
+    assert handback_counts(module.program("k")) == {}
+    d = ref["memory"][0][1].view(np.float16)
+    assert np.isfinite(d).all() and (d != 0).sum() > 500          # the tiles were computed: 8 KiB of A and B
+    module = load_ptx(ASSERT_WGMMA)
+    ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(128 * 8, np.uint8), src], [100])
+    assert not diffs, diffs
+    assert ref["error"][0] == "DeviceAssertError" and "lane 5" in ref["error"][1] and "tid <= limit" in ref["error"][1]
+
+
+def test_cute_cpasync_wgmma_tutorial_hands_back_no_wgmma():
+    """CuTe's Hopper tutorial GEMM with cp.async copies (F16F16F16 m64n64k16, its smem pointers checked by device
+    asserts) equals the H100's output on the fast engine, which hands back none of its wgmma rows (only the
+    cp.async copies that grow the loop's record table)."""
+    import corpus_lib
+    from emulator.machine.fastcore.engine import handback_counts
+    case = corpus_lib.load_all()["cute_tutorial_wgmma_cpasync_tn_sm90a"]
+    got, res, _ = corpus_lib.replay(case, engine="fast")
+    assert corpus_lib.mismatches(case, got) == []
+    back = {}
+    for prog in {id(w.program): w.program for _, ws in res.ctas for w in ws}.values():
+        for k, v in handback_counts(prog).items():
+            back[k] = back.get(k, 0) + v
+    assert not any(k.startswith("wgmma") for k in back), back
+    assert sum(back.values()) <= 4, back
+
+
+def _launch_notes_and_backs(case, engine):
+    import corpus_lib
+    from emulator.machine.fastcore.engine import handback_counts
+    got, res, _ = corpus_lib.replay(case, engine=engine)
+    back = {}
+    for prog in {id(w.program): w.program for _, ws in res.ctas for w in ws}.values():
+        for k, v in handback_counts(prog).items():
+            back[k] = back.get(k, 0) + v
+    return got, list(res.notes), back
+
+
+@pytest.mark.parametrize("name", ["triton_matmul_f16acc_64x64_sm90a", "ptx_wgmma_read_before_wait",
+                                  "ptx_wgmma_read_uncommitted", "ptx_wgmma_write_before_wait"])
+def test_the_injected_wait_keeps_wgmma_in_the_cta_loop(name):
+    """Triton's f16-accumulator matmul unpacks its accumulators (mov.b32 {h, h}, r) before wgmma.wait_group, so ptxas
+    injects a wait (C7517); the captures' kernels read, or write, an accumulator in flight. The CTA loop makes that
+    wait itself (the warp stalls until its warpgroup computed the tile, then every group retires): the outputs
+    equal the H100's, the launch's notes and everything else equal the reference engine's, and nothing is handed
+    back."""
+    import corpus_lib
+    from engines import differences, replay_outcome
+    case = corpus_lib.load_npz(corpus_lib.os.path.join(corpus_lib.ROOT, "tests", "data", "ctrlflow.npz"))[name]
+    got, notes, back = _launch_notes_and_backs(case, "fast")
+    assert corpus_lib.mismatches(case, got) == []
+    assert back == {}, back
+    _, ref_notes, _ = _launch_notes_and_backs(case, "reference")
+    assert notes == ref_notes and len(notes) == 1 and "C7517" in notes[0], (notes, ref_notes)
+    _, ref = replay_outcome(case, "reference")
+    _, fast = replay_outcome(case, "fast")
+    assert differences(ref, fast) == []
+
+
+def test_an_injected_wait_for_a_warp_that_never_issues_is_reported_alike():
+    """Warp 3 of the warpgroup skips the wgmma while warps 0-2 read its accumulator before waiting: the CTA loop's
+    injected wait stalls them, and the report (the reference's, from the state the loop hands over) is the same
+    on both engines."""
+    body = ("mov.u32 %r2, %warpid;\nsetp.eq.u32 %p1, %r2, 3;\n@%p1 bra SKIP;\nwgmma.fence.sync.aligned;\n" + MMA +
+            "\nwgmma.commit_group.sync.aligned;\nadd.f32 %f5, %f0, %f1;\nwgmma.wait_group.sync.aligned 0;\nSKIP:\n")
+    text = HEAD + f"mov.b64 %rd1, {DA};\nmov.b64 %rd2, {DB};\n" + body + TAIL
+    ref, fast, diffs = compare_engines(load_ptx(text), "k", 1, 128, [np.zeros(4 * 128, np.uint8)])
+    assert not diffs, diffs
+    assert ref["error"][0] == "WarpSyncError" and "add.f32 %f5, %f0, %f1: waits for" in ref["error"][1], ref["error"]
+
+
+@pytest.mark.parametrize("use", ["add.f32 %f5, %f1, %f0;", "fma.rn.f32 %f5, %f2, %f3, %f1;",
+                                 "mov.b64 %rd5, {%f3, %f2};\nmov.b64 {%f6, %f7}, %rd5;\nadd.f32 %f5, %f6, %f7;"])
+def test_an_injected_wait_before_an_instruction_with_several_held_registers(use):
+    """An instruction that touches several registers of an in-flight wgmma (or one the loop does not know the
+    executor's order of): its executor runs it under the reference's register guard, which names the register it
+    touches first in the launch's note and makes the wait; the CTA stays in the loop. Same bits, notes and
+    state as the reference engine."""
+    from emulator.machine.fastcore.engine import handback_counts
+    body = "wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n" + use + \
+        "\nwgmma.wait_group.sync.aligned 0;\nmov.f32 %f0, %f5;\n"
+    text = HEAD + f"mov.b64 %rd1, {DA};\nmov.b64 %rd2, {DB};\nmov.u32 %r2, smem;\nmad.lo.u32 %r2, %r1, 64, %r2;\n" \
+        "cvt.rn.f32.u32 %f7, %r1;\ncvt.rn.f16x2.f32 %r3, %f7, %f7;\n" + \
+        "".join(f"st.shared.u32 [%r2+{4 * i}], %r3;\n" for i in range(16)) + \
+        "fence.proxy.async.shared::cta;\nbar.sync 0;\n" + body + TAIL
+    ref, fast, diffs = compare_engines(load_ptx(text), "k", 1, 128, [np.zeros(4 * 128, np.uint8)])
+    assert not diffs, diffs
+    from emulator import GlobalMemory
+    module = load_ptx(text)
+    res = {}
+    for engine in ("reference", "fast"):
+        g = GlobalMemory()
+        out = g.alloc(4 * 128)
+        res[engine] = module.launch("k", (1, 1, 1), (128, 1, 1), [out], gmem=g, engine=engine)
+    assert res["fast"].notes == res["reference"].notes and len(res["fast"].notes) == 1, res["fast"].notes
+    back = handback_counts(module.program("k"))
+    assert not any(k.startswith("wgmma") for k in back) and sum(back.values()) == 4, back

@@ -608,7 +608,7 @@ def test_mufu_forms_replay_the_h100_sample_on_the_fast_engine(form):
     assert bad.size == 0, [(hex(int(a[i])), hex(int(b[i])), hex(int(want[i])), hex(int(got[i]))) for i in bad[:5]]
     tr = translation(module.program("k"))
     want = "MUFU_DIV" if form.startswith("div") else "MUFU_X" if form.split(".")[0] in ("sin", "cos", "tanh") \
-        else "MUFU"
+        else "MUFU_R" if form.split(".")[0] in ("lg2", "rsqrt", "sqrt") else "MUFU"
     assert {T.NAMES[int(o)] for o in tr.code[:, T.OP]} >= {want}
     assert out["fast_executed"] == out["instructions"]          # every instruction ran in the loop, none handed back
 
@@ -686,7 +686,7 @@ def test_a_wrong_float_row_is_caught(form):
     e = FLOAT_EDGES
     module = load_ptx(_form_kernel(FLOAT_FORMS[form], 8))
     tr = translation(module.program("k"))
-    ops = (T.FARITH, T.MUFU_DIVFMA) if form.startswith("contract") else (T.MUFU, T.MUFU_DIV, T.FARITH)
+    ops = (T.FARITH, T.MUFU_DIVFMA) if form.startswith("contract") else (T.MUFU, T.MUFU_R, T.MUFU_DIV, T.FARITH)
     rows = np.flatnonzero(np.isin(tr.code[:, T.OP], ops))
     assert rows.size == 8
     field = T.Z if form.startswith("contract") else T.Y
@@ -710,7 +710,7 @@ def test_float_forms_the_loop_does_not_hold_stay_with_the_executors(text):
     assert not diffs, diffs
     if "error" not in ref:                   # (an unknown spelling is refused before anything runs)
         tr = translation(module.program("k"))
-        assert not np.isin(tr.code[:, T.OP], T.MUFU_ROWS + T.FLOAT_ROWS + (T.FCVT, T.MUFU_X)).any()
+        assert not np.isin(tr.code[:, T.OP], T.MUFU_ROWS + T.FLOAT_ROWS + (T.FCVT, T.MUFU_X, T.MUFU_R)).any()
 
 
 

@@ -274,3 +274,43 @@ def test_the_tma_rows_type_each_variable_as_its_assignments():
             if isinstance(disp, Dispatcher) and disp.py_func.__module__ == bulkx.__name__:
                 todo.append((disp.py_func, tuple(csig.args)))
     assert checked >= want, want - checked
+
+
+def test_the_register_helpers_and_the_small_families_type_each_variable_as_its_assignments():
+    """``fastcore.regs`` (the register reads and writes every family and both loops link), ``shfl``, ``cpasync`` and
+    the ``alu_f32`` entry compile with the lean pipeline: none types a variable as none of its assignments is
+    typed with SSA (``regs._scatter``'s bit walk once named its lane as the lane loops above it, uint64 against
+    int64: float64 without SSA). The signatures are those the families' entries and ``memplan.plan_c`` call them
+    with, then those of the functions they call, in turn."""
+    from numba.core.dispatcher import Dispatcher
+    from emulator.machine.fastcore import ccall, cpasync, families, memplan, regs, shfl
+    assert {"alu_f32", "shfl", "cpasync"} <= set(families.LEAN)
+    mine = {regs.__name__, shfl.__name__, cpasync.__name__}
+    lean_fns = {d.py_func for mod in (regs, shfl, cpasync) for d in vars(mod).values()
+                if getattr(getattr(d, "_compiler", None), "pipeline_class", None) is regs.LEAN}
+    assert {f.__name__ for f in lean_fns} >= {"_rd", "_gather", "_scatter", "_copy_src", "_copy_dst", "_shfl",
+                                              "cp_step", "_wait"}
+    entries = {families._entry(n) for n in ("alu_f32", "shfl", "cpasync")}
+    todo = [(families._entry(n), tuple(ccall.SIG.args)) for n in ("alu", "alu_f32", "shfl", "cpasync")]
+    todo.append((memplan.plan_c, tuple(memplan.SIG.args)))
+    done, checked = set(), set()
+    while todo:
+        fn, sig = todo.pop()
+        if (fn, sig) in done:
+            continue
+        done.add((fn, sig))
+        nrt = fn is memplan.plan_c
+        typed = ssa_types(fn, sig, nrt=nrt)
+        calls = dict(_TYPED["calltypes"])
+        if fn in lean_fns or fn in entries:
+            got = unified(lean_types(fn, sig, nrt=nrt), typed)
+            assert not got, f"{fn.__name__}: variables typed without SSA as none of their assignments: {got}"
+            checked.add(fn.__name__)
+        for expr, csig in calls.items():
+            if getattr(expr, "op", None) != "call" or csig is None:
+                continue
+            disp = getattr(typed.get(expr.func.name), "dispatcher", None)
+            if isinstance(disp, Dispatcher) and (disp.py_func.__module__ in mine or disp is memplan._mem_plan):
+                todo.append((disp.py_func, tuple(csig.args)))
+    assert checked >= {"_rd", "_gather", "_scatter", "_copy_src", "_copy_dst", "_shfl", "cp_step", "_wait",
+                       "entry_f32", "entry"}, checked

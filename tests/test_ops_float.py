@@ -242,3 +242,51 @@ def test_cvt_saturation_pack_relu_and_testp():
     assert w.read("%p1")[:8].tolist() == [True, True, True, False, True, True, True, True]
     assert w.read("%p2")[:8].tolist() == [False, False, False, False, False, False, True, False]
     assert w.read("%p3")[:8].tolist() == [False, False, False, True, False, False, False, False]
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul"])
+def test_the_short_f32_path_gives_the_general_rules_bits(op, monkeypatch):
+    """add/sub/mul.rn.f32 on numpy's float32 arithmetic (ops/falu.py ``_addmul_f32``) against the general rule
+    (FAST_F32 off): random bit patterns (NaNs of every payload and sign, infinities, subnormals, signed zeros),
+    near-cancellations, overflows, an immediate operand, and a flush-to-zero FPU falling back to the general rule."""
+    from emulator.ops import falu
+    rng = np.random.default_rng(7)
+    special = np.array([0, 0x80000000, 1, 0x80000001, 0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000,
+                        0xFF800000, 0x7FC00000, 0xFFC00001, 0x7F800001, 0x3F800000, 0xBF800000, 0x34000000],
+                       np.uint32)
+    cases = [(rng.integers(0, 2 ** 32, 32, dtype=np.uint64).astype(np.uint32),
+              rng.integers(0, 2 ** 32, 32, dtype=np.uint64).astype(np.uint32)) for _ in range(40)]
+    cases.append((np.tile(special, 2), np.repeat(special, 2)))
+    cases.append((np.repeat(special, 2), np.tile(special, 2)))
+    a = rand_f32(rng, 32)
+    with np.errstate(over="ignore"):
+        inv = 1 / a
+    cases.append((a.view(np.uint32), (-a if op != "mul" else inv).astype(np.float32).view(np.uint32)))
+    cases.append((a.view(np.uint32), (np.nextafter(a, np.float32(0)) if op == "sub" else
+                                      -np.nextafter(a, np.float32(0))).astype(np.float32).view(np.uint32)))
+
+    def run(x, y, text):
+        w = Warp()
+        w.declare("f32", ["%out", "%a", "%b"])
+        w.write("%a", x.view(np.float32))
+        w.write("%b", y.view(np.float32))
+        w.run(text)
+        return w.read("%out").view(np.uint32)
+
+    for text in (f"{op}.rn.f32 %out, %a, %b;", f"{op}.f32 %out, %a, 0f3F800001;"):
+        for x, y in cases:
+            monkeypatch.setattr(falu, "FAST_F32", True)
+            short = run(x, y, text)
+            monkeypatch.setattr(falu, "FAST_F32", False)
+            general = run(x, y, text)
+            assert np.array_equal(short, general), (text, x, y, short, general)
+    # a flush-to-zero FPU (a library may set it): the short path hands the instruction to the general rule
+    calls = []
+    finish = falu._finish
+    monkeypatch.setattr(falu, "_finish", lambda *a, **k: calls.append(1) or finish(*a, **k))
+    monkeypatch.setattr(falu, "FAST_F32", True)
+    x = np.full(32, 1, np.uint32)             # subnormal inputs: kept by the general rule
+    want = {"add": 2, "sub": 0, "mul": 0}[op]
+    assert np.array_equal(run(x, x, f"{op}.rn.f32 %out, %a, %b;"), np.full(32, want, np.uint32)) and not calls
+    monkeypatch.setattr(falu, "_TWO32", np.float32(0.0))      # (the probe as under flush-to-zero)
+    assert np.array_equal(run(x, x, f"{op}.rn.f32 %out, %a, %b;"), np.full(32, want, np.uint32)) and calls

@@ -125,6 +125,9 @@ class Cluster:
         from .fastcore.clusterx import CL_ROW
         self._ct = np.zeros((1 + len(ctas), CL_ROW), np.int64)  # the loop's table of the cluster (clusterx.CL_*)
         self._fixed = [None] * len(ctas)        # the CTA loop arrays whose addresses stand in the table
+        self._ptrs = {}                         # id(array) -> (array, its address)
+        # (a kernel with wgmma.mma_async: whether its in-flight reads of each CTA's shared memory are looked up)
+        self._wgr = any(c.fast_cta.launch.tr.async_readers for c in ctas)
         for c in ctas:
             c.fast_cta.cluster_hook = partial(self._tables, c)
         quiet = [False] * len(ctas)     # the CTA's last turn ran instructions without changing _state
@@ -171,8 +174,9 @@ class Cluster:
         them), its number of warps and its shared memory, for the rows that reach another CTA (hopcall.py,
         clusterx.py); returns the table's address. After the run: the changes the loop made to each CTA's barriers
         move its ``MBarriers.version`` on, and a cluster barrier phase the loop completed becomes ``phase``."""
-        from .fastcore import clusterx as X
+        X = _X[0] or _clusterx()
         ct = self._ct
+        ptr = self._ptr
         if before:
             ct[0, X.CL_RANK], ct[0, X.CL_SIZE], ct[0, X.CL_PHASE] = c.rank, self.size, self.phase
             fixed = self._fixed
@@ -181,12 +185,13 @@ class Cluster:
                 rows = au.mbarriers.rows if au is not None else None
                 row = ct[1 + r]
                 # (a table grows into new rows, an async unit is made on first need: read again before every run)
-                row[X.CL_TAB] = rows.ctypes.data if rows is not None and rows.size else 0
+                row[X.CL_TAB] = ptr(rows) if rows is not None and rows.size else 0
                 row[X.CL_N] = au.mbarriers.used if au is not None else 0
                 row[X.CL_ALIVE] = not self._done[r]
                 row[X.CL_INFL_N] = p.inflight_n
-                row[X.CL_DIRTY] = au.dirty.ctypes.data if au is not None and au.dirty.size else 0
+                row[X.CL_DIRTY] = ptr(au.dirty) if au is not None and au.dirty.size else 0
                 row[X.CL_PYPEND] = int(au is not None and bool(au.pending))
+                row[X.CL_WGR] = _wgmma_reads(p, ptr) if self._wgr and p is not c else 0
                 fc = p.fast_cta or p.__dict__.get("_fast_arrays")
                 if fc is None:
                     row[X.CL_ALIVE] = 0
@@ -210,10 +215,21 @@ class Cluster:
         for r, p in enumerate(self.ctas):       # (multicast loads the loop put in flight in, or landed in, others)
             if p is not c and p.inflight_n != ct[1 + r, X.CL_INFL_N]:
                 p.inflight_n = int(ct[1 + r, X.CL_INFL_N])
+        if ct[0, X.CL_DIRTY_N]:             # (stores into another CTA: dsmemx.py)
+            for r in np.flatnonzero(ct[1:, X.CL_DIRTY_N]).tolist():
+                self.ctas[r].async_unit.any_dirty = True
+            ct[:, X.CL_DIRTY_N] = 0
         if int(ct[0, X.CL_PHASE]) != self.phase:
             self.phase = int(ct[0, X.CL_PHASE])
             self.version += 1
         return 0
+
+    def _ptr(self, a):
+        """The raw address of array ``a`` (``a.ctypes.data``, which costs microseconds: kept per array)."""
+        got = self._ptrs.get(id(a))
+        if got is None or got[0] is not a:
+            got = self._ptrs[id(a)] = (a, a.ctypes.data)
+        return got[1]
 
     def _hand_over(self, done):
         """Every CTA still in the CTA loop hands its state (barriers, stalls, wgmma) to the warp-by-warp
@@ -277,6 +293,26 @@ class Cluster:
         for c in ctas:
             check_wgmma_end(c)
         return [c.warps for c in ctas]
+
+
+def _clusterx():
+    from .fastcore import clusterx
+    _X[0] = clusterx
+    return clusterx
+
+
+_X = [None]
+
+
+def _wgmma_reads(cta, ptr):
+    """The raw address of the CTA's wgmma read counts (int32 a byte of shared memory) while an in-flight
+    wgmma.mma_async reads its shared memory (a store from another CTA into those bytes is an error), else 0."""
+    fc = cta.fast_cta
+    wg = getattr(fc, "wg", None) if fc is not None else None
+    if wg is not None:
+        return ptr(wg.reads) if wg.ctl[wg.NREAD] > 0 else 0
+    st = getattr(cta, "wgmma", None)
+    return ptr(st.smem_reads) if st is not None and st.n_reading else 0
 
 
 class ClusterWait:

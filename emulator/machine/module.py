@@ -1,7 +1,9 @@
 """A loaded PTX module and its launches: names, module variables, parameters, the grid loop."""
+import atexit
 import copy
 import functools
 import gc
+import os
 import re
 import struct
 import sys
@@ -135,6 +137,23 @@ class _no_cyclic_gc:
         if self.was:
             gc.enable()
         return False
+
+
+def quick_exit():
+    """At interpreter exit (an ``atexit`` handler, once this module is imported): collect the garbage there is, as
+    the interpreter's own shutdown would (finalizers run, files close), then move every object still alive into
+    the collector's permanent generation (``gc.freeze``). Python's shutdown then tears its modules down without
+    walking the ~100,000 objects numba, its compiled functions and a launch keep alive in several full
+    collections: about 0.2 s of CPU off the end of every process that launched a kernel, a third of a warm
+    process's whole cost. What it changes: an object that becomes cyclic garbage only while the modules are
+    torn down is freed by the operating system without its finalizer, which Python does not promise to run at
+    exit either. ``WARPEMU_QUICK_EXIT=0`` leaves the shutdown as it is."""
+    gc.collect()
+    gc.freeze()
+
+
+if os.environ.get("WARPEMU_QUICK_EXIT", "1").strip() != "0":
+    atexit.register(quick_exit)
 
 
 def _load_unvalidated(text, arch=None):

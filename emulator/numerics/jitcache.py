@@ -36,6 +36,10 @@ def prepare():
         harden(root)
     except Exception:                      # noqa: BLE001 (a numba without these internals: its own behaviour)
         pass
+    try:
+        lazy_caches(root)
+    except Exception:                      # noqa: BLE001 (idem: numba then finds each function's cache at once)
+        pass
     if not shortcuts_checked():
         return
     try:
@@ -466,6 +470,81 @@ def harden(root):
 
     Cache.load_overload, Cache.save_overload = load_overload, save_overload
     Cache._warpemu_hardened = True
+
+
+# ------------------------------------------------------------------------------------------------------------
+# numba finds a cached function's place in its cache when the function is decorated: for each of the package's
+# jitted functions (~230 with the launch path) a stat of its source, a ``makedirs`` and a temporary file written and
+# removed (to see that the folder is writable), 0.03-0.04 s of a process's CPU, though a warm launch loads only the
+# loops (the families are C callbacks with caches of their own; the helpers are linked into both). ``lazy_caches`` makes that search happen on the function's first compile
+# or cache load instead; a function whose cache cannot be placed then compiles without one (numba itself would
+# have refused the import).
+
+
+def _where(py_func):
+    from numba.core import config
+    try:
+        return config.CACHE_DIR or os.path.dirname(py_func.__code__.co_filename)
+    except Exception:                      # noqa: BLE001
+        return "?"
+
+
+class LazyCache:
+    """A jitted function's numba cache (``FunctionCache``), made on first use."""
+
+    __slots__ = ("_py_func", "_real")
+
+    def __init__(self, py_func):
+        self._py_func = py_func
+        self._real = None
+
+    def _get(self):
+        real = self._real
+        if real is None:
+            from numba.core.caching import FunctionCache, NullCache
+            try:
+                real = FunctionCache(self._py_func)
+            except Exception as e:         # noqa: BLE001 (no writable place for it: compile without a cache)
+                _warn_once("placed", _where(self._py_func), e)
+                real = NullCache()
+            self._real = real
+        return real
+
+    @property
+    def made(self) -> bool:
+        """Whether the cache was needed in this process (tests)."""
+        return self._real is not None
+
+    def __getattr__(self, name):
+        return getattr(self._get(), name)
+
+
+_LAZY_ROOTS = []
+
+
+def lazy_caches(root):
+    """numba's caches of the jitted functions defined under ``root`` (a folder) are made on their first use
+    (``LazyCache``). Idempotent."""
+    from numba.core.dispatcher import Dispatcher
+    root = os.path.join(os.path.abspath(root), "")
+    if root not in _LAZY_ROOTS:
+        _LAZY_ROOTS.append(root)
+    if getattr(Dispatcher, "_warpemu_lazy", False):
+        return
+    enable = Dispatcher.enable_caching
+
+    def enable_caching(self):
+        try:
+            mine = os.path.abspath(self.py_func.__code__.co_filename).startswith(tuple(_LAZY_ROOTS))
+        except Exception:                  # noqa: BLE001 (not a plain Python function: not ours)
+            mine = False
+        if not mine:
+            return enable(self)
+        self._cache = LazyCache(self.py_func)
+
+    enable_caching.__wrapped__ = enable
+    Dispatcher.enable_caching = enable_caching
+    Dispatcher._warpemu_lazy = True
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -144,6 +144,34 @@ def compile_float(instr, env):
     return _FLOAT_FACTORIES[instr.base](instr, env)
 
 
+# ``add``/``sub``/``mul`` ``.rn.f32`` without ``.ftz``/``.sat`` also have a short path (``_addmul_f32``): numpy's float32
+# arithmetic, which rounds each operation once to nearest even with subnormals kept (IEEE 754, as FADD and FMUL do),
+# and the canonical NaN. The general ``run`` below stays the readable rule; tests/test_ops_float.py compares both
+# (FAST_F32 = False compiles the general one).
+FAST_F32 = True
+_NAN32 = np.uint32(0x7FFFFFFF)
+_ABS32 = np.uint32(0x7FFFFFFF)
+_INF32 = np.uint32(0x7F800000)
+_TINY32 = np.float32(1e-45)          # the smallest subnormal: 0 times two under a flush-to-zero FPU mode
+_TWO32 = np.float32(2.0)
+
+
+def _addmul_f32(instr, ops, run):
+    """The short path of add/sub/mul.rn.f32 (``run``, the general rule, whenever the FPU flushes subnormals: a
+    library that set the processor's flush-to-zero or denormals-are-zero modes)."""
+    ra, rb = ops.readers
+    writer = ops.writer
+    op = {"add": np.add, "sub": np.subtract, "mul": np.multiply}[instr.base]
+
+    def run_f32(warp, mask):
+        if _TINY32 * _TWO32 == 0:
+            return run(warp, mask)
+        with np.errstate(all="ignore"):
+            r = op(ra(warp).view(np.float32), rb(warp).view(np.float32)).view(np.uint32)
+        writer(warp, np.where((r & _ABS32) > _INF32, _NAN32, r), mask)
+    return run_f32
+
+
 def _compile_addmul(instr, env):
     if getattr(instr, "contract", None) is not None:
         return _compile_contracted(instr, env, instr.contract)
@@ -153,6 +181,7 @@ def _compile_addmul(instr, env):
     mode, sat = _mode(instr, q), "sat" in q
     base = instr.base
     f64 = ptype == "f64"
+    short = FAST_F32 and ptype == "f32" and mode == "rn" and not sat and not ops.ftz
     ia, ib, negate = _f64_slots(instr, ops)     # the DADD/DMUL slots of a and b (f64 immediates)
     order = (ib, ia)                            # f64: of two NaNs, the second slot's
 
@@ -178,7 +207,7 @@ def _compile_addmul(instr, env):
                 ovf = np.isinf(s) & np.isfinite(a) & np.isfinite(b)
         r = _finish(ops, s, mode, e, sat, overflow=ovf)
         ops.write(warp, ops.f64_nan(warp, r, order), mask)
-    return run
+    return _addmul_f32(instr, ops, run) if short else run
 
 
 def _compile_contracted(instr, env, info):

@@ -3,14 +3,15 @@
 signature; slot ``loop.BSLOT`` of the translation's pointer array). ``families.py`` compiles it (or loads it from
 numba's cache) as it does the instruction families ("bulk"): only for kernels with such a row, under the compile
 lock, and with ``engine="auto"`` never while another process compiles (the rows go to the reference executors
-until then). ``mc_c`` (a lane's multicast load, "bulk_mc") likewise, only for kernels with such loads.
+until then). ``mc_c`` (a lane's multicast load, "bulk_mc") and ``sc_c`` (cp.async.bulk.shared::cluster.shared::cta,
+"bulk_s2s") likewise, only for kernels with such rows.
 """
 import numpy as np
 from numba import carray, types
 
 from . import table as T
 from . import ccall as C
-from .bulkx import B_COMMIT, B_WAIT, NCTL, PUMP, _multicast, bulk_rows, groups, pump
+from .bulkx import B_COMMIT, B_WAIT, NCTL, PUMP, _multicast, bulk_rows, groups, pump, scopy_rows
 from .ccall import CTX_ROW, NCTX, NSCRATCH, i64_1d, reinterpret
 
 _P64 = types.CPointer(types.uint64)
@@ -56,3 +57,15 @@ def mc_c(lane, pstate, prow, pimm, parena, n, pscratch):
                     np.int64(scratch[5, lane]), np.int64(scratch[4, lane]), lane, ctx[C.K_P],
                     np.int64(scratch[6, lane] & np.uint64(0xFFFF)))
     return 0 if ok else 1
+
+
+def sc_c(em, pstate, prow, pimm, parena, n, pscratch):
+    """cp.async.bulk.shared::cluster.shared::cta on the lanes in ``em`` (``bulkx.scopy_rows``; SIG, "bulk_s2s" of
+    families.APART), called by ``bulk_rows`` through slot ``bulkx.SCSLOT``. 0: staged, 1: the executor runs it."""
+    a8 = carray(parena, n)
+    scratch = carray(pscratch, (NSCRATCH, 32))
+    ctx = reinterpret(scratch[CTX_ROW:].reshape(NCTX), np.int64)
+    state = carray(pstate, T.NSTATE)
+    ctl = i64_1d(state[T.S_BULK], NCTL)
+    return scopy_rows(ctl, carray(prow, T.NFIELDS), carray(pimm, T.NIMM), em, state, a8, reinterpret(a8, np.uint16),
+                      reinterpret(a8, np.uint32), reinterpret(a8, np.uint64), scratch, ctx)

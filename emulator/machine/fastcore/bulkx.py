@@ -28,7 +28,8 @@ Everything else returns 1 before anything is written (the loop hands the instruc
 or raises its error): a tensor map the executor would refuse or fault on, a box past shared memory, an element
 outside every allocation, a destination or mbarrier in another CTA of the cluster (but for a multicast), a
 multicast rank outside the cluster or whose CTA is gone, an unfenced generic write in a store's source,
-``.im2col``, the non-tensor ``cp.async.bulk`` forms, a sanitised or recorded launch (state ``S_BULK`` 0), a warp run
+``.im2col``, the non-tensor ``cp.async.bulk`` forms (but for ``cp.async.bulk.shared::cluster.shared::cta``: ``_scopy``),
+a sanitised or recorded launch (state ``S_BULK`` 0), a warp run
 alone's multicast, and a staging area too small (it grows for the next time).
 
 The rows run in one C-callable function compiled apart from the loops (``bulkcall.bulk_c``), which the loop calls
@@ -49,8 +50,8 @@ from .families import APART_SLOT
 from .raw import _peek8, _peek16, _peek32, _peek64, _poke8, _poke32, _peek, _poke
 from .regs import _gather
 from .hopcall import _addresses
-from .clusterx import (CL_ALIVE, CL_DIRTY, CL_N, CL_PYPEND, CL_RANK, CL_SIZE, CL_SMEM_N, CL_TAB, cl_get, cl_inflight,
-                       cl_target)
+from .clusterx import (CL_ALIVE, CL_DIRTY, CL_EXITED, CL_N, CL_NW, CL_PYPEND, CL_RANK, CL_SIZE, CL_SMEM_N, CL_TAB,
+                       cl_get, cl_inflight, cl_target)
 from ...memory.dsmem import OFFSET_MASK, SHIFT
 from ...memory.mbarrier import TX, TX_MAX
 from ...memory.tensormap import DTYPES, FLOAT_TYPES, SWIZZLE_BYTES
@@ -61,6 +62,8 @@ LEAN = lean()       # the loops' pipeline (jitcache.lean: no SSA; tests/test_lea
 
 B_TLOAD, B_TSTORE, B_TRED = 1, 2, 3     # row X (B_TRED: Z, the reduction's index in ops.bulk.RED_OPS)
 B_COMMIT, B_WAIT = 4, 5                 # cp.async.bulk.commit_group, cp.async.bulk.wait_group{.read} N (Y: N)
+B_SCOPY = 6                             # cp.async.bulk.shared::cluster.shared::cta (``_scopy``: staged as a B_TLOAD of
+                                        # rank 0, 8-byte elements; through bulkcall.sc_c, slot SCSLOT)
 PUMP = -1                               # ``em`` of bulk_c's call at a round's end (run_cta): complete every copy
 LANES = 32
 PARAM_BASE = 0x7E00_0000_0000   # machine.kernel_warp.PARAM_BASE (the generic window of the kernel's parameters)
@@ -109,6 +112,7 @@ _MANT = np.uint64(0x7FFFFF)
 _TF32_NAN = np.uint64(TF32_NAN)
 _CROW = np.array([0, 1, 9, 10, 11], np.int64)     # the scratch rows of the coordinates
 MCSLOT = APART_SLOT["bulk_mc"]                     # bulkcall.mc_c: a lane's multicast load
+SCSLOT = APART_SLOT["bulk_s2s"]                    # bulkcall.sc_c: cp.async.bulk.shared::cluster.shared::cta
 
 
 @njit(cache=True, _nrt=False, pipeline_class=LEAN)
@@ -414,6 +418,116 @@ def _multicast(ctl, state, tm, rank, coords, base, moff, lane, pc, m):
 
 
 @njit(cache=True, _nrt=False, pipeline_class=LEAN)
+def _scopy(ctl, row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
+    """cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [dst], [src], size, [mbar]
+    (ops.bulk._bulk): each lane's ``size`` bytes of this CTA's shared memory, read now (after the fence check,
+    ``AsyncUnit.check_async_read``), staged as a load into the CTA the destination names (this one, or another through
+    the cluster's table, R_CTA, as a multicast's), landing with complete_tx on that CTA's mbarrier; False (nothing
+    kept) when the executor must run it: a size or address not a multiple of 16, an address outside the window or the
+    cluster, the destination and the mbarrier in different CTAs, a CTA gone or outside the CTA loop's table, bytes past
+    either shared memory, no mbarrier there, an unfenced generic write in the source, no room."""
+    xa, xb, xc, xs = scratch[3], scratch[4], scratch[5], scratch[6]
+    _addresses(row, imrow, xa, a8, a16, a32, a64, np.int64(T.A), np.int64(T.IMM_OFFSET))     # the destination
+    _addresses(row, imrow, xb, a8, a16, a32, a64, np.int64(T.B), np.int64(1))                # the mbarrier
+    _addresses(row, imrow, xc, a8, a16, a32, a64, np.int64(T.C), np.int64(2))                # the source
+    _gather(row[T.V0], np.int64(32), np.int64(0), xs, a8, a16, a32, a64, imrow)               # the size
+    tm = reinterpret(scratch[8], np.int64)
+    coords = reinterpret(scratch[12], np.int64)
+    for k in range(32):
+        tm[k] = 0
+    ct = state[T.S_CLUSTER]
+    own = np.int64(_peek64(ct + 8 * CL_RANK)) if ct != 0 else np.int64(0)
+    nctas = np.int64(_peek64(ct + 8 * CL_SIZE)) if ct != 0 else np.int64(1)
+    smem = state[T.S_SMEM_SIZE]
+    sp = state[T.S_SMEM_PTR]
+    dirty = state[T.S_DIRTY]
+    check = state[T.S_DIRTY_N] != 0         # AsyncUnit.any_dirty: the fence check reads the marks
+    if state[T.S_MBAR] == 0 or check and dirty == 0:
+        return False
+    pc = ctx[C.K_P]
+    for lane in range(LANES):
+        if not (em >> lane) & 1:
+            continue
+        nb = np.int64(xs[lane] & np.uint64(0xFFFFFFFF))
+        d, m, src = np.int64(xa[lane]), np.int64(xb[lane]), np.int64(xc[lane])
+        if nb % 16 != 0 or d < 0 or d >= 1 << 32 or m < 0 or m >= 1 << 32 or d % 16 != 0 or src % 16 != 0:
+            return False
+        rd = (own + (d >> SHIFT)) & 0xFF
+        if rd != (own + (m >> SHIFT)) & 0xFF or rd >= nctas:
+            return False
+        doff, moff = d & OFFSET_MASK, m & OFFSET_MASK
+        tsize, tab, tn = smem, state[T.S_MBAR], state[T.S_MBAR_N]
+        if rd != own:
+            if ct == 0 or state[T.S_CTA] != 1 or cl_get(ct, rd, CL_ALIVE) == 0 or cl_get(ct, rd, CL_DIRTY) == 0:
+                return False
+            ex = cl_get(ct, rd, CL_EXITED)          # (a CTA whose threads have all exited: its memory is gone)
+            live = False
+            for i in range(cl_get(ct, rd, CL_NW) * LANES):
+                live |= _peek8(ex + i) == 0
+            if not live:
+                return False
+            tsize, tab, tn = cl_get(ct, rd, CL_SMEM_N), cl_get(ct, rd, CL_TAB), cl_get(ct, rd, CL_N)
+        if doff + nb > tsize or src < 0 or src + nb > smem or mb_find(tab, tn, moff) < 0:
+            return False
+        if check:
+            for b in range(nb):
+                if _peek8(dirty + src + b) != U0:
+                    return False            # an unfenced generic write: the executor reports it
+        if not _reserve(ctl, nb, nb // 8):
+            return False
+        data = ctl[C_DATA] + ctl[C_NDATA]
+        idx = i64_1d(ctl[C_IDX], ctl[C_IDXCAP])
+        i0 = ctl[C_NIDX]
+        for i in range(nb // 8):
+            idx[i0 + i] = doff + 8 * i
+            _poke(data + 8 * i, 8, _peek64(sp + src + 8 * i))
+        _record(ctl, np.int64(B_TLOAD), pc, lane, doff, moff, nb, nb, nb // 8, np.int64(8), np.int64(0), coords, tm)
+        if rd != own:
+            i64_2d(ctl[C_REC], ctl[C_RECCAP], RECW)[ctl[C_NREC] - 1, R_CTA] = rd
+    return True
+
+
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
+def scopy_rows(ctl, row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
+    """A B_SCOPY row on the lanes in ``em`` (``bulkcall.sc_c``, "bulk_s2s" of families.APART: compiled and bound only
+    for kernels with such rows): 0 staged, 1 the executor runs it (nothing kept)."""
+    n0, d0, i0 = ctl[C_NREC], ctl[C_NDATA], ctl[C_NIDX]
+    if not _scopy(ctl, row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
+        ctl[C_LIVE] -= ctl[C_NREC] - n0
+        ctl[C_NREC] = n0
+        ctl[C_NDATA] = d0
+        ctl[C_NIDX] = i0
+        return 1
+    _staged(ctl, state, ctx, n0, True)
+    return 0
+
+
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
+def _staged(ctl, state, ctx, n0, load):
+    """The copies staged from record ``n0`` on: their warp, and (loads) their destinations marked in flight
+    (ops.bulk._start_load)."""
+    recs = i64_2d(ctl[C_REC], ctl[C_RECCAP], RECW)
+    for r in range(n0, ctl[C_NREC]):
+        recs[r, R_WARP] = state[T.S_WARP] if state[T.S_CTA] == 1 else -1
+    if load:                                # every lane went: mark the destinations in flight
+        idx = i64_1d(ctl[C_IDX], ctl[C_IDXCAP])
+        for r in range(n0, ctl[C_NREC]):
+            tgt = recs[r, R_CTA]            # (a multicast's other CTAs: their counts, clusterx.py's table)
+            inflight = ctx[C.K_INFLIGHT] if tgt < 0 else cl_target(state[T.S_CLUSTER], tgt)[1]
+            es = recs[r, R_ES]
+            first = recs[r, R_IDX]
+            for i in range(recs[r, R_NIDX]):
+                s = idx[first + i]
+                for b in range(es):
+                    q = inflight + 4 * (s + b)
+                    _poke32(q, _peek32(q) + U1)
+            if tgt < 0:
+                state[T.S_INFLIGHT] += 1
+            else:
+                cl_inflight(state[T.S_CLUSTER], tgt, np.int64(1))
+
+
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
 def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
     """A BULKX copy row (a load, store or reduction: ``bulkcall.bulk_c`` calls ``pump`` and ``groups`` itself, so
     that their code is optimised once less) on the lanes in ``em``: 0, or 1 when the executor must run it (nothing
@@ -421,6 +535,12 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
     ctl = i64_1d(state[T.S_BULK], NCTL)
     kind = row[T.X]
     rank = row[T.Y]
+    if kind == B_SCOPY:                     # (bulkcall.sc_c, compiled apart: 0 while not bound, the executor runs it)
+        sc = np.int64(_peek64(ctx[C.K_MPTR] + 8 * SCSLOT))
+        if sc == 0:
+            return 1
+        return call_hop(sc, em, data_ptr(state), data_ptr(row), data_ptr(imrow), data_ptr(a8), a8.size,
+                        data_ptr(scratch))
     xa, xb, xc = scratch[3], scratch[4], scratch[5]
     tm = reinterpret(scratch[8], np.int64)
     coords = reinterpret(scratch[12], np.int64)
@@ -482,25 +602,7 @@ def bulk_rows(row, imrow, em, state, a8, a16, a32, a64, scratch, ctx):
         ctl[C_NDATA] = d0
         ctl[C_NIDX] = i0
         return 1
-    recs = i64_2d(ctl[C_REC], ctl[C_RECCAP], RECW)
-    for r in range(n0, ctl[C_NREC]):
-        recs[r, R_WARP] = state[T.S_WARP] if state[T.S_CTA] == 1 else -1
-    if kind == B_TLOAD:                     # every lane went: mark the destinations in flight (ops.bulk._start_load)
-        idx = i64_1d(ctl[C_IDX], ctl[C_IDXCAP])
-        for r in range(n0, ctl[C_NREC]):
-            tgt = recs[r, R_CTA]            # (a multicast's other CTAs: their counts, clusterx.py's table)
-            inflight = ctx[C.K_INFLIGHT] if tgt < 0 else cl_target(state[T.S_CLUSTER], tgt)[1]
-            es = recs[r, R_ES]
-            first = recs[r, R_IDX]
-            for i in range(recs[r, R_NIDX]):
-                s = idx[first + i]
-                for b in range(es):
-                    q = inflight + 4 * (s + b)
-                    _poke32(q, _peek32(q) + U1)
-            if tgt < 0:
-                state[T.S_INFLIGHT] += 1
-            else:
-                cl_inflight(state[T.S_CLUSTER], tgt, np.int64(1))
+    _staged(ctl, state, ctx, n0, kind == B_TLOAD)
     return 0
 
 
@@ -746,10 +848,11 @@ class Staging:
             if kind == B_TLOAD:
                 starts = self.idx[i:i + ni].copy()
                 tw = w if r[R_CTA] < 0 else w._cta.cluster.ctas[r[R_CTA]].warps[0]     # (a multicast's CTA)
-                queue_load(tw, text, lane, None, data, mbar, nbytes,
-                           {"bytes": nbytes, "dst": smem, "mbar": mbar, "coords": coords,
-                            "box": r[R_BOX:R_BOX + rank], "cta": tw.cluster_rank},
-                           _lands(tw, starts, data, es, mbar, nbytes, text))
+                info = {"bytes": nbytes, "dst": smem, "mbar": mbar, "coords": coords,
+                        "box": r[R_BOX:R_BOX + rank], "cta": tw.cluster_rank} if rank else \
+                    {"bytes": nbytes, "dst": smem, "mbar": mbar, "cta": tw.cluster_rank}     # (B_SCOPY)
+                queue_load(tw, text, lane, None, data, mbar, nbytes, info, _lands(tw, starts, data, es, mbar, nbytes,
+                                                                                  text))
             else:
                 queue_store(w, text, lane, self.idx[i:i + ni].copy(), data.reshape(ni, es),
                             None if kind == B_TSTORE else RED_OPS[mbar], r[R_TYPE],

@@ -31,6 +31,8 @@ NCTX = (NSCRATCH - CTX_ROW) * 32
  K_CPD, K_CPX, K_CPG, K_CPM, K_CPC, K_CP_R, K_P, K_NLOG, K_OPC, K_RUN,
  K_CTA_STATE, K_CTA_CST, K_CTA_NW, K_CTA_WAITING, K_CTA_MBW, K_CTA_ARENAS, K_CTA_AB, K_CTA_YSNAP, K_CTA_YB,
  K_CTA_PCS, K_CTA_EXITED, K_CTA_CODE, K_CTA_NCODE, K_M, K_PCS, K_WAITING, K_COME) = range(50)
+K_DSM = NCTX - 1    # the lanes of the last row dsmemx.py planned that reach another CTA's shared memory (dsmemx.py)
+K_DSM_ROW = NCTX - 2    # and the address of that row
 # K_RUN: the address of the compiled warp loop (``loop.run``), which the CTA loop calls (``call_native``); set by
 # the engine (``engine.warp_loop_address``), never by ``loop.fill_ctx``
 # K_M, K_PCS, K_WAITING: the row's lanes, the addresses of the warp's PCs and waiting flags, for the rare rows

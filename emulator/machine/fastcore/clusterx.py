@@ -38,10 +38,13 @@ from .regs import _gather, _scatter
 from .raw import _peek8, _peek64, _poke8, _poke64
 
 # the cluster's table: row 0 (the running CTA), rows 1 + r (CTA rank r)
-CL_ROW = 14
+CL_ROW = 16
 CL_RANK, CL_SIZE, CL_PHASE = 0, 1, 2
 (CL_TAB, CL_N, CL_ALIVE, CL_CHANGED, CL_EXITED, CL_ARRIVED, CL_PHASES, CL_NW, CL_SMEM,
- CL_SMEM_N, CL_INFL, CL_INFL_N, CL_DIRTY, CL_PYPEND) = range(CL_ROW)
+ CL_SMEM_N, CL_INFL, CL_INFL_N, CL_DIRTY, CL_PYPEND, CL_WGR, CL_DIRTY_N) = range(CL_ROW)
+# (CL_WGR: the CTA's wgmma read counts (int32 a byte) while an in-flight wgmma.mma_async reads its shared memory, else
+# 0; CL_DIRTY_N: stores of other CTAs the loop marked in its generic-proxy marks (read back: AsyncUnit.any_dirty;
+# row 0's column: their sum); both for the loads, stores and atomics that reach it, dsmemx.py)
 # (CL_INFL, CL_INFL_N, CL_DIRTY, CL_PYPEND: the CTA's shared in-flight counts (int32 a byte) and copies in flight
 # (read back after the run), its async unit's generic-proxy marks (0: no unit) and whether that unit holds copies of
 # its own: multicast TMA loads into it, bulkx.py)

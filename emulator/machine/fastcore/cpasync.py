@@ -37,7 +37,9 @@ from . import table as T
 from . import ccall as C
 from .raw import _allocation, _peek8, _peek64, _poke32, _poke64
 from .memx import wg_free
-from ...numerics.jitcache import INNER
+from ...numerics.jitcache import INNER, lean
+
+LEAN = lean()       # the loops' pipeline (jitcache.lean: no SSA; tests/test_lean_pipeline.py checks the types)
 
 LANES = 32
 RECORDS = 16                      # records a warp's table starts with (doubled when full)
@@ -157,7 +159,7 @@ class CpAsyncRows:
 
 # -- the loop's side ---------------------------------------------------------------------------------------
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def cp_step(opc, row, imrow, em, p, nlog, a32, a64, inflight, gtab, state, log_pc, log_addr, log_mask, log_src,
             cdst, cdata, cgroup, cmeta, ccount, addrs, srcs, sizes, ptrs):
     """One cp.async instruction (opcode ``opc``: CPASYNC, CP_COMMIT, CP_WAIT) for the lanes ``em``, with the
@@ -251,7 +253,7 @@ def cp_step(opc, row, imrow, em, p, nlog, a32, a64, inflight, gtab, state, log_p
     return nlog + 1
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _wait(em, keep, cdst, cdata, cgroup, cmeta, ccount, inflight, state):
     """cp.async.wait_group ``keep`` for the lanes ``em``: land the older groups' copies, in issue order (and,
     within a copy, in lane order: where two lanes copy to the same bytes, the last wins)."""

@@ -1153,11 +1153,28 @@ class FastCTA:
                 # with the loop's barriers
                 self.cst[T.C_INWARP] = 0
                 return self._handoff(cta, k, False)
+            held = None
             if wg is not None and (tr.code[st[T.S_PC], T.OP] == T.WGMMA or wg.holds(k)):
-                # a wgmma instruction the loop leaves to the executor, or an instruction beside registers of an
-                # in-flight wgmma (ptxas's injected wait): the reference takes the state and the CTA over
-                self.cst[T.C_INWARP] = 0
-                return self._handoff(cta, k, False)
+                # a wgmma instruction the loop leaves to the executor: the reference takes the state and the CTA
+                # over; so it does for an instruction beside registers of an in-flight wgmma (ptxas's injected
+                # wait) that wgmmax.WgTable.injected_wait leaves to it
+                from .loop import WSLOT
+                held = None if tr.code[st[T.S_PC], T.OP] == T.WGMMA or cta.budget[0] <= 0 else wg.injected_wait(
+                    cta, k, int(st[T.S_PC]), int(st[T.S_MASK]), st.ctypes.data, int(tr.mufu_ptr[WSLOT]))
+                ws = cta.warps                  # (built now if they were not: kept in step with the arrays below)
+                if held is None:
+                    self.cst[T.C_INWARP] = 0
+                    return self._handoff(cta, k, False)
+                if held == "done":      # the wait is made: the loop runs the instruction
+                    continue
+                if held == "stall":     # (issued, as CTA._step counts a stall; the warp's turn ends)
+                    self.issued[k] += 1
+                    cta.budget[0] -= 1
+                    self.waiting[k] = True
+                    self.cst[T.C_INWARP] = 0
+                    self.cst[T.C_WARP] = k + 1
+                    self.cst[T.C_PROGRESSED] = 1
+                    continue
             mask = ((int(st[T.S_MASK]) >> fl.lanes) & 1).astype(np.bool_)
             tr.handed_back[st[T.S_PC]] += 1
             ws = cta.warps                  # (built now if they were not: the executor runs on warp objects)
@@ -1167,9 +1184,12 @@ class FastCTA:
             last = w._last_yield
             commits = ws[0]._async.commits
             nstalls = len(cta.stalls)
+            disarm = wg.arm(w, held, st.ctypes.data, int(tr.mufu_ptr[WSLOT])) if held else None
             try:
                 r = cta._step(w, int(st[T.S_PC]), mask, False)
             finally:
+                if disarm is not None:
+                    disarm()
                 self.issued[k] = w.issued
                 self.backs[k] = w.back_taken
             if ws[0]._async.commits != commits:     # the executor committed bulk async-groups: the loop's counts

@@ -29,8 +29,8 @@ FAMILIES = {
     "alu": ("alu", _ALU),
     "alu_x": ("alu:entry_x", _ALU_X),
     "alu_f32": ("alu:entry_f32", (T.FADD32, T.FSUB32, T.FMUL32, T.FFMA32, T.TF32_RNA)),
-    "float": ("fcall", T.FLOAT_ROWS),
-    "mufu": ("fcall:entry_mufu", T.MUFU_ROWS),
+    "float": ("fcall", (T.FMINMAX, T.FNEGABS)),
+    "mufu": ("fcall:entry_mufu", T.MUFU_ROWS),          # ex2, rcp, the divisions (contracted with an add: farith)
     "mufu_x": ("fcall:entry_mufu_x", (T.MUFU_X,)),      # sin, cos, tanh (their tables and reductions)
     "fcvt": ("fcall:entry_cvt", (T.FCVT,)),
     "shfl": ("shfl", (T.SHFL,)),
@@ -39,11 +39,13 @@ FAMILIES = {
     "ldmatrix": ("ldm", (T.LDMATRIX,)),
     "cpasync": ("cpasync", (T.CPASYNC, T.CP_COMMIT, T.CP_WAIT)),
     "stmatrix": ("ldm:entry_st", (T.STMATRIX,)),
+    "mufu_r": ("fcall:entry_mufu_r", (T.MUFU_R,)),      # lg2, rsqrt, sqrt
+    "farith": ("fcall:entry_farith", (T.FARITH, T.MUFU_DIVFMA)),    # the .ftz and contracted f32 arithmetic
 }
 NAMES = tuple(FAMILIES)
 # the families compiled with the loops' pipeline (``jitcache.lean``: no SSA; tests/test_lean_pipeline.py checks that
 # it types no variable of theirs as none of its assignments is typed with SSA); "wgmma" is wgcall.wg_c (APART)
-LEAN = ("alu", "ldmatrix", "wgmma", "pick")
+LEAN = ("alu", "ldmatrix", "wgmma", "alu_f32", "shfl", "cpasync", "pick")
 # the other functions compiled apart from the loops, with signatures of their own, in fixed slots of the pointer
 # array (loop.XSLOT, ASLOT, WSLOT, HSLOT): name: (module of fastcore, function, the module's signature attribute).
 # They are compiled, loaded and waited for exactly as the families are (``address``, ``warmup.family``).
@@ -59,6 +61,11 @@ APART = {
     "memplan": ("memplan", "plan_c", "SIG"),    # the loads and stores ldst.plan leaves (.local, cp.async in flight)
     "cluster": ("clusterx", "cl_c", "SIG"),     # barrier.cluster, getctarank (HOPX rows of a cluster's CTAs)
     "bulk_mc": ("bulkcall", "mc_c", "SIG"),     # a lane's multicast TMA load (bulk_c calls it: bulkx.MCSLOT)
+    # distributed shared memory (dsmemx.py): memplan.plan_c and xcall.atom_c with the cluster's shared windows,
+    # bound in their slots instead of them for the kernels whose loads, stores or atomics may reach another CTA
+    "dsmem": ("dsmemx", "plan_c", "SIG"),
+    "dsmem_atom": ("dsmemx", "atom_c", "ATOM_SIG"),
+    "bulk_s2s": ("bulkcall", "sc_c", "SIG"),    # cp.async.bulk.shared::cluster.shared::cta (bulk_c calls it)
     "pick": ("pickcall", "pick_c", "SIG"),      # the lane group to run next once a warp's lanes diverge (loop.run)
     "brx": ("loop", "brx_c", "SIG"),            # brx.idx (BRX rows)
     "memx": ("memx", "memx_c", "SIG"),          # shared stores beside the async proxy (kernels it reads)
@@ -72,7 +79,7 @@ APART.update({name: ("wgcall", name, "TILE_SIG") for name in WG_TILES})
 # cp.async 2.3, the float rows 5.2 (then one family, now fcvt, float and mufu), mma 3.5, mma_ext 9.8; then APART:
 # xrow 17.5, atom 3.4, hopper 9.5, wgmma and its tiles)
 ORDER = ("alu", "alu_f32", "ldmatrix", "shfl", "cpasync", "fcvt", "float", "mufu", "mma", "mma_ext", "stmatrix",
-         "alu_x", "mufu_x")
+         "alu_x", "mufu_x", "mufu_r", "farith")
 
 
 def _base():
@@ -91,10 +98,13 @@ APART_SLOT["rare"] = NSLOTS + 5 + len(WG_TILES)
 APART_SLOT["memplan"] = NSLOTS + 6 + len(WG_TILES)
 APART_SLOT["cluster"] = NSLOTS + 7 + len(WG_TILES)
 APART_SLOT["bulk_mc"] = NSLOTS + 8 + len(WG_TILES)
-APART_SLOT["pick"] = NSLOTS + 9 + len(WG_TILES)
-APART_SLOT["brx"] = NSLOTS + 10 + len(WG_TILES)
-APART_SLOT["memx"] = NSLOTS + 11 + len(WG_TILES)
-NPTRS = NSLOTS + 12 + len(WG_TILES)     # the pointer array's whole length
+APART_SLOT["dsmem"] = APART_SLOT["memplan"]          # (in place of memplan.plan_c, xcall.atom_c: dsmemx.py)
+APART_SLOT["dsmem_atom"] = APART_SLOT["atom"]
+APART_SLOT["bulk_s2s"] = NSLOTS + 9 + len(WG_TILES)
+APART_SLOT["pick"] = NSLOTS + 10 + len(WG_TILES)
+APART_SLOT["brx"] = NSLOTS + 11 + len(WG_TILES)
+APART_SLOT["memx"] = NSLOTS + 12 + len(WG_TILES)
+NPTRS = NSLOTS + 13 + len(WG_TILES)     # the pointer array's whole length
 # what the CTA loop cannot run without (a kernel's CTAs go to the Python scheduler while one is missing)
 CTA_NEEDS = ("wgmma", "hopper", "bulk", "ctawait", "rare") + WG_TILES
 # the rows after which a CTA may wait in the CTA loop: a kernel with any of them binds "ctawait" too

@@ -1,8 +1,9 @@
-"""The float rows (``fmath.py``) as four families of the fast engine, so that a kernel compiles only the code of
-the kinds of float rows it has: "mufu" (``table.MUFU_ROWS``: MUFU, the divisions, ``entry_mufu``), "mufu_x"
-(``table.MUFU_X``: sin, cos, tanh, ``entry_mufu_x``), "fcvt"
-(``table.FCVT``: the float conversions, ``entry_cvt``) and "float" (``table.FLOAT_ROWS``: min/max, neg/abs, the
-.ftz and directed arithmetic, ``entry``). Each is operand reads, the arithmetic and the register writes in one
+"""The float rows (``fmath.py``) as six families of the fast engine, so that a kernel compiles only the code of
+the kinds of float rows it has: "mufu" (``table.MUFU_ROWS``: MUFU's ex2 and rcp, the divisions, ``entry_mufu``),
+"mufu_r" (``table.MUFU_R``: lg2, rsqrt, sqrt, ``entry_mufu_r``), "mufu_x" (``table.MUFU_X``: sin, cos, tanh,
+``entry_mufu_x``), "fcvt" (``table.FCVT``: the float conversions, ``entry_cvt``), "float" (FMINMAX, FNEGABS:
+min/max, neg/abs, ``entry``) and "farith" (FARITH, MUFU_DIVFMA: the .ftz arithmetic, a product or a division
+contracted with an add, ``entry_farith``). Each is operand reads, the arithmetic and the register writes in one
 C-callable function (``ccall.SIG``; ``families.py``), compiled apart from the loops. The measured MUFU tables come
 through the translation's pointer array (ctx ``K_MPTR``/``K_MSZ``).
 """
@@ -11,7 +12,7 @@ from numba import njit
 
 from . import table as T
 from . import ccall as C
-from .fmath import TABLES, cvt_rows, misc_rows, mufu_rows, mufu_x_rows
+from .fmath import TABLES, cvt_rows, farith_rows, misc_rows, mufu_r_rows, mufu_rows, mufu_x_rows
 from .regs import I0, I32, _copy_dst, _copy_src, _gather, _scatter
 
 LANES = 32
@@ -40,27 +41,52 @@ def _result(ed, xr, em, tw, a8, a16, a32, a64):
 
 
 def entry(em, prow, pimm, parena, n, pscratch):
-    """The "float" family's C-callable body (ccall.SIG): FMINMAX, FNEGABS, FARITH."""
+    """The "float" family's C-callable body (ccall.SIG): FMINMAX, FNEGABS."""
     a8 = C.u8_1d(parena, n)
     a16, a32, a64 = C.reinterpret(a8, np.uint16), C.reinterpret(a8, np.uint32), C.reinterpret(a8, np.uint64)
     row = C.i64_1d(prow, T.NFIELDS)
     s = C.u64_2d(pscratch, C.NSCRATCH, LANES)
     _operands(row, s, a8, a16, a32, a64, C.u64_1d(pimm, T.NIMM))
-    misc_rows(row[T.OP], row[T.X], row[T.Y], row[T.Z], em, s[3], s[4], s[5], s[6])
+    misc_rows(row[T.OP], row[T.X], row[T.Y], row[T.Z], em, s[3], s[4], s[6])
     _result(row[T.D], s[6], em, I32, a8, a16, a32, a64)
     return 0
 
 
-def entry_mufu(em, prow, pimm, parena, n, pscratch):
-    """The "mufu" family's C-callable body (ccall.SIG): MUFU, MUFU_DIV, MUFU_DIVFMA."""
+def entry_farith(em, prow, pimm, parena, n, pscratch):
+    """The "farith" family's C-callable body (ccall.SIG): FARITH, MUFU_DIVFMA."""
     a8 = C.u8_1d(parena, n)
     a16, a32, a64 = C.reinterpret(a8, np.uint16), C.reinterpret(a8, np.uint32), C.reinterpret(a8, np.uint64)
     row = C.i64_1d(prow, T.NFIELDS)
     s = C.u64_2d(pscratch, C.NSCRATCH, LANES)
     ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
     _operands(row, s, a8, a16, a32, a64, C.u64_1d(pimm, T.NIMM))
-    mufu_rows(row[T.OP], row[T.X], row[T.Y], row[T.Z], em, s[3], s[4], s[5], s[6], C.i64_1d(ctx[C.K_MPTR], NTAB),
-              C.i64_1d(ctx[C.K_MSZ], NTAB))
+    farith_rows(row[T.OP], row[T.X], row[T.Y], row[T.Z], em, s[3], s[4], s[5], s[6], C.i64_1d(ctx[C.K_MPTR], NTAB))
+    _result(row[T.D], s[6], em, I32, a8, a16, a32, a64)
+    return 0
+
+
+def entry_mufu(em, prow, pimm, parena, n, pscratch):
+    """The "mufu" family's C-callable body (ccall.SIG): MUFU (ex2, rcp), MUFU_DIV."""
+    a8 = C.u8_1d(parena, n)
+    a16, a32, a64 = C.reinterpret(a8, np.uint16), C.reinterpret(a8, np.uint32), C.reinterpret(a8, np.uint64)
+    row = C.i64_1d(prow, T.NFIELDS)
+    s = C.u64_2d(pscratch, C.NSCRATCH, LANES)
+    ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
+    _operands(row, s, a8, a16, a32, a64, C.u64_1d(pimm, T.NIMM))
+    mufu_rows(row[T.OP], row[T.X], row[T.Y], em, s[3], s[4], s[6], C.i64_1d(ctx[C.K_MPTR], NTAB))
+    _result(row[T.D], s[6], em, I32, a8, a16, a32, a64)
+    return 0
+
+
+def entry_mufu_r(em, prow, pimm, parena, n, pscratch):
+    """The "mufu_r" family's C-callable body (ccall.SIG): MUFU_R (lg2, rsqrt, sqrt)."""
+    a8 = C.u8_1d(parena, n)
+    a16, a32, a64 = C.reinterpret(a8, np.uint16), C.reinterpret(a8, np.uint32), C.reinterpret(a8, np.uint64)
+    row = C.i64_1d(prow, T.NFIELDS)
+    s = C.u64_2d(pscratch, C.NSCRATCH, LANES)
+    ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
+    _operands(row, s, a8, a16, a32, a64, C.u64_1d(pimm, T.NIMM))
+    mufu_r_rows(row[T.X], row[T.Y], em, s[3], s[6], C.i64_1d(ctx[C.K_MPTR], NTAB))
     _result(row[T.D], s[6], em, I32, a8, a16, a32, a64)
     return 0
 

@@ -7,10 +7,13 @@ H100 on every input); the functions here transcribe them one lane at a time, ste
 rounding of binary64 bits, the same table reads, the same special cases), and ``tests/test_fastcore.py`` checks
 them against the executors on special values and random bits, and against the committed H100 sample.
 
-All of it is compiled apart from the loops (four families of ``families.py``, each one C-callable function the
-loop calls through its address: "mufu", ``fcall.entry_mufu`` with ``mufu_rows``; "mufu_x" (sin, cos, tanh),
-``fcall.entry_mufu_x`` with ``mufu_x_rows``; "fcvt", ``fcall.entry_cvt`` with ``cvt_rows``; "float", ``fcall.entry``
-with ``misc_rows``), so it adds nothing to the loops' compile time, and each
+All of it is compiled apart from the loops (six families of ``families.py``, each one C-callable function the
+loop calls through its address: "mufu" (ex2, rcp, the divisions), ``fcall.entry_mufu`` with ``mufu_rows``; "mufu_r"
+(lg2, rsqrt, sqrt), ``fcall.entry_mufu_r`` with ``mufu_r_rows``; "mufu_x" (sin, cos, tanh), ``fcall.entry_mufu_x``
+with ``mufu_x_rows``; "fcvt", ``fcall.entry_cvt`` with ``cvt_rows``; "float" (min, max, neg, abs), ``fcall.entry``
+with ``misc_rows``; "farith" (the .ftz arithmetic, a product or a division contracted with an add),
+``fcall.entry_farith`` with ``farith_rows``),
+so it adds nothing to the loops' compile time, and each
 is compiled (or loaded from numba's cache) only when a translated kernel has one of its rows.
 
 Values are raw f32 bits held in int64 (mixed int64/uint64 arithmetic would turn into float64 in numba).
@@ -45,7 +48,8 @@ TANH_SHIFT = tuple(_TANH_SHIFT[e] for e in range(119, 130))   # mantissa bits dr
 # the forms (row field X of MUFU rows; Y: 1 = .ftz)
 EX2, LG2, RCP, RSQRT, SQRT, SIN, COS, TANH = range(8)
 UNARY = {"ex2": EX2, "lg2": LG2, "rcp": RCP, "rsqrt": RSQRT, "sqrt": SQRT, "sin": SIN, "cos": COS, "tanh": TANH}
-UNARY_X = (SIN, COS, TANH)      # the forms of MUFU_X rows (the "mufu_x" family: unary_x), the others MUFU rows
+UNARY_X = (SIN, COS, TANH)      # the forms of MUFU_X rows (the "mufu_x" family: unary_x)
+UNARY_R = (LG2, RSQRT, SQRT)    # the forms of MUFU_R rows (the "mufu_r" family: unary_r); ex2 and rcp: MUFU rows
 NEEDS = {EX2: (T_EX2, T_EX2_NEG), LG2: (T_LG2_E0, T_LG2_EM1), RCP: (T_RCP,), RSQRT: (T_RSQ_EVEN, T_RSQ_ODD),
          SQRT: (T_SQRT_EVEN, T_SQRT_ODD), SIN: (T_SIN, T_COS), COS: (T_SIN, T_COS),
          TANH: tuple(range(T_TANH, T_TANH + 11))}
@@ -266,24 +270,35 @@ def _sincos(r, mptr, cos):
 
 @njit(cache=True, _nrt=False)
 def unary(form, ftz, x, mptr):
-    """numerics.mufu.ptx_f32_unary: the PTX form on f32 bits ``x`` (int64), as ptxas's SASS runs it (ex2, lg2,
-    rcp, rsqrt, sqrt; sin, cos and tanh: ``unary_x``)."""
-    if ftz:
-        return _prim(form, x, mptr)
-    nan = (x & 0x7FFFFFFF) > 0x7F800000
+    """numerics.mufu.ptx_f32_unary: the PTX form on f32 bits ``x`` (int64), as ptxas's SASS runs it (ex2 and rcp:
+    ``unary_e``, the "mufu" family's; lg2, rsqrt, sqrt: ``unary_r``, "mufu_r"; sin, cos and tanh: ``unary_x``)."""
+    if form == EX2 or form == RCP:
+        return unary_e(form, ftz, x, mptr)
+    return unary_r(form, ftz, x, mptr)
+
+
+@njit(cache=True, _nrt=False, **INNER)
+def unary_e(form, ftz, x, mptr):
+    """``unary`` of ex2 and rcp (MUFU rows)."""
     if form == EX2:
-        if _f64_of(x) >= -126.0 or nan:
-            return _prim(form, x, mptr)
-        r = _prim(form, fmul(x, np.int64(0x3F000000), _FALSE), mptr)
+        if ftz or _f64_of(x) >= -126.0 or (x & 0x7FFFFFFF) > 0x7F800000:
+            return _ex2(x, mptr)
+        r = _ex2(fmul(x, np.int64(0x3F000000), _FALSE), mptr)
         return fmul(r, r, _FALSE)
-    if form == RCP:
-        sc = 0x4B800000 if (x & 0x7FFFFFFF) < 0x00800000 else 0x3F800000
-        if (x & 0x7FFFFFFF) > 0x7E800000 and not nan:
-            sc = 0x3E800000
-        return fmul(sc, _prim(form, fmul(x, sc, _FALSE), mptr), _FALSE)
-    if (x & 0x7FFFFFFF) >= 0x00800000:
-        return _prim(form, x, mptr)
-    r = _prim(form, fmul(x, np.int64(0x4B800000), _FALSE), mptr)
+    if ftz:
+        return _rcp(x, mptr)
+    sc = 0x4B800000 if (x & 0x7FFFFFFF) < 0x00800000 else 0x3F800000
+    if (x & 0x7FFFFFFF) > 0x7E800000 and not (x & 0x7FFFFFFF) > 0x7F800000:
+        sc = 0x3E800000
+    return fmul(sc, _rcp(fmul(x, sc, _FALSE), mptr), _FALSE)
+
+
+@njit(cache=True, _nrt=False)
+def unary_r(form, ftz, x, mptr):
+    """``unary`` of lg2, rsqrt and sqrt (MUFU_R rows: the "mufu_r" family)."""
+    if ftz or (x & 0x7FFFFFFF) >= 0x00800000:
+        return _prim_r(form, x, mptr)
+    r = _prim_r(form, fmul(x, np.int64(0x4B800000), _FALSE), mptr)
     if form == LG2:
         return round_f32(_f64_of(r) + _f64_of(np.int64(0xC1C00000)), _FALSE, _FALSE)          # FADD r, -24
     return fmul(r, 0x45800000 if form == RSQRT else np.int64(0x39800000), _FALSE)           # 4096 / 2^-12
@@ -302,11 +317,7 @@ def unary_x(form, x, mptr, msz):
 
 
 @njit(cache=True, _nrt=False, **INNER)
-def _prim(form, x, mptr):
-    if form == EX2:
-        return _ex2(x, mptr)
-    if form == RCP:
-        return _rcp(x, mptr)
+def _prim_r(form, x, mptr):
     if form == LG2:
         return _lg2(x, mptr)
     return _rsq_sqrt(x, mptr, form == SQRT)
@@ -570,22 +581,18 @@ def fcvt(kind, irnd, ftz, a, b):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def mufu_rows(opc, x, y, z, em, xa, xb, xc, xr, mptr, msz):
-    """One row of the MUFU unit's opcodes (table.py: MUFU, MUFU_DIV, MUFU_DIVFMA; x, y, z: the row's fields X, Y,
-    Z) on the lanes in ``em``: sources gathered in xa, xb, xc, results into xr. (The float rows are three
-    families, ``fcall.py``, so that a kernel compiles only the code of the kinds it has: this one, ``cvt_rows``
-    and ``misc_rows``.)"""
+def mufu_rows(opc, x, y, em, xa, xb, xr, mptr):
+    """One row of the MUFU unit's opcodes (table.py: MUFU (ex2, rcp), MUFU_DIV; x, y: the row's fields X, Y) on the
+    lanes in ``em``: sources gathered in xa, xb, results into xr. (The float rows are six families, ``fcall.py``,
+    so that a kernel compiles only the code of the kinds it has: this one, ``mufu_r_rows``, ``mufu_x_rows``,
+    ``cvt_rows``, ``misc_rows`` and ``farith_rows``.)"""
     for lane in range(LANES):
         if (em >> lane) & 1:
             a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))
-            b = np.int64(xb[lane] & np.uint64(0xFFFFFFFF))
-            c = np.int64(xc[lane] & np.uint64(0xFFFFFFFF))
             if opc == T.MUFU:
-                r = unary(x, y == 1, a, mptr)
-            elif opc == T.MUFU_DIV:
-                r = div(x == DIV_FULL, y == 1, a, b, mptr)
+                r = unary_e(x, y == 1, a, mptr)
             else:
-                r = div_fma(x == DIV_FULL, y == 1, z, a, b, c, mptr)
+                r = div(x == DIV_FULL, y == 1, a, np.int64(xb[lane] & np.uint64(0xFFFFFFFF)), mptr)
             xr[lane] = np.uint64(r)
 
 
@@ -598,19 +605,40 @@ def mufu_x_rows(x, em, xa, xr, mptr, msz):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def misc_rows(opc, x, y, z, em, xa, xb, xc, xr):
-    """One row of FMINMAX, FNEGABS or FARITH (as ``mufu_rows``)."""
+def mufu_r_rows(x, y, em, xa, xr, mptr):
+    """One MUFU_R row (lg2, rsqrt, sqrt; as ``mufu_rows``)."""
+    for lane in range(LANES):
+        if (em >> lane) & 1:
+            xr[lane] = np.uint64(unary_r(x, y == 1, np.int64(xa[lane] & np.uint64(0xFFFFFFFF)), mptr))
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def misc_rows(opc, x, y, z, em, xa, xb, xr):
+    """One row of FMINMAX or FNEGABS (as ``mufu_rows``)."""
+    for lane in range(LANES):
+        if (em >> lane) & 1:
+            a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))
+            b = np.int64(xb[lane] & np.uint64(0xFFFFFFFF))
+            if opc == T.FMINMAX:
+                r = _minmax1(a, b, x == 1, z == 1, y == 1)
+            else:
+                r = _negabs(x, y == 1, a, b)
+            xr[lane] = np.uint64(r)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def farith_rows(opc, x, y, z, em, xa, xb, xc, xr, mptr):
+    """One row of FARITH or MUFU_DIVFMA (the .ftz and contracted f32 arithmetic: the "farith" family; as
+    ``mufu_rows``)."""
     for lane in range(LANES):
         if (em >> lane) & 1:
             a = np.int64(xa[lane] & np.uint64(0xFFFFFFFF))
             b = np.int64(xb[lane] & np.uint64(0xFFFFFFFF))
             c = np.int64(xc[lane] & np.uint64(0xFFFFFFFF))
-            if opc == T.FMINMAX:
-                r = _minmax1(a, b, x == 1, z == 1, y == 1)
-            elif opc == T.FNEGABS:
-                r = _negabs(x, y == 1, a, b)
-            else:
+            if opc == T.FARITH:
                 r = farith(x, y == 1, z, a, b, c)
+            else:
+                r = div_fma(x == DIV_FULL, y == 1, z, a, b, c, mptr)
             xr[lane] = np.uint64(r)
 
 

@@ -36,6 +36,8 @@ def _mem_plan(row, imrow, m, a8, a16, a32, a64, inflight, gtab, state, addrs, pt
     (alignment, bounds, a cp.async destination in flight, an address outside every allocation)."""
     nbytes = row[T.Y] * row[T.Z]
     space = row[T.X]
+    if space == T.SHARED_CLUSTER:           # (dsmemx.py plans these: the reference executor, when it is not bound)
+        return -1
     off = np.int64(imrow[T.IMM_OFFSET])
     base = row[T.A]
     if base == -1:

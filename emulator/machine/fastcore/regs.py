@@ -7,7 +7,9 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 
 from . import table as T
 from .raw import _mask, _sext
-from ...numerics.jitcache import INNER
+from ...numerics.jitcache import INNER, lean
+
+LEAN = lean()       # the loops' pipeline (jitcache.lean: no SSA; tests/test_lean_pipeline.py checks the types)
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -32,7 +34,7 @@ def _cwidth(c):
     return 1
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _rd(e, lane, a8, a16, a32, a64, im):
     if e < -1:
         return im[-2 - e]
@@ -47,7 +49,7 @@ def _rd(e, lane, a8, a16, a32, a64, im):
     return np.uint64(a8[i])
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _rdf(e, lane, tw, sgn, a8, a16, a32, a64, im):
     """A source read as a tw-bit typed value (``ops.common.src``: truncate, or extend a narrower register)."""
     raw = _rd(e, lane, a8, a16, a32, a64, im)
@@ -61,7 +63,7 @@ def _rdf(e, lane, tw, sgn, a8, a16, a32, a64, im):
     return raw & _mask(tw)
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _wrf(e, lane, v, tw, sgn, a8, a16, a32, a64):
     """Write a tw-bit value into a register (``ops.common.dst``: truncate, or extend by signedness)."""
     if e < 0:
@@ -82,7 +84,7 @@ def _wrf(e, lane, v, tw, sgn, a8, a16, a32, a64):
         a16[i] = np.uint16(v & np.uint64(0xFFFF))
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _gather(e, tw, sgn, out, a8, a16, a32, a64, im):
     """All 32 lanes of a source read as tw-bit typed values (``ops.common.src``)."""
     if e < -1:
@@ -120,7 +122,7 @@ def _gather(e, tw, sgn, out, a8, a16, a32, a64, im):
             out[lane] &= mk
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64):
     """Write tw-bit values to the lanes in ``em`` of a register (``ops.common.dst``)."""
     if e < 0:
@@ -146,19 +148,19 @@ def _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64):
     mk = _mask(tw) if ext else ALL
     m = np.uint64(em)
     while m != U0:
-        lane = trailing_zeros(m)
+        b = trailing_zeros(m)       # (not ``lane``: the loops above type that int64)
         m &= m - U1
-        v = vals[lane]
+        v = vals[b]
         if pred:
-            a8[i + lane] = 1 if v != U0 else 0
+            a8[i + b] = 1 if v != U0 else 0
             continue
         v = ((v & mk) ^ sm) - sm
         if c == T.R32:
-            a32[i + lane] = np.uint32(v & M32)
+            a32[i + b] = np.uint32(v & M32)
         elif c == T.R64:
-            a64[i + lane] = v
+            a64[i + b] = v
         else:
-            a16[i + lane] = np.uint16(v & np.uint64(0xFFFF))
+            a16[i + b] = np.uint16(v & np.uint64(0xFFFF))
 
 
 # _copy_src and _copy_dst are compiled once and inlined by LLVM where they are called (forceinline: the plain copies
@@ -167,7 +169,7 @@ def _scatter(e, vals, em, tw, sgn, a8, a16, a32, a64):
 # each function that uses them (LLVM would optimise it again there): the caller falls back to _gather/_scatter.
 
 
-@njit(cache=True, _nrt=False, forceinline=True, **INNER)
+@njit(cache=True, _nrt=False, forceinline=True, pipeline_class=LEAN, **INNER)
 def _copy_src(e, tw, out, a8, a32, a64, im):
     """``_gather(e, tw, ...)`` where it is a plain copy: an immediate, or a register of width tw (32 or 64), into
     ``out``; a predicate register read at 1 bit as 0/1. False (nothing read) otherwise: the caller ``_gather``s."""
@@ -191,7 +193,7 @@ def _copy_src(e, tw, out, a8, a32, a64, im):
     return True
 
 
-@njit(cache=True, _nrt=False, forceinline=True, **INNER)
+@njit(cache=True, _nrt=False, forceinline=True, pipeline_class=LEAN, **INNER)
 def _copy_dst(e, vals, em, tw, a8, a32, a64):
     """``_scatter(e, vals, em, tw, ...)`` where it is a plain copy: by the whole warp into a register of width tw
     (32 or 64), or into a predicate register; nothing for no register (e < 0). False (nothing written) otherwise:

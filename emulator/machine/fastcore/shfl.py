@@ -8,14 +8,16 @@ from . import ccall as C
 from .ccall import NSCRATCH
 from .raw import opaque
 from .regs import I0, I1, I32, _copy_dst, _copy_src, _gather, _scatter
-from ...numerics.jitcache import INNER
+from ...numerics.jitcache import INNER, lean
+
+LEAN = lean()       # the loops' pipeline (jitcache.lean: no SSA; tests/test_lean_pipeline.py checks the types)
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
 LANES = 32
 
 
-@njit(cache=True, _nrt=False, **INNER)
+@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _shfl(row, imrow, em, a8, a16, a32, a64, xa, xb, xc, xr, xq):
     """shfl.sync as ``ops.warpops`` defines it; False (nothing written) when a lane breaks a rule."""
     # counts LLVM does not know (raw.opaque): one copy of the reads and of the writes, not one per operand

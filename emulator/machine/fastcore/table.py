@@ -50,8 +50,9 @@ BAR = 35          # bar{.cta}.sync/.arrive, barrier{.cta}{.aligned}.sync/.arrive
                   # the CTA loop (run_cta) keeps the barriers, or, for a warp run alone, machine.cta arrives
 PRMT = 50         # prmt.b32 without a mode (selector nibbles: byte index, bit 3 replicates the sign)
 TF32_RNA = 51     # cvt.rna{.satfinite}.tf32.f32 (X: 1 = .satfinite): ops.cvt_narrow's integer steps
-MUFU = 37         # the f32 forms of ex2/lg2/rcp/rsqrt/sqrt .approx (fmath.py; X: form,
-                  # Y: 1 = .ftz), as numerics.mufu computes them; the tables through the translation's pointers
+MUFU = 37         # the f32 forms of ex2/rcp .approx (fmath.py; X: form, Y: 1 = .ftz), as numerics.mufu computes
+                  # them; the tables through the translation's pointers
+MUFU_R = 57       # the lg2/rsqrt/sqrt .approx f32 forms of MUFU (as MUFU; fcall.entry_mufu_r)
 MUFU_X = 49       # the sin/cos .approx and tanh.approx forms of MUFU (as MUFU; fcall.entry_mufu_x)
 MUFU_DIV = 38     # div.approx/div.full {.ftz}.f32 (X: 1 = .full, Y: 1 = .ftz)
 FMINMAX = 39      # min/max {.ftz}{.NaN}.f32 (X: 1 = min, Y: 1 = .ftz, Z: 1 = .NaN)
@@ -83,8 +84,9 @@ BRX = 74          # brx.idx{.uni} (guard = the condition; A: the index, read as 
                   # most 8, their PCs in V0..V0+X-1): an index past the list goes back (the reference raises)
 
 NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
-MUFU_ROWS = (MUFU, MUFU_DIV, MUFU_DIVFMA)             # the mufu family (fcall.py; MUFU_X: mufu_x)
-FLOAT_ROWS = (FMINMAX, FNEGABS, FARITH)               # the float family (fcall.py; FCVT: fcvt)
+MUFU_ROWS = (MUFU, MUFU_DIV)                          # the mufu family (fcall.py; MUFU_R: mufu_r, MUFU_X: mufu_x)
+# the float family (min, max, neg, abs) and farith (the .ftz and contracted arithmetic; fcall.py; FCVT: fcvt)
+FLOAT_ROWS = (FMINMAX, FNEGABS, FARITH, MUFU_DIVFMA)
 
 # -- fields of a code row --------------------------------------------------------------------------------
 OP = 0            # opcode
@@ -129,6 +131,7 @@ IMM_OFFSET = 3    # LD/ST: the address offset lives in immediate slot 3
 
 # -- memory spaces (LD/ST field X) ---------------------------------------------------------------------------
 GENERIC, SHARED, GLOBAL, PARAM, LOCAL = 0, 1, 2, 3, 4
+SHARED_CLUSTER = 5    # .shared::cluster (memory.dsmem): any CTA of the cluster, planned by dsmemx.py only
 # LOCAL rows: B is the 64-bit arena slot holding each lane's .local depot (a global allocation: KernelWarp.local_bases),
 # C the depot's size in bytes; a local address is an offset into the lane's depot
 

@@ -25,13 +25,15 @@ CVT_INT = {"u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64"}
 LDST_TYPES = {"b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64",
               "f16", "f16x2", "bf16", "bf16x2", "f32", "f64"}
 SPACE = {None: T.GENERIC, "shared": T.SHARED, "shared::cta": T.SHARED, "global": T.GLOBAL, "param": T.PARAM,
-         "local": T.LOCAL}
+         "local": T.LOCAL, "shared::cluster": T.SHARED_CLUSTER}
 # special registers whose value is fixed for the whole launch (they get an arena slot filled at warp setup)
 CONST_SPECIALS = {f"%{r}.{c}" for r in ("tid", "ntid", "ctaid", "nctaid") for c in "xyz"} | {
     "%laneid", "%warpid", "%nwarpid", "%lanemask_eq", "%lanemask_lt", "%lanemask_le", "%lanemask_gt",
     "%lanemask_ge", "%dynamic_smem_size", "%total_smem_size", "%cluster_ctarank", "%cluster_nctarank"} | {
     f"%{r}.{c}" for r in ("cluster_ctaid", "cluster_nctaid", "clusterid", "nclusterid") for c in "xyz"}
 NOPS = {"membar", "fence"}
+# calls the CTA loop hands back without leaving it: builtins with no frame (machine.program.BUILTINS)
+_BUILTIN_CALLS = ("vprintf", "__assertfail")
 
 
 class _Slow(Exception):
@@ -81,12 +83,15 @@ class Translation:
         self.fast = np.zeros(n, np.bool_)
         # kernels whose shared memory the async proxy reads (TMA stores, bulk copies out, wgmma): the loop's shared
         # stores mark their bytes for the fence.proxy.async check (memx.py)
+        # (and bulk copies from shared memory into another CTA's: cp.async.bulk.shared::cluster.shared::cta)
         self.bulk_readers = bulk_readers = any(op.kind == "op" and (
-            op.instr.base == "cp" and "bulk" in op.instr.mods and "global" in op.instr.mods[:6] and
-            op.instr.mods.index("global") < next((i for i, m in enumerate(op.instr.mods) if m.startswith("shared")),
-                                                 99)) for op in prog.code)
+            op.instr.base == "cp" and "bulk" in op.instr.mods and _source_shared(op.instr.mods)) for op in prog.code)
         self.any_bulk = any(op.kind == "op" and "bulk" in op.instr.mods for op in prog.code)
         self.async_readers = bulk_readers or any(op.kind == "op" and op.instr.base == "wgmma" for op in prog.code)
+        # generic addresses may name another CTA's shared memory (dsmemx.py): a generic mapa, a cvta of the window
+        self.cluster_generic = any(op.kind == "op" and (
+            op.instr.base == "mapa" and "shared::cluster" not in op.instr.mods or
+            op.instr.base == "cvta" and "shared::cluster" in op.instr.mods) for op in prog.code)
         self._mma = []           # (MmaOp, [D, A, B, C] register operands) per translated mma
         self._mufu = set()       # indices (fmath.TABLES) of the MUFU tables the translated rows read
         self._xcall = False      # a row calls xcall.py (XROW, ATOM)
@@ -121,7 +126,9 @@ class Translation:
         self._mufu_tables()
         self.coverage = float(self.fast.mean()) if n else 1.0
         # the CTA loop (run_cta) runs the whole CTA when every barrier is translated and no function is called
-        # (per-lane call stacks stay with the Python scheduler); it parks mbarrier waits and arrives at counted
+        # (per-lane call stacks stay with the Python scheduler) but the builtins, which push no frame: vprintf
+        # (the scheduler's executor prints and steps on) and __assertfail (it raises; CuTe's and nvcc's device
+        # asserts sit in kernels that never fail them); it parks mbarrier waits and arrives at counted
         # barriers itself, and hands the CTA to the Python scheduler for what it does not decide (ctaloop.py)
         # (wgmma too, when the loop runs every wgmma instruction of the kernel: wgmmax.py; bulk copies too: those
         # the loop stages (bulkx.py) and those the executors issue join the async unit whenever the loop returns,
@@ -129,7 +136,7 @@ class Translation:
         # engine.FastCTA.run)
         self.cta_ok = all(
             (op.kind != "bar" or self.fast[pc]) and
-            (op.kind != "call" or op.call.callee == "vprintf") and
+            (op.kind != "call" or op.call.callee in _BUILTIN_CALLS) and
             (op.kind != "op" or op.instr.base != "wgmma" or self.wg is not None)
             for pc, op in enumerate(prog.code))
         self._cta_waits(prog)
@@ -242,14 +249,21 @@ class Translation:
             if ((self.code[:, T.OP] == T.HOPX) & (self.code[:, T.X] >= K_CL_ARRIVE)).any():
                 self.apart.append("cluster")    # barrier.cluster, getctarank (clusterx.cl_c)
         if self.bulkx:
+            from . import bulkx
             from .bulkx import B_TLOAD
             if ((self.code[:, T.OP] == T.BULKX) & (self.code[:, T.X] == B_TLOAD) & (self.code[:, T.V0 + 5] != -1)).any():
                 self.apart.append("bulk_mc")    # multicast TMA loads (bulkcall.mc_c, which bulk_c calls)
+            if ((self.code[:, T.OP] == T.BULKX) & (self.code[:, T.X] == bulkx.B_SCOPY)).any():
+                self.apart.append("bulk_s2s")   # cp.async.bulk.shared::cluster.shared::cta (bulkcall.sc_c)
         if T.BRX in ops:
             self.apart.append("brx")            # brx.idx (loop.brx_c)
         if self.async_readers:
             self.apart.append("memx")           # shared stores beside the async proxy (memx.memx_c)
-        if self._slow_ldst() or T.ATOM in ops:
+        if self._dsmem():                       # loads, stores, atomics that may reach another CTA (dsmemx.py), in
+            self.apart.append("dsmem")          # memplan.plan_c's and xcall.atom_c's slots
+            if "atom" in self.apart:
+                self.apart[self.apart.index("atom")] = "dsmem_atom"
+        elif self._slow_ldst() or T.ATOM in ops:
             self.apart.append("memplan")        # the loads and stores ldst.plan leaves, the atomics' addresses
         if self.wg is not None:                 # wgmma's tile functions, one per form (wgcall.py)
             self.apart += sorted(self.wg.tiles, key=families.WG_TILES.index)
@@ -260,6 +274,14 @@ class Translation:
             self._mufu_keep.append(tab)
             self.mufu_ptr[k] = tab.ctypes.data
             self.mufu_size[k] = tab.size
+
+    def _dsmem(self):
+        """Whether a load, store or atomic may reach another CTA's shared memory (dsmemx.py): a .shared::cluster
+        one, or a generic one in a kernel whose generic addresses may be in the cluster's window."""
+        code = self.code
+        rows = code[(code[:, T.OP] == T.LD) | (code[:, T.OP] == T.ST) | (code[:, T.OP] == T.ATOM)]
+        return bool((rows[:, T.X] == T.SHARED_CLUSTER).any() or
+                    self.cluster_generic and (rows[:, T.X] == T.GENERIC).any())
 
     def _slow_ldst(self):
         """Whether a load or store may leave ``ldst.plan`` (memplan.py): a .local row, an address in a register
@@ -737,7 +759,7 @@ def _address(t, env, op, row, imm, space):
     if isinstance(base, Sym) and not env.is_register(base.name):
         sym = _static_symbol(t, env, base.name)
         if (space, sym[0]) not in ((T.PARAM, "param"), (T.SHARED, "shared"), (T.GENERIC, "shared"),
-                                   (T.LOCAL, "local")):
+                                   (T.LOCAL, "local"), (T.SHARED_CLUSTER, "shared")):
             raise _Slow
         row[T.A] = -1
         imm[T.IMM_OFFSET] = np.int64(op.offset + sym[1]).view(np.uint64)
@@ -746,6 +768,12 @@ def _address(t, env, op, row, imm, space):
     if env.reg_width(name) not in (32, 64):
         raise _Slow
     row[T.A] = t._src(env, base, "b%d" % env.reg_width(name), imm, 0)
+
+
+def _source_shared(mods):
+    """Whether a bulk copy reads shared memory (its second state space, the source, is shared)."""
+    spaces = [m for m in mods if m in ("global", "shared", "shared::cta", "shared::cluster")]
+    return len(spaces) >= 2 and spaces[1].startswith("shared")
 
 
 def _static_symbol(t, env, name):
@@ -973,12 +1001,13 @@ def r_wgmma(t, env, instr, row, imm):
 
 
 def r_cvta(t, env, instr, row, imm):
-    """cvta{.to}.{global,shared{::cta},const,param,local}.{u32,u64}: global addresses are generic addresses, the
-    shared window starts at generic address 0 and .const is global memory (``KernelWarp.cvta``), so the conversion
+    """cvta{.to}.{global,shared{::cta,::cluster},const,param,local}.{u32,u64}: global addresses are generic
+    addresses, the shared window starts at generic address 0 (the cluster's: memory.dsmem) and .const is global
+    memory (``KernelWarp.cvta``), so the conversion
     is a move; the kernel parameters' generic window starts at PARAM_BASE, an add (a subtract for .to) of it; a
     thread's .local depot is a global allocation, an add (subtract) of its address (``Translation.local_slot``)."""
     q = _classify(instr.mods, {"to": {"to"}, "space": {"global", "shared", "shared::cta", "const", "param",
-                                                       "local"}, "type": {"u32", "u64"}})
+                                                       "local", "shared::cluster"}, "type": {"u32", "u64"}})
     if "space" not in q or "type" not in q:
         raise _Slow
     d, a = _ops(instr, 2)
@@ -1101,6 +1130,8 @@ def r_bulk(t, env, instr, row, imm):
         row[T.OP] = T.BULKX
         t.bulkx = True
         return
+    if red is None and mods == ("async", "bulk", "shared::cluster", "shared::cta", "mbarrier::complete_tx::bytes"):
+        return _bulk_s2s(t, env, ops, row, imm)
     if mods[:2] != ("async", "bulk") or "tensor" not in mods:
         raise _Slow
     dim = [m for m in mods if len(m) == 2 and m[1] == "d" and m[0] in "12345"]
@@ -1162,6 +1193,28 @@ def r_bulk(t, env, instr, row, imm):
     t.bulkx = True
 
 
+def _bulk_s2s(t, env, ops, row, imm):
+    """cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [dst], [src], size, [mbar] (ops.bulk._bulk):
+    this CTA's shared bytes into a CTA of the cluster, on that CTA's mbarrier (bulkx.B_SCOPY: A the destination,
+    C the source, B the mbarrier, offsets in immediates 3, 2, 1; V0 the size, read as .u32)."""
+    from . import bulkx
+    if len(ops) != 4 or not all(isinstance(o, Mem) for o in (ops[0], ops[1], ops[3])) or \
+            isinstance(ops[2], (Vec, Pair, Not, Mem)):
+        raise _Slow
+    _address(t, env, ops[3], row, imm, T.SHARED)                 # the mbarrier: B, immediate 1
+    row[T.B] = row[T.A]
+    imm[1] = imm[T.IMM_OFFSET]
+    _address(t, env, ops[1], row, imm, T.SHARED)                 # the source: C, immediate 2
+    row[T.C] = row[T.A]
+    imm[2] = imm[T.IMM_OFFSET]
+    _address(t, env, ops[0], row, imm, T.SHARED)                 # the destination: A, immediate 3
+    row[T.V0:T.V0 + 8] = -1
+    row[T.V0] = t._src(env, ops[2], "u32", imm, 0)
+    row[T.X], row[T.Y] = bulkx.B_SCOPY, 0
+    row[T.OP] = T.BULKX
+    t.bulkx = True
+
+
 _RULES = {
     "mov": r_mov, "add": r_addsub, "sub": r_addsub, "mul": r_mul, "mad": r_mad, "fma": r_mad,
     "shl": r_shift, "shr": r_shift, "and": r_logic, "or": r_logic, "xor": r_logic, "not": r_logic,
@@ -1217,7 +1270,7 @@ def r_mufu(t, env, instr, row, imm):
         _f32_operands(t, env, instr, 1, row, imm)
         row[T.X], row[T.Y] = code, int(".ftz." in form)
         t._mufu.update(fmath.NEEDS[code])
-        row[T.OP] = T.MUFU_X if code in fmath.UNARY_X else T.MUFU
+        row[T.OP] = T.MUFU_X if code in fmath.UNARY_X else T.MUFU_R if code in fmath.UNARY_R else T.MUFU
     elif form in F32_DIV:
         _f32_operands(t, env, instr, 2, row, imm)
         row[T.X], row[T.Y] = int(form.startswith("div.full")), int(".ftz." in form)
@@ -1567,9 +1620,9 @@ _ATOM_TYPES = {"b16": 0, "b32": 0, "b64": 0, "u32": 0, "u64": 0, "s32": 1, "s64"
 
 
 def r_atom(t, env, instr, row, imm):
-    """atom/red on global memory or this CTA's shared memory (explicit or generic addresses): the integer forms
-    and the f32/f64 adds. The executor has checked the form (ops.atomics); vector, half-precision and .b128
-    forms, shared::cluster and red.async stay with it."""
+    """atom/red on global memory or the cluster's shared memory (explicit or generic addresses; another CTA's:
+    dsmemx.py): the integer forms and the f32/f64 adds. The executor has checked the form (ops.atomics); vector,
+    half-precision and .b128 forms and red.async stay with it."""
     from ...ops.atomics import _check_form, _classify as _atom_classify
     from ...errors import EmulatorError
     from . import atomics
@@ -1579,7 +1632,7 @@ def r_atom(t, env, instr, row, imm):
         op, ptype, vec, noftz, space = _check_form(instr, _atom_classify(instr))
     except EmulatorError:
         raise _Slow from None
-    if vec or ptype not in _ATOM_TYPES or space not in (None, "global", "shared", "shared::cta"):
+    if vec or ptype not in _ATOM_TYPES or space not in (None, "global", "shared", "shared::cta", "shared::cluster"):
         raise _Slow
     if ptype[0] == "f" and op != "add":
         raise _Slow

@@ -37,7 +37,7 @@ TILE_SIG = types.int64(*([types.int64] * 7))
 def wg_c(p, w, em, pctl, pstate):
     """One wgmma instruction at ``p`` for warp ``w`` (lanes ``em``), or (p = -1) whether warp ``w``'s wgmma
     hold registers, or (p = -2) the lanes of warp ``w`` to wake from a wait_group whose records are now
-    computed. Returns 0 (done), 1 (nothing done: the reference must run it) or 2 (the warp's lanes wait).
+    computed, or (p = -3) ptxas's injected wait for all of warp ``w``'s wgmma (``WgTable.injected_wait``). Returns 0 (done), 1 (nothing done: the reference must run it) or 2 (the warp's lanes wait).
 
     One function body, the fence, commit, wait and mma.async steps in turn (``wgmmax``'s docstring): numba
     compiles it as it stands, where helpers marked ``inline="always"`` would have their IR copied into it (numba
@@ -63,8 +63,10 @@ def wg_c(p, w, em, pctl, pstate):
         return lanes
     npc = ctl[K_NPC]
     ins = carray(_pi64(ctl[K_INS]), (npc, NIF))
-    row = ins[p]
-    kind = row[I_KIND]
+    row = ins[max(p, 0)]
+    # (p = -3: ptxas's injected wait (C7517) before another instruction that touches a register of warp w's
+    # in-flight wgmma: its uncommitted wgmma join a group, then wait_group 0 (ops.wgmma.state.drain))
+    kind = W_WAIT if p == -3 else row[I_KIND]
     if em != FULL:
         return 1
     g = w // 4
@@ -93,7 +95,14 @@ def wg_c(p, w, em, pctl, pstate):
         cnt[w, N_USED] = 1
         return 0
     if kind == W_WAIT:
-        keep = row[I_KEEP]
+        keep = 0 if p == -3 else row[I_KEEP]
+        if p == -3:
+            pend = 0
+            for r in range(cnt[w, N_REC]):
+                if rec[w, r, R_GRP] < 0:
+                    rec[w, r, R_GRP] = cnt[w, N_COMMIT]
+                    pend = 1
+            cnt[w, N_COMMIT] += pend
         lim = cnt[w, N_COMMIT] - keep
         n = cnt[w, N_REC]
         for r in range(n):

@@ -566,6 +566,28 @@ class _View:
         return int(self.table.ctl[K_NREAD])
 
 
+_WG_CALLS = {}
+# instructions whose executors read every source before they write (``WgTable.injected_wait``)
+_PLAIN = frozenset({"mov", "cvt", "add", "sub", "mul", "fma", "min", "max", "neg", "abs", "st"})
+
+
+class _Operands:
+    """An instruction's operands for ``ops.wgmma.state.operand_regs`` (a subset of them)."""
+
+    def __init__(self, operands):
+        self.operands = operands
+
+
+def _call_wg(fn, p, w, em, pctl, pstate):
+    """wgcall.wg_c at the address ``fn``, called from Python (ctypes)."""
+    f = _WG_CALLS.get(fn)
+    if f is None:
+        import ctypes
+        i64 = ctypes.c_int64
+        f = _WG_CALLS[fn] = ctypes.CFUNCTYPE(i64, i64, i64, i64, ctypes.c_void_p, ctypes.c_void_p)(fn)
+    return f(p, w, em, pctl, pstate)
+
+
 def _u64(x):
     return int(x) & 0xFFFFFFFFFFFFFFFF
 
@@ -635,6 +657,82 @@ class WgTable:
 
     def holds(self, w):
         return bool(self.cnt[w, N_REC])
+
+    def injected_wait(self, cta, k, pc, lanes, pstate, fn):
+        """Warp ``k`` (lanes ``lanes``, a bit mask) stopped at the non-wgmma instruction ``pc`` while its wgmma hold
+        registers (a row marked ``WG``). As ``ops.wgmma.state.must_wait`` and the executors' register guard decide
+        it, on these arrays (``fn``: wgcall.wg_c's address, ``pstate``: the loop's state vector's):
+
+        * the instruction touches none of them: [] (the executor runs it, with nothing to wait for);
+        * it touches one the warpgroup has not computed yet: "stall" (the warp's records join a group, its lanes
+          wait as at a wait_group and the instruction issues again when they are woken);
+        * else, when the register it touches first is known without running it (one register, ``_PLAIN``
+          instructions): "done", the wait made (the launch's note, every group retired; the loop then runs it);
+        * else the names it touches: the executor runs it with ``arm``'s guard, which makes ptxas's injected
+          wait (the launch's note, every group retired) at its first touch.
+
+        None: the reference decides (a partial warp, the PTX manual's strict rule)."""
+        from ...ops.wgmma import state as S
+        op = cta.prog.code[pc]
+        if op.kind != "op" or lanes != FULL or S.strict(cta.warps[k]):
+            return None
+        held = {}
+        for r in range(int(self.cnt[k, N_REC])):
+            rpc = int(self.rec[k, r, R_PC])
+            info = self.wp.infos[rpc]
+            for n in list(info["d_names"]) + list(info["a_names"]):
+                held.setdefault(n, cta.prog.code[rpc].instr.line)
+        touched = S.operand_regs(op.instr) & held.keys()
+        if not touched:
+            return []
+        if all(self.rec[k, r, R_DONE] for r in range(int(self.cnt[k, N_REC]))):
+            if len(touched) == 1 and op.instr.base in _PLAIN:
+                # one register, read (a source, an address) or else written: the guard's first touch is known
+                # without the executor, so the loop makes the wait and runs the instruction itself
+                (name,) = touched
+                ops = op.instr.operands if op.instr.base == "st" else op.instr.operands[1:]
+                verb = "reads" if name in S.operand_regs(_Operands(ops)) else "writes"
+                text = " ".join((op.instr.text or op.instr.opcode).split())
+                at = f" (line {held[name]})" if held[name] else ""
+                S.note(cta.warps[k], S.injected_wait_note(op.instr.line, text, verb, name, at))
+                if _call_wg(fn, -3, k, FULL, self.ctl.ctypes.data, pstate) != 0:
+                    raise AssertionError("wgcall.wg_c: an injected wait with every record computed stalled")
+                return "done"
+            return {n: held[n] for n in held}
+        if _call_wg(fn, -3, k, FULL, self.ctl.ctypes.data, pstate) != 2:
+            raise AssertionError("wgcall.wg_c: an injected wait with records not computed did not stall")
+        return "stall"
+
+    def arm(self, warp, held, pstate, fn):
+        """Install on ``warp`` the reference's register guard for the names ``held`` ({name: the line of the wgmma
+        holding it}, ``injected_wait``): the first read or write of one records the note and retires every
+        wgmma of the warp (wg_c, p = -3). Returns the function that removes it."""
+        from ...ops.wgmma import state as S
+        cls = type(warp)
+
+        def hit(name, verb):
+            disarm()
+            line, text = S.current(warp)
+            at = f" (line {held[name]})" if held[name] else ""
+            S.note(warp, S.injected_wait_note(line, text, verb, name, at))
+            if _call_wg(fn, -3, warp.warp_id, FULL, self.ctl.ctypes.data, pstate) != 0:
+                raise AssertionError("wgcall.wg_c: an injected wait with every record computed stalled")
+
+        def get_reg(name, instr="read"):
+            if name in held:
+                hit(name, "reads")
+            return cls.get_reg(warp, name, instr)
+
+        def set_reg(name, values, mask):
+            if name in held:
+                hit(name, "writes")
+            return cls.set_reg(warp, name, values, mask)
+
+        def disarm():
+            if warp.__dict__.get("get_reg") is get_reg:
+                del warp.get_reg, warp.set_reg
+        warp.get_reg, warp.set_reg = get_reg, set_reg
+        return disarm
 
     def end_check(self, cta):
         """At the CTA's end: when a warp of a warpgroup issued fewer wgmma.mma_async than the others, the
@@ -724,7 +822,10 @@ class WgTable:
                 todo = [recs[(w, r)] for r in range(int(cnt[N_REC]))
                         if 0 <= self.rec[w, r, R_GRP] < cnt[N_STALLLIM] and not self.rec[w, r, R_DONE]]
                 pc = int(warp.pc[np.flatnonzero(lanes)[0]])
-                reason = S.WgmmaWait(wp.infos[pc]["text"], todo, w, cst)
+                # (a wgmma.wait_group, or the instruction before which ptxas injects its wait: injected_wait)
+                text = wp.infos[pc]["text"] if pc in wp.infos else \
+                    " ".join((code[pc].instr.text or code[pc].instr.opcode).split())
+                reason = S.WgmmaWait(text, todo, w, cst)
                 stalls.append((int(cnt[N_STALLSEQ]), [warp, lanes, reason]))
                 warp._last_yield = reason
                 cnt[N_STALL] = 0

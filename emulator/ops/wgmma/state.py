@@ -145,10 +145,16 @@ def _reg_hazard(warp, ws, instr, name, verb):
     todo = _not_computed(ws)
     if todo:        # the scheduler's must_wait stalls before such an instruction; this one got past it
         raise WgmmaStall(WgmmaWait(text, todo, warp.warp_id, cst))
-    note(warp, f"line {line}: {text}: {verb} {name}, a register of an in-flight wgmma.mma_async{at}; as ptxas "
-               f"compiles it (C7517: warpgroup.wait is injected), the warp first waits for every wgmma it has "
-               f"issued to complete")
+    note(warp, injected_wait_note(line, text, verb, name, at))
     drain(warp, cst, ws)
+
+
+def injected_wait_note(line, text, verb, name, at):
+    """The launch's note for ptxas's injected wait (C7517) before the instruction ``text`` at ``line``, which
+    ``verb``s (reads, writes) ``name``, a register of an in-flight wgmma (``at``: " (line L)", its line, or "")."""
+    return (f"line {line}: {text}: {verb} {name}, a register of an in-flight wgmma.mma_async{at}; as ptxas "
+            f"compiles it (C7517: warpgroup.wait is injected), the warp first waits for every wgmma it has "
+            f"issued to complete")
 
 
 class WgmmaStall(Exception):
