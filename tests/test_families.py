@@ -215,15 +215,22 @@ def _apart_case(name):
     if name == "hopper":
         import test_fast_async as H
         return load_ptx(H.ELECT), 64, [np.zeros(64 * 8, np.uint32)], [0, 0]
+    if name == "brx":                   # (loop.brx_c: a jump-table interpreter)
+        import test_fast_brx as BX
+        rng = np.random.default_rng(3)
+        text = BX.interp_kernel(rng)
+        return load_ptx(text), 64, [np.zeros(64, np.uint32),
+                                    rng.integers(0, 8, 64 * 12, dtype=np.uint64).astype(np.uint32)], ()
     import test_fastcore_wgmma as WG
     rng = np.random.default_rng(11)
     return load_ptx(WG.wgmma_kernel(rng, 6), validate=False), 128, WG._inputs(rng, 128, True), ()
 
 
 @pytest.mark.parametrize("name,op", [("xrow", T.XROW), ("atom", T.ATOM), ("hopper", T.HOPX), ("wgmma", T.WGMMA),
-                                     ("rare", T.ATOM), ("memplan", T.ATOM)])
+                                     ("rare", T.ATOM), ("memplan", T.ATOM), ("brx", T.BRX), ("memx", T.ST)])
 def test_the_functions_compiled_apart_are_bound_as_the_families(name, op, monkeypatch):
-    """xcall.py's, hopcall.py's and wgcall.py's functions come through ``warmup.family`` (the compile lock, and
+    """xcall.py's, hopcall.py's and wgcall.py's functions (and the others of ``families.APART``: brx.idx, the
+    shared stores beside the async proxy, on a wgmma kernel) come through ``warmup.family`` (the compile lock, and
     engine="auto" never compiles them while another process compiles): while one is missing its rows go to
     the reference executors (a wgmma kernel's CTAs to the Python scheduler), with the same bits."""
     module, block, arrays, scalars = _apart_case(name)
@@ -246,15 +253,16 @@ def test_the_apart_slots_are_the_loops():
     from emulator.machine.fastcore import bulkx, loop, rarecall
     loops = {"xrow": loop.XSLOT, "atom": loop.ASLOT, "wgmma": loop.WSLOT, "hopper": loop.HSLOT, "bulk": loop.BSLOT,
              "ctawait": loop.CSLOT, "ctabar": loop.BARSLOT, "rare": loop.RSLOT, "memplan": loop.MSLOT,
-             "cluster": rarecall.CLSLOT, "bulk_mc": bulkx.MCSLOT, "bulk_s2s": bulkx.SCSLOT,
+             "cluster": rarecall.CLSLOT, "bulk_mc": bulkx.MCSLOT, "bulk_s2s": bulkx.SCSLOT, "pick": loop.PSLOT,
+             "brx": loop.BRXSLOT, "memx": loop.XMSLOT,
              # dsmemx.py's functions take memplan's and atom's slots in the kernels that may reach another CTA
              "dsmem": loop.MSLOT, "dsmem_atom": loop.ASLOT}
     assert {k: v for k, v in families.APART_SLOT.items() if k not in families.WG_TILES} == loops
     # wgmma's tile functions (wgcall.wg_c finds them in the pointer array): after the loops' slots, one each
     tiles = sorted(families.APART_SLOT[k] for k in families.WG_TILES)
     assert tiles == list(range(loop.BSLOT + 1, loop.CSLOT))
-    assert (loop.CSLOT, loop.BARSLOT, loop.RSLOT, loop.MSLOT, rarecall.CLSLOT, bulkx.MCSLOT, bulkx.SCSLOT) == \
-        tuple(range(families.NPTRS - 7, families.NPTRS))
+    assert (loop.CSLOT, loop.BARSLOT, loop.RSLOT, loop.MSLOT, rarecall.CLSLOT, bulkx.MCSLOT, bulkx.SCSLOT, loop.PSLOT,
+            loop.BRXSLOT, loop.XMSLOT) == tuple(range(families.NPTRS - 10, families.NPTRS))
 
 
 def test_a_family_filled_later_is_used_by_the_next_launch(monkeypatch):

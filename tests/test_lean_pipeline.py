@@ -110,11 +110,12 @@ def test_the_check_finds_a_variable_unified_to_a_float():
 
 def test_the_loops_type_no_float():
     import emulator.machine.module  # noqa: F401 (sets the warm-up launches)
-    from emulator.machine.fastcore import families, ldst, loop, memplan, warmup
+    from emulator.machine.fastcore import families, ldst, loop, memplan, pickcall, warmup
     families.address("alu", warmup.lock())
     warmup._compile_loops("cta")              # (from the cache when it holds them): the loops' signatures
     lean_types(memplan.plan_c, memplan.SIG.args)    # (types memplan._mem_plan, compiled apart from the loops)
-    lean_fns = [d for mod in (loop, ldst, memplan) for d in vars(mod).values()
+    lean_types(pickcall.pick_c, pickcall.SIG.args)  # (types pickcall._pick, compiled apart from the loops)
+    lean_fns = [d for mod in (loop, ldst, memplan, pickcall) for d in vars(mod).values()
                 if getattr(getattr(d, "_compiler", None), "pipeline_class", None) is loop.LEAN]
     names = [d.py_func.__name__ for d in lean_fns]
     assert set(names) >= {"run", "run_cta", "_pick", "_mem_plan", "fill_ctx", "_check_bars", "plan", "load", "store"}

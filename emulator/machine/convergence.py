@@ -11,7 +11,7 @@ function's control-flow graph:
 * The post-dominator tree of every function has the virtual exit at its root; instructions that cannot
   reach an exit (an endless loop) get an edge to it. Each instruction gets a pre-order interval
   (``pdin``, ``pdout``): ``a`` post-dominates ``b`` iff ``b``'s interval lies inside ``a``'s.
-* The pick rule (``machine.cta`` and the fast engine's ``loop._pick``, identical): among the lane groups
+* The pick rule (``machine.cta`` and the fast engine's ``pickcall._pick``, identical): among the lane groups
   that can run (same PC), a group at PC ``p`` *waits at a join* while some other lane of the warp that will
   come (not exited, not held back by a spin) is at a PC that ``p`` strictly post-dominates: those lanes must
   pass ``p``. A group at a warp-synchronous instruction *waits for the lanes it names* while one of them is

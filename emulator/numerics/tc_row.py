@@ -100,7 +100,7 @@ def add_c(codes, o, n, fd):
             codes[i + n] = ieee_add_bits(x, y, fd)
 
 
-@njit(cache=True, inline="always", **INNER)
+@njit(cache=True, pipeline_class=LEAN, **INNER)
 def gather(a32, regs, idx, na, nb, nc, maps, prm, codes):
     """A, B, C's codes from the registers into ``codes`` (A: m*K + k, then B: k*N + n, then C: m*N + n), as
     ``fast._gather``; the elements of a word unrolled for the 32-, 16- and 8-bit formats."""
@@ -131,20 +131,22 @@ def gather(a32, regs, idx, na, nb, nc, maps, prm, codes):
                     cb[np.uint64(mp[4 * lane + 3])] = word >> 24
             else:
                 for lane in range(32):
-                    word = np.int64(src[lane])
+                    wide = np.int64(src[lane])      # (a name of its own: the lean pipeline types a name once)
                     for e in range(epr):
-                        cb[np.uint64(mp[epr * lane + e])] = (word >> (w * e)) & mask
+                        cb[np.uint64(mp[epr * lane + e])] = (wide >> (w * e)) & mask
 
 
-@njit(cache=True, inline="always", **INNER)
+@njit(cache=True, pipeline_class=LEAN, **INNER)
 def compute(a32, regs, idx, na, nb, nc, maps, prm, codes, vals, exps):
     """One mma.sync of the float forms on a register arena, up to D's bits: A, B, C read from ``a32`` at the
     offsets ``regs`` (``& idx``; A at regs[4:8], B at [8:12], C at [12:16]), D's bits left in
     ``codes[M*K + K*N + M*N:][:M*N]`` (m * N + n; for sm_90's fp8 without C, which ``add_c`` adds).
     ``maps``/``prm``: ``ops.mma.MmaOp._maps``/``_prm``; ``codes``: at least M*K + K*N + 2*M*N elements;
     ``vals``/``exps``: at least M*K + K*N + M*N. Returns 1 when an operand (or C, but for sm_90's fp8) is an inf
-    or NaN or an accumulator overflows: the reference executor has the rule. Inlined by numba into each caller (the
-    families' entries, ``run_regs``): compiled apart, its module would be optimised and emitted once more."""
+    or NaN or an accumulator overflows: the reference executor has the rule. A function of its own (link-only,
+    ``jitcache.INNER``), called by the families' entries and ``run_regs``: numba inlining it (``inline="always"``)
+    copied its IR, and ``gather``'s, block by block into every caller (about 0.4 s of the ``mma`` family's compile,
+    with no change to the rows' speed)."""
     M, N, K = prm[0], prm[1], prm[2]
     mk, kn, mn = M * K, K * N, M * N
     if mk + kn + mn > vals.shape[0] or mk + kn + 2 * mn > codes.shape[0]:

@@ -30,13 +30,14 @@ NCTX = (NSCRATCH - CTX_ROW) * 32
  K_LOG_PC, K_LOG_N, K_LOG_ADDR, K_LOG_W, K_LOG_MASK, K_LOG_SRC, K_LOG_SRC_W,
  K_CPD, K_CPX, K_CPG, K_CPM, K_CPC, K_CP_R, K_P, K_NLOG, K_OPC, K_RUN,
  K_CTA_STATE, K_CTA_CST, K_CTA_NW, K_CTA_WAITING, K_CTA_MBW, K_CTA_ARENAS, K_CTA_AB, K_CTA_YSNAP, K_CTA_YB,
- K_CTA_PCS, K_CTA_EXITED, K_CTA_CODE, K_CTA_NCODE, K_M, K_PCS, K_WAITING) = range(49)
+ K_CTA_PCS, K_CTA_EXITED, K_CTA_CODE, K_CTA_NCODE, K_M, K_PCS, K_WAITING, K_COME) = range(50)
 K_DSM = NCTX - 1    # the lanes of the last row dsmemx.py planned that reach another CTA's shared memory (dsmemx.py)
 K_DSM_ROW = NCTX - 2    # and the address of that row
 # K_RUN: the address of the compiled warp loop (``loop.run``), which the CTA loop calls (``call_native``); set by
 # the engine (``engine.warp_loop_address``), never by ``loop.fill_ctx``
 # K_M, K_PCS, K_WAITING: the row's lanes, the addresses of the warp's PCs and waiting flags, for the rare rows
 # compiled apart (``rarecall.rare_c``; with K_P and K_NLOG); set by ``loop.run``
+# K_COME: the lanes that will come, for the lane-group pick compiled apart (``pickcall.pick_c``); set by ``loop.run``
 # K_CTA_*: the CTA's arrays (addresses and sizes) for the CTA loop's waits compiled apart (``ctaloop.cta_c``); set
 # by ``loop.run_cta`` when it starts
 

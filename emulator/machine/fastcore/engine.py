@@ -312,6 +312,29 @@ def warp_loop_address(args):
     return compiled_address(run, args, _RUN_ADDRESS, "warp loop")
 
 
+def bind_pick(tr, wait=False) -> bool:
+    """Bind the lane-group pick (``pickcall.pick_c``, "pick" of ``families.APART``) for translation ``tr``, the first
+    time one of its warps' lanes diverge (the loop stopped with ``ST_PICK``): loaded from numba's cache, or compiled
+    here (under the compile lock) unless another process compiles while ``wait`` is off (``engine="auto"``: the
+    caller then picks in Python). Returns whether it is bound."""
+    from . import families, warmup
+    k = families.APART_SLOT["pick"]
+    if tr.mufu_ptr[k] == 0:
+        tr.mufu_ptr[k] = warmup.family("pick", wait or not warmup.compiling())
+    return tr.mufu_ptr[k] != 0
+
+
+def python_pick(w):
+    """The lane group the loop's pick would run next for the KernelWarp ``w`` (``machine.convergence.pick`` without
+    force, over the loop's own arrays): (pc, lanes) or None."""
+    from ..convergence import convergence, pick
+    come = ~w.exited
+    live = come & ~w.waiting
+    if not live.any():
+        return None
+    return pick(convergence(w.program), w, live, come, False)
+
+
 def _loops():
     """``_LOOPS``, filled on first use (loop.run and loop.run_cta)."""
     if not _LOOPS:
@@ -336,8 +359,11 @@ class FastLaunch:
     """What every warp of one launch shares: the translation, the global-memory table, the loop's state
     vector and shared-memory log (emptied after every run of the loop)."""
 
+    wait = False            # (planned launches: the pick binds as engine="auto" binds, engine.bind_pick)
+
     def __init__(self, prog, gmem, wait=False):
         self._run, self._run_cta = _loops()
+        self.wait = wait
         self.tr = tr = translation(prog)
         # the instruction families the kernel uses (families.py): compiled or loaded now when ``wait``
         # (engine="fast"); else, while another process compiles one, its rows go to the reference executors
@@ -565,6 +591,14 @@ class FastWarp:
         if st[T.S_NLOG]:
             self._flush(w, int(st[T.S_NLOG]))
         status = int(st[T.S_STATUS])
+        if status == T.ST_PICK:         # the lanes diverged and the pick is not bound yet (pickcall.py)
+            if bind_pick(fl.tr, fl.wait):
+                return self.run(w, budget)
+            got = python_pick(w)        # (another process compiles it: the reference runs the group's instruction)
+            if got is None:
+                return (T.ST_IDLE if st[T.S_EXECUTED] > 0 else T.ST_DEFER), 0, None
+            fl.tr.handed_back[got[0]] += 1
+            return T.ST_SLOW, int(got[0]), got[1]
         if status in (T.ST_IDLE, T.ST_EXITED, T.ST_DEFER):
             return status, 0, None
         if status == T.ST_SLOW:
@@ -1100,6 +1134,20 @@ class FastCTA:
             if int(st[T.S_STATUS]) == T.ST_LOG:
                 continue
             k = int(self.cst[T.C_WARP])
+            if int(st[T.S_STATUS]) == T.ST_PICK:
+                # warp k's lanes diverged and the pick is not bound yet (pickcall.py): bound now, the loop goes on
+                # with the warp's turn; else (another process compiles it) the group is picked here and the
+                # reference runs its instruction (or, when no group can run, the scheduler takes the CTA over)
+                if bind_pick(tr, fl.wait):
+                    continue
+                got = python_pick(cta.warps[k])
+                if got is None:             # (the warp's turn ends: the scheduler goes on from it)
+                    if st[T.S_EXECUTED] > 0:
+                        self.cst[T.C_PROGRESSED] = 1
+                    self.cst[T.C_INWARP] = 0
+                    return self._handoff(cta, k, False)
+                st[T.S_PC] = got[0]         # the reference runs the group's instruction, as a row handed back
+                st[T.S_MASK] = int(np.packbits(got[1][::-1]).view(">u4")[0])
             if tr.code[st[T.S_PC], T.OP] == T.BAR:
                 # a barrier whose number, thread count or lanes break a rule: the scheduler arrives (and raises)
                 # with the loop's barriers

@@ -45,7 +45,7 @@ FAMILIES = {
 NAMES = tuple(FAMILIES)
 # the families compiled with the loops' pipeline (``jitcache.lean``: no SSA; tests/test_lean_pipeline.py checks that
 # it types no variable of theirs as none of its assignments is typed with SSA); "wgmma" is wgcall.wg_c (APART)
-LEAN = ("alu", "ldmatrix", "wgmma", "alu_f32", "shfl", "cpasync")
+LEAN = ("alu", "ldmatrix", "wgmma", "alu_f32", "shfl", "cpasync", "pick")
 # the other functions compiled apart from the loops, with signatures of their own, in fixed slots of the pointer
 # array (loop.XSLOT, ASLOT, WSLOT, HSLOT): name: (module of fastcore, function, the module's signature attribute).
 # They are compiled, loaded and waited for exactly as the families are (``address``, ``warmup.family``).
@@ -66,6 +66,9 @@ APART = {
     "dsmem": ("dsmemx", "plan_c", "SIG"),
     "dsmem_atom": ("dsmemx", "atom_c", "ATOM_SIG"),
     "bulk_s2s": ("bulkcall", "sc_c", "SIG"),    # cp.async.bulk.shared::cluster.shared::cta (bulk_c calls it)
+    "pick": ("pickcall", "pick_c", "SIG"),      # the lane group to run next once a warp's lanes diverge (loop.run)
+    "brx": ("loop", "brx_c", "SIG"),            # brx.idx (BRX rows)
+    "memx": ("memx", "memx_c", "SIG"),          # shared stores beside the async proxy (kernels it reads)
 }
 # wgmma's tile arithmetic, one function per form (wgmmax.tile_of), which wgcall.wg_c calls through its address
 WG_TILES = ("wg_f32_16", "wg_f32_32", "wg_f32_8", "wg_f32_4", "wg_dec", "wg_int")
@@ -98,7 +101,10 @@ APART_SLOT["bulk_mc"] = NSLOTS + 8 + len(WG_TILES)
 APART_SLOT["dsmem"] = APART_SLOT["memplan"]          # (in place of memplan.plan_c, xcall.atom_c: dsmemx.py)
 APART_SLOT["dsmem_atom"] = APART_SLOT["atom"]
 APART_SLOT["bulk_s2s"] = NSLOTS + 9 + len(WG_TILES)
-NPTRS = NSLOTS + 10 + len(WG_TILES)     # the pointer array's whole length
+APART_SLOT["pick"] = NSLOTS + 10 + len(WG_TILES)
+APART_SLOT["brx"] = NSLOTS + 11 + len(WG_TILES)
+APART_SLOT["memx"] = NSLOTS + 12 + len(WG_TILES)
+NPTRS = NSLOTS + 13 + len(WG_TILES)     # the pointer array's whole length
 # what the CTA loop cannot run without (a kernel's CTAs go to the Python scheduler while one is missing)
 CTA_NEEDS = ("wgmma", "hopper", "bulk", "ctawait", "rare") + WG_TILES
 # the rows after which a CTA may wait in the CTA loop: a kernel with any of them binds "ctawait" too

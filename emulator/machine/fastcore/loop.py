@@ -13,11 +13,10 @@ from .raw import _allocation, _mask, _peek, _peek16, _poke, _sext, store_lane  #
 #                                                                              shared with cpasync)
 from .regs import I0, I64, _cwidth, _gather, _rd, _rdf, _scatter, _wrf  # noqa: F401 (register access, as the families)
 from .fmath import TABLES as _TABLES
-from .memx import mark_generic, smem_write_ok
 from . import ldst
 from .scalarx import call_x
 from . import ccall as C
-from .ccall import call_cta, call_family, call_native, data_ptr, reinterpret
+from .ccall import SIG, call_cta, call_family, call_native, data_ptr, reinterpret  # noqa: F401 (SIG: brx_c's, families.APART)
 from .families import APART_SLOT as _APART_SLOT, NSLOTS as _NSLOTS, OF_OPCODE as _OF_OPCODE, SLOT as _SLOT
 from .wgmmax import call_wg
 from .asyncx import call_hop
@@ -39,6 +38,9 @@ CSLOT = _APART_SLOT["ctawait"]   # ctaloop.cta_c: the CTA loop's mbarrier stalls
 BARSLOT = _APART_SLOT["ctabar"]  # ctaloop.bar_c: a counted or register-numbered barrier's operands
 RSLOT = _APART_SLOT["rare"]     # rarecall.rare_c: the ATOM, WGMMA, STMATRIX, HOPX and BULKX rows
 MSLOT = _APART_SLOT["memplan"]  # memplan.plan_c: the loads and stores ldst.plan leaves
+PSLOT = _APART_SLOT["pick"]     # pickcall.pick_c: the lane group to run next once the warp's lanes diverged
+BRXSLOT = _APART_SLOT["brx"]    # loop.brx_c: brx.idx
+XMSLOT = _APART_SLOT["memx"]    # memx.memx_c: shared stores beside the async proxy (wgmma reads, generic marks)
 PUMP = -1                   # bulkx.PUMP: bulk_c's lanes for the pump at a round's end (checked in engine.py)
 # the family slot of each opcode (families.py; -1: none, the loop hands the row back)
 FAMSLOT = np.full(128, -1, np.int64)
@@ -102,27 +104,19 @@ def _brx(row, imrow, m, em, pc, a8, a16, a32, a64):
     return dest if same else np.int64(-1)
 
 
-@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
-def _joins(code, p, q):
-    """machine.convergence.Convergence.joins: lanes at ``p`` wait for lanes at ``q``."""
-    rp = code[p]
-    rq = code[q]
-    if rp[T.PDIN] < rq[T.PDIN] and rq[T.PDOUT] <= rp[T.PDOUT]:
-        return True
-    for d in range(4):
-        lp = rp[T.LID + d]
-        if lp < 0:
-            return False
-        for e in range(4):
-            if rq[T.LID + e] == lp:
-                return rp[T.LIN + d] < rq[T.LIN + e] and rq[T.LOUT + e] <= rp[T.LOUT + d]
-    return False
+def brx_c(em, prow, pimm, parena, narena, pscratch):
+    """``_brx`` compiled apart ("brx" of ``families.APART``, the families' signature ``ccall.SIG``), bound only for
+    kernels with brx.idx: the lanes of the row in ctx[K_M], the warp's PCs through ctx[K_PCS] (set by ``run``)."""
+    ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * LANES, C.NCTX)
+    a8 = C.u8_1d(parena, narena)
+    return _brx(C.i64_1d(prow, T.NFIELDS), C.u64_1d(pimm, T.NIMM), ctx[C.K_M], em, C.i64_1d(ctx[C.K_PCS], LANES), a8,
+                reinterpret(a8, np.uint16), reinterpret(a8, np.uint32), reinterpret(a8, np.uint64))
 
 
 @njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
 def _one_group(pc, live, come):
-    """The PC of the lanes when every lane that will come is live and at one PC (the group ``_pick`` picks then,
-    as after a barrier or a uniform branch), else -1."""
+    """The PC of the lanes when every lane that will come is live and at one PC (the group ``pickcall._pick``
+    picks then, as after a barrier or a uniform branch), else -1."""
     if live != come or live == 0:
         return np.int64(-1)
     q = np.int64(-1)
@@ -134,95 +128,6 @@ def _one_group(pc, live, come):
             elif pc[lane] != q:
                 same = False
     return q if same else np.int64(-1)
-
-
-@njit(cache=True, _nrt=False, pipeline_class=LEAN, **INNER)
-def _pick(code, pc, live, come, qs, a32):
-    """machine.convergence.pick without force (the Python scheduler lifts the waits): the PC of the lane group
-    to run next, or -1. ``qs``: room for the distinct PCs of the lanes that will come."""
-    nq = 0
-    for lane in range(LANES):
-        if (come >> lane) & 1:
-            q = pc[lane]
-            dup = False
-            for i in range(nq):
-                if qs[i] == q:
-                    dup = True
-                    break
-            if not dup:
-                qs[nq] = q
-                nq += 1
-    big = 1 << 62
-    big_rank = np.int64(code.shape[0])
-    bfree = big                 # the best group of each level: its key (free: lanes, then rank; else rank), PC
-    bsync = big
-    bjoin = big
-    btail = big
-    pfree = -1
-    psync = -1
-    pjoin = -1
-    ptail = -1
-    seen = 0
-    for lane in range(LANES):
-        if (live >> lane) & 1 and not (seen >> lane) & 1:
-            p = pc[lane]
-            row = code[p]
-            n = 0                       # the group's lanes: the fewest run first among the free groups
-            for ln in range(lane, LANES):
-                if (live >> ln) & 1 and pc[ln] == p:
-                    n += 1
-                    seen |= 1 << ln
-            r = row[T.RANK]
-            key = n * big_rank + r
-            join = False
-            other = False
-            for i in range(nq):
-                q = qs[i]
-                if q != p:
-                    other = True
-                    if _joins(code, p, q):
-                        join = True
-                        break
-            wait = False
-            if not join and other and row[T.SYNCPT] != 0:     # the lanes it names, elsewhere?
-                kind = row[T.SYNCPT]
-                names = np.int64(0xFFFFFFFF)
-                if kind == 2:
-                    names = row[T.MMASK]
-                elif kind == 3:
-                    names = np.int64(0)
-                    idx = row[T.MMASK] & T.INDEX_MASK
-                    for ln in range(LANES):
-                        if (live >> ln) & 1 and pc[ln] == p:
-                            names |= np.int64(a32[idx + ln])
-                for k in range(LANES):
-                    if (come >> k) & 1 and (names >> k) & 1 and pc[k] != p:
-                        wait = True
-                        break
-            if join and row[T.TAIL] == 1:
-                if r < btail:
-                    btail = r
-                    ptail = p
-            elif join:
-                if r < bjoin:
-                    bjoin = r
-                    pjoin = p
-            elif wait:
-                if r < bsync:
-                    bsync = r
-                    psync = p
-            elif key < bfree:
-                bfree = key
-                pfree = p
-    if pfree >= 0:
-        return pfree
-    if come & ~live:
-        return -1               # the groups wait for lanes parked elsewhere
-    if ptail >= 0:              # every lane of the warp is here and waits: lanes on the exit path leave,
-        return ptail            # else a warp-synchronous group, else a join
-    if psync >= 0:
-        return psync
-    return pjoin
 
 
 @njit(cache=True, _nrt=False, no_cfunc_wrapper=True, pipeline_class=LEAN)
@@ -241,7 +146,6 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     addrs = reinterpret(scratch[2], np.int64)
     xr = scratch[6]
     xq = scratch[7]
-    qs = reinterpret(scratch[12], np.int64)
     ctx = reinterpret(scratch[C.CTX_ROW:].reshape(C.NCTX), np.int64)
     fill_ctx(ctx, inflight, gtab, state, log_pc, log_addr, log_mask, mptr, cpd, cpx, cpg, cpm, cpc)
     ctx[C.K_PCS] = data_ptr(pc)
@@ -278,8 +182,12 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
     while True:
         if p < 0:                      # pick (machine.convergence.pick): the lane group to run next
             p = _one_group(pc, live, come)
-            if p < 0:
-                p = _pick(code, pc, live, come, qs, a32)
+            if p < 0:                   # lanes at several PCs, or waiting: pickcall.pick_c, compiled apart and
+                if mptr[PSLOT] == 0:    # bound on first need (the engine binds it, or picks in Python)
+                    state[T.S_STATUS] = T.ST_PICK
+                    break
+                ctx[C.K_COME] = come
+                p = call_family(mptr[PSLOT], live, data_ptr(code), code.shape[0], parena, narena, pscratch)
             if p < 0:
                 state[T.S_STATUS] = T.ST_IDLE if executed > 0 else T.ST_DEFER
                 break
@@ -390,7 +298,11 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                 p = -1
             continue
         if opc == T.BRX:                        # brx.idx (machine.cta: no spin check, as the reference)
-            dest = _brx(row, imrow, m, em, pc, a8, a16, a32, a64)
+            if mptr[BRXSLOT] == 0:              # brx_c, compiled apart (slot 0: not bound, handed back)
+                handback = True
+                break
+            ctx[C.K_M] = m
+            dest = call_family(mptr[BRXSLOT], em, data_ptr(row), data_ptr(imrow), parena, narena, pscratch)
             if dest == -2:
                 handback = True                 # an index past the list: the reference raises
                 break
@@ -422,13 +334,17 @@ def run(code, imm, arena, pc, exited, waiting, inflight, gtab, state, log_pc, lo
                 if opc == T.LD:
                     ldst.load(row, em, a8, a16, a32, a64, xq, xr)
                 else:
-                    if shared_lanes != 0 and state[T.S_WG_SMEM] != 0 and \
-                            not smem_write_ok(state, addrs, shared_lanes, n * ew):
-                        handback = True          # bytes an in-flight wgmma reads (memx.py): the reference raises
+                    # beside the async proxy (memx.memx_c, compiled apart, bound for the kernels it reads; slot 0:
+                    # handed back): bytes an in-flight wgmma reads go back (the reference raises), generic-proxy
+                    # writes are marked for the fence check
+                    if shared_lanes != 0 and (state[T.S_WG_SMEM] != 0 or state[T.S_DIRTY] != 0) and \
+                            (mptr[XMSLOT] == 0 or state[T.S_WG_SMEM] != 0 and
+                             call_family(mptr[XMSLOT], shared_lanes, 0, n * ew, parena, narena, pscratch) != 0):
+                        handback = True
                         break
                     ldst.store(row, imrow, em, a8, a16, a32, a64, xq, xr, log_addr, nlog, wide)
-                    if state[T.S_DIRTY] != 0:
-                        mark_generic(state, addrs, shared_lanes, n * ew)
+                    if shared_lanes != 0 and state[T.S_DIRTY] != 0:
+                        call_family(mptr[XMSLOT], shared_lanes, 1, n * ew, parena, narena, pscratch)
                 if shared_lanes != 0:
                     log_pc[nlog] = p
                     log_mask[nlog] = shared_lanes

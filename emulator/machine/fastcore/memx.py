@@ -13,7 +13,9 @@
 import numpy as np
 from numba import njit
 
+from . import ccall as C
 from . import table as T
+from .ccall import SIG  # noqa: F401 (families.APART's signature attribute)
 from .raw import _peek32, _poke8
 from ...numerics.jitcache import INNER
 
@@ -58,3 +60,18 @@ def mark_generic(state, addrs, lanes, nbytes):
             for b in range(nbytes):
                 _poke8(p + a + b, ONE)
     state[T.S_DIRTY_N] += 1
+
+
+def memx_c(lanes, op, nbytes, parena, narena, pscratch):
+    """The warp loop's calls of the two above for its shared stores (``loop.run``), compiled apart ("memx" of
+    ``families.APART``, the families' signature ``ccall.SIG``) and bound only for kernels the async proxy reads
+    (``Translation.async_readers``: wgmma, TMA and bulk stores), so that the loop, which every kernel compiles, links
+    none of their code: ``op`` 0, ``smem_write_ok`` (0: the write may go on, 1: it goes back), 1, ``mark_generic``;
+    the lanes' addresses in the loop's scratch row 2, the state through the ctx."""
+    ctx = C.i64_1d(pscratch + 8 * C.CTX_ROW * 32, C.NCTX)
+    state = C.i64_1d(ctx[C.K_STATE], T.NSTATE)
+    addrs = C.i64_1d(pscratch + 8 * 2 * 32, 32)
+    if op == 0:
+        return 0 if smem_write_ok(state, addrs, lanes, nbytes) else 1
+    mark_generic(state, addrs, lanes, nbytes)
+    return 0

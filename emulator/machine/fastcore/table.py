@@ -150,6 +150,8 @@ ST_BAR = 4        # lanes S_MASK arrived at barrier S_PC's X (their PCs already 
 ST_WGWAIT = 6     # lanes S_MASK wait at the wgmma.wait_group at S_PC for the warpgroup (wgmmax.py; counted as issued)
 ST_MBWAIT = 7     # lanes S_MASK of the try_wait at S_PC wait for their mbarrier's phase (ctaloop.py; counted as issued;
                   # the other lanes of the group moved on)
+ST_PICK = 8       # the warp's lanes diverged and the lane-group pick (pickcall.pick_c) is not bound: the engine binds
+                  # it and runs the loop on, or picks in Python (engine.bind_pick); the instructions before ran
 ST_DEFER = 5      # no instruction ran: every runnable lane group waits for lanes parked elsewhere (a join, a
                   # warp-synchronous instruction; machine.convergence)
 

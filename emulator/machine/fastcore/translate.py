@@ -255,6 +255,10 @@ class Translation:
                 self.apart.append("bulk_mc")    # multicast TMA loads (bulkcall.mc_c, which bulk_c calls)
             if ((self.code[:, T.OP] == T.BULKX) & (self.code[:, T.X] == bulkx.B_SCOPY)).any():
                 self.apart.append("bulk_s2s")   # cp.async.bulk.shared::cluster.shared::cta (bulkcall.sc_c)
+        if T.BRX in ops:
+            self.apart.append("brx")            # brx.idx (loop.brx_c)
+        if self.async_readers:
+            self.apart.append("memx")           # shared stores beside the async proxy (memx.memx_c)
         if self._dsmem():                       # loads, stores, atomics that may reach another CTA (dsmemx.py), in
             self.apart.append("dsmem")          # memplan.plan_c's and xcall.atom_c's slots
             if "atom" in self.apart:
