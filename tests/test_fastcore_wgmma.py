@@ -92,6 +92,53 @@ def test_descriptor_addresses_are_the_references():
         assert (out == want).all(), (hex(d), eb, mn)
 
 
+def test_operand_bytes_by_chunk_are_the_bytes():
+    """wgmmax._count (read counts kept per 16-byte chunk) and _read (16- and 32-bit elements read whole) equal the
+    byte-by-byte rule for random descriptors of the legal forms: A (64 rows) and B (8 to 256 rows) of 1-, 2- or
+    4-byte elements, K-major, or MN-major for the 16-bit types; every swizzle and base offset; A and B may
+    overlap (each byte counted once)."""
+    from numba import njit
+    from emulator.machine.fastcore.wgmmax import _addresses, _count as count_, _read as read_
+
+    @njit
+    def _count(reads, stamp, sv, addr, eb, delta):       # (INNER helpers: called from jitted code only)
+        count_(reads, stamp, sv, addr, eb, delta)
+
+    @njit
+    def _read(smem, addr, eb, out):
+        read_(smem, addr, eb, out)
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        eb = int(rng.choice([1, 2, 4]))
+        k = 32 // eb
+        ops = []
+        for rows in (64, int(rng.choice([8, 64, 128, 256]))):
+            mn = eb == 2 and bool(rng.random() < 0.5)
+            d = make_descriptor(16 * int(rng.integers(0, 64)), lbo=16 * int(rng.integers(0, 1 << 7)),
+                                sbo=16 * int(rng.integers(0, 1 << 7)), swizzle=int(rng.choice([0, 32, 64, 128])),
+                                base_offset=int(rng.integers(0, 8)))
+            addr = np.empty((rows, k), np.int64)
+            _addresses(np.int64(np.uint64(d).view(np.int64)), rows, k, eb, mn, addr)
+            ops.append(addr)
+        size = max(int(a.max()) for a in ops) + 64
+        smem = rng.integers(0, 256, size, dtype=np.uint8)
+        union = np.union1d(*[(a[..., None] + np.arange(eb)).reshape(-1) for a in ops])
+        want = np.zeros(size, np.int32)
+        want[union] += 3
+        reads = np.zeros(size, np.int32)
+        stamp = np.zeros(size, np.int64)
+        for a in ops:
+            _count(reads, stamp, np.int64(5), a, np.int64(eb), np.int64(3))
+            got = np.empty(a.shape, np.uint64)
+            _read(smem, a, np.int64(eb), got)
+            byte = smem[a[..., None] + np.arange(eb)].astype(np.uint64) << (8 * np.arange(eb, dtype=np.uint64))
+            assert (got == np.bitwise_or.reduce(byte, axis=-1)).all(), eb
+        assert (reads == want).all(), (eb, np.flatnonzero(reads != want)[:8])
+        for a in ops:                               # the instruction's retirement: every count back to 0
+            _count(reads, stamp, np.int64(6), a, np.int64(eb), np.int64(-3))
+        assert not reads.any()
+
+
 SM90A = sorted(n for n, c in corpus_lib.load_all().items() if "wgmma" in c["ptx"] and n.endswith("sm90a"))
 # a sample by default (every type, one and two warpgroups, stmatrix); the rest, and the kernels with mbarriers,
 # bulk copies, clusters or calls (which keep the Python scheduler and the executors), under -m slow

@@ -336,8 +336,11 @@ class FastLaunch:
     """What every warp of one launch shares: the translation, the global-memory table, the loop's state
     vector and shared-memory log (emptied after every run of the loop)."""
 
+    wait = False        # (engine="fast": what the launch needs is compiled or loaded at once, wgmmax's fix-ups too)
+
     def __init__(self, prog, gmem, wait=False):
         self._run, self._run_cta = _loops()
+        self.wait = wait
         self.tr = tr = translation(prog)
         # the instruction families the kernel uses (families.py): compiled or loaded now when ``wait``
         # (engine="fast"); else, while another process compiles one, its rows go to the reference executors
@@ -1105,6 +1108,8 @@ class FastCTA:
                 # with the loop's barriers
                 self.cst[T.C_INWARP] = 0
                 return self._handoff(cta, k, False)
+            if wg is not None and tr.code[st[T.S_PC], T.OP] == T.WGMMA and wg.bind_fix(fl.wait):
+                continue        # its tile needed the inf/NaN fix-ups, bound now: the loop runs it again (unchanged)
             if wg is not None and (tr.code[st[T.S_PC], T.OP] == T.WGMMA or wg.holds(k)):
                 # a wgmma instruction the loop leaves to the executor, or an instruction beside registers of an
                 # in-flight wgmma (ptxas's injected wait): the reference takes the state and the CTA over

@@ -249,6 +249,8 @@ class Translation:
             self.apart.append("memplan")        # the loads and stores ldst.plan leaves, the atomics' addresses
         if self.wg is not None:                 # wgmma's tile functions, one per form (wgcall.py)
             self.apart += sorted(self.wg.tiles, key=families.WG_TILES.index)
+            if self.wg.tiles - {"wg_int"} and families.cached("wg_fix"):
+                self.apart.append("wg_fix")     # the float tiles' fix-ups when nothing compiles (else on first need)
         for k in sorted(self._mufu):
             tab = mufu.tables()[fmath.TABLES[k]]
             if tab.dtype != np.uint32 or not tab.flags.c_contiguous:
