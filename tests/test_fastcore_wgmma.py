@@ -73,6 +73,58 @@ def test_a_wrong_tile_in_the_loop_is_caught():
     assert not handback_counts(prog)
 
 
+def _capture_unbound(i, monkeypatch, bindable=True):
+    """``_capture`` with the tile's fix-ups (families "wg_fix") unbound in the form's translation, as on a cache
+    that lacks them; ``bindable`` False: they cannot be bound now either (another process compiles them).
+    Returns (D, whether the launch bound them, wgmma hand-backs of this launch)."""
+    from emulator.machine.fastcore import families, warmup
+    slot = families.APART_SLOT["wg_fix"]
+    f = FORMS[i]
+    inp = wc.gen.form_inputs(i, f)
+    g = GlobalMemory()
+    args = [g.upload(inp["img"][:1]), g.upload(inp["desc"][:1]), g.upload(inp["a"][:1]), g.upload(inp["c"][:1])]
+    d = g.upload(np.zeros_like(inp["c"][:1]))
+    misc = g.upload(np.concatenate([inp["scale_d"][:1], np.zeros(1, np.uint32)]))
+    module = load_ptx(wc.gen.ptx(f))
+    prog = module.program("wgmma_cap")
+    tr = translation(prog)
+    tr.mufu_ptr[slot] = 0
+    if "wg_fix" in tr.apart:
+        tr.apart.remove("wg_fix")
+    real = warmup.family
+    monkeypatch.setattr(warmup, "family", lambda name, wait=True: real(name, wait) if bindable or name != "wg_fix"
+                        else 0)
+    before = sum(v for k, v in handback_counts(prog).items() if k.startswith("wgmma"))
+    module.launch("wgmma_cap", grid=(1, 1, 1), block=(128, 1, 1), args=args + [d, misc], gmem=g,
+                  shared_bytes=wc.gen.DYN_SMEM, engine="fast")
+    monkeypatch.setattr(warmup, "family", real)
+    got = g.download(d, inp["c"][:1].nbytes).view(np.uint32).reshape(inp["c"][:1].shape)
+    back = sum(v for k, v in handback_counts(prog).items() if k.startswith("wgmma")) - before
+    return got, bool(tr.mufu_ptr[slot]), back
+
+
+def test_the_fixups_are_bound_when_a_tile_first_needs_them(monkeypatch):
+    """The float tiles' inf/NaN fix-ups (wgcall.wg_fix) are compiled apart and bound only when a tile needs them:
+    captured forms with special values bind them at their first such tile and run it in the loop (the H100's
+    bits, nothing handed back), forms of finite values never bind them; and where they cannot be bound now,
+    the instruction goes to the reference executor (handed back, the same bits)."""
+    floats = [i for i in CAPTURED[::3] if ".f32." in FORMS[i]["spelling"] and "s8" not in FORMS[i]["spelling"]
+              and "u8" not in FORMS[i]["spelling"] and "b1" not in FORMS[i]["spelling"]]
+    bound, unbound = [], []
+    for i in floats:
+        got, did, back = _capture_unbound(i, monkeypatch)
+        assert (got == SAFE[f"d{i}"][:1]).all(), FORMS[i]["spelling"]
+        assert back == 0, FORMS[i]["spelling"]
+        (bound if did else unbound).append(i)
+        if len(bound) >= 2 and len(unbound) >= 2:
+            break
+    assert len(bound) >= 2 and len(unbound) >= 2, (len(bound), len(unbound))
+    for i in bound:
+        got, did, back = _capture_unbound(i, monkeypatch, bindable=False)
+        assert (got == SAFE[f"d{i}"][:1]).all(), FORMS[i]["spelling"]
+        assert not did and back > 0, FORMS[i]["spelling"]
+
+
 def test_descriptor_addresses_are_the_references():
     """The loop's operand addresses (wgmmax._addresses) equal ops.wgmma.desc.element_addresses for random
     descriptors: every swizzle and base offset, K- and MN-major, 1-, 2- and 4-byte elements, odd LBO/SBO."""

@@ -282,6 +282,20 @@ class Translation:
                 done = done and self.mufu_ptr[k] != 0
         return done
 
+    def bind_one(self, name, wait=True):
+        """Bind one function compiled apart (families.APART) now, as ``bind_families`` does, for a row that asked
+        for it as it ran (wgmmax's inf/NaN fix-ups, ``WgTable.bind_fix``); whether its slot is filled (when not, a
+        later launch binds it)."""
+        from . import families, warmup
+        k = families.APART_SLOT[name]
+        if name not in self.apart:
+            self.apart.append(name)
+        if self.mufu_ptr[k] == 0:
+            self.mufu_ptr[k] = warmup.family(name, wait)
+            if self.mufu_ptr[k] == 0:
+                self._families_bound = False
+        return bool(self.mufu_ptr[k])
+
     # -- registers ---------------------------------------------------------------------------------
     def _slot(self, name, width, special=False):
         table = self.specials if special else self.slots

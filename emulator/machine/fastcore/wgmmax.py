@@ -762,16 +762,7 @@ class WgTable:
         if not self.ctl[K_WANT]:
             return False
         self.ctl[K_WANT] = 0
-        from . import warmup
-        from .families import APART_SLOT
-        tr = self.wp.tr
-        k = APART_SLOT["wg_fix"]
-        if tr.mufu_ptr[k] == 0:
-            tr.mufu_ptr[k] = warmup.family("wg_fix", wait)
-        if "wg_fix" not in tr.apart:
-            tr.apart.append("wg_fix")
-            tr._families_bound = False          # (a launch that finds it 0 binds it again)
-        return bool(tr.mufu_ptr[k])
+        return self.wp.tr.bind_one("wg_fix", wait)
 
     def holds(self, w):
         return bool(self.cnt[w, N_REC])
