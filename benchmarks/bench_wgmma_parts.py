@@ -86,8 +86,8 @@ def _jitted():
         sv = np.int64(0)
         for _ in range(reps):
             sv += 1
-            X._count(reads, stamp, sv, baddr, eb, np.int64(1))
-            X._count(reads, stamp, sv, aaddr, eb, np.int64(1))
+            X._count(reads, stamp, sv, baddr, eb, np.int64(1), False)
+            X._count(reads, stamp, sv, aaddr, eb, np.int64(1), False)
         return sv
 
     return dict(addresses=addresses, gather=gather, unpack=unpack, transpose=transpose, tile=tile, pack=pack,

@@ -153,8 +153,8 @@ def test_operand_bytes_by_chunk_are_the_bytes():
     from emulator.machine.fastcore.wgmmax import _addresses, _count as count_, _read as read_
 
     @njit
-    def _count(reads, stamp, sv, addr, eb, delta):       # (INNER helpers: called from jitted code only)
-        count_(reads, stamp, sv, addr, eb, delta)
+    def _count(reads, stamp, sv, addr, eb, delta, mn):   # (INNER helpers: called from jitted code only)
+        count_(reads, stamp, sv, addr, eb, delta, mn)
 
     @njit
     def _read(smem, addr, eb, out):
@@ -171,23 +171,23 @@ def test_operand_bytes_by_chunk_are_the_bytes():
                                 base_offset=int(rng.integers(0, 8)))
             addr = np.empty((rows, k), np.int64)
             _addresses(np.int64(np.uint64(d).view(np.int64)), rows, k, eb, mn, addr)
-            ops.append(addr)
-        size = max(int(a.max()) for a in ops) + 64
+            ops.append((addr, mn))
+        size = max(int(a.max()) for a, _ in ops) + 64
         smem = rng.integers(0, 256, size, dtype=np.uint8)
-        union = np.union1d(*[(a[..., None] + np.arange(eb)).reshape(-1) for a in ops])
+        union = np.union1d(*[(a[..., None] + np.arange(eb)).reshape(-1) for a, _ in ops])
         want = np.zeros(size, np.int32)
         want[union] += 3
         reads = np.zeros(size, np.int32)
         stamp = np.zeros(size, np.int64)
-        for a in ops:
-            _count(reads, stamp, np.int64(5), a, np.int64(eb), np.int64(3))
+        for a, mn in ops:
+            _count(reads, stamp, np.int64(5), a, np.int64(eb), np.int64(3), mn)
             got = np.empty(a.shape, np.uint64)
             _read(smem, a, np.int64(eb), got)
             byte = smem[a[..., None] + np.arange(eb)].astype(np.uint64) << (8 * np.arange(eb, dtype=np.uint64))
             assert (got == np.bitwise_or.reduce(byte, axis=-1)).all(), eb
         assert (reads == want).all(), (eb, np.flatnonzero(reads != want)[:8])
-        for a in ops:                               # the instruction's retirement: every count back to 0
-            _count(reads, stamp, np.int64(6), a, np.int64(eb), np.int64(-3))
+        for a, mn in ops:                           # the instruction's retirement: every count back to 0
+            _count(reads, stamp, np.int64(6), a, np.int64(eb), np.int64(-3), mn)
         assert not reads.any()
 
 

@@ -300,9 +300,9 @@ def wg_c(p, w, em, pctl, pstate):
     reads = carray(_pi32(ctl[K_READS]), size)
     stamp = carray(_pi64(ctl[K_STAMP]), size)
     ctl[K_STAMPV] += 1
-    _count(reads, stamp, ctl[K_STAMPV], baddr, row[I_WB] // 8, np.int64(1))
+    _count(reads, stamp, ctl[K_STAMPV], baddr, row[I_WB] // 8, np.int64(1), row[I_TB] == 1)
     if row[I_SS] == 1:
-        _count(reads, stamp, ctl[K_STAMPV], aaddr, row[I_WA] // 8, np.int64(1))
+        _count(reads, stamp, ctl[K_STAMPV], aaddr, row[I_WA] // 8, np.int64(1), row[I_TA] == 1)
     ctl[K_NREAD] += 1
     state[T.S_WG_SMEM] = 1
     return 0

@@ -197,14 +197,18 @@ def _read(smem, addr, eb, out):
 
 
 @njit(cache=True, **INNER)
-def _count(reads, stamp, sv, addr, eb, delta):
+def _count(reads, stamp, sv, addr, eb, delta, mn_major):
     """Add ``delta`` to the read count of every byte the operand reads, once per byte for stamp ``sv`` (the
     union of A's and B's bytes, as ``np.union1d``). An operand's bytes are whole aligned 16-byte chunks (each
     row of a core matrix, or of a swizzle atom, is one; the swizzle permutes chunks; every K and N is a
-    multiple of 16 bytes): each chunk is counted at the element that starts it, its stamp kept in its first
-    byte's (tests/test_fastcore_wgmma.py checks the chunks against the bytes)."""
-    for x in range(addr.shape[0]):
-        for k in range(addr.shape[1]):
+    multiple of 16 bytes): each chunk is counted at the element that starts it (every 16 / eb along K, or along
+    the rows of an MN-major operand), its stamp kept in its first byte's (tests/test_fastcore_wgmma.py checks the
+    chunks against the bytes)."""
+    step = max(16 // eb, 1)
+    sx = step if mn_major else 1
+    sk = 1 if mn_major else step
+    for x in range(0, addr.shape[0], sx):
+        for k in range(0, addr.shape[1], sk):
             a = addr[x, k]
             if (a & 15) == 0 and stamp[a] != sv:
                 stamp[a] = sv
@@ -515,10 +519,10 @@ def _reads(row, ad, bd, reads, stamp, sv, delta):
     K = row[I_K]
     addr = np.empty((max(row[I_N], 64), K), np.int64)
     _addresses(bd, row[I_N], K, row[I_WB] // 8, row[I_TB] == 1, addr[:row[I_N]])
-    _count(reads, stamp, sv, addr[:row[I_N]], row[I_WB] // 8, delta)
+    _count(reads, stamp, sv, addr[:row[I_N]], row[I_WB] // 8, delta, row[I_TB] == 1)
     if row[I_SS] == 1:
         _addresses(ad, np.int64(64), K, row[I_WA] // 8, row[I_TA] == 1, addr[:64])
-        _count(reads, stamp, sv, addr[:64], row[I_WA] // 8, delta)
+        _count(reads, stamp, sv, addr[:64], row[I_WA] // 8, delta, row[I_TA] == 1)
 
 
 @njit(cache=True, **INNER)
