@@ -67,9 +67,9 @@ def _jitted():
                     Bt[k, n_] = Bn[n_, k] ^ X.U0
 
     @njit
-    def tile(reps, fn, row, A, Bt, C, D, K, N):
+    def tile(reps, fn, row, A, Bt, C, D, K, N, fix):
         for _ in range(reps):
-            X.call_tile(fn, row, A, Bt, C, D, K, N)
+            X.call_tile(fn, row, A, Bt, C, D, K, N, fix)
 
     @njit
     def pack(reps, a32s, slots, nd, maps, N, D, exp, known, ks, d32):
@@ -168,6 +168,7 @@ def main():
         reads = np.zeros(f["size"], np.int32)
         stamp = np.zeros(f["size"], np.int64)
         fn = families._compile(X.tile_of(f["row"])).address
+        fix = np.int64(families._compile("wg_fix").address)
         parts = [
             ("addresses", lambda r: J["addresses"](r, f["bd"], f["ad"], np.int64(N), np.int64(K), eb, f["baddr"],
                                                    f["aaddr"], f["size"])),
@@ -175,7 +176,7 @@ def main():
             ("unpack C", lambda r: J["unpack"](r, f["a32s"], f["slots"], np.int64(f["nd"]), f["maps"], np.int64(N),
                                                C, f["d32"])),
             ("transpose B", lambda r: J["transpose"](r, Bn, Bt)),
-            ("tile", lambda r: J["tile"](r, fn, f["row"], A, Bt, C, D, np.int64(K), np.int64(N))),
+            ("tile", lambda r: J["tile"](r, fn, f["row"], A, Bt, C, D, np.int64(K), np.int64(N), fix)),
             ("pack D", lambda r: J["pack"](r, f["a32s"], f["slots"], np.int64(f["nd"]), f["maps"], np.int64(N), D,
                                            exp, known, ks, f["d32"])),
             ("read counts", lambda r: J["counts"](r, reads, stamp, f["baddr"], f["aaddr"], eb)),

@@ -107,7 +107,7 @@ def wg_c(p, w, em, pctl, pstate):
                 cnt[w, N_STALLSEQ] = ctl[K_SEQ]
                 return 2
         reads = carray(_pi32(ctl[K_READS]), ctl[K_SMSIZE])
-        stamp = carray(_pi64(ctl[K_STAMP]), ctl[K_SMSIZE])
+        stamp = carray(_pi64(ctl[K_STAMP]), ctl[K_SMSIZE] // 16 + 1)
         out = 0
         for r in range(n):
             if 0 <= rec[w, r, R_GRP] < lim:
@@ -298,7 +298,7 @@ def wg_c(p, w, em, pctl, pstate):
                 rec[v, q, R_DONE] = 1
                 rec[v, q, R_HELD] = 1
     reads = carray(_pi32(ctl[K_READS]), size)
-    stamp = carray(_pi64(ctl[K_STAMP]), size)
+    stamp = carray(_pi64(ctl[K_STAMP]), size // 16 + 1)
     ctl[K_STAMPV] += 1
     _count(reads, stamp, ctl[K_STAMPV], baddr, row[I_WB] // 8, np.int64(1), row[I_TB] == 1)
     if row[I_SS] == 1:

@@ -163,6 +163,22 @@ def _in_bounds(addr, eb, size):
     return lo >= 0 and hi + eb <= size
 
 
+@intrinsic
+def _add16(typingctx, reads, a, delta):
+    """reads[a:a + 16] += delta (an int32 array; the caller checks the bounds), as one vector addition."""
+    def codegen(context, builder, signature, args):
+        v16 = ir.VectorType(ir.IntType(32), 16)
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        ptr = builder.bitcast(builder.gep(data, [args[1]]), v16.as_pointer())
+        d = builder.trunc(args[2], ir.IntType(32))
+        dv = builder.insert_element(ir.Constant(v16, ir.Undefined), d, ir.Constant(ir.IntType(32), 0))
+        dv = builder.shuffle_vector(dv, ir.Constant(v16, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), 16),
+                                                                                     [0] * 16))
+        builder.store(builder.add(builder.load(ptr, align=4), dv), ptr, align=4)
+        return context.get_dummy_value()
+    return types.void(reads, types.int64, types.int64), codegen
+
+
 @njit(cache=True, **INNER)
 def _read(smem, addr, eb, out):
     """(rows, K) element bits (little-endian, ``eb`` bytes each) into ``out``. An element's address is a
@@ -202,18 +218,18 @@ def _count(reads, stamp, sv, addr, eb, delta, mn_major):
     union of A's and B's bytes, as ``np.union1d``). An operand's bytes are whole aligned 16-byte chunks (each
     row of a core matrix, or of a swizzle atom, is one; the swizzle permutes chunks; every K and N is a
     multiple of 16 bytes): each chunk is counted at the element that starts it (every 16 / eb along K, or along
-    the rows of an MN-major operand), its stamp kept in its first byte's (tests/test_fastcore_wgmma.py checks the
-    chunks against the bytes)."""
+    the rows of an MN-major operand), in one vector addition, its stamp kept per chunk (``stamp[a >> 4]``: a
+    sixteenth of the bytes' array, which stays in cache); tests/test_fastcore_wgmma.py checks the chunks against
+    the bytes."""
     step = max(16 // eb, 1)
     sx = step if mn_major else 1
     sk = 1 if mn_major else step
     for x in range(0, addr.shape[0], sx):
         for k in range(0, addr.shape[1], sk):
             a = addr[x, k]
-            if (a & 15) == 0 and stamp[a] != sv:
-                stamp[a] = sv
-                for j in range(16):
-                    reads[a + j] += delta
+            if (a & 15) == 0 and stamp[a >> 4] != sv:
+                stamp[a >> 4] = sv
+                _add16(reads, a, delta)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -718,7 +734,7 @@ class WgTable:
             self.log = np.zeros((ng, LOG_RING, 3), np.int64)
             self.loglen = np.zeros(ng, np.int64)
             self.wgok = np.zeros(ng, np.int64)
-            self.reads, self.stamp = np.zeros(max(size, 1), np.int32), np.zeros(max(size, 1), np.int64)
+            self.reads, self.stamp = np.zeros(max(size, 1), np.int32), np.zeros(size // 16 + 1, np.int64)
             c = self.ctl = np.zeros(NCTL, np.int64)
             c[K_NW], c[K_SMSIZE] = nw, size
             c[K_READS], c[K_STAMP] = self.reads.ctypes.data, self.stamp.ctypes.data
