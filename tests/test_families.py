@@ -213,12 +213,14 @@ def test_the_apart_slots_are_the_loops():
     loops = {"xrow": loop.XSLOT, "atom": loop.ASLOT, "wgmma": loop.WSLOT, "hopper": loop.HSLOT, "bulk": loop.BSLOT,
              "ctawait": loop.CSLOT, "ctabar": loop.BARSLOT, "rare": loop.RSLOT, "memplan": loop.MSLOT,
              "cluster": rarecall.CLSLOT, "bulk_mc": bulkx.MCSLOT}
-    assert {k: v for k, v in families.APART_SLOT.items() if k not in families.WG_TILES} == loops
+    assert {k: v for k, v in families.APART_SLOT.items() if k not in families.WG_TILES + ("wg_fix",)} == loops
     # wgmma's tile functions (wgcall.wg_c finds them in the pointer array): after the loops' slots, one each
     tiles = sorted(families.APART_SLOT[k] for k in families.WG_TILES)
     assert tiles == list(range(loop.BSLOT + 1, loop.CSLOT))
     assert (loop.CSLOT, loop.BARSLOT, loop.RSLOT, loop.MSLOT, rarecall.CLSLOT, bulkx.MCSLOT) == \
-        tuple(range(families.NPTRS - 6, families.NPTRS))
+        tuple(range(families.NPTRS - 7, families.NPTRS - 1))
+    # the float tiles' fix-ups (wgcall.wg_fix, whose slot wg_c hands the tile functions): the last
+    assert families.APART_SLOT["wg_fix"] == families.NPTRS - 1
 
 
 def test_a_family_filled_later_is_used_by_the_next_launch(monkeypatch):
