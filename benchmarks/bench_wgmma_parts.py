@@ -31,7 +31,6 @@ def _desc(start, sbo):
 def _jitted():
     from numba import njit
     from emulator.machine.fastcore import wgmmax as X
-    from emulator.numerics import jitcache  # noqa: F401
 
     @njit
     def addresses(reps, bd, ad, N, K, eb, baddr, aaddr, size):
