@@ -257,12 +257,14 @@ def test_the_apart_slots_are_the_loops():
              "brx": loop.BRXSLOT, "memx": loop.XMSLOT,
              # dsmemx.py's functions take memplan's and atom's slots in the kernels that may reach another CTA
              "dsmem": loop.MSLOT, "dsmem_atom": loop.ASLOT}
-    assert {k: v for k, v in families.APART_SLOT.items() if k not in families.WG_TILES} == loops
+    assert {k: v for k, v in families.APART_SLOT.items() if k not in families.WG_TILES + ("wg_fix",)} == loops
     # wgmma's tile functions (wgcall.wg_c finds them in the pointer array): after the loops' slots, one each
     tiles = sorted(families.APART_SLOT[k] for k in families.WG_TILES)
     assert tiles == list(range(loop.BSLOT + 1, loop.CSLOT))
     assert (loop.CSLOT, loop.BARSLOT, loop.RSLOT, loop.MSLOT, rarecall.CLSLOT, bulkx.MCSLOT, bulkx.SCSLOT, loop.PSLOT,
-            loop.BRXSLOT, loop.XMSLOT) == tuple(range(families.NPTRS - 10, families.NPTRS))
+            loop.BRXSLOT, loop.XMSLOT) == tuple(range(families.NPTRS - 11, families.NPTRS - 1))
+    # the float tiles' fix-ups (wgcall.wg_fix, whose slot wg_c hands the tile functions): the last
+    assert families.APART_SLOT["wg_fix"] == families.NPTRS - 1
 
 
 def test_a_family_filled_later_is_used_by_the_next_launch(monkeypatch):

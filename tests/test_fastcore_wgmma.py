@@ -73,6 +73,58 @@ def test_a_wrong_tile_in_the_loop_is_caught():
     assert not handback_counts(prog)
 
 
+def _capture_unbound(i, monkeypatch, bindable=True):
+    """``_capture`` with the tile's fix-ups (families "wg_fix") unbound in the form's translation, as on a cache
+    that lacks them; ``bindable`` False: they cannot be bound now either (another process compiles them).
+    Returns (D, whether the launch bound them, wgmma hand-backs of this launch)."""
+    from emulator.machine.fastcore import families, warmup
+    slot = families.APART_SLOT["wg_fix"]
+    f = FORMS[i]
+    inp = wc.gen.form_inputs(i, f)
+    g = GlobalMemory()
+    args = [g.upload(inp["img"][:1]), g.upload(inp["desc"][:1]), g.upload(inp["a"][:1]), g.upload(inp["c"][:1])]
+    d = g.upload(np.zeros_like(inp["c"][:1]))
+    misc = g.upload(np.concatenate([inp["scale_d"][:1], np.zeros(1, np.uint32)]))
+    module = load_ptx(wc.gen.ptx(f))
+    prog = module.program("wgmma_cap")
+    tr = translation(prog)
+    tr.mufu_ptr[slot] = 0
+    if "wg_fix" in tr.apart:
+        tr.apart.remove("wg_fix")
+    real = warmup.family
+    monkeypatch.setattr(warmup, "family", lambda name, wait=True: real(name, wait) if bindable or name != "wg_fix"
+                        else 0)
+    before = sum(v for k, v in handback_counts(prog).items() if k.startswith("wgmma"))
+    module.launch("wgmma_cap", grid=(1, 1, 1), block=(128, 1, 1), args=args + [d, misc], gmem=g,
+                  shared_bytes=wc.gen.DYN_SMEM, engine="fast")
+    monkeypatch.setattr(warmup, "family", real)
+    got = g.download(d, inp["c"][:1].nbytes).view(np.uint32).reshape(inp["c"][:1].shape)
+    back = sum(v for k, v in handback_counts(prog).items() if k.startswith("wgmma")) - before
+    return got, bool(tr.mufu_ptr[slot]), back
+
+
+def test_the_fixups_are_bound_when_a_tile_first_needs_them(monkeypatch):
+    """The float tiles' inf/NaN fix-ups (wgcall.wg_fix) are compiled apart and bound only when a tile needs them:
+    captured forms with special values bind them at their first such tile and run it in the loop (the H100's
+    bits, nothing handed back), forms of finite values never bind them; and where they cannot be bound now,
+    the instruction goes to the reference executor (handed back, the same bits)."""
+    floats = [i for i in CAPTURED[::3] if ".f32." in FORMS[i]["spelling"] and "s8" not in FORMS[i]["spelling"]
+              and "u8" not in FORMS[i]["spelling"] and "b1" not in FORMS[i]["spelling"]]
+    bound, unbound = [], []
+    for i in floats:
+        got, did, back = _capture_unbound(i, monkeypatch)
+        assert (got == SAFE[f"d{i}"][:1]).all(), FORMS[i]["spelling"]
+        assert back == 0, FORMS[i]["spelling"]
+        (bound if did else unbound).append(i)
+        if len(bound) >= 2 and len(unbound) >= 2:
+            break
+    assert len(bound) >= 2 and len(unbound) >= 2, (len(bound), len(unbound))
+    for i in bound:
+        got, did, back = _capture_unbound(i, monkeypatch, bindable=False)
+        assert (got == SAFE[f"d{i}"][:1]).all(), FORMS[i]["spelling"]
+        assert not did and back > 0, FORMS[i]["spelling"]
+
+
 def test_descriptor_addresses_are_the_references():
     """The loop's operand addresses (wgmmax._addresses) equal ops.wgmma.desc.element_addresses for random
     descriptors: every swizzle and base offset, K- and MN-major, 1-, 2- and 4-byte elements, odd LBO/SBO."""
@@ -90,6 +142,53 @@ def test_descriptor_addresses_are_the_references():
         _addresses(np.int64(np.uint64(d).view(np.int64)), rows, k, eb, mn, out)
         want = element_addresses(Descriptor.decode(d), rows, k, 8 * eb, mn)
         assert (out == want).all(), (hex(d), eb, mn)
+
+
+def test_operand_bytes_by_chunk_are_the_bytes():
+    """wgmmax._count (read counts kept per 16-byte chunk) and _read (16- and 32-bit elements read whole) equal the
+    byte-by-byte rule for random descriptors of the legal forms: A (64 rows) and B (8 to 256 rows) of 1-, 2- or
+    4-byte elements, K-major, or MN-major for the 16-bit types; every swizzle and base offset; A and B may
+    overlap (each byte counted once)."""
+    from numba import njit
+    from emulator.machine.fastcore.wgmmax import _addresses, _count as count_, _read as read_
+
+    @njit
+    def _count(reads, stamp, sv, addr, eb, delta, mn):   # (INNER helpers: called from jitted code only)
+        count_(reads, stamp, sv, addr, eb, delta, mn)
+
+    @njit
+    def _read(smem, addr, eb, out):
+        read_(smem, addr, eb, out)
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        eb = int(rng.choice([1, 2, 4]))
+        k = 32 // eb
+        ops = []
+        for rows in (64, int(rng.choice([8, 64, 128, 256]))):
+            mn = eb == 2 and bool(rng.random() < 0.5)
+            d = make_descriptor(16 * int(rng.integers(0, 64)), lbo=16 * int(rng.integers(0, 1 << 7)),
+                                sbo=16 * int(rng.integers(0, 1 << 7)), swizzle=int(rng.choice([0, 32, 64, 128])),
+                                base_offset=int(rng.integers(0, 8)))
+            addr = np.empty((rows, k), np.int64)
+            _addresses(np.int64(np.uint64(d).view(np.int64)), rows, k, eb, mn, addr)
+            ops.append((addr, mn))
+        size = max(int(a.max()) for a, _ in ops) + 64
+        smem = rng.integers(0, 256, size, dtype=np.uint8)
+        union = np.union1d(*[(a[..., None] + np.arange(eb)).reshape(-1) for a, _ in ops])
+        want = np.zeros(size, np.int32)
+        want[union] += 3
+        reads = np.zeros(size, np.int32)
+        stamp = np.zeros(size, np.int64)
+        for a, mn in ops:
+            _count(reads, stamp, np.int64(5), a, np.int64(eb), np.int64(3), mn)
+            got = np.empty(a.shape, np.uint64)
+            _read(smem, a, np.int64(eb), got)
+            byte = smem[a[..., None] + np.arange(eb)].astype(np.uint64) << (8 * np.arange(eb, dtype=np.uint64))
+            assert (got == np.bitwise_or.reduce(byte, axis=-1)).all(), eb
+        assert (reads == want).all(), (eb, np.flatnonzero(reads != want)[:8])
+        for a, mn in ops:                           # the instruction's retirement: every count back to 0
+            _count(reads, stamp, np.int64(6), a, np.int64(eb), np.int64(-3), mn)
+        assert not reads.any()
 
 
 SM90A = sorted(n for n, c in corpus_lib.load_all().items() if "wgmma" in c["ptx"] and n.endswith("sm90a"))

@@ -359,7 +359,8 @@ class FastLaunch:
     """What every warp of one launch shares: the translation, the global-memory table, the loop's state
     vector and shared-memory log (emptied after every run of the loop)."""
 
-    wait = False            # (planned launches: the pick binds as engine="auto" binds, engine.bind_pick)
+    wait = False        # (engine="fast": what the launch needs is compiled or loaded at once, wgmmax's fix-ups too;
+                        # planned launches: the pick binds as engine="auto" binds, engine.bind_pick)
 
     def __init__(self, prog, gmem, wait=False):
         self._run, self._run_cta = _loops()
@@ -1153,6 +1154,8 @@ class FastCTA:
                 # with the loop's barriers
                 self.cst[T.C_INWARP] = 0
                 return self._handoff(cta, k, False)
+            if wg is not None and tr.code[st[T.S_PC], T.OP] == T.WGMMA and wg.bind_fix(fl.wait):
+                continue        # its tile needed the inf/NaN fix-ups, bound now: the loop runs it again (unchanged)
             held = None
             if wg is not None and (tr.code[st[T.S_PC], T.OP] == T.WGMMA or wg.holds(k)):
                 # a wgmma instruction the loop leaves to the executor: the reference takes the state and the CTA

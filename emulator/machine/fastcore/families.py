@@ -73,6 +73,9 @@ APART = {
 # wgmma's tile arithmetic, one function per form (wgmmax.tile_of), which wgcall.wg_c calls through its address
 WG_TILES = ("wg_f32_16", "wg_f32_32", "wg_f32_8", "wg_f32_4", "wg_dec", "wg_int")
 APART.update({name: ("wgcall", name, "TILE_SIG") for name in WG_TILES})
+# the float tiles' inf/NaN fix-ups, which the tile functions call through its address: bound only once a tile of
+# the process needs them (wgmmax.WgTable.bind_fix; until then such a tile goes back to the reference)
+APART["wg_fix"] = ("wgcall", "wg_fix", "FIX_SIG")
 # the order the background compile and ``emulator.warmup()`` compile them in: the most used and cheapest first
 # (CPU seconds of compile, each alone, on a 2-core machine: alu 2.6 (alu_x 1.9, last: few kernels need it),
 # alu_f32 1.5, ldmatrix 0.7, shfl 1.7,
@@ -104,7 +107,8 @@ APART_SLOT["bulk_s2s"] = NSLOTS + 9 + len(WG_TILES)
 APART_SLOT["pick"] = NSLOTS + 10 + len(WG_TILES)
 APART_SLOT["brx"] = NSLOTS + 11 + len(WG_TILES)
 APART_SLOT["memx"] = NSLOTS + 12 + len(WG_TILES)
-NPTRS = NSLOTS + 13 + len(WG_TILES)     # the pointer array's whole length
+APART_SLOT["wg_fix"] = NSLOTS + 13 + len(WG_TILES)
+NPTRS = NSLOTS + 14 + len(WG_TILES)     # the pointer array's whole length
 # what the CTA loop cannot run without (a kernel's CTAs go to the Python scheduler while one is missing)
 CTA_NEEDS = ("wgmma", "hopper", "bulk", "ctawait", "rare") + WG_TILES
 # the rows after which a CTA may wait in the CTA loop: a kernel with any of them binds "ctawait" too

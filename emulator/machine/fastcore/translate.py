@@ -267,6 +267,8 @@ class Translation:
             self.apart.append("memplan")        # the loads and stores ldst.plan leaves, the atomics' addresses
         if self.wg is not None:                 # wgmma's tile functions, one per form (wgcall.py)
             self.apart += sorted(self.wg.tiles, key=families.WG_TILES.index)
+            if self.wg.tiles - {"wg_int"} and families.cached("wg_fix"):
+                self.apart.append("wg_fix")     # the float tiles' fix-ups when nothing compiles (else on first need)
         for k in sorted(self._mufu):
             tab = mufu.tables()[fmath.TABLES[k]]
             if tab.dtype != np.uint32 or not tab.flags.c_contiguous:
@@ -305,6 +307,20 @@ class Translation:
                 self.mufu_ptr[k] = warmup.family(name, wait)
                 done = done and self.mufu_ptr[k] != 0
         return done
+
+    def bind_one(self, name, wait=True):
+        """Bind one function compiled apart (families.APART) now, as ``bind_families`` does, for a row that asked
+        for it as it ran (wgmmax's inf/NaN fix-ups, ``WgTable.bind_fix``); whether its slot is filled (when not, a
+        later launch binds it)."""
+        from . import families, warmup
+        k = families.APART_SLOT[name]
+        if name not in self.apart:
+            self.apart.append(name)
+        if self.mufu_ptr[k] == 0:
+            self.mufu_ptr[k] = warmup.family(name, wait)
+            if self.mufu_ptr[k] == 0:
+                self._families_bound = False
+        return bool(self.mufu_ptr[k])
 
     # -- registers ---------------------------------------------------------------------------------
     def _slot(self, name, width, special=False):

@@ -13,15 +13,16 @@ fp8, tf32 and integer kernels.
 import numpy as np
 from numba import carray, types
 
-from .wgmmax import (FULL, I_ADESC, I_AMAP, I_BDESC, I_DMAP, I_EPRA, I_EPRD, I_K, I_KEEP, I_KIND, I_N, I_NA, I_ND,
-                     I_NEGA, I_NEGB, I_REGROW, I_SDC, I_SDNEG, I_SDSLOT, I_SHAPE, I_SS, I_TA, I_TB, I_TILE, I_WA,
-                     I_WB, I_WD, K_ABYTES, K_ARENAS, K_CNT, K_EXP, K_INS, K_KNOWN, K_LOG, K_LOGLEN, K_LR, K_MAPS,
+from .wgmmax import (FULL, I_ADESC, I_AMAP, I_BDESC, I_D32, I_DMAP, I_EPRA, I_EPRD, I_FIX, I_K, I_KEEP, I_KIND, I_N,
+                     I_NA, I_ND, I_NEGA, I_NEGB, I_REGROW, I_SDC, I_SDNEG, I_SDSLOT, I_SHAPE, I_SS, I_TA, I_TB, I_TILE,
+                     I_WA, I_WB, I_WD, K_ABYTES, K_ARENAS, K_CNT, K_EXP, K_INS, K_KNOWN, K_LOG, K_LOGLEN, K_LR, K_MAPS,
                      K_NMAPS, K_NMMA, K_NPC, K_NREAD, K_NW, K_NWR, K_PTRS, K_R, K_READS, K_REC, K_REGS, K_SEQ, K_SMEM,
-                     K_SMSIZE, K_STAMP, K_STAMPV, K_WGOK, K_WGR, NCF, NCTL, NIF, NREGCOL, NRF, N_COMMIT, N_FENCED,
-                     N_FIRST, N_ISSUED, N_LASTPC, N_REC, N_STALL, N_STALLLIM, N_STALLSEQ, N_USED, RA, RAK, RD, RDK,
-                     R_AD, R_BD, R_DONE, R_GRP, R_HELD, R_NUM, R_PC, R_SCD, U0, W_COMMIT, W_FENCE, W_WAIT, call_tile,
-                     tile_arrays, tile_dec, tile_f32_16, tile_f32_32, tile_f32_4, tile_f32_8, tile_int, _addresses,
-                     _count, _in_bounds, _pack, _pi32, _pi64, _pu32, _pu64, _pu8, _read, _reads, _uniform64, _unpack)
+                     K_SMSIZE, K_STAMP, K_STAMPV, K_WANT, K_WGOK, K_WGR, NCF, NCTL, NIF, NREGCOL, NRF, N_COMMIT,
+                     N_FENCED, N_FIRST, N_ISSUED, N_LASTPC, N_REC, N_STALL, N_STALLLIM, N_STALLSEQ, N_USED, RA, RAK, RD,
+                     RDK, R_AD, R_BD, R_DONE, R_GRP, R_HELD, R_NUM, R_PC, R_SCD, U0, W_COMMIT, W_FENCE, W_WAIT,
+                     call_tile, fix_arrays, fix_tile, tile_arrays, tile_dec, tile_f32_16, tile_f32_32, tile_f32_4,
+                     tile_f32_8, tile_int, _addresses, _count, _in_bounds, _pack, _pack_d32, _pi32, _pi64, _pu32, _pu64,
+                     _pu8, _read, _reads, _uniform64, _unpack, _unpack_d32)
 from . import table as T
 
 _PI64 = types.CPointer(types.int64)
@@ -30,8 +31,10 @@ _PI64 = types.CPointer(types.int64)
 # compiled by families.py: cfunc(SIG, cache=True) (numerics/jitcache.guard finds the modules whose cached functions
 # it drops when the sources change by that text, so it must stay in this file)
 SIG = types.int64(types.int64, types.int64, types.int64, _PI64, _PI64)
-# the tile functions: (row, A, B^T, C, D addresses, K, N), cfunc(TILE_SIG, cache=True) each
-TILE_SIG = types.int64(*([types.int64] * 7))
+# the tile functions: (row, A, B^T, C, D addresses, K, N, the address of wg_fix or 0), cfunc(TILE_SIG, cache=True)
+# each; wg_fix: (row, A, B^T, C, D, special rows, columns and elements addresses, K, N), cfunc(FIX_SIG, cache=True)
+TILE_SIG = types.int64(*([types.int64] * 8))
+FIX_SIG = types.int64(*([types.int64] * 10))
 
 
 def wg_c(p, w, em, pctl, pstate):
@@ -113,7 +116,7 @@ def wg_c(p, w, em, pctl, pstate):
                 cnt[w, N_STALLSEQ] = ctl[K_SEQ]
                 return 2
         reads = carray(_pi32(ctl[K_READS]), ctl[K_SMSIZE])
-        stamp = carray(_pi64(ctl[K_STAMP]), ctl[K_SMSIZE])
+        stamp = carray(_pi64(ctl[K_STAMP]), ctl[K_SMSIZE] // 16 + 1)
         out = 0
         for r in range(n):
             if 0 <= rec[w, r, R_GRP] < lim:
@@ -227,6 +230,48 @@ def wg_c(p, w, em, pctl, pstate):
             _addresses(ad, np.int64(64), K, row[I_WA] // 8, row[I_TA] == 1, aaddr)
             if not _in_bounds(aaddr, row[I_WA] // 8, size):
                 return 1
+    # the warpgroup's tile (computed before the issue is recorded: a tile that cannot be finished here goes back
+    # with nothing changed): A (64, K), B^T (K, N), C (64, N) as the operands and registers are now
+    D = np.empty((64 if last else 0, N), np.uint64)
+    maps = carray(_pi64(ctl[K_MAPS]), ctl[K_NMAPS])
+    if last:
+        smem = carray(_pu8(ctl[K_SMEM]), size)
+        A = np.empty((64, K), np.uint64)
+        Bn = np.empty((N, K), np.uint64)
+        C = np.zeros((64, N), np.uint64)
+        _read(smem, baddr, row[I_WB] // 8, Bn)
+        if row[I_SS] == 1:
+            _read(smem, aaddr, row[I_WA] // 8, A)
+        for j in range(4):
+            v = 4 * g + j
+            av = carray(_pu32(ctl[K_ARENAS] + v * ab), ab // 4)
+            sd = scd                                 # (this warp's record is made below, as it issues)
+            if v != w:
+                q = 0
+                while rec[v, q, R_NUM] != iss:
+                    q += 1
+                sd = rec[v, q, R_SCD]
+            if row[I_SS] == 0:
+                _unpack(av, regs[RA:RA + 4], np.int64(4), maps, row[I_AMAP], row[I_EPRA], row[I_WA], A, 16 * j, K)
+            if sd == 1:
+                if row[I_D32] == 1:
+                    _unpack_d32(av, regs[RD:RD + nd], nd, C, 16 * j, N)
+                else:
+                    _unpack(av, regs[RD:RD + nd], nd, maps, row[I_DMAP], row[I_EPRD], row[I_WD], C, 16 * j, N)
+        Bt = np.empty((K, N), np.uint64)
+        nb = np.uint64(row[I_NEGB])
+        for n_ in range(N):
+            for k in range(K):
+                Bt[k, n_] = Bn[n_, k] ^ nb
+        na_ = np.uint64(row[I_NEGA])
+        if na_ != U0:
+            for m in range(64):
+                for k in range(K):
+                    A[m, k] ^= na_
+        fix = carray(_pi64(ctl[K_PTRS]), row[I_FIX] + 1)[row[I_FIX]]
+        if call_tile(tile, row, A, Bt, C, D, np.int64(K), np.int64(N), fix) != 0:
+            ctl[K_WANT] = 1                          # the tile needs the inf/NaN fix-ups, not bound yet (wg_fix)
+            return 1
     # issue
     if iss >= ll:
         log[g, ll % LR, 0] = p
@@ -249,82 +294,62 @@ def wg_c(p, w, em, pctl, pstate):
     state[T.S_WG_REGS] = 1
     if not last:
         return 0
-    # the warpgroup's tile: A (64, K), B^T (K, N), C (64, N) as the operands and registers are now
-    smem = carray(_pu8(ctl[K_SMEM]), size)
-    maps = carray(_pi64(ctl[K_MAPS]), ctl[K_NMAPS])
-    A = np.empty((64, K), np.uint64)
-    Bn = np.empty((N, K), np.uint64)
-    C = np.zeros((64, N), np.uint64)
-    _read(smem, baddr, row[I_WB] // 8, Bn)
-    if row[I_SS] == 1:
-        _read(smem, aaddr, row[I_WA] // 8, A)
     for j in range(4):
         v = 4 * g + j
         av = carray(_pu32(ctl[K_ARENAS] + v * ab), ab // 4)
-        q = 0
-        while rec[v, q, R_NUM] != iss:
-            q += 1
-        if row[I_SS] == 0:
-            _unpack(av, regs[RA:RA + 4], np.int64(4), maps, row[I_AMAP], row[I_EPRA], row[I_WA], A, 16 * j, K)
-        if rec[v, q, R_SCD] == 1:
-            _unpack(av, regs[RD:RD + nd], nd, maps, row[I_DMAP], row[I_EPRD], row[I_WD], C, 16 * j, N)
-    Bt = np.empty((K, N), np.uint64)
-    nb = np.uint64(row[I_NEGB])
-    for n_ in range(N):
-        for k in range(K):
-            Bt[k, n_] = Bn[n_, k] ^ nb
-    na_ = np.uint64(row[I_NEGA])
-    if na_ != U0:
-        for m in range(64):
-            for k in range(K):
-                A[m, k] ^= na_
-    D = np.empty((64, N), np.uint64)
-    call_tile(tile, row, A, Bt, C, D, np.int64(K), np.int64(N))
-    for j in range(4):
-        v = 4 * g + j
-        av = carray(_pu32(ctl[K_ARENAS] + v * ab), ab // 4)
-        _pack(av, regs[RD:RD + nd], nd, maps, row[I_DMAP], row[I_EPRD], row[I_WD], D, 16 * j, N, exp[v], known[v],
-              regs[RDK:RDK + nd])
+        if row[I_D32] == 1:
+            _pack_d32(av, regs[RD:RD + nd], nd, D, 16 * j, N, exp[v], known[v], regs[RDK:RDK + nd])
+        else:
+            _pack(av, regs[RD:RD + nd], nd, maps, row[I_DMAP], row[I_EPRD], row[I_WD], D, 16 * j, N, exp[v],
+                  known[v], regs[RDK:RDK + nd])
         for q in range(cnt[v, N_REC]):
             if rec[v, q, R_NUM] == iss:
                 rec[v, q, R_DONE] = 1
                 rec[v, q, R_HELD] = 1
     reads = carray(_pi32(ctl[K_READS]), size)
-    stamp = carray(_pi64(ctl[K_STAMP]), size)
+    stamp = carray(_pi64(ctl[K_STAMP]), size // 16 + 1)
     ctl[K_STAMPV] += 1
-    _count(reads, stamp, ctl[K_STAMPV], baddr, row[I_WB] // 8, np.int64(1))
+    _count(reads, stamp, ctl[K_STAMPV], baddr, row[I_WB] // 8, np.int64(1), row[I_TB] == 1)
     if row[I_SS] == 1:
-        _count(reads, stamp, ctl[K_STAMPV], aaddr, row[I_WA] // 8, np.int64(1))
+        _count(reads, stamp, ctl[K_STAMPV], aaddr, row[I_WA] // 8, np.int64(1), row[I_TA] == 1)
     ctl[K_NREAD] += 1
     state[T.S_WG_SMEM] = 1
     return 0
 
 
-def wg_int(prow, pa, pbt, pc, pout, K, N):
+def wg_int(prow, pa, pbt, pc, pout, K, N, fix):
     row, A, Bt, C, out = tile_arrays(prow, pa, pbt, pc, pout, K, N)
-    return tile_int(row, A, Bt, C, out)
+    return tile_int(row, A, Bt, C, out, fix)
 
 
-def wg_dec(prow, pa, pbt, pc, pout, K, N):
+def wg_dec(prow, pa, pbt, pc, pout, K, N, fix):
     row, A, Bt, C, out = tile_arrays(prow, pa, pbt, pc, pout, K, N)
-    return tile_dec(row, A, Bt, C, out)
+    return tile_dec(row, A, Bt, C, out, fix)
 
 
-def wg_f32_16(prow, pa, pbt, pc, pout, K, N):
+def wg_f32_16(prow, pa, pbt, pc, pout, K, N, fix):
     row, A, Bt, C, out = tile_arrays(prow, pa, pbt, pc, pout, K, N)
-    return tile_f32_16(row, A, Bt, C, out)
+    return tile_f32_16(row, A, Bt, C, out, fix)
 
 
-def wg_f32_32(prow, pa, pbt, pc, pout, K, N):
+def wg_f32_32(prow, pa, pbt, pc, pout, K, N, fix):
     row, A, Bt, C, out = tile_arrays(prow, pa, pbt, pc, pout, K, N)
-    return tile_f32_32(row, A, Bt, C, out)
+    return tile_f32_32(row, A, Bt, C, out, fix)
 
 
-def wg_f32_8(prow, pa, pbt, pc, pout, K, N):
+def wg_f32_8(prow, pa, pbt, pc, pout, K, N, fix):
     row, A, Bt, C, out = tile_arrays(prow, pa, pbt, pc, pout, K, N)
-    return tile_f32_8(row, A, Bt, C, out)
+    return tile_f32_8(row, A, Bt, C, out, fix)
 
 
-def wg_f32_4(prow, pa, pbt, pc, pout, K, N):
+def wg_f32_4(prow, pa, pbt, pc, pout, K, N, fix):
     row, A, Bt, C, out = tile_arrays(prow, pa, pbt, pc, pout, K, N)
-    return tile_f32_4(row, A, Bt, C, out)
+    return tile_f32_4(row, A, Bt, C, out, fix)
+
+
+def wg_fix(prow, pa, pbt, pc, pout, pspa, pspb, predo, K, N):
+    """The inf/NaN and overflow fix-ups of a float tile (families.APART "wg_fix"): bound only once a tile of the
+    process needs them (``WgTable.bind_fix``); the tile functions call it through its address."""
+    row, A, Bt, C, out = tile_arrays(prow, pa, pbt, pc, pout, K, N)
+    spa, spb, redo = fix_arrays(pspa, pspb, predo, K, N)
+    return fix_tile(row, A, Bt, C, out, spa, spb, redo)

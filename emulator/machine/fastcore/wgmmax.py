@@ -47,8 +47,9 @@ jitcache.prepare()
 # -- ctl: the table's arrays, as raw pointers ---------------------------------------------------------------
 (K_NW, K_ARENAS, K_ABYTES, K_SMEM, K_SMSIZE, K_READS, K_NREAD, K_STAMP, K_STAMPV, K_REC, K_R, K_CNT, K_EXP,
  K_KNOWN, K_NWR, K_LOG, K_LR, K_LOGLEN, K_WGOK, K_INS, K_REGS, K_WGR, K_MAPS, K_NPC, K_NMAPS, K_NMMA,
- K_SEQ, K_PTRS) = range(28)
-NCTL = 28
+ K_SEQ, K_PTRS, K_WANT) = range(29)
+NCTL = 29
+# K_WANT: set when a tile needed the inf/NaN fix-ups while "wg_fix" was not bound (``WgTable.bind_fix``)
 # K_PTRS: the translation's pointer array (``Translation.mufu_ptr``), where the tile functions' addresses are
 # -- a record ---------------------------------------------------------------------------------------------
 R_PC, R_AD, R_BD, R_SCD, R_NUM, R_GRP, R_DONE, R_HELD = range(8)
@@ -60,8 +61,10 @@ NCF = 10
 (I_KIND, I_KEEP, I_N, I_K, I_WA, I_WB, I_WD, I_ND, I_NA, I_EPRD, I_EPRA, I_FA, I_FB, I_FC, I_FD, I_L, I_F, I_EZ,
  I_MODE, I_INT, I_ASG, I_BSG, I_SAT, I_CUT, I_NEGA, I_NEGB, I_TA, I_TB, I_SS, I_SDC, I_SDSLOT, I_SDNEG, I_ADESC,
  I_BDESC, I_LUTA, I_LUTAN, I_LUTB, I_LUTBN, I_REGROW, I_DMAP, I_AMAP, I_SHAPE, I_F32, I_VALA, I_EXPA, I_NVA,
- I_VALB, I_EXPB, I_NVB, I_TILE) = range(50)
-NIF = 50
+ I_VALB, I_EXPB, I_NVB, I_TILE, I_D32, I_FIX) = range(52)
+NIF = 52
+# I_FIX: the pointer-array slot of "wg_fix" (the inf/NaN fix-ups, bound when a tile first needs them)
+# I_D32: 1 when D is 32-bit in the layout of ``d32_layout`` (the fragments move without the map)
 # I_TILE: the pointer-array slot of the function that computes the form's tile (``TILE_OF``, families.APART)
 W_FENCE, W_COMMIT, W_WAIT, W_MMA = 1, 2, 3, 4
 KINDS = {"fence": W_FENCE, "commit_group": W_COMMIT, "wait_group": W_WAIT, "mma": W_MMA}
@@ -103,8 +106,15 @@ def _ptr_intrinsic(ty):
     return ptr
 
 
-_pi64, _pu64, _pu32, _pu8, _pi32, _pf64, _pi16 = (_ptr_intrinsic(t) for t in (
-    types.int64, types.uint64, types.uint32, types.uint8, types.int32, types.float64, types.int16))
+@intrinsic
+def _pvoid(typingctx, addr):
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], ir.IntType(8).as_pointer())
+    return types.voidptr(types.int64), codegen
+
+
+_pi64, _pu64, _pu32, _pu8, _pi32, _pf64, _pi16, _pu16 = (_ptr_intrinsic(t) for t in (
+    types.int64, types.uint64, types.uint32, types.uint8, types.int32, types.float64, types.int16, types.uint16))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -153,9 +163,46 @@ def _in_bounds(addr, eb, size):
     return lo >= 0 and hi + eb <= size
 
 
+@intrinsic
+def _add16(typingctx, reads, a, delta):
+    """reads[a:a + 16] += delta (an int32 array; the caller checks the bounds), as one vector addition."""
+    def codegen(context, builder, signature, args):
+        v16 = ir.VectorType(ir.IntType(32), 16)
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        ptr = builder.bitcast(builder.gep(data, [args[1]]), v16.as_pointer())
+        d = builder.trunc(args[2], ir.IntType(32))
+        dv = builder.insert_element(ir.Constant(v16, ir.Undefined), d, ir.Constant(ir.IntType(32), 0))
+        dv = builder.shuffle_vector(dv, ir.Constant(v16, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), 16),
+                                                                                     [0] * 16))
+        builder.store(builder.add(builder.load(ptr, align=4), dv), ptr, align=4)
+        return context.get_dummy_value()
+    return types.void(reads, types.int64, types.int64), codegen
+
+
 @njit(cache=True, **INNER)
 def _read(smem, addr, eb, out):
-    """(rows, K) element bits (little-endian, ``eb`` bytes each) into ``out``."""
+    """(rows, K) element bits (little-endian, ``eb`` bytes each) into ``out``. An element's address is a
+    multiple of its size (``_addresses``: 16-byte aligned rows, the swizzle moves 16-byte chunks), so the 16-,
+    32- and 64-bit elements are read whole."""
+    base = smem.ctypes.data
+    n = smem.shape[0]
+    if eb == 2:
+        s16 = carray(_pu16(base), n // 2)
+        for x in range(addr.shape[0]):
+            for k in range(addr.shape[1]):
+                out[x, k] = np.uint64(s16[addr[x, k] >> 1])
+        return
+    if eb == 1:
+        for x in range(addr.shape[0]):
+            for k in range(addr.shape[1]):
+                out[x, k] = np.uint64(smem[addr[x, k]])
+        return
+    if eb == 4:
+        s32 = carray(_pu32(base), n // 4)
+        for x in range(addr.shape[0]):
+            for k in range(addr.shape[1]):
+                out[x, k] = np.uint64(s32[addr[x, k] >> 2])
+        return
     for x in range(addr.shape[0]):
         for k in range(addr.shape[1]):
             a = addr[x, k]
@@ -166,16 +213,23 @@ def _read(smem, addr, eb, out):
 
 
 @njit(cache=True, **INNER)
-def _count(reads, stamp, sv, addr, eb, delta):
+def _count(reads, stamp, sv, addr, eb, delta, mn_major):
     """Add ``delta`` to the read count of every byte the operand reads, once per byte for stamp ``sv`` (the
-    union of A's and B's bytes, as ``np.union1d``)."""
-    for x in range(addr.shape[0]):
-        for k in range(addr.shape[1]):
+    union of A's and B's bytes, as ``np.union1d``). An operand's bytes are whole aligned 16-byte chunks (each
+    row of a core matrix, or of a swizzle atom, is one; the swizzle permutes chunks; every K and N is a
+    multiple of 16 bytes): each chunk is counted at the element that starts it (every 16 / eb along K, or along
+    the rows of an MN-major operand), in one vector addition, its stamp kept per chunk (``stamp[a >> 4]``: a
+    sixteenth of the bytes' array, which stays in cache); tests/test_fastcore_wgmma.py checks the chunks against
+    the bytes."""
+    step = max(16 // eb, 1)
+    sx = step if mn_major else 1
+    sk = 1 if mn_major else step
+    for x in range(0, addr.shape[0], sx):
+        for k in range(0, addr.shape[1], sk):
             a = addr[x, k]
-            for j in range(eb):
-                if stamp[a + j] != sv:
-                    stamp[a + j] = sv
-                    reads[a + j] += delta
+            if (a & 15) == 0 and stamp[a >> 4] != sv:
+                stamp[a >> 4] = sv
+                _add16(reads, a, delta)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -183,15 +237,23 @@ def _count(reads, stamp, sv, addr, eb, delta):
 @njit(cache=True, **INNER)
 def _unpack(a32, slots, nreg, maps, moff, epr, w, out, row0, cols):
     """Registers ``slots[:nreg]`` of a warp (its arena's 32-bit view) into rows row0.. of ``out``."""
-    mask = (np.uint64(1) << np.uint64(w)) - np.uint64(1)
+    flat = out.reshape(out.size)                 # (a map's f is row * cols + column: rows row0.. at row0 * cols)
+    o = row0 * cols
     j = moff
+    mask = (np.uint64(1) << np.uint64(w)) - np.uint64(1)
+    if epr == 1:
+        for r in range(nreg):
+            base = slots[r]
+            for lane in range(32):
+                flat[o + maps[j]] = np.uint64(a32[base + lane]) & mask
+                j += 1
+        return
     for r in range(nreg):
         base = slots[r]
         for lane in range(32):
             v = np.uint64(a32[base + lane])
             for e in range(epr):
-                f = maps[j]
-                out[row0 + f // cols, f % cols] = (v >> np.uint64(e * w)) & mask
+                flat[o + maps[j]] = (v >> np.uint64(e * w)) & mask
                 j += 1
 
 
@@ -199,19 +261,73 @@ def _unpack(a32, slots, nreg, maps, moff, epr, w, out, row0, cols):
 def _pack(a32, slots, nreg, maps, moff, epr, w, tile, row0, cols, exp_w, known_w, ks):
     """Rows row0.. of ``tile`` into the D registers of a warp, and into its fence values (the executor's
     ``ws.expected.set_rows``)."""
+    flat = tile.reshape(tile.size)
+    o = row0 * cols
     mask = (np.uint64(1) << np.uint64(w)) - np.uint64(1)
     j = moff
     for r in range(nreg):
         base = slots[r]
         k = ks[r]
-        for lane in range(32):
-            word = U0
-            for e in range(epr):
-                f = maps[j]
-                word |= (tile[row0 + f // cols, f % cols] & mask) << np.uint64(e * w)
+        if epr == 1:
+            for lane in range(32):
+                word = np.uint32(flat[o + maps[j]] & mask)
                 j += 1
-            a32[base + lane] = np.uint32(word)
-            exp_w[k, lane] = np.uint32(word)
+                a32[base + lane] = word
+                exp_w[k, lane] = word
+        else:
+            for lane in range(32):
+                word = U0
+                for e in range(epr):
+                    word |= (flat[o + maps[j]] & mask) << np.uint64(e * w)
+                    j += 1
+                a32[base + lane] = np.uint32(word)
+                exp_w[k, lane] = np.uint32(word)
+        known_w[k] = 1
+
+
+def d32_layout(d_idx, n) -> bool:
+    """Whether ``d_idx`` (WgmmaOp.d_idx: register, lane, element -> row * n + column of a warp's 16 rows) is the
+    32-bit accumulator's layout ``_unpack_d32`` and ``_pack_d32`` assume: register i of lane 4 g + t holds row
+    g + 8 ((i >> 1) & 1), column 8 (i >> 2) + 2 t + (i & 1) (PTX's wgmma D fragment, the m16n8 C layout)."""
+    if d_idx.ndim != 3 or d_idx.shape[1:] != (32, 1):
+        return False
+    i = np.arange(d_idx.shape[0])[:, None]
+    lane = np.arange(32)[None, :]
+    want = (lane // 4 + 8 * ((i >> 1) & 1)) * n + 8 * (i >> 2) + 2 * (lane % 4) + (i & 1)
+    return bool(np.array_equal(d_idx[..., 0], want))
+
+
+@njit(cache=True, **INNER)
+def _unpack_d32(a32, slots, nreg, out, row0, cols):
+    """``_unpack`` of a 32-bit accumulator in the layout ``d32_layout`` checks (no map: each register's eight
+    groups of four lanes are two columns apart in one row)."""
+    flat = out.reshape(out.size)
+    for i in range(nreg):
+        base = slots[i]
+        o0 = (row0 + 8 * ((i >> 1) & 1)) * cols + 8 * (i >> 2) + (i & 1)
+        for g in range(8):
+            o = o0 + g * cols
+            b = base + 4 * g
+            flat[o] = np.uint64(a32[b])
+            flat[o + 2] = np.uint64(a32[b + 1])
+            flat[o + 4] = np.uint64(a32[b + 2])
+            flat[o + 6] = np.uint64(a32[b + 3])
+
+
+@njit(cache=True, **INNER)
+def _pack_d32(a32, slots, nreg, tile, row0, cols, exp_w, known_w, ks):
+    """``_pack`` of a 32-bit accumulator in the layout ``d32_layout`` checks."""
+    flat = tile.reshape(tile.size)
+    for i in range(nreg):
+        base = slots[i]
+        k = ks[i]
+        o0 = (row0 + 8 * ((i >> 1) & 1)) * cols + 8 * (i >> 2) + (i & 1)
+        for g in range(8):
+            o = o0 + g * cols
+            for t in range(4):
+                word = np.uint32(flat[o + 2 * t] & np.uint64(0xFFFFFFFF))
+                a32[base + 4 * g + t] = word
+                exp_w[k, 4 * g + t] = word
         known_w[k] = 1
 
 
@@ -221,7 +337,7 @@ def _pack(a32, slots, nreg, maps, moff, epr, w, tile, row0, cols, exp_w, known_w
 # Each takes the instruction's row and D's array; A (64, K), B^T (K, N), C (64, N) raw bits (A, B already
 # negated, C already zeroed): ``numerics.wgmma.wgmma_tile``.
 @njit(cache=True, inline="always")
-def tile_int(ins, A, Bt, C, out):
+def tile_int(ins, A, Bt, C, out, fix):
     """The s32 forms: exact sums, saturated on request."""
     M, K = A.shape
     N = Bt.shape[1]
@@ -246,31 +362,43 @@ def tile_int(ins, A, Bt, C, out):
 
 
 @njit(cache=True, inline="always")
-def _fix_and_cut(ins, A, Bt, C, out, spa, spb, redo):
-    """The inf/NaN and overflow fix-ups of the elements the block left (``gemm_fast._fixups``), then fp8's cut
-    to 13 fraction bits (``numerics.wgmma.fp8_f32_cut``)."""
+def _fix_and_cut(ins, A, Bt, C, out, spa, spb, redo, fix):
+    """The inf/NaN and overflow fix-ups of the elements the block left (``gemm_fast._fixups``, compiled apart:
+    the function at the address ``fix``, ``wgcall.wg_fix``), then fp8's cut to 13 fraction bits
+    (``numerics.wgmma.fp8_f32_cut``). Returns 1 (nothing cut) when the tile needs the fix-ups and ``fix`` is 0
+    (not bound yet: the instruction goes back to the reference, which binds it)."""
     M, N = out.shape
-    fix = False
+    need = False
     for m in range(M):
-        fix = fix or spa[m]
+        need = need or spa[m]
     for n in range(N):
-        fix = fix or spb[n]
+        need = need or spb[n]
     for m in range(M):
         for n in range(N):
-            fix = fix or redo[m, n]
-    if fix:
-        gemm_fast._fixups(A, Bt, C, spa, spb, redo, ins[I_FA], ins[I_FB], ins[I_FC], ins[I_FD], ins[I_L], ins[I_F],
-                          ins[I_EZ], ins[I_MODE], out)
+            need = need or redo[m, n]
+    if need:
+        if fix == 0:
+            return 1
+        call_fix(fix, ins, A, Bt, C, out, spa, spb, redo, np.int64(A.shape[1]), np.int64(N))
     if ins[I_CUT] == 1:
         for m in range(M):
             for n in range(N):
                 d = out[m, n]
                 if (d & np.uint64(0x7F800000)) != np.uint64(0x7F800000):
                     out[m, n] = d & KEEP13
+    return 0
 
 
 @njit(cache=True, inline="always")
-def tile_dec(ins, A, Bt, C, out):
+def fix_tile(ins, A, Bt, C, out, spa, spb, redo):
+    """``wgcall.wg_fix``'s body: the scalar chain of every element of a flagged row, column or element."""
+    gemm_fast._fixups(A, Bt, C, spa, spb, redo, ins[I_FA], ins[I_FB], ins[I_FC], ins[I_FD], ins[I_L], ins[I_F],
+                      ins[I_EZ], ins[I_MODE], out)
+    return 0
+
+
+@njit(cache=True, inline="always")
+def tile_dec(ins, A, Bt, C, out, fix):
     """The float forms ``gemm_fast.tc_gemm`` decodes (every accumulator but f32 rounded toward zero): decode,
     one block, the fix-ups."""
     M, K = A.shape
@@ -290,8 +418,7 @@ def tile_dec(ins, A, Bt, C, out):
     gemm_fast._decode_matrix(Bt, ins[I_FB], bS, bq, bt, spb, False, lutb)
     gemm_fast._block(0, M, 0, N, aS, aq, at, bS, bq, bt, C, ins[I_FC], ins[I_FD], ins[I_L], ins[I_F], ins[I_EZ],
                      ins[I_MODE], out, redo)
-    _fix_and_cut(ins, A, Bt, C, out, spa, spb, redo)
-    return 0
+    return _fix_and_cut(ins, A, Bt, C, out, spa, spb, redo, fix)
 
 
 @njit(cache=True, inline="always")
@@ -319,43 +446,39 @@ def _f32_operands(ins, A, Bt):
 # gemm_fast.tc_gemm's binary64 path (f32 accumulators rounded toward zero), one function per L (the kernel of
 # ``gemm_fast._GEMM_F32``): a kernel compiles only the L of its forms (f16/bf16 16, fp8 32, tf32 8)
 @njit(cache=True, inline="always")
-def tile_f32_16(ins, A, Bt, C, out):
+def tile_f32_16(ins, A, Bt, C, out, fix):
     av, at, bvp, btp, spa, spb = _f32_operands(ins, A, Bt)
     redo = np.zeros(out.shape, np.bool_)
     ntasks = ((A.shape[0] + gemm_fast._FBR - 1) // gemm_fast._FBR) * bvp.shape[0]
     gemm_fast._gemm_f32_16(0, ntasks, av, at, bvp, btp, C, ins[I_F], ins[I_EZ], out, redo)
-    _fix_and_cut(ins, A, Bt, C, out, spa, spb, redo)
-    return 0
+    return _fix_and_cut(ins, A, Bt, C, out, spa, spb, redo, fix)
 
 
 @njit(cache=True, inline="always")
-def tile_f32_32(ins, A, Bt, C, out):
+def tile_f32_32(ins, A, Bt, C, out, fix):
     av, at, bvp, btp, spa, spb = _f32_operands(ins, A, Bt)
     redo = np.zeros(out.shape, np.bool_)
     ntasks = ((A.shape[0] + gemm_fast._FBR - 1) // gemm_fast._FBR) * bvp.shape[0]
     gemm_fast._gemm_f32_32(0, ntasks, av, at, bvp, btp, C, ins[I_F], ins[I_EZ], out, redo)
-    _fix_and_cut(ins, A, Bt, C, out, spa, spb, redo)
-    return 0
+    return _fix_and_cut(ins, A, Bt, C, out, spa, spb, redo, fix)
 
 
 @njit(cache=True, inline="always")
-def tile_f32_8(ins, A, Bt, C, out):
+def tile_f32_8(ins, A, Bt, C, out, fix):
     av, at, bvp, btp, spa, spb = _f32_operands(ins, A, Bt)
     redo = np.zeros(out.shape, np.bool_)
     ntasks = ((A.shape[0] + gemm_fast._FBR - 1) // gemm_fast._FBR) * bvp.shape[0]
     gemm_fast._gemm_f32_8(0, ntasks, av, at, bvp, btp, C, ins[I_F], ins[I_EZ], out, redo)
-    _fix_and_cut(ins, A, Bt, C, out, spa, spb, redo)
-    return 0
+    return _fix_and_cut(ins, A, Bt, C, out, spa, spb, redo, fix)
 
 
 @njit(cache=True, inline="always")
-def tile_f32_4(ins, A, Bt, C, out):
+def tile_f32_4(ins, A, Bt, C, out, fix):
     av, at, bvp, btp, spa, spb = _f32_operands(ins, A, Bt)
     redo = np.zeros(out.shape, np.bool_)
     ntasks = ((A.shape[0] + gemm_fast._FBR - 1) // gemm_fast._FBR) * bvp.shape[0]
     gemm_fast._gemm_f32_4(0, ntasks, av, at, bvp, btp, C, ins[I_F], ins[I_EZ], out, redo)
-    _fix_and_cut(ins, A, Bt, C, out, spa, spb, redo)
-    return 0
+    return _fix_and_cut(ins, A, Bt, C, out, spa, spb, redo, fix)
 
 
 def tile_of(r) -> str:
@@ -367,20 +490,29 @@ def tile_of(r) -> str:
     return "wg_dec"
 
 
-@intrinsic
-def call_tile(typingctx, fn, row, A, Bt, C, D, K, N):
-    """Call the tile function at the address ``fn`` (wgcall.py's entries, which take int64s: the addresses of the
-    instruction's row, A, B^T, C and D, then K and N); returns its int64. The arrays themselves are the
-    arguments, so that they stay alive until the call returns."""
-    sig = types.int64(fn, row, A, Bt, C, D, K, N)
+def _call_codegen(context, builder, signature, llargs):
+    """Call the C function at the address llargs[0] (int64 arguments, int64 result) on the other arguments: the
+    arrays as their data addresses (they are the intrinsic's own arguments, so that they stay alive until the call
+    returns)."""
+    i64 = ir.IntType(64)
+    f = builder.inttoptr(llargs[0], ir.FunctionType(i64, [i64] * (len(llargs) - 1)).as_pointer())
+    vals = [builder.ptrtoint(context.make_array(ty)(context, builder, v).data, i64)
+            if isinstance(ty, types.Array) else v for ty, v in zip(signature.args[1:], llargs[1:])]
+    return builder.call(f, vals)
 
-    def codegen(context, builder, signature, args):
-        i64 = ir.IntType(64)
-        f = builder.inttoptr(args[0], ir.FunctionType(i64, [i64] * 7).as_pointer())
-        ptrs = [builder.ptrtoint(context.make_array(ty)(context, builder, v).data, i64)
-                for ty, v in zip(signature.args[1:6], args[1:6])]
-        return builder.call(f, ptrs + [args[6], args[7]])
-    return sig, codegen
+
+@intrinsic
+def call_tile(typingctx, fn, row, A, Bt, C, D, K, N, fix):
+    """Call the tile function at the address ``fn`` (wgcall.py's entries, which take int64s: the addresses of the
+    instruction's row, A, B^T, C and D, then K, N and the address of the fix-ups ``wg_fix`` or 0); returns its
+    int64 (0, or 1: the fix-ups are needed and not bound)."""
+    return types.int64(fn, row, A, Bt, C, D, K, N, fix), _call_codegen
+
+
+@intrinsic
+def call_fix(typingctx, fn, row, A, Bt, C, D, spa, spb, redo, K, N):
+    """Call ``wgcall.wg_fix`` at the address ``fn``: the fix-ups of D given its special rows, columns, elements."""
+    return types.int64(fn, row, A, Bt, C, D, spa, spb, redo, K, N), _call_codegen
 
 
 @njit(cache=True, inline="always")
@@ -390,16 +522,23 @@ def tile_arrays(prow, pa, pbt, pc, pout, K, N):
             carray(_pu64(pc), (64, N)), carray(_pu64(pout), (64, N)))
 
 
+@njit(cache=True, inline="always")
+def fix_arrays(pspa, pspb, predo, K, N):
+    """The special rows, columns and elements ``call_fix`` passes."""
+    return (carray(_pvoid(pspa), 64, np.bool_), carray(_pvoid(pspb), N, np.bool_),
+            carray(_pvoid(predo), (64, N), np.bool_))
+
+
 # ---------------------------------------------------------------------------------------------------------
 @njit(cache=True, **INNER)
 def _reads(row, ad, bd, reads, stamp, sv, delta):
     K = row[I_K]
     addr = np.empty((max(row[I_N], 64), K), np.int64)
     _addresses(bd, row[I_N], K, row[I_WB] // 8, row[I_TB] == 1, addr[:row[I_N]])
-    _count(reads, stamp, sv, addr[:row[I_N]], row[I_WB] // 8, delta)
+    _count(reads, stamp, sv, addr[:row[I_N]], row[I_WB] // 8, delta, row[I_TB] == 1)
     if row[I_SS] == 1:
         _addresses(ad, np.int64(64), K, row[I_WA] // 8, row[I_TA] == 1, addr[:64])
-        _count(reads, stamp, sv, addr[:64], row[I_WA] // 8, delta)
+        _count(reads, stamp, sv, addr[:64], row[I_WA] // 8, delta, row[I_TA] == 1)
 
 
 @njit(cache=True, **INNER)
@@ -502,6 +641,7 @@ class WgProgram:
             r[I_ND], r[I_NA] = len(info["d_names"]), len(info["a_names"])
             r[I_EPRD], r[I_EPRA] = op.d_idx.shape[-1], op.a_idx.shape[-1]
             r[I_DMAP] = off
+            r[I_D32] = int(d32_layout(op.d_idx, v.n))
             maps.append(op.d_idx.reshape(-1).astype(np.int64))
             off += op.d_idx.size
             r[I_AMAP] = off
@@ -548,6 +688,7 @@ class WgProgram:
             name = tile_of(r)
             self.tiles.add(name)
             r[I_TILE] = APART_SLOT[name]
+            r[I_FIX] = APART_SLOT["wg_fix"]
         self.maps = np.concatenate(maps) if maps else np.zeros(1, np.int64)
         self._keep = keep
 
@@ -615,7 +756,7 @@ class WgTable:
             self.log = np.zeros((ng, LOG_RING, 3), np.int64)
             self.loglen = np.zeros(ng, np.int64)
             self.wgok = np.zeros(ng, np.int64)
-            self.reads, self.stamp = np.zeros(max(size, 1), np.int32), np.zeros(max(size, 1), np.int64)
+            self.reads, self.stamp = np.zeros(max(size, 1), np.int32), np.zeros(size // 16 + 1, np.int64)
             c = self.ctl = np.zeros(NCTL, np.int64)
             c[K_NW], c[K_SMSIZE] = nw, size
             c[K_READS], c[K_STAMP] = self.reads.ctypes.data, self.stamp.ctypes.data
@@ -654,6 +795,16 @@ class WgTable:
 
     def used(self):
         return bool(self.cnt[:, N_USED].any())
+
+    def bind_fix(self, wait):
+        """After the CTA loop handed a wgmma back: when its tile needed the inf/NaN fix-ups (``wgcall.wg_fix``)
+        and they were not bound, bind them now (loaded from numba's cache, or compiled: ``warmup.family``) and
+        return True (the instruction went back with nothing changed: the loop runs it again). False when there
+        was nothing to bind, or it cannot be now (another process compiles it; the next launch binds it)."""
+        if not self.ctl[K_WANT]:
+            return False
+        self.ctl[K_WANT] = 0
+        return self.wp.tr.bind_one("wg_fix", wait)
 
     def holds(self, w):
         return bool(self.cnt[w, N_REC])
