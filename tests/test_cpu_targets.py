@@ -129,11 +129,31 @@ def _child_wgmma(out):
         out[f"wg_{i}"] = num.wgmma_tile(at, bt, "f32", A, B, C)
 
 
+# corpus kernels (Triton's PTX) replayed on the fast engine against the H100's bits: mma.sync of every operand
+# kind, an f16 accumulator, f64 and int8; wgmma of f16, tf32, fp8 and int8
+CORPUS = ["triton_matmul_f16_sm80", "triton_matmul_bf16_sm80", "triton_matmul_tf32_sm80",
+          "triton_matmul_f16_acc16_sm80", "triton_matmul_fp8e4_sm90a", "triton_matmul_fp8e5_sm90a",
+          "triton_matmul_f64_sm80", "triton_matmul_int8_sm80", "triton_flash_attention_sm80",
+          "triton_matmul_f16_64x64_sm90a", "triton_matmul_tf32_64x64_sm90a", "triton_matmul_fp8e4_64x64_sm90a",
+          "triton_matmul_int8_64x64_sm90a"]
+
+
+def _child_corpus(out):
+    import corpus_lib
+    cases = corpus_lib.load_all(["triton.npz"])
+    bad = {}
+    for n in CORPUS:
+        for engine in ("fast", "reference"):
+            got, res, _ = corpus_lib.replay(cases[n], engine=engine)
+            bad[f"{n} {engine}"] = [res.instructions, corpus_lib.mismatches(cases[n], got)]
+    out["corpus"] = np.array(json.dumps(bad))
+
+
 def _child(path, parts):
     from numba.core.registry import cpu_target
     out = {"magic": np.array(json.dumps(list(cpu_target.target_context.codegen().magic_tuple())))}
     for p in parts:
-        {"rows": _child_rows, "tiles": _child_tiles, "wgmma": _child_wgmma}[p](out)
+        {"rows": _child_rows, "tiles": _child_tiles, "wgmma": _child_wgmma, "corpus": _child_corpus}[p](out)
     from emulator.numerics import tc_row
     hits = {f"{f.__module__}.{f.__name__}": (sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values()))
             for f in (tc_row.run_regs, tc_row.decode, tc_row.tile) if f.signatures}
@@ -208,6 +228,23 @@ def test_tensor_core_numerics_compiled_for(target, tmp_path):
     check_wgmma(z)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["x86-64", "sandybridge", "haswell"])
+def test_h100_captures_replay_compiled_for(target, tmp_path):
+    """Every target against the H100: the corpus kernels above on both engines (each output byte), then, in a
+    pytest run under the target with the same cache, the committed mma.sync captures (every variant) and the
+    scalar capture's rows on the fast engine (every fifth form: f16, bf16, fp8 conversions among them)."""
+    cache = tmp_path / "cache"
+    z = run_child(target, cache, tmp_path / "out.npz", ["corpus"], timeout=1800)
+    bad = json.loads(str(z["corpus"]))
+    assert len(bad) == 2 * len(CORPUS)
+    assert all(v[0] > 0 and v[1] == [] for v in bad.values()), {k: v for k, v in bad.items() if v[1]}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_mma_captures.py",
+                        "tests/test_fastcore_scalarx.py::test_xrows_replay_the_h100_scalar_capture"],
+                       env=target_env(target, cache), cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+
+
 def test_a_wrong_bit_is_caught(monkeypatch):
     """The comparison can fail: one flipped bit of a row's D is found."""
     import test_mma_row as R
@@ -248,7 +285,8 @@ def test_a_cache_built_for_one_cpu_is_not_loaded_for_another(tmp_path):
     for name in ("emulator.numerics.tc_row.run_regs", "emulator.numerics.tc_row.decode"):
         assert s1[name][0] == 0 and s1[name][1] > 0, (name, s1)     # built afresh
         assert s2[name][0] == 0 and s2[name][1] > 0, (name, s2)     # nothing of haswell's loaded
-        assert s3[name][0] > 0 and s3[name][1] == 0, (name, s3)     # its own entries loaded
+    run = "emulator.numerics.tc_row.run_regs"
+    assert s3[run][0] > 0 and s3[run][1] == 0, s3                   # its own entry loaded (its callees not needed)
     # both CPUs' entries side by side in the index of the link-only helper
     from numba.core.caching import FunctionCache
     from emulator.numerics import tc_row
