@@ -149,11 +149,30 @@ def _child_corpus(out):
     out["corpus"] = np.array(json.dumps(bad))
 
 
+# cvt.{rni,rzi,rmi,rpi}.f64.f64 (fastcore.scalarx._cvtf2): without SSE4.1, floor/ceil/trunc leave a signalling NaN
+# unquieted; the H100 quiets it and keeps its payload
+F64_EDGES = np.array([0x7FF0000000000001, 0x7FF4000000000000, 0xFFF0000000000123, 0x7FF8000000000001, 0xFFFFFFFFFFFFFFFF,
+                      0x7FF0000000000000, 0xFFF0000000000000, 0x8000000000000000, 0, 1, 0x8000000000000001,
+                      0xBFE0000000000000, 0x3FE8000000000000, 0x4330000000000001, 0xC32FFFFFFFFFFFFF,
+                      0x7FEFFFFFFFFFFFFF, 0xC00C000000000000], np.uint64)
+
+
+def _cvt_words():
+    from emulator.machine.fastcore import scalarx as X
+    return [X.CVT_IRND | (mode << 4) | (X.F_F64 << 2) | X.F_F64 for mode in range(4)]
+
+
+def _child_cvt(out):
+    from emulator.machine.fastcore import scalarx as X
+    out["cvt"] = np.array([[X._cvtf2(np.int64(y), a) for a in F64_EDGES] for y in _cvt_words()], np.uint64)
+
+
 def _child(path, parts):
     from numba.core.registry import cpu_target
     out = {"magic": np.array(json.dumps(list(cpu_target.target_context.codegen().magic_tuple())))}
     for p in parts:
-        {"rows": _child_rows, "tiles": _child_tiles, "wgmma": _child_wgmma, "corpus": _child_corpus}[p](out)
+        {"rows": _child_rows, "tiles": _child_tiles, "wgmma": _child_wgmma, "corpus": _child_corpus,
+         "cvt": _child_cvt}[p](out)
     from emulator.numerics import tc_row
     hits = {f"{f.__module__}.{f.__name__}": (sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values()))
             for f in (tc_row.run_regs, tc_row.decode, tc_row.tile) if f.signatures}
@@ -210,11 +229,23 @@ def _magic(z):
     return json.loads(str(z["magic"]))
 
 
-def test_mma_rows_compiled_for_sse2_only(tmp_path):
-    """x86-64 (SSE2: no F16C, FMA, AVX, SSE4.1): every float mma.sync form's row gives the reference's bits."""
-    z = run_child("x86-64", tmp_path / "cache", tmp_path / "out.npz", ["rows"])
+def check_cvt(z):
+    """The host's bits, and every NaN quiet with its payload (the H100's rule)."""
+    from emulator.machine.fastcore import scalarx as X
+    want = np.array([[X._cvtf2(np.int64(y), a) for a in F64_EDGES] for y in _cvt_words()], np.uint64)
+    nan = (F64_EDGES & np.uint64(0x7FFFFFFFFFFFFFFF)) > np.uint64(0x7FF0000000000000)
+    assert (want[:, nan] == (F64_EDGES[nan] | np.uint64(1 << 51))).all()
+    assert np.array_equal(z["cvt"], want), [(i, hex(int(F64_EDGES[j])), hex(int(z["cvt"][i, j])))
+                                            for i, j in np.argwhere(z["cvt"] != want)[:4]]
+
+
+def test_mma_rows_and_roundings_compiled_for_sse2_only(tmp_path):
+    """x86-64 (SSE2: no F16C, FMA, AVX, SSE4.1): every float mma.sync form's row gives the reference's bits, and
+    cvt.rmi/rzi/rpi/rni.f64.f64 quiet a signalling NaN."""
+    z = run_child("x86-64", tmp_path / "cache", tmp_path / "out.npz", ["rows", "cvt"])
     assert _magic(z)[1:] == ["x86-64", ""]
     assert check_rows(z) > 0
+    check_cvt(z)
 
 
 @pytest.mark.slow
@@ -235,7 +266,8 @@ def test_h100_captures_replay_compiled_for(target, tmp_path):
     pytest run under the target with the same cache, the committed mma.sync captures (every variant) and the
     scalar capture's rows on the fast engine (every fifth form: f16, bf16, fp8 conversions among them)."""
     cache = tmp_path / "cache"
-    z = run_child(target, cache, tmp_path / "out.npz", ["corpus"], timeout=1800)
+    z = run_child(target, cache, tmp_path / "out.npz", ["corpus", "cvt"], timeout=1800)
+    check_cvt(z)
     bad = json.loads(str(z["corpus"]))
     assert len(bad) == 2 * len(CORPUS)
     assert all(v[0] > 0 and v[1] == [] for v in bad.values()), {k: v for k, v in bad.items() if v[1]}
