@@ -10,8 +10,9 @@ on a newer one, so each target below is compiled and checked here, in a fresh pr
 The child process (this file run as a script) runs the mma.sync rows of every float form
 (``numerics.tc_row``), the integer and f64 tiles (``fastcore.mmatile``) and the wgmma f32 tile
 (``numerics.gemm_fast``) on seeded fragments with NaN payloads, infinities, signed zeros and subnormals, and
-writes the raw bits; this process compares them with the reference executor and the readable rule compiled for
-the host. The slow tests add the H100 captures (corpus kernels of mma.sync and wgmma, the scalar capture's
+writes the raw bits, and ``cvt.{rni,rzi,rmi,rpi}.f64.f64`` of signalling NaNs (``fastcore.scalarx``: without
+SSE4.1 ``floor``/``ceil``/``trunc`` leave them unquieted); this process compares them with the reference executor
+and the readable rule compiled for the host. The slow tests add the H100 captures (corpus kernels of mma.sync and wgmma, the scalar capture's
 conversions and the mma captures) replayed under each target, and the cache: entries built for one CPU are
 never loaded for another."""
 import json
@@ -44,7 +45,8 @@ def target_env(target, cache):
 
 
 def run_child(target, cache, out, parts, timeout=900):
-    """This file as a script under ``target``: the parts (``rows``, ``tiles``, ``wgmma``) written to ``out``."""
+    """This file as a script under ``target``: the parts (``rows``, ``tiles``, ``wgmma``, ``cvt``, ``corpus``)
+    written to ``out``."""
     r = subprocess.run([sys.executable, __file__, str(out), *parts], env=target_env(target, cache), cwd=ROOT,
                        capture_output=True, text=True, timeout=timeout)
     assert r.returncode == 0, (target, r.returncode, r.stdout[-2000:], r.stderr[-3000:])
