@@ -240,7 +240,10 @@ _LINK_ROOTS = []
 
 def link_only(root):
     """The INNER functions (``INNER``: neither wrapper) defined under ``root`` (a folder) are compiled into a library
-    that is only linked into their callers (``LinkOnlyLibrary`` above), and cached as LLVM bitcode. Idempotent."""
+    that is only linked into their callers (``LinkOnlyLibrary`` above), and cached as LLVM bitcode. Idempotent.
+    The bitcode is an entry of numba's own index, keyed as every entry is by the target triple, CPU name and
+    features (``NUMBA_CPU_NAME``, ``NUMBA_CPU_FEATURES``): a cache shared with a machine of another CPU never links
+    bitcode optimised for it (``tests/test_cpu_targets.py``)."""
     root = os.path.join(os.path.abspath(root), "")
     if root not in _LINK_ROOTS:
         _LINK_ROOTS.append(root)

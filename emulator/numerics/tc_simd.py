@@ -8,7 +8,8 @@ is emitted. The intrinsics read and write numba arrays through their data pointe
 
 * ``vdecode8``, ``vdecode16``, ``vdecode32``: operand codes into their binary64 values and nominal exponents,
   eight at a time, through the hardware's conversions (e4m3 as an f16 scaled; the formats whose bits are those
-  of f16 or f32 once shifted);
+  of f16 or f32 once shifted); on a CPU without F16C (``NUMBA_CPU_NAME=x86-64``, ``sandybridge``) the f16 ones
+  in integer and exact binary64 operations instead (``_half_bits``);
 * ``vstep``: one fused step of one row of D (eight columns): the step's exponent, C and the products aligned to
   it and cut toward zero, their sum, the rounding to the D format;
 * ``vencode``: D's binary64 values into the bits of f32 or f16.
@@ -83,6 +84,33 @@ def _any(builder, mask):
                                                                                                         0)), _I64)
 
 
+def _has_f16c(context):
+    """Whether the CPU numba compiles for converts f16 to f32 itself (F16C, named in numba's target features:
+    ``NUMBA_CPU_FEATURES`` or the host's). Without it LLVM turns an f16 ``fpext`` into a call of a runtime helper
+    (``__extendhfsf2``) that numba's JIT linker does not resolve: the call would jump to address 0."""
+    try:
+        feats = context.codegen()._tm_features
+    except Exception:                   # noqa: BLE001 (a numba without this field: the portable path)
+        return False
+    return "+f16c" in str(feats).split(",")
+
+
+def _half_bits(builder, h, scale):
+    """The binary64 values of the f16 bits ``h`` (an <8 x i64> of 16-bit codes) times 2**scale, in integer and
+    exact binary64 operations only (no F16C): the significand (with its leading one for a normal) converted to
+    binary64 (exact: 11 bits, through i32, which SSE2 converts a vector at a time) times 2**(exponent - 25 +
+    scale), a power of two in binary64's normal range; the sign set on the bits, so -0 stays -0. An inf or NaN
+    gives a finite value (the callers find those from the fields and never use their values)."""
+    e = builder.and_(builder.lshr(h, _ci(10)), _ci(0x1F))
+    f = builder.and_(h, _ci(0x3FF))
+    normal = builder.icmp_unsigned("!=", e, _ci(0))
+    sig = builder.or_(f, builder.select(normal, _ci(0x400), _ci(0)))
+    v = builder.sitofp(builder.trunc(sig, ir.VectorType(ir.IntType(32), W)), _VD)
+    v = builder.fmul(v, _pow2(builder, builder.add(_smax(builder, e, _ci(1)), _ci(scale - 25))))
+    sign = builder.shl(builder.lshr(h, _ci(15)), _ci(63))
+    return builder.bitcast(builder.or_(builder.bitcast(v, _VI), sign), _VD)
+
+
 def _decoder(hw):
     """The decode intrinsic of one kind of format: ``hw`` 8 for e4m3 (its bits placed in an f16's, converted,
     times 2**8), 16 for those that are f16 bits once shifted up by ``pre`` (f16, e5m2) and 32 for those that are
@@ -99,6 +127,7 @@ def _decoder(hw):
 
         def codegen(context, builder, signature, args):
             codes_, o_, n_, vals_, exps_, low_, eb_, mb_, nanor_, bias_, tmin_, pre_ = args
+            f16c = _has_f16c(context)
             tys = signature.args
             pc = _data(context, builder, tys[0], codes_)
             pv = _data(context, builder, tys[3], vals_)
@@ -120,9 +149,14 @@ def _decoder(hw):
                     # e4m3: S.EEEE.MMM as f16's S.0EEEE.MMM0000000 is the value times 2**-8, subnormals included
                     h = builder.or_(builder.shl(builder.and_(x, _ci(0x80)), _ci(8)),
                                     builder.shl(builder.and_(x, _ci(0x7F)), _ci(7)))
-                    v = builder.fpext(builder.bitcast(builder.trunc(h, ir.VectorType(ir.IntType(16), W)),
-                                                      ir.VectorType(ir.HalfType(), W)), _VD)
-                    v = builder.fmul(v, ir.Constant(_VD, [256.0] * W))
+                    if f16c:
+                        v = builder.fpext(builder.bitcast(builder.trunc(h, ir.VectorType(ir.IntType(16), W)),
+                                                          ir.VectorType(ir.HalfType(), W)), _VD)
+                        v = builder.fmul(v, ir.Constant(_VD, [256.0] * W))
+                    else:
+                        v = _half_bits(builder, h, 8)
+                elif hw == 16 and not f16c:
+                    v = _half_bits(builder, builder.and_(builder.shl(builder.shl(x, low), pre), _ci(0xFFFF)), 0)
                 else:
                     ity = ir.VectorType(ir.IntType(hw), W)
                     fty = ir.VectorType(ir.HalfType() if hw == 16 else ir.FloatType(), W)

@@ -1150,6 +1150,8 @@ def _cvtf2(y, a):
             f = np.ceil(x)
         if df == F_F64:
             r = np.uint64(f2i(f))
+            if f != f:                              # a signalling NaN quieted, its payload kept (the H100; x86's
+                r |= np.uint64(0x0008000000000000)  # roundsd too, but floor/ceil/trunc without SSE4.1 keep it)
         elif f != f:
             r = np.uint64(0x7FFFFFFF) if df == F_F32 else np.uint64(0x7FFF)
         else:
