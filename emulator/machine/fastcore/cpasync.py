@@ -43,6 +43,7 @@ LEAN = lean()       # the loops' pipeline (jitcache.lean: no SSA; tests/test_lea
 
 LANES = 32
 RECORDS = 16                      # the fewest records a warp's table starts with (doubled when full)
+MAX_FIRST = 256                   # the most it starts with (about 1 KiB a record and warp; more: grown when needed)
 _BITS = np.int64(1) << np.arange(LANES, dtype=np.int64)
 
 
@@ -87,15 +88,16 @@ class CpAsyncTable:
 
 def records_for(tr, prog):
     """The record sizes of ``prog``'s cp.async tables on the translation ``tr`` (a dict, shared by its CTAs and
-    launches): the records start as many as the program has cp.async copy instructions (rounded up to 16; a warp
-    that runs straight through them with no wait needs one record each, e.g. a pipeline's prologue and first
-    stage), and a table that grows past that (a loop issuing more before it waits) leaves its size here."""
+    launches): the records start as many as the program has cp.async copy instructions (rounded up to 16, at most
+    MAX_FIRST; a warp that runs straight through them with no wait needs one record each, e.g. a pipeline's
+    prologue and first stage), and a table that grows past that (a loop issuing more before it waits) leaves its
+    size here."""
     sizes = tr.__dict__.get("_cp_sizes")
     if sizes is None:
         n = sum(1 for op in prog.code if op.kind == "op" and op.instr is not None and
                 op.instr.opcode.startswith("cp.async.") and not op.instr.opcode.startswith("cp.async.bulk") and
                 "group" not in op.instr.opcode and "wait" not in op.instr.opcode and "mbarrier" not in op.instr.opcode)
-        sizes = tr._cp_sizes = {"records": max(RECORDS, -(-n // RECORDS) * RECORDS)}
+        sizes = tr._cp_sizes = {"records": min(max(RECORDS, -(-n // RECORDS) * RECORDS), MAX_FIRST)}
     return sizes
 
 
