@@ -294,3 +294,114 @@ def test_heldout_cluster_histogram_on_both_engines(name, monkeypatch):
     # the cluster barriers, mapa and the remote atomics (generic addresses in the cluster's window, dsmemx.py) run in
     # the loop: nothing goes back
     assert not watch.back, watch.back
+
+
+# -- the cluster special registers and address tests in the loop (no cluster table needed) ---------------------------
+
+@pytest.mark.parametrize("name", ["nvcc_cluster_sregs_c221_sm90a", "nvcc_cluster_sregs_c412_sm90a",
+                                  "nvcc_cluster_sregs_nocluster_sm90a"])
+def test_cluster_sregs_kernels_hand_nothing_back(name):
+    """mov.pred of %is_explicit_cluster, isspacep.shared and getctarank (in a launch without clusters too) run in
+    the loop: the H100's outputs on the fast engine with no hand-back, and everything equal to the reference's."""
+    from engines import differences, replay_outcome
+    case = corpus_lib.load_all()[name]
+    got, res, _ = corpus_lib.replay(case, engine="fast")
+    assert corpus_lib.mismatches(case, got) == []
+    back = {}
+    for prog in {id(w.program): w.program for _, ws in res.ctas for w in ws}.values():
+        back.update(fast_engine.handback_counts(prog))
+    assert back == {}
+    got_r, ref = replay_outcome(case, "reference")
+    got_f, fast = replay_outcome(case, "fast")
+    assert corpus_lib.mismatches(case, got_r) == [] and corpus_lib.mismatches(case, got_f) == []
+    assert not differences(ref, fast, clusters=corpus_lib.in_clusters(case))
+
+
+# each lane tests one generic address: around the CTA's shared window [0, size) (size = 256 static + the launch's
+# dynamic bytes), the other CTAs' windows, a global pointer and addresses with the top bit set; and reads
+# %is_explicit_cluster and the rank its own window's address names
+SPACES = HEAD + """
+.visible .entry spaces(.param .u64 out, .param .u64 rank_addr)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<12>;
+    .shared .align 4 .b8 box[256];
+    ld.param.u64 %rd1, [out];
+    ld.param.u64 %rd9, [rank_addr];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r9, %total_smem_size;
+    cvt.u64.u32 %rd8, %r9;
+    cvt.u64.u32 %rd2, %r1;
+    and.b64 %rd3, %rd2, 7;
+    add.s64 %rd3, %rd3, %rd8;
+    sub.s64 %rd3, %rd3, 4;                // lanes 0-7: size-4 .. size+3
+    shl.b64 %rd4, %rd2, 21;               // lanes 8-15: multiples of 2^21 (the other CTAs' windows from 2^24)
+    setp.ge.u32 %p1, %r1, 8;
+    selp.b64 %rd3, %rd4, %rd3, %p1;
+    shl.b64 %rd5, %rd2, 58;               // lanes 16-23: the top bits set (negative as signed)
+    sub.s64 %rd5, %rd5, 1;
+    setp.ge.u32 %p1, %r1, 16;
+    selp.b64 %rd3, %rd5, %rd3, %p1;
+    setp.ge.u32 %p1, %r1, 24;             // lanes 24-31: the output's global address
+    selp.b64 %rd3, %rd1, %rd3, %p1;
+    isspacep.shared %p1, %rd3;
+    isspacep.shared::cta %p2, %rd3;
+    selp.u32 %r2, 1, 0, %p1;
+    selp.u32 %r3, 2, 0, %p2;
+    or.b32 %r2, %r2, %r3;
+    { .reg .pred p; mov.pred p, %is_explicit_cluster; selp.u32 %r4, 4, 0, p; }
+    or.b32 %r2, %r2, %r4;
+    mov.u32 %r5, box;
+    add.u32 %r5, %r5, %r1;
+    getctarank.shared::cluster.u32 %r6, %r5;
+    mov.u32 %r9, box;
+    cvt.u64.u32 %rd6, %r9;
+    cvta.shared.u64 %rd6, %rd6;
+    getctarank.u64 %r7, %rd6;
+    shl.b32 %r6, %r6, 4;
+    shl.b32 %r7, %r7, 8;
+    or.b32 %r2, %r2, %r6;
+    or.b32 %r2, %r2, %r7;
+    getctarank.u64 %r8, %rd9;             // the address the caller passes (another rank: the executor's error)
+    mov.u32 %r10, %ctaid.x;
+    mad.lo.u32 %r11, %r10, 32, %r1;
+    mul.wide.u32 %rd7, %r11, 4;
+    add.s64 %rd7, %rd1, %rd7;
+    st.global.u32 [%rd7], %r2;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("cluster", [None, (1, 1, 1), (2, 1, 1)])
+@pytest.mark.parametrize("dyn", [0, 100])
+def test_isspacep_shared_explicit_cluster_and_lone_getctarank_in_the_loop(cluster, dyn):
+    """isspacep.shared{::cta} (the CTA's own window only, unsigned: the top bit set is no shared address),
+    %is_explicit_cluster read as a predicate and getctarank of the CTA's own addresses run in the loop without a
+    hand-back where the cluster has one CTA, equal to the executors (the expected bits are the executors' rules,
+    spelled out); an address naming another rank goes back and raises the executor's error on both engines."""
+    from engines import compare_engines
+    module = load_ptx(SPACES)
+    kw = {"shared_bytes": dyn} if dyn else {}
+    if cluster is not None:
+        kw["cluster"] = cluster
+    ref, fast, diffs = compare_engines(module, "spaces", 2, 32, [np.zeros(64, np.uint32)], [0], **kw)
+    assert not diffs, diffs
+    assert "error" not in ref, ref["error"]
+    got = ref["memory"][0][1].view(np.uint32)
+    lane = np.arange(32)
+    size = 256 + dyn
+    addr = np.where(lane < 8, size - 4 + lane, lane.astype(np.int64) << 21)
+    inside = np.where(lane < 16, addr < size, False)
+    many = cluster is not None and cluster[0] > 1
+    # rank of the own window's address: the CTA's rank in its cluster (ctaid.x % 2 in clusters of 2)
+    for c in range(2):
+        rank = c % 2 if many else 0
+        want = (inside * 3) | (4 if cluster is not None else 0) | (rank << 4) | (rank << 8)
+        assert got[32 * c:32 * c + 32].tolist() == want.tolist(), c
+    if not many:
+        assert fast["fast_executed"] == fast["instructions"]
+    ref, fast, diffs = compare_engines(module, "spaces", 2, 32, [np.zeros(64, np.uint32)], [1 << 24], **kw)
+    assert not diffs, diffs
+    assert ref["error"][0] == "MemoryAccessError" and "getctarank" in ref["error"][1], ref["error"]

@@ -23,7 +23,8 @@ the executors use), its number of warps, its shared memory and whether that memo
 Every rule broken (an arrive twice, a wait without an arrive, an ``.aligned`` barrier some lanes skip, an address
 outside the window or the cluster, a CTA whose threads have all exited) returns 1 with nothing written: the loop
 hands the instruction back and the executor raises its error. A CTA outside a cluster of several (no table) and a
-warp run alone hand every such row back.
+warp run alone hand every such row back, except ``getctarank`` where the cluster has one CTA (%cluster_nctarank 1):
+an address of the CTA's own window names rank 0.
 
 The rows run in one C-callable function compiled apart (``cl_c``, "cluster" of ``families.APART``), bound only for
 kernels with such rows; ``rarecall.rare_c`` calls it for HOPX rows of these kinds.
@@ -113,14 +114,40 @@ def _aligned_ok(ct, own, w, em):
 
 
 @njit(cache=True, _nrt=False)
+def _ctarank_alone(row, imrow, em, a8, a16, a32, a64, xa, xr):
+    """getctarank without a cluster table: a CTA outside a cluster of several, or a warp run alone (B, C: the
+    %cluster_ctarank and %cluster_nctarank special registers). Where the cluster has one CTA the only rank an
+    address may name is the CTA's own (0); anything else (a cluster of several run warp by warp, an address
+    outside the window or naming another rank) goes back to the executor."""
+    bi, ci = row[T.B] & T.INDEX_MASK, row[T.C] & T.INDEX_MASK
+    _gather(row[T.A], row[T.W], 0, xa, a8, a16, a32, a64, imrow)
+    for lane in range(LANES):
+        if (em >> lane) & 1:
+            own = np.int64(a32[bi + lane])
+            if np.int64(a32[ci + lane]) != 1:
+                return 1
+            a = xa[lane]
+            if a >= np.uint64(1) << np.uint64(32):
+                return 1
+            r = (own + np.int64(a >> np.uint64(SHIFT))) & 0xFF
+            if r != own:
+                return 1
+            xr[lane] = np.uint64(r)
+    _scatter(row[T.D], xr, em, 32, 0, a8, a16, a32, a64)
+    return 0
+
+
+@njit(cache=True, _nrt=False)
 def cl_rows(row, imrow, em, state, a8, a16, a32, a64, scratch):
     """A cluster HOPX row on the lanes in ``em``: 0; 1 when a lane breaks a rule or the row needs Python (nothing
     written); 2 when lanes of a barrier.cluster.wait park (state S_MBSTALL; their barrier (-1) and the phase they wait
     on in scratch rows 3 and 4, as ctaloop.record_stall reads them)."""
     ct = state[T.S_CLUSTER]
-    if ct == 0:
-        return 1
     xa, xb, xr = scratch[3], scratch[4], scratch[6]
+    if ct == 0:
+        if row[T.X] == K_CTARANK and row[T.B] >= 0:
+            return _ctarank_alone(row, imrow, em, a8, a16, a32, a64, xa, xr)
+        return 1
     kind = row[T.X]
     own = np.int64(_peek64(ct + 8 * CL_RANK))
     size = np.int64(_peek64(ct + 8 * CL_SIZE))

@@ -42,7 +42,8 @@ from ...numerics.jitcache import INNER, lean
 LEAN = lean()       # the loops' pipeline (jitcache.lean: no SSA; tests/test_lean_pipeline.py checks the types)
 
 LANES = 32
-RECORDS = 16                      # records a warp's table starts with (doubled when full)
+RECORDS = 16                      # the fewest records a warp's table starts with (doubled when full)
+MAX_FIRST = 256                   # the most it starts with (about 1 KiB a record and warp; more: grown when needed)
 _BITS = np.int64(1) << np.arange(LANES, dtype=np.int64)
 
 
@@ -57,9 +58,12 @@ def _mask(bits):
 class CpAsyncTable:
     """The cp.async records of the warps of one CTA (or of one warp), in the arrays the jitted loop takes."""
 
-    def __init__(self, nwarps, eager=False):
+    def __init__(self, nwarps, eager=False, sizes=None):
+        """``sizes``: the translation's record count (``records``, see ``records_for``), kept up to date when a
+        table grows, so that the next CTA or launch starts with the grown size."""
         self.count = np.zeros((nwarps, LANES + 1), np.int64)
-        self._alloc(nwarps, 0 if eager else RECORDS)
+        self.sizes = sizes
+        self._alloc(nwarps, 0 if eager else RECORDS if sizes is None else sizes.get("records", RECORDS))
 
     def _alloc(self, nw, r):
         # a record is written whole when it is issued, before anything reads it: no need to clear the arrays
@@ -74,10 +78,27 @@ class CpAsyncTable:
         self._alloc(nw, max(2 * r, RECORDS))
         for new, o in zip((self.dst, self.data, self.group, self.meta), old):
             new[:, :r] = o
+        if self.sizes is not None:
+            self.sizes["records"] = max(self.sizes.get("records", 0), self.meta.shape[1])
 
     def row(self, k):
         """Warp ``k``'s arrays, as ``loop.run`` takes them."""
         return self.dst[k], self.data[k], self.group[k], self.meta[k], self.count[k]
+
+
+def records_for(tr, prog):
+    """The record sizes of ``prog``'s cp.async tables on the translation ``tr`` (a dict, shared by its CTAs and
+    launches): the records start as many as the program has cp.async copy instructions (rounded up to 16, at most
+    MAX_FIRST; a warp that runs straight through them with no wait needs one record each, e.g. a pipeline's
+    prologue and first stage), and a table that grows past that (a loop issuing more before it waits) leaves its
+    size here."""
+    sizes = tr.__dict__.get("_cp_sizes")
+    if sizes is None:
+        n = sum(1 for op in prog.code if op.kind == "op" and op.instr is not None and
+                op.instr.opcode.startswith("cp.async.") and not op.instr.opcode.startswith("cp.async.bulk") and
+                "group" not in op.instr.opcode and "wait" not in op.instr.opcode and "mbarrier" not in op.instr.opcode)
+        sizes = tr._cp_sizes = {"records": min(max(RECORDS, -(-n // RECORDS) * RECORDS), MAX_FIRST)}
+    return sizes
 
 
 class CpAsyncRows:

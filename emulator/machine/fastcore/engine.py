@@ -18,7 +18,7 @@ from ...memory import SmemAccess
 from . import table as T
 from ..spin import SPIN_CHECK
 from .translate import Translation
-from .cpasync import CpAsyncRows, CpAsyncTable
+from .cpasync import CpAsyncRows, CpAsyncTable, records_for
 from .ccall import CTX_ROW, K_RUN
 
 _DTYPE = {T.PRED: np.bool_, T.R16: np.uint16, T.R32: np.uint32, T.R64: np.uint64}
@@ -511,7 +511,8 @@ class FastWarp:
         self.cp, self.cpk = None, 0
         self._args = None
         if not in_cta:
-            self.use_cp_table(CpAsyncTable(1, warp.options.cp_async == "eager"), 0, warp)
+            sizes = records_for(tr, warp.program) if getattr(warp, "program", None) is not None else None
+            self.use_cp_table(CpAsyncTable(1, warp.options.cp_async == "eager", sizes), 0, warp)
 
     def use_cp_table(self, table, k, warp):
         """Keep the warp's cp.async records in row ``k`` of ``table`` (the loop's arrays)."""
@@ -826,7 +827,7 @@ class FastCTA:
         fc = FastCTA(launch, nw)
         fc._on_block(block, layout)
         if cp is None:
-            cp = CpAsyncTable(nw, eager)
+            cp = CpAsyncTable(nw, eager, launch.tr.__dict__.get("_cp_sizes"))
             cp.count[...] = counts
         fc.cp = cp
         fc._kept_log = log
@@ -842,7 +843,7 @@ class FastCTA:
         if not fresh and self.__dict__.get("cp") is not None:
             pass
         elif _uses_cp_async(cta.prog):
-            self.cp = CpAsyncTable(nw, eager)
+            self.cp = CpAsyncTable(nw, eager, records_for(tr, cta.prog))
         else:                   # a kernel without cp.async: its CTAs share one table, which stays empty
             shared = tr.__dict__.setdefault("_cp_tables", {})
             self.cp = shared.get((nw, eager))

@@ -374,6 +374,8 @@ class Translation:
         name = self._reg(env, op)
         if name.startswith("%") and name in CONST_SPECIALS:
             return self._slot(name, 32, special=True)
+        if name == "%is_explicit_cluster" and ptype == "pred":
+            return self._slot(name, 32, special=True)       # (0 or 1 in a 32-bit slot, read as a predicate)
         if name == "_" or name.startswith(("%clock", "%globaltimer", "%envreg", "%pm", "%smid", "%nsmid",
                                            "%gridid")) or name in SPECIAL_REGISTERS:
             raise _Slow              # the other special registers (%is_explicit_cluster, ...) stay with the reference
@@ -2298,8 +2300,32 @@ def r_getctarank(t, env, instr, row, imm):
     if row[T.D] >= 0 and env.reg_width(t._reg(env, ops[0])) != 32:
         raise _Slow
     row[T.A] = _x_operand(t, env, ops[1], q["type"], imm, 0)
+    row[T.B] = t._slot("%cluster_ctarank", 32, special=True)     # (a CTA without a cluster table, clusterx.py)
+    row[T.C] = t._slot("%cluster_nctarank", 32, special=True)
     _set_type(row, q["type"])
     _hopx(t, row, asyncx.K_CTARANK)
 
 
-_RULES.update({"barrier": r_barrier_cluster, "getctarank": r_getctarank})
+def r_isspacep_shared(t, env, instr, row, imm):
+    """isspacep.shared{::cta} p, a (ops.memops.compile_isspacep): whether the generic address is in the CTA's own
+    shared window [0, size), which is ``setp.lo.u64 p, a, %total_smem_size`` (the launch's shared-memory size, as
+    ``CTA`` allocates it; a lone warp's is its memory's size). The other spaces stay with the executor."""
+    ops = instr.operands
+    if list(instr.mods) not in (["shared"], ["shared::cta"]) or len(ops) != 2 or \
+            any(isinstance(o, (Vec, Pair, Not, Mem, Imm)) for o in ops):
+        raise _Slow
+    name, dname = t._reg(env, ops[1]), t._reg(env, ops[0])
+    if "_" in (name, dname) or name.startswith("%") and name in SPECIAL_REGISTERS or env.reg_width(name) != 64 or \
+            env.reg_width(dname) != 1:
+        raise _Slow
+    _set_type(row, "u64")
+    row[T.X] = T.CMP["lo"]
+    row[T.Y] = T.BOOLS[None]
+    row[T.D] = t._dst(env, ops[0])
+    row[T.Z] = -1
+    row[T.A] = t._src(env, ops[1], "u64", imm, 0)
+    row[T.B] = t._slot("%total_smem_size", 32, special=True)
+    row[T.OP] = T.SETP
+
+
+_RULES.update({"barrier": r_barrier_cluster, "getctarank": r_getctarank, "isspacep": r_isspacep_shared})
