@@ -419,19 +419,27 @@ def _store(ctl, state, tm, rank, coords, base, lane, pc, kind, op):
                 for i1 in range(n[1]):
                     row, inside = _row_base(tm, rank, coords, i1, i2, i3, i4)
                     rowoff = base + (e // n[0]) * pitch
-                    for j in range(n[0]):
-                        s = _swizzle(rowoff + j * es, swz)
-                        if s + es > size:
+                    keep = min(n[0], dim0 - c0) if inside else 0    # the row's elements inside the tensor: [0, keep)
+                    j = 0
+                    while j < n[0]:         # 16-byte chunks of the row (a swizzle moves each chunk whole)
+                        u = rowoff + j * es
+                        m = min(n[0] - j, ((u | 15) + 1 - u) // es)
+                        s = _swizzle(u, swz)
+                        if s + m * es > size:
                             return False            # the box runs past shared memory
                         if check:
-                            for b in range(es):
-                                if _peek8(dirty + s + b) != U0:
+                            marks = u8_1d(dirty + s, m * es)
+                            for b in range(m * es):
+                                if marks[b] != 0:
                                     return False    # an unfenced generic write: the executor reports it
-                        if inside and c0 + j < dim0:
-                            idx[i0 + kept] = row + (c0 + j) * es
-                            _poke(data + kept * es, es, _peek(smem + s, es))
-                            kept += 1
-                        e += 1
+                        k = min(m, keep - j)
+                        if k > 0:
+                            _copy_run(data + kept * es, smem + s, k * es)
+                            for q in range(k):
+                                idx[i0 + kept + q] = row + (c0 + j + q) * es
+                            kept += k
+                        j += m
+                    e += n[0]
     _record(ctl, kind, pc, lane, base, op, total * es, kept * es, np.int64(kept), es, rank, coords, tm)
     return True
 
@@ -731,10 +739,21 @@ def _complete(ctl, state, r):
         state[T.S_MBAR_CHANGED] += 1
     else:
         base, lo = _span(ctl, state, rec)
-        for i in range(rec[R_NIDX]):
-            a = idx[rec[R_IDX] + i]
-            p = base + (a - lo) if base != 0 else global_find(state[T.S_GTAB], state[T.S_GTAB_N], a, es)
-            _poke(p, es, _peek(data + i * es, es))
+        nid = rec[R_NIDX]
+        at = rec[R_IDX]
+        if base != 0:                       # one allocation: runs of elements contiguous in global memory
+            i = 0
+            while i < nid:
+                a = idx[at + i]
+                k = i + 1
+                while k < nid and idx[at + k] == a + (k - i) * es:
+                    k += 1
+                _copy_run(base + (a - lo), data + i * es, (k - i) * es)
+                i = k
+        else:
+            for i in range(nid):
+                a = idx[at + i]
+                _poke(global_find(state[T.S_GTAB], state[T.S_GTAB_N], a, es), es, _peek(data + i * es, es))
     state[T.S_MBAR_CHANGED] += 1
     rec[R_KIND] = 0
     ctl[C_LIVE] -= 1
