@@ -44,7 +44,7 @@ from numba import njit
 from . import table as T
 from . import ccall as C
 from .asyncx import _mb, global_find, mb_complete_tx, mb_find
-from .ccall import data_ptr, i64_1d, i64_2d, reinterpret
+from .ccall import data_ptr, i32_1d, i64_1d, i64_2d, reinterpret, u8_1d
 from .asyncx import call_hop
 from .families import APART_SLOT
 from .raw import _peek8, _peek16, _peek32, _peek64, _poke8, _poke32, _peek, _poke
@@ -274,6 +274,53 @@ def _row_base(tm, rank, coords, i1, i2, i3, i4):
 
 
 @njit(cache=True, _nrt=False, pipeline_class=LEAN)
+def _row_starts(idx, at, rowoff, n0, es, swz, size):
+    """The swizzled shared offsets of a box row's ``n0`` elements (``idx[at:at + n0]``); False when one runs past
+    shared memory."""
+    out = idx[at:at + n0]
+    if swz == 0:
+        if rowoff + n0 * es > size:
+            return False
+        for j in range(n0):
+            out[j] = rowoff + j * es
+        return True
+    for j in range(n0):
+        s = _swizzle(rowoff + j * es, swz)
+        if s + es > size:
+            return False
+        out[j] = s
+    return True
+
+
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
+def _copy_run(dst, src, nbytes):
+    """``nbytes`` bytes from raw address ``src`` to raw address ``dst`` (regions apart)."""
+    d = u8_1d(dst, nbytes)
+    s = u8_1d(src, nbytes)
+    for i in range(nbytes):
+        d[i] = s[i]
+
+
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
+def _fill_run(dst, count, es, v):
+    """``count`` elements of ``es`` bytes, each ``v``, at raw address ``dst``."""
+    if v == U0:
+        d = u8_1d(dst, count * es)
+        for i in range(count * es):
+            d[i] = 0
+        return
+    for i in range(count):
+        _poke(dst + i * es, es, v)
+
+
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
+def _tf32_run(dst, src, count):
+    """``count`` f32 elements from ``src`` to ``dst``, each rounded as a TFLOAT32 map reads it (``_to_tf32``)."""
+    for i in range(count):
+        _poke32(dst + 4 * i, _to_tf32(np.uint64(_peek32(src + 4 * i))))
+
+
+@njit(cache=True, _nrt=False, pipeline_class=LEAN)
 def _load(ctl, state, tm, rank, coords, doff, moff, lane, pc):
     """One lane's tiled load (ops.bulk._tensor with memory.tma.tile_load): staged, or False (nothing kept)."""
     es = tm[25]
@@ -310,28 +357,32 @@ def _load(ctl, state, tm, rank, coords, doff, moff, lane, pc):
                     if hi > lo:
                         run = global_find(gtab, ngtab, base + (c0 + lo) * es, (hi - lo) * es)
                     rowoff = doff + (e // n[0]) * pitch
-                    for j in range(n[0]):
-                        s = _swizzle(rowoff + j * es, swz)
-                        if s + es > size:
-                            return False            # the box runs past shared memory
-                        idx[i0 + e] = s
-                        dst = data + e * es
-                        if lo <= j < hi:
-                            if run != 0:
-                                src = run + (j - lo) * es
+                    if not _row_starts(idx, i0 + e, rowoff, n[0], es, swz, size):
+                        return False                # the box runs past shared memory
+                    # the row's staged bytes in element order: [0, a) and [b, n0) filled, [a, b) read as one run
+                    a = min(lo, n[0])
+                    b = min(max(a, hi), n[0])
+                    dst = data + e * es
+                    if a > 0:
+                        _fill_run(dst, a, es, nan if fill else U0)
+                    if b > a:
+                        if run != 0:
+                            if tf32:
+                                _tf32_run(dst + a * es, run, b - a)
                             else:
+                                _copy_run(dst + a * es, run, (b - a) * es)
+                        else:
+                            for j in range(a, b):
                                 src = global_find(gtab, ngtab, base + (c0 + j) * es, es)
                                 if src == 0:
                                     return False    # outside every allocation: the executor raises
-                            v = _peek(src, es)
-                            if tf32:
-                                v = _to_tf32(v)
-                            _poke(dst, es, v)
-                        elif fill:
-                            _poke(dst, es, nan)
-                        else:
-                            _poke(dst, es, U0)
-                        e += 1
+                                v = _peek(src, es)
+                                if tf32:
+                                    v = _to_tf32(v)
+                                _poke(dst + j * es, es, v)
+                    if b < n[0]:
+                        _fill_run(dst + b * es, n[0] - b, es, nan if fill else U0)
+                    e += n[0]
     _record(ctl, np.int64(B_TLOAD), pc, lane, doff, moff, total * es, total * es, total, es, rank, coords, tm)
     return True
 
@@ -368,19 +419,27 @@ def _store(ctl, state, tm, rank, coords, base, lane, pc, kind, op):
                 for i1 in range(n[1]):
                     row, inside = _row_base(tm, rank, coords, i1, i2, i3, i4)
                     rowoff = base + (e // n[0]) * pitch
-                    for j in range(n[0]):
-                        s = _swizzle(rowoff + j * es, swz)
-                        if s + es > size:
+                    keep = min(n[0], dim0 - c0) if inside else 0    # the row's elements inside the tensor: [0, keep)
+                    j = 0
+                    while j < n[0]:         # 16-byte chunks of the row (a swizzle moves each chunk whole)
+                        u = rowoff + j * es
+                        m = min(n[0] - j, ((u | 15) + 1 - u) // es)
+                        s = _swizzle(u, swz)
+                        if s + m * es > size:
                             return False            # the box runs past shared memory
                         if check:
-                            for b in range(es):
-                                if _peek8(dirty + s + b) != U0:
+                            marks = u8_1d(dirty + s, m * es)
+                            for b in range(m * es):
+                                if marks[b] != 0:
                                     return False    # an unfenced generic write: the executor reports it
-                        if inside and c0 + j < dim0:
-                            idx[i0 + kept] = row + (c0 + j) * es
-                            _poke(data + kept * es, es, _peek(smem + s, es))
-                            kept += 1
-                        e += 1
+                        k = min(m, keep - j)
+                        if k > 0:
+                            _copy_run(data + kept * es, smem + s, k * es)
+                            for q in range(k):
+                                idx[i0 + kept + q] = row + (c0 + j + q) * es
+                            kept += k
+                        j += m
+                    e += n[0]
     _record(ctl, kind, pc, lane, base, op, total * es, kept * es, np.int64(kept), es, rank, coords, tm)
     return True
 
@@ -656,13 +715,22 @@ def _complete(ctl, state, r):
         smem, infl, dirty, tab, nb = state[T.S_SMEM_PTR], ctl[C_INFL], ctl[C_DIRTYP], state[T.S_MBAR], state[T.S_MBAR_N]
         if tgt >= 0:                        # (another CTA of a multicast: its arrays, clusterx.py's table)
             smem, infl, dirty, tab, nb = cl_target(state[T.S_CLUSTER], tgt)
-        for i in range(rec[R_NIDX]):
-            s = idx[rec[R_IDX] + i]
-            _poke(smem + s, es, _peek(data + i * es, es))
-            for b in range(es):
-                q = infl + 4 * (s + b)
-                _poke32(q, _peek32(q) - U1)
-                _poke8(dirty + s + b, U0)
+        nid = rec[R_NIDX]
+        at = rec[R_IDX]
+        i = 0
+        while i < nid:                      # runs of elements contiguous in shared memory, as byte runs
+            s = idx[at + i]
+            k = i + 1
+            while k < nid and idx[at + k] == s + (k - i) * es:
+                k += 1
+            span = (k - i) * es
+            _copy_run(smem + s, data + i * es, span)
+            q = i32_1d(infl + 4 * s, span)
+            d = u8_1d(dirty + s, span)
+            for b in range(span):
+                q[b] -= 1
+                d[b] = 0
+            i = k
         if tgt < 0:
             state[T.S_INFLIGHT] -= 1
         else:
@@ -671,10 +739,21 @@ def _complete(ctl, state, r):
         state[T.S_MBAR_CHANGED] += 1
     else:
         base, lo = _span(ctl, state, rec)
-        for i in range(rec[R_NIDX]):
-            a = idx[rec[R_IDX] + i]
-            p = base + (a - lo) if base != 0 else global_find(state[T.S_GTAB], state[T.S_GTAB_N], a, es)
-            _poke(p, es, _peek(data + i * es, es))
+        nid = rec[R_NIDX]
+        at = rec[R_IDX]
+        if base != 0:                       # one allocation: runs of elements contiguous in global memory
+            i = 0
+            while i < nid:
+                a = idx[at + i]
+                k = i + 1
+                while k < nid and idx[at + k] == a + (k - i) * es:
+                    k += 1
+                _copy_run(base + (a - lo), data + i * es, (k - i) * es)
+                i = k
+        else:
+            for i in range(nid):
+                a = idx[at + i]
+                _poke(global_find(state[T.S_GTAB], state[T.S_GTAB_N], a, es), es, _peek(data + i * es, es))
     state[T.S_MBAR_CHANGED] += 1
     rec[R_KIND] = 0
     ctl[C_LIVE] -= 1

@@ -652,6 +652,43 @@ def _cta_layout(tr, nw, smem_size, param_size):
 _OFFSETS: dict = {}     # id(layout) -> (layout, {name: byte offset})
 
 
+def _madvise():
+    """libc's madvise (Linux), or None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+        f = ctypes.CDLL(None, use_errno=True).madvise
+        f.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+        f.restype = ctypes.c_int
+        return f
+    except (OSError, AttributeError):
+        return None
+
+
+_MADVISE = [None, False]        # (the function, looked up)
+_HUGE = 2 << 20
+
+
+def _small_pages(block):
+    """``block`` (fresh zeros, not touched yet) on ordinary pages (MADV_NOHUGEPAGE): a CTA touches a few bytes here
+    and there in most of its block (special registers in every warp's arena, its shared memory), and with
+    transparent huge pages on each touch has the kernel find and clear 2 MB at once; on small pages only the pages
+    touched are cleared. Best effort: nothing changes where madvise is not available or refuses."""
+    if block.nbytes < 2 * _HUGE:
+        return block
+    if not _MADVISE[1]:
+        _MADVISE[:] = (_madvise(), True)
+    f = _MADVISE[0]
+    if f is not None:
+        a = block.ctypes.data
+        lo = -(-a // 4096) * 4096
+        hi = (a + block.nbytes) // 4096 * 4096
+        if hi > lo:
+            f(lo, hi - lo, 15)      # MADV_NOHUGEPAGE
+    return block
+
+
 _STEPS: dict = {}
 
 
@@ -761,7 +798,7 @@ class FastCTA:
             if whole is None:
                 block.fill(0)
         else:
-            block = self._on_block(np.zeros(size, np.uint8), layout)
+            block = self._on_block(_small_pages(np.zeros(size, np.uint8)), layout)
         head = offsets["arenas"]
         # the CTA's shared memory (zeros) and every warp's per-lane parameter bytes (warp w: rows w)
         cta.smem, cta.params = self.smem, self.params

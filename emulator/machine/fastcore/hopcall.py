@@ -13,7 +13,8 @@ from .asyncx import (ADDR, COUNT_MAX, EXPECTED, K_MB_INIT, K_MB_INVAL, PENDING, 
                      mb_arrive, mb_complete_tx, mb_expect_tx, mb_find, mb_restore, mb_save)
 from .clusterx import CL_ALIVE, CL_CHANGED, CL_N, CL_RANK, CL_ROW, CL_SIZE, CL_TAB
 from .loop import _gather, _scatter
-from .raw import _peek64, _poke64, _poke8
+from .ccall import u8_1d
+from .raw import _peek64, _poke64
 from .scalarx import _members_ok
 
 _P64 = types.CPointer(types.uint64)
@@ -312,8 +313,9 @@ def hop_rows(row, imrow, em, state, a8, a16, a32, a64, scratch):
         if p == 0:
             return 1                               # the marks are not the loop's to clear here (engine.FastWarp.run)
         if state[T.S_DIRTY_N] != 0:
-            for b in range(state[T.S_SMEM_SIZE]):
-                _poke8(p + b, U0)
+            marks = u8_1d(p, state[T.S_SMEM_SIZE])      # (one contiguous clear)
+            for b in range(marks.size):
+                marks[b] = 0
             state[T.S_DIRTY_N] = 0
         return 0
     return 0
