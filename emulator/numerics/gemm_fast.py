@@ -430,23 +430,29 @@ _ASCALE = 64           # the narrow kernels hold A's values times 2**_ASCALE (se
 
 
 @njit(cache=True, inline="always")
-def _f16_terms(avr, bvs, em, cvr, ctr, F, LC, nc):
-    """_f32_terms for operands whose products are exact in binary32 (f16: 11 x 11 significant bits), 16 columns
-    to a 512-bit vector: A's values are held times 2**_ASCALE (f16's 2**-24 .. 65504 become 2**40 .. 2**80, so
-    every nonzero product lies in 2**16 .. 2**96), the product times 2**(F - emax - _ASCALE) is exact wherever
-    it is 1 or more (a power of two in binary32's normal range; where that exponent would be below -126 the
-    term is below 1 either way and truncates to 0), and its truncation converts to int32: each term is below
-    2**(F + 2) in magnitude, so the L terms' sum fits (tc_gemm checks L * 2**(F + 2) <= 2**31).  C's term and
-    the total are formed in binary64 (exact below 2**53), then the same cut as _f32_terms."""
-    hi = np.int64(0)
-    for n in range(nc):
-        e = np.int64(em[n])
-        s = _i2f((F + 2046 - e) << 52)
-        s32 = _i2f32(np.int32((max(F + 1023 - e - _ASCALE, -126) + 127) << 23))
+def _f16_terms(avr, bvs, em, cvr, ctr, F, LC, nc, sc, ac):
+    """_f32_terms for operands whose products are exact in binary32 (f16: 11 x 11 significant bits), in three
+    passes so that the products' pass holds only binary32 and int32 (8 columns to a 256-bit vector, 16 to a
+    512-bit one): A's values are held times 2**_ASCALE (f16's 2**-24 .. 65504 become 2**40 .. 2**80, so every
+    nonzero product lies in 2**16 .. 2**96), the product times 2**(F - emax - _ASCALE) is exact wherever it is
+    1 or more (a power of two in binary32's normal range; where that exponent would be below -126 the term is
+    below 1 either way and truncates to 0), and its truncation converts to int32: each term is below
+    2**(F + 2) in magnitude, so the L terms' sum fits (_narrow checks L * 2**(F + 2) <= 2**31).  C's term and
+    the total are formed in binary64 (exact below 2**53), then the same cut as _f32_terms.  sc (binary32) and
+    ac (int32) are scratch rows."""
+    for n in range(nc):                              # the scales
+        x = max(np.int64(F + 1023 - _ASCALE) - np.int64(em[n]), np.int64(-126))
+        sc[n] = _i2f32(np.int32((x + 127) << 23))
+    for n in range(nc):                              # the products' terms and their sum
+        s32 = sc[n]
         acc = np.int32(0)
         for j in range(LC):
             acc = np.int32(acc + np.int32(avr[j] * bvs[j * _W + n] * s32))
-        v = np.float64(acc) + np.trunc(cvr[n] * s)
+        ac[n] = acc
+    hi = np.int64(0)
+    for n in range(nc):                              # C's term, the cut
+        e = np.int64(em[n])
+        v = np.float64(ac[n]) + np.trunc(cvr[n] * _i2f((F + 2046 - e) << 52))
         bits = _f2i(v * _i2f((e - F) << 52))
         E = (bits >> 52) & 0x7FF
         cvr[n] = _i2f(bits & ~np.int64((1 << 29) - 1))
@@ -496,6 +502,8 @@ def _f32_panel(m0, m1, p, av, at, bvp, btp, cbits, F, e_zero, out, redo, LC):
                 cv[i, n] = np.float64(-mm if ss else mm) * _i2f((qq + 1023) << 52)
                 ct[i, n] = tt + 1023
     em = np.empty(_W, np.int16)
+    sc = np.empty(_W, np.float32)
+    ac = np.empty(_W, np.int32)
     ez = np.int16(e_zero + 1023)
     for k0 in range(0, K, LC):
         bvs = bvp[p, k0 * _W:(k0 + LC) * _W]
@@ -506,7 +514,7 @@ def _f32_panel(m0, m1, p, av, at, bvp, btp, cbits, F, e_zero, out, redo, LC):
             ctr = ct[i]
             lo = _f32_emax(at[m, k0:k0 + LC], bts, ctr, em, ez, LC, nc)
             if av.itemsize == 4:                     # binary32 operands: the narrow kernel
-                hi = _f16_terms(av[m, k0:k0 + LC], bvs, em, cvr, ctr, F, LC, nc)
+                hi = _f16_terms(av[m, k0:k0 + LC], bvs, em, cvr, ctr, F, LC, nc, sc, ac)
             else:
                 hi = _f32_terms(av[m, k0:k0 + LC], bvs, em, cvr, ctr, F, LC, nc)
             if lo < F - 126 + 1023:
