@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 from numba import njit, prange, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 from . import fast, tile_numpy
 from .jitcache import INNER, compiling
@@ -461,6 +461,19 @@ def _f16_terms(avr, bvs, em, cvr, ctr, F, LC, nc, sc, ac):
     return hi
 
 
+def _step_terms(avr, bvs, em, cvr, ctr, F, LC, nc, sc, ac):
+    """_f16_terms for binary32 operand values, _f32_terms for binary64 (chosen when the caller is typed, so that
+    each kernel compiles only one of them)."""
+    raise NotImplementedError("jitted code only")
+
+
+@overload(_step_terms, inline="always")
+def _step_terms_impl(avr, bvs, em, cvr, ctr, F, LC, nc, sc, ac):
+    if avr.dtype == types.float32:
+        return lambda avr, bvs, em, cvr, ctr, F, LC, nc, sc, ac: _f16_terms(avr, bvs, em, cvr, ctr, F, LC, nc, sc, ac)
+    return lambda avr, bvs, em, cvr, ctr, F, LC, nc, sc, ac: _f32_terms(avr, bvs, em, cvr, ctr, F, LC, nc)
+
+
 @njit(cache=True, inline="always")
 def _f32_tiny(cvr, ctr, nc):
     """The results below 2**-126 rounded toward zero to the subnormal grid 2**-149 (0 below it); a result
@@ -513,10 +526,7 @@ def _f32_panel(m0, m1, p, av, at, bvp, btp, cbits, F, e_zero, out, redo, LC):
             cvr = cv[i]
             ctr = ct[i]
             lo = _f32_emax(at[m, k0:k0 + LC], bts, ctr, em, ez, LC, nc)
-            if av.itemsize == 4:                     # binary32 operands: the narrow kernel
-                hi = _f16_terms(av[m, k0:k0 + LC], bvs, em, cvr, ctr, F, LC, nc, sc, ac)
-            else:
-                hi = _f32_terms(av[m, k0:k0 + LC], bvs, em, cvr, ctr, F, LC, nc)
+            hi = _step_terms(av[m, k0:k0 + LC], bvs, em, cvr, ctr, F, LC, nc, sc, ac)
             if lo < F - 126 + 1023:
                 _f32_tiny(cvr, ctr, nc)
             if hi > 1023 + 127:                      # overflowed: the scalar chain redoes the element
