@@ -6,9 +6,10 @@ apart). numpy's BLAS is the same library in every child (it picks its kernels at
 what the target costs the emulator. Times are CPU time (``time.process_time``), best of ``--repeat``; the BLAS
 runs on one thread (``OPENBLAS_NUM_THREADS=1``: on a busy machine its idle threads spin, and their CPU time,
 up to eight times the work's at 512^3 on two shared cores, is no measure of the matmul), ``--blas-threads``
-changes that.
+changes that; ``gemm()`` runs on one thread too (``NUMBA_NUM_THREADS=1``: its threads, on two cores that other
+work shares, cost CPU time of their own), ``--threads`` changes that.
 
-    python benchmarks/bench_cpu_targets.py [--cpu host,haswell,x86-64] [--sizes 512,1024] [--repeat 3]
+    python benchmarks/bench_cpu_targets.py [--cpu host,haswell,x86-64] [--sizes 512,1024] [--repeat 3] [--threads 1]
 """
 import argparse
 import json
@@ -83,6 +84,7 @@ def main():
     ap.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "warpemu-cpu-targets"),
                     help="a numba cache directory per target is made under it")
     ap.add_argument("--blas-threads", default="1", help="the BLAS's threads (OPENBLAS_NUM_THREADS, MKL_NUM_THREADS)")
+    ap.add_argument("--threads", default="1", help="the emulator's threads (NUMBA_NUM_THREADS); 0: numba's default")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
@@ -102,6 +104,9 @@ def main():
             env = target_env(target, cache)
         for k in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             env[k] = a.blas_threads
+        env.pop("NUMBA_NUM_THREADS", None)
+        if a.threads != "0":
+            env["NUMBA_NUM_THREADS"] = a.threads
         r = subprocess.run([sys.executable, __file__, "--child", "--sizes", a.sizes, "--repeat", str(a.repeat)],
                            env=env, cwd=ROOT, capture_output=True, text=True)
         if r.returncode:

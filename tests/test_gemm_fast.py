@@ -317,3 +317,62 @@ def test_the_decode_tables_are_decode_of_every_code():
         bad = got.copy()
         bad[1, 2] += 1
         assert not np.array_equal(bad, want)
+
+
+# ------------------------------------------------------------------------------------------------
+# the narrow kernel (_f16_terms): f16 products in binary32, the L terms summed in int32
+def _three_ways(arch, a, b, c):
+    """D by the narrow kernel, by the binary64 kernel and by the integer path: all three bit for bit."""
+    op = get_mma(FORMS["f16"], arch)
+    L, F = int(op._prm[15]), int(op._prm[16])
+    assert G._narrow(0, 0, L, F)
+    d32 = G.tc_gemm(a, b, c, op, fast_f32=True)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(G, "_narrow", lambda *args: False)
+        d64 = G.tc_gemm(a, b, c, op, fast_f32=True)
+    dint = G.tc_gemm(a, b, c, op, fast_f32=False)
+    assert d32.tobytes() == dint.tobytes(), np.argwhere(d32 != dint)[:5]
+    assert d64.tobytes() == dint.tobytes(), np.argwhere(d64 != dint)[:5]
+    return d32
+
+
+def test_narrow_only_where_the_products_and_sums_fit():
+    assert G._narrow(0, 0, 16, 25) and G._narrow(0, 0, 8, 24)
+    assert not G._narrow(1, 1, 16, 25) and not G._narrow(2, 2, 8, 25) and not G._narrow(0, 1, 16, 25)
+    assert not G._narrow(0, 0, 32, 25)           # 32 terms below 2**27 could pass 2**31
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
+@pytest.mark.parametrize("av,bv,cv", [
+    (0x7BFF, 0x7BFF, 0), (0x7BFF, 0xFBFF, 0), (0x3BFF, 0x3BFF, 0x3F800000),     # largest terms, either sign
+    (0x7BFF, 0x7BFF, 0x4F7FFFFF), (0xFBFF, 0x7BFF, 0xCF7FFFFF),                # ... and C about as large
+    (0x0001, 0x0001, 0x00000001), (0x03FF, 0x8001, 0),                        # subnormal products: 2**-48
+    (0x0001, 0x7BFF, 0x7F7FFFFF), (0x3C00, 0x3C00, 0x80000000)])              # the scale clamped; -0 + 1
+def test_narrow_int32_sums_and_scale_limits(arch, av, bv, cv):
+    a = np.full((32, 64), av, np.uint64)
+    b = np.full((64, 24), bv, np.uint64)
+    c = np.full((32, 24), cv, np.uint64)
+    a[1::3, ::5] = 0x3C00
+    a[2::7, 3::4] = 0x8000
+    b[::6, 1::3] = 0x8001
+    _three_ways(arch, a, b, c)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2 ** 32 - 1), arch=st.sampled_from(["sm_90", "sm_80"]), mt=st.integers(1, 3),
+       nt=st.integers(1, 20), special=st.booleans(), cexp=st.integers(0, 255))
+def test_narrow_kernel_fuzz(seed, arch, mt, nt, special, cexp):
+    """Random f16 bits (subnormals, signed zeros, the extremes; infs and NaNs where ``special``: their rows and
+    columns go to the scalar chain) and C around one exponent, against the binary64 kernel and the integer
+    path."""
+    rng = np.random.default_rng(seed)
+    M, N, K = 16 * mt, 8 * nt, 48
+    a = _bits(rng, (M, K), "f16", special)
+    b = _bits(rng, (K, N), "f16", special)
+    a[rng.random((M, K)) < 0.05] = 0x8000
+    b[rng.random((K, N)) < 0.05] = 0x7BFF
+    c = (rng.integers(0, 1 << 23, (M, N), dtype=np.uint64) | np.uint64(min(cexp, 254) << 23)
+         | (rng.integers(0, 2, (M, N), dtype=np.uint64) << np.uint64(31)))
+    if special:
+        c[rng.random((M, N)) < 0.02] = 0x7FC00001
+    _three_ways(arch, a, b, c)

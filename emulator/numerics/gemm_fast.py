@@ -11,12 +11,14 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 from numba import njit, prange, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 from . import fast, tile_numpy
 from .jitcache import INNER, compiling
 from .tc_simd import vencode, vload_f32
-from .fast import NUM, PRE, ZQ, _special_step, decode, encode, f2i as _f2i, i2f as _i2f, stack_i64
+from .fast import NUM, PRE, ZQ, _special_step, bitcast, decode, encode, f2i as _f2i, i2f as _i2f, stack_i64
+
+_i2f32 = bitcast(types.int32, types.float32)     # binary32 from its bits
 
 _BR, _BC = 32, 256      # rows x columns of one parallel task (its B slices stay in cache)
 
@@ -305,6 +307,14 @@ def _f32_table(fmt):
     return _LUTS[key]
 
 
+def _f16_table(t, scale):
+    """An _f32_table's values times 2**scale in binary32 (exact for f16's codes), for the narrow kernels."""
+    key = ("f16 values", id(t[0]), scale)
+    if key not in _LUTS:
+        _LUTS[key] = np.ldexp(t[0], scale).astype(np.float32), t[1]
+    return _LUTS[key]
+
+
 @njit(cache=True, inline="always")
 def _value64(x, fmt, vals, exps):
     """(value, nominal exponent) of one operand element, the value exact in binary64 (0 and _NOEXP for zeros,
@@ -416,6 +426,54 @@ def _f32_terms(avr, bvs, em, cvr, ctr, F, LC, nc):
     return hi
 
 
+_ASCALE = 64           # the narrow kernels hold A's values times 2**_ASCALE (see _f16_terms)
+
+
+@njit(cache=True, inline="always")
+def _f16_terms(avr, bvs, em, cvr, ctr, F, LC, nc, sc, ac):
+    """_f32_terms for operands whose products are exact in binary32 (f16: 11 x 11 significant bits), in three
+    passes so that the products' pass holds only binary32 and int32 (8 columns to a 256-bit vector, 16 to a
+    512-bit one): A's values are held times 2**_ASCALE (f16's 2**-24 .. 65504 become 2**40 .. 2**80, so every
+    nonzero product lies in 2**16 .. 2**96), the product times 2**(F - emax - _ASCALE) is exact wherever it is
+    1 or more (a power of two in binary32's normal range; where that exponent would be below -126 the term is
+    below 1 either way and truncates to 0), and its truncation converts to int32: each term is below
+    2**(F + 2) in magnitude, so the L terms' sum fits (_narrow checks L * 2**(F + 2) <= 2**31).  C's term and
+    the total are formed in binary64 (exact below 2**53), then the same cut as _f32_terms.  sc (binary32) and
+    ac (int32) are scratch rows."""
+    for n in range(nc):                              # the scales
+        x = max(np.int64(F + 1023 - _ASCALE) - np.int64(em[n]), np.int64(-126))
+        sc[n] = _i2f32(np.int32((x + 127) << 23))
+    for n in range(nc):                              # the products' terms and their sum
+        s32 = sc[n]
+        acc = np.int32(0)
+        for j in range(LC):
+            acc = np.int32(acc + np.int32(avr[j] * bvs[j * _W + n] * s32))
+        ac[n] = acc
+    hi = np.int64(0)
+    for n in range(nc):                              # C's term, the cut
+        e = np.int64(em[n])
+        v = np.float64(ac[n]) + np.trunc(cvr[n] * _i2f((F + 2046 - e) << 52))
+        bits = _f2i(v * _i2f((e - F) << 52))
+        E = (bits >> 52) & 0x7FF
+        cvr[n] = _i2f(bits & ~np.int64((1 << 29) - 1))
+        ctr[n] = E
+        hi = max(hi, E)
+    return hi
+
+
+def _step_terms(avr, bvs, em, cvr, ctr, F, LC, nc, sc, ac):
+    """_f16_terms for binary32 operand values, _f32_terms for binary64 (chosen when the caller is typed, so that
+    each kernel compiles only one of them)."""
+    raise NotImplementedError("jitted code only")
+
+
+@overload(_step_terms, inline="always")
+def _step_terms_impl(avr, bvs, em, cvr, ctr, F, LC, nc, sc, ac):
+    if avr.dtype == types.float32:
+        return lambda avr, bvs, em, cvr, ctr, F, LC, nc, sc, ac: _f16_terms(avr, bvs, em, cvr, ctr, F, LC, nc, sc, ac)
+    return lambda avr, bvs, em, cvr, ctr, F, LC, nc, sc, ac: _f32_terms(avr, bvs, em, cvr, ctr, F, LC, nc)
+
+
 @njit(cache=True, inline="always")
 def _f32_tiny(cvr, ctr, nc):
     """The results below 2**-126 rounded toward zero to the subnormal grid 2**-149 (0 below it); a result
@@ -457,6 +515,8 @@ def _f32_panel(m0, m1, p, av, at, bvp, btp, cbits, F, e_zero, out, redo, LC):
                 cv[i, n] = np.float64(-mm if ss else mm) * _i2f((qq + 1023) << 52)
                 ct[i, n] = tt + 1023
     em = np.empty(_W, np.int16)
+    sc = np.empty(_W, np.float32)
+    ac = np.empty(_W, np.int32)
     ez = np.int16(e_zero + 1023)
     for k0 in range(0, K, LC):
         bvs = bvp[p, k0 * _W:(k0 + LC) * _W]
@@ -466,7 +526,7 @@ def _f32_panel(m0, m1, p, av, at, bvp, btp, cbits, F, e_zero, out, redo, LC):
             cvr = cv[i]
             ctr = ct[i]
             lo = _f32_emax(at[m, k0:k0 + LC], bts, ctr, em, ez, LC, nc)
-            hi = _f32_terms(av[m, k0:k0 + LC], bvs, em, cvr, ctr, F, LC, nc)
+            hi = _step_terms(av[m, k0:k0 + LC], bvs, em, cvr, ctr, F, LC, nc, sc, ac)
             if lo < F - 126 + 1023:
                 _f32_tiny(cvr, ctr, nc)
             if hi > 1023 + 127:                      # overflowed: the scalar chain redoes the element
@@ -554,13 +614,21 @@ def _tc_gemm_f32(abits, bbits, cbits, op, L, F, e_zero):
     return _f32_run(abits, bbits, cbits, fa, fb, la, lb, L, F, e_zero)
 
 
+def _narrow(fa, fb, L, F):
+    """Whether _f16_terms computes the steps: f16 operands, and L terms below 2**(F + 2) sum within int32."""
+    return fa == 0 and fb == 0 and L << (F + 2) <= 1 << 31
+
+
 def _f32_run(abits, bbits, cbits, fa, fb, la, lb, L, F, e_zero):
     M, K = abits.shape
     N = bbits.shape[1]
     P = (N + _W - 1) // _W
-    av = np.empty((M, K), np.float64)
+    vt = np.float64
+    if _narrow(fa, fb, L, F):
+        la, lb, vt = _f16_table(la, _ASCALE), _f16_table(lb, 0), np.float32
+    av = np.empty((M, K), vt)
     at = np.empty((M, K), np.int16)
-    bvp = np.empty((P, K * _W), np.float64)
+    bvp = np.empty((P, K * _W), vt)
     btp = np.empty((P, K * _W), np.int16)
     spa = np.zeros(M, np.bool_)
     spb = np.zeros(N, np.bool_)
