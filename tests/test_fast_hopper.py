@@ -494,3 +494,21 @@ def test_an_injected_wait_before_an_instruction_with_several_held_registers(use)
     assert res["fast"].notes == res["reference"].notes and len(res["fast"].notes) == 1, res["fast"].notes
     back = handback_counts(module.program("k"))
     assert not any(k.startswith("wgmma") for k in back) and sum(back.values()) == 4, back
+
+
+@pytest.mark.parametrize("atom", ["atom.shared.add.u32 %r4, [%r2+OFF], %r3;", "red.shared.add.u32 [%r2+OFF], %r3;",
+                                  "atom.add.u32 %r4, [%rd3+OFF], %r3;"])
+def test_an_atomic_into_bytes_an_in_flight_wgmma_reads_is_the_same_error(atom):
+    """A shared atomic (and a generic one that lands in shared memory) into the bytes an in-flight
+    wgmma.mma_async reads: the reference's AsyncHazardError on both engines; beside them it runs."""
+    body = ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n"
+            "mov.u32 %r2, smem;\ncvta.shared.u64 %rd3, smem;\nmov.b32 %r3, 7;\n@%p0 " + atom + "\n"
+            "wgmma.wait_group.sync.aligned 0;")
+    text = HEAD + "setp.eq.u32 %p0, %r1, 96;\n" + f"mov.b64 %rd1, {DA};\nmov.b64 %rd2, {DB};\n" + body + "\n" + TAIL
+    for off, hazard in ((4100, True), (8000, False)):
+        module = load_ptx(text.replace("OFF", str(off)))
+        ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(128, np.float32)])
+        assert not diffs, diffs
+        assert ("error" in ref) == hazard
+        if hazard:
+            assert ref["error"][0] == "AsyncHazardError" and "in-flight wgmma.mma_async reads" in ref["error"][1]
