@@ -76,11 +76,12 @@ def test_shared_stores_beside_a_bulk_store_run_in_the_loop(fence, vec):
     assert tr.async_readers and not any(s.startswith("st.") for s in slow), slow
 
 
-def test_a_store_into_bytes_an_in_flight_wgmma_reads_is_handed_back():
-    """The loop checks the CTA's wgmma read counts: a store into the bytes an in-flight wgmma.mma_async reads
-    raises the reference's AsyncHazardError on both engines; a store beside them runs."""
+def _beside_in_flight_wgmma(instr):
+    """Lane 96 runs ``instr`` (``OFF`` its byte offset into ``smem``: ``%r2`` a shared address, ``%rd3`` a generic
+    one, ``%r3`` 7) while a wgmma.mma_async reads shared memory: into the bytes it reads (4100) the reference's
+    AsyncHazardError on both engines, beside them (8000) no error. Yields each case's module."""
     body = ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n"
-            "mov.u32 %r2, smem;\nmov.b32 %r3, 7;\n@%p0 st.shared.u32 [%r2+OFF], %r3;\n"
+            "mov.u32 %r2, smem;\ncvta.shared.u64 %rd3, smem;\nmov.b32 %r3, 7;\n@%p0 " + instr + "\n"
             "wgmma.wait_group.sync.aligned 0;")
     text = HEAD + "setp.eq.u32 %p0, %r1, 96;\n" + f"mov.b64 %rd1, {DA};\nmov.b64 %rd2, {DB};\n" + body + "\n" + TAIL
     for off, hazard in ((4100, True), (8000, False)):
@@ -90,6 +91,13 @@ def test_a_store_into_bytes_an_in_flight_wgmma_reads_is_handed_back():
         assert ("error" in ref) == hazard
         if hazard:
             assert ref["error"][0] == "AsyncHazardError" and "in-flight wgmma.mma_async reads" in ref["error"][1]
+        yield module
+
+
+def test_a_store_into_bytes_an_in_flight_wgmma_reads_is_handed_back():
+    """The loop checks the CTA's wgmma read counts: a store into the bytes an in-flight wgmma.mma_async reads
+    raises the reference's AsyncHazardError on both engines; a store beside them runs."""
+    for module in _beside_in_flight_wgmma("st.shared.u32 [%r2+OFF], %r3;"):
         _, slow = _slow_rows(module)
         assert not any(s.startswith("st.shared") for s in slow)
 
@@ -501,14 +509,4 @@ def test_an_injected_wait_before_an_instruction_with_several_held_registers(use)
 def test_an_atomic_into_bytes_an_in_flight_wgmma_reads_is_the_same_error(atom):
     """A shared atomic (and a generic one that lands in shared memory) into the bytes an in-flight
     wgmma.mma_async reads: the reference's AsyncHazardError on both engines; beside them it runs."""
-    body = ("wgmma.fence.sync.aligned;\n" + MMA + "\nwgmma.commit_group.sync.aligned;\n"
-            "mov.u32 %r2, smem;\ncvta.shared.u64 %rd3, smem;\nmov.b32 %r3, 7;\n@%p0 " + atom + "\n"
-            "wgmma.wait_group.sync.aligned 0;")
-    text = HEAD + "setp.eq.u32 %p0, %r1, 96;\n" + f"mov.b64 %rd1, {DA};\nmov.b64 %rd2, {DB};\n" + body + "\n" + TAIL
-    for off, hazard in ((4100, True), (8000, False)):
-        module = load_ptx(text.replace("OFF", str(off)))
-        ref, fast, diffs = compare_engines(module, "k", 1, 128, [np.zeros(128, np.float32)])
-        assert not diffs, diffs
-        assert ("error" in ref) == hazard
-        if hazard:
-            assert ref["error"][0] == "AsyncHazardError" and "in-flight wgmma.mma_async reads" in ref["error"][1]
+    assert len(list(_beside_in_flight_wgmma(atom))) == 2

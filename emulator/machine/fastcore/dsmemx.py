@@ -38,7 +38,7 @@ from .ccall import SIG  # noqa: F401 (families.APART's signature attribute)
 from .clusterx import (CL_ALIVE, CL_DIRTY, CL_DIRTY_N, CL_EXITED, CL_INFL, CL_INFL_N, CL_NW, CL_RANK, CL_SIZE,
                        CL_SMEM, CL_SMEM_N, CL_WGR, cl_add, cl_get)
 from .memplan import _mem_plan
-from .memx import wg_free
+from .memx import smem_write_ok
 from .raw import _peek8, _peek32, _peek64, _poke8
 from .regs import I0, I64, _gather
 from .xcall import ATOM_SIG, _atom  # noqa: F401 (ATOM_SIG: families.APART's signature attribute)
@@ -120,10 +120,8 @@ def _plan(row, imrow, em, a8, a16, a32, a64, inflight, gtab, state, addrs, ptrs,
                             return -1
                 ptrs[lane] = np.uint64(sp + a)
         shared = own
-    if opc == T.ATOM and shared != 0 and state[T.S_WG_SMEM] != 0:    # (a store's: the loop checks them)
-        for lane in range(LANES):
-            if (shared >> lane) & 1 and not wg_free(state, addrs[lane], nbytes):
-                return -1
+    if opc == T.ATOM and not smem_write_ok(state, addrs, shared, nbytes):    # (a store's: the loop checks them)
+        return -1
     if remote == 0:
         return shared
     ct = state[T.S_CLUSTER]

@@ -21,7 +21,7 @@ from numba import njit
 from . import ccall as C
 from . import table as T
 from .ccall import SIG  # noqa: F401 (families.APART's signature attribute)
-from .memx import wg_free
+from .memx import smem_write_ok
 from .raw import _allocation
 from .regs import I0, I64, _gather, _rd
 from ...numerics.jitcache import INNER, lean
@@ -86,12 +86,9 @@ def _mem_plan(row, imrow, m, a8, a16, a32, a64, inflight, gtab, state, addrs, pt
             if a < 0 or a + nbytes > state[T.S_PARAM_SIZE]:
                 return -1
             ptrs[lane] = np.uint64(state[T.S_PARAM_PTR] + lane * state[T.S_PARAM_SIZE] + a)
-    if row[T.OP] == T.ATOM and shared != 0 and state[T.S_WG_SMEM] != 0:
-        # an atomic into bytes an in-flight wgmma.mma_async reads: the reference's AsyncHazardError (a store's
-        # bytes the loop checks itself, memx.py)
-        for lane in range(LANES):
-            if (shared >> lane) & 1 and not wg_free(state, addrs[lane], nbytes):
-                return -1
+    if row[T.OP] == T.ATOM and not smem_write_ok(state, addrs, shared, nbytes):
+        return -1       # an atomic into bytes an in-flight wgmma.mma_async reads: the reference's AsyncHazardError
+                        # (a store's bytes the loop checks itself, memx.py)
     return shared
 
 
